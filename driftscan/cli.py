@@ -1,0 +1,100 @@
+"""The command line. The only module that prints or exits; everything else returns values."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+
+import click
+
+from ._version import __version__
+from .errors import DriftscanError
+from .render import RENDERERS
+from .render.text import summary_line
+from .report import Report, report_schema, write_atomic
+
+# Exit status is a bitmask (documented in the README).
+EXIT_CLEAN = 0
+EXIT_DRIFT = 1
+EXIT_INCOMPLETE = 2
+
+
+def _fail(message: str) -> None:
+    click.echo(f"driftscan: error: {message}", err=True)
+    sys.exit(EXIT_INCOMPLETE)
+
+
+def guarded(func):
+    """Turn every error into one line on stderr and exit status 2; never a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        debug = kwargs.pop("debug", False)
+        try:
+            return func(*args, **kwargs)
+        except DriftscanError as exc:
+            _fail(str(exc))
+        except KeyboardInterrupt:
+            click.echo("driftscan: interrupted", err=True)
+            sys.exit(130)
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}")
+        except Exception as exc:  # noqa: BLE001 - the promise is: no traceback without --debug
+            if debug:
+                traceback.print_exc()
+            _fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug and report it)")
+
+    return click.option("--debug", is_flag=True, hidden=True, help="Show tracebacks.")(wrapper)
+
+
+def exit_status(report: Report, strict: bool) -> int:
+    status = EXIT_DRIFT if report.drifts else EXIT_CLEAN
+    if report.errors or (strict and report.unverifiable):
+        status |= EXIT_INCOMPLETE
+    return status
+
+
+def emit(report: Report, fmt: str, output: str | None) -> None:
+    text = RENDERERS[fmt](report)
+    if output:
+        write_atomic(output, text)
+        click.echo(summary_line(report), err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="driftscan")
+def main() -> None:
+    """Find what drifted in a Python environment, what the drift is, and what a reinstall does."""
+
+
+@main.command()
+@click.option("--venv", metavar="PATH", help="Audit this virtual environment (its interpreter is not run).")
+@click.option("--site-packages", "site_packages", metavar="DIR", multiple=True,
+              help="Audit a bare site-packages directory (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True)
+@click.option("--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout.")
+@click.option("--strict", is_flag=True, help="Distributions that cannot be verified also set exit bit 2.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
+@guarded
+def audit(venv, site_packages, fmt, output, strict, jobs) -> None:
+    """Check every installed file against its wheel's RECORD; list files no RECORD owns.
+
+    With no target, audits the environment driftscan runs in.
+    """
+    from .api import audit as run_audit
+
+    report = run_audit(venv=venv, site_packages=site_packages, jobs=jobs)
+    emit(report, fmt, output)
+    sys.exit(exit_status(report, strict))
+
+
+@main.command()
+@guarded
+def schema() -> None:
+    """Print the JSON Schema of the audit report."""
+    click.echo(json.dumps(report_schema(), indent=2))

@@ -1,0 +1,169 @@
+"""Find installed distributions (*.dist-info, *.egg-info) and read what verify needs from them."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from email.parser import HeaderParser
+
+from ..model import Distribution, Problem, RecordEntry
+from ..record import parse_record
+
+# Installers whose RECORD is known to describe the installed files exactly (FACTS.md rule 6).
+TRUSTED_INSTALLERS = frozenset({"pip", "uv", "poetry", "pdm", "installer", "pipx", "hatch"})
+
+
+@dataclass(frozen=True)
+class MetadataDir:
+    """A *.dist-info or *.egg-info found in site-packages, with what was wrong reading it."""
+
+    path: str
+    site_packages: str
+    distribution: Distribution | None  # None: orphaned (no METADATA or no RECORD)
+    problems: tuple[Problem, ...] = ()
+    missing: tuple[str, ...] = ()  # for orphaned dirs: which of METADATA/RECORD is absent
+    has_file_list: bool = True  # egg-info: installed-files.txt present
+
+
+@dataclass
+class _Reading:
+    problems: list[Problem] = field(default_factory=list)
+
+    def text(self, path: str) -> str | None:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self.problems.append(Problem(path, f"cannot read: {exc.strerror or exc}"))
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            self.problems.append(Problem(path, "not valid UTF-8; undecodable bytes kept as escapes"))
+            return data.decode("utf-8", "surrogateescape")
+
+
+_DIR_NAME = re.compile(r"^(?P<name>.+?)-(?P<version>[^-]+?)(?:-py\d.*)?\.(?:dist|egg)-info$")
+
+
+def _name_version(meta_text: str | None, dirname: str) -> tuple[str, str]:
+    name = version = ""
+    if meta_text:
+        headers = HeaderParser().parsestr(meta_text.split("\n\n", 1)[0], headersonly=True)
+        name = (headers.get("Name") or "").strip()
+        version = (headers.get("Version") or "").strip()
+    match = _DIR_NAME.match(dirname)
+    if match:
+        name = name or match.group("name")
+        version = version or match.group("version")
+    return name or dirname, version or "unknown"
+
+
+def _read_dist_info(path: str, site: str) -> MetadataDir:
+    absent = tuple(n for n in ("METADATA", "RECORD") if not os.path.lexists(os.path.join(path, n)))
+    if absent:
+        return MetadataDir(path, site, None, missing=absent)
+    reading = _Reading()
+    meta = reading.text(os.path.join(path, "METADATA"))
+    record_path = os.path.join(path, "RECORD")
+    record = reading.text(record_path)
+    if meta is None or record is None:
+        # Present but unreadable (permissions, a dangling link): verify reports it as unverifiable.
+        name, version = _name_version(meta, os.path.basename(path))
+        dist = Distribution(name=name, version=version, metadata_dir=path, site_packages=site)
+        return MetadataDir(path, site, dist, tuple(reading.problems), has_file_list=False)
+    installer_text = reading.text(os.path.join(path, "INSTALLER"))
+    installer = installer_text.strip() if installer_text is not None else None
+    # Hex digests are tolerated only where no installer vouches for the RECORD (Debian style).
+    parsed = parse_record(record, allow_hex=installer is None)
+    problems = list(reading.problems)
+    problems += [
+        Problem(record_path, f"line {i.line}: {i.message}" + (f" ({i.path})" if i.path else ""))
+        for i in parsed.issues
+    ]
+    direct_url = None
+    direct_text = reading.text(os.path.join(path, "direct_url.json"))
+    if direct_text is not None:
+        try:
+            loaded = json.loads(direct_text)
+            direct_url = loaded if isinstance(loaded, dict) else None
+        except ValueError:
+            problems.append(Problem(os.path.join(path, "direct_url.json"), "not valid JSON"))
+    name, version = _name_version(meta, os.path.basename(path))
+    dist = Distribution(
+        name=name,
+        version=version,
+        metadata_dir=path,
+        site_packages=site,
+        kind="dist-info",
+        installer=installer,
+        entries=_dedupe(parsed.entries),
+        direct_url=direct_url,
+        requested=os.path.exists(os.path.join(path, "REQUESTED")),
+    )
+    return MetadataDir(path, site, dist, tuple(problems))
+
+
+def _dedupe(entries: tuple[RecordEntry, ...]) -> tuple[RecordEntry, ...]:
+    """One entry per path; when a path is listed twice (pip + wheel-shipped .pyc), keep the hashed row."""
+    by_path: dict[str, RecordEntry] = {}
+    for entry in entries:
+        kept = by_path.get(entry.path)
+        if kept is None or (kept.hash is None and entry.hash is not None):
+            by_path[entry.path] = entry
+    return tuple(by_path.values())
+
+
+def _read_egg_info(path: str, site: str) -> MetadataDir:
+    reading = _Reading()
+    is_dir = os.path.isdir(path)
+    pkg_info = reading.text(os.path.join(path, "PKG-INFO") if is_dir else path)
+    name, version = _name_version(pkg_info, os.path.basename(path))
+    entries: tuple[RecordEntry, ...] = ()
+    top_level: tuple[str, ...] = ()
+    has_list = False
+    if is_dir:
+        listing = reading.text(os.path.join(path, "installed-files.txt"))
+        if listing is not None:
+            has_list = True
+            # Paths are relative to the egg-info directory; presence is all that can be checked.
+            rel = os.path.basename(path)
+            entries = tuple(
+                RecordEntry(os.path.normpath(os.path.join(rel, line.strip())).replace(os.sep, "/"), None, None, n)
+                for n, line in enumerate(listing.splitlines(), 1)
+                if line.strip()
+            )
+        top = reading.text(os.path.join(path, "top_level.txt"))
+        if top:
+            top_level = tuple(t.strip() for t in top.splitlines() if t.strip())
+    dist = Distribution(
+        name=name,
+        version=version,
+        metadata_dir=path,
+        site_packages=site,
+        kind="egg-info",
+        entries=entries,
+        top_level=top_level,
+    )
+    return MetadataDir(path, site, dist, tuple(reading.problems), has_file_list=has_list)
+
+
+def find_distributions(site_packages: tuple[str, ...]) -> Iterator[MetadataDir]:
+    """Yield every metadata directory in the given site-packages, sorted for stable output."""
+    for site in site_packages:
+        try:
+            names = sorted(os.listdir(site))
+        except OSError as exc:
+            yield MetadataDir(site, site, None, (Problem(site, f"cannot list: {exc.strerror or exc}"),))
+            continue
+        for name in names:
+            path = os.path.join(site, name)
+            if name.endswith(".dist-info") and os.path.isdir(path) and not os.path.islink(path):
+                yield _read_dist_info(path, site)
+            elif name.endswith(".egg-info"):
+                yield _read_egg_info(path, site)

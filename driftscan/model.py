@@ -1,0 +1,163 @@
+"""Frozen values that flow through the pipeline: discover → verify → inspect → classify.
+
+Only plain data lives here; behaviour belongs to the layer that produces it. The pydantic
+models at the edge (``report.py``) are built from these.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class DriftKind(str, enum.Enum):
+    MODIFIED = "modified"
+    MISSING = "missing"
+    ADDED = "added"
+    TYPE_CHANGED = "type-changed"
+    ORPHANED_METADATA = "orphaned-metadata"
+    CLOBBERED = "clobbered"
+    ORPHANED_BYTECODE = "orphaned-bytecode"
+    DEBUG_ARTIFACTS = "debug-artifacts"
+
+
+class Scope(str, enum.Enum):
+    PACKAGE = "package"
+    ENVIRONMENT = "environment"
+    DATA = "data"
+    SOURCE = "source"
+    EXTERNAL = "external"
+
+
+class Severity(str, enum.Enum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+    @property
+    def rank(self) -> int:
+        return {"low": 1, "medium": 2, "high": 3}[self.value]
+
+
+@dataclass(frozen=True)
+class Hash:
+    """A RECORD hash: the algorithm named in the row and the digest it promises."""
+
+    algorithm: str
+    digest: bytes
+    encoding: str = "base64"  # "hex" for Debian-style rows
+
+    def __str__(self) -> str:
+        return f"{self.algorithm}={self.digest.hex()}"
+
+
+@dataclass(frozen=True)
+class RecordEntry:
+    path: str  # as written in RECORD, "/"-separated, relative to site-packages
+    hash: Hash | None
+    size: int | None
+    line: int
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to audit, resolved without running the target's interpreter."""
+
+    kind: str  # "venv" | "prefix" | "site-packages" | "interpreter"
+    venv: str | None
+    site_packages: tuple[str, ...]
+    bin_dir: str | None = None
+    python_version: str | None = None
+    # Other directories of the environment whose files must all be owned (include/, share/).
+    extra_roots: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Distribution:
+    name: str
+    version: str
+    metadata_dir: str  # absolute path of the *.dist-info / *.egg-info directory
+    site_packages: str
+    kind: str = "dist-info"  # "dist-info" | "egg-info"
+    installer: str | None = None
+    entries: tuple[RecordEntry, ...] = ()
+    direct_url: dict[str, Any] | None = None
+    requested: bool = False
+    # Top-level import names (top_level.txt), used to claim files of unlisted egg-info dists.
+    top_level: tuple[str, ...] = ()
+
+    @property
+    def editable(self) -> bool:
+        return bool((self.direct_url or {}).get("dir_info", {}).get("editable"))
+
+    @property
+    def key(self) -> str:
+        return f"{self.name} {self.version}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something that could not be checked. The audit goes on; the report lists it."""
+
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Unverifiable:
+    distribution: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One debug-code finding in one file (produced by the inspect layer)."""
+
+    code: str
+    name: str
+    severity: Severity
+    line: int
+    column: int
+    message: str
+    snippet: str = ""
+    # For a dump call whose target path is known: a glob of the files it writes
+    # (e.g. "/tmp/nomla_*.pt"), so the audit can look for dumps left on disk.
+    artifact_pattern: str | None = None
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """One drifted path as verify saw it: what was expected, what is on disk."""
+
+    kind: DriftKind
+    path: str  # absolute
+    root: str  # the directory ``relpath`` is relative to
+    distribution: Distribution | None = None
+    expected: dict[str, Any] = field(default_factory=dict)
+    actual: dict[str, Any] = field(default_factory=dict)
+    evidence: str = ""
+    findings: tuple[Finding, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Everything verify learned about a target."""
+
+    target: Target
+    distributions: tuple[Distribution, ...]
+    checks: tuple[FileCheck, ...]
+    files_checked: int
+    unverifiable: tuple[Unverifiable, ...]
+    errors: tuple[Problem, ...]
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A classified drift: a FileCheck plus what a reinstall does to it."""
+
+    check: FileCheck
+    scope: Scope
+    survives_reinstall: bool
+    remedy: str
+    evidence: str

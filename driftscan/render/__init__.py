@@ -1,0 +1,16 @@
+"""Renderers turn a Report into text for people or machines. One function per format."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..report import Report
+from .json import render_json
+from .text import render_text
+
+RENDERERS: dict[str, Callable[[Report], str]] = {
+    "text": render_text,
+    "json": render_json,
+}
+
+__all__ = ["RENDERERS", "render_json", "render_text"]

@@ -1,0 +1,7 @@
+from __future__ import annotations
+
+from ..report import Report
+
+
+def render_json(report: Report) -> str:
+    return report.model_dump_json(indent=2) + "\n"

@@ -1,0 +1,81 @@
+"""Readable text: drifts grouped by distribution, one line each, a summary line last."""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import groupby
+
+from ..report import DriftOut, Report
+
+
+def _detail(d: DriftOut) -> str:
+    e, a = d.expected, d.actual
+    if d.kind.value == "modified":
+        if "size" in e and "size" in a and e["size"] != a["size"]:
+            return f"size {e['size']} → {a['size']}"
+        return "content differs" + (f" (hard links: {a['nlink']})" if a.get("nlink") else "")
+    if d.kind.value == "type-changed":
+        target = f" → {a['target']}" if a.get("target") else ""
+        return f"was a {e.get('type', 'file')}, now a {a.get('type', '?')}{target}"
+    if d.kind.value in ("added", "orphaned-bytecode") and "size" in a:
+        return f"{a['size']} bytes" if a.get("type") == "file" else a.get("type", "")
+    if d.kind.value == "orphaned-metadata":
+        return "contains: " + (", ".join(a.get("files", [])) or "nothing")
+    return d.evidence if d.kind.value == "clobbered" else ""
+
+
+def _header(r: Report) -> str:
+    t = r.target
+    if t.venv:
+        where = f"venv {t.venv}"
+    else:
+        where = "site-packages " + ", ".join(t.site_packages)
+    py = f" (Python {t.python_version})" if t.python_version else ""
+    return f"driftscan {r.tool.version} · {where}{py}"
+
+
+def render_text(r: Report) -> str:
+    lines = [_header(r), ""]
+    width = max((len(d.kind.value) for d in r.drifts), default=8)
+    key = lambda d: (d.distribution is None, d.distribution.name.lower() if d.distribution else "")  # noqa: E731
+    for _, group in groupby(r.drifts, key=key):
+        items = list(group)
+        dist = items[0].distribution
+        if dist:
+            lines.append(f"{dist.name} {dist.version} ({dist.installer or 'no INSTALLER'}) — a reinstall restores these")
+        else:
+            lines.append("not owned by any distribution — a reinstall keeps these")
+        for d in items:
+            detail = _detail(d)
+            lines.append(f"  {d.kind.value:<{width}}  {d.relpath}" + (f"  ({detail})" if detail else ""))
+            for f in d.findings:
+                lines.append(f"      {f.code} {f.severity.value:<6} line {f.line}:{f.column} {f.name}: {f.message}")
+        if dist and items[0].remedy:
+            lines.append(f"  remedy: {items[0].remedy}")
+        lines.append("")
+    if r.unverifiable:
+        lines.append(f"unverifiable ({len(r.unverifiable)}) — neither clean nor drifted")
+        lines += [f"  {u.distribution}: {u.reason}" for u in r.unverifiable]
+        lines.append("")
+    if r.errors:
+        lines.append(f"could not check ({len(r.errors)})")
+        lines += [f"  {e.path}: {e.message}" for e in r.errors]
+        lines.append("")
+    lines.append(summary_line(r))
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(r: Report) -> str:
+    s = r.summary
+    took = f" in {r.duration_seconds:.2f} s" if r.duration_seconds is not None else ""
+    checked = f"{_n(s.files_checked, 'file')} checked in {_n(s.distributions, 'distribution')}{took}"
+    if not s.drifts:
+        head = "no drift"
+    else:
+        kinds = ", ".join(f"{n} {k}" for k, n in Counter(d.kind.value for d in r.drifts).most_common())
+        head = f"{_n(s.drifts, 'drift')} ({kinds})"
+    return f"{head}; {checked}; {s.unverifiable} unverifiable; {_n(s.errors, 'error')}"
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"

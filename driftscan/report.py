@@ -1,0 +1,168 @@
+"""The report: a pydantic model with a versioned schema, and an atomic writer.
+
+Field names here are a contract with CI jobs (issue #2): add fields freely, rename none.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ._version import __version__
+from .model import Drift, DriftKind, Finding, Scope, Severity, Verification
+from .paths import printable
+from .verify.roots import relpath
+
+SCHEMA_VERSION = "1"
+
+
+class Tool(BaseModel):
+    name: Literal["driftscan"] = "driftscan"
+    version: str = __version__
+
+
+class TargetInfo(BaseModel):
+    venv: str | None = None
+    site_packages: list[str] = Field(default_factory=list)
+    model_dirs: list[str] = Field(default_factory=list)
+    kind: str | None = Field(None, description="venv, prefix, site-packages or interpreter")
+    python_version: str | None = None
+
+
+class Summary(BaseModel):
+    distributions: int
+    files_checked: int
+    drifts: int
+    unverifiable: int
+    errors: int
+    by_kind: dict[str, int] = Field(default_factory=dict)
+
+
+class DistributionRef(BaseModel):
+    name: str
+    version: str
+    installer: str | None = None
+
+
+class FindingOut(BaseModel):
+    code: str
+    name: str
+    severity: Severity
+    line: int
+    column: int
+    message: str
+    snippet: str = ""
+
+
+class DriftOut(BaseModel):
+    path: str = Field(description="absolute path")
+    relpath: str = Field(description="relative to its root (site-packages, the venv, a model directory), with /")
+    kind: DriftKind
+    scope: Scope
+    distribution: DistributionRef | None = None
+    survives_reinstall: bool
+    remedy: str
+    evidence: str = ""
+    findings: list[FindingOut] = Field(default_factory=list)
+    expected: dict[str, Any] = Field(default_factory=dict)
+    actual: dict[str, Any] = Field(default_factory=dict)
+
+
+class UnverifiableOut(BaseModel):
+    distribution: str
+    reason: str
+
+
+class ErrorOut(BaseModel):
+    path: str
+    message: str
+
+
+class Report(BaseModel):
+    schema_version: Literal["1"] = SCHEMA_VERSION
+    tool: Tool = Field(default_factory=Tool)
+    target: TargetInfo
+    summary: Summary
+    drifts: list[DriftOut] = Field(default_factory=list)
+    unverifiable: list[UnverifiableOut] = Field(default_factory=list)
+    errors: list[ErrorOut] = Field(default_factory=list)
+    generated_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    duration_seconds: float | None = None
+
+    @property
+    def clean(self) -> bool:
+        return not self.drifts
+
+
+def _finding(f: Finding) -> FindingOut:
+    return FindingOut(code=f.code, name=f.name, severity=f.severity, line=f.line, column=f.column,
+                      message=f.message, snippet=f.snippet)
+
+
+def _drift(d: Drift) -> DriftOut:
+    c = d.check
+    dist = c.distribution
+    return DriftOut(
+        path=printable(c.path),
+        relpath=printable(relpath(c.path, c.root)),
+        kind=c.kind,
+        scope=d.scope,
+        distribution=DistributionRef(name=dist.name, version=dist.version, installer=dist.installer) if dist else None,
+        survives_reinstall=d.survives_reinstall,
+        remedy=printable(d.remedy),
+        evidence=printable(d.evidence),
+        findings=[_finding(f) for f in c.findings],
+        expected=c.expected,
+        actual={k: printable(v) if isinstance(v, str) else v for k, v in c.actual.items()},
+    )
+
+
+def build_report(verification: Verification, drifts: list[Drift], duration: float | None = None) -> Report:
+    t = verification.target
+    out = sorted((_drift(d) for d in drifts), key=lambda d: (d.distribution is None,
+                 d.distribution.name.lower() if d.distribution else "", d.path))
+    by_kind: dict[str, int] = {}
+    for d in out:
+        by_kind[d.kind.value] = by_kind.get(d.kind.value, 0) + 1
+    return Report(
+        target=TargetInfo(venv=t.venv, site_packages=list(t.site_packages), kind=t.kind,
+                          python_version=t.python_version),
+        summary=Summary(
+            distributions=len(verification.distributions),
+            files_checked=verification.files_checked,
+            drifts=len(out),
+            unverifiable=len(verification.unverifiable),
+            errors=len(verification.errors),
+            by_kind=by_kind,
+        ),
+        drifts=out,
+        unverifiable=[UnverifiableOut(distribution=u.distribution, reason=u.reason) for u in verification.unverifiable],
+        errors=[ErrorOut(path=printable(p.path), message=printable(p.message)) for p in verification.errors],
+        duration_seconds=None if duration is None else round(duration, 3),
+    )
+
+
+def report_schema() -> dict[str, Any]:
+    return Report.model_json_schema()
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same directory and ``os.replace``."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".driftscan-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

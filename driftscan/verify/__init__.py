@@ -1,0 +1,52 @@
+"""Verify a target: every RECORD row against the disk, then every file on disk against the RECORDs."""
+
+from __future__ import annotations
+
+import os
+
+from ..discover import find_distributions
+from ..model import DriftKind, FileCheck, Problem, Target, Verification
+from .ownership import build_ownership
+from .records import verify_records
+from .roots import root_of
+from .unowned import find_unowned
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _orphaned(target: Target, md) -> FileCheck:
+    try:
+        content = sorted(os.listdir(md.path))
+    except OSError:
+        content = []
+    return FileCheck(
+        DriftKind.ORPHANED_METADATA,
+        md.path,
+        root_of(target, md.path),
+        None,
+        {"files": ["METADATA", "RECORD"]},
+        {"type": "directory", "files": content},
+        "no " + " and no ".join(md.missing) + ": installers treat the package as installed but cannot reinstall it",
+    )
+
+
+def verify(target: Target, jobs: int | None = None) -> Verification:
+    metadirs = list(find_distributions(target.site_packages))
+    own = build_ownership(metadirs)
+    errors: list[Problem] = [p for md in metadirs for p in md.problems]
+    orphaned = [_orphaned(target, md) for md in metadirs if md.distribution is None and md.missing]
+    outcome = verify_records(target, metadirs, own, jobs or default_jobs())
+    added, walk_problems = find_unowned(target, own)
+    return Verification(
+        target=target,
+        distributions=tuple(md.distribution for md in metadirs if md.distribution is not None),
+        checks=tuple(outcome.checks + orphaned + added),
+        files_checked=outcome.files_checked,
+        unverifiable=tuple(outcome.unverifiable),
+        errors=tuple(errors + outcome.errors + walk_problems),
+    )

@@ -1,0 +1,142 @@
+"""Check one path against one RECORD entry: presence, type, size, then hash.
+
+Never raises for the file's sake: a file that cannot be read, a symlink loop or a file that
+vanishes between two system calls each become a result.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import RecordEntry
+from ..record import CHUNK, record_hash_text
+
+OK = "ok"
+MODIFIED = "modified"
+MISSING = "missing"
+TYPE_CHANGED = "type-changed"
+ERROR = "error"
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+@dataclass(frozen=True)
+class EntryResult:
+    status: str
+    expected: dict[str, Any] = field(default_factory=dict)
+    actual: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+    link_target: str | None = None
+    nlink: int = 1
+
+
+def file_type(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "device"
+
+
+def expected_of(entry: RecordEntry) -> dict[str, Any]:
+    expected: dict[str, Any] = {"type": "file"}
+    if entry.hash is not None:
+        expected["hash"] = f"{entry.hash.algorithm}={record_hash_text(entry.hash.digest)}"
+    if entry.size is not None:
+        expected["size"] = entry.size
+    return expected
+
+
+def digest_fd(fd: int, algorithm: str, size: int) -> bytes:
+    """Hash an open file. Small files in one read; large ones streamed (hashlib drops the GIL)."""
+    if size <= CHUNK:
+        data = b""
+        while True:  # a short read is possible on network filesystems
+            chunk = os.read(fd, CHUNK)
+            if not chunk:
+                break
+            data += chunk
+        return hashlib.new(algorithm, data).digest()
+    hasher = hashlib.new(algorithm)
+    with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
+        buffer = bytearray(CHUNK)
+        view = memoryview(buffer)
+        while n := f.readinto(buffer):
+            hasher.update(view[:n])
+    return hasher.digest()
+
+
+def _os_error(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "symlink loop"
+    return exc.strerror or str(exc)
+
+
+def check_entry(path: str, entry: RecordEntry, presence_only: bool = False) -> EntryResult:
+    """Compare the file at ``path`` with ``entry``."""
+    expected = expected_of(entry)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return EntryResult(MISSING, expected)
+    except OSError as exc:
+        return EntryResult(ERROR, expected, message=f"cannot stat: {_os_error(exc)}")
+    link_target = None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            link_target = os.readlink(path)
+            st = os.stat(path)
+        except FileNotFoundError:
+            return EntryResult(MISSING, expected, {"type": "symlink", "target": link_target, "dangling": True},
+                               link_target=link_target)
+        except OSError as exc:
+            return EntryResult(ERROR, expected, message=f"cannot follow symlink: {_os_error(exc)}",
+                               link_target=link_target)
+    kind = file_type(st.st_mode)
+    is_directory_row = entry.hash is None and entry.size is None
+    if kind == "directory" and is_directory_row:
+        return EntryResult(OK, link_target=link_target)  # a directory row owns what is under it
+    if kind != "file":
+        return EntryResult(TYPE_CHANGED, expected, {"type": kind}, link_target=link_target)
+    if presence_only or entry.hash is None and entry.size is None:
+        return EntryResult(OK, link_target=link_target, nlink=st.st_nlink)
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return EntryResult(MISSING, expected, message="vanished during the audit")
+    except OSError as exc:
+        return EntryResult(ERROR, expected, message=f"cannot open: {_os_error(exc)}")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # swapped between lstat and open
+            return EntryResult(TYPE_CHANGED, expected, {"type": file_type(st.st_mode)})
+        size_ok = entry.size is None or st.st_size == entry.size
+        digest = None
+        if entry.hash is not None and size_ok:  # a size mismatch already settles it
+            digest = digest_fd(fd, entry.hash.algorithm, st.st_size)
+    except OSError as exc:
+        return EntryResult(ERROR, expected, message=f"cannot read: {_os_error(exc)}")
+    finally:
+        os.close(fd)
+    hash_ok = entry.hash is None or digest == entry.hash.digest
+    if size_ok and hash_ok:
+        return EntryResult(OK, link_target=link_target, nlink=st.st_nlink)
+    actual: dict[str, Any] = {"type": "file", "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    if digest is not None:
+        actual["hash"] = f"{entry.hash.algorithm}={record_hash_text(digest)}"  # type: ignore[union-attr]
+    if st.st_nlink > 1:
+        actual["nlink"] = st.st_nlink
+    if link_target is not None:
+        actual["symlink_target"] = link_target
+    return EntryResult(MODIFIED, expected, actual, link_target=link_target, nlink=st.st_nlink)

@@ -1,0 +1,101 @@
+"""Which distribution owns which path, and which unowned files are nonetheless expected."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from ..discover.dists import MetadataDir
+from ..model import Distribution, RecordEntry, Target
+
+
+def entry_path(site: str, record_path: str) -> str:
+    """Absolute, lexically normalised path of a RECORD row (``../../../bin/x`` included)."""
+    return os.path.normpath(os.path.join(site, record_path))
+
+
+def is_bytecode(path: str) -> bool:
+    return path.endswith((".pyc", ".pyo"))
+
+
+def bytecode_source(path: str) -> str | None:
+    """``pkg/__pycache__/mod.cpython-311.opt-1.pyc`` → ``pkg/mod.py`` (any tag); None outside __pycache__."""
+    parent, name = os.path.split(path)
+    if os.path.basename(parent) != "__pycache__" or not is_bytecode(name):
+        return None
+    stem = name.split(".", 1)[0]  # module names cannot contain dots, so the tag starts at the first one
+    return os.path.join(os.path.dirname(parent), stem + ".py")
+
+
+def is_virtualenv_style_row(record_path: str) -> bool:
+    """Rows virtualenv writes that never exist on disk (FACTS.md §6d)."""
+    return (
+        is_bytecode(record_path)
+        or record_path.rstrip("/").endswith("__pycache__")
+        or record_path.endswith(".virtualenv")
+    )
+
+
+# Files a venv creator writes into bin/ (venv, virtualenv, uv); never "added".
+_VENV_BIN = re.compile(
+    r"^(?:python[\d.]*t?w?(?:\.exe)?|pypy[\d.]*(?:\.exe)?|pythonw?\.exe|[Aa]ctivate(?:[._].*)?"
+    r"|activate_this\.py|deactivate(?:\..*)?|pydoc\.bat)$"
+)
+# Unowned files at the top of site-packages that interpreters and tools leave there legitimately.
+_LEGIT_SITE_TOP = re.compile(r"^(?:README(?:\.txt)?|easy-install\.pth|.*\.egg-link|_virtualenv\.(?:py|pth))$")
+
+
+@dataclass
+class Ownership:
+    owners: dict[str, list[tuple[Distribution, RecordEntry]]] = field(default_factory=dict)
+    # (site-packages, top-level name) claimed by a distribution that lists no files.
+    claimed: set[tuple[str, str]] = field(default_factory=set)
+    # metadata dir → its reading; orphaned ones are reported whole, not file by file
+    metadata: dict[str, MetadataDir] = field(default_factory=dict)
+
+    def owns(self, path: str, stop: str) -> bool:
+        """True when a RECORD lists ``path`` or a directory row above it (up to ``stop``)."""
+        if path in self.owners:
+            return True
+        parent = os.path.dirname(path)
+        while len(parent) > len(stop):
+            if parent in self.owners:
+                return True
+            parent = os.path.dirname(parent)
+        return False
+
+    def claimed_by_unlisted(self, site: str, relpath: str) -> bool:
+        top = relpath.split(os.sep, 1)[0]
+        if top == "__pycache__":
+            top = relpath.split(os.sep)[-1]
+        name = top.split(".", 1)[0]
+        return (site, top) in self.claimed or (site, name) in self.claimed
+
+
+def build_ownership(metadirs: list[MetadataDir]) -> Ownership:
+    own = Ownership()
+    for md in metadirs:
+        own.metadata[md.path] = md
+        dist = md.distribution
+        if dist is None:
+            continue
+        for entry in dist.entries:
+            own.owners.setdefault(entry_path(dist.site_packages, entry.path), []).append((dist, entry))
+        if dist.kind == "dist-info":
+            # RECORD cannot hash itself; it is the distribution's own even when it does not list itself.
+            own.owners.setdefault(os.path.join(dist.metadata_dir, "RECORD"), [])
+        if not dist.entries:
+            for name in dist.top_level:
+                own.claimed.add((dist.site_packages, name))
+    return own
+
+
+def is_venv_file(target: Target, path: str) -> bool:
+    if target.bin_dir is not None and os.path.dirname(path) == target.bin_dir:
+        return bool(_VENV_BIN.match(os.path.basename(path)))
+    return False
+
+
+def is_legit_site_file(site: str, path: str) -> bool:
+    return os.path.dirname(path) == site and bool(_LEGIT_SITE_TOP.match(os.path.basename(path)))

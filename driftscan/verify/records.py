@@ -1,0 +1,151 @@
+"""Verify every installed distribution against its RECORD (or installed-files.txt)."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from ..discover.dists import TRUSTED_INSTALLERS, MetadataDir
+from ..model import Distribution, DriftKind, FileCheck, Problem, RecordEntry, Target, Unverifiable
+from . import files
+from .ownership import Ownership, bytecode_source, entry_path, is_bytecode, is_virtualenv_style_row
+from .roots import root_of
+
+_KIND = {
+    files.MODIFIED: DriftKind.MODIFIED,
+    files.MISSING: DriftKind.MISSING,
+    files.TYPE_CHANGED: DriftKind.TYPE_CHANGED,
+}
+
+
+@dataclass(frozen=True)
+class _Task:
+    dist: Distribution
+    entry: RecordEntry
+    path: str
+    presence_only: bool
+
+
+@dataclass(frozen=True)
+class RecordsOutcome:
+    checks: list[FileCheck]
+    files_checked: int
+    unverifiable: list[Unverifiable]
+    errors: list[Problem]
+
+
+def _is_uv_cache_link(path: str, link_target: str) -> bool:
+    resolved = os.path.realpath(os.path.join(os.path.dirname(path), link_target))
+    return f"{os.sep}archive-v0{os.sep}" in resolved
+
+
+def _tasks(metadirs: list[MetadataDir], own: Ownership) -> list[_Task]:
+    tasks = []
+    for md in metadirs:
+        dist = md.distribution
+        if dist is None:
+            continue
+        for entry in dist.entries:
+            path = entry_path(dist.site_packages, entry.path)
+            source = bytecode_source(path)
+            # Bytecode is derived data: Python rewrites it at will, even a wheel-shipped .pyc (FACTS §6a).
+            derived = source is not None and source in own.owners
+            presence_only = dist.kind == "egg-info" or entry.hash is None or derived
+            tasks.append(_Task(dist, entry, path, presence_only))
+    return tasks
+
+
+def _run(tasks: list[_Task], jobs: int) -> list[files.EntryResult]:
+    def batch(chunk: list[_Task]) -> list[files.EntryResult]:
+        return [files.check_entry(t.path, t.entry, t.presence_only) for t in chunk]
+
+    size = 64
+    chunks = [tasks[i : i + size] for i in range(0, len(tasks), size)]
+    if jobs <= 1 or len(chunks) <= 1:
+        return [r for c in chunks for r in batch(c)]
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="driftscan-hash") as pool:
+        return [r for rs in pool.map(batch, chunks) for r in rs]
+
+
+def _not_drift(task: _Task, result: files.EntryResult) -> bool:
+    if result.status != files.MISSING:
+        return False
+    # Missing bytecode is regenerated on import; virtualenv lists rows that never exist.
+    return is_bytecode(task.path) or (task.entry.hash is None and is_virtualenv_style_row(task.entry.path))
+
+
+def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, jobs: int) -> RecordsOutcome:
+    tasks = _tasks(metadirs, own)
+    results = _run(tasks, jobs)
+    errors: list[Problem] = []
+    checked = 0
+    raw: dict[str, list[tuple[_Task, files.EntryResult]]] = defaultdict(list)
+    for task, result in zip(tasks, results):
+        if result.status == files.ERROR:
+            errors.append(Problem(task.path, result.message))
+            continue
+        checked += 1
+        if _not_drift(task, result):
+            continue
+        if result.link_target is not None and result.status in (files.OK, files.MODIFIED):
+            if not _is_uv_cache_link(task.path, result.link_target):
+                result = files.EntryResult(
+                    files.TYPE_CHANGED,
+                    files.expected_of(task.entry),
+                    {"type": "symlink", "target": result.link_target, "content_matches": result.status == files.OK},
+                    link_target=result.link_target,
+                )
+        raw[task.path].append((task, result))
+
+    checks_by_dist: dict[str, list[FileCheck]] = defaultdict(list)
+    for path, pairs in raw.items():
+        winners = [t.dist for t, r in pairs if r.status == files.OK]
+        for task, result in pairs:
+            if result.status == files.OK:
+                continue
+            kind = _KIND[result.status]
+            evidence = ""
+            if kind is DriftKind.MODIFIED and winners:
+                kind = DriftKind.CLOBBERED
+                evidence = "also installed by " + ", ".join(w.key for w in winners) + ", whose copy is on disk"
+            elif result.message:
+                evidence = result.message
+            checks_by_dist[task.dist.metadata_dir].append(
+                FileCheck(kind, path, root_of(target, path), task.dist, result.expected, result.actual, evidence)
+            )
+
+    checks: list[FileCheck] = []
+    unverifiable: list[Unverifiable] = []
+    for md in metadirs:
+        dist = md.distribution
+        if dist is None:
+            continue
+        found = checks_by_dist.get(dist.metadata_dir, [])
+        reason = _unverifiable_reason(md, dist, found)
+        if reason:
+            unverifiable.append(Unverifiable(dist.key, reason))
+        else:
+            checks.extend(found)
+    return RecordsOutcome(checks, checked, unverifiable, errors)
+
+
+def _unverifiable_reason(md: MetadataDir, dist: Distribution, found: list[FileCheck]) -> str | None:
+    if dist.kind == "egg-info":
+        if not md.has_file_list:
+            return "egg-info without installed-files.txt: no list of installed files to check"
+        return None
+    if not md.has_file_list:
+        return "RECORD could not be read"
+    trusted = dist.installer is not None and dist.installer.lower() in TRUSTED_INSTALLERS
+    if trusted or not found:
+        return None
+    hex_rows = any(e.hash is not None and e.hash.encoding == "hex" for e in dist.entries)
+    counts = defaultdict(int)
+    for check in found:
+        counts[check.kind.value] += 1
+    detail = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+    who = f"installer {dist.installer!r}" if dist.installer else "no INSTALLER (Debian-style)"
+    extra = "; nonstandard RECORD (hex digests)" if hex_rows else ""
+    return f"{who} and its RECORD does not describe the installed files ({detail}){extra}"

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from fixtures import venvs  # noqa: E402
+from fixtures.demo import INDEX_PACKAGES, build_clobber_wheels, build_demo_wheels  # noqa: E402
+from fixtures.demo import CACHE_TAG  # noqa: E402
+from fixtures.harness import DEMO_REQS, offline, replace_by_rename  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory) -> Path:
+    """Demo wheels built here plus a few small real packages downloaded once per session."""
+    house = tmp_path_factory.mktemp("wheelhouse")
+    build_demo_wheels(house)
+    build_clobber_wheels(house / "clobber")
+    try:
+        venvs.run([sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:",
+                   "--dest", str(house), *INDEX_PACKAGES])
+    except venvs.InstallError as exc:
+        pytest.skip(f"package index unreachable: {exc}")
+    return house
+
+
+@pytest.fixture(scope="session")
+def uv_cache(tmp_path_factory) -> Path:
+    """A private uv cache on the same filesystem as the venvs, so uv hard-links from it."""
+    return tmp_path_factory.mktemp("uv-cache")
+
+
+@pytest.fixture(scope="session")
+def pristine_pip_venv(tmp_path_factory, wheelhouse) -> Path:
+    venv = venvs.make_pip_venv(tmp_path_factory.mktemp("pristine") / "vpip")
+    venvs.pip_install(venv, *offline(wheelhouse), *DEMO_REQS)
+    return venv
+
+
+@pytest.fixture(scope="session")
+def pristine_uv_venv(tmp_path_factory, wheelhouse, uv_cache) -> Path:
+    venv = venvs.make_uv_venv(tmp_path_factory.mktemp("pristine") / "vuv", uv_cache)
+    venvs.uv_install(venv, uv_cache, *offline(wheelhouse), *DEMO_REQS)
+    return venv
+
+
+@pytest.fixture
+def copy_fixture(tmp_path):
+    """Copy a static fixture tree into tmp_path (tests never touch fixtures/ itself)."""
+
+    def copy(name: str) -> Path:
+        dest = tmp_path / name
+        shutil.copytree(ROOT / "fixtures" / "static" / name, dest, symlinks=True)
+        return dest
+
+    return copy
+
+
+@pytest.fixture(scope="session")
+def planted(tmp_path_factory, wheelhouse):
+    """One pip venv with every drift kind planted, and the exact set of drifts expected."""
+    root = tmp_path_factory.mktemp("planted")
+    venv = venvs.make_pip_venv(root / "venv")
+    venvs.pip_install(venv, *offline(wheelhouse), *DEMO_REQS, "pkga", "pkgb")
+    site = venvs.site_packages_of(venv)
+    expected: set[tuple[str, str, str | None]] = set()
+
+    with open(site / "demo_pkg/core.py", "a") as f:  # in-place edit
+        f.write("_debug_counter = 0\n")
+    expected.add(("demo_pkg/core.py", "modified", "demo-pkg"))
+    replace_by_rename(site / "six.py", (site / "six.py").read_text() + "# patched\n")
+    expected.add(("six.py", "modified", "six"))
+    (site / "demo_pkg/data/ro,1.s1p").write_text("edited\n")  # a comma in a RECORD path
+    expected.add(("demo_pkg/data/ro,1.s1p", "modified", "demo-pkg"))
+    (venv / "bin/demo-cli").write_text("#!/bin/sh\necho hijacked\n")
+    expected.add(("bin/demo-cli", "modified", "demo-pkg"))
+    (site / "requests/help.py").unlink()
+    expected.add(("requests/help.py", "missing", "requests"))
+    (site / "six_extra.py").write_text("X = 1\n")
+    expected.add(("six_extra.py", "added", None))
+    venvs.run([str(venvs.python_of(venv)), "-c", "import six_extra"])  # its bytecode is not a second drift
+    (site / "requests/debug_dump.pt").write_bytes(b"\x80\x02tensor")
+    expected.add(("requests/debug_dump.pt", "added", None))
+    dist_info = next(site.glob("six-*.dist-info"))
+    (dist_info / "extra.txt").write_text("notes\n")
+    expected.add((f"{dist_info.name}/extra.txt", "added", None))
+    (venv / "bin/my_tool").write_text("#!/bin/sh\n")
+    expected.add(("bin/my_tool", "added", None))
+    (site / f"requests/__pycache__/ghost.{CACHE_TAG}.pyc").write_bytes(b"ghost")
+    expected.add((f"requests/__pycache__/ghost.{CACHE_TAG}.pyc", "orphaned-bytecode", None))
+    outside = root / "elsewhere_termui.py"
+    shutil.copy(site / "click/termui.py", outside)
+    (site / "click/termui.py").unlink()
+    (site / "click/termui.py").symlink_to(outside)
+    expected.add(("click/termui.py", "type-changed", "click"))
+    (site / "demo_pkg/data/Lorem ipsum.txt").unlink()
+    (site / "demo_pkg/data/Lorem ipsum.txt").mkdir()
+    expected.add(("demo_pkg/data/Lorem ipsum.txt", "type-changed", "demo-pkg"))
+    orphan = site / "ghostpkg-1.0.dist-info"
+    orphan.mkdir()
+    (orphan / "notes.txt").write_text("left behind\n")
+    expected.add(("ghostpkg-1.0.dist-info", "orphaned-metadata", None))
+    # Both ship sharedmod/common.py; whichever the installer wrote last wins, the other is clobbered.
+    winner = "pkga" if "'a'" in (site / "sharedmod/common.py").read_text() else "pkgb"
+    loser = {"pkga": "pkgb", "pkgb": "pkga"}[winner]
+    expected.add(("sharedmod/common.py", "clobbered", loser))
+    (site / os.fsdecode(b"demo_pkg/caf\xe9.py")).write_bytes(b"Y = 1\n")  # a non-UTF-8 file name
+    expected.add(("demo_pkg/caf\\xe9.py", "added", None))
+    return venv, expected

@@ -1,0 +1,68 @@
+"""The report contract: field names CI parses, a versioned schema, every format has a renderer."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from driftscan.cli import main
+from driftscan.render import RENDERERS
+from driftscan.report import Report, report_schema, write_atomic
+from fixtures.harness import run_cli
+
+DOC_SCHEMA = os.path.join(os.path.dirname(__file__), "..", "docs", "report-schema.json")
+
+
+def test_schema_has_the_fixed_fields():
+    schema = report_schema()
+    assert set(schema["required"]) >= {"target", "summary"}
+    props = schema["properties"]
+    assert set(props) >= {"schema_version", "tool", "target", "summary", "drifts", "unverifiable", "errors"}
+    drift = schema["$defs"]["DriftOut"]["properties"]
+    assert set(drift) >= {"path", "relpath", "kind", "scope", "distribution", "survives_reinstall", "remedy",
+                          "findings", "expected", "actual"}
+    assert set(schema["$defs"]["Summary"]["properties"]) >= {"distributions", "files_checked", "drifts",
+                                                             "unverifiable", "errors"}
+
+
+def test_committed_schema_is_current():
+    with open(DOC_SCHEMA) as f:
+        assert json.load(f) == report_schema(), "regenerate with: driftscan schema > docs/report-schema.json"
+
+
+def test_cli_schema_command():
+    proc = run_cli("schema")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == report_schema()
+
+
+def test_every_format_choice_has_a_renderer():
+    audit_cmd = main.commands["audit"]
+    fmt = next(p for p in audit_cmd.params if p.name == "fmt")
+    assert set(fmt.type.choices) == set(RENDERERS)
+
+
+def test_json_roundtrip(pristine_pip_venv):
+    from driftscan import audit
+
+    report = audit(venv=str(pristine_pip_venv))
+    again = Report.model_validate_json(RENDERERS["json"](report))
+    assert again.summary == report.summary and again.target == report.target
+
+
+def test_write_atomic_replaces_and_leaves_no_temp(tmp_path):
+    target = tmp_path / "r.json"
+    target.write_text("old")
+    write_atomic(str(target), "new")
+    assert target.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_write_atomic_failure_keeps_old_file(tmp_path, monkeypatch):
+    target = tmp_path / "r.json"
+    target.write_text("old")
+    monkeypatch.setattr(os, "replace", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    with pytest.raises(OSError):
+        write_atomic(str(target), "new")
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["r.json"]
