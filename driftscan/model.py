@@ -20,6 +20,8 @@ class DriftKind(str, enum.Enum):
     CLOBBERED = "clobbered"
     ORPHANED_BYTECODE = "orphaned-bytecode"
     DEBUG_ARTIFACTS = "debug-artifacts"
+    STALE_METADATA = "stale-metadata"  # a model file newer than its download metadata, content unchecked
+    CORRUPT = "corrupt"  # present but unreadable as what it claims to be (a safetensors header, an index)
 
 
 class Scope(str, enum.Enum):
@@ -138,6 +140,12 @@ class FileCheck:
     actual: dict[str, Any] = field(default_factory=dict)
     evidence: str = ""
     findings: tuple[Finding, ...] = ()
+    # Where the file lives: "python" (an environment), "model" (a model directory),
+    # "source" (an editable install's tree), "external" (files debug code wrote elsewhere).
+    area: str = "python"
+    # What changed, when the original is at hand: JSON pointer changes, or a unified diff.
+    json_changes: tuple[dict[str, Any], ...] = ()
+    diff: str | None = None
 
 
 @dataclass(frozen=True)

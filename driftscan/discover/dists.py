@@ -69,11 +69,14 @@ def _read_dist_info(path: str, site: str) -> MetadataDir:
     if absent:
         return MetadataDir(path, site, None, missing=absent)
     reading = _Reading()
-    meta = reading.text(os.path.join(path, "METADATA"))
     record_path = os.path.join(path, "RECORD")
     record = reading.text(record_path)
-    if meta is None or record is None:
-        # Present but unreadable (permissions, a dangling link): verify reports it as unverifiable.
+    # METADATA may be a dangling link into a cleaned uv cache (--link-mode symlink): the directory
+    # name still says who this is, and METADATA's own RECORD row reports it missing.
+    meta = reading.text(os.path.join(path, "METADATA"))
+    if record is None:
+        if not reading.problems:
+            reading.problems.append(Problem(record_path, "cannot read: dangling symlink"))
         name, version = _name_version(meta, os.path.basename(path))
         dist = Distribution(name=name, version=version, metadata_dir=path, site_packages=site)
         return MetadataDir(path, site, dist, tuple(reading.problems), has_file_list=False)
