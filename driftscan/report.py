@@ -70,6 +70,9 @@ class DriftOut(BaseModel):
     findings: list[FindingOut] = Field(default_factory=list)
     expected: dict[str, Any] = Field(default_factory=dict)
     actual: dict[str, Any] = Field(default_factory=dict)
+    json_changes: list[dict[str, Any]] = Field(
+        default_factory=list, description="for JSON files: [{pointer, op: added|removed|changed, old, new}]")
+    diff: str | None = Field(None, description="unified diff against the original, when it is at hand")
 
 
 class UnverifiableOut(BaseModel):
@@ -118,6 +121,8 @@ def _drift(d: Drift) -> DriftOut:
         findings=[_finding(f) for f in c.findings],
         expected=c.expected,
         actual={k: printable(v) if isinstance(v, str) else v for k, v in c.actual.items()},
+        json_changes=list(c.json_changes),
+        diff=c.diff,
     )
 
 
