@@ -16,6 +16,7 @@ def audit(
     site_packages: Sequence[str] = (),
     *,
     jobs: int | None = None,
+    uv_cache: str | None = None,
 ) -> Report:
     """Audit an environment. With no target, the environment driftscan runs in.
 
@@ -24,6 +25,6 @@ def audit(
     """
     started = time.perf_counter()
     target = resolve_target(venv, tuple(site_packages))
-    verification = verify(target, jobs=jobs)
+    verification = verify(target, jobs=jobs, uv_cache=uv_cache)
     drifts = [classify(check, target) for check in verification.checks]
     return build_report(verification, drifts, time.perf_counter() - started)

@@ -1,13 +1,20 @@
-"""Pure: a FileCheck becomes a Drift with a scope, a reinstall prediction and a remedy."""
+"""Pure: a FileCheck becomes a Drift with a scope, a reinstall prediction, a remedy and evidence.
+
+"Survives" is the worst case for the environment's own installer (INSTALLER), following what
+real pip and uv do (FACTS.md §2): listed files are rewritten, unowned files are kept, except
+where uv's hard links into its cache carry the edit back in.
+"""
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 
-from .model import Distribution, Drift, DriftKind, FileCheck, Scope, Target
+from .model import Distribution, Drift, DriftKind, FileCheck, Prediction, Scope, Target
 
 _PACKAGE_KINDS = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED}
+_AREA_SCOPE = {"model": Scope.DATA, "source": Scope.SOURCE, "external": Scope.EXTERNAL}
 
 
 def requirement(dist: Distribution) -> str:
@@ -20,14 +27,20 @@ def requirement(dist: Distribution) -> str:
     return shlex.quote(f"{dist.name}=={dist.version}")
 
 
-def reinstall_command(target: Target, dists: list[Distribution]) -> str:
-    installer = (dists[0].installer or "pip").lower() if dists else "pip"
+def installer_of(dists: list[Distribution], override: str | None = None) -> str:
+    if override:
+        return override
+    names = {(d.installer or "pip").lower() for d in dists}
+    return "uv" if names == {"uv"} else "pip"
+
+
+def reinstall_command(target: Target, dists: list[Distribution], installer: str | None = None) -> str:
     reqs = " ".join(requirement(d) for d in dists)
-    if installer == "uv":
+    if installer_of(dists, installer) == "uv":
         where = f" --python {shlex.quote(target.venv)}" if target.venv else ""
         return f"uv pip install{where} --reinstall --no-deps {reqs}"
     if target.venv:
-        python = shlex.quote(f"{target.venv}/bin/python")
+        python = shlex.quote(os.path.join(target.venv, "bin", "python"))
     elif target.kind == "interpreter":
         python = shlex.quote(sys.executable)
     else:
@@ -35,20 +48,65 @@ def reinstall_command(target: Target, dists: list[Distribution]) -> str:
     return f"{python} -m pip install --force-reinstall --no-deps {reqs}"
 
 
-def classify(check: FileCheck, target: Target) -> Drift:
+def uv_cache_clean(dist: Distribution) -> str:
+    return f"uv cache clean {shlex.quote(dist.name)}"
+
+
+def _package(check: FileCheck, target: Target, installer: str | None) -> Drift:
     dist = check.distribution
+    assert dist is not None
+    who = installer_of([dist], installer)
+    reinstall = reinstall_command(target, [dist], who)
+    evidence = check.evidence or f"listed in the RECORD of {dist.key}; a reinstall rewrites it"
+    cache = check.actual.get("uv_cache")
+    if cache and who == "uv":
+        if cache.get("copy"):
+            how = "is a symlink to" if cache.get("symlink") else f"shares its inode ({cache['links']} links) with"
+            evidence = (f"{how} uv's cache copy {cache['copy']}: the edit is in the cache, so a uv reinstall "
+                        "links the edited file back and every venv sharing this cache has it; a pip "
+                        "--force-reinstall would fix this venv but leave the cache edited")
+            return Drift(check, Scope.PACKAGE, True, f"{uv_cache_clean(dist)} && {reinstall}", evidence,
+                         Prediction.SURVIVES)
+        evidence = (f"hard-linked ({cache['links']} links) but no copy found in uv's cache "
+                    f"({cache.get('dir') or 'not located; pass --uv-cache'}): if the other link is the cache, "
+                    "a uv reinstall links the edited file back")
+        return Drift(check, Scope.PACKAGE, True, f"{uv_cache_clean(dist)} && {reinstall}", evidence,
+                     Prediction.MAY_SURVIVE)
+    if cache and cache.get("copy"):
+        evidence += f"; uv's cache copy {cache['copy']} carries the same edit and stays so after a pip reinstall"
+    if check.kind is DriftKind.CLOBBERED:
+        reinstall = f"two distributions install this path; uninstall one of them, or {reinstall}"
+    return Drift(check, Scope.PACKAGE, False, reinstall, evidence, Prediction.WIPED)
+
+
+def _in_uv_pycache(check: FileCheck) -> bool:
+    """Files in a uv-installed package's __pycache__ that it does not own: uv wipes them (FACTS §2)."""
+    dist = check.distribution
+    return (dist is not None and (dist.installer or "").lower() == "uv"
+            and os.path.basename(os.path.dirname(check.path)) == "__pycache__")
+
+
+def classify(check: FileCheck, target: Target, installer: str | None = None) -> Drift:
+    """``installer`` overrides the environment's own (what-if: ``plan --installer``)."""
+    scope = _AREA_SCOPE.get(check.area)
+    if scope is not None:
+        remedy = check.remedy_hint or (f"rm {shlex.quote(check.path)}" if check.kind is DriftKind.DEBUG_ARTIFACTS
+                                       else "restore it from its source")
+        evidence = check.evidence or {Scope.DATA: "a model directory file; no package reinstall touches it",
+                                      Scope.SOURCE: "an editable install's source tree; a reinstall re-links "
+                                                    "the same tree",
+                                      Scope.EXTERNAL: "written outside the environment"}[scope]
+        return Drift(check, scope, True, remedy, evidence, Prediction.SURVIVES)
+    if check.kind in _PACKAGE_KINDS and check.distribution is not None:
+        return _package(check, target, installer)
     path = shlex.quote(check.path)
-    if check.kind in _PACKAGE_KINDS and dist is not None:
-        remedy = reinstall_command(target, [dist])
-        if check.kind is DriftKind.CLOBBERED:
-            remedy = f"two distributions install this path; uninstall one of them, or {remedy}"
-        return Drift(check, Scope.PACKAGE, False, remedy,
-                     check.evidence or f"listed in the RECORD of {dist.key}; a reinstall rewrites it")
     if check.kind is DriftKind.ORPHANED_METADATA:
-        return Drift(check, Scope.ENVIRONMENT, True, f"rm -r {path}",
-                     check.evidence or "metadata directory without RECORD")
-    if check.kind is DriftKind.ORPHANED_BYTECODE:
-        return Drift(check, Scope.ENVIRONMENT, True, f"rm {path}", check.evidence)
-    return Drift(check, Scope.ENVIRONMENT, True,
-                 f"no reinstall removes it; if it is not needed: rm {path}",
-                 check.evidence or "no RECORD lists this file")
+        return Drift(check, Scope.ENVIRONMENT, True, f"rm -r {path}", check.evidence, Prediction.SURVIVES)
+    if _in_uv_pycache(check) and installer_of([check.distribution], installer) == "uv":  # type: ignore[list-item]
+        return Drift(check, Scope.ENVIRONMENT, False, f"rm {path}",
+                     f"uv deletes every file in {check.distribution.key}'s __pycache__ when it reinstalls it",  # type: ignore[union-attr]
+                     Prediction.WIPED)
+    remedy = f"rm {path}" if check.kind is DriftKind.ORPHANED_BYTECODE else \
+        f"no reinstall removes it; if it is not needed: rm {path}"
+    return Drift(check, Scope.ENVIRONMENT, True, remedy, check.evidence or "no RECORD lists this file",
+                 Prediction.SURVIVES)

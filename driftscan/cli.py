@@ -80,15 +80,16 @@ def main() -> None:
 @click.option("--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout.")
 @click.option("--strict", is_flag=True, help="Distributions that cannot be verified also set exit bit 2.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
+@click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
 @guarded
-def audit(venv, site_packages, fmt, output, strict, jobs) -> None:
+def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache) -> None:
     """Check every installed file against its wheel's RECORD; list files no RECORD owns.
 
     With no target, audits the environment driftscan runs in.
     """
     from .api import audit as run_audit
 
-    report = run_audit(venv=venv, site_packages=site_packages, jobs=jobs)
+    report = run_audit(venv=venv, site_packages=site_packages, jobs=jobs, uv_cache=uv_cache)
     emit(report, fmt, output)
     sys.exit(exit_status(report, strict))
 

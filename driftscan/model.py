@@ -22,6 +22,7 @@ class DriftKind(str, enum.Enum):
     DEBUG_ARTIFACTS = "debug-artifacts"
     STALE_METADATA = "stale-metadata"  # a model file newer than its download metadata, content unchecked
     CORRUPT = "corrupt"  # present but unreadable as what it claims to be (a safetensors header, an index)
+    HEAD_MOVED = "head-moved"  # an editable install's repository is no longer at the recorded commit
 
 
 class Scope(str, enum.Enum):
@@ -146,6 +147,9 @@ class FileCheck:
     # What changed, when the original is at hand: JSON pointer changes, or a unified diff.
     json_changes: tuple[dict[str, Any], ...] = ()
     diff: str | None = None
+    # The exact way back, when the layer that found the drift knows it better than classify
+    # (a git checkout, a re-download of one file at the recorded commit).
+    remedy_hint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,14 @@ class Verification:
     errors: tuple[Problem, ...]
 
 
+class Prediction(str, enum.Enum):
+    """What reinstalling the owning distribution (with the environment's installer) does to a drift."""
+
+    WIPED = "wiped"
+    SURVIVES = "survives"
+    MAY_SURVIVE = "may-survive"  # the worst case is survival, but driftscan could not confirm it
+
+
 @dataclass(frozen=True)
 class Drift:
     """A classified drift: a FileCheck plus what a reinstall does to it."""
@@ -169,3 +181,4 @@ class Drift:
     survives_reinstall: bool
     remedy: str
     evidence: str
+    prediction: Prediction = Prediction.WIPED

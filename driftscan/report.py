@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ._version import __version__
-from .model import Drift, DriftKind, Finding, Scope, Severity, Verification
+from .model import Drift, DriftKind, Finding, Prediction, Scope, Severity, Verification
 from .paths import printable
 from .verify.roots import relpath
 
@@ -65,6 +65,8 @@ class DriftOut(BaseModel):
     scope: Scope
     distribution: DistributionRef | None = None
     survives_reinstall: bool
+    prediction: Prediction = Field(
+        Prediction.WIPED, description="wiped | survives | may-survive: survives_reinstall, with its certainty")
     remedy: str
     evidence: str = ""
     findings: list[FindingOut] = Field(default_factory=list)
@@ -116,6 +118,7 @@ def _drift(d: Drift) -> DriftOut:
         scope=d.scope,
         distribution=DistributionRef(name=dist.name, version=dist.version, installer=dist.installer) if dist else None,
         survives_reinstall=d.survives_reinstall,
+        prediction=d.prediction,
         remedy=printable(d.remedy),
         evidence=printable(d.evidence),
         findings=[_finding(f) for f in c.findings],

@@ -24,6 +24,10 @@ def _detail(d: DriftOut) -> str:
     return d.evidence if d.kind.value == "clobbered" else ""
 
 
+# What reinstalling the owning distribution does, in a fixed-width column.
+_MARK = {"wiped": "WIPED      ", "survives": "SURVIVES   ", "may-survive": "MAY SURVIVE"}
+
+
 def _header(r: Report) -> str:
     t = r.target
     if t.venv:
@@ -42,16 +46,19 @@ def render_text(r: Report) -> str:
         items = list(group)
         dist = items[0].distribution
         if dist:
-            lines.append(f"{dist.name} {dist.version} ({dist.installer or 'no INSTALLER'}) — a reinstall restores these")
+            lines.append(f"{dist.name} {dist.version} ({dist.installer or 'no INSTALLER'})")
         else:
-            lines.append("not owned by any distribution — a reinstall keeps these")
+            lines.append("not owned by any distribution")
         for d in items:
             detail = _detail(d)
-            lines.append(f"  {d.kind.value:<{width}}  {d.relpath}" + (f"  ({detail})" if detail else ""))
+            lines.append(f"  {d.kind.value:<{width}}  {_MARK[d.prediction.value]}  {d.relpath}"
+                         + (f"  ({detail})" if detail else ""))
+            if d.prediction.value != "wiped" and d.distribution and d.scope.value == "package":
+                lines.append(f"      {d.evidence}")
             for f in d.findings:
                 lines.append(f"      {f.code} {f.severity.value:<6} line {f.line}:{f.column} {f.name}: {f.message}")
-        if dist and items[0].remedy:
-            lines.append(f"  remedy: {items[0].remedy}")
+        remedies = list(dict.fromkeys(d.remedy for d in items if d.scope.value == "package"))
+        lines += [f"  remedy: {remedy}" for remedy in remedies]
         lines.append("")
     if r.unverifiable:
         lines.append(f"unverifiable ({len(r.unverifiable)}) — neither clean nor drifted")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 
 from ..discover import find_distributions
+from ..discover.uvcache import default_uv_cache
 from ..model import DriftKind, FileCheck, Problem, Target, Verification
 from .ownership import build_ownership
 from .records import verify_records
 from .roots import root_of
 from .unowned import find_unowned
+from .uvcache import annotate_uv_cache
 
 
 def default_jobs() -> int:
@@ -35,7 +37,8 @@ def _orphaned(target: Target, md) -> FileCheck:
     )
 
 
-def verify(target: Target, jobs: int | None = None) -> Verification:
+def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None) -> Verification:
+    """``uv_cache``: where uv's cache is (default: uv's own rule), to trace hard-linked edits."""
     metadirs = list(find_distributions(target.site_packages))
     own = build_ownership(metadirs)
     errors: list[Problem] = [p for md in metadirs for p in md.problems]
@@ -45,7 +48,7 @@ def verify(target: Target, jobs: int | None = None) -> Verification:
     return Verification(
         target=target,
         distributions=tuple(md.distribution for md in metadirs if md.distribution is not None),
-        checks=tuple(outcome.checks + orphaned + added),
+        checks=tuple(annotate_uv_cache(outcome.checks, uv_cache or default_uv_cache()) + orphaned + added),
         files_checked=outcome.files_checked,
         unverifiable=tuple(outcome.unverifiable),
         errors=tuple(errors + outcome.errors + walk_problems),

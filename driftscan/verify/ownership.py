@@ -53,6 +53,8 @@ class Ownership:
     claimed: set[tuple[str, str]] = field(default_factory=set)
     # metadata dir → its reading; orphaned ones are reported whole, not file by file
     metadata: dict[str, MetadataDir] = field(default_factory=dict)
+    # directory → the first distribution with a file in it (who reinstalls that package dir)
+    dir_owner: dict[str, Distribution] = field(default_factory=dict)
 
     def owns(self, path: str, stop: str) -> bool:
         """True when a RECORD lists ``path`` or a directory row above it (up to ``stop``)."""
@@ -81,7 +83,9 @@ def build_ownership(metadirs: list[MetadataDir]) -> Ownership:
         if dist is None:
             continue
         for entry in dist.entries:
-            own.owners.setdefault(entry_path(dist.site_packages, entry.path), []).append((dist, entry))
+            path = entry_path(dist.site_packages, entry.path)
+            own.owners.setdefault(path, []).append((dist, entry))
+            own.dir_owner.setdefault(os.path.dirname(path), dist)
         if dist.kind == "dist-info":
             # RECORD cannot hash itself; it is the distribution's own even when it does not list itself.
             own.owners.setdefault(os.path.join(dist.metadata_dir, "RECORD"), [])

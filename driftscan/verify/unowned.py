@@ -85,13 +85,16 @@ def find_unowned(target: Target, own: Ownership) -> tuple[list[FileCheck], list[
             if site is not None:
                 if is_legit_site_file(site, path) or own.claimed_by_unlisted(site, os.path.relpath(path, site)):
                     continue
+            # Junk in a package's __pycache__ belongs to whoever reinstalls that package (uv wipes it).
+            parent = os.path.dirname(path)
+            package = own.dir_owner.get(os.path.dirname(parent)) if os.path.basename(parent) == "__pycache__" else None
             source = bytecode_source(path)
             if source is not None:
                 if source in own.owners or os.path.lexists(source):
                     continue  # derived bytecode (of an owned file, or of an added one reported itself)
-                checks.append(FileCheck(DriftKind.ORPHANED_BYTECODE, path, root_of(target, path), None, {},
+                checks.append(FileCheck(DriftKind.ORPHANED_BYTECODE, path, root_of(target, path), package, {},
                                         _actual(entry), "bytecode whose source file does not exist"))
                 continue
-            checks.append(FileCheck(DriftKind.ADDED, path, root_of(target, path), None, {}, _actual(entry),
+            checks.append(FileCheck(DriftKind.ADDED, path, root_of(target, path), package, {}, _actual(entry),
                                     "no RECORD lists this file"))
     return checks, problems

@@ -1,0 +1,83 @@
+"""uv's cache: where it is, and which cached file a venv file is hard-linked (or symlinked) to.
+
+uv installs by linking files from ``<cache>/archive-v0/<id>/`` (an unpacked wheel). An in-place
+edit of such a file edits the cache copy too, so a reinstall relinks the edited file and every
+venv sharing the cache sees the edit (FACTS.md §2).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+
+def default_uv_cache(env: dict[str, str] | None = None) -> str | None:
+    """UV_CACHE_DIR, else uv's platform default ($XDG_CACHE_HOME/uv, ~/.cache/uv, %LOCALAPPDATA%)."""
+    env = dict(os.environ) if env is None else env
+    if env.get("UV_CACHE_DIR"):
+        return os.path.abspath(env["UV_CACHE_DIR"])
+    if sys.platform == "win32":
+        base = env.get("LOCALAPPDATA")
+        return os.path.join(base, "uv", "cache") if base else None
+    if env.get("XDG_CACHE_HOME"):
+        return os.path.join(env["XDG_CACHE_HOME"], "uv")
+    home = env.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".cache", "uv") if home and home != "~" else None
+
+
+@dataclass(frozen=True)
+class CacheCopy:
+    path: str  # the file inside archive-v0
+    same_file: bool  # hard link or symlink target: the venv's edit is in the cache too
+
+
+def _archive(cache_dir: str) -> str:
+    return os.path.join(cache_dir, "archive-v0")
+
+
+def archive_of_link(link_target: str, cache_hint: str | None) -> str | None:
+    """For a symlink into a uv cache, the cached file it points to."""
+    marker = f"{os.sep}archive-v0{os.sep}"
+    return link_target if marker in link_target else None
+
+
+def find_cache_copy(cache_dir: str | None, path: str, record_path: str) -> CacheCopy | None:
+    """Find the cache file that ``path`` (a venv file with ``st_nlink > 1``) is a hard link of.
+
+    Matching is by device and inode among ``archive-v0/<id>/<record_path>``: one stat per cached
+    archive, no walk of the whole cache.
+    """
+    if not cache_dir:
+        return None
+    try:
+        st = os.stat(path)
+        ids = os.scandir(_archive(cache_dir))
+    except OSError:
+        return None
+    with ids:
+        for entry in ids:
+            candidate = os.path.join(entry.path, record_path)
+            try:
+                other = os.stat(candidate)
+            except OSError:
+                continue
+            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                return CacheCopy(candidate, True)
+    return None
+
+
+def find_pristine_copy(cache_dir: str | None, record_path: str, digest_matches) -> str | None:
+    """A cached copy of ``record_path`` whose content matches RECORD (``digest_matches(path)``)."""
+    if not cache_dir:
+        return None
+    try:
+        ids = os.scandir(_archive(cache_dir))
+    except OSError:
+        return None
+    with ids:
+        for entry in ids:
+            candidate = os.path.join(entry.path, record_path)
+            if os.path.isfile(candidate) and digest_matches(candidate):
+                return candidate
+    return None

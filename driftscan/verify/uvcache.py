@@ -1,0 +1,35 @@
+"""Annotate drifted files that share their inode with uv's cache (or link into it)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from ..discover.uvcache import find_cache_copy
+from ..model import DriftKind, FileCheck
+
+_EDITABLE_KINDS = {DriftKind.MODIFIED, DriftKind.CLOBBERED}
+
+
+def annotate_uv_cache(checks: list[FileCheck], cache_dir: str | None) -> list[FileCheck]:
+    """Add ``actual["uv_cache"]`` to each modified file that is linked: where its cache copy is."""
+    out = []
+    for check in checks:
+        dist = check.distribution
+        nlink = check.actual.get("nlink", 1)
+        link = check.actual.get("symlink_target")
+        if dist is None or check.kind not in _EDITABLE_KINDS or (nlink <= 1 and not link):
+            out.append(check)
+            continue
+        copy_path = None
+        if link:
+            resolved = os.path.realpath(os.path.join(os.path.dirname(check.path), link))
+            if f"{os.sep}archive-v0{os.sep}" in resolved:
+                copy_path = resolved
+        else:
+            record_path = os.path.relpath(check.path, dist.site_packages).replace(os.sep, "/")
+            found = find_cache_copy(cache_dir, check.path, record_path)
+            copy_path = found.path if found else None
+        info = {"dir": cache_dir, "copy": copy_path, "links": nlink, "symlink": bool(link)}
+        out.append(replace(check, actual={**check.actual, "uv_cache": info}))
+    return out
