@@ -18,6 +18,7 @@ from .paths import printable
 from .verify.roots import relpath
 
 SCHEMA_VERSION = "1"
+SCOPE_ORDER = [Scope.PACKAGE, Scope.ENVIRONMENT, Scope.SOURCE, Scope.DATA, Scope.EXTERNAL]
 
 
 class Tool(BaseModel):
@@ -131,8 +132,8 @@ def _drift(d: Drift) -> DriftOut:
 
 def build_report(verification: Verification, drifts: list[Drift], duration: float | None = None) -> Report:
     t = verification.target
-    out = sorted((_drift(d) for d in drifts), key=lambda d: (d.distribution is None,
-                 d.distribution.name.lower() if d.distribution else "", d.path))
+    out = sorted((_drift(d) for d in drifts), key=lambda d: (SCOPE_ORDER.index(d.scope),
+                 d.distribution is None, d.distribution.name.lower() if d.distribution else "", d.path))
     by_kind: dict[str, int] = {}
     for d in out:
         by_kind[d.kind.value] = by_kind.get(d.kind.value, 0) + 1

@@ -12,7 +12,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from fixtures import venvs  # noqa: E402
-from fixtures.demo import INDEX_PACKAGES, build_clobber_wheels, build_demo_wheels  # noqa: E402
+from fixtures.demo import BUILD_PACKAGES, INDEX_PACKAGES, build_clobber_wheels, build_demo_wheels  # noqa: E402
 from fixtures.demo import CACHE_TAG  # noqa: E402
 from fixtures.harness import DEMO_REQS, offline, replace_by_rename  # noqa: E402
 
@@ -25,7 +25,7 @@ def wheelhouse(tmp_path_factory) -> Path:
     build_clobber_wheels(house / "clobber")
     try:
         venvs.run([sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:",
-                   "--dest", str(house), *INDEX_PACKAGES])
+                   "--dest", str(house), *INDEX_PACKAGES, *BUILD_PACKAGES])
     except venvs.InstallError as exc:
         pytest.skip(f"package index unreachable: {exc}")
     return house

@@ -38,8 +38,11 @@ def test_debian_style_passes_when_intact_and_strict_counts_unverifiable(copy_fix
 def test_legacy_egg_info_presence_check(copy_fixture):
     site = copy_fixture("egginfo")
     report = audit(site_packages=[str(site)])
-    # installed-files.txt paths are relative to the egg-info dir; the .egg-link and easy-install.pth are legit.
-    assert kinds(report) == {("legpkg/util.py", "missing", "legpkg")}
+    # installed-files.txt paths are relative to the egg-info dir; the .egg-link and easy-install.pth are
+    # not added files, but the develop install they point to (/src/projleg2) is gone.
+    assert kinds(report) == {("legpkg/util.py", "missing", "legpkg"), ("projleg2", "missing", "legpkg2")}
+    gone = next(d for d in report.drifts if d.relpath == "projleg2")
+    assert gone.scope.value == "source" and gone.path == "/src/projleg2"
     assert report.summary.files_checked == 4
 
 

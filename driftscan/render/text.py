@@ -19,6 +19,8 @@ def _detail(d: DriftOut) -> str:
         return f"was a {e.get('type', 'file')}, now a {a.get('type', '?')}{target}"
     if d.kind.value in ("added", "orphaned-bytecode") and "size" in a:
         return f"{a['size']} bytes" if a.get("type") == "file" else a.get("type", "")
+    if d.kind.value == "head-moved":
+        return f"{str(e.get('commit'))[:12]} → {str(a.get('commit'))[:12]}"
     if d.kind.value == "orphaned-metadata":
         return "contains: " + (", ".join(a.get("files", [])) or "nothing")
     return d.evidence if d.kind.value == "clobbered" else ""
@@ -26,6 +28,27 @@ def _detail(d: DriftOut) -> str:
 
 # What reinstalling the owning distribution does, in a fixed-width column.
 _MARK = {"wiped": "WIPED      ", "survives": "SURVIVES   ", "may-survive": "MAY SURVIVE"}
+
+
+def _root(d: DriftOut) -> str:
+    """The directory relpath is relative to (for source and data groups)."""
+    if d.scope.value in ("source", "data") and d.path.endswith(d.relpath) and d.relpath != ".":
+        return d.path[: -len(d.relpath)].rstrip("/")
+    return d.path if d.relpath == "." else ""
+
+
+def _group_heading(d: DriftOut) -> str:
+    dist = d.distribution
+    scope = d.scope.value
+    if scope == "source":
+        return f"{dist.name if dist else '?'} — editable source tree {_root(d)} (a reinstall re-links it)"
+    if scope == "data":
+        return f"model directory {_root(d)} (no reinstall touches it)"
+    if scope == "external":
+        return "files left behind by debug code (no reinstall touches them)"
+    if dist:
+        return f"{dist.name} {dist.version} ({dist.installer or 'no INSTALLER'})"
+    return "not owned by any distribution"
 
 
 def _header(r: Report) -> str:
@@ -41,14 +64,10 @@ def _header(r: Report) -> str:
 def render_text(r: Report) -> str:
     lines = [_header(r), ""]
     width = max((len(d.kind.value) for d in r.drifts), default=8)
-    key = lambda d: (d.distribution is None, d.distribution.name.lower() if d.distribution else "")  # noqa: E731
+    key = lambda d: (d.scope, d.distribution.name.lower() if d.distribution else "", _root(d))  # noqa: E731
     for _, group in groupby(r.drifts, key=key):
         items = list(group)
-        dist = items[0].distribution
-        if dist:
-            lines.append(f"{dist.name} {dist.version} ({dist.installer or 'no INSTALLER'})")
-        else:
-            lines.append("not owned by any distribution")
+        lines.append(_group_heading(items[0]))
         for d in items:
             detail = _detail(d)
             lines.append(f"  {d.kind.value:<{width}}  {_MARK[d.prediction.value]}  {d.relpath}"

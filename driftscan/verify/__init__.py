@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 
 from ..discover import find_distributions
+from ..discover.editable import find_editable_sources
 from ..discover.uvcache import default_uv_cache
 from ..model import DriftKind, FileCheck, Problem, Target, Verification
 from .ownership import build_ownership
 from .records import verify_records
+from .source import verify_sources
 from .roots import root_of
 from .unowned import find_unowned
 from .uvcache import annotate_uv_cache
@@ -45,11 +47,15 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None)
     orphaned = [_orphaned(target, md) for md in metadirs if md.distribution is None and md.missing]
     outcome = verify_records(target, metadirs, own, jobs or default_jobs())
     added, walk_problems = find_unowned(target, own)
+    dists = tuple(md.distribution for md in metadirs if md.distribution is not None)
+    editables, editable_problems = find_editable_sources(dists, target.site_packages)
+    sources = verify_sources(editables)
     return Verification(
         target=target,
-        distributions=tuple(md.distribution for md in metadirs if md.distribution is not None),
-        checks=tuple(annotate_uv_cache(outcome.checks, uv_cache or default_uv_cache()) + orphaned + added),
-        files_checked=outcome.files_checked,
-        unverifiable=tuple(outcome.unverifiable),
-        errors=tuple(errors + outcome.errors + walk_problems),
+        distributions=dists,
+        checks=tuple(annotate_uv_cache(outcome.checks, uv_cache or default_uv_cache()) + orphaned + added
+                     + sources.checks),
+        files_checked=outcome.files_checked + sources.files_checked,
+        unverifiable=tuple(outcome.unverifiable + sources.unverifiable),
+        errors=tuple(errors + outcome.errors + walk_problems + editable_problems + sources.errors),
     )

@@ -1,0 +1,118 @@
+"""Locate the source trees of editable installs (PEP 660 and legacy ``setup.py develop``).
+
+No RECORD lists an editable project's sources (FACTS.md §3); they are found from
+``direct_url.json``, the ``.pth`` files and setuptools' finder ``MAPPING`` (read with ``ast``,
+never imported), or a legacy ``.egg-link``.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
+from urllib.request import url2pathname
+
+from ..model import Distribution, Problem
+
+
+@dataclass(frozen=True)
+class EditableSource:
+    name: str
+    version: str
+    project_dir: str
+    how: str  # "direct_url" | "pth" | "finder" | "egg-link"
+    distribution: Distribution | None
+    installed_at: float | None  # mtime of the install's RECORD / egg-link: when it was installed
+    recorded_commit: str | None = None
+
+
+def file_url_path(url: str) -> str | None:
+    parsed = urlparse(url)
+    if parsed.scheme != "file":
+        return None
+    return os.path.normpath(url2pathname(unquote(parsed.path)))
+
+
+def _mtime(path: str) -> float | None:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def finder_mapping(path: str) -> dict[str, str]:
+    """``MAPPING = {...}`` from setuptools' ``__editable___*_finder.py``, without importing it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "MAPPING" for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return {}
+            return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+    return {}
+
+
+def _from_record(dist: Distribution) -> tuple[str, str] | None:
+    """Where a PEP 660 editable points, read from the .pth / finder files its RECORD lists."""
+    for entry in dist.entries:
+        path = os.path.normpath(os.path.join(dist.site_packages, entry.path))
+        if entry.path.endswith("_finder.py"):
+            mapping = finder_mapping(path)
+            if mapping:
+                return os.path.dirname(sorted(mapping.values())[0]), "finder"
+        elif entry.path.endswith(".pth"):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    lines = [line.strip() for line in f if line.strip() and not line.startswith(("#", "import"))]
+            except OSError:
+                continue
+            if lines and os.path.isabs(lines[0]):
+                return lines[0], "pth"
+    return None
+
+
+def find_editable_sources(dists: tuple[Distribution, ...], site_packages: tuple[str, ...]) -> tuple[
+        list[EditableSource], list[Problem]]:
+    sources: list[EditableSource] = []
+    problems: list[Problem] = []
+    for dist in dists:
+        if not dist.editable:
+            continue
+        record = os.path.join(dist.metadata_dir, "RECORD")
+        project = file_url_path((dist.direct_url or {}).get("url", ""))
+        how = "direct_url"
+        if project is None:
+            found = _from_record(dist)
+            if found is None:
+                problems.append(Problem(dist.metadata_dir, "editable install whose source tree cannot be located"))
+                continue
+            project, how = found
+        commit = ((dist.direct_url or {}).get("vcs_info") or {}).get("commit_id")
+        sources.append(EditableSource(dist.name, dist.version, project, how, dist, _mtime(record), commit))
+    for site in site_packages:
+        try:
+            names = sorted(n for n in os.listdir(site) if n.endswith(".egg-link"))
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(site, name)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    first = f.readline().strip()
+            except OSError as exc:
+                problems.append(Problem(path, f"cannot read: {exc.strerror or exc}"))
+                continue
+            if first:
+                project = name[: -len(".egg-link")]
+                # Legacy develop installs keep their metadata in the project; the link stands in for it.
+                dist = Distribution(name=project, version="unknown", metadata_dir=path, site_packages=site,
+                                    kind="egg-link")
+                sources.append(EditableSource(project, "unknown", os.path.normpath(first), "egg-link", dist,
+                                              _mtime(path)))
+    return sources, problems
