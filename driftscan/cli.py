@@ -12,6 +12,7 @@ import click
 from ._version import __version__
 from .errors import DriftscanError
 from .render import RENDERERS
+from .render.plan import PLAN_RENDERERS
 from .render.text import summary_line
 from .report import Report, report_schema, write_atomic
 
@@ -92,6 +93,49 @@ def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache) -> None:
     report = run_audit(venv=venv, site_packages=site_packages, jobs=jobs, uv_cache=uv_cache)
     emit(report, fmt, output)
     sys.exit(exit_status(report, strict))
+
+
+def _names(values: tuple[str, ...]) -> list[str]:
+    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
+    if not names:
+        raise click.UsageError("--reinstall needs at least one distribution name")
+    return names
+
+
+@main.command()
+@click.option("--reinstall", "reinstall", metavar="NAME[,NAME...]", multiple=True, required=True,
+              help="The distributions you are about to reinstall (repeatable, comma-separated).")
+@click.option("--installer", type=click.Choice(["pip", "uv"]),
+              help="Predict for this installer (default: each distribution's INSTALLER).")
+@click.option("--venv", metavar="PATH", help="The virtual environment (default: the running one).")
+@click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
+@click.option("--expect", "expect", metavar="FILE", help="TOML expectations to check now and after the reinstall.")
+@click.option("--format", "fmt", type=click.Choice(sorted(PLAN_RENDERERS)), default="text", show_default=True)
+@click.option("--output", "-o", metavar="FILE", help="Write the plan here (atomically) instead of stdout.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
+@click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
+@guarded
+def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, uv_cache) -> None:
+    """What will reinstalling NAME undo, and what will survive it?
+
+    Each drift is marked WIPED, SURVIVES or MAY SURVIVE with the reason, followed by the steps:
+    the exact reinstall command, `uv cache clean` first where needed, dumps to delete, and the
+    expectations that already hold and survive (steps you can skip).
+    Exit status: bit 1 when an expectation is not known to hold after the reinstall; bit 2 as for audit.
+    """
+    from .api import plan as run_plan
+
+    result = run_plan(_names(reinstall), venv=venv, site_packages=site_packages, installer=installer,
+                      expect=expect, jobs=jobs, uv_cache=uv_cache)
+    text = PLAN_RENDERERS[fmt](result)
+    if output:
+        write_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+    status = EXIT_DRIFT if any(e.holds_after is not True for e in result.expectations) else EXIT_CLEAN
+    if result.audit.errors:
+        status |= EXIT_INCOMPLETE
+    sys.exit(status)
 
 
 @main.command()

@@ -162,6 +162,8 @@ class Verification:
     files_checked: int
     unverifiable: tuple[Unverifiable, ...]
     errors: tuple[Problem, ...]
+    # Every path the audit compared with a reference (RECORD rows, model metadata, git).
+    referenced: frozenset[str] = frozenset()
 
 
 class Prediction(str, enum.Enum):

@@ -58,4 +58,5 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None)
         files_checked=outcome.files_checked + sources.files_checked,
         unverifiable=tuple(outcome.unverifiable + sources.unverifiable),
         errors=tuple(errors + outcome.errors + walk_problems + editable_problems + sources.errors),
+        referenced=frozenset(own.owners),
     )

@@ -1,0 +1,220 @@
+"""``plan``: what will reinstalling these distributions undo, what survives, and what to do.
+
+Pure except for reading the files expectations name (and, for a file the reinstall restores,
+its pristine copy in uv's cache when one is there).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from .classify import installer_of, reinstall_command, uv_cache_clean
+from .discover.uvcache import find_pristine_copy
+from .errors import ConfigError
+from .expect import Expectation, evaluate
+from .model import Distribution, Drift, DriftKind, Prediction, Scope, Target
+from .paths import printable
+from .record import parse_hash
+from .report import Report
+from .verify.roots import relpath
+
+WIPED, SURVIVES, MAY_SURVIVE = "WIPED", "SURVIVES", "MAY SURVIVE"
+
+
+class PlanItem(BaseModel):
+    path: str
+    relpath: str
+    kind: str
+    scope: str
+    distribution: str | None
+    status: str = Field(description="WIPED | SURVIVES | MAY SURVIVE")
+    reason: str
+
+
+class PlanStep(BaseModel):
+    step: str
+    command: str | None = None
+
+
+class ExpectationResult(BaseModel):
+    name: str
+    file: str
+    check: str
+    holds_now: bool | None
+    holds_after: bool | None
+    reason: str
+
+
+class Plan(BaseModel):
+    reinstall: list[str]
+    installer: str
+    wiped: list[str] = Field(default_factory=list)
+    survives: list[str] = Field(default_factory=list)
+    may_survive: list[str] = Field(default_factory=list)
+    steps: list[PlanStep] = Field(default_factory=list)
+    items: list[PlanItem] = Field(default_factory=list)
+    expectations: list[ExpectationResult] = Field(default_factory=list)
+    audit: Report
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def select_distributions(names: Sequence[str], dists: Sequence[Distribution]) -> list[Distribution]:
+    by_name = {normalize(d.name): d for d in dists if d.kind == "dist-info" or d.kind == "egg-info"}
+    chosen, unknown = [], []
+    for name in names:
+        dist = by_name.get(normalize(name))
+        (chosen.append(dist) if dist else unknown.append(name))
+    if unknown:
+        import difflib
+
+        hints = [m for n in unknown for m in difflib.get_close_matches(normalize(n), by_name, n=3)]
+        hint = f" (did you mean: {', '.join(dict.fromkeys(hints))}?)" if hints else ""
+        raise ConfigError(f"not installed here: {', '.join(unknown)}{hint}")
+    return chosen
+
+
+def _status(drift: Drift, chosen: set[str]) -> tuple[str, str]:
+    check = drift.check
+    dist = check.distribution
+    in_set = dist is not None and normalize(dist.name) in chosen
+    if drift.scope is Scope.PACKAGE:
+        if not in_set:
+            return SURVIVES, f"{dist.key if dist else 'its distribution'} is not part of this reinstall"
+        if drift.prediction is Prediction.WIPED:
+            return WIPED, drift.evidence
+        return (MAY_SURVIVE if drift.prediction is Prediction.MAY_SURVIVE else SURVIVES), drift.evidence
+    if drift.scope is Scope.ENVIRONMENT and in_set and drift.prediction is Prediction.WIPED:
+        return WIPED, drift.evidence
+    reasons = {
+        Scope.ENVIRONMENT: "no RECORD lists it, so no reinstall removes it",
+        Scope.DATA: "a model directory file: outside every package",
+        Scope.SOURCE: "an editable install's source tree: a reinstall re-links the same tree",
+        Scope.EXTERNAL: "written outside the environment",
+    }
+    return SURVIVES, reasons.get(drift.scope, drift.evidence)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _pristine(drift: Drift, uv_cache: str | None) -> bytes | None:
+    """The content a reinstall writes back, when a matching copy is at hand (uv's cache)."""
+    dist, expected = drift.check.distribution, drift.check.expected.get("hash")
+    if dist is None or not expected:
+        return None
+    want = parse_hash(expected, allow_hex=False)
+
+    def matches(path: str) -> bool:
+        data = _read(path)
+        return data is not None and hashlib.new(want.algorithm, data).digest() == want.digest
+
+    record_path = os.path.relpath(drift.check.path, dist.site_packages).replace(os.sep, "/")
+    copy = find_pristine_copy(uv_cache, record_path, matches)
+    return _read(copy) if copy else None
+
+
+def _expectation(exp: Expectation, drifts: dict[str, tuple[Drift, str]], referenced,
+                 uv_cache: str | None) -> ExpectationResult:
+    path = os.path.normpath(exp.file)
+    match = drifts.get(path) or drifts.get(os.path.realpath(path))
+    # A file with no drift is known to match its reference only if something audited it.
+    drifted = True if match else (False if referenced(path) else None)
+    now_content = _read(path)
+    holds_now, why_now = evaluate(exp, now_content, drifted)
+    if not match or match[1] != WIPED:
+        stays = "unchanged by the reinstall" if not match else f"{match[1].lower()} the reinstall"
+        return ExpectationResult(name=exp.label, file=printable(path), check=exp.check, holds_now=holds_now,
+                                 holds_after=holds_now, reason=f"{why_now}; {stays}")
+    if exp.check == "unchanged":
+        return ExpectationResult(name=exp.label, file=printable(path), check=exp.check, holds_now=holds_now,
+                                 holds_after=True, reason=f"{why_now}; the reinstall restores it")
+    pristine = _pristine(match[0], uv_cache)
+    if pristine is None:
+        return ExpectationResult(name=exp.label, file=printable(path), check=exp.check, holds_now=holds_now,
+                                 holds_after=None, reason=f"{why_now}; the reinstall restores the original, "
+                                 "whose content is not at hand here (check again afterwards)")
+    holds_after, why_after = evaluate(exp, pristine, False)
+    return ExpectationResult(name=exp.label, file=printable(path), check=exp.check, holds_now=holds_now,
+                             holds_after=holds_after,
+                             reason=f"{why_now} now; after the reinstall (pristine copy in uv's cache): {why_after}")
+
+
+def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Sequence[Distribution],
+               names: Sequence[str], installer: str | None, expectations: Sequence[Expectation] = (),
+               uv_cache: str | None = None, referenced=lambda path: False) -> Plan:
+    """``referenced(path)``: whether the audit compared ``path`` with a reference (RECORD, metadata...)."""
+    chosen_dists = select_distributions(names, dists)
+    chosen = {normalize(d.name) for d in chosen_dists}
+    who = installer_of(chosen_dists, installer)
+    plan = Plan(reinstall=[d.name for d in chosen_dists], installer=who, audit=report)
+    by_path: dict[str, tuple[Drift, str]] = {}
+    for drift in drifts:
+        status, reason = _status(drift, chosen)
+        check = drift.check
+        by_path[os.path.normpath(check.path)] = (drift, status)
+        item = PlanItem(path=printable(check.path), relpath=printable(relpath(check.path, check.root)),
+                        kind=check.kind.value, scope=drift.scope.value,
+                        distribution=check.distribution.name if check.distribution else None,
+                        status=status, reason=printable(reason))
+        plan.items.append(item)
+        {WIPED: plan.wiped, SURVIVES: plan.survives, MAY_SURVIVE: plan.may_survive}[status].append(item.path)
+    plan.expectations = [_expectation(e, by_path, referenced, uv_cache) for e in expectations]
+    plan.steps = _steps(plan, drifts, chosen_dists, chosen, target, who)
+    return plan
+
+
+def _steps(plan: Plan, drifts: list[Drift], chosen_dists: list[Distribution], chosen: set[str],
+           target: Target, who: str) -> list[PlanStep]:
+    steps: list[PlanStep] = []
+    poisoned = {d.check.distribution.name for d in drifts if d.check.distribution is not None
+                and normalize(d.check.distribution.name) in chosen and d.check.actual.get("uv_cache")}
+    for name in sorted(poisoned):
+        dist = next(x for x in chosen_dists if x.name == name)
+        if who == "uv":
+            steps.append(PlanStep(step=f"clean {name} from uv's cache first: an edited file is hard-linked "
+                                       "there and a reinstall would link it back", command=uv_cache_clean(dist)))
+        else:
+            steps.append(PlanStep(step=f"pip rewrites {name}'s files, but uv's cache keeps the edited copy for "
+                                       "other venvs: clean it too", command=uv_cache_clean(dist)))
+    for d in drifts:
+        if d.check.kind is DriftKind.ORPHANED_METADATA:
+            steps.append(PlanStep(step=f"remove the orphaned {os.path.basename(d.check.path)}: installers think "
+                                       "its package is installed and may refuse to reinstall it",
+                                  command=f"rm -r {shlex.quote(d.check.path)}"))
+    steps.append(PlanStep(step=f"reinstall {', '.join(plan.reinstall)} with {who}",
+                          command=reinstall_command(target, chosen_dists, who)))
+    dumps = [d for d in drifts if d.check.kind is DriftKind.DEBUG_ARTIFACTS]
+    for d in dumps:
+        files = d.check.actual.get("artifacts", [])
+        size = d.check.actual.get("bytes", 0)
+        steps.append(PlanStep(step=f"delete {len(files)} dump file(s), {size / 1e6:.1f} MB, written by "
+                                   f"{d.check.evidence or 'debug code'} (no reinstall touches them)",
+                              command="rm " + " ".join(shlex.quote(f) for f in files) if files else None))
+    for e in plan.expectations:
+        if e.holds_now and e.holds_after:
+            steps.append(PlanStep(step=f"skip '{e.name}': it already holds and survives the reinstall"))
+        elif e.holds_now and e.holds_after is False:
+            steps.append(PlanStep(step=f"re-apply '{e.name}' after the reinstall: it holds now, the reinstall "
+                                       "undoes it"))
+        elif e.holds_now and e.holds_after is None:
+            steps.append(PlanStep(step=f"check '{e.name}' again after the reinstall: it holds now, and the "
+                                       "original content is not at hand to tell"))
+        elif e.holds_now is False and e.holds_after:
+            steps.append(PlanStep(step=f"nothing to do for '{e.name}': the reinstall makes it hold"))
+        elif e.holds_now is False:
+            steps.append(PlanStep(step=f"apply '{e.name}': it does not hold now ({e.reason})"))
+    return steps

@@ -1,0 +1,42 @@
+"""The plan as the seed's to-do list (text) or as JSON for tools."""
+
+from __future__ import annotations
+
+from ..plan import Plan
+
+_ORDER = {"WIPED": 0, "MAY SURVIVE": 1, "SURVIVES": 2}
+
+
+def render_plan_json(plan: Plan) -> str:
+    return plan.model_dump_json(indent=2) + "\n"
+
+
+def _yes_no(value: bool | None) -> str:
+    return {True: "yes", False: "no", None: "unknown"}[value]
+
+
+def render_plan_text(plan: Plan) -> str:
+    lines = [f"Plan: reinstall {', '.join(plan.reinstall)} with {plan.installer}", ""]
+    if plan.items:
+        width = max(len(i.status) for i in plan.items)
+        for item in sorted(plan.items, key=lambda i: (_ORDER[i.status], i.scope, i.distribution or "", i.path)):
+            owner = f"{item.distribution}: " if item.distribution else ""
+            lines.append(f"  {item.status:<{width}}  [{item.scope}] {owner}{item.relpath} ({item.kind})")
+            lines.append(f"  {'':<{width}}    {item.reason}")
+    else:
+        lines.append("  nothing has drifted: the reinstall changes no file")
+    if plan.expectations:
+        lines += ["", "Expectations (now → after the reinstall):"]
+        for e in plan.expectations:
+            lines.append(f"  {_yes_no(e.holds_now):>7} → {_yes_no(e.holds_after):<7}  {e.name}")
+            lines.append(f"  {'':>19}{e.reason}")
+    lines += ["", "Steps:"]
+    for n, step in enumerate(plan.steps, 1):
+        lines.append(f"  {n}. {step.step}")
+        if step.command:
+            lines.append(f"       $ {step.command}")
+    lines += ["", f"{len(plan.wiped)} wiped, {len(plan.survives)} survive, {len(plan.may_survive)} may survive"]
+    return "\n".join(lines) + "\n"
+
+
+PLAN_RENDERERS = {"text": render_plan_text, "json": render_plan_json}
