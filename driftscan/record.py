@@ -19,6 +19,8 @@ from .model import Hash, RecordEntry
 
 # Algorithms a RECORD may name. md5 and sha1 are refused by the wheel spec.
 ACCEPTED_ALGORITHMS = frozenset(hashlib.algorithms_guaranteed) - {"md5", "sha1"}
+# Digest sizes, looked up once: RECORDs have tens of thousands of rows.
+_DIGEST_SIZE = {name: hashlib.new(name).digest_size for name in ACCEPTED_ALGORITHMS if not name.startswith("shake")}
 
 
 @dataclass(frozen=True)
@@ -40,9 +42,9 @@ def parse_hash(text: str, *, allow_hex: bool) -> Hash:
     if not sep or not value:
         raise ValueError(f"hash {text!r} is not of the form algorithm=digest")
     algorithm = algorithm.strip().lower()
-    if algorithm not in ACCEPTED_ALGORITHMS:
+    size = _DIGEST_SIZE.get(algorithm)
+    if size is None:
         raise ValueError(f"unknown or refused hash algorithm {algorithm!r}")
-    size = hashlib.new(algorithm).digest_size
     if allow_hex and len(value) == 2 * size:
         try:
             return Hash(algorithm, bytes.fromhex(value), encoding="hex")

@@ -84,49 +84,48 @@ def _os_error(exc: OSError) -> str:
 
 
 def check_entry(path: str, entry: RecordEntry, presence_only: bool = False) -> EntryResult:
-    """Compare the file at ``path`` with ``entry``."""
-    expected = expected_of(entry)
+    """Compare the file at ``path`` with ``entry``. ``expected`` is filled only for drifts."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return EntryResult(MISSING, expected)
+        return EntryResult(MISSING, expected_of(entry))
     except OSError as exc:
-        return EntryResult(ERROR, expected, message=f"cannot stat: {_os_error(exc)}")
+        return EntryResult(ERROR, expected_of(entry), message=f"cannot stat: {_os_error(exc)}")
     link_target = None
     if stat.S_ISLNK(st.st_mode):
         try:
             link_target = os.readlink(path)
             st = os.stat(path)
         except FileNotFoundError:
-            return EntryResult(MISSING, expected, {"type": "symlink", "target": link_target, "dangling": True},
+            return EntryResult(MISSING, expected_of(entry), {"type": "symlink", "target": link_target, "dangling": True},
                                link_target=link_target)
         except OSError as exc:
-            return EntryResult(ERROR, expected, message=f"cannot follow symlink: {_os_error(exc)}",
+            return EntryResult(ERROR, expected_of(entry), message=f"cannot follow symlink: {_os_error(exc)}",
                                link_target=link_target)
     kind = file_type(st.st_mode)
     is_directory_row = entry.hash is None and entry.size is None
     if kind == "directory" and is_directory_row:
         return EntryResult(OK, link_target=link_target)  # a directory row owns what is under it
     if kind != "file":
-        return EntryResult(TYPE_CHANGED, expected, {"type": kind}, link_target=link_target)
+        return EntryResult(TYPE_CHANGED, expected_of(entry), {"type": kind}, link_target=link_target)
     if presence_only or entry.hash is None and entry.size is None:
         return EntryResult(OK, link_target=link_target, nlink=st.st_nlink)
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
-        return EntryResult(MISSING, expected, message="vanished during the audit")
+        return EntryResult(MISSING, expected_of(entry), message="vanished during the audit")
     except OSError as exc:
-        return EntryResult(ERROR, expected, message=f"cannot open: {_os_error(exc)}")
+        return EntryResult(ERROR, expected_of(entry), message=f"cannot open: {_os_error(exc)}")
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # swapped between lstat and open
-            return EntryResult(TYPE_CHANGED, expected, {"type": file_type(st.st_mode)})
+            return EntryResult(TYPE_CHANGED, expected_of(entry), {"type": file_type(st.st_mode)})
         size_ok = entry.size is None or st.st_size == entry.size
         digest = None
         if entry.hash is not None and size_ok:  # a size mismatch already settles it
             digest = digest_fd(fd, entry.hash.algorithm, st.st_size)
     except OSError as exc:
-        return EntryResult(ERROR, expected, message=f"cannot read: {_os_error(exc)}")
+        return EntryResult(ERROR, expected_of(entry), message=f"cannot read: {_os_error(exc)}")
     finally:
         os.close(fd)
     hash_ok = entry.hash is None or digest == entry.hash.digest
@@ -139,4 +138,4 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False) -> E
         actual["nlink"] = st.st_nlink
     if link_target is not None:
         actual["symlink_target"] = link_target
-    return EntryResult(MODIFIED, expected, actual, link_target=link_target, nlink=st.st_nlink)
+    return EntryResult(MODIFIED, expected_of(entry), actual, link_target=link_target, nlink=st.st_nlink)
