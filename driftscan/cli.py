@@ -82,15 +82,16 @@ def main() -> None:
 @click.option("--strict", is_flag=True, help="Distributions that cannot be verified also set exit bit 2.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
+@click.option("--no-cache", is_flag=True, help="Re-hash every file instead of trusting the stat cache (paranoid mode).")
 @guarded
-def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache) -> None:
+def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache) -> None:
     """Check every installed file against its wheel's RECORD; list files no RECORD owns.
 
     With no target, audits the environment driftscan runs in.
     """
     from .api import audit as run_audit
 
-    report = run_audit(venv=venv, site_packages=site_packages, jobs=jobs, uv_cache=uv_cache)
+    report = run_audit(venv=venv, site_packages=site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=not no_cache)
     emit(report, fmt, output)
     sys.exit(exit_status(report, strict))
 
@@ -114,8 +115,9 @@ def _names(values: tuple[str, ...]) -> list[str]:
 @click.option("--output", "-o", metavar="FILE", help="Write the plan here (atomically) instead of stdout.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
+@click.option("--no-cache", is_flag=True, help="Re-hash every file instead of trusting the stat cache.")
 @guarded
-def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, uv_cache) -> None:
+def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, uv_cache, no_cache) -> None:
     """What will reinstalling NAME undo, and what will survive it?
 
     Each drift is marked WIPED, SURVIVES or MAY SURVIVE with the reason, followed by the steps:
@@ -126,7 +128,7 @@ def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, u
     from .api import plan as run_plan
 
     result = run_plan(_names(reinstall), venv=venv, site_packages=site_packages, installer=installer,
-                      expect=expect, jobs=jobs, uv_cache=uv_cache)
+                      expect=expect, jobs=jobs, uv_cache=uv_cache, use_cache=not no_cache)
     text = PLAN_RENDERERS[fmt](result)
     if output:
         write_atomic(output, text)

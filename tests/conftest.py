@@ -17,6 +17,12 @@ from fixtures.demo import CACHE_TAG  # noqa: E402
 from fixtures.harness import DEMO_REQS, offline, replace_by_rename  # noqa: E402
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_driftscan_cache(tmp_path_factory):
+    """Keep the stat cache of every audit the tests run (in-process and CLI) out of the user's home."""
+    os.environ["DRIFTSCAN_CACHE_DIR"] = str(tmp_path_factory.mktemp("driftscan-cache"))
+
+
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory) -> Path:
     """Demo wheels built here plus a few small real packages downloaded once per session."""

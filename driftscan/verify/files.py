@@ -10,6 +10,7 @@ import errno
 import hashlib
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +84,7 @@ def _os_error(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def check_entry(path: str, entry: RecordEntry, presence_only: bool = False) -> EntryResult:
+def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cache=None) -> EntryResult:
     """Compare the file at ``path`` with ``entry``. ``expected`` is filled only for drifts."""
     try:
         st = os.lstat(path)
@@ -110,6 +111,10 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False) -> E
         return EntryResult(TYPE_CHANGED, expected_of(entry), {"type": kind}, link_target=link_target)
     if presence_only or entry.hash is None and entry.size is None:
         return EntryResult(OK, link_target=link_target, nlink=st.st_nlink)
+    if cache is not None and entry.hash is not None and (entry.size is None or st.st_size == entry.size):
+        known = cache.lookup(path, st, entry.hash.algorithm)
+        if known is not None and known == entry.hash.digest:
+            return EntryResult(OK, link_target=link_target, nlink=st.st_nlink)
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
@@ -123,7 +128,10 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False) -> E
         size_ok = entry.size is None or st.st_size == entry.size
         digest = None
         if entry.hash is not None and size_ok:  # a size mismatch already settles it
+            started = time.time_ns()
             digest = digest_fd(fd, entry.hash.algorithm, st.st_size)
+            if cache is not None:
+                cache.store(path, st, entry.hash.algorithm, digest, started)
     except OSError as exc:
         return EntryResult(ERROR, expected_of(entry), message=f"cannot read: {_os_error(exc)}")
     finally:

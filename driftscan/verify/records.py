@@ -57,9 +57,9 @@ def _tasks(metadirs: list[MetadataDir], own: Ownership) -> list[_Task]:
     return tasks
 
 
-def _run(tasks: list[_Task], jobs: int) -> list[files.EntryResult]:
+def _run(tasks: list[_Task], jobs: int, cache) -> list[files.EntryResult]:
     def batch(chunk: list[_Task]) -> list[files.EntryResult]:
-        return [files.check_entry(t.path, t.entry, t.presence_only) for t in chunk]
+        return [files.check_entry(t.path, t.entry, t.presence_only, cache) for t in chunk]
 
     size = 64
     chunks = [tasks[i : i + size] for i in range(0, len(tasks), size)]
@@ -76,9 +76,10 @@ def _not_drift(task: _Task, result: files.EntryResult) -> bool:
     return is_bytecode(task.path) or (task.entry.hash is None and is_virtualenv_style_row(task.entry.path))
 
 
-def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, jobs: int) -> RecordsOutcome:
+def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, jobs: int,
+                   cache=None) -> RecordsOutcome:
     tasks = _tasks(metadirs, own)
-    results = _run(tasks, jobs)
+    results = _run(tasks, jobs, cache)
     errors: list[Problem] = []
     checked = 0
     raw: dict[str, list[tuple[_Task, files.EntryResult]]] = defaultdict(list)
