@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..discover.dists import TRUSTED_INSTALLERS, MetadataDir
@@ -57,7 +59,68 @@ def _tasks(metadirs: list[MetadataDir], own: Ownership) -> list[_Task]:
     return tasks
 
 
-def _run(tasks: list[_Task], jobs: int, cache) -> list[files.EntryResult]:
+class _Recorder:
+    """Stat-cache stand-in for worker processes: reads the inherited cache, records new digests."""
+
+    def __init__(self, cache):
+        self.cache = cache
+        self.stored: list[tuple] = []
+
+    def lookup(self, path, st, algorithm):
+        return self.cache.lookup(path, st, algorithm) if self.cache is not None else None
+
+    def store(self, path, st, algorithm, digest, hashed_at):
+        self.stored.append((path, st, algorithm, digest, hashed_at))
+
+
+_WORKER_CACHE = None  # set in the parent before forking; read by the workers
+
+
+def _check_chunk(chunk: list[tuple[int, str, RecordEntry, bool]]):
+    recorder = _Recorder(_WORKER_CACHE)
+    results = [(i, files.check_entry(path, entry, presence, recorder)) for i, path, entry, presence in chunk]
+    return results, recorder.stored
+
+
+def _chunks(tasks: list[_Task], n: int) -> list[list[tuple[int, str, RecordEntry, bool]]]:
+    """``n`` chunks of similar cost: big files spread round-robin, then the many small ones."""
+    def cost(i: int) -> int:
+        size = tasks[i].entry.size or 0
+        return 0 if tasks[i].presence_only else size
+    order = sorted(range(len(tasks)), key=cost, reverse=True)
+    chunks: list[list] = [[] for _ in range(n)]
+    for k, i in enumerate(order):
+        t = tasks[i]
+        chunks[k % n].append((i, t.path, t.entry, t.presence_only))
+    return [c for c in chunks if c]
+
+
+def _run_processes(tasks: list[_Task], jobs: int, cache) -> list[files.EntryResult]:
+    global _WORKER_CACHE
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    _WORKER_CACHE = cache
+    results: list[files.EntryResult | None] = [None] * len(tasks)
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
+            for chunk_results, stored in pool.map(_check_chunk, _chunks(tasks, jobs * 8)):
+                for i, result in chunk_results:
+                    results[i] = result
+                if cache is not None:
+                    for item in stored:
+                        cache.store(*item)
+    finally:
+        _WORKER_CACHE = None
+    return results  # type: ignore[return-value]
+
+
+def _run(tasks: list[_Task], jobs: int, cache, mode: str = "auto") -> list[files.EntryResult]:
+    """Check every task. Threads share the GIL for the per-file Python work; processes do not,
+    but cost a fork: used for large inventories (see benchmarks/bench_audit.py)."""
+    if mode == "auto":
+        mode = "processes" if jobs > 1 and len(tasks) >= PROCESS_THRESHOLD else "threads"
+    if mode == "processes" and jobs > 1:
+        return _run_processes(tasks, jobs, cache)
+
     def batch(chunk: list[_Task]) -> list[files.EntryResult]:
         return [files.check_entry(t.path, t.entry, t.presence_only, cache) for t in chunk]
 
@@ -69,6 +132,9 @@ def _run(tasks: list[_Task], jobs: int, cache) -> list[files.EntryResult]:
         return [r for rs in pool.map(batch, chunks) for r in rs]
 
 
+PROCESS_THRESHOLD = 5000
+
+
 def _not_drift(task: _Task, result: files.EntryResult) -> bool:
     if result.status != files.MISSING:
         return False
@@ -77,9 +143,9 @@ def _not_drift(task: _Task, result: files.EntryResult) -> bool:
 
 
 def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, jobs: int,
-                   cache=None) -> RecordsOutcome:
+                   cache=None, mode: str = "auto") -> RecordsOutcome:
     tasks = _tasks(metadirs, own)
-    results = _run(tasks, jobs, cache)
+    results = _run(tasks, jobs, cache, mode)
     errors: list[Problem] = []
     checked = 0
     raw: dict[str, list[tuple[_Task, files.EntryResult]]] = defaultdict(list)

@@ -1,0 +1,26 @@
+"""Threads and worker processes must give the same verdicts, and feed the stat cache alike."""
+
+from __future__ import annotations
+
+from driftscan.cache import StatCache
+from driftscan.discover import find_distributions, resolve_target
+from driftscan.verify.ownership import build_ownership
+from driftscan.verify.records import verify_records
+
+
+def verdicts(outcome):
+    return sorted((c.kind.value, c.path, c.distribution.name if c.distribution else None) for c in outcome.checks)
+
+
+def test_processes_and_threads_agree(planted, tmp_path):
+    venv, _ = planted
+    target = resolve_target(str(venv))
+    metadirs = list(find_distributions(target.site_packages))
+    own = build_ownership(metadirs)
+    caches = {mode: StatCache(str(tmp_path / f"{mode}.json")) for mode in ("threads", "processes")}
+    results = {mode: verify_records(target, metadirs, own, 2, caches[mode], mode) for mode in caches}
+    assert verdicts(results["threads"]) == verdicts(results["processes"])
+    assert verdicts(results["threads"])  # the planted venv has package drift to agree on
+    assert results["threads"].files_checked == results["processes"].files_checked
+    assert caches["threads"]._entries.keys() == caches["processes"]._entries.keys()
+    assert len(caches["processes"]._entries) > 100
