@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -9,12 +10,18 @@ from dataclasses import dataclass
 from .cache import NoCache, StatCache
 from .classify import classify
 from .discover import resolve_target
+from .discover.hfcache import default_hf_cache, find_cache_repos
 from .discover.uvcache import default_uv_cache
+from .errors import TargetError
 from .expect import load_expectations
 from .model import Drift, Target, Verification
 from .plan import Plan, build_plan
 from .report import Report, build_report
-from .verify import verify
+from .verify import default_jobs, verify
+from .verify.modeldir import ModelDirResult, verify_model_dir
+from .verify.modeldir_remedy import with_remedies
+
+NO_PYTHON = Target(kind="none", venv=None, site_packages=())
 
 
 @dataclass(frozen=True)
@@ -25,18 +32,55 @@ class Run:
     verification: Verification
     drifts: list[Drift]
     report: Report
+    model_dirs: tuple[ModelDirResult, ...] = ()
+
+
+def model_dir_paths(model_dirs: Sequence[str], hf_cache: str | None) -> list[str]:
+    """The named model directories, plus every repository of a Hugging Face cache ("" = the default one)."""
+    paths = list(model_dirs)
+    if hf_cache is not None:
+        cache = hf_cache or default_hf_cache()
+        if not os.path.isdir(cache):
+            raise TargetError(f"{cache}: no Hugging Face cache here")
+        paths += find_cache_repos(cache)
+    return list(dict.fromkeys(os.path.abspath(p) for p in paths))
+
+
+def _merge(verification: Verification, results: Sequence[ModelDirResult]) -> Verification:
+    return Verification(
+        target=verification.target,
+        distributions=verification.distributions,
+        checks=verification.checks + tuple(c for r in results for c in with_remedies(r)),
+        files_checked=verification.files_checked + sum(r.files_checked for r in results),
+        unverifiable=verification.unverifiable + tuple(u for r in results for u in r.unverifiable),
+        errors=verification.errors + tuple(e for r in results for e in r.errors),
+        referenced=verification.referenced,
+    )
 
 
 def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int | None = None,
-        uv_cache: str | None = None, installer: str | None = None, use_cache: bool = True) -> Run:
+        uv_cache: str | None = None, installer: str | None = None, use_cache: bool = True,
+        model_dirs: Sequence[str] = (), hf_cache: str | None = None, deep: bool = False,
+        revision: str | None = None, manifest: str | None = None, progress=None) -> Run:
+    """One pass of the pipeline. Naming any target (a venv, site-packages, a model directory,
+    a Hugging Face cache) replaces the default, the running environment."""
     started = time.perf_counter()
-    target = resolve_target(venv, tuple(site_packages))
+    models = model_dir_paths(model_dirs, hf_cache)
+    python_named = venv is not None or bool(site_packages)
+    target = resolve_target(venv, tuple(site_packages)) if python_named or not models else NO_PYTHON
     cache = StatCache.for_target(target.venv or "\0".join(target.site_packages)) if use_cache else NoCache()
-    verification = verify(target, jobs=jobs, uv_cache=uv_cache, stat_cache=cache)
-    cache.save()
+    if target is NO_PYTHON:
+        verification = Verification(NO_PYTHON, (), (), 0, (), ())
+    else:
+        verification = verify(target, jobs=jobs, uv_cache=uv_cache, stat_cache=cache)
+        cache.save()
+    results = tuple(verify_model_dir(p, deep=deep, revision=revision, manifest=manifest,
+                                     jobs=jobs or default_jobs(), progress=progress) for p in models)
+    verification = _merge(verification, results)
     drifts = [classify(check, target, installer) for check in verification.checks]
-    report = build_report(verification, drifts, time.perf_counter() - started)
-    return Run(target, verification, drifts, report)
+    report = build_report(verification, drifts, time.perf_counter() - started,
+                          model_dirs=[r.root for r in results])
+    return Run(target, verification, drifts, report, results)
 
 
 def audit(
@@ -46,15 +90,23 @@ def audit(
     jobs: int | None = None,
     uv_cache: str | None = None,
     use_cache: bool = True,
+    model_dirs: Sequence[str] = (),
+    hf_cache: str | None = None,
+    deep: bool = False,
+    revision: str | None = None,
+    manifest: str | None = None,
 ) -> Report:
-    """Audit an environment. With no target, the environment driftscan runs in.
+    """Audit an environment and/or model directories. With no target, the environment driftscan
+    runs in. ``hf_cache=""`` audits every repository of the default Hugging Face cache; ``deep``
+    hashes large weight files too (by default they are checked by presence, size and mtime).
 
     ``use_cache=False`` re-hashes every file (see ``driftscan.cache`` for what the cache trusts).
 
     Raises ``TargetError`` when the target does not exist or is not an environment; every
     problem met while auditing a valid target is listed in ``Report.errors`` instead.
     """
-    return run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=use_cache).report
+    return run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=use_cache, model_dirs=model_dirs,
+               hf_cache=hf_cache, deep=deep, revision=revision, manifest=manifest).report
 
 
 def plan(
@@ -67,16 +119,25 @@ def plan(
     jobs: int | None = None,
     uv_cache: str | None = None,
     use_cache: bool = True,
+    model_dirs: Sequence[str] = (),
+    hf_cache: str | None = None,
 ) -> Plan:
     """What reinstalling ``reinstall`` (distribution names) undoes and what survives it.
 
     ``installer`` ("pip" or "uv") asks "what if I used this installer"; by default each
     distribution's own INSTALLER decides. ``expect`` is a TOML file of expectations.
     """
-    result = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, installer=installer, use_cache=use_cache)
+    result = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, installer=installer, use_cache=use_cache,
+                 model_dirs=model_dirs, hf_cache=hf_cache)
+    verified_roots = [r.root for r in result.model_dirs if r.kind != "unknown"]
+
+    def referenced(path: str) -> bool:
+        return path in result.verification.referenced or any(
+            path.startswith(root.rstrip(os.sep) + os.sep) for root in verified_roots)
+
     target = result.target
     placeholders = {"venv": target.venv or "", "site_packages": target.site_packages[0] if target.site_packages else ""}
     expectations = load_expectations(expect, placeholders) if expect else []
     return build_plan(result.report, result.drifts, target, result.verification.distributions, reinstall,
                       installer, expectations, uv_cache or default_uv_cache(),
-                      referenced=result.verification.referenced.__contains__)
+                      referenced=referenced)

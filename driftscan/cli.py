@@ -67,6 +67,37 @@ def emit(report: Report, fmt: str, output: str | None) -> None:
         click.echo(text, nl=False)
 
 
+def model_options(func):
+    """Options naming model directories; shared by audit and plan."""
+    for option in reversed([
+        click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True,
+                     help="Audit a model directory: hf download --local-dir, a hub cache repository, a git clone, "
+                          "or a directory with a driftscan manifest (repeatable)."),
+        click.option("--hf-cache", metavar="DIR", is_flag=False, flag_value="", default=None,
+                     help="Audit every repository of a Hugging Face cache (default: HF_HUB_CACHE / HF_HOME / "
+                          "~/.cache/huggingface/hub)."),
+    ]):
+        func = option(func)
+    return func
+
+
+class Progress:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total <= 0:
+            return
+        pct = int(done * 100 / total)
+        if pct != self.last:
+            self.last = pct
+            bar = "#" * (pct // 4)
+            click.echo(f"\rhashing {bar:<25} {pct:3d}% of {total / 1e9:.1f} GB", err=True, nl=pct >= 100)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="driftscan")
 def main() -> None:
@@ -83,15 +114,21 @@ def main() -> None:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
 @click.option("--no-cache", is_flag=True, help="Re-hash every file instead of trusting the stat cache (paranoid mode).")
+@model_options
+@click.option("--deep", is_flag=True, help="Hash large model files too (default: presence, size and mtime).")
+@click.option("--revision", metavar="REV", help="Model directories: the ref or commit to compare against.")
+@click.option("--manifest", metavar="FILE", help="Model directories: compare against this driftscan manifest.")
 @guarded
-def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache) -> None:
+def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, model_dirs, hf_cache, deep, revision,
+          manifest) -> None:
     """Check every installed file against its wheel's RECORD; list files no RECORD owns.
 
     With no target, audits the environment driftscan runs in.
     """
-    from .api import audit as run_audit
+    from .api import run
 
-    report = run_audit(venv=venv, site_packages=site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=not no_cache)
+    report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=not no_cache, model_dirs=model_dirs,
+                 hf_cache=hf_cache, deep=deep, revision=revision, manifest=manifest, progress=Progress()).report
     emit(report, fmt, output)
     sys.exit(exit_status(report, strict))
 
@@ -116,8 +153,10 @@ def _names(values: tuple[str, ...]) -> list[str]:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
 @click.option("--no-cache", is_flag=True, help="Re-hash every file instead of trusting the stat cache.")
+@model_options
 @guarded
-def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, uv_cache, no_cache) -> None:
+def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, uv_cache, no_cache, model_dirs,
+         hf_cache) -> None:
     """What will reinstalling NAME undo, and what will survive it?
 
     Each drift is marked WIPED, SURVIVES or MAY SURVIVE with the reason, followed by the steps:
@@ -128,7 +167,8 @@ def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, u
     from .api import plan as run_plan
 
     result = run_plan(_names(reinstall), venv=venv, site_packages=site_packages, installer=installer,
-                      expect=expect, jobs=jobs, uv_cache=uv_cache, use_cache=not no_cache)
+                      expect=expect, jobs=jobs, uv_cache=uv_cache, use_cache=not no_cache, model_dirs=model_dirs,
+                      hf_cache=hf_cache)
     text = PLAN_RENDERERS[fmt](result)
     if output:
         write_atomic(output, text)

@@ -130,7 +130,8 @@ def _drift(d: Drift) -> DriftOut:
     )
 
 
-def build_report(verification: Verification, drifts: list[Drift], duration: float | None = None) -> Report:
+def build_report(verification: Verification, drifts: list[Drift], duration: float | None = None,
+                 model_dirs: list[str] | None = None) -> Report:
     t = verification.target
     out = sorted((_drift(d) for d in drifts), key=lambda d: (SCOPE_ORDER.index(d.scope),
                  d.distribution is None, d.distribution.name.lower() if d.distribution else "", d.path))
@@ -138,8 +139,8 @@ def build_report(verification: Verification, drifts: list[Drift], duration: floa
     for d in out:
         by_kind[d.kind.value] = by_kind.get(d.kind.value, 0) + 1
     return Report(
-        target=TargetInfo(venv=t.venv, site_packages=list(t.site_packages), kind=t.kind,
-                          python_version=t.python_version),
+        target=TargetInfo(venv=t.venv, site_packages=list(t.site_packages), model_dirs=list(model_dirs or []),
+                          kind=t.kind, python_version=t.python_version),
         summary=Summary(
             distributions=len(verification.distributions),
             files_checked=verification.files_checked,

@@ -1,0 +1,150 @@
+"""Recognise what a model directory is, and read the download metadata huggingface_hub left in it.
+
+Kinds, in the order they are tried:
+
+- ``manifest`` when a manifest is named explicitly;
+- ``hf-cache-repo``: a ``models--ORG--NAME`` folder of the hub cache, or one of its ``snapshots/<commit>``;
+- ``hf-local-dir``: ``hf download --local-dir`` output, with ``.cache/huggingface/download/*.metadata``;
+- ``git``: a work tree (the directory or a parent holds ``.git``);
+- ``manifest``: ``<dir>/.driftscan-manifest.json``;
+- ``unknown``: nothing to verify against.
+
+Provenance (download metadata, git) comes before an in-tree manifest: the question is "what was
+edited since it was downloaded". The manifest still serves as a source of original text.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from ..errors import TargetError
+from ..manifest import MANIFEST_NAME, read_regular
+from ..model import Problem
+from ..paths import printable
+from .hfcache import Revision, is_cache_repo, resolve_revision, snapshot_parent
+
+METADATA_DIR = os.path.join(".cache", "huggingface", "download")
+METADATA_SUFFIX = ".metadata"
+METADATA_MAX = 4096  # three short lines; anything longer was not written by huggingface_hub
+
+
+@dataclass(frozen=True)
+class DownloadMetadata:
+    """One ``<path>.metadata``: written by huggingface_hub as ``commit\\netag\\ntimestamp\\n``."""
+
+    relpath: str
+    commit: str
+    etag: str
+    timestamp: float
+    metadata_path: str
+
+
+def etag_algorithm(etag: str) -> str | None:
+    """"git-sha1" for a regular file's etag (40 hex), "sha256" for an LFS file's (64 hex)."""
+    if all(c in "0123456789abcdef" for c in etag):
+        return {40: "git-sha1", 64: "sha256"}.get(len(etag))
+    return None
+
+
+def parse_download_metadata(relpath: str, metadata_path: str, text: str) -> DownloadMetadata:
+    """Raises ValueError with a user-facing message for anything huggingface_hub would not have written."""
+    lines = text.splitlines()
+    if len(lines) != 3:
+        raise ValueError(f"has {len(lines)} lines, expected 3 (commit, etag, timestamp)")
+    commit, etag, stamp = (line.strip() for line in lines)
+    if not commit or not etag:
+        raise ValueError("empty commit or etag line")
+    try:
+        timestamp = float(stamp)
+    except ValueError:
+        raise ValueError(f"timestamp {stamp!r} is not a number") from None
+    if not math.isfinite(timestamp) or timestamp < 0:
+        raise ValueError(f"timestamp {stamp!r} is not a Unix time")
+    return DownloadMetadata(relpath, commit, etag, timestamp, metadata_path)
+
+
+def read_download_metadata(root: str) -> tuple[dict[str, DownloadMetadata], set[str], list[Problem]]:
+    """Every metadata file under ``root``: the parsed ones, the relpaths of broken ones, and why."""
+    base = os.path.join(root, METADATA_DIR)
+    parsed: dict[str, DownloadMetadata] = {}
+    broken: set[str] = set()
+    problems: list[Problem] = []
+
+    def onerror(exc: OSError) -> None:
+        problems.append(Problem(exc.filename or base, f"cannot list download metadata: {exc.strerror or exc}"))
+
+    for dirpath, _dirnames, filenames in os.walk(base, onerror=onerror):
+        for name in filenames:
+            if not name.endswith(METADATA_SUFFIX):
+                continue  # <path>.lock and <path>.<etag>.incomplete are huggingface_hub's working files
+            path = os.path.join(dirpath, name)
+            relpath = os.path.relpath(path, base)[: -len(METADATA_SUFFIX)].replace(os.sep, "/")
+            try:
+                text = read_regular(path, METADATA_MAX).decode("utf-8")
+                parsed[relpath] = parse_download_metadata(relpath, path, text)
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                broken.add(relpath)
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                problems.append(Problem(path, f"unreadable download metadata for {printable(relpath)}: {reason}"))
+    return parsed, broken, problems
+
+
+def _has_metadata(root: str) -> bool:
+    for _dirpath, _dirnames, filenames in os.walk(os.path.join(root, METADATA_DIR)):
+        if any(name.endswith(METADATA_SUFFIX) for name in filenames):
+            return True
+    return False
+
+
+def find_git_top(path: str) -> str | None:
+    """The nearest directory at or above ``path`` holding ``.git`` (a directory, or a file for worktrees)."""
+    current = os.path.abspath(path)
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+@dataclass(frozen=True)
+class ModelDirLayout:
+    path: str  # absolute form of what the user named
+    root: str  # relpaths are relative to this
+    kind: str  # "hf-local-dir" | "hf-cache-repo" | "git" | "manifest" | "unknown"
+    repo_dir: str | None = None  # cache repository folder
+    revision: Revision | None = None  # the cache snapshot chosen
+    git_top: str | None = None
+    manifest: str | None = None  # the explicit manifest, else the in-tree one if present
+
+
+def detect_layout(path: str, *, revision: str | None = None, manifest: str | None = None) -> ModelDirLayout:
+    """Raises TargetError when ``path`` does not exist or is not a directory; nothing else."""
+    if not os.path.lexists(path):
+        raise TargetError(f"{printable(path)}: no such directory")
+    if not os.path.isdir(path):
+        raise TargetError(f"{printable(path)}: not a directory")
+    path = os.path.abspath(path)
+    in_tree = os.path.join(path, MANIFEST_NAME)
+    if manifest is not None:
+        return ModelDirLayout(path, path, "manifest", manifest=os.path.abspath(manifest))
+    repo = snapshot_parent(path)
+    if repo is not None:
+        commit = os.path.basename(path)
+        return ModelDirLayout(path, path, "hf-cache-repo", repo_dir=repo, revision=Revision(commit, None))
+    if is_cache_repo(path):
+        chosen = resolve_revision(path, revision)
+        root = os.path.join(path, "snapshots", chosen.commit) if chosen.commit and not chosen.problem else path
+        return ModelDirLayout(path, root, "hf-cache-repo", repo_dir=path, revision=chosen)
+    fallback = in_tree if os.path.isfile(in_tree) else None
+    if _has_metadata(path):
+        return ModelDirLayout(path, path, "hf-local-dir", manifest=fallback)
+    top = find_git_top(path)
+    if top is not None:
+        return ModelDirLayout(path, path, "git", git_top=top, manifest=fallback)
+    if fallback is not None:
+        return ModelDirLayout(path, path, "manifest", manifest=fallback)
+    return ModelDirLayout(path, path, "unknown")

@@ -1,0 +1,123 @@
+"""What changed between two versions of a small file: JSON pointer changes, or a unified diff.
+
+A drift report that says "config.json modified" sends the user to diff it by hand; one that says
+``removed /quantization_config/kv_cache_scheme`` answers the question. Pointers follow RFC 6901
+(``~`` → ``~0``, ``/`` → ``~1``, arrays by index).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+MAX_CHANGES = 200  # a rewritten tokenizer vocabulary is not worth 150k entries in a report
+MAX_DIFF_LINES = 300
+JSON_SUFFIXES = (".json",)
+
+
+def escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def _same(a: Any, b: Any) -> bool:
+    # JSON's 1, 1.0 and true differ for a config reader (Python says 1 == 1.0 == True).
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+def iter_changes(old: Any, new: Any, pointer: str = "") -> Iterator[dict[str, Any]]:
+    """Yield ``{"pointer", "op", "old"/"new"}`` for every leaf-most difference, in document order."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in old:
+            child = f"{pointer}/{escape(key)}"
+            if key not in new:
+                yield {"pointer": child, "op": "removed", "old": old[key]}
+            else:
+                yield from iter_changes(old[key], new[key], child)
+        for key in new:
+            if key not in old:
+                yield {"pointer": f"{pointer}/{escape(key)}", "op": "added", "new": new[key]}
+    elif isinstance(old, list) and isinstance(new, list):
+        common = min(len(old), len(new))
+        for i in range(common):
+            yield from iter_changes(old[i], new[i], f"{pointer}/{i}")
+        for i in range(common, len(old)):
+            yield {"pointer": f"{pointer}/{i}", "op": "removed", "old": old[i]}
+        for i in range(common, len(new)):
+            yield {"pointer": f"{pointer}/{i}", "op": "added", "new": new[i]}
+    elif not _same(old, new):
+        yield {"pointer": pointer, "op": "changed", "old": old, "new": new}
+
+
+def json_changes(old: Any, new: Any, limit: int = MAX_CHANGES) -> tuple[tuple[dict[str, Any], ...], int]:
+    """The first ``limit`` changes and how many there are in all."""
+    kept: list[dict[str, Any]] = []
+    total = 0
+    for change in iter_changes(old, new):
+        total += 1
+        if len(kept) < limit:
+            kept.append(change)
+    return tuple(kept), total
+
+
+def unified_diff(old: str, new: str, name: str, max_lines: int = MAX_DIFF_LINES) -> str:
+    lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                      fromfile=f"a/{name}", tofile=f"b/{name}"))
+    lines = [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines] + [f"... {len(lines) - max_lines} more diff lines not shown\n"]
+    return "".join(lines)
+
+
+@dataclass(frozen=True)
+class Change:
+    json_changes: tuple[dict[str, Any], ...] = ()
+    total: int = 0  # every JSON change, including those beyond the cap
+    diff: str | None = None
+
+
+def _text(data: bytes) -> str | None:
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def describe(old: bytes, new: bytes, name: str) -> Change:
+    """JSON changes for ``*.json`` that both parse; otherwise a unified diff of text; nothing for binary."""
+    old_text, new_text = _text(old), _text(new)
+    if old_text is None or new_text is None:
+        return Change()
+    if name.lower().endswith(JSON_SUFFIXES):
+        try:
+            changes, total = json_changes(json.loads(old_text), json.loads(new_text))
+        except (ValueError, RecursionError):  # unparsable (or absurdly deep): fall back to the text diff
+            pass
+        else:
+            if total:
+                return Change(changes, total)
+            # Same document, different bytes (whitespace, key order): only a diff shows it.
+    return Change(diff=unified_diff(old_text, new_text, name) or None)
+
+
+def summary(change: Change) -> str:
+    """A short phrase for evidence: "2 JSON changes (removed /a/b, ...)"."""
+    if not change.total:
+        return ""
+    shown = ", ".join(f"{c['op']} {c['pointer'] or '/'}" for c in change.json_changes[:3])
+    more = f", {change.total - 3} more" if change.total > 3 else ""
+    noun = "change" if change.total == 1 else "changes"
+    return f"{change.total} JSON {noun}: {shown}{more}"

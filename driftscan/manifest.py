@@ -1,0 +1,325 @@
+"""driftscan manifests: a snapshot of a directory that later audits compare against.
+
+Format (``manifest_version`` "1")::
+
+    {"manifest_version": "1", "tool": "driftscan", "created": "2026-01-01T00:00:00+00:00",
+     "root": "/abs/dir",
+     "files": {"config.json": {"xxh3_128": "<32 hex>", "size": 1234, "mode": 33188,
+                               "mtime_ns": 1700000000000000000, "text": "{...}"},
+               "model.safetensors": {...},
+               "link": {..., "link": "../target"}}}
+
+``mode`` is the full ``st_mode`` of the file (symlinks followed); ``link`` is present only when
+the path was a symlink; ``text`` embeds small text files (configs, tokenizer settings, code) so
+an audit can say *what* changed, not only *that* it changed. xxh3-128 is used because it runs
+at memory speed: a manifest of a multi-TB checkpoint is limited by the disk, not the hash.
+
+The tree walk and the list of bookkeeping paths live here too, so that a manifest written by
+``driftscan snapshot`` and an audit against it agree on what belongs to the directory.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import xxhash
+
+from .errors import DriftscanError
+from .model import Problem
+from .paths import printable
+
+MANIFEST_NAME = ".driftscan-manifest.json"
+MANIFEST_VERSION = "1"
+EMBED_LIMIT = 64 << 10
+TEXT_SUFFIXES = (".json", ".txt", ".yaml", ".yml", ".md", ".py", ".jinja", ".toml", ".cfg", ".ini", ".csv")
+TEXT_NAMES = (".gitattributes", ".gitignore", "LICENSE", "README", "NOTICE")
+CHUNK = 4 << 20
+MAX_MANIFEST = 1 << 30  # embedded text is capped per file; a larger manifest is not one of ours
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class ManifestError(DriftscanError):
+    """A manifest that cannot be used; ``issues`` lists every problem found, not just the first."""
+
+    def __init__(self, path: str, issues: list[str]):
+        self.path = path
+        self.issues = list(issues)
+        super().__init__(f"{printable(path)}: " + "; ".join(self.issues))
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    xxh3_128: str
+    size: int
+    mode: int
+    mtime_ns: int
+    text: str | None = None
+    link: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"xxh3_128": self.xxh3_128, "size": self.size, "mode": self.mode,
+                                "mtime_ns": self.mtime_ns}
+        if self.text is not None:
+            data["text"] = self.text
+        if self.link is not None:
+            data["link"] = self.link
+        return data
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: str
+    root: str
+    created: str
+    files: dict[str, ManifestEntry] = field(default_factory=dict)
+    tool: str = "driftscan"
+
+
+# ---- what belongs to a directory -------------------------------------------------------------
+
+def is_bookkeeping(relpath: str) -> bool:
+    """Download and version-control bookkeeping, never model content: not hashed, never "added"."""
+    parts = relpath.split("/")
+    return (relpath == MANIFEST_NAME or ".git" in parts
+            or (len(parts) >= 2 and parts[0] == ".cache" and parts[1] == "huggingface"))
+
+
+def walk_tree(root: str) -> tuple[list[str], list[Problem]]:
+    """Every non-directory entry under ``root`` (symlinks not followed), sorted, bookkeeping left out."""
+    found: list[str] = []
+    problems: list[Problem] = []
+
+    def onerror(exc: OSError) -> None:
+        problems.append(Problem(exc.filename or root, f"cannot list directory: {exc.strerror or exc}"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        prefix = "" if rel_dir == "." else rel_dir + "/"
+        kept = []
+        for name in dirnames:
+            rel = prefix + name
+            if is_bookkeeping(rel):
+                continue
+            if os.path.islink(os.path.join(dirpath, name)):
+                found.append(rel)  # a symlink to a directory is an entry, not a place to descend
+            else:
+                kept.append(name)
+        dirnames[:] = kept
+        found.extend(prefix + name for name in filenames if not is_bookkeeping(prefix + name))
+    return sorted(found), problems
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """The content of a regular file of at most ``limit`` bytes; OSError otherwise.
+
+    Opened non-blocking and checked with fstat, so a FIFO where a file should be cannot hang an audit.
+    """
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file ({stat.filemode(st.st_mode)})")
+        if st.st_size > limit:
+            raise OSError(errno.EFBIG, f"{st.st_size} bytes, more than the {limit} expected")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def is_text_name(relpath: str) -> bool:
+    name = relpath.rsplit("/", 1)[-1]
+    return name.lower().endswith(TEXT_SUFFIXES) or name in TEXT_NAMES
+
+
+def as_text(data: bytes) -> str | None:
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+# ---- building ----------------------------------------------------------------------------------
+
+def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], None]) -> ManifestEntry:
+    path = os.path.join(root, relpath)
+    link = os.readlink(path) if os.path.islink(path) else None
+    fd = os.open(path, _OPEN_FLAGS)  # follows a symlink: the manifest records the content
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(0, f"not a regular file ({stat.filemode(st.st_mode)})")
+        hasher = xxhash.xxh3_128()
+        keep = st.st_size <= embed_limit and is_text_name(relpath)
+        kept = bytearray()
+        with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
+            buffer = bytearray(CHUNK)
+            view = memoryview(buffer)
+            while n := f.readinto(buffer):
+                hasher.update(view[:n])
+                counter(n)
+                if keep:
+                    kept += view[:n]
+    finally:
+        os.close(fd)
+    text = as_text(bytes(kept)) if keep else None
+    return ManifestEntry(hasher.hexdigest(), st.st_size, st.st_mode, st.st_mtime_ns, text, link)
+
+
+def build_manifest(root: str, *, embed_limit: int = EMBED_LIMIT, jobs: int = 2,
+                   progress: Callable[[int, int], None] | None = None,
+                   on_error: Callable[[Problem], None] | None = None) -> Iterator[tuple[str, ManifestEntry]]:
+    """Hash every file under ``root`` (in ``jobs`` threads); yield ``(relpath, entry)`` sorted by path.
+
+    Files that cannot be read go to ``on_error``; without it, a ManifestError listing them all is
+    raised after the walk (a manifest silently missing files would later call them "added").
+    """
+    root = os.path.abspath(root)
+    relpaths, problems = walk_tree(root)
+    sizes = {}
+    for rel in relpaths:
+        try:
+            sizes[rel] = os.stat(os.path.join(root, rel)).st_size
+        except OSError:
+            sizes[rel] = 0
+    total = sum(sizes.values())
+    done = 0
+    lock = threading.Lock()
+
+    def counter(n: int) -> None:
+        nonlocal done
+        with lock:  # progress is called from the hashing threads, one at a time
+            done += n
+            if progress is not None:
+                progress(min(done, total), total)
+
+    def one(rel: str) -> tuple[str, ManifestEntry | None, str]:
+        try:
+            return rel, _entry(root, rel, embed_limit, counter), ""
+        except OSError as exc:
+            return rel, None, exc.strerror or str(exc)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="driftscan-manifest") as pool:
+        for rel, entry, error in pool.map(one, relpaths):
+            if entry is not None:
+                yield rel, entry
+            else:
+                problems.append(Problem(os.path.join(root, rel), f"cannot read: {error}"))
+    if on_error is not None:
+        for problem in problems:
+            on_error(problem)
+    elif problems:
+        raise ManifestError(root, [f"{printable(p.path)}: {p.message}" for p in problems])
+
+
+def write_manifest(root: str, files_iter: Iterable[tuple[str, ManifestEntry]], output: str) -> Manifest:
+    """Write a manifest atomically (temp file in the same directory, then ``os.replace``)."""
+    root = os.path.abspath(root)
+    files = dict(files_iter)
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    doc = {"manifest_version": MANIFEST_VERSION, "tool": "driftscan", "created": created, "root": root,
+           "files": {rel: files[rel].to_json() for rel in sorted(files)}}
+    directory = os.path.dirname(os.path.abspath(output))
+    fd, tmp = tempfile.mkstemp(prefix=".driftscan-manifest.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1, sort_keys=True)  # ASCII escapes keep undecodable names intact
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, output)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return Manifest(os.path.abspath(output), root, created, files)
+
+
+# ---- reading -----------------------------------------------------------------------------------
+
+def _check_relpath(rel: str) -> str | None:
+    if not rel or rel.startswith("/") or "\\" in rel:
+        return "is not a relative '/'-separated path"
+    if any(part in ("", ".", "..") for part in rel.split("/")):
+        return "has an empty, '.' or '..' component"
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _entry_from(rel: str, raw: Any, issues: list[str]) -> ManifestEntry | None:
+    where = f"files[{rel!r}]"
+    if not isinstance(raw, dict):
+        issues.append(f"{where} is not an object")
+        return None
+    before = len(issues)
+    digest = raw.get("xxh3_128")
+    if not (isinstance(digest, str) and len(digest) == 32 and all(c in "0123456789abcdef" for c in digest)):
+        issues.append(f"{where}.xxh3_128 is not 32 lowercase hex digits")
+    for key in ("size", "mode", "mtime_ns"):
+        if not _is_int(raw.get(key)) or raw[key] < 0:
+            issues.append(f"{where}.{key} is not a non-negative integer")
+    for key in ("text", "link"):
+        if key in raw and not isinstance(raw[key], str):
+            issues.append(f"{where}.{key} is not a string")
+    if len(issues) > before:
+        return None
+    return ManifestEntry(digest, raw["size"], raw["mode"], raw["mtime_ns"], raw.get("text"), raw.get("link"))
+
+
+def read_manifest(path: str) -> Manifest:
+    """Read and validate a manifest; raises ManifestError listing every problem found."""
+    try:
+        data = read_regular(path, MAX_MANIFEST)
+    except OSError as exc:
+        raise ManifestError(path, [f"cannot read: {exc.strerror or exc}"]) from None
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise ManifestError(path, [f"not valid JSON: {exc}"]) from None
+    if not isinstance(doc, dict):
+        raise ManifestError(path, ["not a JSON object"])
+    issues: list[str] = []
+    if doc.get("manifest_version") != MANIFEST_VERSION:
+        issues.append(f"manifest_version is {doc.get('manifest_version')!r}, this driftscan reads {MANIFEST_VERSION!r}")
+    if doc.get("tool") != "driftscan":
+        issues.append(f"tool is {doc.get('tool')!r}, not 'driftscan'")
+    for key in ("created", "root"):
+        if not isinstance(doc.get(key), str):
+            issues.append(f"{key} is missing or not a string")
+    raw_files = doc.get("files")
+    files: dict[str, ManifestEntry] = {}
+    if not isinstance(raw_files, dict):
+        issues.append("files is missing or not an object")
+    else:
+        for rel, raw in raw_files.items():
+            bad = _check_relpath(rel)
+            if bad:
+                issues.append(f"files key {rel!r} {bad}")
+                continue
+            entry = _entry_from(rel, raw, issues)
+            if entry is not None:
+                files[rel] = entry
+    if issues:
+        raise ManifestError(path, issues)
+    return Manifest(os.path.abspath(path), doc["root"], doc["created"], files, doc["tool"])

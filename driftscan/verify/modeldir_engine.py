@@ -1,0 +1,231 @@
+"""Check model files against what their provenance promises: cheap by default, exact on demand.
+
+Every kind of model directory (download metadata, cache snapshot, git, manifest) turns its
+records into ``Expect`` values; this module checks them all the same way:
+
+1. stat: missing, wrong type, wrong size (when the size is known) need no read;
+2. small files (< ``limit``) are always hashed and kept in memory, so a drift can be shown as
+   JSON changes or a diff;
+3. large files are hashed only with ``deep``; otherwise the provenance's own freshness rule
+   decides (huggingface_hub's "mtime later than the metadata timestamp"), and a file that fails
+   it is reported as ``stale-metadata`` — its content was not read, and the report says so.
+
+Hashing runs in threads (hashlib and xxhash release the GIL on large buffers); reading is in
+modeldir_hash.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from .. import jsondiff
+from ..model import DriftKind, FileCheck, Problem, Unverifiable
+from .modeldir_hash import Meter, file_type, hash_file
+
+SMALL_FILE_LIMIT = 16 << 20  # tokenizer.json of a large-vocabulary model is ~10 MB and is a config
+
+OK, MODIFIED, MISSING, TYPE_CHANGED, STALE, ERROR = "ok", "modified", "missing", "type-changed", "stale", "error"
+KIND = {MODIFIED: DriftKind.MODIFIED, MISSING: DriftKind.MISSING, TYPE_CHANGED: DriftKind.TYPE_CHANGED,
+        STALE: DriftKind.STALE_METADATA}
+# The key under which a digest appears in ``expected``/``actual``, and its name in evidence.
+DIGEST_KEY = {"git-sha1": "git_blob_sha1", "sha256": "sha256", "xxh3_128": "xxh3_128"}
+DIGEST_NAME = {"git-sha1": "git blob sha1", "sha256": "sha256", "xxh3_128": "xxh3-128"}
+
+
+def iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds")
+
+
+def os_error(exc: OSError) -> str:
+    return "symlink loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What one file should be, according to the directory's provenance."""
+
+    relpath: str
+    path: str  # the file whose content is checked: a cache blob for a snapshot symlink
+    algorithm: str | None  # "git-sha1" | "sha256" | "xxh3_128"; None checks presence only
+    digest: str | None
+    size: int | None = None
+    expected: dict[str, Any] = field(default_factory=dict)
+    source: str = ""  # evidence wording: "the LFS etag recorded at download (commit abc123)"
+    # For a large unread file: why its freshness cannot be trusted, or None when it can.
+    stale: Callable[[os.stat_result], str | None] | None = None
+    original: Callable[[], bytes | None] | None = None
+    follow: bool = False  # False: a symlink where a file should be is a type change
+    mode: tuple[int, int] | None = None  # (expected st_mode bits, mask) when provenance records them
+
+
+@dataclass
+class Outcome:
+    expect: Expect
+    status: str
+    actual: dict[str, Any] = field(default_factory=dict)
+    evidence: str = ""
+    content: bytes | None = None  # current content of a small file that differs
+
+
+@dataclass
+class Context:
+    root: str
+    deep: bool
+    limit: int
+    jobs: int
+    meter: Meter
+    cache_repos: list[str] = field(default_factory=list)  # hub cache repositories to find originals in
+
+
+def _stat_phase(exp: Expect, ctx: Context) -> tuple[Outcome | None, bool]:
+    """An outcome decided without reading, or (None, True) when the file must be hashed."""
+    try:
+        st = os.stat(exp.path) if exp.follow else os.lstat(exp.path)
+    except FileNotFoundError:
+        return Outcome(exp, MISSING, evidence=f"listed in {exp.source} but not on disk"), False
+    except OSError as exc:
+        return Outcome(exp, ERROR, evidence=f"cannot stat: {os_error(exc)}"), False
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(exp.path)
+        except OSError as exc:
+            return Outcome(exp, ERROR, evidence=f"cannot read symlink: {os_error(exc)}"), False
+        return Outcome(exp, TYPE_CHANGED, {"type": "symlink", "symlink_target": target},
+                       f"a symlink to {target} where {exp.source} has a regular file"), False
+    if not stat.S_ISREG(st.st_mode):
+        kind = file_type(st.st_mode)
+        return Outcome(exp, TYPE_CHANGED, {"type": kind}, f"a {kind} where {exp.source} has a regular file"), False
+    actual = {"size": st.st_size, "mtime": iso(st.st_mtime)}
+    if exp.algorithm is None:
+        return Outcome(exp, OK), False
+    if st.st_size < ctx.limit or ctx.deep:
+        return None, True
+    ctx.meter.unread_large += 1
+    if exp.size is not None and st.st_size != exp.size:
+        return Outcome(exp, MODIFIED, actual, f"size {st.st_size} differs from the {exp.size} in {exp.source}"
+                       " (content not read)"), False
+    reason = exp.stale(st) if exp.stale is not None else None
+    if reason:
+        return Outcome(exp, STALE, actual, f"{reason}; its content was not read (deep=True hashes it)"), False
+    return _mode_outcome(exp, st) or Outcome(exp, OK), False
+
+
+def _mode_outcome(exp: Expect, st: os.stat_result) -> Outcome | None:
+    if exp.mode is None:
+        return None
+    want, mask = exp.mode
+    if (st.st_mode & mask) == (want & mask):
+        return None
+    return Outcome(exp, MODIFIED, {"mode": oct(stat.S_IMODE(st.st_mode))},
+                   f"permissions changed from {oct(stat.S_IMODE(want))} to {oct(stat.S_IMODE(st.st_mode))}"
+                   f" (content matches {exp.source})")
+
+
+def _hash_phase(exp: Expect, ctx: Context) -> Outcome:
+    try:
+        small = (os.stat(exp.path) if exp.follow else os.lstat(exp.path)).st_size < ctx.limit
+        digests, content, st = hash_file(exp.path, (exp.algorithm,), ctx.meter, keep=small, follow=exp.follow)
+    except FileNotFoundError:
+        return Outcome(exp, MISSING, evidence=f"listed in {exp.source}; vanished during the audit")
+    except OSError as exc:
+        return Outcome(exp, ERROR, evidence=f"cannot read: {os_error(exc)}")
+    digest = digests[exp.algorithm]  # type: ignore[index]
+    if digest == exp.digest:
+        return _mode_outcome(exp, st) or Outcome(exp, OK)
+    actual = {DIGEST_KEY[exp.algorithm]: digest, "size": st.st_size, "mtime": iso(st.st_mtime)}  # type: ignore[index]
+    evidence = f"{DIGEST_NAME[exp.algorithm]} differs from {exp.source}"  # type: ignore[index]
+    if exp.size is not None and st.st_size != exp.size:
+        evidence += f" (size {exp.size} → {st.st_size})"
+    return Outcome(exp, MODIFIED, actual, evidence, content)
+
+
+def run(expects: list[Expect], ctx: Context) -> list[Outcome]:
+    """Check every expectation; outcomes come back in the order given."""
+    outcomes: list[Outcome | None] = []
+    pending: list[int] = []
+    for exp in expects:
+        outcome, needs_hash = _stat_phase(exp, ctx)
+        outcomes.append(outcome)
+        if needs_hash:
+            pending.append(len(outcomes) - 1)
+    for i in pending:
+        try:
+            ctx.meter.total += os.stat(expects[i].path).st_size
+        except OSError:
+            pass
+    # Largest first, so one big shard does not start last and leave a core idle.
+    pending.sort(key=lambda i: -_size_or_zero(expects[i].path))
+    if ctx.jobs > 1 and len(pending) > 1:
+        with ThreadPoolExecutor(max_workers=ctx.jobs, thread_name_prefix="driftscan-modelhash") as pool:
+            for i, outcome in zip(pending, pool.map(lambda j: _hash_phase(expects[j], ctx), pending), strict=True):
+                outcomes[i] = outcome
+    else:
+        for i in pending:
+            outcomes[i] = _hash_phase(expects[i], ctx)
+    return [o for o in outcomes if o is not None]
+
+
+def _size_or_zero(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def to_check(ctx: Context, outcome: Outcome, *, evidence: str | None = None,
+             kind: DriftKind | None = None, extra_actual: dict[str, Any] | None = None) -> FileCheck:
+    """The FileCheck for a drifted outcome, with JSON changes or a diff when the original is at hand."""
+    exp = outcome.expect
+    json_changes: tuple[dict[str, Any], ...] = ()
+    diff = None
+    text = evidence if evidence is not None else outcome.evidence
+    if outcome.status == MODIFIED and outcome.content is not None and exp.original is not None:
+        original = exp.original()
+        if original is not None:
+            change = jsondiff.describe(original, outcome.content, exp.relpath)
+            json_changes, diff = change.json_changes, change.diff
+            if change.total:
+                text += f"; {jsondiff.summary(change)}"
+    return FileCheck(kind or KIND[outcome.status], os.path.join(ctx.root, exp.relpath), ctx.root, None,
+                     dict(exp.expected), {**outcome.actual, **(extra_actual or {})}, text, area="model",
+                     json_changes=json_changes, diff=diff)
+
+
+def added_check(ctx: Context, relpath: str, reason: str) -> FileCheck:
+    path = os.path.join(ctx.root, relpath)
+    actual: dict[str, Any] = {}
+    try:
+        st = os.lstat(path)
+        actual = {"type": file_type(st.st_mode), "size": st.st_size, "mtime": iso(st.st_mtime)}
+        if stat.S_ISLNK(st.st_mode):
+            actual["symlink_target"] = os.readlink(path)
+    except OSError:
+        pass
+    return FileCheck(DriftKind.ADDED, path, ctx.root, None, {}, actual, reason, area="model")
+
+
+@dataclass
+class KindResult:
+    """What one kind of directory contributed: drifts, how many files were compared, what was not."""
+
+    checks: list[FileCheck] = field(default_factory=list)
+    files_checked: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    unverifiable: list[Unverifiable] = field(default_factory=list)
+    commit: str | None = None  # the revision audited, when there is one
+
+    def add_outcomes(self, ctx: Context, outcomes: list[Outcome]) -> None:
+        for outcome in outcomes:
+            if outcome.status == ERROR:
+                self.problems.append(Problem(outcome.expect.path, outcome.evidence))
+                continue
+            self.files_checked += 1
+            if outcome.status != OK:
+                self.checks.append(to_check(ctx, outcome))

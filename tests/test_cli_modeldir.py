@@ -1,0 +1,91 @@
+"""Model directories through the command line: data scope, what changed, cheap by default."""
+
+from __future__ import annotations
+
+import json
+
+from fixtures.harness import run_cli
+from fixtures.modeldirs import (
+    REPO_ID, build_cache_repo, build_git_clone, build_local_dir, seed_files, sm120_edit, sparse_shard_header,
+    write_sparse_shard,
+)
+
+
+def audit_json(*args: str) -> tuple[int, dict]:
+    proc = run_cli("audit", *args, "--format", "json")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_seed_local_dir_edit_shows_exactly_the_two_configs(tmp_path):
+    model = build_local_dir(tmp_path / "kimi", seed_files())
+    status, report = audit_json("--model-dir", str(model))
+    assert status == 0 and report["drifts"] == []
+    assert report["target"] == {**report["target"], "venv": None, "site_packages": [], "model_dirs": [str(model)]}
+
+    sm120_edit(model)
+    status, report = audit_json("--model-dir", str(model))
+    assert status == 1
+    assert sorted(d["relpath"] for d in report["drifts"]) == ["config.json", "hf_quant_config.json"]
+    for d in report["drifts"]:
+        assert (d["kind"], d["scope"], d["survives_reinstall"], d["prediction"]) == ("modified", "data", True,
+                                                                                   "survives")
+        assert d["remedy"].startswith("hf download <repo-id> ")
+    # A --local-dir download keeps only hashes: the original text is not at hand, so no json_changes.
+    assert all(d["json_changes"] == [] for d in report["drifts"])
+
+
+def test_git_clone_with_uncommitted_sm120_edit(tmp_path):
+    model = tmp_path / "clone"
+    build_git_clone(model, seed_files())
+    sm120_edit(model)
+    status, report = audit_json("--model-dir", str(model))
+    config = next(d for d in report["drifts"] if d["relpath"] == "config.json")
+    assert config["scope"] == "data"
+    assert any(c["pointer"] == "/quantization_config/kv_cache_scheme" and c["op"] == "removed"
+               for c in config["json_changes"])
+    assert config["remedy"].startswith(f"git -C {model} checkout HEAD -- config.json")
+
+
+def test_hf_cache_flag_audits_every_repository(tmp_path):
+    cache = tmp_path / "hub"
+    repo = build_cache_repo(cache, seed_files())
+    snapshot_config = next((repo / "snapshots").iterdir()) / "config.json"
+    data = json.loads(snapshot_config.read_text())
+    data["quantization_config"].pop("kv_cache_scheme")
+    snapshot_config.write_text(json.dumps(data))  # through the symlink: the blob is edited in place
+    status, report = audit_json("--hf-cache", str(cache))
+    assert status == 1
+    assert [d["relpath"] for d in report["drifts"]] == ["config.json"]
+    assert REPO_ID in report["drifts"][0]["remedy"]
+    missing = run_cli("audit", "--hf-cache", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and "no Hugging Face cache here" in missing.stderr
+
+
+def test_large_shard_is_not_read_unless_deep(tmp_path):
+    files = seed_files()
+    shard_len = 4 << 30
+    model = build_local_dir(tmp_path / "big", files)
+    write_sparse_shard(model / "model-00003-of-00003.safetensors", shard_len)
+    # Not listed in the download metadata: reported as added without reading it.
+    status, report = audit_json("--model-dir", str(model))
+    assert [d["relpath"] for d in report["drifts"]] == ["model-00003-of-00003.safetensors"]
+    assert report["drifts"][0]["kind"] == "added"
+    assert len(sparse_shard_header(shard_len)) < 1024
+
+
+def test_model_dir_and_venv_together_are_one_report(tmp_path, pristine_pip_venv):
+    model = build_local_dir(tmp_path / "kimi", seed_files())
+    sm120_edit(model)
+    status, report = audit_json("--venv", str(pristine_pip_venv), "--model-dir", str(model))
+    assert report["target"]["venv"] == str(pristine_pip_venv) and report["target"]["model_dirs"] == [str(model)]
+    assert {d["scope"] for d in report["drifts"]} == {"data"}
+    assert report["summary"]["distributions"] > 5
+
+
+def test_directory_with_no_provenance_is_unverifiable_not_clean(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m/config.json").write_text("{}")
+    proc = run_cli("audit", "--model-dir", str(tmp_path / "m"), "--strict")
+    assert proc.returncode == 2
+    assert "no download metadata, no git repository, no driftscan manifest" in proc.stdout

@@ -1,0 +1,199 @@
+"""Hub cache repositories: snapshot symlinks against blobs named by their etag."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from driftscan.discover.hfcache import default_hf_cache, find_cache_repos, repo_id_of
+from driftscan.model import DriftKind
+from driftscan.verify.modeldir import verify_model_dir
+from fixtures.modeldirs import (
+    COMMIT, COMMIT_2, KV_CACHE_SCHEME, build_cache_repo, dump_json, git_blob_sha1, seed_files, sm120_edit,
+    tree_state,
+)
+
+
+@pytest.fixture(autouse=True)
+def no_user_hf_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "no-hf-cache"))
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return build_cache_repo(tmp_path / "hub", seed_files())
+
+
+def snapshot(repo, commit=COMMIT):
+    return repo / "snapshots" / commit
+
+
+def drifts(result):
+    return {(os.path.relpath(c.path, result.root), c.kind.value) for c in result.checks}
+
+
+def test_pristine_repository_is_clean(repo):
+    result = verify_model_dir(str(repo))
+    assert (result.kind, result.root, result.commit) == ("hf-cache-repo", str(snapshot(repo)), COMMIT)
+    assert result.checks == () and result.errors == () and result.unverifiable == ()
+    assert result.files_checked == len(seed_files())
+
+
+def test_edit_through_the_symlink_changes_the_blob(repo):
+    """open(path, "w") follows the link: the blob's content no longer matches its name."""
+    config = snapshot(repo) / "config.json"
+    with open(config, "w") as f:
+        f.write('{"edited": true}\n')
+    result = verify_model_dir(str(repo))
+    [check] = result.checks
+    etag = git_blob_sha1(seed_files()["config.json"])
+    assert (check.kind, check.path) == (DriftKind.MODIFIED, str(config))
+    assert check.expected["blob"] == etag and os.path.islink(config)
+    assert check.actual["git_blob_sha1"] == git_blob_sha1(b'{"edited": true}\n')
+    assert f"blobs/{etag} was edited in place" in check.evidence
+    assert check.json_changes == ()  # the only copy of the original was overwritten
+
+
+def test_edit_seen_from_every_snapshot_sharing_the_blob(tmp_path):
+    cache = tmp_path / "hub"
+    build_cache_repo(cache, seed_files(), commit=COMMIT_2, ref=None)
+    repo = build_cache_repo(cache, seed_files())
+    with open(snapshot(repo) / "generation_config.json", "a") as f:
+        f.write(" ")
+    [check] = verify_model_dir(str(repo)).checks
+    assert check.actual["also_linked_by"] == [f"{COMMIT_2}/generation_config.json"]
+    assert "1 other snapshot link(s) see the same edit" in check.evidence
+
+
+def test_sed_i_replaces_the_symlink_and_the_blob_is_the_original(repo):
+    """sed -i writes a new file and renames it over the link: the blob stays intact."""
+    sm120_edit(snapshot(repo), rename=True)
+    blob = repo / "blobs" / git_blob_sha1(seed_files()["config.json"])
+    assert blob.read_bytes() == seed_files()["config.json"]
+    result = verify_model_dir(str(repo))
+    assert drifts(result) == {("config.json", "modified"), ("hf_quant_config.json", "modified")}
+    by_name = {os.path.basename(c.path): c for c in result.checks}
+    assert list(by_name["config.json"].json_changes) == [
+        {"pointer": "/quantization_config/kv_cache_scheme", "op": "removed", "old": KV_CACHE_SCHEME}]
+    assert list(by_name["hf_quant_config.json"].json_changes) == [
+        {"pointer": "/quantization/kv_cache_quant_algo", "op": "removed", "old": "FP8"}]
+    assert by_name["config.json"].expected == {"type": "symlink", "blob": blob.name}
+    assert "replaced by a regular file that differs from" in by_name["config.json"].evidence
+
+
+def test_symlink_replaced_by_an_identical_copy_is_a_type_change(repo):
+    link = snapshot(repo) / "tokenizer_config.json"
+    data = link.read_bytes()
+    link.unlink()
+    link.write_bytes(data)
+    [check] = verify_model_dir(str(repo)).checks
+    assert check.kind is DriftKind.TYPE_CHANGED and "content identical" in check.evidence
+
+
+def test_a_new_regular_file_with_no_original_is_added(repo):
+    (snapshot(repo) / "chat_template.jinja").write_bytes(b"\x00\x01 binary, like no blob")
+    assert drifts(verify_model_dir(str(repo))) == {("chat_template.jinja", "added")}
+
+
+def test_dangling_symlink_is_missing(repo):
+    shard = "model-00002-of-00002.safetensors"
+    target = (snapshot(repo) / shard).resolve()
+    target.unlink()
+    result = verify_model_dir(str(repo))
+    [check] = result.checks  # the index names the shard too, but one path gives one drift
+    assert (os.path.basename(check.path), check.kind) == (shard, DriftKind.MISSING)
+    assert check.expected["blob"] == target.name and check.actual["dangling"] is True
+
+
+def test_symlink_loop_is_a_problem_not_an_exception(repo):
+    loop = snapshot(repo) / "loop.json"
+    loop.symlink_to("loop.json")
+    result = verify_model_dir(str(repo))
+    assert result.checks == ()
+    assert [(p.path, p.message) for p in result.errors] == [(str(loop), "cannot follow symlink: symlink loop")]
+
+
+def test_large_blob_newer_than_its_link_is_stale(repo):
+    link = snapshot(repo) / "model-00001-of-00002.safetensors"
+    now = time.time()
+    os.utime(link, (now, now))  # follows the link: the blob's mtime
+    [check] = verify_model_dir(str(repo), small_file_limit=100).checks
+    assert check.kind is DriftKind.STALE_METADATA and "after the snapshot link to it was created" in check.evidence
+
+
+def test_revision_by_ref_commit_and_prefix(tmp_path):
+    cache = tmp_path / "hub"
+    build_cache_repo(cache, seed_files(), commit=COMMIT_2, ref="pr/1")
+    repo = build_cache_repo(cache, seed_files())
+    (snapshot(repo, COMMIT_2) / "extra.txt").write_text("only in the PR snapshot\n")
+    default = verify_model_dir(str(repo))
+    assert (default.root, default.checks) == (str(snapshot(repo)), ())
+    for revision in ("pr/1", "refs/pr/1", COMMIT_2, COMMIT_2[:8]):
+        result = verify_model_dir(str(repo), revision=revision)
+        assert (result.root, result.commit) == (str(snapshot(repo, COMMIT_2)), COMMIT_2)
+        assert drifts(result) == {("extra.txt", "added")}
+
+
+def test_path_to_a_snapshot_itself(repo):
+    with open(snapshot(repo) / "config.json", "a") as f:
+        f.write("\n")
+    result = verify_model_dir(str(snapshot(repo)))
+    assert (result.kind, result.root) == ("hf-cache-repo", str(snapshot(repo)))
+    assert drifts(result) == {("config.json", "modified")}
+
+
+def test_refs_main_naming_a_missing_snapshot(repo):
+    (repo / "refs" / "main").write_text("f" * 40)
+    result = verify_model_dir(str(repo))
+    assert result.checks == () and result.files_checked == 0
+    [problem] = result.errors
+    assert problem.path == str(repo / "refs" / "main")
+    assert problem.message == f"refs/main names commit {'f' * 40}, but snapshots/{'f' * 40} does not exist"
+    assert [u.reason for u in result.unverifiable] == [problem.message]
+
+
+def test_unknown_revision_lists_the_snapshots(repo):
+    result = verify_model_dir(str(repo), revision="v2")
+    assert result.unverifiable[0].reason == f"no ref or snapshot named 'v2' (snapshots: {COMMIT})"
+
+
+def test_no_refs_with_a_single_snapshot_uses_it(tmp_path):
+    repo = build_cache_repo(tmp_path / "hub", seed_files(), ref=None)
+    result = verify_model_dir(str(repo))
+    assert result.commit == COMMIT and result.checks == ()
+
+
+def test_find_cache_repos_and_default_location(tmp_path, monkeypatch):
+    cache = tmp_path / "hub"
+    build_cache_repo(cache, {"config.json": dump_json({})}, repo_id="org/model")
+    build_cache_repo(cache, {"data.json": dump_json({})}, repo_id="org/data")
+    (cache / "datasets--org--set").mkdir()
+    assert [os.path.basename(r) for r in find_cache_repos(str(cache))] == [
+        "datasets--org--set", "models--org--data", "models--org--model"]
+    assert repo_id_of(find_cache_repos(str(cache))[2]) == "org/model"
+    assert find_cache_repos(str(tmp_path / "absent")) == []
+    monkeypatch.delenv("HF_HUB_CACHE")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    assert default_hf_cache() == str(tmp_path / "hf" / "hub")
+    monkeypatch.delenv("HF_HOME")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_hf_cache() == str(tmp_path / "xdg" / "huggingface" / "hub")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    assert default_hf_cache() == str(cache)
+
+
+def test_hub_cache_root_is_unverifiable_with_a_hint(repo):
+    result = verify_model_dir(str(repo.parent))
+    assert result.kind == "unknown"
+    assert "it looks like a Hugging Face cache" in result.unverifiable[0].reason
+
+
+def test_audit_writes_nothing(repo):
+    with open(snapshot(repo) / "config.json", "a") as f:
+        f.write(" ")
+    before = tree_state(repo.parent)
+    verify_model_dir(str(repo), deep=True)
+    verify_model_dir(str(repo), small_file_limit=10)
+    assert tree_state(repo.parent) == before
