@@ -84,8 +84,20 @@ def _os_error(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cache=None) -> EntryResult:
-    """Compare the file at ``path`` with ``entry``. ``expected`` is filled only for drifts."""
+_PLAIN_OK = EntryResult(OK)  # shared: the common case allocates nothing
+
+
+def _ok(link_target: str | None, nlink: int) -> EntryResult:
+    return _PLAIN_OK if link_target is None and nlink == 1 else EntryResult(OK, link_target=link_target, nlink=nlink)
+
+
+def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cache=None,
+                read: bool = True, lookup: bool = True) -> EntryResult | None:
+    """Compare the file at ``path`` with ``entry``. ``expected`` is filled only for drifts.
+
+    With ``read=False``, returns None instead of reading a file whose content must be hashed:
+    the caller does the cheap stat pass first and hashes the remainder in parallel.
+    """
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -106,15 +118,17 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cach
     kind = file_type(st.st_mode)
     is_directory_row = entry.hash is None and entry.size is None
     if kind == "directory" and is_directory_row:
-        return EntryResult(OK, link_target=link_target)  # a directory row owns what is under it
+        return _ok(link_target, 1)  # a directory row owns what is under it
     if kind != "file":
         return EntryResult(TYPE_CHANGED, expected_of(entry), {"type": kind}, link_target=link_target)
     if presence_only or entry.hash is None and entry.size is None:
-        return EntryResult(OK, link_target=link_target, nlink=st.st_nlink)
-    if cache is not None and entry.hash is not None and (entry.size is None or st.st_size == entry.size):
+        return _ok(link_target, st.st_nlink)
+    if lookup and cache is not None and entry.hash is not None and (entry.size is None or st.st_size == entry.size):
         known = cache.lookup(path, st, entry.hash.algorithm)
         if known is not None and known == entry.hash.digest:
-            return EntryResult(OK, link_target=link_target, nlink=st.st_nlink)
+            return _ok(link_target, st.st_nlink)
+    if not read and (entry.size is None or st.st_size == entry.size):
+        return None
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
@@ -138,7 +152,7 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cach
         os.close(fd)
     hash_ok = entry.hash is None or digest == entry.hash.digest
     if size_ok and hash_ok:
-        return EntryResult(OK, link_target=link_target, nlink=st.st_nlink)
+        return _ok(link_target, st.st_nlink)
     actual: dict[str, Any] = {"type": "file", "size": st.st_size, "mtime_ns": st.st_mtime_ns}
     if digest is not None:
         actual["hash"] = f"{entry.hash.algorithm}={record_hash_text(digest)}"  # type: ignore[union-attr]

@@ -51,7 +51,7 @@ def _tasks(metadirs: list[MetadataDir], own: Ownership) -> list[_Task]:
             continue
         for entry in dist.entries:
             path = entry_path(dist.site_packages, entry.path)
-            source = bytecode_source(path)
+            source = bytecode_source(path) if entry.path.endswith((".pyc", ".pyo")) else None
             # Bytecode is derived data: Python rewrites it at will, even a wheel-shipped .pyc (FACTS §6a).
             derived = source is not None and source in own.owners
             presence_only = dist.kind == "egg-info" or entry.hash is None or derived
@@ -117,22 +117,37 @@ def _run(tasks: list[_Task], jobs: int, cache, mode: str = "auto") -> list[files
     """Check every task. Threads share the GIL for the per-file Python work; processes do not,
     but cost a fork: used for large inventories (see benchmarks/bench_audit.py)."""
     if mode == "auto":
-        mode = "processes" if jobs > 1 and len(tasks) >= PROCESS_THRESHOLD else "threads"
+        mode = os.environ.get("DRIFTSCAN_HASH_WORKERS", "threads")
+        if PROCESS_THRESHOLD and jobs > 1 and len(tasks) >= PROCESS_THRESHOLD:
+            mode = "processes"
     if mode == "processes" and jobs > 1:
         return _run_processes(tasks, jobs, cache)
 
-    def batch(chunk: list[_Task]) -> list[files.EntryResult]:
-        return [files.check_entry(t.path, t.entry, t.presence_only, cache) for t in chunk]
+    # Pass 1, in this thread: stat, presence and stat-cache hits; nothing is read.
+    results: list[files.EntryResult | None] = [
+        files.check_entry(t.path, t.entry, t.presence_only, cache, read=False) for t in tasks]
+    pending = [i for i, r in enumerate(results) if r is None]
 
-    size = 64
-    chunks = [tasks[i : i + size] for i in range(0, len(tasks), size)]
+    # Pass 2: the files whose content must be hashed, in a thread pool (hashlib drops the GIL).
+    def batch(chunk: list[int]) -> list[tuple[int, files.EntryResult]]:
+        return [(i, files.check_entry(tasks[i].path, tasks[i].entry, tasks[i].presence_only, cache, lookup=False))
+                for i in chunk]
+
+    size = 32
+    chunks = [pending[i : i + size] for i in range(0, len(pending), size)]
     if jobs <= 1 or len(chunks) <= 1:
-        return [r for c in chunks for r in batch(c)]
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="driftscan-hash") as pool:
-        return [r for rs in pool.map(batch, chunks) for r in rs]
+        done = [pair for c in chunks for pair in batch(c)]
+    else:
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="driftscan-hash") as pool:
+            done = [pair for pairs in pool.map(batch, chunks) for pair in pairs]
+    for i, result in done:
+        results[i] = result
+    return results  # type: ignore[return-value]
 
 
-PROCESS_THRESHOLD = 5000
+# Forked workers measured slower than threads on 2-vCPU machines (benchmarks/bench_audit.py):
+# opt in with DRIFTSCAN_HASH_WORKERS=processes, or pass mode="processes".
+PROCESS_THRESHOLD = int(os.environ.get("DRIFTSCAN_PROCESS_THRESHOLD", "0")) or None
 
 
 def _not_drift(task: _Task, result: files.EntryResult) -> bool:
@@ -154,6 +169,8 @@ def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, 
             errors.append(Problem(task.path, result.message))
             continue
         checked += 1
+        if result is files._PLAIN_OK and len(own.owners.get(task.path, ())) < 2:
+            continue  # the common case: nothing to resolve
         if _not_drift(task, result):
             continue
         if result.link_target is not None and result.status in (files.OK, files.MODIFIED):
