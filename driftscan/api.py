@@ -14,6 +14,7 @@ from .discover.hfcache import default_hf_cache, find_cache_repos
 from .discover.uvcache import default_uv_cache
 from .errors import TargetError
 from .expect import load_expectations
+from .findings import inspect_drifts
 from .model import Drift, Target, Verification
 from .plan import Plan, build_plan
 from .report import Report, build_report
@@ -58,10 +59,26 @@ def _merge(verification: Verification, results: Sequence[ModelDirResult]) -> Ver
     )
 
 
+def _inspect(verification: Verification, jobs: int | None, select: Sequence[str], ignore: Sequence[str]):
+    """Debug-code findings on drifted Python files, and the dumps they left on disk."""
+    outcome = inspect_drifts(verification.checks, jobs=jobs, select=select, ignore=ignore)
+    merged = Verification(
+        target=verification.target,
+        distributions=verification.distributions,
+        checks=tuple(outcome.checks) + tuple(outcome.artifacts),
+        files_checked=verification.files_checked,
+        unverifiable=verification.unverifiable,
+        errors=verification.errors + tuple(outcome.errors),
+        referenced=verification.referenced,
+    )
+    return merged, outcome.skipped
+
+
 def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int | None = None,
         uv_cache: str | None = None, installer: str | None = None, use_cache: bool = True,
         model_dirs: Sequence[str] = (), hf_cache: str | None = None, deep: bool = False,
-        revision: str | None = None, manifest: str | None = None, progress=None) -> Run:
+        revision: str | None = None, manifest: str | None = None, progress=None,
+        select: Sequence[str] = (), ignore: Sequence[str] = (), inspect: bool = True) -> Run:
     """One pass of the pipeline. Naming any target (a venv, site-packages, a model directory,
     a Hugging Face cache) replaces the default, the running environment."""
     started = time.perf_counter()
@@ -77,9 +94,12 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
     results = tuple(verify_model_dir(p, deep=deep, revision=revision, manifest=manifest,
                                      jobs=jobs or default_jobs(), progress=progress) for p in models)
     verification = _merge(verification, results)
+    skipped: list = []
+    if inspect:
+        verification, skipped = _inspect(verification, jobs, select, ignore)
     drifts = [classify(check, target, installer) for check in verification.checks]
     report = build_report(verification, drifts, time.perf_counter() - started,
-                          model_dirs=[r.root for r in results])
+                          model_dirs=[r.root for r in results], skipped=skipped)
     return Run(target, verification, drifts, report, results)
 
 
@@ -95,6 +115,8 @@ def audit(
     deep: bool = False,
     revision: str | None = None,
     manifest: str | None = None,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
 ) -> Report:
     """Audit an environment and/or model directories. With no target, the environment driftscan
     runs in. ``hf_cache=""`` audits every repository of the default Hugging Face cache; ``deep``
@@ -106,7 +128,8 @@ def audit(
     problem met while auditing a valid target is listed in ``Report.errors`` instead.
     """
     return run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=use_cache, model_dirs=model_dirs,
-               hf_cache=hf_cache, deep=deep, revision=revision, manifest=manifest).report
+               hf_cache=hf_cache, deep=deep, revision=revision, manifest=manifest, select=select,
+               ignore=ignore).report
 
 
 def plan(

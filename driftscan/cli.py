@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import traceback
 
@@ -13,6 +14,7 @@ from ._version import __version__
 from .errors import DriftscanError
 from .render import RENDERERS
 from .render.plan import PLAN_RENDERERS
+from .render.scan import SCAN_RENDERERS
 from .render.text import summary_line
 from .report import Report, report_schema, write_atomic
 
@@ -81,6 +83,18 @@ def model_options(func):
     return func
 
 
+def _codes(values: tuple[str, ...]) -> list[str]:
+    return [c.strip() for v in values for c in v.split(",") if c.strip()]
+
+
+def rule_options(func):
+    """--select / --ignore by code prefix or rule name (longest prefix wins); shared by audit and scan."""
+    func = click.option("--ignore", "ignore", metavar="CODES", multiple=True,
+                        help="Rule codes, prefixes or names to leave out (comma-separated, repeatable).")(func)
+    return click.option("--select", "select", metavar="CODES", multiple=True,
+                        help="Rule codes, prefixes or names to run (default: all).")(func)
+
+
 class Progress:
     """A one-line progress bar on stderr, only when stderr is a terminal."""
 
@@ -115,12 +129,13 @@ def main() -> None:
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
 @click.option("--no-cache", is_flag=True, help="Re-hash every file instead of trusting the stat cache (paranoid mode).")
 @model_options
+@rule_options
 @click.option("--deep", is_flag=True, help="Hash large model files too (default: presence, size and mtime).")
 @click.option("--revision", metavar="REV", help="Model directories: the ref or commit to compare against.")
 @click.option("--manifest", metavar="FILE", help="Model directories: compare against this driftscan manifest.")
 @guarded
-def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, model_dirs, hf_cache, deep, revision,
-          manifest) -> None:
+def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, model_dirs, hf_cache, select, ignore,
+          deep, revision, manifest) -> None:
     """Check every installed file against its wheel's RECORD; list files no RECORD owns.
 
     With no target, audits the environment driftscan runs in.
@@ -128,7 +143,8 @@ def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, mo
     from .api import run
 
     report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=not no_cache, model_dirs=model_dirs,
-                 hf_cache=hf_cache, deep=deep, revision=revision, manifest=manifest, progress=Progress()).report
+                 hf_cache=hf_cache, deep=deep, revision=revision, manifest=manifest, progress=Progress(),
+                 select=_codes(select), ignore=_codes(ignore)).report
     emit(report, fmt, output)
     sys.exit(exit_status(report, strict))
 
@@ -176,6 +192,46 @@ def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, u
         click.echo(text, nl=False)
     status = EXIT_DRIFT if any(e.holds_after is not True for e in result.expectations) else EXIT_CLEAN
     if result.audit.errors:
+        status |= EXIT_INCOMPLETE
+    sys.exit(status)
+
+
+SEVERITIES = ["low", "medium", "high"]
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@rule_options
+@click.option("--format", "fmt", type=click.Choice(sorted(SCAN_RENDERERS)), default="text", show_default=True)
+@click.option("--output", "-o", metavar="FILE", help="Write the findings here (atomically) instead of stdout.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel parser processes (default: cores).")
+@click.option("--rules-module", "rules_modules", metavar="MODULE", multiple=True,
+              help="Also load rules from this importable module (repeatable).")
+@click.option("--no-prefilter", is_flag=True, help="Parse every file (slow; the findings are the same).")
+@click.option("--fail-on", type=click.Choice(SEVERITIES), default="low", show_default=True,
+              help="Lowest severity that sets exit bit 1.")
+@guarded
+def scan(paths, select, ignore, fmt, output, jobs, rules_modules, no_prefilter, fail_on) -> None:
+    """Find injected debug code in Python files and directories (linter-style).
+
+    Exit status as for audit: bit 1 when a finding at or above --fail-on, bit 2 when a file
+    could not be scanned or for a usage error.
+    """
+    from .inspect import scan_paths
+
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if missing:
+        raise DriftscanError(f"{missing[0]}: no such file or directory")
+    result = scan_paths(paths, select=_codes(select), ignore=_codes(ignore), jobs=jobs,
+                        prefilter=not no_prefilter, extra_rule_modules=rules_modules)
+    text = SCAN_RENDERERS[fmt](result)
+    if output:
+        write_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+    threshold = SEVERITIES.index(fail_on) + 1
+    status = EXIT_DRIFT if any(f.severity.rank >= threshold for _, f in result.findings) else EXIT_CLEAN
+    if result.errors:
         status |= EXIT_INCOMPLETE
     sys.exit(status)
 

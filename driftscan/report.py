@@ -76,6 +76,7 @@ class DriftOut(BaseModel):
     json_changes: list[dict[str, Any]] = Field(
         default_factory=list, description="for JSON files: [{pointer, op: added|removed|changed, old, new}]")
     diff: str | None = Field(None, description="unified diff against the original, when it is at hand")
+    artifacts: list[str] = Field(default_factory=list, description="debug-artifacts: the dump files found")
 
 
 class UnverifiableOut(BaseModel):
@@ -96,6 +97,7 @@ class Report(BaseModel):
     drifts: list[DriftOut] = Field(default_factory=list)
     unverifiable: list[UnverifiableOut] = Field(default_factory=list)
     errors: list[ErrorOut] = Field(default_factory=list)
+    skipped: list[ErrorOut] = Field(default_factory=list, description="deliberately not checked, with the reason")
     generated_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     duration_seconds: float | None = None
 
@@ -127,11 +129,12 @@ def _drift(d: Drift) -> DriftOut:
         actual={k: printable(v) if isinstance(v, str) else v for k, v in c.actual.items()},
         json_changes=list(c.json_changes),
         diff=c.diff,
+        artifacts=[printable(p) for p in c.actual.get("artifacts", [])] if c.kind is DriftKind.DEBUG_ARTIFACTS else [],
     )
 
 
 def build_report(verification: Verification, drifts: list[Drift], duration: float | None = None,
-                 model_dirs: list[str] | None = None) -> Report:
+                 model_dirs: list[str] | None = None, skipped: list | None = None) -> Report:
     t = verification.target
     out = sorted((_drift(d) for d in drifts), key=lambda d: (SCOPE_ORDER.index(d.scope),
                  d.distribution is None, d.distribution.name.lower() if d.distribution else "", d.path))
@@ -152,6 +155,7 @@ def build_report(verification: Verification, drifts: list[Drift], duration: floa
         drifts=out,
         unverifiable=[UnverifiableOut(distribution=u.distribution, reason=u.reason) for u in verification.unverifiable],
         errors=[ErrorOut(path=printable(p.path), message=printable(p.message)) for p in verification.errors],
+        skipped=[ErrorOut(path=printable(p.path), message=printable(p.message)) for p in skipped or []],
         duration_seconds=None if duration is None else round(duration, 3),
     )
 

@@ -19,6 +19,8 @@ def _detail(d: DriftOut) -> str:
         return f"was a {e.get('type', 'file')}, now a {a.get('type', '?')}{target}"
     if d.kind.value in ("added", "orphaned-bytecode") and "size" in a:
         return f"{a['size']} bytes" if a.get("type") == "file" else a.get("type", "")
+    if d.kind.value == "debug-artifacts":
+        return f"{a.get('count', 0)} files, {a.get('bytes', 0) / 1e6:.1f} MB"
     if d.kind.value == "head-moved":
         return f"{str(e.get('commit'))[:12]} → {str(a.get('commit'))[:12]}"
     if d.kind.value == "orphaned-metadata":
@@ -82,6 +84,10 @@ def render_text(r: Report) -> str:
     if r.unverifiable:
         lines.append(f"unverifiable ({len(r.unverifiable)}) — neither clean nor drifted")
         lines += [f"  {u.distribution}: {u.reason}" for u in r.unverifiable]
+        lines.append("")
+    if r.skipped:
+        lines.append(f"skipped ({len(r.skipped)})")
+        lines += [f"  {e.path}: {e.message}" for e in r.skipped]
         lines.append("")
     if r.errors:
         lines.append(f"could not check ({len(r.errors)})")

@@ -1,0 +1,75 @@
+"""The inspect stage of an audit: debug-code rules on drifted Python files, and the dumps they left.
+
+Runs the rule engine (``driftscan.inspect``) only on files verify flagged — modified or added
+``.py`` files in the environment and in editable source trees — then globs each dump call's
+target pattern and reports the files found as one ``debug-artifacts`` drift per pattern.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from .inspect import find_artifacts, scan_paths
+from .model import DriftKind, FileCheck, Finding, Problem
+
+_INSPECTED_KINDS = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.CLOBBERED}
+_PY = (".py", ".pyw")
+
+
+@dataclass
+class InspectOutcome:
+    checks: list[FileCheck]
+    artifacts: list[FileCheck] = field(default_factory=list)
+    errors: list[Problem] = field(default_factory=list)
+    skipped: list[Problem] = field(default_factory=list)  # deliberately not searched (too-broad patterns)
+
+
+def _inspectable(check: FileCheck) -> bool:
+    return (check.kind in _INSPECTED_KINDS and check.area in ("python", "source") and check.path.endswith(_PY)
+            and check.actual.get("type", "file") == "file")
+
+
+def _artifact_check(pattern: str, writers: list[tuple[str, Finding]]) -> FileCheck | None | str:
+    group = find_artifacts(pattern)
+    if group is None:
+        return None
+    if group.too_broad:
+        return "too-broad"
+    where = ", ".join(f"{p}:{f.line}" for p, f in writers)
+    size = group.total_bytes
+    evidence = (f"{len(group.paths)} file(s), {size / 1e6:.1f} MB, matching {pattern}, written by {where} "
+                f"({writers[0][1].code} {writers[0][1].name}); no reinstall removes them")
+    files = " ".join(shlex.quote(p) for p in group.paths[:50]) + (" ..." if len(group.paths) > 50 else "")
+    return FileCheck(
+        DriftKind.DEBUG_ARTIFACTS, pattern, os.path.dirname(pattern), None, {},
+        {"pattern": pattern, "artifacts": list(group.paths), "count": len(group.paths), "bytes": size,
+         "written_by": [{"path": p, "line": f.line, "code": f.code} for p, f in writers]},
+        evidence, area="external", remedy_hint=f"rm {files}")
+
+
+def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, select: Sequence[str] = (),
+                   ignore: Sequence[str] = ()) -> InspectOutcome:
+    targets = sorted({c.path for c in checks if _inspectable(c)})
+    if not targets:
+        return InspectOutcome(list(checks))
+    result = scan_paths(targets, select=select, ignore=ignore, jobs=jobs)
+    by_path: dict[str, list[Finding]] = defaultdict(list)
+    writers: dict[str, list[tuple[str, Finding]]] = defaultdict(list)
+    for path, finding in result.findings:
+        by_path[path].append(finding)
+        if finding.artifact_pattern:
+            writers[finding.artifact_pattern].append((path, finding))
+    outcome = InspectOutcome([replace(c, findings=tuple(by_path.get(c.path, ()))) if _inspectable(c) else c
+                              for c in checks], errors=list(result.errors))
+    for pattern in sorted(writers):
+        check = _artifact_check(pattern, writers[pattern])
+        if check == "too-broad":
+            outcome.skipped.append(Problem(pattern, "dump pattern too broad to search (it could match half the "
+                                                    "disk); look for the files by hand"))
+        elif check is not None:
+            outcome.artifacts.append(check)  # type: ignore[arg-type]
+    return outcome

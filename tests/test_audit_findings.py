@@ -1,0 +1,105 @@
+"""The seed scenario end to end: debug code planted into an installed model file, dumps on disk."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+import pytest
+
+from driftscan import audit
+from driftscan.api import plan
+from fixtures import venvs
+from fixtures.harness import offline, run_cli
+from fixtures.wheels import build_wheel
+
+HERE = os.path.dirname(__file__)
+MODEL_FILE = "fakevllm/model_executor/models/deepseek_v2.py"
+
+
+def _planting():
+    spec = importlib.util.spec_from_file_location("planting", os.path.join(HERE, "test_inspect_planted.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def seeded(tmp_path, wheelhouse):
+    planting = _planting()
+    pristine = open(os.path.join(HERE, "data/inspect/deepseek_like.py")).read()
+    wheel = build_wheel(tmp_path / "wheels", "fakevllm", "0.33.0",
+                        {"fakevllm/__init__.py": "", MODEL_FILE: pristine})
+    venv = venvs.make_pip_venv(tmp_path / "venv")
+    venvs.pip_install(venv, "--no-index", "--find-links", str(wheel.parent), "fakevllm")
+    site = venvs.site_packages_of(venv)
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    planted = planting.plant_debug_blocks(pristine).replace('"/tmp/', f'"{dumps}/')
+    (site / MODEL_FILE).write_text(planted)
+    (site / "fakevllm/overrides.py").write_text(  # a benign added module: no findings expected
+        "OVERRIDES = {'max_model_len': 4096}\n\n\ndef apply(config):\n    config.update(OVERRIDES)\n    return config\n")
+    for name, size in [("nomla_hidden_1_7.pt", 1000), ("nomla_hidden_2_13.pt", 2000),
+                       ("nomla_positions_1.pt", 300), ("nomla_out_3.pt", 700), ("unrelated.txt", 5)]:
+        (dumps / name).write_bytes(b"\0" * size)
+    return venv, site, dumps, planted
+
+
+def test_audit_finds_the_debug_block_and_its_dumps(seeded):
+    venv, site, dumps, planted = seeded
+    report = audit(venv=str(venv))
+    by_rel = {d.relpath: d for d in report.drifts if d.scope.value != "external"}
+    model = by_rel[MODEL_FILE]
+    assert model.kind.value == "modified"
+    codes = {f.code for f in model.findings}
+    assert {"DBG101", "DBG103", "DBG104", "DBG105"} <= codes
+    counter = next(f for f in model.findings if f.code == "DBG103")
+    assert planted.splitlines()[counter.line - 1].strip() == "self._nomla_debug += 1"
+    assert by_rel["fakevllm/overrides.py"].kind.value == "added"
+    assert by_rel["fakevllm/overrides.py"].findings == []  # a benign patch gets no findings
+
+    dumps_found = {d.actual["pattern"]: d for d in report.drifts if d.kind.value == "debug-artifacts"}
+    assert set(dumps_found) == {f"{dumps}/nomla_hidden_*_*.pt", f"{dumps}/nomla_positions_*.pt",
+                                f"{dumps}/nomla_out_*.pt"}
+    hidden = dumps_found[f"{dumps}/nomla_hidden_*_*.pt"]
+    assert hidden.scope.value == "external" and hidden.survives_reinstall is True
+    assert hidden.artifacts == [f"{dumps}/nomla_hidden_1_7.pt", f"{dumps}/nomla_hidden_2_13.pt"]
+    assert hidden.actual["bytes"] == 3000
+    assert hidden.actual["written_by"][0]["path"] == str(site / MODEL_FILE)
+    assert hidden.remedy.startswith("rm ")
+
+
+def test_plan_wipes_the_model_file_and_keeps_the_dumps(seeded):
+    venv, site, dumps, _ = seeded
+    result = plan(["fakevllm"], venv=str(venv))
+    status = {i.relpath: i.status for i in result.items}
+    assert status[MODEL_FILE] == "WIPED"
+    assert status["fakevllm/overrides.py"] == "SURVIVES"
+    assert [i.status for i in result.items if i.kind == "debug-artifacts"] == ["SURVIVES"] * 3
+    deletes = [s for s in result.steps if s.step.startswith("delete")]
+    assert len(deletes) == 3 and all(s.command.startswith("rm ") for s in deletes)
+
+
+def test_select_and_ignore_apply_to_audit_findings(seeded):
+    venv, *_ = seeded
+    report = audit(venv=str(venv), select=["DBG103"])
+    model = next(d for d in report.drifts if d.relpath == MODEL_FILE)
+    assert {f.code for f in model.findings} == {"DBG103"}
+    assert not [d for d in report.drifts if d.kind.value == "debug-artifacts"]  # no dump rule ran
+
+
+def test_scan_cli_json_and_exit_bits(seeded):
+    venv, site, dumps, _ = seeded
+    proc = run_cli("scan", str(site / "fakevllm"), "--format", "json")
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert set(data) >= {"findings", "errors"}
+    assert set(data["findings"][0]) >= {"path", "code", "name", "severity", "line", "column", "message"}
+    assert {f["code"] for f in data["findings"]} >= {"DBG101", "DBG103"}
+    high_only = run_cli("scan", str(site / "fakevllm/overrides.py"), "--fail-on", "high")
+    assert high_only.returncode == 0
+    ignored = run_cli("scan", str(site / "fakevllm"), "--ignore", "DBG")
+    assert ignored.returncode == 0 and ignored.stdout.startswith("0 findings")
+    missing = run_cli("scan", str(site / "nope"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
