@@ -1,0 +1,217 @@
+"""Inspect one file: prefilter, parse once, walk once with every rule, locate the findings.
+
+Findings carry a 1-based ``line`` and a 1-based ``column`` (a code-point offset in the line,
+as ruff and flake8 print it). A file that cannot be inspected is not an exception but a
+finding of a file-level rule: could not parse (DBG001), could not read or decode (DBG002),
+larger than ``MAX_FILE_BYTES`` (DBG003) — each one only if that rule is selected.
+
+With ``prefilter`` a file is parsed only if some selected rule's trigger matches its bytes
+(see triggers.py). The findings are the same either way: rules report nothing without
+their trigger, and DBG001 is decided by triggers in both modes (see _may_hide_debug_code).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from collections.abc import Sequence
+
+import libcst as cst
+
+from ..errors import DriftscanError
+from ..model import Finding
+from .context import FileContext
+from .positions import node_starts
+from .registry import default_rules
+from .rule import Rule
+from .triggers import PYTHON2, Memo
+from .walker import walk
+
+#: Files larger than this are not parsed (libcst needs seconds per MB; generated files this
+#: large are tables, not code anyone patches by hand). Reported as DBG003.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+
+_NEWLINE_RE = re.compile(r"\r\n?|\n")
+
+
+class RuleError(DriftscanError):
+    """A rule raised while walking a file: a bug in that rule, not a property of the file."""
+
+    def __init__(self, path: str, rules: Sequence[type[Rule]], error: BaseException):
+        self.path = path
+        self.error = error
+        codes = ",".join(r.CODE for r in rules)
+        super().__init__(f"{path}: a rule ({codes}) failed: {type(error).__name__}: {error}")
+
+
+def inspect_source(
+    source: bytes | str,
+    path: str = "<string>",
+    rules: Sequence[type[Rule]] | None = None,
+    *,
+    prefilter: bool = False,
+    max_bytes: int | None = MAX_FILE_BYTES,
+) -> list[Finding]:
+    """Findings of ``rules`` (default: every enabled rule) on one file's content."""
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    return _inspect(data, path, _rules(rules), prefilter, max_bytes)[0]
+
+
+def inspect_file(
+    path: str,
+    rules: Sequence[type[Rule]] | None = None,
+    *,
+    prefilter: bool = False,
+    max_bytes: int | None = MAX_FILE_BYTES,
+) -> list[Finding]:
+    """Findings for the file at ``path``; an unreadable file is a DBG002 finding."""
+    return inspect_path(path, _rules(rules), prefilter, max_bytes)[0]
+
+
+def inspect_path(
+    path: str, rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None
+) -> tuple[list[Finding], int, bool]:
+    """``(findings, bytes read, parsed?)`` — the scan's unit of work."""
+    file_rules = _file_rules(rules)
+    try:
+        size = os.stat(path).st_size
+        if max_bytes is not None and size > max_bytes:
+            return _too_large(file_rules, size, max_bytes), 0, False
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        return _file_finding(file_rules.get("read"), f"could not read: {e.strerror or e}"), 0, False
+    findings, parsed = _inspect(data, path, rules, prefilter, max_bytes)
+    return findings, len(data), parsed
+
+
+def _rules(rules: Sequence[type[Rule]] | None) -> Sequence[type[Rule]]:
+    return default_rules() if rules is None else rules
+
+
+def _file_rules(rules: Sequence[type[Rule]]) -> dict[str, type[Rule]]:
+    return {r.FILE_PROBLEM: r for r in rules if r.FILE_PROBLEM}
+
+
+def _inspect(
+    data: bytes, path: str, rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None
+) -> tuple[list[Finding], bool]:
+    if not rules:
+        return [], False
+    file_rules = _file_rules(rules)
+    if max_bytes is not None and len(data) > max_bytes:
+        return _too_large(file_rules, len(data), max_bytes), False
+    tree_rules = [r for r in rules if not r.FILE_PROBLEM]
+    memo = Memo()
+    if prefilter:
+        tree_rules = [r for r in tree_rules if _triggered(r, data, memo)]
+        problem_rules = [file_rules[k] for k in ("parse", "read") if k in file_rules]
+        if not tree_rules and not any(_triggered(r, data, memo) for r in problem_rules):
+            return [], False
+    try:
+        module = cst.parse_module(data)
+    except Exception as e:  # whatever the parser raises, the file is not inspectable
+        return _parse_failure(data, rules, file_rules, memo, e), True
+    if not tree_rules:
+        return [], True
+    ctx = FileContext(path)
+    try:
+        walk(module, ctx.stack, [ctx, *(rule(ctx) for rule in tree_rules)])
+    except Exception as e:  # a bug in a rule: say which file and rules, let the caller decide
+        raise RuleError(path, tree_rules, e) from e
+    return _locate(ctx, module, data), True
+
+
+def _parse_failure(
+    data: bytes, rules: Sequence[type[Rule]], file_rules: dict[str, type[Rule]], memo: Memo, error: Exception
+) -> list[Finding]:
+    if isinstance(error, (UnicodeDecodeError, LookupError)) or (
+        isinstance(error, SyntaxError) and "encoding" in str(error.msg)
+    ):
+        return _undecodable(file_rules, data, error)
+    if not _may_hide_debug_code(data, rules, memo):
+        return []
+    if isinstance(error, cst.ParserSyntaxError):
+        return _unparsable(file_rules, data, error)
+    return _file_finding(file_rules.get("parse"), f"could not parse: {type(error).__name__}: {error}")
+
+
+def _triggered(rule: type[Rule], data: bytes, memo: Memo) -> bool:
+    return rule.TRIGGER is None or rule.TRIGGER.matches(data, memo)
+
+
+def _may_hide_debug_code(data: bytes, rules: Sequence[type[Rule]], memo: Memo) -> bool:
+    """Whether an unparsable file is worth a DBG001 finding: some selected rule could have
+    reported on it (its trigger matches), or the parse-error rule's own trigger does (debug
+    code patterns, Python 2 statements, NUL bytes). Decided the same way with and without
+    the prefilter, so the prefilter never changes the findings: a file that can hold no
+    debug code needs no parse, and its syntax is not the scan's business."""
+    return any(_triggered(r, data, memo) for r in rules if r.FILE_PROBLEM in (None, "parse"))
+
+
+def _locate(ctx: FileContext, module: cst.Module, data: bytes) -> list[Finding]:
+    if not ctx.reports:
+        return []
+    starts = node_starts(module, [r.node for r in ctx.reports])
+    lines = _source_lines(data, module.encoding)
+    findings = []
+    for r in ctx.reports:
+        start = starts.get(id(r.node))
+        line, col0 = start or (1, 0)
+        message = r.message if start else r.message + " (position unknown: expression nested too deeply)"
+        findings.append(
+            Finding(r.code, r.name, r.severity, line, col0 + 1, message, _snippet(lines, line), r.artifact_pattern)
+        )
+    findings.sort(key=lambda f: (f.line, f.column, f.code, f.message))
+    return findings
+
+
+def _source_lines(data: bytes, encoding: str) -> list[str]:
+    return _NEWLINE_RE.split(data.decode(encoding, "replace"))
+
+
+def _snippet(lines: list[str], line: int, width: int = 160) -> str:
+    text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else " " if c == "\t" else "\N{REPLACEMENT CHARACTER}" for c in text)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _file_finding(
+    rule: type[Rule] | None, message: str, line: int = 1, column: int = 1, snippet: str = ""
+) -> list[Finding]:
+    if rule is None:
+        return []
+    return [Finding(rule.CODE, rule.NAME, rule.SEVERITY, line, column, message, snippet)]
+
+
+def _too_large(file_rules: dict[str, type[Rule]], size: int, max_bytes: int) -> list[Finding]:
+    return _file_finding(file_rules.get("size"), f"not inspected: {size} bytes is over the {max_bytes}-byte limit")
+
+
+def _undecodable(file_rules: dict[str, type[Rule]], data: bytes, error: Exception) -> list[Finding]:
+    line = 1
+    if isinstance(error, UnicodeDecodeError):
+        line = data[: error.start].count(b"\n") + 1
+    return _file_finding(file_rules.get("read"), f"could not decode: {error}", line)
+
+
+def _unparsable(file_rules: dict[str, type[Rule]], data: bytes, error: cst.ParserSyntaxError) -> list[Finding]:
+    # libcst's error positions are often off; CPython's compiler locates the same error well.
+    line, column = error.raw_line, error.raw_column + 1
+    detail = " ".join(x.strip() for x in str(error).strip().splitlines()[:2] if x.strip())
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(data, "<parse-error>", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        if e.lineno:
+            line, column = e.lineno, max(1, e.offset or 1)
+        detail = e.msg
+    except Exception as e:  # NUL bytes: ValueError before 3.12
+        detail = str(e)
+    hint = " (Python 2 code?)" if PYTHON2.matches(data) else ""
+    lines = _source_lines(data, "utf-8")
+    message = f"could not parse{hint}: {detail}"
+    return _file_finding(file_rules.get("parse"), message, line, column, _snippet(lines, line))

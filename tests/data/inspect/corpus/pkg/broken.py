@@ -1,0 +1,2 @@
+def truncated(a, b:
+    return a

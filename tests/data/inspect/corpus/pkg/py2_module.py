@@ -1,0 +1,2 @@
+def greet(name):
+    print "hello", name

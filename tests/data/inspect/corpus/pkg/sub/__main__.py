@@ -1,0 +1,1 @@
+print("usage: python -m pkg.sub")
