@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .cache import NoCache, StatCache
 from .classify import classify
-from .discover import resolve_target
+from .discover import find_distributions, resolve_target
 from .discover.hfcache import default_hf_cache, find_cache_repos
 from .discover.uvcache import default_uv_cache
 from .errors import TargetError
@@ -21,6 +22,8 @@ from .report import Report, build_report
 from .verify import default_jobs, verify
 from .verify.modeldir import ModelDirResult, verify_model_dir
 from .verify.modeldir_remedy import with_remedies
+from .verify.ownership import build_ownership
+from .verify.snapshot import Root, attach_ownership, diff_root, load_snapshot, take_snapshot
 
 NO_PYTHON = Target(kind="none", venv=None, site_packages=())
 
@@ -164,3 +167,69 @@ def plan(
     return build_plan(result.report, result.drifts, target, result.verification.distributions, reinstall,
                       installer, expectations, uv_cache or default_uv_cache(),
                       referenced=referenced)
+
+
+def snapshot_roots(venv: str | None, site_packages: Sequence[str], model_dirs: Sequence[str]) -> list[Root]:
+    roots: list[Root] = []
+    if venv is not None or site_packages or not model_dirs:
+        target = resolve_target(venv, tuple(site_packages))
+        if target.venv:
+            roots.append(Root("venv", target.venv))
+        roots += [Root("site-packages", s) for s in target.site_packages if not target.venv]
+    for path in model_dirs:
+        if not os.path.isdir(path):
+            raise TargetError(f"{path}: not a directory")
+        roots.append(Root("model-dir", os.path.abspath(path)))
+    return roots
+
+
+def snapshot(output: str, venv: str | None = None, site_packages: Sequence[str] = (),
+             model_dirs: Sequence[str] = (), *, jobs: int | None = None, progress=None) -> list:
+    """Record every file of the named roots (default: the running environment) into ``output``.
+    Returns the files that could not be read (they are left out of the snapshot)."""
+    return take_snapshot(snapshot_roots(venv, site_packages, model_dirs), output, jobs=jobs or default_jobs(),
+                         progress=progress)
+
+
+def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[str] = (),
+         model_dirs: Sequence[str] = (), *, jobs: int | None = None, deep: bool = False, progress=None,
+         inspect: bool = True) -> Report:
+    """Drift against a snapshot, in the audit's report format. Naming roots limits the diff to them."""
+    started = time.perf_counter()
+    wanted = {os.path.abspath(p) for p in model_dirs}
+    target = NO_PYTHON
+    if venv is not None or site_packages:
+        target = resolve_target(venv, tuple(site_packages))
+        wanted |= {target.venv} if target.venv else set(target.site_packages)
+    with tempfile.TemporaryDirectory(prefix="driftscan-diff-") as work:
+        roots = load_snapshot(snapshot_path, work)
+        chosen = [(r, m) for r, m in roots if not wanted or r.path in wanted]
+        if wanted - {r.path for r, _ in chosen}:
+            missing = sorted(wanted - {r.path for r, _ in chosen})
+            raise TargetError(f"{missing[0]}: not in the snapshot {snapshot_path}")
+        results = [diff_root(r, m, jobs=jobs or default_jobs(), deep=deep, progress=progress) for r, m in chosen]
+    checks: list = []
+    referenced: set[str] = set()
+    dists: list = []
+    for (root, _), result in zip(chosen, results):
+        if root.kind in ("venv", "site-packages"):
+            python = target if target.venv == root.path or root.path in target.site_packages else \
+                resolve_target(root.path) if root.kind == "venv" else resolve_target(None, [root.path])
+            target = python if target is NO_PYTHON else target
+            metadirs = list(find_distributions(python.site_packages))
+            dists += [md.distribution for md in metadirs if md.distribution is not None]
+            checks += attach_ownership(result.checks, build_ownership(metadirs), python.site_packages)
+        else:
+            checks += with_remedies(result)
+    verification = Verification(
+        target=target, distributions=tuple(dists), checks=tuple(checks),
+        files_checked=sum(r.files_checked for r in results),
+        unverifiable=tuple(u for r in results for u in r.unverifiable),
+        errors=tuple(e for r in results for e in r.errors), referenced=frozenset(referenced))
+    skipped: list = []
+    if inspect:
+        verification, skipped = _inspect(verification, jobs, (), ())
+    drifts = [classify(check, target) for check in verification.checks]
+    return build_report(verification, drifts, time.perf_counter() - started,
+                        model_dirs=[r.path for r, _ in chosen if r.kind not in ("venv", "site-packages")],
+                        skipped=skipped)

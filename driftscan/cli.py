@@ -196,6 +196,50 @@ def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, u
     sys.exit(status)
 
 
+@main.command()
+@click.option("--venv", metavar="PATH", help="Record this virtual environment (every file, bin/ included).")
+@click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="Record a bare site-packages.")
+@click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True, help="Record a model directory.")
+@click.option("--output", "-o", metavar="FILE", required=True, help="Where to write the snapshot (atomically).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing threads (default: cores).")
+@guarded
+def snapshot(venv, site_packages, model_dirs, output, jobs) -> None:
+    """Record every file (xxh3-128, size, mode, mtime; small text files embedded) as a baseline.
+
+    With no target, records the running environment. One root gives a plain manifest (also
+    usable as `audit --model-dir DIR --manifest FILE`); several give a bundle.
+    """
+    from .api import snapshot as take
+
+    problems = take(output, venv=venv, site_packages=site_packages, model_dirs=model_dirs, jobs=jobs,
+                    progress=Progress())
+    for p in problems:
+        click.echo(f"driftscan: not recorded: {p.path}: {p.message}", err=True)
+    click.echo(f"snapshot written to {output}", err=True)
+    sys.exit(EXIT_INCOMPLETE if problems else EXIT_CLEAN)
+
+
+@main.command()
+@click.argument("snapshot_file", metavar="SNAPSHOT")
+@click.option("--venv", metavar="PATH", help="Compare only this venv's root.")
+@click.option("--site-packages", "site_packages", metavar="DIR", multiple=True)
+@click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True, help="Compare only this model directory.")
+@click.option("--format", "fmt", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True)
+@click.option("--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout.")
+@click.option("--deep", is_flag=True, help="Hash large files too (default: size and mtime for files over 16 MiB).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing threads (default: cores).")
+@click.option("--strict", is_flag=True, help="Unverifiable roots also set exit bit 2.")
+@guarded
+def diff(snapshot_file, venv, site_packages, model_dirs, fmt, output, deep, jobs, strict) -> None:
+    """Report drift against a snapshot, with audit's kinds and report format (exit 0: unchanged)."""
+    from .api import diff as run_diff
+
+    report = run_diff(snapshot_file, venv=venv, site_packages=site_packages, model_dirs=model_dirs, jobs=jobs,
+                      deep=deep, progress=Progress())
+    emit(report, fmt, output)
+    sys.exit(exit_status(report, strict))
+
+
 SEVERITIES = ["low", "medium", "high"]
 
 

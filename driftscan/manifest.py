@@ -156,9 +156,22 @@ def as_text(data: bytes) -> str | None:
 
 # ---- building ----------------------------------------------------------------------------------
 
+def link_only_entry(path: str, target: str) -> ManifestEntry:
+    """A symlink to a directory, or a dangling one: only its target can be recorded."""
+    st = os.lstat(path)
+    raw = target.encode("utf-8", "surrogateescape")
+    return ManifestEntry(xxhash.xxh3_128(raw).hexdigest(), len(raw), st.st_mode, st.st_mtime_ns, None, target)
+
+
+def is_link_only(entry: ManifestEntry) -> bool:
+    return stat.S_ISLNK(entry.mode)
+
+
 def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], None]) -> ManifestEntry:
     path = os.path.join(root, relpath)
     link = os.readlink(path) if os.path.islink(path) else None
+    if link is not None and not os.path.isfile(path):
+        return link_only_entry(path, link)  # e.g. a venv's lib64 -> lib
     fd = os.open(path, _OPEN_FLAGS)  # follows a symlink: the manifest records the content
     try:
         st = os.fstat(fd)

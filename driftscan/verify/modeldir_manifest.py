@@ -14,7 +14,7 @@ from collections.abc import Callable
 import xxhash
 
 from ..discover.modeldir import ModelDirLayout
-from ..manifest import MANIFEST_NAME, Manifest, ManifestEntry, ManifestError, read_manifest, walk_tree
+from ..manifest import MANIFEST_NAME, Manifest, ManifestEntry, ManifestError, is_link_only, read_manifest, walk_tree
 from ..model import DriftKind, FileCheck, Problem, Unverifiable
 from .modeldir_engine import Context, Expect, KindResult, added_check, iso, run
 
@@ -69,6 +69,13 @@ def audit_manifest(ctx: Context, layout: ModelDirLayout, revision: str | None) -
         link = _link_check(ctx, rel, entry, source)
         if link is not None:
             result.checks.append(link)
+        if is_link_only(entry):  # a symlink to a directory: its target is all there is to compare
+            result.files_checked += 1
+            if link is None and not os.path.lexists(os.path.join(ctx.root, rel)):
+                result.checks.append(FileCheck(DriftKind.MISSING, os.path.join(ctx.root, rel), ctx.root, None,
+                                               {"type": "symlink", "symlink_target": entry.link}, {},
+                                               f"not found; {source} has a symlink to {entry.link}", area="model"))
+            continue
         expects.append(Expect(
             rel, os.path.join(ctx.root, rel), "xxh3_128", entry.xxh3_128, entry.size,
             expected={"xxh3_128": entry.xxh3_128, "size": entry.size, "mode": oct(stat.S_IMODE(entry.mode)),

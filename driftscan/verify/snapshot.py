@@ -1,0 +1,109 @@
+"""Snapshots (``driftscan snapshot``) and diffs against them (``driftscan diff``).
+
+A snapshot covers what RECORD does not: the whole venv (bin/ scripts, files pip rewrote, files
+no RECORD lists) and model directories. One root is written as a plain manifest (usable as
+``--manifest`` too); several roots as a bundle of manifests::
+
+    {"bundle_version": "1", "tool": "driftscan", "created": "...",
+     "roots": [{"kind": "venv" | "site-packages" | "model-dir", "manifest": {<manifest v1>}}]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+
+from ..errors import TargetError
+from ..manifest import ManifestError, build_manifest, read_manifest, read_regular, write_manifest
+from ..model import FileCheck, Problem
+from ..paths import printable
+from .modeldir import ModelDirResult, verify_model_dir
+from .ownership import Ownership, bytecode_source
+
+BUNDLE_VERSION = "1"
+MAX_BUNDLE = 1 << 31
+
+
+@dataclass(frozen=True)
+class Root:
+    kind: str  # "venv" | "site-packages" | "model-dir"
+    path: str
+
+
+def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
+                  progress: Callable[[int, int], None] | None = None) -> list[Problem]:
+    """Hash every file under each root (xxh3-128) and write the snapshot atomically."""
+    problems: list[Problem] = []
+    if len(roots) == 1:
+        write_manifest(roots[0].path, build_manifest(roots[0].path, jobs=jobs, progress=progress,
+                                                     on_error=problems.append), output)
+        return problems
+    docs = []
+    with tempfile.TemporaryDirectory(prefix="driftscan-snapshot-") as tmp:
+        for n, root in enumerate(roots):
+            part = os.path.join(tmp, f"{n}.json")
+            write_manifest(root.path, build_manifest(root.path, jobs=jobs, progress=progress,
+                                                     on_error=problems.append), part)
+            with open(part, encoding="utf-8") as f:
+                docs.append({"kind": root.kind, "manifest": json.load(f)})
+    bundle = {"bundle_version": BUNDLE_VERSION, "tool": "driftscan",
+              "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "roots": docs}
+    directory = os.path.dirname(os.path.abspath(output))
+    fd, tmp_path = tempfile.mkstemp(prefix=".driftscan-snapshot.", suffix=".tmp", dir=directory)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(bundle, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp_path, output)
+    return problems
+
+
+def load_snapshot(path: str, workdir: str) -> list[tuple[Root, str]]:
+    """The roots of a snapshot, each with the path of its single manifest (bundles are split
+    into ``workdir``). Raises ManifestError with every problem found."""
+    try:
+        doc = json.loads(read_regular(path, MAX_BUNDLE))
+    except OSError as exc:
+        raise ManifestError(path, [f"cannot read: {exc.strerror or exc}"]) from None
+    except ValueError as exc:
+        raise ManifestError(path, [f"not valid JSON: {exc}"]) from None
+    if isinstance(doc, dict) and "manifest_version" in doc:
+        manifest = read_manifest(path)
+        kind = "venv" if os.path.isfile(os.path.join(manifest.root, "pyvenv.cfg")) else "model-dir"
+        return [(Root(kind, manifest.root), path)]
+    if not (isinstance(doc, dict) and doc.get("bundle_version") == BUNDLE_VERSION and isinstance(doc.get("roots"), list)):
+        raise ManifestError(path, ["neither a driftscan manifest nor a snapshot bundle"])
+    out = []
+    for n, item in enumerate(doc["roots"]):
+        part = os.path.join(workdir, f"{n}.json")
+        with open(part, "w", encoding="utf-8") as f:
+            json.dump(item.get("manifest") if isinstance(item, dict) else None, f)
+        manifest = read_manifest(part)
+        out.append((Root(str(item.get("kind", "unknown")), manifest.root), part))
+    return out
+
+
+def attach_ownership(checks: tuple[FileCheck, ...], own: Ownership, site_packages: tuple[str, ...]) -> list[FileCheck]:
+    """Venv roots: files RECORD lists become package drifts of their distribution, the rest
+    environment drifts; bytecode derived from a source file is not drift (Python rewrites it)."""
+    out = []
+    for check in checks:
+        source = bytecode_source(check.path)
+        if source is not None and (source in own.owners or os.path.lexists(source)):
+            continue
+        owners = own.owners.get(check.path) or []
+        dist = owners[0][0] if owners else None
+        root = next((s for s in site_packages if check.path.startswith(s + os.sep)), check.root)
+        out.append(replace(check, area="python", distribution=dist, root=root, remedy_hint=None))
+    return out
+
+
+def diff_root(root: Root, manifest_path: str, *, jobs: int, deep: bool = False, progress=None) -> ModelDirResult:
+    """Compare one root with its manifest. Large files are compared by size and mtime unless deep."""
+    if not os.path.isdir(root.path):
+        raise TargetError(f"{printable(root.path)}: recorded in the snapshot but not a directory now")
+    return verify_model_dir(root.path, manifest=manifest_path, jobs=jobs, progress=progress, hf_cache="",
+                            deep=deep)
