@@ -201,8 +201,9 @@ def _steps(plan: Plan, drifts: list[Drift], chosen_dists: list[Distribution], ch
     for d in dumps:
         files = d.check.actual.get("artifacts", [])
         size = d.check.actual.get("bytes", 0)
-        steps.append(PlanStep(step=f"delete {len(files)} dump file(s), {size / 1e6:.1f} MB, written by "
-                                   f"{d.check.evidence or 'debug code'} (no reinstall touches them)",
+        writers = ", ".join(f"{w['path']}:{w['line']}" for w in d.check.actual.get("written_by", [])) or "debug code"
+        steps.append(PlanStep(step=f"delete {len(files)} dump file(s) matching {d.check.path}, {size / 1e6:.1f} MB, "
+                                   f"written by {writers} (no reinstall touches them)",
                               command="rm " + " ".join(shlex.quote(f) for f in files) if files else None))
     for e in plan.expectations:
         if e.holds_now and e.holds_after:
@@ -215,6 +216,9 @@ def _steps(plan: Plan, drifts: list[Drift], chosen_dists: list[Distribution], ch
                                        "original content is not at hand to tell"))
         elif e.holds_now is False and e.holds_after:
             steps.append(PlanStep(step=f"nothing to do for '{e.name}': the reinstall makes it hold"))
+        elif e.holds_now is False and e.holds_after is None:
+            steps.append(PlanStep(step=f"check '{e.name}' after the reinstall: it does not hold now, and the "
+                                       "reinstall restores an original whose content is not at hand"))
         elif e.holds_now is False:
             steps.append(PlanStep(step=f"apply '{e.name}': it does not hold now ({e.reason})"))
     return steps
