@@ -48,6 +48,8 @@ def test_editable_source_drift(tmp_path, wheelhouse, installer):
     assert init.distribution.name == "mypkg"
     assert init.remedy == f"git -C {project} checkout HEAD -- src/mypkg/__init__.py"
     assert "+    torch.save(x, '/tmp/dump.pt')" in init.diff
+    dump = [f for f in init.findings if f.code == "DBG101"]  # the debug rules ran on the source drift
+    assert dump and dump[0].line == 4 and dump[0].severity.value == "high"
 
     import git
 

@@ -80,6 +80,9 @@ def test_inspect_file_reads_bytes_and_reports_unreadable(tmp_path):
     assert [(f.code, f.severity) for f in missing] == [("DBG002", Severity.MEDIUM)]
     assert "could not read" in missing[0].message
     assert [f.code for f in inspect_file(str(tmp_path))] == ["DBG002"]  # a directory
+    os.mkfifo(tmp_path / "pipe.py")
+    (fifo,) = inspect_file(str(tmp_path / "pipe.py"))  # must not block
+    assert (fifo.code, fifo.message) == ("DBG002", "could not read: not a regular file")
 
 
 @pytest.mark.parametrize(

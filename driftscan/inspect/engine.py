@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import warnings
 from collections.abc import Sequence
 
@@ -75,9 +76,11 @@ def inspect_path(
     """``(findings, bytes read, parsed?)`` — the scan's unit of work."""
     file_rules = _file_rules(rules)
     try:
-        size = os.stat(path).st_size
-        if max_bytes is not None and size > max_bytes:
-            return _too_large(file_rules, size, max_bytes), 0, False
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read forever
+            return _file_finding(file_rules.get("read"), "could not read: not a regular file"), 0, False
+        if max_bytes is not None and st.st_size > max_bytes:
+            return _too_large(file_rules, st.st_size, max_bytes), 0, False
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:

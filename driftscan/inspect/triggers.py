@@ -192,9 +192,11 @@ SHAPE = Trigger(rb"\.[\s\\]*(?:shape|ndim)\b|\.[\s\\]*(?:size|numel|dim)[\s\\]*\
                 (b"shape", b"ndim", b"size", b"numel", b"dim"), label="shape access")
 
 #: An increment of a name that marks debugging (see analysis.MARKER_WORDS): ``+=``, or
-#: ``=`` followed by a ``+`` on the same logical line (or a parenthesised right-hand side).
+#: ``=`` followed by a ``+`` on the same logical line or inside a parenthesised right-hand
+#: side (the rule's ``x = (x + 1)`` has no other parentheses; the lazy getattr form is
+#: covered by LAZY_COUNTER).
 MARKER_ASSIGN = Trigger(
-    rb"(?:debug|dbg|dump)\w*\)?[\s\\]*(?:\+=|=(?!=)(?:[^\n]|\\\n)*\+|=[\s\\]*\()",
+    rb"(?:debug|dbg|dump)\w*\)?[\s\\]*(?:\+=|=(?!=)(?:[^\n]|\\\n)*\+|=[\s\\]*\([^()]*\+)",
     (b"debug", b"dbg", b"dump"),
     ignore_case=True,
     label="debug-named increment",
@@ -202,7 +204,8 @@ MARKER_ASSIGN = Trigger(
 
 #: ``+= <int>``, ``+ <int>`` or ``<int> +``: an increment by a constant.
 INCREMENT = AnyOf(
-    Trigger(rb"\+(?:=|[\s\\]*\d)", (b"+",)), Trigger(rb"\d[\s\\]*\+", (b"+",)), label="increment"
+    # An integer literal starts with a digit and ends with a word character (``0xff``).
+    Trigger(rb"\+(?:=|[\s\\]*\d)", (b"+",)), Trigger(rb"\w[\s\\]*\+", (b"+",)), label="increment"
 )
 
 #: A marker-named flag set to True: ``X._dumped = True`` or ``setattr(x, "_dumped", True)``.
@@ -212,7 +215,7 @@ MARKER_TRUE = Trigger(rb"(?:debug|dbg|dump)\w*(?:\)?[\s\\]*=|['\"][\s\\]*,)[\s\\
 #: ``getattr(obj, "name", 0) + 1`` (or ``1 + getattr(...)``): a counter created lazily.
 LAZY_COUNTER = AnyOf(
     Trigger(rb"getattr[\s\\]*\([^()]*\)(?:[\s\\]|#[^\n]*)*\+", (b"getattr",)),
-    Trigger(rb"\+[\s\\]*getattr[\s\\]*\(", (b"getattr",)),
+    Trigger(rb"\w[\s\\]*\+[\s\\]*getattr[\s\\]*\(", (b"getattr",)),  # 1 + getattr(...)
     label="lazy getattr counter",
 )
 

@@ -204,6 +204,17 @@ class DebugCounter(Rule):
         ),
         Invalid(
             """
+            class A:
+                def forward(self):
+                    self.n_dbg = (
+                        self.n_dbg + 1
+                    )
+            """,
+            line=3,
+        ),
+        Invalid("def forward(self):\n    self._k = 0x1 + getattr(self, '_k', 0)\n", line=2, severity=Severity.HIGH),
+        Invalid(
+            """
             DUMP_COUNT = 0
 
             def on_dump():
