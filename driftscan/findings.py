@@ -13,8 +13,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from .inspect import find_artifacts, scan_paths
-from .model import DriftKind, FileCheck, Finding, Problem
+import libcst
+
+from .inspect import find_artifacts, load_rules, scan_paths, select_rules
+from .model import DriftKind, FileCheck, Finding, Problem, Severity
 
 _INSPECTED_KINDS = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.CLOBBERED}
 _PY = (".py", ".pyw")
@@ -51,18 +53,39 @@ def _artifact_check(pattern: str, writers: list[tuple[str, Finding]]) -> FileChe
         evidence, area="external", remedy_hint=f"rm {files}")
 
 
+def _unparsable(path: str) -> Finding | None:
+    """``scan`` reports a syntax error only where debug code could hide (that is what keeps it
+    fast); a drifted file that does not parse is news on its own: the module no longer imports."""
+    try:
+        with open(path, "rb") as f:
+            libcst.parse_module(f.read())
+    except OSError:
+        return None  # the engine reports unreadable files itself
+    except Exception as exc:  # noqa: BLE001 - any parser failure means the same thing here
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return Finding("DBG001", "parse-error", Severity.MEDIUM, getattr(exc, "raw_line", 1) or 1, 1,
+                       f"could not parse this drifted file (it will not import): {message}")
+    return None
+
+
 def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, select: Sequence[str] = (),
                    ignore: Sequence[str] = ()) -> InspectOutcome:
     targets = sorted({c.path for c in checks if _inspectable(c)})
     if not targets:
         return InspectOutcome(list(checks))
-    result = scan_paths(targets, select=select, ignore=ignore, jobs=jobs)
+    result = scan_paths(targets, select=select, ignore=ignore, jobs=jobs, prefilter=False)
     by_path: dict[str, list[Finding]] = defaultdict(list)
     writers: dict[str, list[tuple[str, Finding]]] = defaultdict(list)
     for path, finding in result.findings:
         by_path[path].append(finding)
         if finding.artifact_pattern:
             writers[finding.artifact_pattern].append((path, finding))
+    if "DBG001" in {r.CODE for r in select_rules(load_rules(), select, ignore)}:
+        for path in targets:
+            if not any(f.code in ("DBG001", "DBG002") for f in by_path.get(path, ())):
+                broken = _unparsable(path)
+                if broken is not None:
+                    by_path[path].append(broken)
     outcome = InspectOutcome([replace(c, findings=tuple(by_path.get(c.path, ()))) if _inspectable(c) else c
                               for c in checks], errors=list(result.errors))
     for pattern in sorted(writers):

@@ -103,3 +103,14 @@ def test_scan_cli_json_and_exit_bits(seeded):
     assert ignored.returncode == 0 and ignored.stdout.startswith("0 findings")
     missing = run_cli("scan", str(site / "nope"))
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_a_drifted_file_that_no_longer_parses_is_a_finding(seeded):
+    venv, site, *_ = seeded
+    (site / "fakevllm/__init__.py").write_text("def broken(:\n    pass\n")  # no debug-like tokens at all
+    report = audit(venv=str(venv))
+    init = next(d for d in report.drifts if d.relpath == "fakevllm/__init__.py")
+    assert [f.code for f in init.findings] == ["DBG001"]
+    assert "will not import" in init.findings[0].message
+    ignored = audit(venv=str(venv), ignore=["DBG001"])
+    assert all(f.code != "DBG001" for d in ignored.drifts for f in d.findings)

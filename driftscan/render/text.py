@@ -55,12 +55,14 @@ def _group_heading(d: DriftOut) -> str:
 
 def _header(r: Report) -> str:
     t = r.target
+    parts = []
     if t.venv:
-        where = f"venv {t.venv}"
-    else:
-        where = "site-packages " + ", ".join(t.site_packages)
-    py = f" (Python {t.python_version})" if t.python_version else ""
-    return f"driftscan {r.tool.version} · {where}{py}"
+        parts.append(f"venv {t.venv}" + (f" (Python {t.python_version})" if t.python_version else ""))
+    elif t.site_packages:
+        parts.append("site-packages " + ", ".join(t.site_packages))
+    if t.model_dirs:
+        parts.append(("model directory " if len(t.model_dirs) == 1 else "model directories ") + ", ".join(t.model_dirs))
+    return f"driftscan {r.tool.version} · " + " · ".join(parts)
 
 
 def render_text(r: Report) -> str:
@@ -100,7 +102,8 @@ def render_text(r: Report) -> str:
 def summary_line(r: Report) -> str:
     s = r.summary
     took = f" in {r.duration_seconds:.2f} s" if r.duration_seconds is not None else ""
-    checked = f"{_n(s.files_checked, 'file')} checked in {_n(s.distributions, 'distribution')}{took}"
+    where = f" in {_n(s.distributions, 'distribution')}" if r.target.venv or r.target.site_packages else ""
+    checked = f"{_n(s.files_checked, 'file')} checked{where}{took}"
     if not s.drifts:
         head = "no drift"
     else:
