@@ -7,6 +7,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .cache import NoCache, StatCache
 from .classify import classify
@@ -14,16 +15,16 @@ from .discover import find_distributions, resolve_target
 from .discover.hfcache import default_hf_cache, find_cache_repos
 from .discover.uvcache import default_uv_cache
 from .errors import TargetError
-from .expect import load_expectations
-from .findings import inspect_drifts
 from .model import Drift, Target, Verification
-from .plan import Plan, build_plan
 from .report import Report, build_report
 from .verify import default_jobs, verify
 from .verify.modeldir import ModelDirResult, verify_model_dir
 from .verify.modeldir_remedy import with_remedies
 from .verify.ownership import build_ownership
 from .verify.snapshot import Root, attach_ownership, diff_root, load_snapshot, take_snapshot
+
+if TYPE_CHECKING:
+    from .plan import Plan
 
 NO_PYTHON = Target(kind="none", venv=None, site_packages=())
 
@@ -64,6 +65,10 @@ def _merge(verification: Verification, results: Sequence[ModelDirResult]) -> Ver
 
 def _inspect(verification: Verification, jobs: int | None, select: Sequence[str], ignore: Sequence[str]):
     """Debug-code findings on drifted Python files, and the dumps they left on disk."""
+    if not any(c.path.endswith((".py", ".pyw")) for c in verification.checks):
+        return verification, []  # nothing to parse: libcst is not even imported
+    from .findings import inspect_drifts
+
     outcome = inspect_drifts(verification.checks, jobs=jobs, select=select, ignore=ignore)
     merged = Verification(
         target=verification.target,
@@ -147,12 +152,15 @@ def plan(
     use_cache: bool = True,
     model_dirs: Sequence[str] = (),
     hf_cache: str | None = None,
-) -> Plan:
+) -> "Plan":
     """What reinstalling ``reinstall`` (distribution names) undoes and what survives it.
 
     ``installer`` ("pip" or "uv") asks "what if I used this installer"; by default each
     distribution's own INSTALLER decides. ``expect`` is a TOML file of expectations.
     """
+    from .expect import load_expectations
+    from .plan import build_plan
+
     result = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, installer=installer, use_cache=use_cache,
                  model_dirs=model_dirs, hf_cache=hf_cache)
     verified_roots = [r.root for r in result.model_dirs if r.kind != "unknown"]

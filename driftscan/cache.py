@@ -65,7 +65,25 @@ class StatCache:
         except (OSError, ValueError):
             return  # absent or damaged: start empty, it is only a cache
         if isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("files"), dict):
-            self._entries = data["files"]
+            entries = {}
+            for path, entry in data["files"].items():
+                if isinstance(entry, list) and len(entry) == 8 and isinstance(entry[6], str):
+                    try:
+                        entries[path] = [*entry[:6], bytes.fromhex(entry[6]), entry[7]]  # digests kept as bytes
+                    except ValueError:
+                        continue
+            self._entries = entries
+
+    def fresh(self, path: str, st: os.stat_result, algorithm: str, digest: bytes) -> bool:
+        """The hot path of a warm audit: does the cached digest for this unchanged file equal ``digest``?"""
+        entry = self._entries.get(path)
+        if (entry is None or entry[0] != st.st_size or entry[1] != st.st_mtime_ns or entry[2] != st.st_ctime_ns
+                or entry[3] != st.st_ino or entry[4] != st.st_dev or entry[5] != algorithm
+                or max(entry[1], entry[2]) >= entry[7] - RACY_NS):
+            self.misses += 1
+            return False
+        self.hits += 1
+        return entry[6] == digest
 
     def lookup(self, path: str, st: os.stat_result, algorithm: str) -> bytes | None:
         entry = self._entries.get(path)
@@ -80,11 +98,11 @@ class StatCache:
             self.misses += 1  # racily clean: it may have changed within the timestamp granularity
             return None
         self.hits += 1
-        return bytes.fromhex(digest)
+        return digest
 
     def store(self, path: str, st: os.stat_result, algorithm: str, digest: bytes, hashed_at: int) -> None:
         with self._lock:
-            self._entries[path] = [*signature(st), algorithm, digest.hex(), hashed_at]
+            self._entries[path] = [*signature(st), algorithm, digest, hashed_at]
             self._dirty = True
 
     def save(self) -> None:
@@ -95,8 +113,8 @@ class StatCache:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".statcache-", dir=os.path.dirname(self.path))
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"format": FORMAT, "written": time.time_ns(), "files": self._entries}, f,
-                          separators=(",", ":"))
+                files = {p: [*e[:6], e[6].hex(), e[7]] for p, e in self._entries.items()}
+                json.dump({"format": FORMAT, "written": time.time_ns(), "files": files}, f, separators=(",", ":"))
             os.replace(tmp, self.path)
         except OSError:
             pass
@@ -105,6 +123,9 @@ class StatCache:
 class NoCache(StatCache):
     def __init__(self) -> None:
         super().__init__(None)
+
+    def fresh(self, path, st, algorithm, digest):  # noqa: D102
+        return False
 
     def lookup(self, path, st, algorithm):  # noqa: D102
         return None

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from ..plan import Plan
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..plan import Plan
 
 _ORDER = {"WIPED": 0, "MAY SURVIVE": 1, "SURVIVES": 2}
 
 
-def render_plan_json(plan: Plan) -> str:
+def render_plan_json(plan: "Plan") -> str:
     return plan.model_dump_json(indent=2) + "\n"
 
 
@@ -15,7 +18,7 @@ def _yes_no(value: bool | None) -> str:
     return {True: "yes", False: "no", None: "unknown"}[value]
 
 
-def render_plan_text(plan: Plan) -> str:
+def render_plan_text(plan: "Plan") -> str:
     lines = [f"Plan: reinstall {', '.join(plan.reinstall)} with {plan.installer}", ""]
     if plan.items:
         width = max(len(i.status) for i in plan.items)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-from ..inspect import ScanResult
 from ..paths import printable
 
+if TYPE_CHECKING:  # the rule engine (and libcst) is imported only by commands that scan
+    from ..inspect import ScanResult
 
-def scan_payload(result: ScanResult) -> dict:
+
+def scan_payload(result: "ScanResult") -> dict:
     return {
         "findings": [{"path": printable(p), "code": f.code, "name": f.name, "severity": f.severity.value,
                       "line": f.line, "column": f.column, "message": f.message, "snippet": f.snippet}
@@ -20,11 +23,11 @@ def scan_payload(result: ScanResult) -> dict:
     }
 
 
-def render_scan_json(result: ScanResult) -> str:
+def render_scan_json(result: "ScanResult") -> str:
     return json.dumps(scan_payload(result), indent=2) + "\n"
 
 
-def render_scan_text(result: ScanResult) -> str:
+def render_scan_text(result: "ScanResult") -> str:
     lines = [f"{printable(p)}:{f.line}:{f.column}: {f.code} [{f.severity.value}] {f.name}: {f.message}"
              for p, f in result.findings]
     lines += [f"{printable(e.path)}: error: {e.message}" for e in result.errors]

@@ -12,6 +12,9 @@ from ..model import Distribution, RecordEntry, Target
 
 def entry_path(site: str, record_path: str) -> str:
     """Absolute, lexically normalised path of a RECORD row (``../../../bin/x`` included)."""
+    if os.sep == "/" and not record_path.startswith("/") and "./" not in record_path and "//" not in record_path \
+            and not record_path.endswith((".", "/")):
+        return f"{site}/{record_path}"  # already normal: skip normpath on the hot path
     return os.path.normpath(os.path.join(site, record_path))
 
 
@@ -21,11 +24,14 @@ def is_bytecode(path: str) -> bool:
 
 def bytecode_source(path: str) -> str | None:
     """``pkg/__pycache__/mod.cpython-311.opt-1.pyc`` → ``pkg/mod.py`` (any tag); None outside __pycache__."""
-    parent, name = os.path.split(path)
-    if os.path.basename(parent) != "__pycache__" or not is_bytecode(name):
+    parent, _, name = path.rpartition(os.sep)
+    if not name.endswith((".pyc", ".pyo")) or not parent.endswith(_PYCACHE):
         return None
     stem = name.split(".", 1)[0]  # module names cannot contain dots, so the tag starts at the first one
-    return os.path.join(os.path.dirname(parent), stem + ".py")
+    return parent[: -len("__pycache__")] + stem + ".py"
+
+
+_PYCACHE = os.sep + "__pycache__"
 
 
 def is_virtualenv_style_row(record_path: str) -> bool:
@@ -55,6 +61,8 @@ class Ownership:
     metadata: dict[str, MetadataDir] = field(default_factory=dict)
     # directory → the first distribution with a file in it (who reinstalls that package dir)
     dir_owner: dict[str, Distribution] = field(default_factory=dict)
+    # every (distribution, entry, absolute path), in RECORD order: what verify checks
+    rows: list[tuple[Distribution, RecordEntry, str]] = field(default_factory=list)
 
     def owns(self, path: str, stop: str) -> bool:
         """True when a RECORD lists ``path`` or a directory row above it (up to ``stop``)."""
@@ -85,7 +93,8 @@ def build_ownership(metadirs: list[MetadataDir]) -> Ownership:
         for entry in dist.entries:
             path = entry_path(dist.site_packages, entry.path)
             own.owners.setdefault(path, []).append((dist, entry))
-            own.dir_owner.setdefault(os.path.dirname(path), dist)
+            own.dir_owner.setdefault(path.rpartition(os.sep)[0], dist)
+            own.rows.append((dist, entry, path))
         if dist.kind == "dist-info":
             # RECORD cannot hash itself; it is the distribution's own even when it does not list itself.
             own.owners.setdefault(os.path.join(dist.metadata_dir, "RECORD"), [])

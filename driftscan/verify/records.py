@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import stat
 import sys
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -45,17 +46,12 @@ def _is_uv_cache_link(path: str, link_target: str) -> bool:
 
 def _tasks(metadirs: list[MetadataDir], own: Ownership) -> list[_Task]:
     tasks = []
-    for md in metadirs:
-        dist = md.distribution
-        if dist is None:
-            continue
-        for entry in dist.entries:
-            path = entry_path(dist.site_packages, entry.path)
-            source = bytecode_source(path) if entry.path.endswith((".pyc", ".pyo")) else None
-            # Bytecode is derived data: Python rewrites it at will, even a wheel-shipped .pyc (FACTS §6a).
-            derived = source is not None and source in own.owners
-            presence_only = dist.kind == "egg-info" or entry.hash is None or derived
-            tasks.append(_Task(dist, entry, path, presence_only))
+    for dist, entry, path in own.rows:
+        source = bytecode_source(path) if entry.path.endswith((".pyc", ".pyo")) else None
+        # Bytecode is derived data: Python rewrites it at will, even a wheel-shipped .pyc (FACTS §6a).
+        derived = source is not None and source in own.owners
+        presence_only = dist.kind == "egg-info" or entry.hash is None or derived
+        tasks.append(_Task(dist, entry, path, presence_only))
     return tasks
 
 
@@ -113,6 +109,35 @@ def _run_processes(tasks: list[_Task], jobs: int, cache) -> list[files.EntryResu
     return results  # type: ignore[return-value]
 
 
+def _stat_pass(tasks: list[_Task], cache) -> list[files.EntryResult | None]:
+    """One lstat per file. The common cases — a plain regular file present where a hashless row
+    says, or unchanged since the stat cache saw it — are settled inline; anything unusual goes
+    through ``check_entry``, which knows every case (symlinks, types, sizes, errors)."""
+    lstat, is_reg = os.lstat, stat.S_ISREG
+    plain_ok = files._PLAIN_OK
+    fresh = cache.fresh if cache is not None else None
+    results: list[files.EntryResult | None] = []
+    append = results.append
+    for t in tasks:
+        entry = t.entry
+        try:
+            st = lstat(t.path)
+        except OSError:
+            append(files.check_entry(t.path, entry, t.presence_only, cache, read=False))
+            continue
+        if is_reg(st.st_mode) and st.st_nlink == 1:
+            digest = entry.hash
+            if t.presence_only or (digest is None and entry.size is None):
+                append(plain_ok)
+                continue
+            if (digest is not None and fresh is not None and (entry.size is None or entry.size == st.st_size)
+                    and fresh(t.path, st, digest.algorithm, digest.digest)):
+                append(plain_ok)
+                continue
+        append(files.check_entry(t.path, entry, t.presence_only, cache, read=False, lookup=False))
+    return results
+
+
 def _run(tasks: list[_Task], jobs: int, cache, mode: str = "auto") -> list[files.EntryResult]:
     """Check every task. Threads share the GIL for the per-file Python work; processes do not,
     but cost a fork: used for large inventories (see benchmarks/bench_audit.py)."""
@@ -124,8 +149,7 @@ def _run(tasks: list[_Task], jobs: int, cache, mode: str = "auto") -> list[files
         return _run_processes(tasks, jobs, cache)
 
     # Pass 1, in this thread: stat, presence and stat-cache hits; nothing is read.
-    results: list[files.EntryResult | None] = [
-        files.check_entry(t.path, t.entry, t.presence_only, cache, read=False) for t in tasks]
+    results = _stat_pass(tasks, cache)
     pending = [i for i, r in enumerate(results) if r is None]
 
     # Pass 2: the files whose content must be hashed, in a thread pool (hashlib drops the GIL).
