@@ -87,7 +87,8 @@ class Change:
     diff: str | None = None
 
 
-def _text(data: bytes) -> str | None:
+def as_text(data: bytes) -> str | None:
+    """UTF-8 text, or None for binary content (a NUL byte) and undecodable bytes."""
     if b"\0" in data:
         return None
     try:
@@ -98,7 +99,7 @@ def _text(data: bytes) -> str | None:
 
 def describe(old: bytes, new: bytes, name: str) -> Change:
     """JSON changes for ``*.json`` that both parse; otherwise a unified diff of text; nothing for binary."""
-    old_text, new_text = _text(old), _text(new)
+    old_text, new_text = as_text(old), as_text(new)
     if old_text is None or new_text is None:
         return Change()
     if name.lower().endswith(JSON_SUFFIXES):

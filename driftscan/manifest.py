@@ -24,7 +24,6 @@ import errno
 import json
 import os
 import stat
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +33,9 @@ from typing import Any
 
 import xxhash
 
+from .atomic import write_atomic
 from .errors import DriftscanError
+from .jsondiff import as_text
 from .model import Problem
 from .paths import printable
 
@@ -145,15 +146,6 @@ def is_text_name(relpath: str) -> bool:
     return name.lower().endswith(TEXT_SUFFIXES) or name in TEXT_NAMES
 
 
-def as_text(data: bytes) -> str | None:
-    if b"\0" in data:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
 # ---- building ----------------------------------------------------------------------------------
 
 def link_only_entry(path: str, target: str) -> ManifestEntry:
@@ -247,22 +239,8 @@ def write_manifest(root: str, files_iter: Iterable[tuple[str, ManifestEntry]], o
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     doc = {"manifest_version": MANIFEST_VERSION, "tool": "driftscan", "created": created, "root": root,
            "files": {rel: files[rel].to_json() for rel in sorted(files)}}
-    directory = os.path.dirname(os.path.abspath(output))
-    fd, tmp = tempfile.mkstemp(prefix=".driftscan-manifest.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)  # ASCII escapes keep undecodable names intact
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, output)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # ASCII escapes keep undecodable names intact
+    write_atomic(output, json.dumps(doc, indent=1, sort_keys=True) + "\n", mode=0o644)
     return Manifest(os.path.abspath(output), root, created, files)
 
 

@@ -5,14 +5,13 @@ Field names here are a contract with CI jobs (issue #2): add fields freely, rena
 
 from __future__ import annotations
 
-import os
-import tempfile
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from ._version import __version__
+from .atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
 from .model import Drift, DriftKind, Finding, Prediction, Scope, Severity, Verification
 from .paths import printable
 from .verify.roots import relpath
@@ -162,21 +161,3 @@ def build_report(verification: Verification, drifts: list[Drift], duration: floa
 
 def report_schema() -> dict[str, Any]:
     return Report.model_json_schema()
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same directory and ``os.replace``."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".driftscan-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

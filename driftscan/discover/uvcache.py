@@ -36,48 +36,39 @@ def _archive(cache_dir: str) -> str:
     return os.path.join(cache_dir, "archive-v0")
 
 
-def archive_of_link(link_target: str, cache_hint: str | None) -> str | None:
-    """For a symlink into a uv cache, the cached file it points to."""
-    marker = f"{os.sep}archive-v0{os.sep}"
-    return link_target if marker in link_target else None
+def _candidates(cache_dir: str | None, record_path: str):
+    """``archive-v0/<id>/<record_path>`` for every cached archive: one path per archive, no walk."""
+    if not cache_dir:
+        return
+    try:
+        ids = os.scandir(_archive(cache_dir))
+    except OSError:
+        return
+    with ids:
+        for entry in ids:
+            yield os.path.join(entry.path, record_path)
 
 
 def find_cache_copy(cache_dir: str | None, path: str, record_path: str) -> CacheCopy | None:
-    """Find the cache file that ``path`` (a venv file with ``st_nlink > 1``) is a hard link of.
-
-    Matching is by device and inode among ``archive-v0/<id>/<record_path>``: one stat per cached
-    archive, no walk of the whole cache.
-    """
-    if not cache_dir:
-        return None
+    """Find the cache file that ``path`` (a venv file with ``st_nlink > 1``) is a hard link of,
+    by device and inode."""
     try:
         st = os.stat(path)
-        ids = os.scandir(_archive(cache_dir))
     except OSError:
         return None
-    with ids:
-        for entry in ids:
-            candidate = os.path.join(entry.path, record_path)
-            try:
-                other = os.stat(candidate)
-            except OSError:
-                continue
-            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
-                return CacheCopy(candidate, True)
+    for candidate in _candidates(cache_dir, record_path):
+        try:
+            other = os.stat(candidate)
+        except OSError:
+            continue
+        if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            return CacheCopy(candidate, True)
     return None
 
 
 def find_pristine_copy(cache_dir: str | None, record_path: str, digest_matches) -> str | None:
     """A cached copy of ``record_path`` whose content matches RECORD (``digest_matches(path)``)."""
-    if not cache_dir:
-        return None
-    try:
-        ids = os.scandir(_archive(cache_dir))
-    except OSError:
-        return None
-    with ids:
-        for entry in ids:
-            candidate = os.path.join(entry.path, record_path)
-            if os.path.isfile(candidate) and digest_matches(candidate):
-                return candidate
+    for candidate in _candidates(cache_dir, record_path):
+        if os.path.isfile(candidate) and digest_matches(candidate):
+            return candidate
     return None

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
+from ..atomic import write_atomic
 from ..errors import TargetError
 from ..manifest import ManifestError, build_manifest, read_manifest, read_regular, write_manifest
 from ..model import FileCheck, Problem
@@ -52,12 +53,7 @@ def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
                 docs.append({"kind": root.kind, "manifest": json.load(f)})
     bundle = {"bundle_version": BUNDLE_VERSION, "tool": "driftscan",
               "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "roots": docs}
-    directory = os.path.dirname(os.path.abspath(output))
-    fd, tmp_path = tempfile.mkstemp(prefix=".driftscan-snapshot.", suffix=".tmp", dir=directory)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(bundle, f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp_path, output)
+    write_atomic(output, json.dumps(bundle, indent=1, sort_keys=True) + "\n", mode=0o644)
     return problems
 
 
