@@ -153,9 +153,15 @@ def _run(tasks: list[_Task], jobs: int, cache, mode: str = "auto") -> list[files
     pending = [i for i, r in enumerate(results) if r is None]
 
     # Pass 2: the files whose content must be hashed, in a thread pool (hashlib drops the GIL).
+    quick, check = files.quick_check, files.check_entry
+
     def batch(chunk: list[int]) -> list[tuple[int, files.EntryResult]]:
-        return [(i, files.check_entry(tasks[i].path, tasks[i].entry, tasks[i].presence_only, cache, lookup=False))
-                for i in chunk]
+        out = []
+        for i in chunk:
+            t = tasks[i]
+            result = quick(t.path, t.entry, cache) if t.entry.hash is not None else None
+            out.append((i, result or check(t.path, t.entry, t.presence_only, cache, lookup=False)))
+        return out
 
     size = 32
     chunks = [pending[i : i + size] for i in range(0, len(pending), size)]
@@ -169,7 +175,8 @@ def _run(tasks: list[_Task], jobs: int, cache, mode: str = "auto") -> list[files
     return results  # type: ignore[return-value]
 
 
-# Forked workers measured slower than threads on 2-vCPU machines (benchmarks/bench_audit.py):
+# Forked workers measured slower than threads here (1.64-1.85 s vs 1.35-1.59 s for the records pass of
+# a 40k-file venv on 2 cores; benchmarks/bench_audit.py):
 # opt in with DRIFTSCAN_HASH_WORKERS=processes, or pass mode="processes".
 PROCESS_THRESHOLD = int(os.environ.get("DRIFTSCAN_PROCESS_THRESHOLD", "0")) or None
 
