@@ -13,8 +13,6 @@ SM120 edit, and leaves 35 dump files in WORK/dumps. Prints `driftscan audit` and
 from __future__ import annotations
 
 import importlib.util
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path

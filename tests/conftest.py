@@ -19,8 +19,11 @@ from fixtures.harness import DEMO_REQS, offline, replace_by_rename  # noqa: E402
 
 @pytest.fixture(scope="session", autouse=True)
 def private_driftscan_cache(tmp_path_factory):
-    """Keep the stat cache of every audit the tests run (in-process and CLI) out of the user's home."""
+    """Keep every audit the tests run (in-process and CLI) away from the user's caches: the stat
+    cache is written to a private directory, and the Hugging Face cache searched for original
+    blobs is an empty one."""
     os.environ["DRIFTSCAN_CACHE_DIR"] = str(tmp_path_factory.mktemp("driftscan-cache"))
+    os.environ["HF_HUB_CACHE"] = str(tmp_path_factory.mktemp("no-hf-cache"))
 
 
 @pytest.fixture(scope="session")

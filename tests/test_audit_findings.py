@@ -11,7 +11,7 @@ import pytest
 from driftscan import audit
 from driftscan.api import plan
 from fixtures import venvs
-from fixtures.harness import offline, run_cli
+from fixtures.harness import run_cli
 from fixtures.wheels import build_wheel
 
 HERE = os.path.dirname(__file__)

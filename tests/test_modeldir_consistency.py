@@ -18,10 +18,6 @@ from fixtures.modeldirs import (
 )
 
 
-@pytest.fixture(autouse=True)
-def no_user_hf_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "no-hf-cache"))
-
 
 def drifts(result):
     return {(os.path.relpath(c.path, result.root), c.kind.value) for c in result.checks}

@@ -17,10 +17,6 @@ from fixtures.modeldirs import (
 )
 
 
-@pytest.fixture(autouse=True)
-def no_user_hf_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "no-hf-cache"))
-
 
 @pytest.fixture
 def clone(tmp_path):

@@ -16,10 +16,6 @@ from driftscan.verify.modeldir_hash import DIRECT_MIN, Meter, hash_file
 from fixtures.modeldirs import build_cache_repo, build_git_clone, build_local_dir, seed_files
 
 
-@pytest.fixture(autouse=True)
-def no_user_hf_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "no-hf-cache"))
-
 
 def test_nonexistent_path_raises_target_error(tmp_path):
     with pytest.raises(TargetError, match="no such directory") as info:

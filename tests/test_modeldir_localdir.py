@@ -22,10 +22,6 @@ SEED_CHANGES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def no_user_hf_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "no-hf-cache"))
-
 
 def rel(result, check):
     return os.path.relpath(check.path, result.root)

@@ -14,10 +14,6 @@ from driftscan.verify.modeldir import verify_model_dir
 from fixtures.modeldirs import KV_CACHE_SCHEME, safetensors_bytes, seed_files, sm120_edit, tree_state
 
 
-@pytest.fixture(autouse=True)
-def no_user_hf_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "no-hf-cache"))
-
 
 @pytest.fixture
 def model(tmp_path):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..discover.dists import TRUSTED_INSTALLERS, MetadataDir
 from ..model import Distribution, DriftKind, FileCheck, Problem, RecordEntry, Target, Unverifiable
 from . import files
-from .ownership import Ownership, bytecode_source, entry_path, is_bytecode, is_virtualenv_style_row
+from .ownership import Ownership, bytecode_source, is_bytecode, is_virtualenv_style_row
 from .roots import root_of
 
 _KIND = {
