@@ -114,3 +114,23 @@ def test_a_drifted_file_that_no_longer_parses_is_a_finding(seeded):
     assert "will not import" in init.findings[0].message
     ignored = audit(venv=str(venv), ignore=["DBG001"])
     assert all(f.code != "DBG001" for d in ignored.drifts for f in d.findings)
+
+
+def test_added_files_beyond_the_limit_skip_only_the_syntax_check(tmp_path, monkeypatch):
+    from driftscan import findings
+
+    site = tmp_path / "site"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg/broken.py").write_text("def broken(:\n")
+    (site / "pkg/dump.py").write_text("import torch\ndef forward(x):\n    torch.save(x, '/tmp/x.pt')\n")
+    (site / "pkg/ok.py").write_text("X = 1\n")
+    by_rel = {d.relpath: d for d in audit(site_packages=[str(site)]).drifts}
+    assert [f.code for f in by_rel["pkg/broken.py"].findings] == ["DBG001"]
+
+    monkeypatch.setattr(findings, "SYNTAX_CHECK_ADDED_LIMIT", 2)
+    report = audit(site_packages=[str(site)])
+    by_rel = {d.relpath: d for d in report.drifts}
+    assert by_rel["pkg/broken.py"].findings == []  # not syntax-checked...
+    assert "DBG101" in {f.code for f in by_rel["pkg/dump.py"].findings}  # ...but the rules still ran
+    assert [s.message for s in report.skipped] == [
+        "syntax check skipped for 3 added .py files (more than 2); the debug rules still ran on them"]
