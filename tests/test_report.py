@@ -66,3 +66,20 @@ def test_write_atomic_failure_keeps_old_file(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         write_atomic(str(target), "new")
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_text_collapses_a_directory_of_added_files(tmp_path):
+    from driftscan import audit
+    from driftscan.render.text import COLLAPSE_OVER
+
+    site = tmp_path / "site"
+    (site / "copied").mkdir(parents=True)
+    for i in range(COLLAPSE_OVER + 1):
+        (site / f"copied/m{i}.py").write_text("X = 1\n")
+    (site / "single").mkdir()
+    (site / "single/one.py").write_text("Y = 1\n")
+    report = audit(site_packages=[str(site)])
+    assert len(report.drifts) == COLLAPSE_OVER + 2  # JSON keeps every file
+    text = RENDERERS["text"](report)
+    assert f"copied/  ({COLLAPSE_OVER + 1} files" in text and "copied/m0.py" not in text
+    assert "single/one.py" in text

@@ -32,6 +32,18 @@ def _detail(d: DriftOut) -> str:
 _MARK = {"wiped": "WIPED      ", "survives": "SURVIVES   ", "may-survive": "MAY SURVIVE"}
 
 
+COLLAPSE_OVER = 10  # added files under one top-level directory shown as one line beyond this
+
+
+def _collapsible(items: list[DriftOut]) -> dict[str, list[DriftOut]]:
+    """Added files grouped by their top-level directory, where a group is too long to list."""
+    groups: dict[str, list[DriftOut]] = {}
+    for d in items:
+        if d.kind.value == "added" and "/" in d.relpath:
+            groups.setdefault(d.relpath.split("/", 1)[0], []).append(d)
+    return {k: v for k, v in sorted(groups.items()) if len(v) > COLLAPSE_OVER}
+
+
 def _root(d: DriftOut) -> str:
     """The directory relpath is relative to (for source and data groups)."""
     if d.scope.value in ("source", "data") and d.path.endswith(d.relpath) and d.relpath != ".":
@@ -72,7 +84,17 @@ def render_text(r: Report) -> str:
     for _, group in groupby(r.drifts, key=key):
         items = list(group)
         lines.append(_group_heading(items[0]))
+        collapsed = _collapsible(items)
+        for directory, members in collapsed.items():
+            size = sum(m.actual.get("size", 0) for m in members if isinstance(m.actual.get("size"), int))
+            codes = Counter(f.code for m in members for f in m.findings)
+            found = "; findings: " + ", ".join(f"{c} ×{n}" for c, n in sorted(codes.items())) if codes else ""
+            lines.append(f"  {'added':<{width}}  {_MARK[members[0].prediction.value]}  {directory}/  "
+                         f"({len(members)} files, {size / 1e6:.1f} MB{found}; listed one by one in --format json)")
+        hidden = {id(m) for members in collapsed.values() for m in members}
         for d in items:
+            if id(d) in hidden:
+                continue
             detail = _detail(d)
             lines.append(f"  {d.kind.value:<{width}}  {_MARK[d.prediction.value]}  {d.relpath}"
                          + (f"  ({detail})" if detail else ""))
