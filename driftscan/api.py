@@ -63,13 +63,14 @@ def _merge(verification: Verification, results: Sequence[ModelDirResult]) -> Ver
     )
 
 
-def _inspect(verification: Verification, jobs: int | None, select: Sequence[str], ignore: Sequence[str]):
+def _inspect(verification: Verification, jobs: int | None, select: Sequence[str], ignore: Sequence[str],
+             rules_modules: Sequence[str] = ()):
     """Debug-code findings on drifted Python files, and the dumps they left on disk."""
     if not any(c.path.endswith((".py", ".pyw")) for c in verification.checks):
         return verification, []  # nothing to parse: libcst is not even imported
     from .findings import inspect_drifts
 
-    outcome = inspect_drifts(verification.checks, jobs=jobs, select=select, ignore=ignore)
+    outcome = inspect_drifts(verification.checks, jobs=jobs, select=select, ignore=ignore, rules_modules=rules_modules)
     merged = Verification(
         target=verification.target,
         distributions=verification.distributions,
@@ -86,12 +87,14 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
         uv_cache: str | None = None, installer: str | None = None, use_cache: bool = True,
         model_dirs: Sequence[str] = (), hf_cache: str | None = None, deep: bool = False,
         revision: str | None = None, manifest: str | None = None, progress=None,
-        select: Sequence[str] = (), ignore: Sequence[str] = (), inspect: bool = True) -> Run:
+        select: Sequence[str] = (), ignore: Sequence[str] = (), inspect: bool = True,
+        rules_modules: Sequence[str] = (), include_environment: bool = False) -> Run:
     """One pass of the pipeline. Naming any target (a venv, site-packages, a model directory,
-    a Hugging Face cache) replaces the default, the running environment."""
+    a Hugging Face cache) replaces the default, the running environment, unless
+    ``include_environment`` (model directories from a config file add to the default)."""
     started = time.perf_counter()
     models = model_dir_paths(model_dirs, hf_cache)
-    python_named = venv is not None or bool(site_packages)
+    python_named = venv is not None or bool(site_packages) or include_environment
     target = resolve_target(venv, tuple(site_packages)) if python_named or not models else NO_PYTHON
     cache = StatCache.for_target(target.venv or "\0".join(target.site_packages)) if use_cache else NoCache()
     if target is NO_PYTHON:
@@ -104,7 +107,7 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
     verification = _merge(verification, results)
     skipped: list = []
     if inspect:
-        verification, skipped = _inspect(verification, jobs, select, ignore)
+        verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules)
     drifts = [classify(check, target, installer) for check in verification.checks]
     report = build_report(verification, drifts, time.perf_counter() - started,
                           model_dirs=[r.root for r in results], skipped=skipped)
@@ -152,6 +155,7 @@ def plan(
     use_cache: bool = True,
     model_dirs: Sequence[str] = (),
     hf_cache: str | None = None,
+    include_environment: bool = False,
 ) -> "Plan":
     """What reinstalling ``reinstall`` (distribution names) undoes and what survives it.
 
@@ -162,7 +166,7 @@ def plan(
     from .plan import build_plan
 
     result = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, installer=installer, use_cache=use_cache,
-                 model_dirs=model_dirs, hf_cache=hf_cache)
+                 model_dirs=model_dirs, hf_cache=hf_cache, include_environment=include_environment)
     verified_roots = [r.root for r in result.model_dirs if r.kind != "unknown"]
 
     def referenced(path: str) -> bool:

@@ -83,6 +83,21 @@ def model_options(func):
     return func
 
 
+def config_option(func):
+    return click.option("--config", "config_file", metavar="FILE",
+                        help="Configuration file (default: ./driftscan.toml, then ~/.config/driftscan/config.toml).")(func)
+
+
+def _targets(config, venv, site_packages, model_dirs, hf_cache):
+    """Command-line targets plus the config's model directories and caches. Config model
+    directories add to the default target instead of replacing it."""
+    named = venv is not None or bool(site_packages) or bool(model_dirs) or hf_cache is not None
+    dirs = list(dict.fromkeys([*model_dirs, *config.model_dirs]))
+    hub = hf_cache if hf_cache is not None else config.hf_cache_arg
+    include_environment = not named and bool(config.model_dirs or hub is not None)
+    return dirs, hub, include_environment
+
+
 def _codes(values: tuple[str, ...]) -> list[str]:
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
@@ -133,18 +148,24 @@ def main() -> None:
 @click.option("--deep", is_flag=True, help="Hash large model files too (default: presence, size and mtime).")
 @click.option("--revision", metavar="REV", help="Model directories: the ref or commit to compare against.")
 @click.option("--manifest", metavar="FILE", help="Model directories: compare against this driftscan manifest.")
+@config_option
 @guarded
 def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, model_dirs, hf_cache, select, ignore,
-          deep, revision, manifest) -> None:
+          deep, revision, manifest, config_file) -> None:
     """Check every installed file against its wheel's RECORD; list files no RECORD owns.
 
     With no target, audits the environment driftscan runs in.
     """
     from .api import run
 
-    report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=not no_cache, model_dirs=model_dirs,
-                 hf_cache=hf_cache, deep=deep, revision=revision, manifest=manifest, progress=Progress(),
-                 select=_codes(select), ignore=_codes(ignore)).report
+    from .config import load_config
+
+    config = load_config(config_file)
+    dirs, hub, include_environment = _targets(config, venv, site_packages, model_dirs, hf_cache)
+    report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
+                 model_dirs=dirs, hf_cache=hub, deep=deep, revision=revision, manifest=manifest, progress=Progress(),
+                 select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
+                 rules_modules=config.rules_modules, include_environment=include_environment).report
     emit(report, fmt, output)
     sys.exit(exit_status(report, strict))
 
@@ -170,9 +191,10 @@ def _names(values: tuple[str, ...]) -> list[str]:
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
 @click.option("--no-cache", is_flag=True, help="Re-hash every file instead of trusting the stat cache.")
 @model_options
+@config_option
 @guarded
 def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, uv_cache, no_cache, model_dirs,
-         hf_cache) -> None:
+         hf_cache, config_file) -> None:
     """What will reinstalling NAME undo, and what will survive it?
 
     Each drift is marked WIPED, SURVIVES or MAY SURVIVE with the reason, followed by the steps:
@@ -182,9 +204,13 @@ def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, u
     """
     from .api import plan as run_plan
 
+    from .config import load_config
+
+    config = load_config(config_file)
+    dirs, hub, include_environment = _targets(config, venv, site_packages, model_dirs, hf_cache)
     result = run_plan(_names(reinstall), venv=venv, site_packages=site_packages, installer=installer,
-                      expect=expect, jobs=jobs, uv_cache=uv_cache, use_cache=not no_cache, model_dirs=model_dirs,
-                      hf_cache=hf_cache)
+                      expect=expect, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
+                      model_dirs=dirs, hf_cache=hub, include_environment=include_environment)
     text = PLAN_RENDERERS[fmt](result)
     if output:
         write_atomic(output, text)
@@ -254,8 +280,9 @@ SEVERITIES = ["low", "medium", "high"]
 @click.option("--no-prefilter", is_flag=True, help="Parse every file (slow; the findings are the same).")
 @click.option("--fail-on", type=click.Choice(SEVERITIES), default="low", show_default=True,
               help="Lowest severity that sets exit bit 1.")
+@config_option
 @guarded
-def scan(paths, select, ignore, fmt, output, jobs, rules_modules, no_prefilter, fail_on) -> None:
+def scan(paths, select, ignore, fmt, output, jobs, rules_modules, no_prefilter, fail_on, config_file) -> None:
     """Find injected debug code in Python files and directories (linter-style).
 
     Exit status as for audit: bit 1 when a finding at or above --fail-on, bit 2 when a file
@@ -266,8 +293,12 @@ def scan(paths, select, ignore, fmt, output, jobs, rules_modules, no_prefilter, 
     missing = [p for p in paths if not os.path.lexists(p)]
     if missing:
         raise DriftscanError(f"{missing[0]}: no such file or directory")
-    result = scan_paths(paths, select=_codes(select), ignore=_codes(ignore), jobs=jobs,
-                        prefilter=not no_prefilter, extra_rule_modules=rules_modules)
+    from .config import load_config
+
+    config = load_config(config_file)
+    result = scan_paths(paths, select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
+                        jobs=jobs, prefilter=not no_prefilter,
+                        extra_rule_modules=[*rules_modules, *config.rules_modules])
     text = SCAN_RENDERERS[fmt](result)
     if output:
         write_atomic(output, text)

@@ -86,13 +86,13 @@ def _unparsable(path: str) -> Finding | None:
 
 
 def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, select: Sequence[str] = (),
-                   ignore: Sequence[str] = ()) -> InspectOutcome:
+                   ignore: Sequence[str] = (), rules_modules: Sequence[str] = ()) -> InspectOutcome:
     targets = sorted({c.path for c in checks if _inspectable(c)})
     if not targets:
         return InspectOutcome(list(checks))
     # The prefilter never changes findings (a test holds it to that) and spares parsing files
     # that cannot match, which matters when thousands of .py files were added by hand.
-    result = scan_paths(targets, select=select, ignore=ignore, jobs=jobs)
+    result = scan_paths(targets, select=select, ignore=ignore, jobs=jobs, extra_rule_modules=rules_modules)
     by_path: dict[str, list[Finding]] = defaultdict(list)
     writers: dict[str, list[tuple[str, Finding]]] = defaultdict(list)
     for path, finding in result.findings:
@@ -100,7 +100,7 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
         if finding.artifact_pattern:
             writers[finding.artifact_pattern].append((path, finding))
     skipped: list[Problem] = []
-    if "DBG001" in {r.CODE for r in select_rules(load_rules(), select, ignore)}:
+    if "DBG001" in {r.CODE for r in select_rules(load_rules(rules_modules), select, ignore)}:
         edited = {c.path for c in checks if _inspectable(c) and c.kind is not DriftKind.ADDED}
         added = [p for p in targets if p not in edited]
         checked = sorted(edited) + (added if len(added) <= SYNTAX_CHECK_ADDED_LIMIT else [])

@@ -24,6 +24,7 @@ def private_driftscan_cache(tmp_path_factory):
     blobs is an empty one."""
     os.environ["DRIFTSCAN_CACHE_DIR"] = str(tmp_path_factory.mktemp("driftscan-cache"))
     os.environ["HF_HUB_CACHE"] = str(tmp_path_factory.mktemp("no-hf-cache"))
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("no-user-config"))  # no ~/.config/driftscan
 
 
 @pytest.fixture(scope="session")

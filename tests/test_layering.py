@@ -11,7 +11,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "driftscan"
 
 LAYERS = ["_version", "errors", "model", "paths", "atomic", "record", "jsondiff", "manifest", "cache", "discover", "verify", "inspect", "rules",
-          "classify", "report", "expect", "plan", "render", "api", "__init__", "cli", "__main__"]
+          "classify", "report", "expect", "plan", "render", "config", "api", "__init__", "cli", "__main__"]
 # rules and inspect are one layer: rules are loaded by the inspect registry and subclass its Rule.
 SAME_LAYER = {"rules": "inspect", "findings": "inspect"}
 
