@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from ._version import __version__
 from .atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
 from .model import Drift, DriftKind, Finding, Prediction, Scope, Severity, Verification
-from .paths import printable
+from .paths import printable, printable_tree
 from .verify.roots import relpath
 
 SCHEMA_VERSION = "1"
@@ -124,10 +124,10 @@ def _drift(d: Drift) -> DriftOut:
         remedy=printable(d.remedy),
         evidence=printable(d.evidence),
         findings=[_finding(f) for f in c.findings],
-        expected=c.expected,
-        actual={k: printable(v) if isinstance(v, str) else v for k, v in c.actual.items()},
-        json_changes=list(c.json_changes),
-        diff=c.diff,
+        expected=printable_tree(c.expected),
+        actual=printable_tree(c.actual),
+        json_changes=printable_tree(list(c.json_changes)),
+        diff=printable(c.diff) if c.diff is not None else None,
         artifacts=[printable(p) for p in c.actual.get("artifacts", [])] if c.kind is DriftKind.DEBUG_ARTIFACTS else [],
     )
 

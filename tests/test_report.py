@@ -83,3 +83,21 @@ def test_text_collapses_a_directory_of_added_files(tmp_path):
     text = RENDERERS["text"](report)
     assert f"copied/  ({COLLAPSE_OVER + 1} files" in text and "copied/m0.py" not in text
     assert "single/one.py" in text
+
+
+def test_undecodable_names_anywhere_in_a_drift_serialise(tmp_path):
+    """A dump pattern, a writer path or a json key can carry non-UTF-8 bytes from file names."""
+    from driftscan.model import DriftKind, FileCheck, Scope, Drift, Prediction, Target, Verification
+    from driftscan.report import build_report
+
+    name = os.fsdecode(b"/tmp/caf\xe9_*.pt")
+    check = FileCheck(DriftKind.DEBUG_ARTIFACTS, name, "/tmp", None, {"pattern": name},
+                      {"artifacts": [name], "written_by": [{"path": name, "line": 3}]}, "", area="external",
+                      json_changes=({"pointer": "/" + name, "op": "added", "new": name},), diff=name)
+    drift = Drift(check, Scope.EXTERNAL, True, f"rm {name}", "", Prediction.SURVIVES)
+    target = Target(kind="none", venv=None, site_packages=())
+    report = build_report(Verification(target, (), (check,), 0, (), ()), [drift])
+    data = json.loads(RENDERERS["json"](report))
+    assert data["drifts"][0]["actual"]["written_by"][0]["path"] == "/tmp/caf\\xe9_*.pt"
+    assert data["drifts"][0]["artifacts"] == ["/tmp/caf\\xe9_*.pt"]
+    RENDERERS["text"](report)
