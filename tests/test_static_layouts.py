@@ -93,3 +93,17 @@ def test_non_utf8_record_and_names(tmp_path):
     assert [e.message for e in report.errors] == ["not valid UTF-8; undecodable bytes kept as escapes"]
     assert kinds(report) == {("latin/na\\xefve.py", "added", None)}
     report.model_dump_json()  # serialisable despite the undecodable names
+
+
+def test_conda_prefix_bin_is_not_walked(tmp_path):
+    """conda-meta/ marks a conda prefix: its bin/ is the whole distribution, not venv extras."""
+    prefix = tmp_path / "conda-env"
+    site = prefix / "lib/python3.11/site-packages"
+    site.mkdir(parents=True)
+    (prefix / "conda-meta").mkdir()
+    (prefix / "bin").mkdir()
+    (prefix / "bin/openssl").write_text("")
+    (site / "stray.py").write_text("")
+    report = audit(venv=str(prefix))
+    assert report.target.kind == "prefix"
+    assert kinds(report) == {("stray.py", "added", None)}

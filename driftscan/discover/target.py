@@ -98,7 +98,9 @@ def venv_target(path: str) -> Target:
         kind=kind,
         venv=prefix,
         site_packages=tuple(site),
-        bin_dir=_bin_dir(prefix),
+        # A venv's bin/ holds only what installers put there; a conda prefix's holds the whole
+        # distribution (python, openssl, ...), which no RECORD lists: not walked.
+        bin_dir=_bin_dir(prefix) if kind == "venv" else None,
         python_version=version,
         extra_roots=_existing(prefix, "include", "share") if kind == "venv" else (),
     )
