@@ -100,7 +100,7 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
     if target is NO_PYTHON:
         verification = Verification(NO_PYTHON, (), (), 0, (), ())
     else:
-        verification = verify(target, jobs=jobs, uv_cache=uv_cache, stat_cache=cache)
+        verification = verify(target, jobs=jobs, uv_cache=uv_cache, stat_cache=cache, progress=progress)
         cache.save()
     results = tuple(verify_model_dir(p, deep=deep, revision=revision, manifest=manifest,
                                      jobs=jobs or default_jobs(), progress=progress) for p in models)

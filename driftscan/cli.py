@@ -110,15 +110,19 @@ def rule_options(func):
                         help="Rule codes, prefixes or names to run (default: all).")(func)
 
 
+PROGRESS_MIN_BYTES = 256 << 20
+
+
 class Progress:
-    """A one-line progress bar on stderr, only when stderr is a terminal."""
+    """A one-line progress bar on stderr, only when stderr is a terminal and the work is long
+    (more than PROGRESS_MIN_BYTES to hash)."""
 
     def __init__(self) -> None:
         self.enabled = sys.stderr.isatty()
         self.last = -1
 
     def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
+        if not self.enabled or total < PROGRESS_MIN_BYTES:
             return
         pct = int(done * 100 / total)
         if pct != self.last:

@@ -24,3 +24,22 @@ def test_processes_and_threads_agree(planted, tmp_path):
     assert results["threads"].files_checked == results["processes"].files_checked
     assert caches["threads"]._entries.keys() == caches["processes"]._entries.keys()
     assert len(caches["processes"]._entries) > 100
+
+
+def test_progress_reports_every_hashed_byte(planted):
+    venv, _ = planted
+    import threading
+
+    from driftscan.verify import verify
+
+    calls: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def progress(done: int, total: int) -> None:
+        with lock:
+            calls.append((done, total))
+
+    verify(resolve_target(str(venv)), jobs=2, progress=progress)
+    assert calls and all(d <= t for d, t in calls)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)  # monotonic
+    assert calls[-1][0] == calls[-1][1] > 0  # ends at the total

@@ -39,14 +39,16 @@ def _orphaned(target: Target, md) -> FileCheck:
     )
 
 
-def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None, stat_cache=None) -> Verification:
+def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None, stat_cache=None,
+           progress=None) -> Verification:
     """``uv_cache``: where uv's cache is (default: uv's own rule), to trace hard-linked edits.
-    ``stat_cache``: a ``driftscan.cache.StatCache`` to skip re-hashing unchanged files."""
+    ``stat_cache``: a ``driftscan.cache.StatCache`` to skip re-hashing unchanged files.
+    ``progress(done, total)``: bytes hashed so far, called from the hashing threads."""
     metadirs = list(find_distributions(target.site_packages))
     own = build_ownership(metadirs)
     errors: list[Problem] = [p for md in metadirs for p in md.problems]
     orphaned = [_orphaned(target, md) for md in metadirs if md.distribution is None and md.missing]
-    outcome = verify_records(target, metadirs, own, jobs or default_jobs(), stat_cache)
+    outcome = verify_records(target, metadirs, own, jobs or default_jobs(), stat_cache, progress=progress)
     added, walk_problems = find_unowned(target, own)
     dists = tuple(md.distribution for md in metadirs if md.distribution is not None)
     editables, editable_problems = find_editable_sources(dists, target.site_packages)

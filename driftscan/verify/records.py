@@ -6,6 +6,7 @@ import multiprocessing
 import os
 import stat
 import sys
+import threading
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -138,7 +139,22 @@ def _stat_pass(tasks: list[_Task], cache) -> list[files.EntryResult | None]:
     return results
 
 
-def _run(tasks: list[_Task], jobs: int, cache, mode: str = "auto") -> list[files.EntryResult]:
+class _Meter:
+    """Bytes hashed so far, reported to ``progress(done, total)`` from the hashing threads."""
+
+    def __init__(self, total: int, progress) -> None:
+        self.total, self.done, self.progress = total, 0, progress
+        self.lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        if self.progress is None:
+            return
+        with self.lock:
+            self.done += n
+            self.progress(min(self.done, self.total), self.total)
+
+
+def _run(tasks: list[_Task], jobs: int, cache, mode: str = "auto", progress=None) -> list[files.EntryResult]:
     """Check every task. Threads share the GIL for the per-file Python work; processes do not,
     but cost a fork: used for large inventories (see benchmarks/bench_audit.py)."""
     if mode == "auto":
@@ -154,6 +170,7 @@ def _run(tasks: list[_Task], jobs: int, cache, mode: str = "auto") -> list[files
 
     # Pass 2: the files whose content must be hashed, in a thread pool (hashlib drops the GIL).
     quick, check = files.quick_check, files.check_entry
+    meter = _Meter(sum(tasks[i].entry.size or 0 for i in pending), progress)
 
     def batch(chunk: list[int]) -> list[tuple[int, files.EntryResult]]:
         out = []
@@ -161,6 +178,7 @@ def _run(tasks: list[_Task], jobs: int, cache, mode: str = "auto") -> list[files
             t = tasks[i]
             result = quick(t.path, t.entry, cache) if t.entry.hash is not None else None
             out.append((i, result or check(t.path, t.entry, t.presence_only, cache, lookup=False)))
+        meter.add(sum(tasks[i].entry.size or 0 for i in chunk))
         return out
 
     size = 32
@@ -189,9 +207,9 @@ def _not_drift(task: _Task, result: files.EntryResult) -> bool:
 
 
 def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, jobs: int,
-                   cache=None, mode: str = "auto") -> RecordsOutcome:
+                   cache=None, mode: str = "auto", progress=None) -> RecordsOutcome:
     tasks = _tasks(metadirs, own)
-    results = _run(tasks, jobs, cache, mode)
+    results = _run(tasks, jobs, cache, mode, progress)
     errors: list[Problem] = []
     checked = 0
     raw: dict[str, list[tuple[_Task, files.EntryResult]]] = defaultdict(list)
