@@ -6,11 +6,13 @@ from collections.abc import Callable
 
 from ..report import Report
 from .json import render_json
+from .sarif import render_sarif
 from .text import render_text
 
 RENDERERS: dict[str, Callable[[Report], str]] = {
     "text": render_text,
     "json": render_json,
+    "sarif": render_sarif,
 }
 
 __all__ = ["RENDERERS", "render_json", "render_text"]

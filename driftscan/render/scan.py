@@ -38,4 +38,10 @@ def render_scan_text(result: "ScanResult") -> str:
     return "\n".join(lines) + "\n"
 
 
-SCAN_RENDERERS = {"text": render_scan_text, "json": render_scan_json}
+def render_scan_sarif_lazy(result: "ScanResult") -> str:
+    from .sarif import render_scan_sarif
+
+    return render_scan_sarif(result)
+
+
+SCAN_RENDERERS = {"text": render_scan_text, "json": render_scan_json, "sarif": render_scan_sarif_lazy}
