@@ -203,6 +203,12 @@ def snapshot(output: str, venv: str | None = None, site_packages: Sequence[str] 
                          progress=progress)
 
 
+def _python_target(root: Root, named: Target) -> Target:
+    if root.path == named.venv or root.path in named.site_packages:
+        return named
+    return resolve_target(root.path) if root.kind == "venv" else resolve_target(None, [root.path])
+
+
 def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[str] = (),
          model_dirs: Sequence[str] = (), *, jobs: int | None = None, deep: bool = False, progress=None,
          inspect: bool = True) -> Report:
@@ -221,23 +227,22 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
             raise TargetError(f"{missing[0]}: not in the snapshot {snapshot_path}")
         results = [diff_root(r, m, jobs=jobs or default_jobs(), deep=deep, progress=progress) for r, m in chosen]
     checks: list = []
-    referenced: set[str] = set()
     dists: list = []
     for (root, _), result in zip(chosen, results):
-        if root.kind in ("venv", "site-packages"):
-            python = target if target.venv == root.path or root.path in target.site_packages else \
-                resolve_target(root.path) if root.kind == "venv" else resolve_target(None, [root.path])
-            target = python if target is NO_PYTHON else target
-            metadirs = list(find_distributions(python.site_packages))
-            dists += [md.distribution for md in metadirs if md.distribution is not None]
-            checks += attach_ownership(result.checks, build_ownership(metadirs), python.site_packages)
-        else:
+        if root.kind not in ("venv", "site-packages"):
             checks += with_remedies(result)
+            continue
+        # Files of a Python root are judged like audit's: RECORD decides package or environment scope.
+        python = _python_target(root, target)
+        target = python if target is NO_PYTHON else target
+        metadirs = list(find_distributions(python.site_packages))
+        dists += [md.distribution for md in metadirs if md.distribution is not None]
+        checks += attach_ownership(result.checks, build_ownership(metadirs), python.site_packages)
     verification = Verification(
         target=target, distributions=tuple(dists), checks=tuple(checks),
         files_checked=sum(r.files_checked for r in results),
         unverifiable=tuple(u for r in results for u in r.unverifiable),
-        errors=tuple(e for r in results for e in r.errors), referenced=frozenset(referenced))
+        errors=tuple(e for r in results for e in r.errors))
     skipped: list = []
     if inspect:
         verification, skipped = _inspect(verification, jobs, (), ())
