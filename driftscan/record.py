@@ -70,7 +70,8 @@ def parse_record(text: str, *, allow_hex: bool = False) -> ParsedRecord:
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue
             entry, problems = _build_entry(row, line, allow_hex)
-            issues.extend(RecordIssue(line, p, row[0] or None) for p in problems)
+            if problems:
+                issues.extend(RecordIssue(line, p, row[0] or None) for p in problems)
             if entry is not None:
                 entries.append(entry)
     except csv.Error as exc:
