@@ -156,9 +156,11 @@ def main() -> None:
 @guarded
 def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, model_dirs, hf_cache, select, ignore,
           deep, revision, manifest, config_file) -> None:
-    """Check every installed file against its wheel's RECORD; list files no RECORD owns.
+    """Check installed files against their RECORDs and model directories against their provenance.
 
-    With no target, audits the environment driftscan runs in.
+    Lists files no RECORD owns, debug code in drifted Python files and the dumps it left. With no
+    target, audits the environment driftscan runs in. Exit status: bit 1 drift found, bit 2
+    something could not be checked (or a usage error).
     """
     from .api import run
 
