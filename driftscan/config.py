@@ -15,16 +15,10 @@ Looked up as ``--config FILE``, else ``./driftscan.toml``, else
 from __future__ import annotations
 
 import os
-import sys
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from .tomlfile import load_toml_model
 
 
 class Config(BaseModel):
@@ -64,18 +58,7 @@ def load_config(explicit: str | None = None) -> Config:
     path = find_config(explicit)
     if path is None:
         return Config()
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except OSError as exc:
-        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    try:
-        config = Config.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(f"{path}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    config = load_toml_model(path, Config)
     base = os.path.dirname(os.path.abspath(path))
     dirs = [os.path.normpath(os.path.join(base, os.path.expanduser(d))) for d in config.model_dirs]
     return config.model_copy(update={"model_dirs": dirs, "source": path})

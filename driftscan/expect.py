@@ -15,17 +15,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from .tomlfile import load_toml_model
 
 CHECKS = ("json_has", "json_lacks", "contains", "lacks", "unchanged")
 
@@ -72,19 +66,7 @@ class ExpectationsFile(BaseModel):
 
 def load_expectations(path: str, placeholders: dict[str, str] | None = None) -> list[Expectation]:
     """Read and validate a TOML expectations file; relative ``file`` paths are relative to it."""
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except OSError as exc:
-        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    try:
-        parsed = ExpectationsFile.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{path}: {where}: {first['msg']}") from None
+    parsed = load_toml_model(path, ExpectationsFile)
     base = os.path.dirname(os.path.abspath(path))
     out = []
     for item in parsed.expect:
