@@ -63,20 +63,81 @@ def parse_record(text: str, *, allow_hex: bool = False) -> ParsedRecord:
     """Parse the text of a RECORD (CRLF or LF, csv-quoted paths)."""
     entries: list[RecordEntry] = []
     issues: list[RecordIssue] = []
+    if text.count("\r") != text.count("\r\n") or not _parse_plain(text, allow_hex, entries, issues):
+        entries.clear()
+        issues.clear()
+        _parse_csv(text, allow_hex, entries, issues)  # unusual quoting, bare CRs: the csv module's job
+    return ParsedRecord(tuple(entries), tuple(issues))
+
+
+def _parse_csv(text: str, allow_hex: bool, entries: list[RecordEntry], issues: list[RecordIssue]) -> None:
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         for row in reader:
             line = reader.line_num
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue
-            entry, problems = _build_entry(row, line, allow_hex)
-            if problems:
-                issues.extend(RecordIssue(line, p, row[0] or None) for p in problems)
-            if entry is not None:
-                entries.append(entry)
+            _add_row(row, line, allow_hex, entries, issues)
     except csv.Error as exc:
         issues.append(RecordIssue(reader.line_num, f"unreadable csv: {exc}"))
-    return ParsedRecord(tuple(entries), tuple(issues))
+
+
+def _parse_plain(text: str, allow_hex: bool, entries: list[RecordEntry], issues: list[RecordIssue]) -> bool:
+    """The common RECORD: a row is its line split at commas, the path alone quoted when it holds a
+    comma (what pip and uv write). Gives exactly what the csv module gives (a test compares them),
+    several times faster on a 40,000-row venv; False, having given up, at any other quoting."""
+    append = entries.append
+    sha256 = _sha256_digest
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.endswith("\r"):
+            line = line[:-1]
+        if '"' in line:
+            end = line.find('"', 1)
+            if line[0] != '"' or line.count('"') != 2 or line[end + 1:end + 2] != ",":
+                return False
+            row = [line[1:end], *line[end + 2:].split(",")]
+        else:
+            row = line.split(",")
+        if len(row) == 3:
+            path, hash_text, size_text = row
+            if path and len(hash_text) == 50 and hash_text.startswith("sha256=") and size_text.isdigit() \
+                    and size_text.isascii():
+                digest = sha256(hash_text[7:])
+                if digest is not None:
+                    append(RecordEntry(path, Hash("sha256", digest), int(size_text), number))
+                    continue
+            elif path and not hash_text and not size_text:
+                append(RecordEntry(path, None, None, number))
+                continue
+        elif not line.strip():
+            continue
+        _add_row(row, number, allow_hex, entries, issues)
+    return True
+
+
+def _sha256_digest(value: str) -> bytes | None:
+    """The digest of a canonical 43-character urlsafe-base64 sha256 value; None for anything else."""
+    try:
+        digest = binascii.a2b_base64(value.replace("-", "+").replace("_", "/") + "=")
+        # a2b_base64 skips stray characters: only the round trip proves the text canonical (and urlsafe)
+        if len(digest) == 32 and binascii.b2a_base64(digest, newline=False)[:43].translate(_TO_URLSAFE) == \
+                value.encode("ascii"):
+            return digest
+    except (binascii.Error, ValueError):  # UnicodeEncodeError included
+        pass
+    return None
+
+
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
+def _add_row(row: list[str], line: int, allow_hex: bool, entries: list[RecordEntry],
+             issues: list[RecordIssue]) -> None:
+    entry, problems = _build_entry(row, line, allow_hex)
+    if problems:
+        issues.extend(RecordIssue(line, p, row[0] or None) for p in problems)
+    if entry is not None:
+        entries.append(entry)
 
 
 def _build_entry(row: list[str], line: int, allow_hex: bool) -> tuple[RecordEntry | None, list[str]]:

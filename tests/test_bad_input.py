@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from driftscan import TargetError, audit
+from driftscan.model import Hash, RecordEntry
 from driftscan.verify import files as files_mod
 from driftscan.verify import unowned as unowned_mod
 from fixtures.harness import run_cli
@@ -94,7 +95,7 @@ def test_symlink_loops_and_fifos_do_not_hang_or_crash(tmp_path):
         ("secret.py", "cannot follow symlink: symlink loop")]
 
 
-def test_file_vanishing_between_stat_and_open(tmp_path, monkeypatch):
+def test_file_vanishing_mid_audit(tmp_path, monkeypatch):
     site = _site_with_dist(tmp_path)
     real_open = os.open
 
@@ -108,7 +109,24 @@ def test_file_vanishing_between_stat_and_open(tmp_path, monkeypatch):
     report = audit(site_packages=[str(site)], jobs=1)
     missing = [d for d in report.drifts if d.kind.value == "missing"]
     assert [d.relpath for d in missing] == ["victim/secret.py"]
-    assert "vanished" in missing[0].evidence
+    assert report.errors == []
+
+
+def test_file_vanishing_between_stat_and_open_says_so(tmp_path, monkeypatch):
+    site = _site_with_dist(tmp_path)
+    path = site / "victim/secret.py"
+    entry = RecordEntry("victim/secret.py", Hash("sha256", b"\0" * 32), path.stat().st_size, 1)
+    real_open = os.open
+
+    def vanishing_open(name, *args, **kwargs):
+        if str(name) == str(path):
+            os.unlink(name)
+            raise FileNotFoundError(2, "No such file or directory", name)
+        return real_open(name, *args, **kwargs)
+
+    monkeypatch.setattr(files_mod.os, "open", vanishing_open)
+    result = files_mod.check_entry(str(path), entry)  # lstat sees it, open does not
+    assert (result.status, result.message) == (files_mod.MISSING, "vanished during the audit")
 
 
 def test_directory_vanishing_mid_walk(tmp_path, monkeypatch):

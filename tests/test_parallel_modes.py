@@ -6,6 +6,7 @@ from driftscan.cache import StatCache
 from driftscan.discover import find_distributions, resolve_target
 from driftscan.verify.ownership import build_ownership
 from driftscan.verify.records import verify_records
+from fixtures.harness import settle
 
 
 def verdicts(outcome):
@@ -14,6 +15,7 @@ def verdicts(outcome):
 
 def test_processes_and_threads_agree(planted, tmp_path):
     venv, _ = planted
+    settle(venv)
     target = resolve_target(str(venv))
     metadirs = list(find_distributions(target.site_packages))
     own = build_ownership(metadirs)

@@ -68,3 +68,63 @@ def test_other_algorithms_and_roundtrip():
 def test_unterminated_quote_is_an_issue_not_a_crash():
     parsed = parse_record('"a.py,sha256=x,1\n')
     assert parsed.entries == () or parsed.issues
+
+
+_TRICKY_ROWS = [
+    f"a.py,sha256={b64(b'x')},1",
+    f"b.py,sha256={b64(b'x')[:-1]}A,1",  # non-canonical trailing bits: the strict path decides
+    f"c.py,sha256={b64(b'x')[:-1]}+,1",  # "+" is not urlsafe
+    f"c2.py,sha256={b64(b'x')[:-2]}/A,1",
+    f"d.py,sha256={b64(b'x')}=,1",  # padded
+    f"e.py,SHA256={b64(b'x')},1",
+    f"f.py,sha256={b64(b'x')},007",
+    f"g.py,sha256={b64(b'x')},\u0663",  # a non-ASCII digit
+    f"h.py,sha256={b64(b'x')}, 1",
+    f"i.py, sha256={b64(b'x')},1",
+    f"j.py,sha256={b64(b'x')},",
+    "k.py,,1",
+    "l.py,,",
+    ",,",
+    "m.py",
+    "n.py,a,b,c",
+    "   ",
+    "",
+    f"o é.py,sha512={base64.urlsafe_b64encode(hashlib.sha512(b'x').digest()).rstrip(b'=').decode()},1",
+    f"p.py,sha256={'é' * 43},1",
+    f"q.py,sha256={hashlib.sha256(b'x').hexdigest()},1",
+]
+
+
+@pytest.mark.parametrize("allow_hex", [False, True])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_fast_path_agrees_with_the_csv_module(allow_hex, newline):
+    """The quote-free fast path must give exactly what the csv path gives, issues included."""
+    from driftscan import record
+
+    text = newline.join(_TRICKY_ROWS) + newline
+    fast = record.parse_record(text, allow_hex=allow_hex)
+    entries, issues = [], []
+    record._parse_csv(text, allow_hex, entries, issues)
+    assert fast == record.ParsedRecord(tuple(entries), tuple(issues))
+    assert len(fast.entries) > 10 and fast.issues  # the rows above exercise both outcomes
+
+
+def test_bare_carriage_returns_go_through_the_csv_module():
+    parsed = parse_record(f"a.py,sha256={b64(b'x')},1\rb.py,,\r")
+    assert [(e.path, e.line) for e in parsed.entries] == [("a.py", 1), ("b.py", 2)]
+
+
+@pytest.mark.parametrize("rows", [
+    ['"a,b.json",sha256={h},1', "c.py,,"],  # what pip and uv write: the fast path
+    ['"a""b.py",sha256={h},1'],  # an escaped quote
+    ['x",y,"z', 'w",sha256={h},1'],  # a quoted field that runs over a line end
+    ['"a"b,sha256={h},1'],
+    ['"a,b",sha256={h},"1"'],
+])
+def test_quoting_agrees_with_the_csv_module(rows):
+    from driftscan import record
+
+    text = "\n".join(r.format(h=b64(b"x")) for r in rows) + "\n"
+    entries, issues = [], []
+    record._parse_csv(text, False, entries, issues)
+    assert record.parse_record(text) == record.ParsedRecord(tuple(entries), tuple(issues))

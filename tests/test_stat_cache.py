@@ -87,9 +87,10 @@ def test_unwritable_cache_dir_is_skipped(tmp_path):
 
 
 def test_no_cache_flag_neither_reads_nor_writes_the_cache(copy_fixture):
-    from fixtures.harness import run_cli
+    from fixtures.harness import run_cli, settle
 
     site = copy_fixture("malformed")
+    settle(site)  # else nothing would be remembered, --no-cache or not
     cache_file = StatCache.for_target(str(site)).path
     assert cache_file.startswith(os.environ["DRIFTSCAN_CACHE_DIR"])
     assert run_cli("audit", "--site-packages", str(site), "--no-cache").returncode == 3

@@ -7,7 +7,6 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from email.parser import HeaderParser
 
 from ..model import Distribution, Problem, RecordEntry
 from ..record import parse_record
@@ -51,12 +50,23 @@ class _Reading:
 _DIR_NAME = re.compile(r"^(?P<name>.+?)-(?P<version>[^-]+?)(?:-py\d.*)?\.(?:dist|egg)-info$")
 
 
+def _header(text: str, wanted: str) -> str:
+    """The first ``wanted:`` header (name compared case-insensitively) of an RFC 822 header block."""
+    for line in text.split("\n"):
+        if not line.strip():
+            break  # the body starts here
+        if line[0] in " \t":
+            continue  # a folded continuation line
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() == wanted:
+            return value.strip()
+    return ""
+
+
 def _name_version(meta_text: str | None, dirname: str) -> tuple[str, str]:
     name = version = ""
     if meta_text:
-        headers = HeaderParser().parsestr(meta_text.split("\n\n", 1)[0], headersonly=True)
-        name = (headers.get("Name") or "").strip()
-        version = (headers.get("Version") or "").strip()
+        name, version = _header(meta_text, "name"), _header(meta_text, "version")
     match = _DIR_NAME.match(dirname)
     if match:
         name = name or match.group("name")

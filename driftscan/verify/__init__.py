@@ -48,8 +48,11 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
     own = build_ownership(metadirs)
     errors: list[Problem] = [p for md in metadirs for p in md.problems]
     orphaned = [_orphaned(target, md) for md in metadirs if md.distribution is None and md.missing]
-    outcome = verify_records(target, metadirs, own, jobs or default_jobs(), stat_cache, progress=progress)
-    added, walk_problems = find_unowned(target, own)
+    regular: set[str] = set()
+    added, walk_problems = find_unowned(target, own, regular)
+    outcome = verify_records(target, metadirs, own, jobs or default_jobs(), stat_cache, progress=progress,
+                             regular=regular)
+    del regular
     dists = tuple(md.distribution for md in metadirs if md.distribution is not None)
     editables, editable_problems = find_editable_sources(dists, target.site_packages)
     sources = verify_sources(editables)

@@ -71,11 +71,13 @@ def digest_fd(fd: int, algorithm: str, size: int) -> bytes:
         return hashlib.new(algorithm, data).digest()
     hasher = hashlib.new(algorithm)
     with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
+        # hashlib drops the GIL for each whole buffer: 1 MiB measured as good as 256 KiB or 4 MiB.
         buffer = bytearray(CHUNK)
         view = memoryview(buffer)
         while n := f.readinto(buffer):
             hasher.update(view[:n])
     return hasher.digest()
+
 
 
 def _os_error(exc: OSError) -> str:
@@ -100,10 +102,8 @@ def quick_check(path: str, entry: RecordEntry, cache=None) -> EntryResult | None
     digest = entry.hash
     try:
         fd = os.open(path, _OPEN_FLAGS | _NOFOLLOW)
-    except FileNotFoundError:  # it was there for the stat pass
-        return EntryResult(MISSING, expected_of(entry), message="vanished during the audit")
     except OSError:
-        return None
+        return None  # missing, a symlink, unreadable...: check_entry says which
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > CHUNK or (entry.size is not None and st.st_size != entry.size):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -59,8 +60,6 @@ class Ownership:
     claimed: set[tuple[str, str]] = field(default_factory=set)
     # metadata dir → its reading; orphaned ones are reported whole, not file by file
     metadata: dict[str, MetadataDir] = field(default_factory=dict)
-    # directory → the first distribution with a file in it (who reinstalls that package dir)
-    dir_owner: dict[str, Distribution] = field(default_factory=dict)
     # every (distribution, entry, absolute path), in RECORD order: what verify checks
     rows: list[tuple[Distribution, RecordEntry, str]] = field(default_factory=list)
 
@@ -75,6 +74,15 @@ class Ownership:
             parent = os.path.dirname(parent)
         return False
 
+    @functools.cached_property
+    def dir_owner(self) -> dict[str, Distribution]:
+        """Directory → the first distribution with a file in it (who reinstalls that package dir).
+        Built on first use: only junk in a ``__pycache__`` asks."""
+        owner: dict[str, Distribution] = {}
+        for dist, _, path in self.rows:
+            owner.setdefault(path.rpartition(os.sep)[0], dist)
+        return owner
+
     def claimed_by_unlisted(self, site: str, relpath: str) -> bool:
         top = relpath.split(os.sep, 1)[0]
         if top == "__pycache__":
@@ -85,22 +93,28 @@ class Ownership:
 
 def build_ownership(metadirs: list[MetadataDir]) -> Ownership:
     own = Ownership()
+    owners, rows = own.owners, own.rows
     for md in metadirs:
         own.metadata[md.path] = md
         dist = md.distribution
         if dist is None:
             continue
+        site = dist.site_packages
         for entry in dist.entries:
-            path = entry_path(dist.site_packages, entry.path)
-            own.owners.setdefault(path, []).append((dist, entry))
-            own.dir_owner.setdefault(path.rpartition(os.sep)[0], dist)
-            own.rows.append((dist, entry, path))
+            path = entry_path(site, entry.path)
+            pair = (dist, entry)
+            listed = owners.get(path)
+            if listed is None:
+                owners[path] = [pair]
+            else:
+                listed.append(pair)
+            rows.append((dist, entry, path))
         if dist.kind == "dist-info":
             # RECORD cannot hash itself; it is the distribution's own even when it does not list itself.
-            own.owners.setdefault(os.path.join(dist.metadata_dir, "RECORD"), [])
+            owners.setdefault(os.path.join(dist.metadata_dir, "RECORD"), [])
         if not dist.entries:
             for name in dist.top_level:
-                own.claimed.add((dist.site_packages, name))
+                own.claimed.add((site, name))
     return own
 
 

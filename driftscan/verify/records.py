@@ -12,6 +12,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..discover.dists import TRUSTED_INSTALLERS, MetadataDir
+from ..cache import signature, tag
 from ..model import Distribution, DriftKind, FileCheck, Problem, RecordEntry, Target, Unverifiable
 from . import files
 from .ownership import Ownership, bytecode_source, is_bytecode, is_virtualenv_style_row
@@ -24,12 +25,7 @@ _KIND = {
 }
 
 
-@dataclass(frozen=True)
-class _Task:
-    dist: Distribution
-    entry: RecordEntry
-    path: str
-    presence_only: bool
+Row = tuple  # (Distribution, RecordEntry, absolute path): Ownership.rows
 
 
 @dataclass(frozen=True)
@@ -45,98 +41,71 @@ def _is_uv_cache_link(path: str, link_target: str) -> bool:
     return f"{os.sep}archive-v0{os.sep}" in resolved
 
 
-def _tasks(metadirs: list[MetadataDir], own: Ownership) -> list[_Task]:
-    tasks = []
-    for dist, entry, path in own.rows:
-        source = bytecode_source(path) if entry.path.endswith((".pyc", ".pyo")) else None
-        # Bytecode is derived data: Python rewrites it at will, even a wheel-shipped .pyc (FACTS §6a).
-        derived = source is not None and source in own.owners
-        presence_only = dist.kind == "egg-info" or entry.hash is None or derived
-        tasks.append(_Task(dist, entry, path, presence_only))
-    return tasks
+def _presence_only(rows: list[Row], owners) -> list[bool]:
+    """Rows checked by presence alone: no hash to compare, egg-info lists, and bytecode of an owned
+    source (derived data: Python rewrites it at will, even a wheel-shipped .pyc, FACTS §6a)."""
+    flags = []
+    append = flags.append
+    for dist, entry, path in rows:
+        if entry.hash is None or dist.kind == "egg-info":
+            append(True)
+        elif path.endswith((".pyc", ".pyo")):
+            source = bytecode_source(path)
+            append(source is not None and source in owners)
+        else:
+            append(False)
+    return flags
 
 
-class _Recorder:
-    """Stat-cache stand-in for worker processes: reads the inherited cache, records new digests."""
-
-    def __init__(self, cache):
-        self.cache = cache
-        self.stored: list[tuple] = []
-
-    def lookup(self, path, st, algorithm):
-        return self.cache.lookup(path, st, algorithm) if self.cache is not None else None
-
-    def store(self, path, st, algorithm, digest, hashed_at):
-        self.stored.append((path, st, algorithm, digest, hashed_at))
-
-
-_WORKER_CACHE = None  # set in the parent before forking; read by the workers
-
-
-def _check_chunk(chunk: list[tuple[int, str, RecordEntry, bool]]):
-    recorder = _Recorder(_WORKER_CACHE)
-    results = [(i, files.check_entry(path, entry, presence, recorder)) for i, path, entry, presence in chunk]
-    return results, recorder.stored
-
-
-def _chunks(tasks: list[_Task], n: int) -> list[list[tuple[int, str, RecordEntry, bool]]]:
-    """``n`` chunks of similar cost: big files spread round-robin, then the many small ones."""
-    def cost(i: int) -> int:
-        size = tasks[i].entry.size or 0
-        return 0 if tasks[i].presence_only else size
-    order = sorted(range(len(tasks)), key=cost, reverse=True)
-    chunks: list[list] = [[] for _ in range(n)]
-    for k, i in enumerate(order):
-        t = tasks[i]
-        chunks[k % n].append((i, t.path, t.entry, t.presence_only))
-    return [c for c in chunks if c]
-
-
-def _run_processes(tasks: list[_Task], jobs: int, cache) -> list[files.EntryResult]:
-    global _WORKER_CACHE
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    _WORKER_CACHE = cache
-    results: list[files.EntryResult | None] = [None] * len(tasks)
-    try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
-            for chunk_results, stored in pool.map(_check_chunk, _chunks(tasks, jobs * 8)):
-                for i, result in chunk_results:
-                    results[i] = result
-                if cache is not None:
-                    for item in stored:
-                        cache.store(*item)
-    finally:
-        _WORKER_CACHE = None
-    return results  # type: ignore[return-value]
-
-
-def _stat_pass(tasks: list[_Task], cache) -> list[files.EntryResult | None]:
-    """One lstat per file. The common cases — a plain regular file present where a hashless row
-    says, or unchanged since the stat cache saw it — are settled inline; anything unusual goes
-    through ``check_entry``, which knows every case (symlinks, types, sizes, errors)."""
-    lstat, is_reg = os.lstat, stat.S_ISREG
-    plain_ok = files._PLAIN_OK
-    fresh = cache.fresh if cache is not None else None
-    results: list[files.EntryResult | None] = []
-    append = results.append
-    for t in tasks:
-        entry = t.entry
-        try:
-            st = lstat(t.path)
-        except OSError:
-            append(files.check_entry(t.path, entry, t.presence_only, cache, read=False))
+def _stat_pass(rows: list[Row], presence: list[bool], cache,
+               regular: set[str] | frozenset[str] = frozenset()) -> tuple[list[files.EntryResult | None], list[int]]:
+    """Settle what needs no reading, one lstat per file at most: presence rows (none for those the
+    directory walk saw as regular files, in ``regular``), and files the stat cache knows unchanged. Rows the cache knows nothing of go straight to hashing, unstat'ed (the
+    hashing path opens and fstat's them anyway). Anything unusual goes through ``check_entry``,
+    which knows every case (symlinks, types, sizes, errors). Returns (results, rows to hash)."""
+    lstat, is_reg, sign = os.lstat, stat.S_ISREG, signature
+    plain_ok, check = files._PLAIN_OK, files.check_entry
+    known = cache.entries if cache is not None else {}
+    results: list[files.EntryResult | None] = [None] * len(rows)
+    pending: list[int] = []
+    for i, (_, entry, path) in enumerate(rows):
+        if presence[i]:
+            if path in regular:
+                results[i] = plain_ok
+                continue
+            try:
+                st = lstat(path)
+            except OSError:
+                results[i] = check(path, entry, True, cache, read=False)
+                continue
+            # A hard link count only matters for a drift (uv's cache); an ok file is just ok.
+            results[i] = plain_ok if is_reg(st.st_mode) else check(path, entry, True, cache)
             continue
-        if is_reg(st.st_mode) and st.st_nlink == 1:
-            digest = entry.hash
-            if t.presence_only or (digest is None and entry.size is None):
-                append(plain_ok)
-                continue
-            if (digest is not None and fresh is not None and (entry.size is None or entry.size == st.st_size)
-                    and fresh(t.path, st, digest.algorithm, digest.digest)):
-                append(plain_ok)
-                continue
-        append(files.check_entry(t.path, entry, t.presence_only, cache, read=False, lookup=False))
-    return results
+        cached = known.get(path)
+        if cached is None:
+            pending.append(i)
+            continue
+        try:
+            st = lstat(path)
+        except OSError:
+            results[i] = check(path, entry, False, cache, read=False)
+            continue
+        digest = entry.hash
+        if is_reg(st.st_mode) and (entry.size is None or entry.size == st.st_size) \
+                and cached == sign(st) + tag(digest.algorithm, digest.digest):
+            results[i] = plain_ok
+            continue
+        # A symlink (the cache knows its target's signature), another size, an edit...
+        result = check(path, entry, False, cache, read=False)
+        if result is None:
+            pending.append(i)
+        else:
+            results[i] = result
+    if cache is not None:
+        # hits: rows whose content was settled without reading it; misses: rows to hash
+        cache.hits += presence.count(False) - len(pending)
+        cache.misses += len(pending)
+    return results, pending
 
 
 class _Meter:
@@ -154,88 +123,178 @@ class _Meter:
             self.progress(min(self.done, self.total), self.total)
 
 
-def _run(tasks: list[_Task], jobs: int, cache, mode: str = "auto", progress=None) -> list[files.EntryResult]:
-    """Check every task. Threads share the GIL for the per-file Python work; processes do not,
-    but cost a fork: used for large inventories (see benchmarks/bench_audit.py)."""
-    if mode == "auto":
-        mode = os.environ.get("DRIFTSCAN_HASH_WORKERS", "threads")
-        if PROCESS_THRESHOLD and jobs > 1 and len(tasks) >= PROCESS_THRESHOLD:
-            mode = "processes"
-    if mode == "processes" and jobs > 1:
-        return _run_processes(tasks, jobs, cache)
+class _TwoEnds:
+    """Work sorted by size, taken from both ends: the calling thread takes batches of small files,
+    the helper threads the large ones. Large files are hashed with the GIL released for a whole
+    buffer, so they run beside the small files' Python work instead of queueing behind it; the
+    two sides meet wherever the sizes make them. A batch stops at ``BATCH_FILES`` files or
+    ``BATCH_BYTES`` bytes, so neither side runs off with the other's share near the end."""
 
-    # Pass 1, in this thread: stat, presence and stat-cache hits; nothing is read.
-    results = _stat_pass(tasks, cache)
-    pending = [i for i, r in enumerate(results) if r is None]
+    def __init__(self, sizes: list[int]) -> None:
+        self.sizes = sizes
+        self.low, self.high = 0, len(sizes)
+        self.lock = threading.Lock()
 
-    # Pass 2: the files whose content must be hashed, in a thread pool (hashlib drops the GIL).
+    def take_low(self) -> range:
+        with self.lock:
+            start = end = self.low
+            budget = BATCH_BYTES
+            while end < self.high and end - start < BATCH_FILES and budget > 0:
+                budget -= self.sizes[end]
+                end += 1
+            self.low = end
+            return range(start, end)
+
+    def take_high(self) -> range:
+        with self.lock:
+            start = end = self.high
+            budget = BATCH_BYTES
+            while start > self.low and end - start < BATCH_FILES and budget > 0:
+                start -= 1
+                budget -= self.sizes[start]
+            self.high = start
+            return range(start, end)
+
+
+BATCH_FILES = 64
+BATCH_BYTES = 1 << 20
+
+
+def _hash_pending(rows: list[Row], presence: list[bool], pending: list[int], results: list, jobs: int,
+                  cache, progress) -> None:
     quick, check = files.quick_check, files.check_entry
-    meter = _Meter(sum(tasks[i].entry.size or 0 for i in pending), progress)
+    order = sorted(pending, key=lambda i: rows[i][1].size or 0)
+    sizes = [rows[i][1].size or 0 for i in order]
+    meter = _Meter(sum(sizes), progress)
+    work = _TwoEnds(sizes)
 
-    def batch(chunk: list[int]) -> list[tuple[int, files.EntryResult]]:
-        out = []
-        for i in chunk:
-            t = tasks[i]
-            result = quick(t.path, t.entry, cache) if t.entry.hash is not None else None
-            out.append((i, result or check(t.path, t.entry, t.presence_only, cache, lookup=False)))
-        meter.add(sum(tasks[i].entry.size or 0 for i in chunk))
-        return out
+    def settle(span: range) -> None:
+        for k in span:
+            i = order[k]
+            _, entry, path = rows[i]
+            results[i] = quick(path, entry, cache) or check(path, entry, presence[i], cache, lookup=False)
+        meter.add(sum(sizes[span.start:span.stop]))
 
-    size = 32
-    chunks = [pending[i : i + size] for i in range(0, len(pending), size)]
-    if jobs <= 1 or len(chunks) <= 1:
-        done = [pair for c in chunks for pair in batch(c)]
-    else:
-        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="driftscan-hash") as pool:
-            done = [pair for pairs in pool.map(batch, chunks) for pair in pairs]
-    for i, result in done:
-        results[i] = result
+    def helper() -> None:
+        while span := work.take_high():
+            settle(span)
+
+    helpers = min(jobs - 1, len(order) // BATCH_FILES + 1) if jobs > 1 else 0
+    if not helpers:
+        if order:
+            settle(range(len(order)))
+        return
+    with ThreadPoolExecutor(max_workers=helpers, thread_name_prefix="driftscan-hash") as pool:
+        futures = [pool.submit(helper) for _ in range(helpers)]
+        while span := work.take_low():
+            settle(span)
+        for future in futures:
+            future.result()  # a bug in a helper must not pass for a clean audit
+
+
+class _Recorder:
+    """Stat-cache stand-in for worker processes: reads the inherited cache, records new digests."""
+
+    def __init__(self, cache):
+        self.cache = cache
+        self.stored: list[tuple] = []
+
+    def lookup(self, path, st, algorithm):
+        return self.cache.lookup(path, st, algorithm) if self.cache is not None else None
+
+    def store(self, path, st, algorithm, digest, hashed_at):
+        self.stored.append((path, st, algorithm, digest, hashed_at))
+
+
+_WORKER_ROWS: list = []  # set in the parent before forking; read by the workers
+_WORKER_CACHE = None
+
+
+def _check_chunk(chunk: list[tuple[int, bool]]):
+    recorder = _Recorder(_WORKER_CACHE)
+    results = [(i, files.check_entry(_WORKER_ROWS[i][2], _WORKER_ROWS[i][1], presence, recorder))
+               for i, presence in chunk]
+    return results, recorder.stored
+
+
+def _run_processes(rows: list[Row], presence: list[bool], jobs: int, cache) -> list[files.EntryResult]:
+    """Forked workers, for measuring against threads (benchmarks/bench_audit.py): they do every
+    row's work themselves, stat included, with the parent's stat cache inherited read-only."""
+    global _WORKER_ROWS, _WORKER_CACHE
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    order = sorted(range(len(rows)), key=lambda i: 0 if presence[i] else rows[i][1].size or 0, reverse=True)
+    n = jobs * 8
+    chunks = [[(i, presence[i]) for i in order[k::n]] for k in range(n)]  # big files spread round-robin
+    _WORKER_ROWS, _WORKER_CACHE = rows, cache
+    results: list[files.EntryResult | None] = [None] * len(rows)
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
+            for chunk_results, stored in pool.map(_check_chunk, [c for c in chunks if c]):
+                for i, result in chunk_results:
+                    results[i] = result
+                if cache is not None:
+                    for item in stored:
+                        cache.store(*item)
+    finally:
+        _WORKER_ROWS, _WORKER_CACHE = [], None
     return results  # type: ignore[return-value]
 
 
-# Forked workers measured slower than threads here (1.64-1.85 s vs 1.35-1.59 s for the records pass of
-# a 40k-file venv on 2 cores; benchmarks/bench_audit.py):
-# opt in with DRIFTSCAN_HASH_WORKERS=processes, or pass mode="processes".
-PROCESS_THRESHOLD = int(os.environ.get("DRIFTSCAN_PROCESS_THRESHOLD", "0")) or None
+def _run(rows: list[Row], presence: list[bool], jobs: int, cache, mode: str = "auto",
+         progress=None, regular: set[str] | frozenset[str] = frozenset()) -> list[files.EntryResult]:
+    """Check every row: one stat pass in this thread, then the files to hash from both ends."""
+    if mode == "auto":
+        mode = os.environ.get("DRIFTSCAN_HASH_WORKERS", "threads")
+    if mode == "processes" and jobs > 1:
+        return _run_processes(rows, presence, jobs, cache)
+    results, pending = _stat_pass(rows, presence, cache, regular)
+    _hash_pending(rows, presence, pending, results, jobs, cache, progress)
+    return results  # type: ignore[return-value]
 
 
-def _not_drift(task: _Task, result: files.EntryResult) -> bool:
+def _not_drift(entry: RecordEntry, path: str, result: files.EntryResult) -> bool:
     if result.status != files.MISSING:
         return False
     # Missing bytecode is regenerated on import; virtualenv lists rows that never exist.
-    return is_bytecode(task.path) or (task.entry.hash is None and is_virtualenv_style_row(task.entry.path))
+    return is_bytecode(path) or (entry.hash is None and is_virtualenv_style_row(entry.path))
 
 
 def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, jobs: int,
-                   cache=None, mode: str = "auto", progress=None) -> RecordsOutcome:
-    tasks = _tasks(metadirs, own)
-    results = _run(tasks, jobs, cache, mode, progress)
+                   cache=None, mode: str = "auto", progress=None,
+                   regular: set[str] | frozenset[str] = frozenset()) -> RecordsOutcome:
+    """``regular``: paths a directory walk just saw as regular files (``find_unowned``)."""
+    rows = own.rows
+    presence = _presence_only(rows, own.owners)
+    results = _run(rows, presence, jobs, cache, mode, progress, regular)
+    if cache is not None:
+        cache.retain(own.owners)
+    shared = {path for path, owners in own.owners.items() if len(owners) > 1}
+    plain_ok = files._PLAIN_OK
     errors: list[Problem] = []
-    checked = 0
-    raw: dict[str, list[tuple[_Task, files.EntryResult]]] = defaultdict(list)
-    for task, result in zip(tasks, results):
-        if result.status == files.ERROR:
-            errors.append(Problem(task.path, result.message))
-            continue
-        checked += 1
-        if result is files._PLAIN_OK and len(own.owners.get(task.path, ())) < 2:
+    raw: dict[str, list[tuple[Distribution, files.EntryResult]]] = defaultdict(list)
+    for (dist, entry, path), result in zip(rows, results):
+        if result is plain_ok and path not in shared:
             continue  # the common case: nothing to resolve
-        if _not_drift(task, result):
+        if result.status == files.ERROR:
+            errors.append(Problem(path, result.message))
+            continue
+        if _not_drift(entry, path, result):
             continue
         if result.link_target is not None and result.status in (files.OK, files.MODIFIED):
-            if not _is_uv_cache_link(task.path, result.link_target):
+            if not _is_uv_cache_link(path, result.link_target):
                 result = files.EntryResult(
                     files.TYPE_CHANGED,
-                    files.expected_of(task.entry),
+                    files.expected_of(entry),
                     {"type": "symlink", "target": result.link_target, "content_matches": result.status == files.OK},
                     link_target=result.link_target,
                 )
-        raw[task.path].append((task, result))
+        raw[path].append((dist, result))
+    checked = len(rows) - len(errors)
 
     checks_by_dist: dict[str, list[FileCheck]] = defaultdict(list)
     for path, pairs in raw.items():
-        winners = [t.dist for t, r in pairs if r.status == files.OK]
-        for task, result in pairs:
+        winners = [d for d, r in pairs if r.status == files.OK]
+        for dist, result in pairs:
             if result.status == files.OK:
                 continue
             kind = _KIND[result.status]
@@ -245,8 +304,8 @@ def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, 
                 evidence = "also installed by " + ", ".join(w.key for w in winners) + ", whose copy is on disk"
             elif result.message:
                 evidence = result.message
-            checks_by_dist[task.dist.metadata_dir].append(
-                FileCheck(kind, path, root_of(target, path), task.dist, result.expected, result.actual, evidence)
+            checks_by_dist[dist.metadata_dir].append(
+                FileCheck(kind, path, root_of(target, path), dist, result.expected, result.actual, evidence)
             )
 
     checks: list[FileCheck] = []

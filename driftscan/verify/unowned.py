@@ -16,14 +16,15 @@ from .ownership import Ownership, bytecode_source, is_legit_site_file, is_venv_f
 from .roots import root_of
 
 
-def _walk(root: str, problems: list[Problem], skip_dir) -> Iterator[os.DirEntry]:
-    """Yield every non-directory entry under ``root`` (symlinks to directories included)."""
+def _walk(root: str, problems: list[Problem], skip_dir, regular: set[str] | None) -> Iterator[os.DirEntry]:
+    """Yield every non-directory entry under ``root`` (symlinks to directories included), and add
+    the paths of regular files to ``regular``: the directory listing's file types, free of any stat."""
     stack = [root]
     while stack:
         directory = stack.pop()
         try:
             with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = list(it)
         except FileNotFoundError:
             if directory != root:
                 problems.append(Problem(directory, "vanished during the audit"))
@@ -31,18 +32,19 @@ def _walk(root: str, problems: list[Problem], skip_dir) -> Iterator[os.DirEntry]
         except OSError as exc:
             problems.append(Problem(directory, f"cannot list directory: {exc.strerror or exc}"))
             continue
-        subdirs = []
         for entry in entries:
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
+                is_file = not is_dir and regular is not None and entry.is_file(follow_symlinks=False)
             except OSError:
-                is_dir = False
+                is_dir = is_file = False
             if is_dir:
                 if not skip_dir(entry.path):
-                    subdirs.append(entry.path)
-            else:
-                yield entry
-        stack.extend(reversed(subdirs))
+                    stack.append(entry.path)
+                continue
+            if is_file:
+                regular.add(entry.path)  # type: ignore[union-attr]
+            yield entry
 
 
 def _actual(entry: os.DirEntry) -> dict:
@@ -59,7 +61,10 @@ def _actual(entry: os.DirEntry) -> dict:
     return actual
 
 
-def find_unowned(target: Target, own: Ownership) -> tuple[list[FileCheck], list[Problem]]:
+def find_unowned(target: Target, own: Ownership,
+                 regular: set[str] | None = None) -> tuple[list[FileCheck], list[Problem]]:
+    """Files no RECORD owns, sorted by path. ``regular``, if given, receives the path of every
+    regular file met (verify settles presence-only rows with it, without a stat each)."""
     problems: list[Problem] = []
     checks: list[FileCheck] = []
 
@@ -77,7 +82,7 @@ def find_unowned(target: Target, own: Ownership) -> tuple[list[FileCheck], list[
         if root in seen:
             continue
         seen.add(root)
-        for entry in _walk(root, problems, skip_dir):
+        for entry in _walk(root, problems, skip_dir, regular):
             path = entry.path
             if own.owns(path, root) or is_venv_file(target, path):
                 continue
@@ -97,4 +102,6 @@ def find_unowned(target: Target, own: Ownership) -> tuple[list[FileCheck], list[
                 continue
             checks.append(FileCheck(DriftKind.ADDED, path, root_of(target, path), package, {}, _actual(entry),
                                     "no RECORD lists this file"))
+    checks.sort(key=lambda c: c.path)
+    problems.sort(key=lambda p: p.path)
     return checks, problems
