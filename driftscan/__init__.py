@@ -1,10 +1,16 @@
 """driftscan: what drifted in a Python environment, what the drift is, what a reinstall will do."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ._version import __version__
-from .api import audit
 from .errors import ConfigError, DriftscanError, RecordError, TargetError
-from .model import DriftKind, Scope, Severity
-from .report import SCHEMA_VERSION, DriftOut as Drift, Report
+
+if TYPE_CHECKING:
+    from .api import audit
+    from .model import DriftKind, Scope, Severity
+    from .report import SCHEMA_VERSION, DriftOut as Drift, Report
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -20,3 +26,30 @@ __all__ = [
     "__version__",
     "audit",
 ]
+
+# Imported on first use (PEP 562): `import driftscan.cli` or `driftscan.record` must not pay for
+# pydantic and the whole pipeline before it needs them.
+_LAZY = {
+    "audit": ("api", "audit"),
+    "DriftKind": ("model", "DriftKind"),
+    "Scope": ("model", "Scope"),
+    "Severity": ("model", "Severity"),
+    "SCHEMA_VERSION": ("report", "SCHEMA_VERSION"),
+    "Drift": ("report", "DriftOut"),
+    "Report": ("report", "Report"),
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'driftscan' has no attribute {name!r}")
+    import importlib
+
+    module, attr = _LAZY[name]
+    value = getattr(importlib.import_module(f".{module}", __name__), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

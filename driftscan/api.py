@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import gc
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,19 +13,20 @@ from typing import TYPE_CHECKING
 from .cache import NoCache, StatCache
 from .classify import classify
 from .discover import find_distributions, resolve_target
-from .discover.hfcache import default_hf_cache, find_cache_repos
 from .discover.uvcache import default_uv_cache
 from .errors import TargetError
 from .model import Drift, Target, Verification
 from .report import Report, build_report
 from .verify import default_jobs, verify
-from .verify.modeldir import ModelDirResult, verify_model_dir
-from .verify.modeldir_remedy import with_remedies
 from .verify.ownership import build_ownership
-from .verify.snapshot import Root, attach_ownership, diff_root, load_snapshot, take_snapshot
 
 if TYPE_CHECKING:
     from .plan import Plan
+    from .verify.modeldir import ModelDirResult
+    from .verify.snapshot import Root
+
+# Model directories, snapshots and Hugging Face caches are imported where used: an audit of a
+# venv alone should not pay for them at start-up (tests/test_imports.py keeps it so).
 
 NO_PYTHON = Target(kind="none", venv=None, site_packages=())
 
@@ -62,6 +62,8 @@ def model_dir_paths(model_dirs: Sequence[str], hf_cache: str | None) -> list[str
     """The named model directories, plus every repository of a Hugging Face cache ("" = the default one)."""
     paths = list(model_dirs)
     if hf_cache is not None:
+        from .discover.hfcache import default_hf_cache, find_cache_repos
+
         cache = hf_cache or default_hf_cache()
         if not os.path.isdir(cache):
             raise TargetError(f"{cache}: no Hugging Face cache here")
@@ -70,6 +72,10 @@ def model_dir_paths(model_dirs: Sequence[str], hf_cache: str | None) -> list[str
 
 
 def _merge(verification: Verification, results: Sequence[ModelDirResult]) -> Verification:
+    if not results:
+        return verification
+    from .verify.modeldir_remedy import with_remedies
+
     return Verification(
         target=verification.target,
         distributions=verification.distributions,
@@ -121,8 +127,12 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
     else:
         verification = verify(target, jobs=jobs, uv_cache=uv_cache, stat_cache=cache, progress=progress)
         cache.save()
-    results = tuple(verify_model_dir(p, deep=deep, revision=revision, manifest=manifest,
-                                     jobs=jobs or default_jobs(), progress=progress) for p in models)
+    results: tuple[ModelDirResult, ...] = ()
+    if models:
+        from .verify.modeldir import verify_model_dir
+
+        results = tuple(verify_model_dir(p, deep=deep, revision=revision, manifest=manifest,
+                                         jobs=jobs or default_jobs(), progress=progress) for p in models)
     verification = _merge(verification, results)
     skipped: list = []
     if inspect:
@@ -201,6 +211,8 @@ def plan(
 
 
 def snapshot_roots(venv: str | None, site_packages: Sequence[str], model_dirs: Sequence[str]) -> list[Root]:
+    from .verify.snapshot import Root
+
     roots: list[Root] = []
     if venv is not None or site_packages or not model_dirs:
         target = resolve_target(venv, tuple(site_packages))
@@ -219,6 +231,8 @@ def snapshot(output: str, venv: str | None = None, site_packages: Sequence[str] 
              model_dirs: Sequence[str] = (), *, jobs: int | None = None, progress=None) -> list:
     """Record every file of the named roots (default: the running environment) into ``output``.
     Returns the files that could not be read (they are left out of the snapshot)."""
+    from .verify.snapshot import take_snapshot
+
     return take_snapshot(snapshot_roots(venv, site_packages, model_dirs), output, jobs=jobs or default_jobs(),
                          progress=progress)
 
@@ -234,6 +248,11 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
          model_dirs: Sequence[str] = (), *, jobs: int | None = None, deep: bool = False, progress=None,
          inspect: bool = True) -> Report:
     """Drift against a snapshot, in the audit's report format. Naming roots limits the diff to them."""
+    import tempfile
+
+    from .verify.modeldir_remedy import with_remedies
+    from .verify.snapshot import attach_ownership, diff_root, load_snapshot
+
     started = time.perf_counter()
     wanted = {os.path.abspath(p) for p in model_dirs}
     target = NO_PYTHON

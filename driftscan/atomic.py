@@ -7,10 +7,11 @@ failed write leaves the previous file as it was.
 from __future__ import annotations
 
 import os
-import tempfile
 
 
 def write_atomic(path: str, text: str, *, mode: int | None = None) -> None:
+    import tempfile  # here, not at start-up: most runs write nothing
+
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".driftscan-", suffix=".tmp", dir=directory)
     try:

@@ -24,7 +24,6 @@ import marshal
 import os
 import struct
 import sys
-import tempfile
 
 import xxhash
 
@@ -124,6 +123,8 @@ class StatCache:
         """Write atomically; a cache that cannot be written is silently skipped."""
         if not self.path or not self._dirty:
             return
+        import tempfile
+
         payload = marshal.dumps(self._entries)
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)

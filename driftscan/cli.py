@@ -6,17 +6,21 @@ import functools
 import json
 import os
 import sys
-import traceback
 
 import click
 
-from ._version import __version__
-from .errors import DriftscanError
-from .render import RENDERERS
-from .render.plan import PLAN_RENDERERS
-from .render.scan import SCAN_RENDERERS
-from .render.text import summary_line
-from .report import Report, report_schema, write_atomic
+# Third-party pydantic plugins are not loaded into driftscan's process: they could observe or alter
+# the report, and finding them scans the entry points of every distribution on sys.path at
+# start-up (160 of them in a vLLM venv). Set before the first model class exists; overridable.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+from ._version import __version__  # noqa: E402 - after the environment setting above
+from .errors import DriftscanError  # noqa: E402
+from .render import RENDERERS  # noqa: E402
+from .render.plan import PLAN_RENDERERS  # noqa: E402
+from .render.scan import SCAN_RENDERERS  # noqa: E402
+from .render.text import summary_line  # noqa: E402
+from .report import Report, report_schema, write_atomic  # noqa: E402
 
 # Exit status is a bitmask (documented in the README).
 EXIT_CLEAN = 0
@@ -47,6 +51,8 @@ def guarded(func):
             _fail(f"{where}{exc.strerror or exc}")
         except Exception as exc:  # noqa: BLE001 - the promise is: no traceback without --debug
             if debug:
+                import traceback
+
                 traceback.print_exc()
             _fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug and report it)")
 

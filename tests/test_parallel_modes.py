@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from driftscan.cache import StatCache
 from driftscan.discover import find_distributions, resolve_target
 from driftscan.verify.ownership import build_ownership
@@ -45,3 +47,36 @@ def test_progress_reports_every_hashed_byte(planted):
     assert calls and all(d <= t for d, t in calls)
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)  # monotonic
     assert calls[-1][0] == calls[-1][1] > 0  # ends at the total
+
+
+def _verdicts_of(venv, walk_mode, monkeypatch):
+    from driftscan.verify import verify
+
+    monkeypatch.setenv("DRIFTSCAN_WALK", walk_mode)
+    result = verify(resolve_target(str(venv)), jobs=2)
+    return sorted((c.kind.value, c.path, c.distribution.name if c.distribution else None, tuple(sorted(c.actual)))
+                  for c in result.checks), sorted(e.path for e in result.errors)
+
+
+def test_forked_walk_agrees_with_the_inline_walk(planted, monkeypatch):
+    venv, _ = planted
+    inline = _verdicts_of(venv, "inline", monkeypatch)
+    assert any(kind == "added" for kind, *_ in inline[0])  # the planted venv has unowned files
+    assert _verdicts_of(venv, "fork", monkeypatch) == inline
+
+
+def test_a_failing_walker_child_falls_back_to_walking_here(planted, monkeypatch):
+    from driftscan.verify import unowned
+
+    venv, _ = planted
+    inline = _verdicts_of(venv, "inline", monkeypatch)
+    parent = os.getpid()
+    real_walk = unowned.UnownedWalk._walk
+
+    def child_dies(self):
+        if os.getpid() != parent:
+            raise RuntimeError("the walker child fails")
+        return real_walk(self)
+
+    monkeypatch.setattr(unowned.UnownedWalk, "_walk", child_dies)
+    assert _verdicts_of(venv, "fork", monkeypatch) == inline

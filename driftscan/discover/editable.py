@@ -11,7 +11,6 @@ import ast
 import os
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
-from urllib.request import url2pathname
 
 from ..model import Distribution, Problem
 
@@ -31,7 +30,11 @@ def file_url_path(url: str) -> str | None:
     parsed = urlparse(url)
     if parsed.scheme != "file":
         return None
-    return os.path.normpath(url2pathname(unquote(parsed.path)))
+    if os.name == "nt":  # drive letters and UNC hosts; it unquotes too
+        from urllib.request import url2pathname
+
+        return os.path.normpath(url2pathname(parsed.path))
+    return os.path.normpath(unquote(parsed.path))  # unquoted once: "%2525" names a file "%25"
 
 
 def _mtime(path: str) -> float | None:

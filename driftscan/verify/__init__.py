@@ -9,10 +9,10 @@ from ..discover.editable import find_editable_sources
 from ..discover.uvcache import default_uv_cache
 from ..model import DriftKind, FileCheck, Problem, Target, Verification
 from .ownership import build_ownership
-from .records import verify_records
+from .records import presence_only, verify_records
 from .source import verify_sources
 from .roots import root_of
-from .unowned import find_unowned
+from .unowned import UnownedWalk
 from .uvcache import annotate_uv_cache
 
 
@@ -48,11 +48,15 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
     own = build_ownership(metadirs)
     errors: list[Problem] = [p for md in metadirs for p in md.problems]
     orphaned = [_orphaned(target, md) for md in metadirs if md.distribution is None and md.missing]
-    regular: set[str] = set()
-    added, walk_problems = find_unowned(target, own, regular)
-    outcome = verify_records(target, metadirs, own, jobs or default_jobs(), stat_cache, progress=progress,
-                             regular=regular)
-    del regular
+    presence = presence_only(own.rows, own.owners)
+    walk = UnownedWalk(target, own, presence)  # beside the stat pass, where it can fork
+    try:
+        outcome = verify_records(target, metadirs, own, jobs or default_jobs(), stat_cache, progress=progress,
+                                 presence=presence, walk=walk)
+    except BaseException:
+        walk.abandon()
+        raise
+    added, walk_problems = walk.unowned()
     dists = tuple(md.distribution for md in metadirs if md.distribution is not None)
     editables, editable_problems = find_editable_sources(dists, target.site_packages)
     sources = verify_sources(editables)

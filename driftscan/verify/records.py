@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import stat
 import sys
 import threading
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..discover.dists import TRUSTED_INSTALLERS, MetadataDir
@@ -41,7 +39,7 @@ def _is_uv_cache_link(path: str, link_target: str) -> bool:
     return f"{os.sep}archive-v0{os.sep}" in resolved
 
 
-def _presence_only(rows: list[Row], owners) -> list[bool]:
+def presence_only(rows: list[Row], owners) -> list[bool]:
     """Rows checked by presence alone: no hash to compare, egg-info lists, and bytecode of an owned
     source (derived data: Python rewrites it at will, even a wheel-shipped .pyc, FACTS §6a)."""
     flags = []
@@ -57,12 +55,12 @@ def _presence_only(rows: list[Row], owners) -> list[bool]:
     return flags
 
 
-def _stat_pass(rows: list[Row], presence: list[bool], cache,
-               regular: set[str] | frozenset[str] = frozenset()) -> tuple[list[files.EntryResult | None], list[int]]:
-    """Settle what needs no reading, one lstat per file at most: presence rows (none for those the
-    directory walk saw as regular files, in ``regular``), and files the stat cache knows unchanged. Rows the cache knows nothing of go straight to hashing, unstat'ed (the
-    hashing path opens and fstat's them anyway). Anything unusual goes through ``check_entry``,
-    which knows every case (symlinks, types, sizes, errors). Returns (results, rows to hash)."""
+def _stat_pass(rows: list[Row], presence: list[bool], cache) -> tuple[list[files.EntryResult | None], list[int]]:
+    """Settle, one lstat per file at most, the files the stat cache knows unchanged. Rows the cache
+    knows nothing of go straight to hashing, unstat'ed (the hashing path opens and fstat's them
+    anyway). Presence-only rows are left to ``_presence_pass``. Anything unusual goes through
+    ``check_entry``, which knows every case (symlinks, types, sizes, errors).
+    Returns (results, rows to hash)."""
     lstat, is_reg, sign = os.lstat, stat.S_ISREG, signature
     plain_ok, check = files._PLAIN_OK, files.check_entry
     known = cache.entries if cache is not None else {}
@@ -70,16 +68,6 @@ def _stat_pass(rows: list[Row], presence: list[bool], cache,
     pending: list[int] = []
     for i, (_, entry, path) in enumerate(rows):
         if presence[i]:
-            if path in regular:
-                results[i] = plain_ok
-                continue
-            try:
-                st = lstat(path)
-            except OSError:
-                results[i] = check(path, entry, True, cache, read=False)
-                continue
-            # A hard link count only matters for a drift (uv's cache); an ok file is just ok.
-            results[i] = plain_ok if is_reg(st.st_mode) else check(path, entry, True, cache)
             continue
         cached = known.get(path)
         if cached is None:
@@ -106,6 +94,26 @@ def _stat_pass(rows: list[Row], presence: list[bool], cache,
         cache.hits += presence.count(False) - len(pending)
         cache.misses += len(pending)
     return results, pending
+
+
+def _presence_pass(rows: list[Row], presence: list[bool], results: list, unseen: list[int], cache) -> None:
+    """Presence-only rows: those the directory walk saw as regular files are there; the rest
+    (``unseen``: symlinks, other types, missing, outside the walked roots) get an lstat and, if
+    odd, the full check. A hard link count only matters for a drift (uv's cache): an ok file is ok."""
+    lstat, is_reg = os.lstat, stat.S_ISREG
+    plain_ok, check = files._PLAIN_OK, files.check_entry
+    for i, flag in enumerate(presence):
+        if flag:
+            results[i] = plain_ok
+    for i in unseen:
+        _, entry, path = rows[i]
+        try:
+            st = lstat(path)
+        except OSError:
+            results[i] = check(path, entry, True, cache, read=False)
+            continue
+        if not is_reg(st.st_mode):
+            results[i] = check(path, entry, True, cache)
 
 
 class _Meter:
@@ -184,12 +192,24 @@ def _hash_pending(rows: list[Row], presence: list[bool], pending: list[int], res
         if order:
             settle(range(len(order)))
         return
-    with ThreadPoolExecutor(max_workers=helpers, thread_name_prefix="driftscan-hash") as pool:
-        futures = [pool.submit(helper) for _ in range(helpers)]
-        while span := work.take_low():
-            settle(span)
-        for future in futures:
-            future.result()  # a bug in a helper must not pass for a clean audit
+    failures: list[BaseException] = []
+
+    def guarded() -> None:
+        try:
+            helper()
+        except BaseException as exc:  # re-raised below: a bug in a helper must not pass for a clean audit
+            failures.append(exc)
+
+    # Plain threads: concurrent.futures would cost its import (and logging's) at every start-up.
+    threads = [threading.Thread(target=guarded, name=f"driftscan-hash-{n}", daemon=True) for n in range(helpers)]
+    for thread in threads:
+        thread.start()
+    while span := work.take_low():
+        settle(span)
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
 
 
 class _Recorder:
@@ -220,6 +240,9 @@ def _check_chunk(chunk: list[tuple[int, bool]]):
 def _run_processes(rows: list[Row], presence: list[bool], jobs: int, cache) -> list[files.EntryResult]:
     """Forked workers, for measuring against threads (benchmarks/bench_audit.py): they do every
     row's work themselves, stat included, with the parent's stat cache inherited read-only."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     global _WORKER_ROWS, _WORKER_CACHE
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     order = sorted(range(len(rows)), key=lambda i: 0 if presence[i] else rows[i][1].size or 0, reverse=True)
@@ -241,14 +264,17 @@ def _run_processes(rows: list[Row], presence: list[bool], jobs: int, cache) -> l
 
 
 def _run(rows: list[Row], presence: list[bool], jobs: int, cache, mode: str = "auto",
-         progress=None, regular: set[str] | frozenset[str] = frozenset()) -> list[files.EntryResult]:
-    """Check every row: one stat pass in this thread, then the files to hash from both ends."""
+         progress=None, walk=None) -> list[files.EntryResult]:
+    """Check every row: the stat-cache pass, the files to hash (from both ends), then the
+    presence-only rows, which wait for the walk (running meanwhile in a child, where it can)."""
     if mode == "auto":
         mode = os.environ.get("DRIFTSCAN_HASH_WORKERS", "threads")
     if mode == "processes" and jobs > 1:
         return _run_processes(rows, presence, jobs, cache)
-    results, pending = _stat_pass(rows, presence, cache, regular)
-    _hash_pending(rows, presence, pending, results, jobs, cache, progress)
+    results, pending = _stat_pass(rows, presence, cache)
+    _hash_pending(rows, presence, pending, results, jobs, cache, progress)  # the walk goes on meanwhile
+    unseen = walk.unseen_presence_rows() if walk is not None else [i for i, flag in enumerate(presence) if flag]
+    _presence_pass(rows, presence, results, unseen, cache)
     return results  # type: ignore[return-value]
 
 
@@ -260,12 +286,14 @@ def _not_drift(entry: RecordEntry, path: str, result: files.EntryResult) -> bool
 
 
 def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, jobs: int,
-                   cache=None, mode: str = "auto", progress=None,
-                   regular: set[str] | frozenset[str] = frozenset()) -> RecordsOutcome:
-    """``regular``: paths a directory walk just saw as regular files (``find_unowned``)."""
+                   cache=None, mode: str = "auto", progress=None, presence: list[bool] | None = None,
+                   walk=None) -> RecordsOutcome:
+    """``presence``: ``presence_only(own.rows, own.owners)``, if already computed; ``walk``: an
+    ``UnownedWalk`` that tells which presence-only rows need a stat (default: all of them)."""
     rows = own.rows
-    presence = _presence_only(rows, own.owners)
-    results = _run(rows, presence, jobs, cache, mode, progress, regular)
+    if presence is None:
+        presence = presence_only(rows, own.owners)
+    results = _run(rows, presence, jobs, cache, mode, progress, walk)
     if cache is not None:
         cache.retain(own.owners)
     shared = {path for path, owners in own.owners.items() if len(owners) > 1}

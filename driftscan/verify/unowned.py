@@ -7,7 +7,11 @@ or cannot be listed: each becomes a Problem and the walk goes on.
 from __future__ import annotations
 
 import os
+import pickle
+import signal
 import stat
+import sys
+import threading
 from collections.abc import Iterator
 
 from ..model import DriftKind, FileCheck, Problem, Target
@@ -105,3 +109,102 @@ def find_unowned(target: Target, own: Ownership,
     checks.sort(key=lambda c: c.path)
     problems.sort(key=lambda p: p.path)
     return checks, problems
+
+
+class UnownedWalk:
+    """``find_unowned`` beside the caller's own work: in a forked child where that is safe (Linux,
+    no other thread running), else at once in this process. Besides the unowned files it answers
+    which presence-only rows the walk did *not* see as regular files: only those need an lstat.
+
+    The walk and the stat-cache pass are both system-call loops with Python between the calls;
+    two threads would fight over the GIL, two processes run side by side (a warm audit of a
+    40,000-file venv: 0.09 s of walking hidden behind the stat pass)."""
+
+    def __init__(self, target: Target, own: Ownership, presence: list[bool]) -> None:
+        self._target, self._own, self._presence = target, own, presence
+        self._pid: int | None = None
+        self._read_fd: int | None = None
+        self._result: tuple[list[FileCheck], list[Problem], list[int]] | None = None
+        if _may_fork():
+            self._fork()
+        if self._pid is None:
+            self._result = self._walk()
+
+    def _walk(self) -> tuple[list[FileCheck], list[Problem], list[int]]:
+        regular: set[str] = set()
+        checks, problems = find_unowned(self._target, self._own, regular)
+        rows = self._own.rows
+        unseen = [i for i, presence in enumerate(self._presence) if presence and rows[i][2] not in regular]
+        return checks, problems, unseen
+
+    def _fork(self) -> None:
+        read_fd, write_fd = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_fd)
+            os.close(write_fd)
+            return
+        if pid == 0:  # the child: walk, send, and leave without running any of the parent's exit code
+            status = 1
+            try:
+                os.close(read_fd)
+                checks, problems, unseen = self._walk()
+                plain = [(c.kind, c.path, c.root, c.distribution.metadata_dir if c.distribution else None,
+                          c.expected, c.actual, c.evidence) for c in checks]  # a Distribution carries all its rows
+                with os.fdopen(write_fd, "wb") as out:
+                    pickle.dump((plain, problems, unseen), out, protocol=pickle.HIGHEST_PROTOCOL)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write_fd)
+        self._pid, self._read_fd = pid, read_fd
+
+    def _collect(self) -> tuple[list[FileCheck], list[Problem], list[int]]:
+        if self._result is not None:
+            return self._result
+        data = b""
+        try:
+            with os.fdopen(self._read_fd, "rb") as pipe:  # type: ignore[arg-type]
+                data = pipe.read()
+        finally:
+            _, status = os.waitpid(self._pid, 0)  # type: ignore[arg-type]
+        try:
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise ValueError("walker failed")
+            plain, problems, unseen = pickle.loads(data)
+        except Exception:  # noqa: BLE001 - the child died: walk here instead, the audit goes on
+            self._result = self._walk()
+            return self._result
+        by_dir = {md.path: md.distribution for md in self._own.metadata.values()}
+        checks = [FileCheck(kind, path, root, by_dir.get(dist) if dist else None, expected, actual, evidence)
+                  for kind, path, root, dist, expected, actual, evidence in plain]
+        self._result = (checks, problems, unseen)
+        return self._result
+
+    def unseen_presence_rows(self) -> list[int]:
+        """Indices of presence-only rows whose path the walk did not see as a regular file."""
+        return self._collect()[2]
+
+    def unowned(self) -> tuple[list[FileCheck], list[Problem]]:
+        checks, problems, _ = self._collect()
+        return checks, problems
+
+    def abandon(self) -> None:
+        """Stop the child (the audit failed or was interrupted)."""
+        if self._result is None and self._pid is not None:
+            try:
+                os.kill(self._pid, signal.SIGKILL)
+                os.waitpid(self._pid, 0)
+                os.close(self._read_fd)  # type: ignore[arg-type]
+            except OSError:
+                pass
+            self._result = ([], [], [])
+
+
+def _may_fork() -> bool:
+    mode = os.environ.get("DRIFTSCAN_WALK", "auto")
+    if mode == "inline" or not hasattr(os, "fork") or not sys.platform.startswith("linux"):
+        return False
+    # Forking with other threads alive can leave the child with locks nobody will release.
+    return mode == "fork" or threading.active_count() == 1
