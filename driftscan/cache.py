@@ -27,11 +27,14 @@ import sys
 
 import xxhash
 
-FORMAT = b"driftscan-statcache-2\n"
+from .model import Hash, RecordEntry
+from .record import ParsedRecord, RecordIssue
+
+FORMAT = b"driftscan-statcache-3\n"
 RACY_NS = 2_000_000_000  # two seconds: covers FAT/SMB timestamp granularity
 # (size, mtime_ns, ctime_ns, inode, device), packed: one bytes value per file keeps a 200,000-file
 # cache small in memory, and an unchanged file is recognised by one bytes comparison.
-_SIGNATURE = struct.Struct("<QqqQQ")
+SIGNATURE = struct.Struct("<QqqQQ")
 
 
 def user_cache_dir() -> str:
@@ -46,7 +49,7 @@ def user_cache_dir() -> str:
 
 def signature(st: os.stat_result) -> bytes:
     try:
-        return _SIGNATURE.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+        return SIGNATURE.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
     except struct.error:  # a value out of range (an exotic filesystem): never matches
         return b""
 
@@ -63,6 +66,9 @@ class StatCache:
     def __init__(self, path: str | None):
         self.path = path
         self._entries: dict[str, bytes] = {}
+        # RECORD path → (signature, allow_hex, rows, issues): parsing 40 RECORDs of 40,000 rows
+        # costs a warm audit more than loading them back (0.1 s against 0.03 s)
+        self._records: dict[str, tuple] = {}
         self._dirty = False
         self.hits = 0  # rows settled without reading their content (counted by verify)
         self.misses = 0  # rows that had to be hashed
@@ -89,11 +95,35 @@ class StatCache:
         if not data.startswith(FORMAT) or xxhash.xxh3_64_digest(data[head + 8:]) != data[head:head + 8]:
             return  # foreign, truncated or damaged
         try:
-            entries = marshal.loads(data[head + 8:])
+            loaded = marshal.loads(data[head + 8:])
         except (EOFError, ValueError, TypeError):
             return  # written by a Python whose marshal format this one does not read
-        if type(entries) is dict:
-            self._entries = entries
+        if type(loaded) is tuple and len(loaded) == 2 and type(loaded[0]) is dict and type(loaded[1]) is dict:
+            self._entries, self._records = loaded
+
+    def parsed_record(self, path: str, st: os.stat_result, allow_hex: bool) -> ParsedRecord | None:
+        """The parse of the RECORD at ``path``, if it is unchanged since it was remembered."""
+        known = self._records.get(path)
+        if known is None or known[0] != signature(st) or known[1] != allow_hex:
+            return None
+        try:
+            entries = tuple([RecordEntry(p, Hash(a, d, e) if a is not None else None, size, line)
+                             for p, a, d, e, size, line in known[2]])
+            issues = tuple([RecordIssue(*issue) for issue in known[3]])
+        except (TypeError, ValueError):
+            return None
+        return ParsedRecord(entries, issues)
+
+    def remember_record(self, path: str, st: os.stat_result, allow_hex: bool, parsed: ParsedRecord,
+                        read_at: int) -> None:
+        """Keep a parse for next time, under the same racy-clean rule as digests."""
+        if max(st.st_mtime_ns, st.st_ctime_ns) >= read_at - RACY_NS or not signature(st):
+            return
+        rows = [(e.path, *((e.hash.algorithm, e.hash.digest, e.hash.encoding) if e.hash else (None, None, None)),
+                 e.size, e.line) for e in parsed.entries]
+        issues = [(i.line, i.message, i.path) for i in parsed.issues]
+        self._records[path] = (signature(st), allow_hex, rows, issues)
+        self._dirty = True
 
     def lookup(self, path: str, st: os.stat_result, algorithm: str) -> bytes | None:
         """The digest this file had when last hashed, if it is unchanged since (same signature)."""
@@ -118,6 +148,7 @@ class StatCache:
         """Forget files no longer audited (uninstalled), so the cache does not grow forever."""
         if self._dirty:
             self._entries = {p: e for p, e in self._entries.items() if p in live}
+            self._records = {p: r for p, r in self._records.items() if p in live}
 
     def save(self) -> None:
         """Write atomically; a cache that cannot be written is silently skipped."""
@@ -125,7 +156,7 @@ class StatCache:
             return
         import tempfile
 
-        payload = marshal.dumps(self._entries)
+        payload = marshal.dumps((self._entries, self._records))
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".statcache-", dir=os.path.dirname(self.path))
@@ -148,6 +179,12 @@ class NoCache(StatCache):
 
     def lookup(self, path, st, algorithm):  # noqa: D102
         return None
+
+    def parsed_record(self, path, st, allow_hex):  # noqa: D102
+        return None
+
+    def remember_record(self, path, st, allow_hex, parsed, read_at):  # noqa: D102
+        pass
 
     def store(self, path, st, algorithm, digest, hashed_at):  # noqa: D102
         pass

@@ -97,3 +97,33 @@ def test_no_cache_flag_neither_reads_nor_writes_the_cache(copy_fixture):
     assert not os.path.exists(cache_file)
     assert run_cli("audit", "--site-packages", str(site)).returncode == 3
     assert os.path.exists(cache_file)
+
+
+def test_parsed_records_are_remembered_until_the_record_changes(copy_fixture, tmp_path, monkeypatch):
+    from driftscan.discover import dists
+    from fixtures.harness import settle
+
+    site = copy_fixture("malformed")
+    settle(site)
+    cache_dir = tmp_path / "cache"
+    target = resolve_target(None, [str(site)])
+
+    def audit_once():
+        cache = StatCache.for_target(str(site), str(cache_dir))
+        result = verify(target, jobs=1, stat_cache=cache)
+        cache.save()
+        return sorted((c.kind.value, c.path) for c in result.checks), sorted((e.path, e.message) for e in result.errors)
+
+    first = audit_once()
+    assert first[1], "the malformed fixture has RECORD issues, which must come back from the cache too"
+    parses = []
+    real_parse = dists.parse_record
+    monkeypatch.setattr(dists, "parse_record", lambda *a, **k: parses.append(a) or real_parse(*a, **k))
+    assert audit_once() == first
+    assert parses == []  # every RECORD came from the cache
+
+    record = next(site.glob("*.dist-info/RECORD"))
+    record.write_text(record.read_text() + "added_by_hand.py,,\n")
+    again = audit_once()
+    assert len(parses) == 1 and parses[0][0].endswith("added_by_hand.py,,\n")
+    assert again != first

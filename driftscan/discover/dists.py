@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -32,19 +34,37 @@ class _Reading:
     problems: list[Problem] = field(default_factory=list)
 
     def text(self, path: str) -> str | None:
+        return self.read(path)[0]
+
+    def read(self, path: str) -> tuple[str | None, os.stat_result | None]:
+        """The file's text and its stat (from the open descriptor, so both describe one file)."""
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            fd = os.open(path, _OPEN_FLAGS)
         except FileNotFoundError:
-            return None
+            return None, None
         except OSError as exc:
             self.problems.append(Problem(path, f"cannot read: {exc.strerror or exc}"))
-            return None
+            return None, None
         try:
-            return data.decode("utf-8")
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):  # a FIFO would block the audit forever
+                self.problems.append(Problem(path, "cannot read: not a regular file"))
+                return None, None
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                data = f.read()
+        except OSError as exc:
+            self.problems.append(Problem(path, f"cannot read: {exc.strerror or exc}"))
+            return None, None
+        finally:
+            os.close(fd)
+        try:
+            return data.decode("utf-8"), st
         except UnicodeDecodeError:
             self.problems.append(Problem(path, "not valid UTF-8; undecodable bytes kept as escapes"))
-            return data.decode("utf-8", "surrogateescape")
+            return data.decode("utf-8", "surrogateescape"), st
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 _DIR_NAME = re.compile(r"^(?P<name>.+?)-(?P<version>[^-]+?)(?:-py\d.*)?\.(?:dist|egg)-info$")
@@ -74,13 +94,14 @@ def _name_version(meta_text: str | None, dirname: str) -> tuple[str, str]:
     return name or dirname, version or "unknown"
 
 
-def _read_dist_info(path: str, site: str) -> MetadataDir:
+def _read_dist_info(path: str, site: str, cache=None) -> MetadataDir:
     absent = tuple(n for n in ("METADATA", "RECORD") if not os.path.lexists(os.path.join(path, n)))
     if absent:
         return MetadataDir(path, site, None, missing=absent)
     reading = _Reading()
     record_path = os.path.join(path, "RECORD")
-    record = reading.text(record_path)
+    read_at = time.time_ns()
+    record, record_stat = reading.read(record_path)
     # METADATA may be a dangling link into a cleaned uv cache (--link-mode symlink): the directory
     # name still says who this is, and METADATA's own RECORD row reports it missing.
     meta = reading.text(os.path.join(path, "METADATA"))
@@ -93,7 +114,12 @@ def _read_dist_info(path: str, site: str) -> MetadataDir:
     installer_text = reading.text(os.path.join(path, "INSTALLER"))
     installer = installer_text.strip() if installer_text is not None else None
     # Hex digests are tolerated only where no installer vouches for the RECORD (Debian style).
-    parsed = parse_record(record, allow_hex=installer is None)
+    allow_hex = installer is None
+    parsed = cache.parsed_record(record_path, record_stat, allow_hex) if cache is not None else None
+    if parsed is None:
+        parsed = parse_record(record, allow_hex=allow_hex)
+        if cache is not None:
+            cache.remember_record(record_path, record_stat, allow_hex, parsed, read_at)
     problems = list(reading.problems)
     problems += [
         Problem(record_path, f"line {i.line}: {i.message}" + (f" ({i.path})" if i.path else ""))
@@ -166,8 +192,9 @@ def _read_egg_info(path: str, site: str) -> MetadataDir:
     return MetadataDir(path, site, dist, tuple(reading.problems), has_file_list=has_list)
 
 
-def find_distributions(site_packages: tuple[str, ...]) -> Iterator[MetadataDir]:
-    """Yield every metadata directory in the given site-packages, sorted for stable output."""
+def find_distributions(site_packages: tuple[str, ...], cache=None) -> Iterator[MetadataDir]:
+    """Yield every metadata directory in the given site-packages, sorted for stable output.
+    ``cache``: a ``driftscan.cache.StatCache`` that remembers parsed RECORDs between runs."""
     for site in site_packages:
         try:
             names = sorted(os.listdir(site))
@@ -177,6 +204,6 @@ def find_distributions(site_packages: tuple[str, ...]) -> Iterator[MetadataDir]:
         for name in names:
             path = os.path.join(site, name)
             if name.endswith(".dist-info") and os.path.isdir(path) and not os.path.islink(path):
-                yield _read_dist_info(path, site)
+                yield _read_dist_info(path, site, cache)
             elif name.endswith(".egg-info"):
                 yield _read_egg_info(path, site)

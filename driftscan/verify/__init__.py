@@ -44,7 +44,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
     """``uv_cache``: where uv's cache is (default: uv's own rule), to trace hard-linked edits.
     ``stat_cache``: a ``driftscan.cache.StatCache`` to skip re-hashing unchanged files.
     ``progress(done, total)``: bytes hashed so far, called from the hashing threads."""
-    metadirs = list(find_distributions(target.site_packages))
+    metadirs = list(find_distributions(target.site_packages, stat_cache))
     own = build_ownership(metadirs)
     errors: list[Problem] = [p for md in metadirs for p in md.problems]
     orphaned = [_orphaned(target, md) for md in metadirs if md.distribution is None and md.missing]
