@@ -160,10 +160,14 @@ class _TwoEnds:
             return range(start, end)
 
     def take_high(self) -> range:
+        """Large files only: two threads both doing small files would pass the GIL back and forth
+        at every system call (measured: open/read/close at ~25 µs each instead of ~2 µs, a
+        50,000-small-file audit 3.5 s instead of ~1 s). The small ones stay with the caller."""
         with self.lock:
             start = end = self.high
             budget = BATCH_BYTES
-            while start > self.low and end - start < BATCH_FILES and budget > 0:
+            while start > self.low and end - start < BATCH_FILES and budget > 0 \
+                    and self.sizes[start - 1] >= HELPER_MIN:
                 start -= 1
                 budget -= self.sizes[start]
             self.high = start
@@ -172,6 +176,7 @@ class _TwoEnds:
 
 BATCH_FILES = 64
 BATCH_BYTES = 1 << 20
+HELPER_MIN = int(os.environ.get("DRIFTSCAN_HELPER_MIN", 256 << 10))  # bytes; see take_high
 
 
 def _hash_pending(rows: list[Row], presence: list[bool], pending: list[int], results: list, jobs: int,
