@@ -188,7 +188,14 @@ def main() -> None:
                               "floor_s": round(floor, 3), "measured_floor_s": round(measured_floor, 3)}
     seq, seq_rss = median_of(args.runs, [sys.executable, os.path.join(HERE, "sequential_checker.py"), site], env=env)
     cold, cold_rss = median_of(args.runs, driftscan_cmd(args.venv, "--no-cache"), env=env)
+    # The design choices, each against its alternative in the same run.
+    processes, _ = median_of(args.runs, driftscan_cmd(args.venv, "--no-cache"),
+                             env={**env, "DRIFTSCAN_HASH_WORKERS": "processes"})
+    one_job, _ = median_of(args.runs, driftscan_cmd(args.venv, "--no-cache", "--jobs", "1"), env=env)
     hot, hot_rss = warm(args.venv, env, args.runs)
+    inline_walk, _ = median_of(args.runs, driftscan_cmd(args.venv), env={**env, "DRIFTSCAN_WALK": "inline"})
+    fig.update(cold_forked_workers_s=round(processes, 3), cold_one_thread_s=round(one_job, 3),
+               warm_walk_in_process_s=round(inline_walk, 3))
     fig.update(sequential_s=round(seq, 3), cold_s=round(cold, 3), warm_s=round(hot, 3),
                cold_vs_sequential=round(cold / seq, 3), cold_vs_floor=round(cold / floor, 3),
                cold_vs_measured_floor=round(cold / measured_floor, 3),

@@ -66,8 +66,8 @@ class StatCache:
     def __init__(self, path: str | None):
         self.path = path
         self._entries: dict[str, bytes] = {}
-        # RECORD path → (signature, allow_hex, rows, issues): parsing 40 RECORDs of 40,000 rows
-        # costs a warm audit more than loading them back (0.1 s against 0.03 s)
+        # RECORD path → (signature, allow_hex, (rows, issues) as stored, or the ParsedRecord in use):
+        # parsing 40 RECORDs of 40,000 rows costs a warm audit more than loading them (0.1 s / 0.03 s)
         self._records: dict[str, tuple] = {}
         self._dirty = False
         self.hits = 0  # rows settled without reading their content (counted by verify)
@@ -106,24 +106,33 @@ class StatCache:
         known = self._records.get(path)
         if known is None or known[0] != signature(st) or known[1] != allow_hex:
             return None
+        if isinstance(known[2], ParsedRecord):
+            return known[2]
         try:
-            entries = tuple([RecordEntry(p, Hash(a, d, e) if a is not None else None, size, line)
-                             for p, a, d, e, size, line in known[2]])
-            issues = tuple([RecordIssue(*issue) for issue in known[3]])
+            rows, issues = known[2]
+            parsed = ParsedRecord(tuple([RecordEntry(p, Hash(a, d, e) if a is not None else None, size, line)
+                                         for p, a, d, e, size, line in rows]),
+                                  tuple([RecordIssue(*issue) for issue in issues]))
         except (TypeError, ValueError):
             return None
-        return ParsedRecord(entries, issues)
+        self._records[path] = (known[0], allow_hex, parsed)  # the rows as loaded are not kept twice
+        return parsed
 
     def remember_record(self, path: str, st: os.stat_result, allow_hex: bool, parsed: ParsedRecord,
                         read_at: int) -> None:
         """Keep a parse for next time, under the same racy-clean rule as digests."""
         if max(st.st_mtime_ns, st.st_ctime_ns) >= read_at - RACY_NS or not signature(st):
             return
+        self._records[path] = (signature(st), allow_hex, parsed)  # flattened when saved
+        self._dirty = True
+
+    @staticmethod
+    def _flat(parsed: ParsedRecord | tuple) -> tuple:
+        if not isinstance(parsed, ParsedRecord):
+            return parsed
         rows = [(e.path, *((e.hash.algorithm, e.hash.digest, e.hash.encoding) if e.hash else (None, None, None)),
                  e.size, e.line) for e in parsed.entries]
-        issues = [(i.line, i.message, i.path) for i in parsed.issues]
-        self._records[path] = (signature(st), allow_hex, rows, issues)
-        self._dirty = True
+        return rows, [(i.line, i.message, i.path) for i in parsed.issues]
 
     def lookup(self, path: str, st: os.stat_result, algorithm: str) -> bytes | None:
         """The digest this file had when last hashed, if it is unchanged since (same signature)."""
@@ -156,7 +165,8 @@ class StatCache:
             return
         import tempfile
 
-        payload = marshal.dumps((self._entries, self._records))
+        records = {p: (sig, hexes, self._flat(parsed)) for p, (sig, hexes, parsed) in self._records.items()}
+        payload = marshal.dumps((self._entries, records))
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".statcache-", dir=os.path.dirname(self.path))
