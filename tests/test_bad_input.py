@@ -95,6 +95,20 @@ def test_symlink_loops_and_fifos_do_not_hang_or_crash(tmp_path):
         ("secret.py", "cannot follow symlink: symlink loop")]
 
 
+def test_metadata_files_that_are_fifos_are_reported_not_read(tmp_path):
+    """A FIFO where RECORD or METADATA should be would block a plain open() forever."""
+    site = _site_with_dist(tmp_path)
+    info = next(site.glob("victim-*.dist-info"))
+    os.unlink(info / "RECORD")
+    os.mkfifo(info / "RECORD")
+    os.unlink(info / "METADATA")
+    os.mkfifo(info / "METADATA")
+    report = audit(site_packages=[str(site)])
+    assert sorted((os.path.basename(e.path), e.message) for e in report.errors) == [
+        ("METADATA", "cannot read: not a regular file"), ("RECORD", "cannot read: not a regular file")]
+    assert [u.distribution for u in report.unverifiable] == ["victim 1.0"]  # named after its directory
+
+
 def test_file_vanishing_mid_audit(tmp_path, monkeypatch):
     site = _site_with_dist(tmp_path)
     real_open = os.open

@@ -71,11 +71,21 @@ def test_racy_entries_are_not_trusted(tmp_path):
 
 
 def test_damaged_or_foreign_cache_file_is_ignored(tmp_path):
-    bad = tmp_path / "c.json"
+    bad = tmp_path / "c.bin"
     bad.write_text("{not json")
     assert StatCache(str(bad)).lookup(str(bad), os.stat(bad), "sha256") is None
     bad.write_text('{"format": "something-else", "files": {"x": [1]}}')
     assert StatCache(str(bad))._entries == {}
+
+    good = StatCache(str(bad))
+    st = os.stat(bad)
+    good.store(str(bad), st, "sha256", b"\1" * 32, hashed_at=max(st.st_mtime_ns, st.st_ctime_ns) + RACY_NS + 1)
+    good.save()
+    assert StatCache(str(bad)).lookup(str(bad), st, "sha256") == b"\1" * 32  # it round-trips...
+    data = bad.read_bytes()
+    for damaged in (data[:-7], data[:-1] + bytes([data[-1] ^ 1]), data[:30]):  # ...until damaged
+        bad.write_bytes(damaged)
+        assert StatCache(str(bad))._entries == {}
 
 
 def test_unwritable_cache_dir_is_skipped(tmp_path):
