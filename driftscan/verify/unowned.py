@@ -164,13 +164,17 @@ class UnownedWalk:
         if self._result is not None:
             return self._result
         data = b""
+        status: int | None = None
         try:
             with os.fdopen(self._read_fd, "rb") as pipe:  # type: ignore[arg-type]
                 data = pipe.read()
         finally:
-            _, status = os.waitpid(self._pid, 0)  # type: ignore[arg-type]
+            try:
+                _, status = os.waitpid(self._pid, 0)  # type: ignore[arg-type]
+            except ChildProcessError:
+                pass  # reaped by a host program's SIGCHLD handling: the data tells whether it finished
         try:
-            if os.waitstatus_to_exitcode(status) != 0:
+            if status is not None and os.waitstatus_to_exitcode(status) != 0:
                 raise ValueError("walker failed")
             plain, problems, unseen = pickle.loads(data)
         except Exception:  # noqa: BLE001 - the child died: walk here instead, the audit goes on
