@@ -18,6 +18,7 @@ from .errors import TargetError
 from .model import Drift, Target, Verification
 from .report import Report, build_report
 from .verify import default_jobs, verify
+from .verify.cleanindex import still_clean
 from .verify.ownership import build_ownership
 
 if TYPE_CHECKING:
@@ -113,10 +114,13 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
         model_dirs: Sequence[str] = (), hf_cache: str | None = None, deep: bool = False,
         revision: str | None = None, manifest: str | None = None, progress=None,
         select: Sequence[str] = (), ignore: Sequence[str] = (), inspect: bool = True,
-        rules_modules: Sequence[str] = (), include_environment: bool = False) -> Run:
+        rules_modules: Sequence[str] = (), include_environment: bool = False, report_only: bool = False) -> Run:
     """One pass of the pipeline. Naming any target (a venv, site-packages, a model directory,
     a Hugging Face cache) replaces the default, the running environment, unless
-    ``include_environment`` (model directories from a config file add to the default)."""
+    ``include_environment`` (model directories from a config file add to the default).
+    ``report_only``: the caller reads ``Run.report`` alone, so an unchanged clean environment
+    may be settled from the clean index (its ``Run.verification`` then lists distributions
+    without their RECORD entries)."""
     started = time.perf_counter()
     models = model_dir_paths(model_dirs, hf_cache)
     python_named = venv is not None or bool(site_packages) or include_environment
@@ -125,8 +129,14 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
     if target is NO_PYTHON:
         verification = Verification(NO_PYTHON, (), (), 0, (), ())
     else:
-        verification = verify(target, jobs=jobs, uv_cache=uv_cache, stat_cache=cache, progress=progress)
-        cache.save()
+        # The clean index settles a warm audit of an unchanged clean environment with one lstat per
+        # file and directory. It rebuilds no RECORD entries: only for callers that need the report.
+        settled = still_clean(target, cache.clean_index()) if report_only else None
+        if settled is not None:
+            verification = settled
+        else:
+            verification = verify(target, jobs=jobs, uv_cache=uv_cache, stat_cache=cache, progress=progress)
+            cache.save()
     results: tuple[ModelDirResult, ...] = ()
     if models:
         from .verify.modeldir import verify_model_dir
@@ -169,7 +179,7 @@ def audit(
     """
     return run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=use_cache, model_dirs=model_dirs,
                hf_cache=hf_cache, deep=deep, revision=revision, manifest=manifest, select=select,
-               ignore=ignore).report
+               ignore=ignore, report_only=True).report
 
 
 def plan(

@@ -31,6 +31,7 @@ from .model import Hash, RecordEntry
 from .record import ParsedRecord, RecordIssue
 
 FORMAT = b"driftscan-statcache-3\n"
+CLEAN_FORMAT = b"driftscan-cleanindex-1\n"
 RACY_NS = 2_000_000_000  # two seconds: covers FAT/SMB timestamp granularity
 # (size, mtime_ns, ctime_ns, inode, device), packed: one bytes value per file keeps a 200,000-file
 # cache small in memory, and an unchanged file is recognised by one bytes comparison.
@@ -59,47 +60,110 @@ def tag(algorithm: str, digest: bytes) -> bytes:
     return algorithm.encode("ascii") + b"\0" + digest
 
 
+def _read_framed(path: str, fmt: bytes):
+    """A format line, an xxh3-64 checksum of the rest, a marshal payload; None if anything is off."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None  # absent or unreadable: start empty, it is only a cache
+    head = len(fmt)
+    if not data.startswith(fmt) or xxhash.xxh3_64_digest(data[head + 8:]) != data[head:head + 8]:
+        return None  # foreign, truncated or damaged
+    try:
+        return marshal.loads(data[head + 8:])
+    except (EOFError, ValueError, TypeError):
+        return None  # written by a Python whose marshal format this one does not read
+
+
+def _write_framed(path: str, fmt: bytes, value) -> None:
+    """Write atomically; a cache that cannot be written is silently skipped."""
+    import tempfile
+
+    payload = marshal.dumps(value)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".statcache-", dir=os.path.dirname(path))
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(fmt + xxhash.xxh3_64_digest(payload) + payload)
+            os.replace(tmp, path)
+        except OSError:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass
+
+
 class StatCache:
     """One environment's cache file: path → signature + algorithm + digest, for files that were
-    older than the racy window when hashed (a racily clean entry is never even stored)."""
+    older than the racy window when hashed (a racily clean entry is never even stored); the
+    parsed RECORDs; and, in a file of its own, the clean index (``verify.cleanindex``).
+
+    Files are read on first use: a warm audit that the clean index settles never loads the rest."""
 
     def __init__(self, path: str | None):
         self.path = path
-        self._entries: dict[str, bytes] = {}
+        self._loaded = not path
+        self._entries_data: dict[str, bytes] = {}
         # RECORD path → (signature, allow_hex, (rows, issues) as stored, or the ParsedRecord in use):
         # parsing 40 RECORDs of 40,000 rows costs a warm audit more than loading them (0.1 s / 0.03 s)
-        self._records: dict[str, tuple] = {}
+        self._records_data: dict[str, tuple] = {}
         self._dirty = False
+        self._clean: dict | None = None
+        self._clean_loaded = not path
+        self._clean_dirty = False
         self.hits = 0  # rows settled without reading their content (counted by verify)
         self.misses = 0  # rows that had to be hashed
-        if path:
-            self._load()
 
     @classmethod
     def for_target(cls, key: str, directory: str | None = None) -> StatCache:
         name = hashlib.sha256(os.path.realpath(key).encode("utf-8", "surrogateescape")).hexdigest()[:24]
         return cls(os.path.join(directory or user_cache_dir(), "statcache", name + ".bin"))
 
+    def _ensure(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        loaded = _read_framed(self.path, FORMAT)  # type: ignore[arg-type]
+        if type(loaded) is tuple and len(loaded) == 2 and type(loaded[0]) is dict and type(loaded[1]) is dict:
+            self._entries_data, self._records_data = loaded
+
+    @property
+    def _entries(self) -> dict[str, bytes]:
+        self._ensure()
+        return self._entries_data
+
+    @property
+    def _records(self) -> dict[str, tuple]:
+        self._ensure()
+        return self._records_data
+
     @property
     def entries(self) -> dict[str, bytes]:
         """For the verify hot loop: ``entries.get(path) == signature(st) + tag(algorithm, digest)``."""
         return self._entries
 
-    def _load(self) -> None:
-        try:
-            with open(self.path, "rb") as f:  # type: ignore[arg-type]
-                data = f.read()
-        except OSError:
-            return  # absent or unreadable: start empty, it is only a cache
-        head = len(FORMAT)
-        if not data.startswith(FORMAT) or xxhash.xxh3_64_digest(data[head + 8:]) != data[head:head + 8]:
-            return  # foreign, truncated or damaged
-        try:
-            loaded = marshal.loads(data[head + 8:])
-        except (EOFError, ValueError, TypeError):
-            return  # written by a Python whose marshal format this one does not read
-        if type(loaded) is tuple and len(loaded) == 2 and type(loaded[0]) is dict and type(loaded[1]) is dict:
-            self._entries, self._records = loaded
+    def record_signature(self, record_path: str) -> bytes | None:
+        """The signature of a RECORD as remembered with its parse (None if not remembered)."""
+        known = self._records.get(record_path)
+        return known[0] if known is not None else None
+
+    @property
+    def _clean_path(self) -> str:
+        return self.path[:-len(".bin")] + ".clean.bin"  # type: ignore[index]
+
+    def clean_index(self) -> dict | None:
+        """The index the last clean audit left (``verify.cleanindex``), or None."""
+        if not self._clean_loaded:
+            self._clean_loaded = True
+            loaded = _read_framed(self._clean_path, CLEAN_FORMAT)
+            self._clean = loaded if type(loaded) is dict else None
+        return self._clean
+
+    def set_clean_index(self, index: dict | None) -> None:
+        if self.path and (index is not None or self.clean_index() is not None):
+            self._clean, self._clean_dirty = index, True
 
     def parsed_record(self, path: str, st: os.stat_result, allow_hex: bool) -> ParsedRecord | None:
         """The parse of the RECORD at ``path``, if it is unchanged since it was remembered."""
@@ -156,29 +220,26 @@ class StatCache:
     def retain(self, live) -> None:
         """Forget files no longer audited (uninstalled), so the cache does not grow forever."""
         if self._dirty:
-            self._entries = {p: e for p, e in self._entries.items() if p in live}
-            self._records = {p: r for p, r in self._records.items() if p in live}
+            self._entries_data = {p: e for p, e in self._entries.items() if p in live}
+            self._records_data = {p: r for p, r in self._records.items() if p in live}
 
     def save(self) -> None:
-        """Write atomically; a cache that cannot be written is silently skipped."""
-        if not self.path or not self._dirty:
+        """Write what changed, atomically; a cache that cannot be written is silently skipped."""
+        if not self.path:
             return
-        import tempfile
-
-        records = {p: (sig, hexes, self._flat(parsed)) for p, (sig, hexes, parsed) in self._records.items()}
-        payload = marshal.dumps((self._entries, records))
-        try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".statcache-", dir=os.path.dirname(self.path))
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(FORMAT + xxhash.xxh3_64_digest(payload) + payload)
-                os.replace(tmp, self.path)
-            except OSError:
-                os.unlink(tmp)
-                raise
-        except OSError:
-            pass
+        if self._dirty:
+            records = {p: (sig, hexes, self._flat(parsed)) for p, (sig, hexes, parsed) in self._records.items()}
+            _write_framed(self.path, FORMAT, (self._entries, records))
+            self._dirty = False
+        if self._clean_dirty:
+            if self._clean is None:
+                try:
+                    os.unlink(self._clean_path)
+                except OSError:
+                    pass
+            else:
+                _write_framed(self._clean_path, CLEAN_FORMAT, self._clean)
+            self._clean_dirty = False
 
 
 class NoCache(StatCache):

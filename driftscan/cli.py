@@ -177,7 +177,8 @@ def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, mo
     report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                  model_dirs=dirs, hf_cache=hub, deep=deep, revision=revision, manifest=manifest, progress=Progress(),
                  select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
-                 rules_modules=config.rules_modules, include_environment=include_environment).report
+                 rules_modules=config.rules_modules, include_environment=include_environment,
+                 report_only=True).report
     emit(report, fmt, output)
     sys.exit(exit_status(report, strict))
 

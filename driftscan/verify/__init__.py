@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import time
 
 from ..discover import find_distributions
 from ..discover.editable import find_editable_sources
 from ..discover.uvcache import default_uv_cache
 from ..model import DriftKind, FileCheck, Problem, Target, Verification
+from .cleanindex import build_index
 from .ownership import build_ownership
 from .records import presence_only, verify_records
 from .source import verify_sources
@@ -42,8 +44,10 @@ def _orphaned(target: Target, md) -> FileCheck:
 def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None, stat_cache=None,
            progress=None) -> Verification:
     """``uv_cache``: where uv's cache is (default: uv's own rule), to trace hard-linked edits.
-    ``stat_cache``: a ``driftscan.cache.StatCache`` to skip re-hashing unchanged files.
+    ``stat_cache``: a ``driftscan.cache.StatCache`` to skip re-hashing unchanged files; a clean
+    result also leaves it a clean index (``still_clean`` then settles the next audit).
     ``progress(done, total)``: bytes hashed so far, called from the hashing threads."""
+    started_ns = time.time_ns()
     metadirs = list(find_distributions(target.site_packages, stat_cache))
     own = build_ownership(metadirs)
     errors: list[Problem] = [p for md in metadirs for p in md.problems]
@@ -60,7 +64,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
     dists = tuple(md.distribution for md in metadirs if md.distribution is not None)
     editables, editable_problems = find_editable_sources(dists, target.site_packages)
     sources = verify_sources(editables)
-    return Verification(
+    verification = Verification(
         target=target,
         distributions=dists,
         checks=tuple(annotate_uv_cache(outcome.checks, uv_cache or default_uv_cache()) + orphaned + added
@@ -70,3 +74,10 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
         errors=tuple(errors + outcome.errors + walk_problems + editable_problems + sources.errors),
         referenced=frozenset(own.owners),
     )
+    if stat_cache is not None:
+        index = None
+        if not editables and len(metadirs) == len(dists):
+            index = build_index(target, verification, own.rows, presence, walk.unseen_presence_rows(),
+                                walk.listed_directories(), stat_cache, started_ns)
+        stat_cache.set_clean_index(index)
+    return verification

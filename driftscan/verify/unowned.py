@@ -14,19 +14,25 @@ import sys
 import threading
 from collections.abc import Iterator
 
+from ..cache import signature
 from ..model import DriftKind, FileCheck, Problem, Target
 from .files import file_type
 from .ownership import Ownership, bytecode_source, is_legit_site_file, is_venv_file
 from .roots import root_of
 
 
-def _walk(root: str, problems: list[Problem], skip_dir, regular: set[str] | None) -> Iterator[os.DirEntry]:
+def _walk(root: str, problems: list[Problem], skip_dir, regular: set[str] | None,
+          listed: list[tuple[str, bytes]] | None = None) -> Iterator[os.DirEntry]:
     """Yield every non-directory entry under ``root`` (symlinks to directories included), and add
-    the paths of regular files to ``regular``: the directory listing's file types, free of any stat."""
+    the paths of regular files to ``regular``: the directory listing's file types, free of any stat.
+    ``listed`` receives each directory's signature, taken *before* it is listed (an entry added
+    after the listing then shows as a changed signature next time, never as a missed file)."""
     stack = [root]
     while stack:
         directory = stack.pop()
         try:
+            if listed is not None:
+                listed.append((directory, signature(os.lstat(directory))))
             with os.scandir(directory) as it:
                 entries = list(it)
         except FileNotFoundError:
@@ -65,10 +71,11 @@ def _actual(entry: os.DirEntry) -> dict:
     return actual
 
 
-def find_unowned(target: Target, own: Ownership,
-                 regular: set[str] | None = None) -> tuple[list[FileCheck], list[Problem]]:
+def find_unowned(target: Target, own: Ownership, regular: set[str] | None = None,
+                 listed: list[tuple[str, bytes]] | None = None) -> tuple[list[FileCheck], list[Problem]]:
     """Files no RECORD owns, sorted by path. ``regular``, if given, receives the path of every
-    regular file met (verify settles presence-only rows with it, without a stat each)."""
+    regular file met (verify settles presence-only rows with it, without a stat each); ``listed``
+    the signature of every directory listed."""
     problems: list[Problem] = []
     checks: list[FileCheck] = []
 
@@ -86,7 +93,7 @@ def find_unowned(target: Target, own: Ownership,
         if root in seen:
             continue
         seen.add(root)
-        for entry in _walk(root, problems, skip_dir, regular):
+        for entry in _walk(root, problems, skip_dir, regular, listed):
             path = entry.path
             if own.owns(path, root) or is_venv_file(target, path):
                 continue
@@ -124,18 +131,19 @@ class UnownedWalk:
         self._target, self._own, self._presence = target, own, presence
         self._pid: int | None = None
         self._read_fd: int | None = None
-        self._result: tuple[list[FileCheck], list[Problem], list[int]] | None = None
+        self._result: tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]] | None = None
         if _may_fork():
             self._fork()
         if self._pid is None:
             self._result = self._walk()
 
-    def _walk(self) -> tuple[list[FileCheck], list[Problem], list[int]]:
+    def _walk(self) -> tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]]:
         regular: set[str] = set()
-        checks, problems = find_unowned(self._target, self._own, regular)
+        listed: list[tuple[str, bytes]] = []
+        checks, problems = find_unowned(self._target, self._own, regular, listed)
         rows = self._own.rows
         unseen = [i for i, presence in enumerate(self._presence) if presence and rows[i][2] not in regular]
-        return checks, problems, unseen
+        return checks, problems, unseen, listed
 
     def _fork(self) -> None:
         read_fd, write_fd = os.pipe()
@@ -149,18 +157,18 @@ class UnownedWalk:
             status = 1
             try:
                 os.close(read_fd)
-                checks, problems, unseen = self._walk()
+                checks, problems, unseen, listed = self._walk()
                 plain = [(c.kind, c.path, c.root, c.distribution.metadata_dir if c.distribution else None,
                           c.expected, c.actual, c.evidence) for c in checks]  # a Distribution carries all its rows
                 with os.fdopen(write_fd, "wb") as out:
-                    pickle.dump((plain, problems, unseen), out, protocol=pickle.HIGHEST_PROTOCOL)
+                    pickle.dump((plain, problems, unseen, listed), out, protocol=pickle.HIGHEST_PROTOCOL)
                 status = 0
             finally:
                 os._exit(status)
         os.close(write_fd)
         self._pid, self._read_fd = pid, read_fd
 
-    def _collect(self) -> tuple[list[FileCheck], list[Problem], list[int]]:
+    def _collect(self) -> tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]]:
         if self._result is not None:
             return self._result
         data = b""
@@ -176,14 +184,14 @@ class UnownedWalk:
         try:
             if status is not None and os.waitstatus_to_exitcode(status) != 0:
                 raise ValueError("walker failed")
-            plain, problems, unseen = pickle.loads(data)
+            plain, problems, unseen, listed = pickle.loads(data)
         except Exception:  # noqa: BLE001 - the child died: walk here instead, the audit goes on
             self._result = self._walk()
             return self._result
         by_dir = {md.path: md.distribution for md in self._own.metadata.values()}
         checks = [FileCheck(kind, path, root, by_dir.get(dist) if dist else None, expected, actual, evidence)
                   for kind, path, root, dist, expected, actual, evidence in plain]
-        self._result = (checks, problems, unseen)
+        self._result = (checks, problems, unseen, listed)
         return self._result
 
     def unseen_presence_rows(self) -> list[int]:
@@ -191,8 +199,12 @@ class UnownedWalk:
         return self._collect()[2]
 
     def unowned(self) -> tuple[list[FileCheck], list[Problem]]:
-        checks, problems, _ = self._collect()
+        checks, problems, _, _ = self._collect()
         return checks, problems
+
+    def listed_directories(self) -> list[tuple[str, bytes]]:
+        """(directory, signature before listing) for every directory walked."""
+        return self._collect()[3]
 
     def abandon(self) -> None:
         """Stop the child (the audit failed or was interrupted)."""
@@ -203,7 +215,7 @@ class UnownedWalk:
                 os.close(self._read_fd)  # type: ignore[arg-type]
             except OSError:
                 pass
-            self._result = ([], [], [])
+            self._result = ([], [], [], [])
 
 
 def _may_fork() -> bool:

@@ -1,0 +1,122 @@
+"""The clean index: when a full audit finds an environment clean, what it would take to prove it
+still is, without parsing a RECORD or listing a directory.
+
+Three kinds of signature (size, mtime_ns, ctime_ns, inode, device), each taken when the audit
+looked, and only if older than the racy window:
+
+- every hashed file, as the stat cache saw it when its content matched its RECORD: an edit
+  changes its mtime or ctime (an ``os.utime`` restore still moves ctime);
+- every RECORD (what the rows promise), read through the parse cache's signature;
+- every directory the unowned-file walk listed, taken before listing it: a file added,
+  removed, renamed or replaced changes its directory's mtime (POSIX requires it of ``open``
+  with ``O_CREAT``, ``unlink``, ``rename``, ``mkdir``). git's untracked cache rests on the same
+  rule. Content edits of presence-only files (bytecode, hashless rows) are not drift anyway.
+
+A warm audit compares them all, one ``lstat`` each; if every one matches it reports what the
+clean audit reported, otherwise it runs the full audit. Only a clean, error-free audit of
+dist-info distributions with no editable install writes an index: egg-info lists, editable
+source trees (git state) and drift (whose evidence depends on the world outside the
+environment: uv's cache, dumps in /tmp) always take the full path. ``--no-cache`` never uses it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+
+from ..cache import RACY_NS, SIGNATURE, tag
+from ..model import Distribution, Target, Unverifiable, Verification
+
+VERSION = 1
+
+
+def _roots(target: Target) -> list[str]:
+    return [*target.site_packages, *([target.bin_dir] if target.bin_dir else []), *target.extra_roots]
+
+
+def _old_enough(sig: bytes, started_ns: int) -> bool:
+    _, mtime, ctime, _, _ = SIGNATURE.unpack(sig)
+    return max(mtime, ctime) < started_ns - RACY_NS
+
+
+def build_index(target: Target, verification: Verification, rows, presence: list[bool], unseen: list[int],
+                listed: list[tuple[str, bytes]], cache, started_ns: int) -> dict | None:
+    """The index of a clean audit, or None when this audit cannot vouch for a later one."""
+    if verification.checks or verification.errors:
+        return None
+    dists = verification.distributions
+    if any(d.kind != "dist-info" or d.editable for d in dists):
+        return None
+    paths: list[str] = []
+    sigs: list[bytes] = []
+    known = cache.entries
+    for (_, entry, path), flag in zip(rows, presence):
+        if flag:
+            continue
+        cached = known.get(path)
+        expected_tag = tag(entry.hash.algorithm, entry.hash.digest)
+        if cached is None or len(cached) != SIGNATURE.size + len(expected_tag) or \
+                not cached.endswith(expected_tag):
+            return None  # hashed within the racy window (or through a symlink): not vouched for
+        paths.append(path)
+        sigs.append(cached[:SIGNATURE.size])
+    for dist in dists:
+        record = os.path.join(dist.metadata_dir, "RECORD")
+        sig = cache.record_signature(record)
+        if sig is None:
+            return None
+        paths.append(record)
+        sigs.append(sig)
+    for directory, sig in listed:
+        if not _old_enough(sig, started_ns):
+            return None
+        paths.append(directory)
+        sigs.append(sig)
+    walked = tuple(_roots(target))
+    outside = []
+    for i in unseen:  # presence-only rows the walk did not list as regular files
+        path = rows[i][2]
+        if any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in walked):
+            return None  # a symlink or an odd file inside the walked tree: the full path knows it
+        outside.append(path)
+    return {
+        "version": VERSION,
+        "roots": walked,
+        "site_packages": tuple(target.site_packages),
+        "paths": paths,
+        "signatures": b"".join(sigs),
+        "present": outside,
+        "distributions": [(d.name, d.version, d.metadata_dir, d.site_packages, d.installer, d.requested)
+                          for d in dists],
+        "files_checked": verification.files_checked,
+        "unverifiable": [(u.distribution, u.reason) for u in verification.unverifiable],
+    }
+
+
+def still_clean(target: Target, index: dict | None) -> Verification | None:
+    """The clean audit's verification again, if nothing it looked at has changed; else None."""
+    if not index or index.get("version") != VERSION or tuple(index.get("roots", ())) != tuple(_roots(target)) \
+            or tuple(index.get("site_packages", ())) != tuple(target.site_packages):
+        return None
+    try:
+        paths, sigs = index["paths"], index["signatures"]
+        size = SIGNATURE.size
+        if len(sigs) != size * len(paths):
+            return None
+        lstat, pack = os.lstat, SIGNATURE.pack
+        offset = 0
+        for path in paths:
+            st = lstat(path)
+            if pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev) != sigs[offset:offset + size]:
+                return None
+            offset += size
+        for path in index["present"]:
+            if not stat.S_ISREG(lstat(path).st_mode):
+                return None
+        dists = tuple(Distribution(name=n, version=v, metadata_dir=m, site_packages=s, installer=i, requested=r)
+                      for n, v, m, s, i, r in index["distributions"])
+        unverifiable = tuple(Unverifiable(d, r) for d, r in index["unverifiable"])
+        return Verification(target, dists, (), int(index["files_checked"]), unverifiable, ())
+    except (OSError, KeyError, TypeError, ValueError, struct.error):
+        return None  # a file gone, an index from elsewhere: the full audit decides

@@ -1,0 +1,202 @@
+"""The clean index settles a warm audit of an unchanged clean venv, and never hides a change.
+
+Each case changes a copy of a real pip venv in one way, then audits it twice: once as a warm
+audit that has a clean index to try, once with no cache at all. Both must report the same
+drifts, and the index must not have settled the changed venv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+import pytest
+
+import driftscan.api as api
+from driftscan import cache as cache_mod
+from driftscan.verify import cleanindex
+from fixtures import venvs
+from fixtures.harness import offline
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory, wheelhouse):
+    venv = venvs.make_pip_venv(tmp_path_factory.mktemp("clean") / "v")
+    venvs.pip_install(venv, *offline(wheelhouse), "six==1.17.0", "requests==2.32.3")
+    return venv
+
+
+@pytest.fixture
+def venv(template, tmp_path, monkeypatch):
+    """A fresh copy; the racy window shrunk to nothing, so files written now may be trusted
+    (test_index_waits_out_the_racy_window keeps the real window)."""
+    copy = tmp_path / "v"
+    shutil.copytree(template, copy, symlinks=True)
+    monkeypatch.setattr(cache_mod, "RACY_NS", 0)
+    monkeypatch.setattr(cleanindex, "RACY_NS", 0)
+    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
+    return copy
+
+
+def audit(venv, **kw):
+    """(drifts as (kind, relpath), whether the clean index settled it, the report)."""
+    full_runs = []
+    real_verify = api.verify
+
+    def counting(*args, **kwargs):
+        full_runs.append(1)
+        return real_verify(*args, **kwargs)
+
+    api.verify = counting
+    try:
+        report = api.audit(str(venv), **kw)
+    finally:
+        api.verify = real_verify
+    return sorted((d.kind.value, d.relpath) for d in report.drifts), not full_runs, report
+
+
+def settled_audit(venv):
+    audit(venv)  # hashes and writes the index
+    drifts, by_index, _ = audit(venv)
+    assert drifts == [] and by_index
+    return venv
+
+
+def test_an_unchanged_clean_venv_is_settled_by_the_index_with_the_same_report(venv):
+    _, by_index, full = audit(venv)
+    assert not by_index
+    _, by_index, fast = audit(venv)
+    assert by_index
+    plain = [json.loads(r.model_dump_json(exclude={"generated_at", "duration_seconds"})) for r in (full, fast)]
+    assert plain[0] == plain[1]
+    assert plain[1]["summary"]["files_checked"] > 100 and plain[1]["summary"]["distributions"] >= 6
+
+
+def _site(venv):
+    return venvs.site_packages_of(venv)
+
+
+def edit_keeping_size_and_mtime(venv):
+    path = _site(venv) / "six.py"
+    st = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"import", b"imporT", 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def add_a_file_deep_down(venv):
+    (_site(venv) / "requests" / "patched_by_hand.py").write_text("X = 1\n")
+
+
+def delete_a_file(venv):
+    (_site(venv) / "requests" / "help.py").unlink()
+
+
+def delete_only_bytecode(venv):
+    for pyc in (_site(venv) / "requests" / "__pycache__").glob("*.pyc"):
+        pyc.unlink()
+
+
+def grow_a_record(venv):
+    record = next(_site(venv).glob("six-*.dist-info")) / "RECORD"
+    record.write_text(record.read_text() + "six_extra.py,,\n")
+
+
+def orphan_a_dist_info(venv):
+    (_site(venv) / "ghost-1.0.dist-info").mkdir()
+    (_site(venv) / "ghost-1.0.dist-info" / "METADATA").write_text("Name: ghost\nVersion: 1.0\n\n")
+
+
+def add_a_script(venv):
+    (venv / "bin" / "my-tool").write_text("#!/bin/sh\n")
+
+
+def replace_by_rename(venv):
+    path = _site(venv) / "six.py"
+    tmp = path.with_name("six.py.tmp")
+    tmp.write_bytes(path.read_bytes())
+    os.replace(tmp, path)
+
+
+def symlink_in_place_of_a_file(venv):
+    path = _site(venv) / "requests" / "help.py"
+    copy = path.with_name("help_copy.py")
+    shutil.copy(path, copy)
+    path.unlink()
+    path.symlink_to(copy.name)
+
+
+@pytest.mark.parametrize("change", [
+    edit_keeping_size_and_mtime, add_a_file_deep_down, delete_a_file, delete_only_bytecode, grow_a_record,
+    orphan_a_dist_info, add_a_script, replace_by_rename, symlink_in_place_of_a_file,
+], ids=lambda f: f.__name__)
+def test_any_change_sends_the_audit_down_the_full_path(venv, change):
+    settled_audit(venv)
+    time.sleep(0.01)  # timestamps must be able to differ
+    change(venv)
+    drifts, by_index, _ = audit(venv)
+    assert not by_index
+    assert drifts == audit(venv, use_cache=False)[0]
+
+
+def test_each_case_above_is_visible_to_a_full_audit(venv):
+    """The cases must be able to fail: most of them are drift, seen by the full audit."""
+    settled_audit(venv)
+    edit_keeping_size_and_mtime(venv)
+    add_a_file_deep_down(venv)
+    grow_a_record(venv)
+    drifts, _, _ = audit(venv, use_cache=False)
+    assert {k for k, _ in drifts} == {"modified", "added", "missing"}
+
+
+def test_no_index_after_drift_and_none_used_by_no_cache_or_plan(venv):
+    settled_audit(venv)
+    add_a_file_deep_down(venv)
+    assert audit(venv)[0]  # drift: the full path, and the index is withdrawn
+    assert audit(venv)[1] is False
+    (_site(venv) / "requests" / "patched_by_hand.py").unlink()
+    settled_audit(venv)
+    assert audit(venv, use_cache=False)[1] is False  # --no-cache: the paranoid mode trusts no index
+    full_runs = []
+    real_verify = api.verify
+    api.verify = lambda *a, **k: full_runs.append(1) or real_verify(*a, **k)
+    try:
+        api.plan(["six"], str(venv))
+    finally:
+        api.verify = real_verify
+    assert full_runs == [1]  # plan needs the RECORD entries: always the full path
+
+
+def test_a_damaged_index_is_ignored(venv):
+    settled_audit(venv)
+    index = next((venv.parent / "cache" / "statcache").glob("*.clean.bin"))
+    data = index.read_bytes()
+    index.write_bytes(data[:-10])
+    drifts, by_index, _ = audit(venv)
+    assert drifts == [] and not by_index
+
+
+def test_index_waits_out_the_racy_window(template, tmp_path, monkeypatch):
+    copy = tmp_path / "v"
+    shutil.copytree(template, copy, symlinks=True)  # every file changed just now
+    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
+    audit(copy)
+    assert audit(copy)[1] is False  # nothing old enough to vouch for
+    newest = max(os.lstat(os.path.join(d, n)).st_ctime_ns for d, dirs, names in os.walk(copy) for n in names + dirs)
+    time.sleep(max(0.0, (newest + cache_mod.RACY_NS) / 1e9 - time.time() + 0.2))
+    audit(copy)
+    assert audit(copy)[1] is True
+
+
+def test_an_editable_install_always_takes_the_full_path(venv, tmp_path, wheelhouse):
+    """Its source tree lives outside the venv, in git: no signature here can vouch for it."""
+    from fixtures.demo import make_project
+
+    project = make_project(tmp_path / "proj")
+    venvs.pip_install(venv, *offline(wheelhouse), "-e", str(project))
+    assert audit(venv)[0] == []
+    assert audit(venv)[1] is False
+    assert not list((tmp_path / "cache" / "statcache").glob("*.clean.bin"))
+    (project / "src/mypkg/util.py").write_text("CHANGED = True\n")
+    assert ("modified", "src/mypkg/util.py") in audit(venv)[0]
