@@ -200,3 +200,44 @@ def test_an_editable_install_always_takes_the_full_path(venv, tmp_path, wheelhou
     assert not list((tmp_path / "cache" / "statcache").glob("*.clean.bin"))
     (project / "src/mypkg/util.py").write_text("CHANGED = True\n")
     assert ("modified", "src/mypkg/util.py") in audit(venv)[0]
+
+
+def test_presence_rows_outside_the_walked_tree_are_checked_one_by_one(venv, tmp_path):
+    """Hashless rows that point outside site-packages and bin/ (``../../../share/...``) are not
+    covered by any listed directory: the index names them, and each must still be a file."""
+    from driftscan.cache import StatCache
+    from driftscan.discover import resolve_target
+
+    settled_audit(venv)
+    target = resolve_target(str(venv))
+    index = StatCache.for_target(str(venv)).clean_index()
+    outside = tmp_path / "share" / "doc.txt"
+    outside.parent.mkdir()
+    outside.write_text("x")
+    index = {**index, "present": [*index["present"], str(outside)]}
+    assert cleanindex.still_clean(target, index) is not None
+    outside.unlink()
+    assert cleanindex.still_clean(target, index) is None
+    outside.mkdir()
+    assert cleanindex.still_clean(target, index) is None
+    assert cleanindex.still_clean(target, {**index, "roots": ["/elsewhere"]}) is None
+    assert cleanindex.still_clean(target, {**index, "paths": index["paths"][:-1]}) is None
+
+
+@pytest.mark.parametrize("where", ["first half", "second half"])
+def test_the_forked_half_of_the_check_counts(venv, monkeypatch, where):
+    """Half of the signatures are compared by a forked child: a change on either side is seen."""
+    from driftscan.cache import StatCache
+    from driftscan.discover import resolve_target
+
+    monkeypatch.setenv("DRIFTSCAN_WALK", "fork")  # fork even beside the test runner's threads
+    settled_audit(venv)
+    target = resolve_target(str(venv))
+    index = StatCache.for_target(str(venv)).clean_index()
+    many = 9000 // len(index["paths"]) + 1  # above the 8,192 signatures at which the check forks
+    index = {**index, "paths": index["paths"] * many, "signatures": index["signatures"] * many}
+    assert cleanindex.still_clean(target, index) is not None
+    paths = index["paths"]
+    victim = paths[len(paths) // 4] if where == "first half" else paths[-1]
+    os.utime(victim)  # mtime and ctime move
+    assert cleanindex.still_clean(target, index) is None

@@ -12,6 +12,7 @@ import signal
 import stat
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 
 from ..cache import signature
@@ -132,7 +133,7 @@ class UnownedWalk:
         self._pid: int | None = None
         self._read_fd: int | None = None
         self._result: tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]] | None = None
-        if _may_fork():
+        if may_fork():
             self._fork()
         if self._pid is None:
             self._result = self._walk()
@@ -148,7 +149,7 @@ class UnownedWalk:
     def _fork(self) -> None:
         read_fd, write_fd = os.pipe()
         try:
-            pid = os.fork()
+            pid = fork_quietly()
         except OSError:
             os.close(read_fd)
             os.close(write_fd)
@@ -218,9 +219,19 @@ class UnownedWalk:
             self._result = ([], [], [], [])
 
 
-def _may_fork() -> bool:
+def may_fork() -> bool:
+    """Whether driftscan may fork a helper process here: Linux, and no other thread running
+    (forking beside threads can leave the child with locks nobody will release).
+    DRIFTSCAN_WALK=inline|fork overrides."""
     mode = os.environ.get("DRIFTSCAN_WALK", "auto")
     if mode == "inline" or not hasattr(os, "fork") or not sys.platform.startswith("linux"):
         return False
-    # Forking with other threads alive can leave the child with locks nobody will release.
     return mode == "fork" or threading.active_count() == 1
+
+
+def fork_quietly() -> int:
+    """os.fork(), without Python 3.12's warning about other threads: ``may_fork`` allowed it
+    (only with DRIFTSCAN_WALK=fork can threads exist, which the tests use deliberately)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
