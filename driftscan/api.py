@@ -131,12 +131,13 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
     else:
         # The clean index settles a warm audit of an unchanged clean environment with one lstat per
         # file and directory. It rebuilds no RECORD entries: only for callers that need the report.
-        use_index = report_only and os.environ.get("DRIFTSCAN_CLEAN_INDEX") != "off"  # off: for measuring
-        settled = still_clean(target, cache.clean_index()) if use_index else None
+        index_on = os.environ.get("DRIFTSCAN_CLEAN_INDEX") != "off"  # off: to measure the path without it
+        settled = still_clean(target, cache.clean_index()) if report_only and index_on else None
         if settled is not None:
             verification = settled
         else:
-            verification = verify(target, jobs=jobs, uv_cache=uv_cache, stat_cache=cache, progress=progress)
+            verification = verify(target, jobs=jobs, uv_cache=uv_cache, stat_cache=cache, progress=progress,
+                                  clean_index=index_on)
             cache.save()
     results: tuple[ModelDirResult, ...] = ()
     if models:

@@ -42,7 +42,7 @@ def _orphaned(target: Target, md) -> FileCheck:
 
 
 def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None, stat_cache=None,
-           progress=None) -> Verification:
+           progress=None, clean_index: bool = True) -> Verification:
     """``uv_cache``: where uv's cache is (default: uv's own rule), to trace hard-linked edits.
     ``stat_cache``: a ``driftscan.cache.StatCache`` to skip re-hashing unchanged files; a clean
     result also leaves it a clean index (``still_clean`` then settles the next audit).
@@ -74,7 +74,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
         errors=tuple(errors + outcome.errors + walk_problems + editable_problems + sources.errors),
         referenced=frozenset(own.owners),
     )
-    if stat_cache is not None:
+    if stat_cache is not None and clean_index:
         index = None
         if not editables and len(metadirs) == len(dists):
             index = build_index(target, verification, own.rows, presence, walk.unseen_presence_rows(),
