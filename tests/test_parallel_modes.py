@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import time
+
+import pytest
 
 from driftscan.cache import StatCache
 from driftscan.discover import find_distributions, resolve_target
@@ -80,3 +84,75 @@ def test_a_failing_walker_child_falls_back_to_walking_here(planted, monkeypatch)
 
     monkeypatch.setattr(unowned.UnownedWalk, "_walk", child_dies)
     assert _verdicts_of(venv, "fork", monkeypatch) == inline
+
+
+def _cold(venv, monkeypatch, jobs):
+    from driftscan.cache import NoCache
+    from driftscan.verify import verify
+
+    result = verify(resolve_target(str(venv)), jobs=jobs, stat_cache=NoCache())
+    return sorted((c.kind.value, c.path, c.distribution.name if c.distribution else None) for c in result.checks)
+
+
+@pytest.fixture
+def prehash_everything(monkeypatch):
+    """Every hashed file through the prehash child: size threshold and racy window at nothing,
+    forking allowed beside the test runner's threads."""
+    from driftscan.verify import prehash
+
+    monkeypatch.setattr(prehash, "LARGE", 1)
+    monkeypatch.setattr(prehash, "RACY_NS", 0)
+    monkeypatch.setenv("DRIFTSCAN_WALK", "fork")
+    return prehash
+
+
+def test_prehashed_digests_give_the_same_verdicts(planted, monkeypatch, prehash_everything):
+    venv, _ = planted
+    taken = []
+    real_take = prehash_everything.Prehasher.take
+
+    def take_later(self):
+        time.sleep(1.0)  # let the child get through this small venv first
+        taken.append(real_take(self))
+        return taken[-1]
+
+    monkeypatch.setattr(prehash_everything.Prehasher, "take", take_later)
+    with_child = _cold(venv, monkeypatch, 2)
+    assert len(taken[0][0]) > 20  # the parent used the child's digests
+    monkeypatch.setenv("DRIFTSCAN_WALK", "inline")  # and no child at all
+    assert with_child == _cold(venv, monkeypatch, 1)
+    assert any(kind == "modified" for kind, _, _ in with_child)
+
+
+def test_a_failing_prehash_child_costs_nothing_but_time(planted, monkeypatch, prehash_everything):
+    venv, _ = planted
+
+    def dies(*args):
+        raise RuntimeError("the prehash child fails")
+
+    monkeypatch.setattr(prehash_everything, "_child", dies)
+    expected = _cold(venv, monkeypatch, 1)
+    assert _cold(venv, monkeypatch, 2) == expected
+
+
+def test_prehashed_digests_are_used_only_for_unchanged_files(tmp_path):
+    from driftscan.cache import signature
+    from driftscan.model import Hash, RecordEntry
+    from driftscan.verify import files, records
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * 100)
+    st = os.lstat(path)
+    good = hashlib.sha256(b"x" * 100).digest()
+    row = (None, RecordEntry("f.bin", Hash("sha256", good), 100, 1), str(path))
+    cases = {
+        "as read": (signature(st), "sha256", good, 0),
+        "changed since": (signature(st)[:-1] + b"\x01", "sha256", good, 0),
+        "other content": (signature(st), "sha256", b"\0" * 32, 0),
+        "other algorithm": (signature(st), "sha512", good, 0),
+    }
+    for name, found in cases.items():
+        results = [None]
+        rest = records._settle_prehashed([row], [0], {str(path): found}, None, results)
+        assert (results[0] is files._PLAIN_OK) == (name == "as read"), name
+        assert rest == ([] if name == "as read" else [0]), name

@@ -11,6 +11,7 @@ from ..discover.uvcache import default_uv_cache
 from ..model import DriftKind, FileCheck, Problem, Target, Verification
 from .cleanindex import build_index
 from .ownership import build_ownership
+from .prehash import Prehasher
 from .records import presence_only, verify_records
 from .source import verify_sources
 from .roots import root_of
@@ -48,17 +49,26 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
     result also leaves it a clean index (``still_clean`` then settles the next audit).
     ``progress(done, total)``: bytes hashed so far, called from the hashing threads."""
     started_ns = time.time_ns()
-    metadirs = list(find_distributions(target.site_packages, stat_cache))
-    own = build_ownership(metadirs)
-    errors: list[Problem] = [p for md in metadirs for p in md.problems]
-    orphaned = [_orphaned(target, md) for md in metadirs if md.distribution is None and md.missing]
-    presence = presence_only(own.rows, own.owners)
-    walk = UnownedWalk(target, own, presence)  # beside the stat pass, where it can fork
+    jobs = jobs or default_jobs()
+    # Nothing cached to settle the large files (a first or a --no-cache audit): a child starts
+    # hashing them now, on the core that reading the RECORDs leaves idle.
+    early = Prehasher(target.site_packages) if jobs > 1 and not (stat_cache is not None and stat_cache.entries) \
+        else None
+    walk = None
     try:
-        outcome = verify_records(target, metadirs, own, jobs or default_jobs(), stat_cache, progress=progress,
-                                 presence=presence, walk=walk)
+        metadirs = list(find_distributions(target.site_packages, stat_cache))
+        own = build_ownership(metadirs)
+        errors: list[Problem] = [p for md in metadirs for p in md.problems]
+        orphaned = [_orphaned(target, md) for md in metadirs if md.distribution is None and md.missing]
+        presence = presence_only(own.rows, own.owners)
+        walk = UnownedWalk(target, own, presence)  # beside the stat pass, where it can fork
+        outcome = verify_records(target, metadirs, own, jobs, stat_cache, progress=progress,
+                                 presence=presence, walk=walk, early=early)
     except BaseException:
-        walk.abandon()
+        if walk is not None:
+            walk.abandon()
+        if early is not None:
+            early.abandon()
         raise
     added, walk_problems = walk.unowned()
     dists = tuple(md.distribution for md in metadirs if md.distribution is not None)

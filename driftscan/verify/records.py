@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..discover.dists import TRUSTED_INSTALLERS, MetadataDir
 from ..cache import SIGNATURE, tag
 from ..model import Distribution, DriftKind, FileCheck, Problem, RecordEntry, Target, Unverifiable
-from . import files
+from . import files, prehash
 from .ownership import Ownership, bytecode_source, is_bytecode, is_virtualenv_style_row
 from .roots import root_of
 
@@ -274,16 +274,49 @@ def _run_processes(rows: list[Row], presence: list[bool], jobs: int, cache) -> l
     return results  # type: ignore[return-value]
 
 
+def _settle_prehashed(rows: list[Row], pending: list[int], done: dict, cache, results: list) -> list[int]:
+    """Rows a ``Prehasher`` child hashed, if the file is still as the child read it; the rest."""
+    rest = []
+    for i in pending:
+        _, entry, path = rows[i]
+        found = done.get(path)
+        if found is not None:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                st = None
+            digest = prehash.usable(path, st, found, entry.hash.algorithm) if st is not None else None
+            if digest is not None and stat.S_ISREG(st.st_mode) and digest == entry.hash.digest \
+                    and (entry.size is None or entry.size == st.st_size):
+                results[i] = files._PLAIN_OK
+                if cache is not None:
+                    cache.store(path, st, entry.hash.algorithm, digest, found[3])
+                continue
+        rest.append(i)  # not hashed, changed since, or a drift: hashed here, which describes it
+    return rest
+
+
 def _run(rows: list[Row], presence: list[bool], jobs: int, cache, mode: str = "auto",
-         progress=None, walk=None) -> list[files.EntryResult]:
-    """Check every row: the stat-cache pass, the files to hash (from both ends), then the
-    presence-only rows, which wait for the walk (running meanwhile in a child, where it can)."""
+         progress=None, walk=None, early: prehash.Prehasher | None = None) -> list[files.EntryResult]:
+    """Check every row: the stat-cache pass, what the ``early`` child hashed meanwhile, the files
+    left to hash (from both ends), then the presence-only rows, which wait for the walk (running
+    meanwhile in a child, where it can)."""
     if mode == "auto":
         mode = os.environ.get("DRIFTSCAN_HASH_WORKERS", "threads")
     if mode == "processes" and jobs > 1:
+        if early is not None:
+            early.finish()
         return _run_processes(rows, presence, jobs, cache)
     results, pending = _stat_pass(rows, presence, cache)
+    busy: list[int] = []
+    if early is not None:
+        done, in_progress = early.take()
+        busy = [i for i in pending if rows[i][2] == in_progress]
+        pending = _settle_prehashed(rows, [i for i in pending if rows[i][2] != in_progress], done, cache, results)
     _hash_pending(rows, presence, pending, results, jobs, cache, progress)  # the walk goes on meanwhile
+    if early is not None:
+        left = _settle_prehashed(rows, busy, early.finish(), cache, results)
+        _hash_pending(rows, presence, left, results, jobs, cache, None)  # only if the child failed
     unseen = walk.unseen_presence_rows() if walk is not None else [i for i, flag in enumerate(presence) if flag]
     _presence_pass(rows, presence, results, unseen, cache)
     return results  # type: ignore[return-value]
@@ -298,13 +331,14 @@ def _not_drift(entry: RecordEntry, path: str, result: files.EntryResult) -> bool
 
 def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, jobs: int,
                    cache=None, mode: str = "auto", progress=None, presence: list[bool] | None = None,
-                   walk=None) -> RecordsOutcome:
+                   walk=None, early: prehash.Prehasher | None = None) -> RecordsOutcome:
     """``presence``: ``presence_only(own.rows, own.owners)``, if already computed; ``walk``: an
-    ``UnownedWalk`` that tells which presence-only rows need a stat (default: all of them)."""
+    ``UnownedWalk`` that tells which presence-only rows need a stat (default: all of them);
+    ``early``: a ``Prehasher`` started before the RECORDs were read (finished here)."""
     rows = own.rows
     if presence is None:
         presence = presence_only(rows, own.owners)
-    results = _run(rows, presence, jobs, cache, mode, progress, walk)
+    results = _run(rows, presence, jobs, cache, mode, progress, walk, early)
     if cache is not None:
         cache.retain(own.owners)
     shared = {path for path, owners in own.owners.items() if len(owners) > 1}

@@ -1,0 +1,210 @@
+"""Hash the largest files in a forked child while this process is still reading RECORDs.
+
+Until hashing starts, one core parses 40,000 RECORD rows and builds the ownership index; the
+other is idle. A child forked at the start takes the largest files straight from the largest
+RECORDs (a quick scan of their size column, no full parse) and hashes them, largest first,
+reporting each digest with the file's signature as it goes. A thread could not do this: the
+parsing thread holds the GIL, and a hashing thread waited for it after every buffer (measured:
+no gain). The parent trusts a digest only as it trusts its stat cache: the file's signature
+must be unchanged and older than the racy window when the child hashed it. Anything else is
+hashed by the parent as usual.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import mmap
+import os
+import select
+import stat
+import struct
+import time
+
+from ..cache import RACY_NS, SIGNATURE, signature
+from .unowned import fork_quietly, may_fork
+
+LARGE = 8 << 20  # the files worth it: the big shared libraries
+_FRAME = struct.Struct("<I")
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _read_regular(path: str) -> str | None:
+    """A regular file's text; None for anything else (a FIFO would block the child forever)."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read().decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _large_rows(site_packages: tuple[str, ...]) -> list[tuple[int, str, str]]:
+    """(size, absolute path, algorithm) of hashed rows of at least LARGE bytes, largest first."""
+    found = []
+    digits = len(str(LARGE))
+    for site in site_packages:
+        try:
+            names = [n for n in os.listdir(site) if n.endswith(".dist-info")]
+        except OSError:
+            continue
+        for name in names:
+            text = _read_regular(os.path.join(site, name, "RECORD"))
+            if text is None:
+                continue
+            for line in text.splitlines():
+                head, _, size = line.rpartition(",")
+                if len(size) < digits or not size.isdigit() or int(size) < LARGE:
+                    continue  # cheap: most rows stop here
+                path, _, digest = head.rpartition(",")
+                algorithm = digest.partition("=")[0]
+                if path.startswith('"') or algorithm not in hashlib.algorithms_guaranteed:
+                    continue  # quoted paths and odd rows are left to the parent
+                found.append((int(size), os.path.normpath(os.path.join(site, path)), algorithm))
+    found.sort(reverse=True)
+    return found
+
+
+class Prehasher:
+    """The child and what it reported. ``take()`` once hashing starts in the parent, ``finish()``
+    after: together they return every digest the child completed."""
+
+    def __init__(self, site_packages: tuple[str, ...]) -> None:
+        self._pid: int | None = None
+        self._results: dict[str, tuple[bytes, str, bytes, int]] = {}
+        self._busy: str | None = None
+        self._buffer = b""
+        if not may_fork():
+            return
+        data_r, data_w = os.pipe()
+        # The stop flag is a shared page, not a pipe: a pipe's write end would be inherited by
+        # every process forked later (the unowned walk), and closing ours would signal nothing.
+        stop = mmap.mmap(-1, 1)
+        try:
+            pid = fork_quietly()
+        except OSError:
+            os.close(data_r)
+            os.close(data_w)
+            return
+        if pid == 0:  # the child: hash until told to stop, then leave without the parent's exit code
+            status = 1
+            try:
+                os.close(data_r)
+                _child(site_packages, data_w, stop)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(data_w)
+        self._pid, self._data, self._stop = pid, data_r, stop
+        os.set_blocking(data_r, False)
+
+    def _read(self, block: bool) -> None:
+        while True:
+            try:
+                chunk = os.read(self._data, 1 << 16)
+            except BlockingIOError:
+                if not block:
+                    break
+                select.select([self._data], [], [])
+                continue
+            if not chunk:
+                break
+            self._buffer += chunk
+        while len(self._buffer) >= _FRAME.size:
+            (n,) = _FRAME.unpack_from(self._buffer)
+            if len(self._buffer) < _FRAME.size + n:
+                break
+            message = marshal.loads(self._buffer[_FRAME.size:_FRAME.size + n])
+            self._buffer = self._buffer[_FRAME.size + n:]
+            if message[0] == "start":
+                self._busy = message[1]
+            else:
+                _, path, sig, algorithm, digest, hashed_at = message
+                self._results[path] = (sig, algorithm, digest, hashed_at)
+                self._busy = None
+
+    def take(self) -> tuple[dict[str, tuple[bytes, str, bytes, int]], str | None]:
+        """Stop the child after its current file. Returns (digests so far, the file it is on)."""
+        if self._pid is None:
+            return {}, None
+        self._stop[0] = 1
+        self._read(block=False)
+        return dict(self._results), self._busy
+
+    def finish(self) -> dict[str, tuple[bytes, str, bytes, int]]:
+        """Wait for the child's last file; every digest it completed."""
+        if self._pid is None:
+            return {}
+        try:
+            self._read(block=True)
+        except (OSError, ValueError, EOFError, TypeError):
+            self._results.clear()  # a garbled stream: trust none of it
+        finally:
+            os.close(self._data)
+            try:
+                _, status = os.waitpid(self._pid, 0)
+                if os.waitstatus_to_exitcode(status) != 0:
+                    self._results.clear()
+            except ChildProcessError:
+                pass
+            self._pid = None
+        return self._results
+
+    def abandon(self) -> None:
+        if self._pid is not None:
+            try:
+                os.kill(self._pid, 9)
+            except OSError:
+                pass
+            self.finish()
+
+
+def _send(fd: int, message: tuple) -> None:
+    data = marshal.dumps(message)
+    os.write(fd, _FRAME.pack(len(data)) + data)  # small frames: one write each, whole
+
+
+def _child(site_packages: tuple[str, ...], out: int, stop: mmap.mmap) -> None:
+    buffer = bytearray(1 << 20)
+    view = memoryview(buffer)
+    for _, path, algorithm in _large_rows(site_packages):
+        if stop[0]:
+            return  # the parent has started hashing: it takes the rest
+        _send(out, ("start", path))
+        try:
+            fd = os.open(path, _OPEN_FLAGS)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            started = time.time_ns()
+            hasher = hashlib.new(algorithm)
+            while n := os.readv(fd, [buffer]):
+                hasher.update(view[:n])
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        sig = signature(st)
+        if sig and max(st.st_mtime_ns, st.st_ctime_ns) < started - RACY_NS:
+            _send(out, ("done", path, sig, algorithm, hasher.digest(), started))
+
+
+def usable(path: str, st: os.stat_result, result: tuple[bytes, str, bytes, int] | None,
+           algorithm: str) -> bytes | None:
+    """The child's digest for ``path`` if the file is as it was when the child read it."""
+    if result is None:
+        return None
+    sig, done_algorithm, digest, _ = result
+    if done_algorithm != algorithm or len(sig) != SIGNATURE.size or signature(st) != sig:
+        return None
+    return digest
