@@ -305,6 +305,7 @@ def _run(rows: list[Row], presence: list[bool], jobs: int, cache, mode: str = "a
         mode = os.environ.get("DRIFTSCAN_HASH_WORKERS", "threads")
     if mode == "processes" and jobs > 1:
         if early is not None:
+            early.take()  # stop it: the workers check every row themselves
             early.finish()
         return _run_processes(rows, presence, jobs, cache)
     results, pending = _stat_pass(rows, presence, cache)
