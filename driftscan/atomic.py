@@ -7,16 +7,21 @@ failed write leaves the previous file as it was.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 
-def write_atomic(path: str, text: str, *, mode: int | None = None) -> None:
+def write_atomic(path: str, text: str | Iterable[str], *, mode: int | None = None) -> None:
+    """``text`` may come in pieces (a 40,000-file manifest is not built as one string first)."""
     import tempfile  # here, not at start-up: most runs write nothing
 
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".driftscan-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            if isinstance(text, str):
+                f.write(text)
+            else:
+                f.writelines(text)
             f.flush()
             os.fsync(f.fileno())
         if mode is not None:

@@ -22,6 +22,14 @@ def test_snapshot_then_diff_venv_and_model_dir(tmp_path, wheelhouse, uv_cache):
     bundle = json.loads(snap.read_text())
     assert [r["kind"] for r in bundle["roots"]] == ["venv", "model-dir"]
     assert "bin/python" in bundle["roots"][0]["manifest"]["files"]  # the whole venv, bin/ included
+    venv_files = bundle["roots"][0]["manifest"]["files"]
+    assert "text" not in next(v for k, v in venv_files.items() if k.endswith("site-packages/six.py"))
+    assert "home" in venv_files["pyvenv.cfg"]["text"]  # configs are embedded, a venv's code is not
+    (model / "modeling_custom.py").write_text("class Model: pass\n")  # a model's code is its config
+    part = tmp_path / "model-only.json"
+    assert run_cli("snapshot", "--model-dir", str(model), "--output", str(part)).returncode == 0
+    assert json.loads(part.read_text())["files"]["modeling_custom.py"]["text"] == "class Model: pass\n"
+    (model / "modeling_custom.py").unlink()
 
     clean = run_cli("diff", str(snap))
     assert clean.returncode == 0, clean.stdout

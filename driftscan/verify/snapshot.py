@@ -41,6 +41,7 @@ def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
     problems: list[Problem] = []
     if len(roots) == 1:
         write_manifest(roots[0].path, build_manifest(roots[0].path, jobs=jobs, progress=progress,
+                                                     embed_code=roots[0].kind == "model-dir",
                                                      on_error=problems.append), output)
         return problems
     parts = []
@@ -48,6 +49,7 @@ def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
         for n, root in enumerate(roots):
             part = os.path.join(tmp, f"{n}.json")
             write_manifest(root.path, build_manifest(root.path, jobs=jobs, progress=progress,
+                                                     embed_code=root.kind == "model-dir",
                                                      on_error=problems.append), part)
             with open(part, encoding="utf-8") as f:  # valid JSON already: spliced in as written
                 parts.append(f'{{"kind": {json.dumps(root.kind)}, "manifest": {f.read().strip()}}}')
