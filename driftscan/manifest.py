@@ -166,6 +166,23 @@ def is_link_only(entry: ManifestEntry) -> bool:
     return stat.S_ISLNK(entry.mode)
 
 
+def read_pieces(fd: int, size: int, chunk: int = CHUNK) -> Iterator[bytes | memoryview]:
+    """The content of an open file, for hashing: a small file in one read of its size (a
+    ``chunk``-sized buffer per file cost more than hashing it), a large one through one reused
+    buffer, so each piece is valid only until the next one is asked for."""
+    if size < chunk:
+        data = os.read(fd, size + 1)
+        while data:
+            yield data
+            data = os.read(fd, 1 << 16)  # it grew, or a short read
+        return
+    with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
+        buffer = bytearray(chunk)
+        view = memoryview(buffer)
+        while n := f.readinto(buffer):
+            yield view[:n]
+
+
 def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], None],
            embed_code: bool = True) -> ManifestEntry:
     path = os.path.join(root, relpath)
@@ -180,23 +197,11 @@ def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], N
         hasher = xxhash.xxh3_128()
         keep = st.st_size <= embed_limit and is_text_name(relpath, embed_code)
         kept = bytearray()
-        if st.st_size < CHUNK:
-            # Small files in one read of their size: a 4 MiB buffer per file cost ~0.3 ms each
-            data = os.read(fd, st.st_size + 1)
-            while data:
-                hasher.update(data)
-                counter(len(data))
-                kept += data
-                data = os.read(fd, 1 << 16)  # it grew, or a short read
-        else:
-            with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
-                buffer = bytearray(CHUNK)
-                view = memoryview(buffer)
-                while n := f.readinto(buffer):
-                    hasher.update(view[:n])
-                    counter(n)
-                    if keep:
-                        kept += view[:n]
+        for piece in read_pieces(fd, st.st_size):
+            hasher.update(piece)
+            counter(len(piece))
+            if keep:
+                kept += piece
     finally:
         os.close(fd)
     text = as_text(bytes(kept)) if keep and len(kept) <= embed_limit else None

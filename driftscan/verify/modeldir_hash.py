@@ -21,6 +21,8 @@ from typing import Any
 
 import xxhash
 
+from ..manifest import read_pieces
+
 CHUNK = 4 << 20
 PROGRESS_STEP = 16 << 20
 DIRECT_MIN = 64 << 20  # below this the page cache costs nothing worth avoiding
@@ -141,26 +143,12 @@ def hash_file(path: str, algorithms: tuple[str, ...], meter: Meter, *, keep: boo
             meter.note_hashed(0, final=True)
             return {a: h.hexdigest() for a, h in hashers.items()}, None, st
         kept = bytearray() if keep else None
-        if st.st_size < CHUNK:
-            # One read of the file's size: a CHUNK-sized buffer per small file cost more than its hashing
-            data = os.read(fd, st.st_size + 1)
-            while data:
-                for hasher in hashers.values():
-                    hasher.update(data)
-                if kept is not None:
-                    kept += data
-                meter.note_hashed(len(data))
-                data = os.read(fd, 1 << 16)  # it grew, or a short read
-        else:
-            with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
-                buffer = bytearray(CHUNK)
-                view = memoryview(buffer)
-                while n := f.readinto(buffer):
-                    for hasher in hashers.values():
-                        hasher.update(view[:n])
-                    if kept is not None:
-                        kept += view[:n]
-                    meter.note_hashed(n)
+        for piece in read_pieces(fd, st.st_size, CHUNK):
+            for hasher in hashers.values():
+                hasher.update(piece)
+            if kept is not None:
+                kept += piece
+            meter.note_hashed(len(piece))
         meter.note_hashed(0, final=True)
     finally:
         os.close(fd)
