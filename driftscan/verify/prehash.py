@@ -199,9 +199,8 @@ def _child(site_packages: tuple[str, ...], out: int, stop: mmap.mmap) -> None:
             _send(out, ("done", path, sig, algorithm, hasher.digest(), started))
 
 
-def usable(path: str, st: os.stat_result, result: tuple[bytes, str, bytes, int] | None,
-           algorithm: str) -> bytes | None:
-    """The child's digest for ``path`` if the file is as it was when the child read it."""
+def usable(st: os.stat_result, result: tuple[bytes, str, bytes, int] | None, algorithm: str) -> bytes | None:
+    """The child's digest, if the file (``st``, its lstat now) is as it was when the child read it."""
     if result is None:
         return None
     sig, done_algorithm, digest, _ = result

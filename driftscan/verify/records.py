@@ -10,8 +10,8 @@ import threading
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..discover.dists import TRUSTED_INSTALLERS, MetadataDir
 from ..cache import SIGNATURE, tag
+from ..discover.dists import TRUSTED_INSTALLERS, MetadataDir
 from ..model import Distribution, DriftKind, FileCheck, Problem, RecordEntry, Target, Unverifiable
 from . import files, prehash
 from .ownership import Ownership, bytecode_source, is_bytecode, is_virtualenv_style_row
@@ -285,7 +285,7 @@ def _settle_prehashed(rows: list[Row], pending: list[int], done: dict, cache, re
                 st = os.lstat(path)
             except OSError:
                 st = None
-            digest = prehash.usable(path, st, found, entry.hash.algorithm) if st is not None else None
+            digest = prehash.usable(st, found, entry.hash.algorithm) if st is not None else None
             if digest is not None and stat.S_ISREG(st.st_mode) and digest == entry.hash.digest \
                     and (entry.size is None or entry.size == st.st_size):
                 results[i] = files._PLAIN_OK
