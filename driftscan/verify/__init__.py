@@ -61,7 +61,8 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
         errors: list[Problem] = [p for md in metadirs for p in md.problems]
         orphaned = [_orphaned(target, md) for md in metadirs if md.distribution is None and md.missing]
         presence = presence_only(own.rows, own.owners)
-        walk = UnownedWalk(target, own, presence)  # beside the stat pass, where it can fork
+        index_possible = clean_index and stat_cache is not None and getattr(stat_cache, "path", None) is not None
+        walk = UnownedWalk(target, own, presence, signatures=index_possible)  # beside the stat pass, forked
         outcome = verify_records(target, metadirs, own, jobs, stat_cache, progress=progress,
                                  presence=presence, walk=walk, early=early)
     except BaseException:
@@ -84,7 +85,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
         errors=tuple(errors + outcome.errors + walk_problems + editable_problems + sources.errors),
         referenced=frozenset(own.owners),
     )
-    if stat_cache is not None and clean_index:
+    if index_possible:
         index = None
         if not editables and len(metadirs) == len(dists):
             index = build_index(target, verification, own.rows, presence, walk.unseen_presence_rows(),

@@ -128,8 +128,9 @@ class UnownedWalk:
     two threads would fight over the GIL, two processes run side by side (a warm audit of a
     40,000-file venv: 0.09 s of walking hidden behind the stat pass)."""
 
-    def __init__(self, target: Target, own: Ownership, presence: list[bool]) -> None:
-        self._target, self._own, self._presence = target, own, presence
+    def __init__(self, target: Target, own: Ownership, presence: list[bool], signatures: bool = True) -> None:
+        """``signatures``: also record each directory's signature (for the clean index)."""
+        self._target, self._own, self._presence, self._signatures = target, own, presence, signatures
         self._pid: int | None = None
         self._read_fd: int | None = None
         self._result: tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]] | None = None
@@ -141,7 +142,7 @@ class UnownedWalk:
     def _walk(self) -> tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]]:
         regular: set[str] = set()
         listed: list[tuple[str, bytes]] = []
-        checks, problems = find_unowned(self._target, self._own, regular, listed)
+        checks, problems = find_unowned(self._target, self._own, regular, listed if self._signatures else None)
         rows = self._own.rows
         unseen = [i for i, presence in enumerate(self._presence) if presence and rows[i][2] not in regular]
         return checks, problems, unseen, listed
