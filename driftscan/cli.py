@@ -152,7 +152,8 @@ def main() -> None:
 @click.option("--strict", is_flag=True, help="Distributions that cannot be verified also set exit bit 2.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
-@click.option("--no-cache", is_flag=True, help="Re-hash every file instead of trusting the stat cache (paranoid mode).")
+@click.option("--no-cache", is_flag=True,
+              help="Trust no cache (stat cache, parsed RECORDs, clean index): re-hash every file (paranoid mode).")
 @model_options
 @rule_options
 @click.option("--deep", is_flag=True, help="Hash large model files too (default: presence, size and mtime).")
@@ -202,7 +203,7 @@ def _names(values: tuple[str, ...]) -> list[str]:
 @click.option("--output", "-o", metavar="FILE", help="Write the plan here (atomically) instead of stdout.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
-@click.option("--no-cache", is_flag=True, help="Re-hash every file instead of trusting the stat cache.")
+@click.option("--no-cache", is_flag=True, help="Trust no cache: re-hash every file (paranoid mode).")
 @model_options
 @config_option
 @guarded
