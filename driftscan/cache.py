@@ -217,6 +217,12 @@ class StatCache:
             self._entries[path] = head + tag(algorithm, digest)  # one dict store: atomic under the GIL
             self._dirty = True
 
+    def merge(self, entries: dict[str, bytes]) -> None:
+        """Entries another process stored (a forked hashing child's ``entries``)."""
+        if entries:
+            self._entries.update(entries)
+            self._dirty = True
+
     def retain(self, live) -> None:
         """Forget files no longer audited (uninstalled), so the cache does not grow forever."""
         if self._dirty:
@@ -258,4 +264,7 @@ class NoCache(StatCache):
         pass
 
     def store(self, path, st, algorithm, digest, hashed_at):  # noqa: D102
+        pass
+
+    def merge(self, entries):  # noqa: D102
         pass

@@ -124,17 +124,6 @@ def test_prehashed_digests_give_the_same_verdicts(planted, monkeypatch, prehash_
     assert any(kind == "modified" for kind, _, _ in with_child)
 
 
-def test_a_failing_prehash_child_costs_nothing_but_time(planted, monkeypatch, prehash_everything):
-    venv, _ = planted
-
-    def dies(*args):
-        raise RuntimeError("the prehash child fails")
-
-    monkeypatch.setattr(prehash_everything, "_child", dies)
-    expected = _cold(venv, monkeypatch, 1)
-    assert _cold(venv, monkeypatch, 2) == expected
-
-
 def test_prehashed_digests_are_used_only_for_unchanged_files(tmp_path):
     from driftscan.cache import signature
     from driftscan.model import Hash, RecordEntry
@@ -156,3 +145,58 @@ def test_prehashed_digests_are_used_only_for_unchanged_files(tmp_path):
         rest = records._settle_prehashed([row], [0], {str(path): found}, None, results)
         assert (results[0] is files._PLAIN_OK) == (name == "as read"), name
         assert rest == ([] if name == "as read" else [0]), name
+
+
+@pytest.fixture
+def small_files_child(monkeypatch):
+    """A forked child takes half of the small files, whatever their number."""
+    from driftscan.verify import smallfiles
+
+    monkeypatch.setattr(smallfiles, "CHILD_MIN_FILES", 2)
+    monkeypatch.setattr(smallfiles, "LARGE_BYTES_PER_S", 1e15)  # as if there were no large files
+    monkeypatch.setenv("DRIFTSCAN_WALK", "fork")
+    return smallfiles
+
+
+def test_the_small_files_child_gives_the_same_verdicts(planted, monkeypatch, small_files_child):
+    venv, _ = planted
+    answers = []
+    real_collect = small_files_child.SmallFilesChild.collect
+    monkeypatch.setattr(small_files_child.SmallFilesChild, "collect",
+                        lambda self: answers.append(real_collect(self)) or answers[-1])
+    with_child = _cold(venv, monkeypatch, 2)
+    assert answers and answers[0][0].count(1) > 10  # the child settled a share of the files
+    monkeypatch.setenv("DRIFTSCAN_WALK", "inline")
+    assert with_child == _cold(venv, monkeypatch, 1)
+    assert any(kind == "modified" for kind, _, _ in with_child)
+
+
+@pytest.mark.parametrize("helper", ["prehash_everything", "small_files_child"])
+def test_a_failing_helper_child_costs_nothing_but_time(planted, monkeypatch, request, helper):
+    """The prehash child and the small-files child failing: the parent hashes their share."""
+    module = request.getfixturevalue(helper)
+    venv, _ = planted
+
+    def dies(*args):
+        raise RuntimeError(f"the {helper} child fails")
+
+    monkeypatch.setattr(module, "_child", dies)
+    expected = _cold(venv, monkeypatch, 1)
+    assert _cold(venv, monkeypatch, 2) == expected
+
+
+def test_the_small_files_child_feeds_the_stat_cache(planted, tmp_path, monkeypatch, small_files_child):
+    from driftscan.verify import verify
+
+    venv, _ = planted
+    settle(venv)
+    answers = []
+    real_collect = small_files_child.SmallFilesChild.collect
+    monkeypatch.setattr(small_files_child.SmallFilesChild, "collect",
+                        lambda self: answers.append(real_collect(self)) or answers[-1])
+    caches = {}
+    for jobs in (1, 2):
+        caches[jobs] = StatCache(str(tmp_path / f"{jobs}.bin"))
+        verify(resolve_target(str(venv)), jobs=jobs, stat_cache=caches[jobs])
+    assert len(answers) == 1 and len(answers[0][1]) > 10  # the child's entries...
+    assert caches[2].entries == caches[1].entries  # ...are in the cache, as if hashed here

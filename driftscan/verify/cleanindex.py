@@ -27,7 +27,7 @@ import struct
 
 from ..cache import RACY_NS, SIGNATURE, tag
 from ..model import Distribution, Target, Unverifiable, Verification
-from .unowned import fork_quietly, may_fork
+from .forked import Child, may_fork
 
 VERSION = 1
 
@@ -135,19 +135,8 @@ def _unchanged(paths: list[str], sigs: bytes) -> bool:
     half = len(paths) // 2
     if half < 4096 or not may_fork():
         return _matches(paths, sigs, 0, len(paths))
-    try:
-        pid = fork_quietly()
-    except OSError:
+    child = Child(lambda fd: os.write(fd, b"1" if _matches(paths, sigs, half, len(paths)) else b"0"))
+    if not child.started:
         return _matches(paths, sigs, 0, len(paths))
-    if pid == 0:  # the child: its answer is its exit status
-        status = 1
-        try:
-            status = 0 if _matches(paths, sigs, half, len(paths)) else 1
-        finally:
-            os._exit(status)
     mine = _matches(paths, sigs, 0, half)
-    try:
-        _, status = os.waitpid(pid, 0)
-    except ChildProcessError:
-        return False  # reaped by someone else: no answer, no trust
-    return mine and os.waitstatus_to_exitcode(status) == 0
+    return child.wait() == b"1" and mine  # no answer from the child: no trust

@@ -22,7 +22,7 @@ import struct
 import time
 
 from ..cache import RACY_NS, SIGNATURE, signature
-from .unowned import fork_quietly, may_fork
+from .forked import Child, may_fork
 
 LARGE = 8 << 20  # the files worth it: the big shared libraries
 _FRAME = struct.Struct("<I")
@@ -77,42 +77,28 @@ class Prehasher:
     after: together they return every digest the child completed."""
 
     def __init__(self, site_packages: tuple[str, ...]) -> None:
-        self._pid: int | None = None
+        self._child: Child | None = None
         self._results: dict[str, tuple[bytes, str, bytes, int]] = {}
         self._busy: str | None = None
         self._buffer = b""
         if not may_fork():
             return
-        data_r, data_w = os.pipe()
         # The stop flag is a shared page, not a pipe: a pipe's write end would be inherited by
         # every process forked later (the unowned walk), and closing ours would signal nothing.
-        stop = mmap.mmap(-1, 1)
-        try:
-            pid = fork_quietly()
-        except OSError:
-            os.close(data_r)
-            os.close(data_w)
-            return
-        if pid == 0:  # the child: hash until told to stop, then leave without the parent's exit code
-            status = 1
-            try:
-                os.close(data_r)
-                _child(site_packages, data_w, stop)
-                status = 0
-            finally:
-                os._exit(status)
-        os.close(data_w)
-        self._pid, self._data, self._stop = pid, data_r, stop
-        os.set_blocking(data_r, False)
+        self._stop = mmap.mmap(-1, 1)
+        child = Child(lambda fd: _child(site_packages, fd, self._stop))
+        if child.started:
+            self._child = child
+            os.set_blocking(child.fd, False)  # type: ignore[arg-type]
 
     def _read(self, block: bool) -> None:
         while True:
             try:
-                chunk = os.read(self._data, 1 << 16)
+                chunk = os.read(self._child.fd, 1 << 16)  # type: ignore[union-attr, arg-type]
             except BlockingIOError:
                 if not block:
                     break
-                select.select([self._data], [], [])
+                select.select([self._child.fd], [], [])  # type: ignore[union-attr]
                 continue
             if not chunk:
                 break
@@ -132,7 +118,7 @@ class Prehasher:
 
     def take(self) -> tuple[dict[str, tuple[bytes, str, bytes, int]], str | None]:
         """Stop the child after its current file. Returns (digests so far, the file it is on)."""
-        if self._pid is None:
+        if self._child is None:
             return {}, None
         self._stop[0] = 1
         self._read(block=False)
@@ -140,30 +126,21 @@ class Prehasher:
 
     def finish(self) -> dict[str, tuple[bytes, str, bytes, int]]:
         """Wait for the child's last file; every digest it completed."""
-        if self._pid is None:
+        if self._child is None:
             return {}
         try:
             self._read(block=True)
         except (OSError, ValueError, EOFError, TypeError):
             self._results.clear()  # a garbled stream: trust none of it
-        finally:
-            os.close(self._data)
-            try:
-                _, status = os.waitpid(self._pid, 0)
-                if os.waitstatus_to_exitcode(status) != 0:
-                    self._results.clear()
-            except ChildProcessError:
-                pass
-            self._pid = None
+        if self._child.wait(read_rest=lambda fd: b"") is None:
+            self._results.clear()  # it failed: what it sent may be cut short
+        self._child = None
         return self._results
 
     def abandon(self) -> None:
-        if self._pid is not None:
-            try:
-                os.kill(self._pid, 9)
-            except OSError:
-                pass
-            self.finish()
+        if self._child is not None:
+            self._child.kill()
+            self._child = None
 
 
 def _send(fd: int, message: tuple) -> None:

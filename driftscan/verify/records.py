@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..cache import SIGNATURE, tag
 from ..discover.dists import TRUSTED_INSTALLERS, MetadataDir
 from ..model import Distribution, DriftKind, FileCheck, Problem, RecordEntry, Target, Unverifiable
-from . import files, prehash
+from . import files, prehash, smallfiles
 from .ownership import Ownership, bytecode_source, is_bytecode, is_virtualenv_style_row
 from .roots import root_of
 
@@ -185,6 +185,39 @@ def _hash_pending(rows: list[Row], presence: list[bool], pending: list[int], res
     order = sorted(pending, key=lambda i: rows[i][1].size or 0)
     sizes = [rows[i][1].size or 0 for i in order]
     meter = _Meter(sum(sizes), progress)
+    # Too many small files for this thread alone (no large ones to balance them): a forked child
+    # takes a share. Forked before any helper thread exists.
+    child, theirs = None, []
+    start, stop = smallfiles.child_share(sizes, HELPER_MIN, jobs)
+    if stop > start:
+        child = smallfiles.SmallFilesChild([rows[i][1:] for i in order[start:stop]])
+        if child.started:
+            theirs, order, sizes = order[start:stop], order[:start] + order[stop:], sizes[:start] + sizes[stop:]
+        else:
+            child = None
+    try:
+        _share(rows, presence, order, sizes, results, jobs, cache, meter)
+    except BaseException:
+        if child is not None:
+            child.abandon()
+        raise
+    if child is not None:
+        matched, entries = child.collect()
+        if cache is not None:
+            cache.merge(entries)
+        for k, i in enumerate(theirs):
+            if matched[k]:
+                results[i] = files._PLAIN_OK
+            else:  # a mismatch, an oddity, or a failed child: checked here, which describes it
+                _, entry, path = rows[i]
+                results[i] = quick(path, entry, cache) or check(path, entry, presence[i], cache, lookup=False)
+        meter.add(sum(rows[i][1].size or 0 for i in theirs))
+
+
+def _share(rows: list[Row], presence: list[bool], order: list[int], sizes: list[int], results: list,
+           jobs: int, cache, meter: _Meter) -> None:
+    """``order`` (sizes ascending) between this thread, from the small end, and helper threads."""
+    quick, check = files.quick_check, files.check_entry
     work = _TwoEnds(sizes)
 
     def settle(span: range) -> None:

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import os
 import pickle
-import signal
 import stat
-import sys
-import threading
-import warnings
 from collections.abc import Iterator
 
 from ..cache import signature
 from ..model import DriftKind, FileCheck, Problem, Target
 from .files import file_type
+from .forked import Child, may_fork
 from .ownership import Ownership, bytecode_source, is_legit_site_file, is_venv_file
 from .roots import root_of
 
@@ -131,12 +128,12 @@ class UnownedWalk:
     def __init__(self, target: Target, own: Ownership, presence: list[bool], signatures: bool = True) -> None:
         """``signatures``: also record each directory's signature (for the clean index)."""
         self._target, self._own, self._presence, self._signatures = target, own, presence, signatures
-        self._pid: int | None = None
-        self._read_fd: int | None = None
+        self._child: Child | None = None
         self._result: tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]] | None = None
         if may_fork():
             self._fork()
-        if self._pid is None:
+        if self._child is None or not self._child.started:
+            self._child = None
             self._result = self._walk()
 
     def _walk(self) -> tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]]:
@@ -148,46 +145,22 @@ class UnownedWalk:
         return checks, problems, unseen, listed
 
     def _fork(self) -> None:
-        read_fd, write_fd = os.pipe()
-        try:
-            pid = fork_quietly()
-        except OSError:
-            os.close(read_fd)
-            os.close(write_fd)
-            return
-        if pid == 0:  # the child: walk, send, and leave without running any of the parent's exit code
-            status = 1
-            try:
-                os.close(read_fd)
-                checks, problems, unseen, listed = self._walk()
-                plain = [(c.kind, c.path, c.root, c.distribution.metadata_dir if c.distribution else None,
-                          c.expected, c.actual, c.evidence) for c in checks]  # a Distribution carries all its rows
-                with os.fdopen(write_fd, "wb") as out:
-                    pickle.dump((plain, problems, unseen, listed), out, protocol=pickle.HIGHEST_PROTOCOL)
-                status = 0
-            finally:
-                os._exit(status)
-        os.close(write_fd)
-        self._pid, self._read_fd = pid, read_fd
+        self._child = Child(self._send)
+
+    def _send(self, fd: int) -> None:
+        checks, problems, unseen, listed = self._walk()
+        plain = [(c.kind, c.path, c.root, c.distribution.metadata_dir if c.distribution else None,
+                  c.expected, c.actual, c.evidence) for c in checks]  # a Distribution carries all its rows
+        with os.fdopen(fd, "wb") as out:
+            pickle.dump((plain, problems, unseen, listed), out, protocol=pickle.HIGHEST_PROTOCOL)
 
     def _collect(self) -> tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]]:
         if self._result is not None:
             return self._result
-        data = b""
-        status: int | None = None
+        data = self._child.wait() if self._child is not None else None
         try:
-            with os.fdopen(self._read_fd, "rb") as pipe:  # type: ignore[arg-type]
-                data = pipe.read()
-        finally:
-            try:
-                _, status = os.waitpid(self._pid, 0)  # type: ignore[arg-type]
-            except ChildProcessError:
-                pass  # reaped by a host program's SIGCHLD handling: the data tells whether it finished
-        try:
-            if status is not None and os.waitstatus_to_exitcode(status) != 0:
-                raise ValueError("walker failed")
-            plain, problems, unseen, listed = pickle.loads(data)
-        except Exception:  # noqa: BLE001 - the child died: walk here instead, the audit goes on
+            plain, problems, unseen, listed = pickle.loads(data)  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - the child failed: walk here instead, the audit goes on
             self._result = self._walk()
             return self._result
         by_dir = {md.path: md.distribution for md in self._own.metadata.values()}
@@ -210,29 +183,6 @@ class UnownedWalk:
 
     def abandon(self) -> None:
         """Stop the child (the audit failed or was interrupted)."""
-        if self._result is None and self._pid is not None:
-            try:
-                os.kill(self._pid, signal.SIGKILL)
-                os.waitpid(self._pid, 0)
-                os.close(self._read_fd)  # type: ignore[arg-type]
-            except OSError:
-                pass
+        if self._result is None and self._child is not None:
+            self._child.kill()
             self._result = ([], [], [], [])
-
-
-def may_fork() -> bool:
-    """Whether driftscan may fork a helper process here: Linux, and no other thread running
-    (forking beside threads can leave the child with locks nobody will release).
-    DRIFTSCAN_WALK=inline|fork overrides."""
-    mode = os.environ.get("DRIFTSCAN_WALK", "auto")
-    if mode == "inline" or not hasattr(os, "fork") or not sys.platform.startswith("linux"):
-        return False
-    return mode == "fork" or threading.active_count() == 1
-
-
-def fork_quietly() -> int:
-    """os.fork(), without Python 3.12's warning about other threads: ``may_fork`` allowed it
-    (only with DRIFTSCAN_WALK=fork can threads exist, which the tests use deliberately)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return os.fork()

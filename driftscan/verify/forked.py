@@ -1,0 +1,99 @@
+"""Forked helper processes: the unowned-file walk, the prehash of large files, a share of the
+small files, half of the clean-index check. Each works beside this process (two processes do
+not share a GIL), sends its answer through a pipe and leaves with ``os._exit``, so that none of
+this process's exit code (atexit handlers, buffered output, a test runner's teardown) runs twice.
+
+Forking is allowed on Linux, and only when no other thread runs: a thread holding a lock at the
+fork would leave the child a lock nobody releases. ``DRIFTSCAN_WALK=inline`` forbids it (every
+helper then does its work in-process), ``fork`` forces it (tests run beside pytest's threads).
+Every caller has an in-process way to do the work if the child fails.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import warnings
+from collections.abc import Callable
+
+
+def may_fork() -> bool:
+    mode = os.environ.get("DRIFTSCAN_WALK", "auto")
+    if mode == "inline" or not hasattr(os, "fork") or not sys.platform.startswith("linux"):
+        return False
+    return mode == "fork" or threading.active_count() == 1
+
+
+def fork_quietly() -> int:
+    """os.fork(), without Python 3.12's warning about other threads (``may_fork`` decided)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
+
+
+class Child:
+    """A forked process running ``work(fd)``, ``fd`` the write end of a pipe to this process."""
+
+    def __init__(self, work: Callable[[int], None]) -> None:
+        self.pid: int | None = None
+        self.fd: int | None = None  # the read end
+        read_fd, write_fd = os.pipe()
+        try:
+            pid = fork_quietly()
+        except OSError:
+            os.close(read_fd)
+            os.close(write_fd)
+            return
+        if pid == 0:  # the child
+            status = 1
+            try:
+                os.close(read_fd)
+                work(write_fd)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write_fd)
+        self.pid, self.fd = pid, read_fd
+
+    @property
+    def started(self) -> bool:
+        return self.pid is not None
+
+    def wait(self, read_rest: Callable[[int], bytes] | None = None) -> bytes | None:
+        """Read the pipe to its end and reap the child: what it sent, or None if it failed."""
+        if self.pid is None:
+            return None
+        data = b""
+        status: int | None = None
+        try:
+            data = read_rest(self.fd) if read_rest is not None else _read_all(self.fd)  # type: ignore[arg-type]
+        finally:
+            os.close(self.fd)  # type: ignore[arg-type]
+            try:
+                _, status = os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass  # reaped by a host program's SIGCHLD handling: the data tells whether it finished
+            self.pid = self.fd = None
+        if status is not None and os.waitstatus_to_exitcode(status) != 0:
+            return None
+        return data
+
+    def kill(self) -> None:
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                self.wait()
+            except OSError:
+                pass
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
