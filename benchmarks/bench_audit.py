@@ -196,12 +196,12 @@ def main() -> None:
     # Without the clean index: the stat-cache path, which every audit of a venv with drift takes.
     no_index = {**env, "DRIFTSCAN_CLEAN_INDEX": "off"}
     stat_path, stat_path_rss = median_of(args.runs, driftscan_cmd(args.venv), env=no_index)
-    inline_walk, _ = median_of(args.runs, driftscan_cmd(args.venv), env={**no_index, "DRIFTSCAN_WALK": "inline"})
+    inline_walk, _ = median_of(args.runs, driftscan_cmd(args.venv), env={**no_index, "DRIFTSCAN_FORK": "inline"})
     fig.update(cold_forked_workers_s=round(processes, 3), cold_one_thread_s=round(one_job, 3),
                warm_without_clean_index_s=round(stat_path, 3),
                warm_without_clean_index_vs_sequential=round(stat_path / seq, 3),
                warm_without_clean_index_rss_MB=round(stat_path_rss / 1e6, 1),
-               warm_without_clean_index_walk_in_process_s=round(inline_walk, 3))
+               warm_without_clean_index_no_forks_s=round(inline_walk, 3))
     fig.update(sequential_s=round(seq, 3), cold_s=round(cold, 3), warm_s=round(hot, 3),
                cold_vs_sequential=round(cold / seq, 3), cold_vs_floor=round(cold / floor, 3),
                cold_vs_measured_floor=round(cold / measured_floor, 3),

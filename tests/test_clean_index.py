@@ -230,7 +230,7 @@ def test_the_forked_half_of_the_check_counts(venv, monkeypatch, where):
     from driftscan.cache import StatCache
     from driftscan.discover import resolve_target
 
-    monkeypatch.setenv("DRIFTSCAN_WALK", "fork")  # fork even beside the test runner's threads
+    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")  # fork even beside the test runner's threads
     settled_audit(venv)
     target = resolve_target(str(venv))
     index = StatCache.for_target(str(venv)).clean_index()

@@ -56,7 +56,7 @@ def test_progress_reports_every_hashed_byte(planted):
 def _verdicts_of(venv, walk_mode, monkeypatch):
     from driftscan.verify import verify
 
-    monkeypatch.setenv("DRIFTSCAN_WALK", walk_mode)
+    monkeypatch.setenv("DRIFTSCAN_FORK", walk_mode)
     result = verify(resolve_target(str(venv)), jobs=2)
     return sorted((c.kind.value, c.path, c.distribution.name if c.distribution else None, tuple(sorted(c.actual)))
                   for c in result.checks), sorted(e.path for e in result.errors)
@@ -102,7 +102,7 @@ def prehash_everything(monkeypatch):
 
     monkeypatch.setattr(prehash, "LARGE", 1)
     monkeypatch.setattr(prehash, "RACY_NS", 0)
-    monkeypatch.setenv("DRIFTSCAN_WALK", "fork")
+    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
     return prehash
 
 
@@ -119,7 +119,7 @@ def test_prehashed_digests_give_the_same_verdicts(planted, monkeypatch, prehash_
     monkeypatch.setattr(prehash_everything.Prehasher, "take", take_later)
     with_child = _cold(venv, monkeypatch, 2)
     assert len(taken[0][0]) > 20  # the parent used the child's digests
-    monkeypatch.setenv("DRIFTSCAN_WALK", "inline")  # and no child at all
+    monkeypatch.setenv("DRIFTSCAN_FORK", "inline")  # and no child at all
     assert with_child == _cold(venv, monkeypatch, 1)
     assert any(kind == "modified" for kind, _, _ in with_child)
 
@@ -154,7 +154,7 @@ def small_files_child(monkeypatch):
 
     monkeypatch.setattr(smallfiles, "CHILD_MIN_FILES", 2)
     monkeypatch.setattr(smallfiles, "LARGE_BYTES_PER_S", 1e15)  # as if there were no large files
-    monkeypatch.setenv("DRIFTSCAN_WALK", "fork")
+    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
     return smallfiles
 
 
@@ -166,7 +166,7 @@ def test_the_small_files_child_gives_the_same_verdicts(planted, monkeypatch, sma
                         lambda self: answers.append(real_collect(self)) or answers[-1])
     with_child = _cold(venv, monkeypatch, 2)
     assert answers and answers[0][0].count(1) > 10  # the child settled a share of the files
-    monkeypatch.setenv("DRIFTSCAN_WALK", "inline")
+    monkeypatch.setenv("DRIFTSCAN_FORK", "inline")
     assert with_child == _cold(venv, monkeypatch, 1)
     assert any(kind == "modified" for kind, _, _ in with_child)
 

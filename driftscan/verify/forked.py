@@ -4,7 +4,7 @@ not share a GIL), sends its answer through a pipe and leaves with ``os._exit``, 
 this process's exit code (atexit handlers, buffered output, a test runner's teardown) runs twice.
 
 Forking is allowed on Linux, and only when no other thread runs: a thread holding a lock at the
-fork would leave the child a lock nobody releases. ``DRIFTSCAN_WALK=inline`` forbids it (every
+fork would leave the child a lock nobody releases. ``DRIFTSCAN_FORK=inline`` forbids it (every
 helper then does its work in-process), ``fork`` forces it (tests run beside pytest's threads).
 Every caller has an in-process way to do the work if the child fails.
 """
@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 
 def may_fork() -> bool:
-    mode = os.environ.get("DRIFTSCAN_WALK", "auto")
+    mode = os.environ.get("DRIFTSCAN_FORK", "auto")
     if mode == "inline" or not hasattr(os, "fork") or not sys.platform.startswith("linux"):
         return False
     return mode == "fork" or threading.active_count() == 1
