@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -319,6 +320,9 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+
+
 def _entry_from(rel: str, raw: Any, issues: list[str]) -> ManifestEntry | None:
     where = f"files[{rel!r}]"
     if not isinstance(raw, dict):
@@ -326,7 +330,7 @@ def _entry_from(rel: str, raw: Any, issues: list[str]) -> ManifestEntry | None:
         return None
     before = len(issues)
     digest = raw.get("xxh3_128")
-    if not (isinstance(digest, str) and len(digest) == 32 and all(c in "0123456789abcdef" for c in digest)):
+    if not (isinstance(digest, str) and _HEX32.fullmatch(digest)):
         issues.append(f"{where}.xxh3_128 is not 32 lowercase hex digits")
     for key in ("size", "mode", "mtime_ns"):
         if not _is_int(raw.get(key)) or raw[key] < 0:
