@@ -125,3 +125,15 @@ def test_read_collects_every_bad_entry(tmp_path):
 def test_read_reports_a_missing_file(tmp_path):
     with pytest.raises(ManifestError, match="cannot read"):
         read_manifest(str(tmp_path / "absent.json"))
+
+
+def test_a_manifest_rewritten_since_it_was_read_is_read_again(model, tmp_path):
+    out = str(tmp_path / "m.json")
+    write_manifest(str(model), build_manifest(str(model)), out)
+    first = read_manifest(out)
+    assert read_manifest(out) is first  # kept while the file is the same
+    (model / "config.json").write_text('{"changed": true}\n')
+    write_manifest(str(model), build_manifest(str(model)), out)  # a new file, renamed over the old
+    second = read_manifest(out)
+    assert second is not first
+    assert second.files["config.json"].xxh3_128 != first.files["config.json"].xxh3_128

@@ -70,7 +70,7 @@ def load_snapshot(path: str, workdir: str) -> list[tuple[Root, str]]:
     except ValueError as exc:
         raise ManifestError(path, [f"not valid JSON: {exc}"]) from None
     if isinstance(doc, dict) and "manifest_version" in doc:
-        manifest = read_manifest(path)
+        manifest = read_manifest(path, doc)  # kept: the diff asks for it again
         kind = "venv" if os.path.isfile(os.path.join(manifest.root, "pyvenv.cfg")) else "model-dir"
         return [(Root(kind, manifest.root), path)]
     if not (isinstance(doc, dict) and doc.get("bundle_version") == BUNDLE_VERSION and isinstance(doc.get("roots"), list)):
