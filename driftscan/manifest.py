@@ -52,7 +52,9 @@ CHUNK = 4 << 20
 LARGE = 256 << 10  # files hashed in the thread pool; smaller ones in the calling thread
 MAX_MANIFEST = 1 << 30  # embedded text is capped per file; a larger manifest is not one of ours
 
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+# For every file driftscan reads: non-blocking, so that a FIFO where a file should be cannot hang
+# an audit (the reader checks with fstat that it is a regular file before reading).
+READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 class ManifestError(DriftscanError):
@@ -127,11 +129,13 @@ def walk_tree(root: str) -> tuple[list[str], list[Problem]]:
 
 
 def read_regular(path: str, limit: int) -> bytes:
-    """The content of a regular file of at most ``limit`` bytes; OSError otherwise.
+    """The content of a regular file of at most ``limit`` bytes; OSError otherwise."""
+    return read_regular_stat(path, limit)[0]
 
-    Opened non-blocking and checked with fstat, so a FIFO where a file should be cannot hang an audit.
-    """
-    fd = os.open(path, _OPEN_FLAGS)
+
+def read_regular_stat(path: str, limit: int) -> tuple[bytes, os.stat_result]:
+    """``read_regular``, with the file's stat (from the open descriptor: both describe one file)."""
+    fd = os.open(path, READ_FLAGS)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -141,7 +145,7 @@ def read_regular(path: str, limit: int) -> bytes:
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
-        return b"".join(chunks)
+        return b"".join(chunks), st
     finally:
         os.close(fd)
 
@@ -190,7 +194,7 @@ def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], N
     link = os.readlink(path) if os.path.islink(path) else None
     if link is not None and not os.path.isfile(path):
         return link_only_entry(path, link)  # e.g. a venv's lib64 -> lib
-    fd = os.open(path, _OPEN_FLAGS)  # follows a symlink: the manifest records the content
+    fd = os.open(path, READ_FLAGS)  # follows a symlink: the manifest records the content
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -99,13 +99,14 @@ def test_metadata_files_that_are_fifos_are_reported_not_read(tmp_path):
     """A FIFO where RECORD or METADATA should be would block a plain open() forever."""
     site = _site_with_dist(tmp_path)
     info = next(site.glob("victim-*.dist-info"))
-    os.unlink(info / "RECORD")
-    os.mkfifo(info / "RECORD")
-    os.unlink(info / "METADATA")
-    os.mkfifo(info / "METADATA")
+    for name in ("RECORD", "METADATA"):
+        os.unlink(info / name)
+        os.mkfifo(info / name)
+        os.chmod(info / name, 0o644)  # the mode is in the message: not left to the umask
     report = audit(site_packages=[str(site)])
     assert sorted((os.path.basename(e.path), e.message) for e in report.errors) == [
-        ("METADATA", "cannot read: not a regular file"), ("RECORD", "cannot read: not a regular file")]
+        ("METADATA", "cannot read: not a regular file (prw-r--r--)"),
+        ("RECORD", "cannot read: not a regular file (prw-r--r--)")]
     assert [u.distribution for u in report.unverifiable] == ["victim 1.0"]  # named after its directory
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..manifest import read_regular_stat
 from ..model import Distribution, Problem, RecordEntry
 from ..record import parse_record
 
+MAX_METADATA = 1 << 30  # a RECORD of ten million rows; anything larger is not one
 # Installers whose RECORD is known to describe the installed files exactly (FACTS.md rule 6).
 TRUSTED_INSTALLERS = frozenset({"pip", "uv", "poetry", "pdm", "installer", "pipx", "hatch"})
 
@@ -37,34 +38,19 @@ class _Reading:
         return self.read(path)[0]
 
     def read(self, path: str) -> tuple[str | None, os.stat_result | None]:
-        """The file's text and its stat (from the open descriptor, so both describe one file)."""
+        """The file's text and its stat, both of one open descriptor."""
         try:
-            fd = os.open(path, _OPEN_FLAGS)
+            data, st = read_regular_stat(path, MAX_METADATA)
         except FileNotFoundError:
             return None, None
         except OSError as exc:
             self.problems.append(Problem(path, f"cannot read: {exc.strerror or exc}"))
             return None, None
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):  # a FIFO would block the audit forever
-                self.problems.append(Problem(path, "cannot read: not a regular file"))
-                return None, None
-            with os.fdopen(fd, "rb", closefd=False) as f:
-                data = f.read()
-        except OSError as exc:
-            self.problems.append(Problem(path, f"cannot read: {exc.strerror or exc}"))
-            return None, None
-        finally:
-            os.close(fd)
-        try:
             return data.decode("utf-8"), st
         except UnicodeDecodeError:
             self.problems.append(Problem(path, "not valid UTF-8; undecodable bytes kept as escapes"))
             return data.decode("utf-8", "surrogateescape"), st
-
-
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 _DIR_NAME = re.compile(r"^(?P<name>.+?)-(?P<version>[^-]+?)(?:-py\d.*)?\.(?:dist|egg)-info$")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import RecordEntry
+from ..manifest import READ_FLAGS
 from ..record import CHUNK, record_hash_text
 
 OK = "ok"
@@ -23,7 +24,6 @@ MISSING = "missing"
 TYPE_CHANGED = "type-changed"
 ERROR = "error"
 
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def quick_check(path: str, entry: RecordEntry, cache=None) -> EntryResult | None
     """
     digest = entry.hash
     try:
-        fd = os.open(path, _OPEN_FLAGS | _NOFOLLOW)
+        fd = os.open(path, READ_FLAGS | _NOFOLLOW)
     except OSError:
         return None  # missing, a symlink, unreadable...: check_entry says which
     try:
@@ -168,7 +168,7 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cach
     if not read and (entry.size is None or st.st_size == entry.size):
         return None
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = os.open(path, READ_FLAGS)
     except FileNotFoundError:
         return EntryResult(MISSING, expected_of(entry), message="vanished during the audit")
     except OSError as exc:

@@ -22,28 +22,12 @@ import struct
 import time
 
 from ..cache import RACY_NS, SIGNATURE, signature
+from ..manifest import READ_FLAGS, read_regular
 from .forked import Child, may_fork
 
 LARGE = 8 << 20  # the files worth it: the big shared libraries
 _FRAME = struct.Struct("<I")
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
-
-
-def _read_regular(path: str) -> str | None:
-    """A regular file's text; None for anything else (a FIFO would block the child forever)."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read().decode("utf-8", "surrogateescape")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+_OPEN_FLAGS = READ_FLAGS | getattr(os, "O_NOFOLLOW", 0)
 
 
 def _large_rows(site_packages: tuple[str, ...]) -> list[tuple[int, str, str]]:
@@ -56,9 +40,10 @@ def _large_rows(site_packages: tuple[str, ...]) -> list[tuple[int, str, str]]:
         except OSError:
             continue
         for name in names:
-            text = _read_regular(os.path.join(site, name, "RECORD"))
-            if text is None:
-                continue
+            try:
+                text = read_regular(os.path.join(site, name, "RECORD"), 1 << 30).decode("utf-8", "surrogateescape")
+            except OSError:
+                continue  # the parent reports it
             for line in text.splitlines():
                 head, _, size = line.rpartition(",")
                 if len(size) < digits or not size.isdigit() or int(size) < LARGE:
