@@ -20,12 +20,12 @@ import errno
 import os
 import stat
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from .. import jsondiff
+from ..manifest import map_by_size
 from ..model import DriftKind, FileCheck, Problem, Unverifiable
 from .modeldir_hash import Meter, file_type, hash_file
 
@@ -160,28 +160,12 @@ def run(expects: list[Expect], ctx: Context) -> list[Outcome]:
             ctx.meter.total += os.stat(expects[i].path).st_size
         except OSError:
             pass
-    # Largest first, so one big shard does not start last and leave a core idle.
-    sizes = {i: _size_or_zero(expects[i].path) for i in pending}
-    pending.sort(key=lambda i: -sizes[i])
-    if ctx.jobs > 1 and len(pending) > 1:
-        # Large files to the pool, small ones in this thread: threads that all hash small files
-        # pass the GIL back and forth at every system call (a 40,000-file venv diff: 9 s -> 3 s).
-        large = [i for i in pending if sizes[i] >= POOL_MIN] or pending[:1]
-        with ThreadPoolExecutor(max_workers=ctx.jobs, thread_name_prefix="driftscan-modelhash") as pool:
-            futures = [(i, pool.submit(_hash_phase, expects[i], ctx)) for i in large]
-            taken = set(large)
-            for i in pending:
-                if i not in taken:
-                    outcomes[i] = _hash_phase(expects[i], ctx)
-            for i, future in futures:
-                outcomes[i] = future.result()
-    else:
-        for i in pending:
-            outcomes[i] = _hash_phase(expects[i], ctx)
+    # Large files in a pool, largest first (one big shard must not start last), small ones here.
+    hashed = map_by_size(lambda i: _hash_phase(expects[i], ctx), pending,
+                         [_size_or_zero(expects[i].path) for i in pending], ctx.jobs)
+    for i, outcome in zip(pending, hashed):
+        outcomes[i] = outcome
     return [o for o in outcomes if o is not None]
-
-
-POOL_MIN = 256 << 10  # bytes: smaller files are hashed by the calling thread
 
 
 def _size_or_zero(path: str) -> int:
