@@ -20,7 +20,6 @@ The tree walk and the list of bookkeeping paths live here too, so that a manifes
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
@@ -36,6 +35,7 @@ import xxhash
 
 from .atomic import write_atomic
 from .errors import DriftscanError
+from .fileio import READ_FLAGS, read_pieces, read_regular
 from .jsondiff import as_text
 from .model import Problem
 from .paths import printable
@@ -48,12 +48,8 @@ TEXT_NAMES = (".gitattributes", ".gitignore", "LICENSE", "README", "NOTICE")
 # A model repository's code is part of its configuration (custom modeling files), a venv's is
 # not: embedding every .py of a 40,000-file venv made a 168 MB snapshot and 0.8 GB of memory.
 CODE_SUFFIXES = (".py",)
-CHUNK = 4 << 20
 MAX_MANIFEST = 1 << 30  # embedded text is capped per file; a larger manifest is not one of ours
 
-# For every file driftscan reads: non-blocking, so that a FIFO where a file should be cannot hang
-# an audit (the reader checks with fstat that it is a regular file before reading).
-READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 class ManifestError(DriftscanError):
@@ -127,28 +123,6 @@ def walk_tree(root: str) -> tuple[list[str], list[Problem]]:
     return sorted(found), problems
 
 
-def read_regular(path: str, limit: int) -> bytes:
-    """The content of a regular file of at most ``limit`` bytes; OSError otherwise."""
-    return read_regular_stat(path, limit)[0]
-
-
-def read_regular_stat(path: str, limit: int) -> tuple[bytes, os.stat_result]:
-    """``read_regular``, with the file's stat (from the open descriptor: both describe one file)."""
-    fd = os.open(path, READ_FLAGS)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, f"not a regular file ({stat.filemode(st.st_mode)})")
-        if st.st_size > limit:
-            raise OSError(errno.EFBIG, f"{st.st_size} bytes, more than the {limit} expected")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks), st
-    finally:
-        os.close(fd)
-
-
 def is_text_name(relpath: str, code: bool = True) -> bool:
     """Whether a file of this name is embedded when small: configs always, code if ``code``."""
     name = relpath.rsplit("/", 1)[-1]
@@ -168,23 +142,6 @@ def link_only_entry(path: str, target: str) -> ManifestEntry:
 
 def is_link_only(entry: ManifestEntry) -> bool:
     return stat.S_ISLNK(entry.mode)
-
-
-def read_pieces(fd: int, size: int, chunk: int = CHUNK) -> Iterator[bytes | memoryview]:
-    """The content of an open file, for hashing: a small file in one read of its size (a
-    ``chunk``-sized buffer per file cost more than hashing it), a large one through one reused
-    buffer, so each piece is valid only until the next one is asked for."""
-    if size < chunk:
-        data = os.read(fd, size + 1)
-        while data:
-            yield data
-            data = os.read(fd, 1 << 16)  # it grew, or a short read
-        return
-    with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
-        buffer = bytearray(chunk)
-        view = memoryview(buffer)
-        while n := f.readinto(buffer):
-            yield view[:n]
 
 
 def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], None],

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..manifest import read_regular_stat
+from ..fileio import read_regular_stat
 from ..model import Distribution, Problem, RecordEntry
 from ..record import parse_record
 

@@ -20,7 +20,8 @@ import os
 from dataclasses import dataclass
 
 from ..errors import TargetError
-from ..manifest import MANIFEST_NAME, read_regular
+from ..fileio import read_regular
+from ..manifest import MANIFEST_NAME
 from ..model import Problem
 from ..paths import printable
 from .hfcache import Revision, is_cache_repo, resolve_revision, snapshot_parent

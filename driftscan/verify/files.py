@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import RecordEntry
-from ..manifest import READ_FLAGS
+from ..fileio import READ_FLAGS
 from ..record import CHUNK, record_hash_text
 
 OK = "ok"

@@ -13,7 +13,8 @@ import os
 import posixpath
 import struct
 
-from ..manifest import read_regular, walk_tree
+from ..fileio import read_regular
+from ..manifest import walk_tree
 from ..model import DriftKind, FileCheck, Problem
 from .modeldir_engine import Context, os_error
 from .modeldir_hash import Meter, open_readonly

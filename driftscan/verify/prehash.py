@@ -22,7 +22,7 @@ import struct
 import time
 
 from ..cache import RACY_NS, SIGNATURE, signature
-from ..manifest import READ_FLAGS, read_regular
+from ..fileio import READ_FLAGS, read_regular
 from .forked import Child, may_fork
 
 LARGE = 8 << 20  # the files worth it: the big shared libraries

@@ -19,7 +19,8 @@ from datetime import datetime, timezone
 
 from ..atomic import write_atomic
 from ..errors import TargetError
-from ..manifest import ManifestError, build_manifest, read_manifest, read_regular, write_manifest
+from ..fileio import read_regular
+from ..manifest import ManifestError, build_manifest, read_manifest, write_manifest
 from ..model import FileCheck, Problem
 from ..paths import printable
 from .modeldir import ModelDirResult, verify_model_dir

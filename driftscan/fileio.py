@@ -1,0 +1,141 @@
+"""The one way driftscan reads a file that the audited tree controls.
+
+An audited tree is data, never instructions (docs/security.md): any of its files may be a FIFO,
+a device node, a symlink out of the tree, or 64 GiB where a few bytes are expected. So:
+
+- ``lstat`` first where a symlink is not meant to be followed, and ``O_NOFOLLOW`` on the open;
+- every open is ``O_NONBLOCK``: a FIFO cannot block the audit between the open and the fstat;
+- only a regular file is read, checked with ``fstat`` on the open descriptor (device nodes are
+  never opened: their type is known from ``lstat`` first when ``follow`` is False, and an open
+  of a FIFO or device through a followed symlink is refused by the fstat before any read);
+- at most ``limit`` bytes, the cap of that kind of file (``LIMITS``), named in the error;
+- with ``root`` given, a path whose real location is outside ``root`` is refused: a symlink that
+  leaves the tree is reported with its target, never followed for content.
+
+Errors are ``OSError`` with a message that says what was refused, so every caller's existing
+"cannot read: …" reporting applies.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+
+# Non-blocking, so that a FIFO where a file should be cannot hang an audit (the reader checks
+# with fstat that it is a regular file before reading).
+READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+CHUNK = 4 << 20
+
+# Caps per kind of tree-controlled file. Generous against real files (the largest RECORD seen,
+# torch's, is 1.9 MB; METADATA of big projects a few hundred KB), tiny against a hostile one.
+LIMITS = {
+    "RECORD": 256 << 20,
+    "METADATA": 16 << 20,
+    "INSTALLER": 4 << 10,
+    "direct_url.json": 1 << 20,
+    "pyvenv.cfg": 1 << 20,
+    ".pth": 1 << 20,
+    "finder": 4 << 20,
+    ".egg-link": 64 << 10,
+    "installed-files.txt": 64 << 20,
+    "git ref": 4 << 10,
+    "hf metadata": 4 << 10,
+    "manifest": 1 << 30,
+    "cache": 1 << 30,
+}
+
+
+def _refuse(code: int, message: str) -> OSError:
+    return OSError(code, message)
+
+
+def inside(root: str, path: str) -> bool:
+    """Whether ``path``'s real location (symlinks resolved) is ``root``'s real location or under it."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def check_inside(root: str, path: str) -> None:
+    """OSError(EXDEV) naming the target when ``path`` resolves outside ``root``."""
+    if not inside(root, path):
+        raise _refuse(errno.EXDEV, f"resolves outside the audited tree (to {os.path.realpath(path)}); not followed")
+
+
+def open_regular(path: str, *, follow: bool = True, root: str | None = None) -> tuple[int, os.stat_result]:
+    """An open descriptor of a regular file and its fstat; OSError for anything else.
+
+    ``follow=False`` refuses a symlink (lstat, then ``O_NOFOLLOW``); ``root`` refuses a path that
+    resolves outside it."""
+    if root is not None:
+        check_inside(root, path)
+    # The type is known before the open, so a device node or FIFO is never opened (opening a
+    # device can have side effects); the fstat below closes the race with a swap.
+    st = os.stat(path) if follow else os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise _refuse(errno.ELOOP, f"a symlink (to {os.readlink(path)}), not followed")
+    if not stat.S_ISREG(st.st_mode):
+        raise _refuse(errno.EINVAL, f"not a regular file ({stat.filemode(st.st_mode)})")
+    fd = os.open(path, READ_FLAGS | (0 if follow else NOFOLLOW))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _refuse(errno.EINVAL, f"not a regular file ({stat.filemode(st.st_mode)})")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_regular_stat(path: str, limit: int, *, what: str | None = None, follow: bool = True,
+                      root: str | None = None) -> tuple[bytes, os.stat_result]:
+    """The content of a regular file of at most ``limit`` bytes and its stat (from the open
+    descriptor: both describe one file); OSError otherwise. ``what`` names the kind of file in
+    the size error ("a RECORD may have at most …")."""
+    fd, st = open_regular(path, follow=follow, root=root)
+    try:
+        if st.st_size > limit:
+            cap = f"the {limit} bytes a {what} may have" if what else f"the {limit} expected"
+            raise _refuse(errno.EFBIG, f"{st.st_size} bytes, more than {cap}")
+        chunks = []
+        total = 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - total) or 1):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:  # it grew while being read
+                cap = f"the {limit} bytes a {what} may have" if what else f"the {limit} expected"
+                raise _refuse(errno.EFBIG, f"grew past {cap} while being read")
+        return b"".join(chunks), st
+    finally:
+        os.close(fd)
+
+
+def read_regular(path: str, limit: int, *, what: str | None = None, follow: bool = True,
+                 root: str | None = None) -> bytes:
+    """``read_regular_stat`` without the stat."""
+    return read_regular_stat(path, limit, what=what, follow=follow, root=root)[0]
+
+
+def read_kind(path: str, kind: str, *, follow: bool = True, root: str | None = None) -> bytes:
+    """A tree-controlled file of a kind listed in ``LIMITS``, capped at that kind's limit."""
+    return read_regular(path, LIMITS[kind], what=kind, follow=follow, root=root)
+
+
+def read_pieces(fd: int, size: int, chunk: int = CHUNK) -> Iterator[bytes | memoryview]:
+    """The content of an open file, for hashing: a small file in one read of its size (a
+    ``chunk``-sized buffer per file cost more than hashing it), a large one through one reused
+    buffer, so each piece is valid only until the next one is asked for."""
+    if size < chunk:
+        data = os.read(fd, size + 1)
+        while data:
+            yield data
+            data = os.read(fd, 1 << 16)  # it grew, or a short read
+        return
+    with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
+        buffer = bytearray(chunk)
+        view = memoryview(buffer)
+        while n := f.readinto(buffer):
+            yield view[:n]
