@@ -8,6 +8,7 @@ where uv's hard links into its cache carry the edit back in.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 
@@ -17,14 +18,38 @@ _PACKAGE_KINDS = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED,
 _AREA_SCOPE = {"model": Scope.DATA, "source": Scope.SOURCE, "external": Scope.EXTERNAL}
 
 
+# What a reinstall command may take from the tree (METADATA, direct_url.json): values that are
+# validated here, then shell-quoted, so that none can become an installer option or a second
+# command (docs/security.md).
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\Z")  # PEP 508 names
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*\Z")
+_URL = re.compile(r"(?:file|https?|git\+(?:https?|ssh|file)|hg\+https?|svn\+https?|bzr\+https?)://[^\s\x00-\x1f\x7f]+\Z")
+UNSAFE = "<not shown: the distribution's metadata names no valid requirement>"
+
+
+def safe_name(dist: Distribution) -> str | None:
+    return dist.name if isinstance(dist.name, str) and _NAME.match(dist.name) else None
+
+
+def safe_url(value: object) -> str | None:
+    """A direct_url.json URL usable as an installer argument: a known scheme, no whitespace or
+    control characters, so never an option (``--index-url=…``) nor a second word."""
+    return value if isinstance(value, str) and _URL.match(value) else None
+
+
 def requirement(dist: Distribution) -> str:
     """What to hand the installer so it reinstalls exactly what is there."""
-    url = (dist.direct_url or {}).get("url")
+    url = safe_url((dist.direct_url or {}).get("url"))
     if url and dist.editable:
         return f"-e {shlex.quote(url)}"
     if url and "vcs_info" not in (dist.direct_url or {}):
         return shlex.quote(url)
-    return shlex.quote(f"{dist.name}=={dist.version}")
+    name = safe_name(dist)
+    if name is None:
+        return UNSAFE
+    if not (isinstance(dist.version, str) and _VERSION.match(dist.version)):
+        return UNSAFE
+    return shlex.quote(f"{name}=={dist.version}")
 
 
 def installer_of(dists: list[Distribution], override: str | None = None) -> str:
@@ -49,7 +74,7 @@ def reinstall_command(target: Target, dists: list[Distribution], installer: str 
 
 
 def uv_cache_clean(dist: Distribution) -> str:
-    return f"uv cache clean {shlex.quote(dist.name)}"
+    return f"uv cache clean {shlex.quote(safe_name(dist) or UNSAFE)}"
 
 
 def _package(check: FileCheck, target: Target, installer: str | None) -> Drift:

@@ -19,6 +19,7 @@ from .errors import DriftscanError  # noqa: E402
 from .render import RENDERERS  # noqa: E402
 from .render.plan import PLAN_RENDERERS  # noqa: E402
 from .render.scan import SCAN_RENDERERS  # noqa: E402
+from .paths import inert  # noqa: E402
 from .render.text import summary_line  # noqa: E402
 from .report import Report, report_schema, write_atomic  # noqa: E402
 
@@ -29,8 +30,33 @@ EXIT_INCOMPLETE = 2
 
 
 def _fail(message: str) -> None:
-    click.echo(f"driftscan: error: {message}", err=True)
+    click.echo(inert(f"driftscan: error: {message}"), err=True)
     sys.exit(EXIT_INCOMPLETE)
+
+
+# Formats that escape control characters themselves (JSON strings); the others are shown as
+# written, so a file name from the audited tree is made inert first (paths.inert).
+_ESCAPED_FORMATS = {"json", "sarif"}
+
+
+def _write(text: str, fmt: str, output: str | None) -> bool:
+    """Write a rendered report to ``output`` (atomically; ``-`` is stdout) or stdout; True if to a file."""
+    if fmt not in _ESCAPED_FORMATS:
+        text = inert(text)
+    if output and output != "-":
+        write_atomic(output, text)
+        return True
+    click.echo(text, nl=False)
+    return False
+
+
+def _load_config(config_file: str | None):
+    from .config import load_config
+
+    config = load_config(config_file)
+    for note in config.notes:
+        click.echo(inert(f"driftscan: note: {note}"), err=True)
+    return config
 
 
 def guarded(func):
@@ -67,12 +93,8 @@ def exit_status(report: Report, strict: bool) -> int:
 
 
 def emit(report: Report, fmt: str, output: str | None) -> None:
-    text = RENDERERS[fmt](report)
-    if output:
-        write_atomic(output, text)
-        click.echo(summary_line(report), err=True)
-    else:
-        click.echo(text, nl=False)
+    if _write(RENDERERS[fmt](report), fmt, output):
+        click.echo(inert(summary_line(report)), err=True)
 
 
 def model_options(func):
@@ -171,9 +193,7 @@ def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, mo
     """
     from .api import run
 
-    from .config import load_config
-
-    config = load_config(config_file)
+    config = _load_config(config_file)
     dirs, hub, include_environment = _targets(config, venv, site_packages, model_dirs, hf_cache)
     report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                  model_dirs=dirs, hf_cache=hub, deep=deep, revision=revision, manifest=manifest, progress=Progress(),
@@ -218,18 +238,12 @@ def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, u
     """
     from .api import plan as run_plan
 
-    from .config import load_config
-
-    config = load_config(config_file)
+    config = _load_config(config_file)
     dirs, hub, include_environment = _targets(config, venv, site_packages, model_dirs, hf_cache)
     result = run_plan(_names(reinstall), venv=venv, site_packages=site_packages, installer=installer,
                       expect=expect, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                       model_dirs=dirs, hf_cache=hub, include_environment=include_environment)
-    text = PLAN_RENDERERS[fmt](result)
-    if output:
-        write_atomic(output, text)
-    else:
-        click.echo(text, nl=False)
+    _write(PLAN_RENDERERS[fmt](result), fmt, output)
     status = EXIT_DRIFT if any(e.holds_after is not True for e in result.expectations) else EXIT_CLEAN
     if result.audit.errors:
         status |= EXIT_INCOMPLETE
@@ -254,8 +268,8 @@ def snapshot(venv, site_packages, model_dirs, output, jobs) -> None:
     problems = take(output, venv=venv, site_packages=site_packages, model_dirs=model_dirs, jobs=jobs,
                     progress=Progress())
     for p in problems:
-        click.echo(f"driftscan: not recorded: {p.path}: {p.message}", err=True)
-    click.echo(f"snapshot written to {output}", err=True)
+        click.echo(inert(f"driftscan: not recorded: {p.path}: {p.message}"), err=True)
+    click.echo(inert(f"snapshot written to {output}"), err=True)
     sys.exit(EXIT_INCOMPLETE if problems else EXIT_CLEAN)
 
 
@@ -307,17 +321,11 @@ def scan(paths, select, ignore, fmt, output, jobs, rules_modules, no_prefilter, 
     missing = [p for p in paths if not os.path.lexists(p)]
     if missing:
         raise DriftscanError(f"{missing[0]}: no such file or directory")
-    from .config import load_config
-
-    config = load_config(config_file)
+    config = _load_config(config_file)
     result = scan_paths(paths, select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
                         jobs=jobs, prefilter=not no_prefilter,
                         extra_rule_modules=[*rules_modules, *config.rules_modules])
-    text = SCAN_RENDERERS[fmt](result)
-    if output:
-        write_atomic(output, text)
-    else:
-        click.echo(text, nl=False)
+    _write(SCAN_RENDERERS[fmt](result), fmt, output)
     threshold = SEVERITIES.index(fail_on) + 1
     status = EXIT_DRIFT if any(f.severity.rank >= threshold for _, f in result.findings) else EXIT_CLEAN
     if result.errors:
@@ -336,7 +344,11 @@ def entry() -> None:
     """The console script: run the command, flush, and leave without tearing the heap down.
 
     An audit leaves a few hundred thousand objects behind; freeing them one by one at interpreter
-    exit costs tens of milliseconds and serves nothing (no threads, files or atexit work remain)."""
+    exit costs tens of milliseconds and serves nothing (no threads, files or atexit work remain).
+    This process is driftscan's own, so its helpers may be forked from it (verify/forked.py)."""
+    from .verify.forked import allow_fork
+
+    allow_fork()
     try:
         main(prog_name="driftscan")
         code = EXIT_CLEAN

@@ -114,6 +114,8 @@ def evaluate(expectation: Expectation, content: bytes | None, drifted: bool | No
         doc = json.loads(text)
     except ValueError as exc:
         return False, f"not valid JSON: {exc}"
+    except RecursionError:
+        return False, "not usable JSON: nested too deeply"
     present = _lookup(doc, split_pointer(getattr(expectation, check)))
     holds = present if check == "json_has" else not present
     return holds, f"key {'present' if present else 'absent'}"

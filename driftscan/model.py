@@ -92,7 +92,8 @@ class Distribution:
 
     @property
     def editable(self) -> bool:
-        return bool((self.direct_url or {}).get("dir_info", {}).get("editable"))
+        info = (self.direct_url or {}).get("dir_info")  # direct_url.json is the tree's: any JSON at all
+        return isinstance(info, dict) and info.get("editable") is True
 
     @property
     def key(self) -> str:

@@ -21,3 +21,16 @@ def printable_tree(value):
     if isinstance(value, (list, tuple)):
         return [printable_tree(v) for v in value]
     return value
+
+
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides and
+# isolates that can make a line read differently from what it says (CVE-2021-42574).
+_UNSAFE = {c for c in range(0x20) if c not in (0x09, 0x0A)} | set(range(0x7F, 0xA0)) | \
+    {0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+_ESCAPES = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE}
+
+
+def inert(text: str) -> str:
+    """Text safe to show on a terminal: a file name from the audited tree cannot move the
+    cursor, set the title, recolour or clear the screen, or reorder what a line says."""
+    return text.translate(_ESCAPES)

@@ -18,6 +18,7 @@ from .classify import installer_of, reinstall_command, uv_cache_clean
 from .discover.uvcache import find_pristine_copy
 from .errors import ConfigError
 from .expect import Expectation, evaluate
+from .fileio import read_regular
 from .model import Distribution, Drift, DriftKind, Prediction, Scope, Target
 from .paths import printable
 from .record import parse_hash
@@ -103,12 +104,22 @@ def _status(drift: Drift, chosen: set[str]) -> tuple[str, str]:
     return SURVIVES, reasons.get(drift.scope, drift.evidence)
 
 
-def _read(path: str) -> bytes | None:
+EXPECT_MAX = 64 << 20  # an expectation names a config file, not a weight shard
+
+
+def _read_target(path: str) -> tuple[bytes | None, str | None]:
+    """(content, None), (None, None) when the file does not exist, or (None, why it was not read):
+    the file lives in the audited tree, so it may be a FIFO, a device or endless."""
     try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None
+        return read_regular(path, EXPECT_MAX, what="file an expectation checks"), None
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"cannot read it: {exc.strerror or exc}"
+
+
+def _read(path: str) -> bytes | None:
+    return _read_target(path)[0]
 
 
 def _pristine(drift: Drift, uv_cache: str | None) -> bytes | None:
@@ -133,7 +144,10 @@ def _expectation(exp: Expectation, drifts: dict[str, tuple[Drift, str]], referen
     match = drifts.get(path) or drifts.get(os.path.realpath(path))
     # A file with no drift is known to match its reference only if something audited it.
     drifted = True if match else (False if referenced(path) else None)
-    now_content = _read(path)
+    now_content, unread = _read_target(path)
+    if unread is not None:
+        return ExpectationResult(name=exp.label, file=printable(path), check=exp.check, holds_now=None,
+                                 holds_after=None, reason=f"not checked: {unread}")
     holds_now, why_now = evaluate(exp, now_content, drifted)
     if not match or match[1] != WIPED:
         stays = "unchanged by the reinstall" if not match else f"{match[1].lower()} the reinstall"
@@ -202,8 +216,9 @@ def _steps(plan: Plan, drifts: list[Drift], chosen_dists: list[Distribution], ch
         files = d.check.actual.get("artifacts", [])
         size = d.check.actual.get("bytes", 0)
         writers = ", ".join(f"{w['path']}:{w['line']}" for w in d.check.actual.get("written_by", [])) or "debug code"
-        steps.append(PlanStep(step=f"delete {len(files)} dump file(s) matching {d.check.path}, {size / 1e6:.1f} MB, "
-                                   f"written by {writers} (no reinstall touches them)",
+        steps.append(PlanStep(step=f"review, then delete {len(files)} dump file(s) matching {d.check.path}, "
+                                   f"{size / 1e6:.1f} MB, written by {writers} (no reinstall touches them; the "
+                                   "list is what the code's save calls name, so look before removing)",
                               command="rm " + " ".join(shlex.quote(f) for f in files) if files else None))
     for e in plan.expectations:
         if e.holds_now and e.holds_after:

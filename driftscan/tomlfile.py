@@ -8,6 +8,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .errors import ConfigError
+from .fileio import read_regular
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -15,16 +16,22 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 M = TypeVar("M", bound=BaseModel)
+TOML_MAX = 16 << 20  # configuration and expectation files are a few lines
 
 
 def load_toml_model(path: str, model: type[M]) -> M:
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        raw = read_regular(path, TOML_MAX, what="configuration file")
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 (byte {exc.start}): TOML files are UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not usable TOML: nested too deeply") from None
     try:
         return model.model_validate(data)
     except ValidationError as exc:

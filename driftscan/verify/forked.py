@@ -3,15 +3,19 @@ small files, half of the clean-index check. Each works beside this process (two 
 not share a GIL), sends its answer through a pipe and leaves with ``os._exit``, so that none of
 this process's exit code (atexit handlers, buffered output, a test runner's teardown) runs twice.
 
-Forking is allowed on Linux, and only when no other thread runs: a thread holding a lock at the
-fork would leave the child a lock nobody releases. ``DRIFTSCAN_FORK=inline`` forbids it (every
-helper then does its work in-process), ``fork`` forces it (tests run beside pytest's threads).
-Every caller has an in-process way to do the work if the child fails.
+Forking is allowed on Linux, only in a process that driftscan owns, and only when no other
+thread runs: a thread holding a lock at the fork would leave the child a lock nobody releases,
+and a library host (a vLLM server) has CUDA and OpenMP threads that Python's thread count does
+not see. So the library never forks its host unless asked: the CLI calls ``allow_fork()`` for
+its own process, a host may too, ``DRIFTSCAN_FORK=fork`` forces it (tests run beside pytest's
+threads), ``inline`` forbids it. Every caller has an in-process way to do the work, used when
+forking is not allowed or the child fails or falls silent for ``HELPER_TIMEOUT`` seconds.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sys
 import threading
@@ -19,11 +23,29 @@ import warnings
 from collections.abc import Callable
 
 
+HELPER_TIMEOUT = 120.0  # seconds without a byte from a child before it is given up
+_allowed = False
+
+
+def allow_fork(allowed: bool = True) -> None:
+    """Let driftscan fork helper processes of this process (the CLI does, for itself)."""
+    global _allowed
+    _allowed = allowed
+
+
 def may_fork() -> bool:
     mode = os.environ.get("DRIFTSCAN_FORK", "auto")
     if mode == "inline" or not hasattr(os, "fork") or not sys.platform.startswith("linux"):
         return False
-    return mode == "fork" or threading.active_count() == 1
+    return mode == "fork" or (_allowed and threading.active_count() == 1)
+
+
+def read_some(fd: int, size: int, timeout: float = HELPER_TIMEOUT) -> bytes:
+    """``os.read`` of a helper's pipe that gives up (TimeoutError) after ``timeout`` silent seconds."""
+    ready, _, _ = select.select([fd], [], [], timeout)
+    if not ready:
+        raise TimeoutError(f"a helper process sent nothing for {timeout:.0f} s")
+    return os.read(fd, size)
 
 
 def fork_quietly() -> int:
@@ -69,6 +91,12 @@ class Child:
         status: int | None = None
         try:
             data = read_rest(self.fd) if read_rest is not None else _read_all(self.fd)  # type: ignore[arg-type]
+        except TimeoutError:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            data = None  # type: ignore[assignment]
         finally:
             os.close(self.fd)  # type: ignore[arg-type]
             try:
@@ -76,7 +104,7 @@ class Child:
             except ChildProcessError:
                 pass  # reaped by a host program's SIGCHLD handling: the data tells whether it finished
             self.pid = self.fd = None
-        if status is not None and os.waitstatus_to_exitcode(status) != 0:
+        if data is None or (status is not None and os.waitstatus_to_exitcode(status) != 0):
             return None
         return data
 
@@ -94,6 +122,6 @@ class Child:
 
 def _read_all(fd: int) -> bytes:
     chunks = []
-    while chunk := os.read(fd, 1 << 20):
+    while chunk := read_some(fd, 1 << 20):
         chunks.append(chunk)
     return b"".join(chunks)
