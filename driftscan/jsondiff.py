@@ -16,6 +16,8 @@ from typing import Any
 
 MAX_CHANGES = 200  # a rewritten tokenizer vocabulary is not worth 150k entries in a report
 MAX_DIFF_LINES = 300
+MAX_DIFF_LINE_CHARS = 2000  # a minified one-line file would otherwise be a whole-file diff line
+MAX_DEPTH = 64  # real configs nest a few levels; a document nested deeper is shown as text only
 JSON_SUFFIXES = (".json",)
 
 
@@ -71,10 +73,31 @@ def json_changes(old: Any, new: Any, limit: int = MAX_CHANGES) -> tuple[tuple[di
     return tuple(kept), total
 
 
+def nests_within(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests at most ``limit`` levels. Iterative: the value may be thousands
+    deep, and the report's serialisers recurse, so such a value must not reach them."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, depth + 1) for v in item)
+    return True
+
+
+def _cut(line: str) -> str:
+    if len(line) <= MAX_DIFF_LINE_CHARS:
+        return line
+    return f"{line[:MAX_DIFF_LINE_CHARS]} ... ({len(line) - MAX_DIFF_LINE_CHARS} more characters)\n"
+
+
 def unified_diff(old: str, new: str, name: str, max_lines: int = MAX_DIFF_LINES) -> str:
     lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                       fromfile=f"a/{name}", tofile=f"b/{name}"))
-    lines = [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines]
+    lines = [_cut(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n") for line in lines]
     if len(lines) > max_lines:
         lines = lines[:max_lines] + [f"... {len(lines) - max_lines} more diff lines not shown\n"]
     return "".join(lines)
@@ -104,7 +127,9 @@ def describe(old: bytes, new: bytes, name: str) -> Change:
         return Change()
     if name.lower().endswith(JSON_SUFFIXES):
         try:
-            changes, total = json_changes(json.loads(old_text), json.loads(new_text))
+            old_doc, new_doc = json.loads(old_text), json.loads(new_text)
+            deep = not (nests_within(old_doc) and nests_within(new_doc))
+            changes, total = ((), 0) if deep else json_changes(old_doc, new_doc)
         except (ValueError, RecursionError):  # unparsable (or absurdly deep): fall back to the text diff
             pass
         else:

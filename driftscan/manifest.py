@@ -10,9 +10,13 @@ Format (``manifest_version`` "1")::
                "link": {..., "link": "../target"}}}
 
 ``mode`` is the full ``st_mode`` of the file (symlinks followed); ``link`` is present only when
-the path was a symlink; ``text`` embeds small text files (configs, tokenizer settings, and in a
-model directory its code too) so an audit can say *what* changed, not only *that* it changed. xxh3-128 is used because it runs
-at memory speed: a manifest of a multi-TB checkpoint is limited by the disk, not the hash.
+the path was a symlink. A symlink to a directory, a dangling one, and one whose target is outside
+the tree (a venv's ``bin/python``) are recorded by their target only: the hash is of the target
+string, ``mode`` the link's own — what a tree points at elsewhere is never read, so a snapshot
+cannot carry a copy of a file outside it. ``text`` embeds small text files (configs, tokenizer
+settings, and in a model directory its code too) so an audit can say *what* changed, not only
+*that* it changed. xxh3-128 is used because it runs at memory speed: a manifest of a multi-TB
+checkpoint is limited by the disk, not the hash.
 
 The tree walk and the list of bookkeeping paths live here too, so that a manifest written by
 ``driftscan snapshot`` and an audit against it agree on what belongs to the directory.
@@ -20,6 +24,7 @@ The tree walk and the list of bookkeeping paths live here too, so that a manifes
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -35,7 +40,7 @@ import xxhash
 
 from .atomic import write_atomic
 from .errors import DriftscanError
-from .fileio import READ_FLAGS, read_pieces, read_regular
+from .fileio import LIMITS, NOFOLLOW, READ_FLAGS, check_inside, inside, read_pieces, read_regular
 from .jsondiff import as_text
 from .model import Problem
 from .paths import printable
@@ -48,7 +53,8 @@ TEXT_NAMES = (".gitattributes", ".gitignore", "LICENSE", "README", "NOTICE")
 # A model repository's code is part of its configuration (custom modeling files), a venv's is
 # not: embedding every .py of a 40,000-file venv made a 168 MB snapshot and 0.8 GB of memory.
 CODE_SUFFIXES = (".py",)
-MAX_MANIFEST = 1 << 30  # embedded text is capped per file; a larger manifest is not one of ours
+MAX_TREE_MANIFEST = 64 << 20  # a model directory's own manifest: a few hundred files, a few MB
+MAX_MANIFEST = LIMITS["manifest"]  # embedded text is capped per file; a larger manifest is not one of ours
 
 
 
@@ -145,16 +151,26 @@ def is_link_only(entry: ManifestEntry) -> bool:
 
 
 def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], None],
-           embed_code: bool = True) -> ManifestEntry:
+           embed_code: bool = True, contain: str | None = None) -> ManifestEntry:
     path = os.path.join(root, relpath)
-    link = os.readlink(path) if os.path.islink(path) else None
-    if link is not None and not os.path.isfile(path):
-        return link_only_entry(path, link)  # e.g. a venv's lib64 -> lib
-    fd = os.open(path, READ_FLAGS)  # follows a symlink: the manifest records the content
+    st = os.lstat(path)
+    link = None
+    if stat.S_ISLNK(st.st_mode):
+        link = os.readlink(path)
+        real = os.path.realpath(path)
+        if not os.path.isfile(real) or not inside(contain or root, real):
+            # e.g. a venv's lib64 -> lib; and a link out of the tree (bin/python -> /usr/bin/python3):
+            # only its target is recorded, its content is not the tree's and is never read.
+            return link_only_entry(path, link)
+        path, st = real, os.stat(real)  # a link inside the tree: its content is recorded
+    if not stat.S_ISREG(st.st_mode):  # known before the open: a device node is never opened
+        raise OSError(errno.EINVAL, f"not a regular file ({stat.filemode(st.st_mode)})")
+    # O_NOFOLLOW: a file swapped for a symlink since the lstat is refused, not followed out.
+    fd = os.open(path, READ_FLAGS | NOFOLLOW)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise OSError(0, f"not a regular file ({stat.filemode(st.st_mode)})")
+            raise OSError(errno.EINVAL, f"not a regular file ({stat.filemode(st.st_mode)})")
         hasher = xxhash.xxh3_128()
         keep = st.st_size <= embed_limit and is_text_name(relpath, embed_code)
         kept = bytearray()
@@ -195,18 +211,27 @@ def map_by_size(func: Callable, items: list, sizes: list[int], jobs: int, pool_m
 
 def build_manifest(root: str, *, embed_limit: int = EMBED_LIMIT, embed_code: bool = True, jobs: int = 2,
                    progress: Callable[[int, int], None] | None = None,
-                   on_error: Callable[[Problem], None] | None = None) -> Iterator[tuple[str, ManifestEntry]]:
+                   on_error: Callable[[Problem], None] | None = None,
+                   contain: str | None = None) -> Iterator[tuple[str, ManifestEntry]]:
     """Hash every file under ``root`` (in ``jobs`` threads); yield ``(relpath, entry)`` sorted by path.
 
-    Files that cannot be read go to ``on_error``; without it, a ManifestError listing them all is
-    raised after the walk (a manifest silently missing files would later call them "added").
+    A symlink whose target is outside ``contain`` (default ``root``; a hub cache snapshot's is its
+    repository folder) is recorded by its target only. Files that cannot be read go to
+    ``on_error``; without it, a ManifestError listing them all is raised after the walk (a
+    manifest silently missing files would later call them "added").
     """
     root = os.path.abspath(root)
+    contain = os.path.abspath(contain) if contain else root
     relpaths, problems = walk_tree(root)
     sizes = {}
     for rel in relpaths:
+        path = os.path.join(root, rel)
         try:
-            sizes[rel] = os.stat(os.path.join(root, rel)).st_size
+            # What will be hashed: a link out of the tree is not (its target's size is not ours).
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                st = os.stat(path) if inside(contain, path) else None
+            sizes[rel] = st.st_size if st is not None else 0
         except OSError:
             sizes[rel] = 0
     total = sum(sizes.values())
@@ -222,7 +247,7 @@ def build_manifest(root: str, *, embed_limit: int = EMBED_LIMIT, embed_code: boo
 
     def one(rel: str) -> tuple[str, ManifestEntry | None, str]:
         try:
-            return rel, _entry(root, rel, embed_limit, counter, embed_code), ""
+            return rel, _entry(root, rel, embed_limit, counter, embed_code, contain), ""
         except OSError as exc:
             return rel, None, exc.strerror or str(exc)
 
@@ -280,7 +305,7 @@ def json_lines(doc: dict[str, Any], nested: str = "files") -> Iterator[str]:
 # ---- reading -----------------------------------------------------------------------------------
 
 def _check_relpath(rel: str) -> str | None:
-    if not rel or rel.startswith("/") or "\\" in rel:
+    if not rel or rel.startswith("/") or "\\" in rel or not _os_string(rel):
         return "is not a relative '/'-separated path"
     if any(part in ("", ".", "..") for part in rel.split("/")):
         return "has an empty, '.' or '..' component"
@@ -294,8 +319,51 @@ def _is_int(value: Any) -> bool:
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 
 
+MAX_ISSUES = 20
+
+
+def _shown(value: str, limit: int = 120) -> str:
+    return repr(value) if len(value) <= limit else repr(value[:limit]) + "…"
+
+
+def _value(value: Any) -> str:
+    """A value from the document, for an error message: short, and never a recursive repr."""
+    if isinstance(value, str):
+        return _shown(value)
+    if value is None or isinstance(value, (int, float)):
+        return repr(value)
+    return f"a JSON {'object' if isinstance(value, dict) else 'array' if isinstance(value, list) else 'value'}"
+
+
+def _short(exc: BaseException) -> str:
+    """An error message for one line: RecursionError's says nothing a user can act on."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc)
+
+
+def _os_string(value: str) -> bool:
+    """Whether a path or link target from a manifest can be handed to the OS: lone surrogates
+    other than os.fsdecode's escapes (U+DC80..U+DCFF), and NUL, cannot."""
+    if "\0" in value:
+        return False
+    try:
+        value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _entry_from(rel: str, raw: Any, issues: list[str]) -> ManifestEntry | None:
-    where = f"files[{rel!r}]"
+    where = f"files[{_shown(rel)}]"
     if not isinstance(raw, dict):
         issues.append(f"{where} is not an object")
         return None
@@ -303,24 +371,35 @@ def _entry_from(rel: str, raw: Any, issues: list[str]) -> ManifestEntry | None:
     digest = raw.get("xxh3_128")
     if not (isinstance(digest, str) and _HEX32.fullmatch(digest)):
         issues.append(f"{where}.xxh3_128 is not 32 lowercase hex digits")
-    for key in ("size", "mode", "mtime_ns"):
-        if not _is_int(raw.get(key)) or raw[key] < 0:
-            issues.append(f"{where}.{key} is not a non-negative integer")
+    for key, bound in (("size", 1 << 63), ("mode", 1 << 32), ("mtime_ns", 1 << 63)):
+        # Bounded as the OS's own fields are: stat.S_IFMT and float() refuse larger ones.
+        if not _is_int(raw.get(key)) or not 0 <= raw[key] < bound:
+            issues.append(f"{where}.{key} is not an integer from 0 to {bound - 1}")
     for key in ("text", "link"):
         if key in raw and not isinstance(raw[key], str):
             issues.append(f"{where}.{key} is not a string")
+    if isinstance(raw.get("text"), str) and not _utf8(raw["text"]):
+        issues.append(f"{where}.text is not valid Unicode text (lone surrogates)")
+    if isinstance(raw.get("link"), str) and not _os_string(raw["link"]):
+        issues.append(f"{where}.link is not a path the OS can take")
     if len(issues) > before:
         return None
     return ManifestEntry(digest, raw["size"], raw["mode"], raw["mtime_ns"], raw.get("text"), raw.get("link"))
 
 
-def read_manifest(path: str, doc: Any = None) -> Manifest:
+def read_manifest(path: str, doc: Any = None, *, root: str | None = None) -> Manifest:
     """Read and validate a manifest; raises ManifestError listing every problem found.
-    ``doc``: the file's JSON, if the caller has parsed it already.
+    ``doc``: the file's JSON, if the caller has parsed it already. ``root``: for a manifest found
+    in an audited tree, the directory it must not lead out of (a symlink elsewhere is not read).
 
     The last few manifests read are kept, keyed by the file's identity (device, inode, size,
     mtime): ``diff`` asks for the same one as a snapshot and again as a model directory's
     reference, and a 40,000-file manifest takes ~0.4 s to parse and check."""
+    if root is not None:
+        try:
+            check_inside(root, path)  # before the memo: it may hold what a user named through this path
+        except OSError as exc:
+            raise ManifestError(path, [f"cannot read: {exc.strerror or exc}"]) from None
     try:
         st = os.stat(path)
         key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
@@ -330,13 +409,15 @@ def read_manifest(path: str, doc: Any = None) -> Manifest:
         return _READ[key]
     if doc is None:
         try:
-            data = read_regular(path, MAX_MANIFEST)
+            # One found in the tree is the tree's: it may not make the audit parse a GiB of JSON.
+            limit, what = (MAX_MANIFEST, "manifest") if root is None else (MAX_TREE_MANIFEST, "manifest in a tree")
+            data = read_regular(path, limit, what=what, root=root)
         except OSError as exc:
             raise ManifestError(path, [f"cannot read: {exc.strerror or exc}"]) from None
         try:
             doc = json.loads(data)
         except (ValueError, RecursionError) as exc:
-            raise ManifestError(path, [f"not valid JSON: {exc}"]) from None
+            raise ManifestError(path, [f"not valid JSON: {_short(exc)}"]) from None
     manifest = manifest_from(path, doc)
     if key is not None:
         while len(_READ) >= 2:
@@ -354,12 +435,17 @@ def manifest_from(path: str, doc: Any) -> Manifest:
         raise ManifestError(path, ["not a JSON object"])
     issues: list[str] = []
     if doc.get("manifest_version") != MANIFEST_VERSION:
-        issues.append(f"manifest_version is {doc.get('manifest_version')!r}, this driftscan reads {MANIFEST_VERSION!r}")
+        issues.append(f"manifest_version is {_value(doc.get('manifest_version'))}, this driftscan reads"
+                      f" {MANIFEST_VERSION!r}")
     if doc.get("tool") != "driftscan":
-        issues.append(f"tool is {doc.get('tool')!r}, not 'driftscan'")
+        issues.append(f"tool is {_value(doc.get('tool'))}, not 'driftscan'")
     for key in ("created", "root"):
         if not isinstance(doc.get(key), str):
             issues.append(f"{key} is missing or not a string")
+    if isinstance(doc.get("created"), str) and not (len(doc["created"]) <= 64 and doc["created"].isprintable()):
+        issues.append(f"created {_shown(doc['created'], 64)} is not a timestamp")  # it is quoted in evidence
+    if isinstance(doc.get("root"), str) and not (_os_string(doc["root"]) and os.path.isabs(doc["root"])):
+        issues.append("root is not an absolute path the OS can take")
     raw_files = doc.get("files")
     files: dict[str, ManifestEntry] = {}
     if not isinstance(raw_files, dict):
@@ -368,11 +454,13 @@ def manifest_from(path: str, doc: Any) -> Manifest:
         for rel, raw in raw_files.items():
             bad = _check_relpath(rel)
             if bad:
-                issues.append(f"files key {rel!r} {bad}")
+                issues.append(f"files key {_shown(rel)} {bad}")
                 continue
             entry = _entry_from(rel, raw, issues)
             if entry is not None:
                 files[rel] = entry
     if issues:
+        if len(issues) > MAX_ISSUES:  # one line for the CLI, not one per hostile entry
+            issues = issues[:MAX_ISSUES] + [f"{len(issues) - MAX_ISSUES} more problems"]
         raise ManifestError(path, issues)
     return Manifest(os.path.abspath(path), doc["root"], doc["created"], files, doc["tool"])

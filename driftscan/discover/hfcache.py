@@ -13,6 +13,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from ..fileio import inside, read_kind
+
 REPO_PREFIXES = ("models--", "datasets--", "spaces--")
 _HEX = re.compile(r"[0-9a-f]+")
 
@@ -94,14 +96,17 @@ def resolve_revision(repo_dir: str, revision: str | None) -> Revision:
     if ".." in ref.split("/") or ref.startswith("/"):
         return Revision(None, None, f"{wanted!r} is not a valid ref name")
     ref_path = os.path.join(repo_dir, "refs", *ref.split("/"))
-    if os.path.isfile(ref_path):
+    if os.path.lexists(ref_path) and not os.path.isdir(ref_path):
         try:
-            with open(ref_path, encoding="ascii", errors="replace") as f:
-                commit = f.read().strip()
+            # Capped (a ref is 40 hex digits), regular files only, never read from outside the repository.
+            raw = read_kind(ref_path, "git ref", root=repo_dir)
         except OSError as exc:
             return Revision(None, ref, f"cannot read refs/{ref}: {exc.strerror or exc}")
+        commit = raw.decode("ascii", "replace").strip()
         if not commit:
             return Revision(None, ref, f"refs/{ref} is empty")
+        if not (_HEX.fullmatch(commit) and len(commit) <= 64):
+            return Revision(None, ref, f"refs/{ref} does not hold a commit hash: {commit[:80]!r}")
         if commit not in snapshots:
             return Revision(commit, ref, f"refs/{ref} names commit {commit}, but snapshots/{commit} does not exist")
         return Revision(commit, ref)
@@ -118,12 +123,30 @@ def resolve_revision(repo_dir: str, revision: str | None) -> Revision:
     return Revision(None, None, f"no ref or snapshot named {wanted!r} (snapshots: {known})")
 
 
+def containment_root(path: str) -> str:
+    """The directory nothing may be read from outside of when auditing ``path``: the repository
+    folder for a hub cache repository or anything inside one of its snapshots (their symlinks
+    lead into ``../../blobs``), else ``path`` itself."""
+    path = os.path.abspath(path)
+    if is_cache_repo(path) and os.path.basename(path).startswith(REPO_PREFIXES):
+        return path
+    current = path
+    for _ in range(64):  # a snapshot's subfolders are a few levels deep at most
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        if os.path.basename(parent) == "snapshots" and is_cache_repo(os.path.dirname(parent)):
+            return os.path.dirname(parent)
+        current = parent
+    return path
+
+
 def blob_in_cache(repos: list[str], etag: str) -> str | None:
     """A blob named ``etag`` in any of ``repos`` (blobs are content-addressed, so any repo's will do)."""
     if not etag or "/" in etag or etag.startswith("."):
         return None
     for repo in repos:
         candidate = os.path.join(repo, "blobs", etag)
-        if os.path.isfile(candidate):
+        if os.path.isfile(candidate) and inside(repo, candidate):
             return candidate
     return None

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import TargetError
-from ..fileio import read_regular
+from ..fileio import inside, read_kind
 from ..manifest import MANIFEST_NAME
 from ..model import Problem
 from ..paths import printable
@@ -28,7 +28,10 @@ from .hfcache import Revision, is_cache_repo, resolve_revision, snapshot_parent
 
 METADATA_DIR = os.path.join(".cache", "huggingface", "download")
 METADATA_SUFFIX = ".metadata"
-METADATA_MAX = 4096  # three short lines; anything longer was not written by huggingface_hub
+# Timestamps past the year 9999 cannot be shown as a date (datetime refuses them): no download
+# happened then, so they are refused as junk rather than crashing whatever prints them.
+MAX_TIMESTAMP = 253402300799.0
+MAX_FIELD = 128  # a commit is 40 hex digits, an etag 40 or 64
 
 
 @dataclass(frozen=True)
@@ -57,12 +60,16 @@ def parse_download_metadata(relpath: str, metadata_path: str, text: str) -> Down
     commit, etag, stamp = (line.strip() for line in lines)
     if not commit or not etag:
         raise ValueError("empty commit or etag line")
+    for name, value in (("commit", commit), ("etag", etag)):
+        # Both end up in evidence and remedies: no control characters, no spaces, no essays.
+        if len(value) > MAX_FIELD or not value.isascii() or not value.isprintable() or " " in value:
+            raise ValueError(f"the {name} line {value[:MAX_FIELD]!r} is not a {name}")
     try:
         timestamp = float(stamp)
     except ValueError:
-        raise ValueError(f"timestamp {stamp!r} is not a number") from None
-    if not math.isfinite(timestamp) or timestamp < 0:
-        raise ValueError(f"timestamp {stamp!r} is not a Unix time")
+        raise ValueError(f"timestamp {stamp[:MAX_FIELD]!r} is not a number") from None
+    if not math.isfinite(timestamp) or not 0 <= timestamp <= MAX_TIMESTAMP:
+        raise ValueError(f"timestamp {stamp[:MAX_FIELD]!r} is not a Unix time")
     return DownloadMetadata(relpath, commit, etag, timestamp, metadata_path)
 
 
@@ -76,6 +83,10 @@ def read_download_metadata(root: str) -> tuple[dict[str, DownloadMetadata], set[
     def onerror(exc: OSError) -> None:
         problems.append(Problem(exc.filename or base, f"cannot list download metadata: {exc.strerror or exc}"))
 
+    if not inside(root, base):  # .cache, huggingface or download is a symlink out of the tree
+        problems.append(Problem(base, "download metadata not read: it resolves outside the model directory"
+                                f" (to {printable(os.path.realpath(base))})"))
+        return parsed, broken, problems
     for dirpath, _dirnames, filenames in os.walk(base, onerror=onerror):
         for name in filenames:
             if not name.endswith(METADATA_SUFFIX):
@@ -83,9 +94,10 @@ def read_download_metadata(root: str) -> tuple[dict[str, DownloadMetadata], set[
             path = os.path.join(dirpath, name)
             relpath = os.path.relpath(path, base)[: -len(METADATA_SUFFIX)].replace(os.sep, "/")
             try:
-                text = read_regular(path, METADATA_MAX).decode("utf-8")
+                # huggingface_hub writes each metadata file itself: a symlink is never followed.
+                text = read_kind(path, "hf metadata", follow=False).decode("utf-8")
                 parsed[relpath] = parse_download_metadata(relpath, path, text)
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
+            except (OSError, ValueError, OverflowError) as exc:  # each file fails alone
                 broken.add(relpath)
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 problems.append(Problem(path, f"unreadable download metadata for {printable(relpath)}: {reason}"))
@@ -93,7 +105,10 @@ def read_download_metadata(root: str) -> tuple[dict[str, DownloadMetadata], set[
 
 
 def _has_metadata(root: str) -> bool:
-    for _dirpath, _dirnames, filenames in os.walk(os.path.join(root, METADATA_DIR)):
+    base = os.path.join(root, METADATA_DIR)
+    if os.path.isdir(base) and not inside(root, base):
+        return True  # not walked (it could be /); read_download_metadata reports it
+    for _dirpath, _dirnames, filenames in os.walk(base):
         if any(name.endswith(METADATA_SUFFIX) for name in filenames):
             return True
     return False

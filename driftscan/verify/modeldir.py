@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..discover.hfcache import default_hf_cache, find_cache_repos
+from ..discover.hfcache import containment_root, default_hf_cache, find_cache_repos
 from ..discover.modeldir import ModelDirLayout, detect_layout
 from ..model import DriftKind, FileCheck, Problem, Unverifiable
 from .modeldir_cache import audit_cache_repo
@@ -94,17 +94,21 @@ def verify_model_dir(path: str, *, deep: bool = False, revision: str | None = No
     meter = Meter(progress)
     cache = default_hf_cache() if hf_cache is None else hf_cache
     repos = [r for r in find_cache_repos(cache) if r != layout.repo_dir] if cache else []
-    ctx = Context(layout.root, deep, max(1, small_file_limit), max(1, jobs), meter, repos)
+    contain = layout.repo_dir or containment_root(layout.root)
+    ctx = Context(layout.root, deep, max(1, small_file_limit), max(1, jobs), meter, repos, contain=contain)
     try:
         kind, result = _audit_kind(ctx, layout, revision)
         checks, problems = list(result.checks), list(result.problems)
+    except Exception as exc:  # the audit of other directories and the report must go on
+        kind, result = layout.kind, KindResult()
+        checks, problems = [], [Problem(layout.root, f"model directory audit failed: {type(exc).__name__}: {exc}")]
+    try:
         if os.path.isdir(ctx.root) and not (kind == "hf-cache-repo" and result.unverifiable):
             flagged = {c.path: c for c in checks}
             extra, more = consistency_checks(ctx, flagged)
             checks, problems = _merge(checks, extra), problems + more
-    except Exception as exc:  # the audit of other directories and the report must go on
-        kind, result = layout.kind, KindResult()
-        checks, problems = [], [Problem(layout.root, f"model directory audit failed: {type(exc).__name__}: {exc}")]
+    except Exception as exc:  # the provenance checks above still stand
+        problems.append(Problem(layout.root, f"consistency checks failed: {type(exc).__name__}: {exc}"))
     checks.sort(key=lambda c: (c.path, c.kind.value))
     problems.sort(key=lambda p: (p.path, p.message))
     return ModelDirResult(

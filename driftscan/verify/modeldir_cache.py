@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from ..discover.hfcache import snapshots_of
 from ..discover.modeldir import ModelDirLayout, etag_algorithm
+from ..fileio import inside
 from ..manifest import as_text, walk_tree
 from ..model import DriftKind, FileCheck, Problem, Unverifiable
 from .modeldir_engine import (
@@ -30,6 +31,11 @@ from .modeldir_hash import file_type, hash_file
 
 STALE_TOLERANCE = 1.0
 SIMILARITY = 0.5  # below this, an unreferenced blob is not taken for a replaced file's original
+# A regular file in a snapshot is compared with a few blobs, not all of them (a repository can
+# hold thousands): those of the same path in other snapshots and the unreferenced ones closest
+# in size, and all regular files of a snapshot together read at most SEARCH_BUDGET of blobs.
+MAX_CANDIDATES = 16
+SEARCH_BUDGET = 32 << 20  # the similarity measure runs at ~10 MB/s
 
 
 def _links(repo: str) -> dict[str, dict[str, str]]:
@@ -38,6 +44,8 @@ def _links(repo: str) -> dict[str, dict[str, str]]:
     found: dict[str, dict[str, str]] = defaultdict(dict)
     for commit in snapshots_of(repo):
         snap = os.path.join(repo, "snapshots", commit)
+        if not inside(repo, snap):
+            continue  # a snapshot that is a symlink out of the repository is not walked
         for rel in walk_tree(snap)[0]:
             path = os.path.join(snap, rel)
             try:
@@ -70,6 +78,8 @@ class _Snapshot:
         self.result = KindResult(commit=self.commit)
         self.expects: list[Expect] = []
         self.replaced: list[str] = []
+        self.sizes: dict[str, int | None] = {}
+        self.budget = SEARCH_BUDGET  # bytes of blobs the search for originals may still read
 
     def blob_names(self) -> set[str]:
         try:
@@ -90,6 +100,14 @@ class _Snapshot:
             return
         etag = os.path.basename(resolved)
         expected["blob"] = etag
+        away = self.ctx.outside(resolved)
+        if away is not None:  # blobs/ or the blob itself is a symlink out of the repository
+            self.result.files_checked += 1
+            self.result.checks.append(FileCheck(
+                DriftKind.MODIFIED, path, self.ctx.root, None, expected, {"type": "symlink", "symlink_target": target,
+                                                                         "resolves_to": away},
+                f"blobs/{etag} resolves outside the repository (to {away}); not followed", area="model"))
+            return
         if not os.path.lexists(resolved):
             self.result.files_checked += 1
             self.result.checks.append(FileCheck(
@@ -130,10 +148,19 @@ class _Snapshot:
 
     # -- a regular file where huggingface_hub put a symlink -------------------------------------
 
-    def candidates(self, rel: str, referenced: set[str], names: set[str]) -> list[str]:
-        """Blobs that could be this file's original: the same path in other snapshots, then unreferenced ones."""
-        same_path = [etag for etag, where in self.links.items() if rel in where.values() and etag in names]
-        return sorted(same_path) + sorted(names - referenced - set(same_path))
+    def candidates(self, rel: str, referenced: set[str], names: set[str], size: int) -> tuple[list[str], int]:
+        """Blobs that could be this file's original: the same path in other snapshots, then
+        unreferenced blobs of a similar size (within a factor of two), closest first, at most
+        MAX_CANDIDATES of them; and how many similar-sized ones were left out."""
+        same_path = sorted(etag for etag, where in self.links.items() if rel in where.values() and etag in names)
+        same_path = same_path[:MAX_CANDIDATES]
+        sized = []
+        for etag in names - referenced - set(same_path):
+            blob_size = self.blob_size(etag)
+            if blob_size is not None and etag_algorithm(etag) and size // 2 <= blob_size <= 2 * size + 64:
+                sized.append((abs(blob_size - size), etag))
+        sized.sort()
+        return same_path + [e for _, e in sized[:MAX_CANDIDATES]], max(0, len(sized) - MAX_CANDIDATES)
 
     def replaced_file(self, rel: str, path: str, referenced: set[str], names: set[str]) -> None:
         ctx, result = self.ctx, self.result
@@ -154,7 +181,7 @@ class _Snapshot:
                 f"the snapshot symlink was replaced by a regular copy of blobs/{same} (content identical)",
                 area="model"))
             return
-        pool = self.candidates(rel, referenced, names)
+        pool, left_out = self.candidates(rel, referenced, names, size)
         if not readable:
             sized = [e for e in pool if self.blob_size(e) == size]
             if sized:
@@ -164,9 +191,16 @@ class _Snapshot:
                     " its content was not read (deep=True hashes it)", area="model"))
                 return
         original = self.best_original(content, pool) if content is not None else None
+        searched = ""
+        if left_out:
+            searched = (f" (compared with the {MAX_CANDIDATES} blobs closest in size; {left_out} more of a"
+                        " similar size were not)")
+        if self.budget <= 0 and content is not None:
+            searched = f" (the search for originals stopped after {SEARCH_BUDGET} bytes of blobs were compared)"
         if original is None:
             result.checks.append(added_check(ctx, rel, "a regular file in a snapshot, where huggingface_hub writes"
-                                             " only symlinks, and no blob of this repository is its original"))
+                                             " only symlinks, and no blob of this repository is its original"
+                                             + searched))
             return
         etag, data = original
         exp = Expect(rel, path, None, None, expected={"type": "symlink", "blob": etag},
@@ -176,29 +210,40 @@ class _Snapshot:
             " (the blob is intact)"), content)))
 
     def blob_size(self, etag: str) -> int | None:
-        try:
-            return os.stat(os.path.join(self.blobs, etag)).st_size
-        except OSError:
-            return None
+        if etag not in self.sizes:
+            try:
+                self.sizes[etag] = os.stat(os.path.join(self.blobs, etag)).st_size
+            except OSError:
+                self.sizes[etag] = None
+        return self.sizes[etag]
 
     def best_original(self, content: bytes, pool: list[str]) -> tuple[str, bytes] | None:
         text = as_text(content)
+        if text is None:
+            return None
+        matcher = difflib.SequenceMatcher(None, autojunk=False)
+        matcher.set_seq2(text)  # the file's side is analysed once, not once per blob
         best: tuple[float, str, bytes] | None = None
         for etag in pool:
             algorithm = etag_algorithm(etag)
             size = self.blob_size(etag)
-            if algorithm is None or size is None or size >= self.ctx.limit:
+            if algorithm is None or size is None or size >= self.ctx.limit or size > self.budget:
                 continue
+            blob = os.path.join(self.blobs, etag)
+            if self.ctx.outside(blob) is not None:
+                continue  # a blob that is a symlink out of the repository is nobody's original
+            self.budget -= size
             try:
-                digests, data, _ = hash_file(os.path.join(self.blobs, etag), (algorithm,), self.ctx.meter, keep=True)
+                digests, data, _ = hash_file(blob, (algorithm,), self.ctx.meter, keep=True)
             except OSError:
                 continue
             if digests[algorithm] != etag or data is None:
                 continue  # an edited blob is nobody's original
             old = as_text(data)
-            if text is None or old is None:
+            if old is None:
                 continue
-            ratio = difflib.SequenceMatcher(None, old, text, autojunk=False).quick_ratio()
+            matcher.set_seq1(old)
+            ratio = matcher.quick_ratio()
             if ratio >= SIMILARITY and (best is None or ratio > best[0]):
                 best = (ratio, etag, data)
         return (best[1], best[2]) if best else None
@@ -212,6 +257,10 @@ def audit_cache_repo(ctx: Context, layout: ModelDirLayout) -> KindResult:
         if revision and revision.ref:
             where = os.path.join(layout.repo_dir or layout.path, "refs", revision.ref)
         return KindResult(problems=[Problem(where, why)], unverifiable=[Unverifiable(layout.path, why)])
+    away = ctx.outside(ctx.root) if ctx.root != ctx.contain else None
+    if away is not None:  # snapshots/<commit> (or snapshots/) is a symlink out of the repository
+        why = f"the snapshot {revision.commit} resolves outside the repository (to {away}); not followed"
+        return KindResult(problems=[Problem(ctx.root, why)], unverifiable=[Unverifiable(layout.path, why)])
     snap = _Snapshot(ctx, layout)
     relpaths, walk_problems = walk_tree(ctx.root)
     snap.result.problems.extend(walk_problems)

@@ -8,6 +8,7 @@ never read.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import posixpath
@@ -21,6 +22,9 @@ from .modeldir_hash import Meter, open_readonly
 from .modeldir_git import LFS_SPEC
 
 MAX_HEADER = 100_000_000  # safetensors refuses larger headers
+# Real headers are a few MB at most; a directory of sparse files each claiming a 100 MB header
+# must not make the default audit read gigabytes: past this total, headers are not read.
+HEADER_BUDGET = 1 << 30
 INDEX_SUFFIX = ".index.json"
 
 
@@ -36,8 +40,9 @@ def _read_exact(fd: int, size: int, offset: int) -> bytes:
     return b"".join(chunks)
 
 
-def safetensors_problem(path: str, meter: Meter) -> str | None:
-    """Why ``path`` is not a readable safetensors file, or None. Reads the header only."""
+def safetensors_problem(path: str, meter: Meter, budget: list[int] | None = None) -> str | None:
+    """Why ``path`` is not a readable safetensors file, or None. Reads the header only; with
+    ``budget`` ([bytes left]) an OSError when the header is larger than what is left."""
     fd = open_readonly(path)
     try:
         size = os.fstat(fd).st_size
@@ -52,6 +57,11 @@ def safetensors_problem(path: str, meter: Meter) -> str | None:
             return f"header length {length} exceeds the file size {size} (truncated or not safetensors)"
         if length > MAX_HEADER:
             return f"header length {length} exceeds safetensors' {MAX_HEADER}-byte limit"
+        if budget is not None:
+            if length > budget[0]:
+                raise OSError(errno.EFBIG, f"a {length}-byte header, not read: the safetensors headers of this"
+                              f" directory already took {HEADER_BUDGET - budget[0]} bytes")
+            budget[0] -= length
         raw = _read_exact(fd, length, 8)
         meter.note_read(len(raw))
     finally:
@@ -78,12 +88,12 @@ def safetensors_problem(path: str, meter: Meter) -> str | None:
     return None
 
 
-def _index_shards(path: str, meter: Meter, limit: int) -> tuple[dict[str, int] | None, str | None]:
+def _index_shards(path: str, meter: Meter, limit: int, root: str) -> tuple[dict[str, int] | None, str | None]:
     """shard → number of tensors for a weight map; (None, None) for an index that is not a weight map."""
     try:
         if os.path.getsize(path) >= limit:
             return None, None
-        data = read_regular(path, limit)
+        data = read_regular(path, limit, what="weight-map index", root=root)
         meter.note_read(len(data))
         doc = json.loads(data)
     except OSError as exc:
@@ -106,13 +116,16 @@ def consistency_checks(ctx: Context, flagged: dict[str, FileCheck]) -> tuple[lis
     checks: list[FileCheck] = []
     problems: list[Problem] = []
     relpaths, _ = walk_tree(ctx.root)  # listing problems were already reported by the kind's own walk
+    budget = [HEADER_BUDGET]
     present = set(relpaths)
     for rel in relpaths:
         path = os.path.join(ctx.root, rel)
         prior = flagged.get(path)
         settled = prior is not None and prior.kind is not DriftKind.STALE_METADATA
+        if rel.endswith((INDEX_SUFFIX, ".safetensors")) and ctx.outside(path) is not None:
+            continue  # a symlink out of the tree: the kind's audit reports it; never opened here
         if rel.endswith(INDEX_SUFFIX):
-            shards, error = _index_shards(path, ctx.meter, ctx.limit)
+            shards, error = _index_shards(path, ctx.meter, ctx.limit, ctx.contain)
             if error and not settled:
                 checks.append(FileCheck(DriftKind.CORRUPT, path, ctx.root, None, {}, {}, f"weight-map index {error}",
                                         area="model"))
@@ -130,7 +143,7 @@ def consistency_checks(ctx: Context, flagged: dict[str, FileCheck]) -> tuple[lis
                 checks.append(flagged[shard_path])
         if rel.endswith(".safetensors") and not settled and os.path.isfile(path):
             try:
-                why = safetensors_problem(path, ctx.meter)
+                why = safetensors_problem(path, ctx.meter, budget)
             except OSError as exc:
                 problems.append(Problem(path, f"cannot read the safetensors header: {os_error(exc)}"))
                 continue

@@ -40,7 +40,10 @@ DIGEST_NAME = {"git-sha1": "git blob sha1", "sha256": "sha256", "xxh3_128": "xxh
 
 
 def iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds")
+    try:
+        return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):  # an mtime or timestamp past what a date can say
+        return f"{seconds!r} (not a representable time)"
 
 
 def os_error(exc: OSError) -> str:
@@ -74,6 +77,35 @@ class Outcome:
     content: bytes | None = None  # current content of a small file that differs
 
 
+class Containment:
+    """Whether a path's real location stays inside the directory nothing may be read outside of.
+
+    The real location of each parent directory is computed once (a 40,000-file tree has a few
+    thousand); only a path whose last component is a symlink costs a realpath of its own."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.real_root = os.path.realpath(root)
+        self._dirs: dict[str, bool] = {}
+
+    def _under(self, real: str) -> bool:
+        return real == self.real_root or real.startswith(self.real_root.rstrip(os.sep) + os.sep)
+
+    def parent_inside(self, path: str) -> bool:
+        parent = os.path.dirname(path)
+        ok = self._dirs.get(parent)
+        if ok is None:
+            ok = self._dirs[parent] = self._under(os.path.realpath(parent))
+        return ok
+
+    def outside(self, path: str) -> str | None:
+        """The real location of ``path`` when it is outside the root, else None."""
+        if self.parent_inside(path) and not os.path.islink(path):
+            return None
+        real = os.path.realpath(path)
+        return None if self._under(real) else real
+
+
 @dataclass
 class Context:
     root: str
@@ -82,39 +114,69 @@ class Context:
     jobs: int
     meter: Meter
     cache_repos: list[str] = field(default_factory=list)  # hub cache repositories to find originals in
+    # Nothing is read from outside this directory: the model directory, or for a hub cache
+    # snapshot its repository folder (snapshot symlinks lead into ../../blobs).
+    contain: str = ""
+    containment: Containment = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.contain = self.contain or self.root
+        self.containment = Containment(self.contain)
+
+    def outside(self, path: str) -> str | None:
+        return self.containment.outside(path)
 
 
-def _stat_phase(exp: Expect, ctx: Context) -> tuple[Outcome | None, bool]:
-    """An outcome decided without reading, or (None, True) when the file must be hashed."""
+@dataclass(frozen=True)
+class _ToHash:
+    """What the stat phase found for a file that must be hashed."""
+
+    path: str  # where to open it: a followed symlink's resolved location (opened with O_NOFOLLOW)
+    st: os.stat_result
+
+
+def _stat_phase(exp: Expect, ctx: Context) -> Outcome | _ToHash:
+    """An outcome decided without reading, or what to hash."""
+    path = exp.path
     try:
-        st = os.stat(exp.path) if exp.follow else os.lstat(exp.path)
+        lst = os.lstat(path)
+        link = stat.S_ISLNK(lst.st_mode)
+        if (link and exp.follow) or not ctx.containment.parent_inside(path):
+            # A symlink to follow, or a folder above the file that is one: it must not lead out of
+            # the tree (its target is not the tree's to vouch for, and is never opened).
+            real = os.path.realpath(path)
+            if ctx.outside(real) is not None:
+                return Outcome(exp, ERROR, evidence=f"resolves outside the model directory (to {real}); not followed")
+            if link and exp.follow:
+                path = real
+        st = os.stat(path) if path != exp.path else lst
     except FileNotFoundError:
-        return Outcome(exp, MISSING, evidence=f"listed in {exp.source} but not on disk"), False
-    except OSError as exc:
-        return Outcome(exp, ERROR, evidence=f"cannot stat: {os_error(exc)}"), False
+        return Outcome(exp, MISSING, evidence=f"listed in {exp.source} but not on disk")
+    except (OSError, ValueError) as exc:  # ValueError: a name the OS cannot take (NUL, lone surrogate)
+        return Outcome(exp, ERROR, evidence=f"cannot stat: {os_error(exc) if isinstance(exc, OSError) else exc}")
     if stat.S_ISLNK(st.st_mode):
         try:
             target = os.readlink(exp.path)
         except OSError as exc:
-            return Outcome(exp, ERROR, evidence=f"cannot read symlink: {os_error(exc)}"), False
+            return Outcome(exp, ERROR, evidence=f"cannot read symlink: {os_error(exc)}")
         return Outcome(exp, TYPE_CHANGED, {"type": "symlink", "symlink_target": target},
-                       f"a symlink to {target} where {exp.source} has a regular file"), False
+                       f"a symlink to {target} where {exp.source} has a regular file")
     if not stat.S_ISREG(st.st_mode):
         kind = file_type(st.st_mode)
-        return Outcome(exp, TYPE_CHANGED, {"type": kind}, f"a {kind} where {exp.source} has a regular file"), False
+        return Outcome(exp, TYPE_CHANGED, {"type": kind}, f"a {kind} where {exp.source} has a regular file")
     actual = {"size": st.st_size, "mtime": iso(st.st_mtime)}
     if exp.algorithm is None:
-        return Outcome(exp, OK), False
+        return Outcome(exp, OK)
     if st.st_size < ctx.limit or ctx.deep:
-        return None, True
+        return _ToHash(path, st)
     ctx.meter.unread_large += 1
     if exp.size is not None and st.st_size != exp.size:
         return Outcome(exp, MODIFIED, actual, f"size {st.st_size} differs from the {exp.size} in {exp.source}"
-                       " (content not read)"), False
+                       " (content not read)")
     reason = exp.stale(st) if exp.stale is not None else None
     if reason:
-        return Outcome(exp, STALE, actual, f"{reason}; its content was not read (deep=True hashes it)"), False
-    return _mode_outcome(exp, st) or Outcome(exp, OK), False
+        return Outcome(exp, STALE, actual, f"{reason}; its content was not read (deep=True hashes it)")
+    return _mode_outcome(exp, st) or Outcome(exp, OK)
 
 
 def _mode_outcome(exp: Expect, st: os.stat_result) -> Outcome | None:
@@ -128,14 +190,16 @@ def _mode_outcome(exp: Expect, st: os.stat_result) -> Outcome | None:
                    f" (content matches {exp.source})")
 
 
-def _hash_phase(exp: Expect, ctx: Context) -> Outcome:
+def _hash_phase(exp: Expect, todo: _ToHash, ctx: Context) -> Outcome:
     try:
-        small = (os.stat(exp.path) if exp.follow else os.lstat(exp.path)).st_size < ctx.limit
-        digests, content, st = hash_file(exp.path, (exp.algorithm,), ctx.meter, keep=small, follow=exp.follow)
+        # O_NOFOLLOW always: the path is a regular file's (a followed link's resolved one), so a
+        # swap for a symlink since the stat phase is refused rather than followed out of the tree.
+        digests, content, st = hash_file(todo.path, (exp.algorithm,), ctx.meter,  # type: ignore[arg-type]
+                                         keep=todo.st.st_size < ctx.limit, follow=False)
     except FileNotFoundError:
         return Outcome(exp, MISSING, evidence=f"listed in {exp.source}; vanished during the audit")
-    except OSError as exc:
-        return Outcome(exp, ERROR, evidence=f"cannot read: {os_error(exc)}")
+    except (OSError, ValueError) as exc:
+        return Outcome(exp, ERROR, evidence=f"cannot read: {os_error(exc) if isinstance(exc, OSError) else exc}")
     digest = digests[exp.algorithm]  # type: ignore[index]
     if digest == exp.digest:
         return _mode_outcome(exp, st) or Outcome(exp, OK)
@@ -149,30 +213,21 @@ def _hash_phase(exp: Expect, ctx: Context) -> Outcome:
 def run(expects: list[Expect], ctx: Context) -> list[Outcome]:
     """Check every expectation; outcomes come back in the order given."""
     outcomes: list[Outcome | None] = []
-    pending: list[int] = []
+    pending: list[tuple[int, _ToHash]] = []
     for exp in expects:
-        outcome, needs_hash = _stat_phase(exp, ctx)
-        outcomes.append(outcome)
-        if needs_hash:
-            pending.append(len(outcomes) - 1)
-    for i in pending:
-        try:
-            ctx.meter.total += os.stat(expects[i].path).st_size
-        except OSError:
-            pass
+        found = _stat_phase(exp, ctx)
+        if isinstance(found, _ToHash):
+            pending.append((len(outcomes), found))
+            outcomes.append(None)
+        else:
+            outcomes.append(found)
+    ctx.meter.total += sum(todo.st.st_size for _, todo in pending)
     # Large files in a pool, largest first (one big shard must not start last), small ones here.
-    hashed = map_by_size(lambda i: _hash_phase(expects[i], ctx), pending,
-                         [_size_or_zero(expects[i].path) for i in pending], ctx.jobs)
-    for i, outcome in zip(pending, hashed):
+    hashed = map_by_size(lambda item: _hash_phase(expects[item[0]], item[1], ctx), pending,
+                         [todo.st.st_size for _, todo in pending], ctx.jobs)
+    for (i, _), outcome in zip(pending, hashed):
         outcomes[i] = outcome
     return [o for o in outcomes if o is not None]
-
-
-def _size_or_zero(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
 
 
 def to_check(ctx: Context, outcome: Outcome, *, evidence: str | None = None,
@@ -185,13 +240,21 @@ def to_check(ctx: Context, outcome: Outcome, *, evidence: str | None = None,
     if outcome.status == MODIFIED and outcome.content is not None and exp.original is not None:
         original = exp.original()
         if original is not None:
-            change = jsondiff.describe(original, outcome.content, exp.relpath)
+            change = _describe(original, outcome.content, exp.relpath)
             json_changes, diff = change.json_changes, change.diff
             if change.total:
                 text += f"; {jsondiff.summary(change)}"
     return FileCheck(kind or KIND[outcome.status], os.path.join(ctx.root, exp.relpath), ctx.root, None,
                      dict(exp.expected), {**outcome.actual, **(extra_actual or {})}, text, area="model",
                      json_changes=json_changes, diff=diff)
+
+
+def _describe(original: bytes, content: bytes, relpath: str) -> jsondiff.Change:
+    """jsondiff.describe, safe against documents nested deep enough to exhaust the stack."""
+    try:
+        return jsondiff.describe(original, content, relpath)  # deep documents: a text diff
+    except RecursionError:
+        return jsondiff.Change()
 
 
 def added_check(ctx: Context, relpath: str, reason: str) -> FileCheck:

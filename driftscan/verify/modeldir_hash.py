@@ -81,13 +81,29 @@ def new_hasher(algorithm: str, size: int) -> Any:
 
 
 def open_readonly(path: str, follow: bool = True) -> int:
+    """An open descriptor of the regular file ``path``; OSError for anything else.
+
+    Its type is checked before the open (a device node is never opened: that can have side
+    effects) and again on the descriptor (a swap in between)."""
+    st = os.stat(path) if follow else os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, f"not a regular file ({file_type(st.st_mode)})")
     flags = _OPEN | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
+    fd = -1
     if _NOATIME:
         try:
-            return os.open(path, flags | _NOATIME)  # not even the access time of an audited file changes
+            fd = os.open(path, flags | _NOATIME)  # not even the access time of an audited file changes
         except PermissionError:
             pass  # O_NOATIME needs ownership of the file
-    return os.open(path, flags)
+    if fd < 0:
+        fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (replaced while being opened)")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _hash_direct(path: str, st: os.stat_result, hashers: dict[str, Any], meter: Meter, follow: bool) -> bool:
@@ -136,8 +152,6 @@ def hash_file(path: str, algorithms: tuple[str, ...], meter: Meter, *, keep: boo
     fd = open_readonly(path, follow)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, f"not a regular file ({file_type(st.st_mode)})")
         hashers = {a: new_hasher(a, st.st_size) for a in algorithms}
         if not keep and _DIRECT and st.st_size >= DIRECT_MIN and _hash_direct(path, st, hashers, meter, follow):
             meter.note_hashed(0, final=True)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from ..discover.hfcache import blob_in_cache
 from ..discover.modeldir import DownloadMetadata, ModelDirLayout, etag_algorithm, read_download_metadata
-from ..manifest import ManifestError, read_manifest, walk_tree
+from ..manifest import EMBED_LIMIT, ManifestError, read_manifest, walk_tree
 from ..model import Problem
 from .modeldir_engine import Context, Expect, KindResult, added_check, iso, run
 from .modeldir_hash import hash_file, new_hasher
@@ -58,22 +58,23 @@ def original_finder(ctx: Context, etag: str, texts: dict[str, str], relpath: str
     return find
 
 
-def manifest_texts(path: str | None, problems: list[Problem]) -> dict[str, str]:
+def manifest_texts(path: str | None, problems: list[Problem], root: str | None = None) -> dict[str, str]:
     if path is None:
         return {}
     try:
-        manifest = read_manifest(path)
+        manifest = read_manifest(path, root=root)
     except ManifestError as exc:
         problems.append(Problem(path, f"in-tree manifest not used: {'; '.join(exc.issues)}"))
         return {}
-    return {rel: e.text for rel, e in manifest.files.items() if e.text is not None}
+    # driftscan embeds at most EMBED_LIMIT per file: longer text was not written by it.
+    return {rel: e.text for rel, e in manifest.files.items() if e.text is not None and len(e.text) <= EMBED_LIMIT}
 
 
 def audit_local_dir(ctx: Context, layout: ModelDirLayout, revision: str | None) -> KindResult:
     result = KindResult()
     metas, broken, problems = read_download_metadata(ctx.root)
     result.problems.extend(problems)
-    texts = manifest_texts(layout.manifest, result.problems)
+    texts = manifest_texts(layout.manifest, result.problems, ctx.contain)
     expects = []
     for rel, meta in sorted(metas.items()):
         algorithm = etag_algorithm(meta.etag)

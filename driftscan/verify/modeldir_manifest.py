@@ -14,7 +14,9 @@ from collections.abc import Callable
 import xxhash
 
 from ..discover.modeldir import ModelDirLayout
-from ..manifest import MANIFEST_NAME, Manifest, ManifestEntry, ManifestError, is_link_only, read_manifest, walk_tree
+from ..manifest import (
+    EMBED_LIMIT, MANIFEST_NAME, Manifest, ManifestEntry, ManifestError, is_link_only, read_manifest, walk_tree,
+)
 from ..model import DriftKind, FileCheck, Problem, Unverifiable
 from .modeldir_engine import Context, Expect, KindResult, added_check, iso, run
 
@@ -28,8 +30,8 @@ def _stale(entry: ManifestEntry) -> Callable[[os.stat_result], str | None]:
 
 
 def _original(entry: ManifestEntry) -> Callable[[], bytes | None] | None:
-    if entry.text is None:
-        return None
+    if entry.text is None or len(entry.text) > EMBED_LIMIT:
+        return None  # driftscan embeds no more than EMBED_LIMIT: longer text was put there by hand
     data = entry.text.encode("utf-8")
     if xxhash.xxh3_128(data).hexdigest() != entry.xxh3_128:
         return None  # embedded text that does not match its own hash is no original
@@ -53,10 +55,16 @@ def _link_check(ctx: Context, rel: str, entry: ManifestEntry, source: str) -> Fi
     return FileCheck(kind, path, ctx.root, None, expected, got, f"{now} where {source} has {then}", area="model")
 
 
+def in_tree(ctx: Context, path: str) -> bool:
+    """Whether ``path`` is the tree's own manifest: data like any file there, which must not lead
+    outside. One the user named elsewhere (--manifest, a diff's snapshot) is the user's."""
+    return os.path.abspath(path) == os.path.join(ctx.root, MANIFEST_NAME)
+
+
 def audit_manifest(ctx: Context, layout: ModelDirLayout, revision: str | None) -> KindResult:
     path = layout.manifest or os.path.join(ctx.root, MANIFEST_NAME)
     try:
-        manifest: Manifest = read_manifest(path)
+        manifest: Manifest = read_manifest(path, root=ctx.contain if in_tree(ctx, path) else None)
     except ManifestError as exc:
         why = f"the driftscan manifest cannot be used: {'; '.join(exc.issues)}"
         return KindResult(problems=[Problem(path, why)], unverifiable=[Unverifiable(layout.path, why)])
@@ -69,6 +77,14 @@ def audit_manifest(ctx: Context, layout: ModelDirLayout, revision: str | None) -
         link = _link_check(ctx, rel, entry, source)
         if link is not None:
             result.checks.append(link)
+        if link is None and entry.link is not None and ctx.outside(os.path.join(ctx.root, rel)) is not None:
+            # The same symlink out of the tree as recorded: its target is all that is compared
+            # (whatever the manifest says of the content, the file out there is never read).
+            result.files_checked += 1
+            continue
+        if link is not None and ctx.outside(os.path.join(ctx.root, rel)) is not None:
+            result.files_checked += 1
+            continue  # the changed symlink is the drift; its target is not read
         if is_link_only(entry):  # a symlink to a directory: its target is all there is to compare
             result.files_checked += 1
             if link is None and not os.path.lexists(os.path.join(ctx.root, rel)):

@@ -18,7 +18,7 @@ def _remedy(kind: str, root: str, repo_dir: str | None, commit: str | None, chec
         return f"no download or reinstall removes it; if it is not needed: rm {q_path}"
     if check.kind is DriftKind.STALE_METADATA:
         return "its content was not read (large file newer than its download metadata): rerun with --deep to hash it"
-    rev = f" --revision {commit}" if commit else ""
+    rev = f" --revision {shlex.quote(commit)}" if commit else ""  # the commit comes from the tree
     if kind == "git":
         return f"git -C {q_root} checkout HEAD -- {q_rel}  (LFS weights: git -C {q_root} lfs pull --include {q_rel})"
     if kind == "hf-cache-repo" and repo_dir:

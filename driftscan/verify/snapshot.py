@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 from ..atomic import write_atomic
+from ..discover.hfcache import containment_root
 from ..errors import TargetError
 from ..fileio import read_regular
 from ..manifest import ManifestError, build_manifest, read_manifest, write_manifest
@@ -28,6 +29,7 @@ from .ownership import Ownership, bytecode_source
 
 BUNDLE_VERSION = "1"
 MAX_BUNDLE = 1 << 31
+KINDS = ("venv", "site-packages", "model-dir")
 
 
 @dataclass(frozen=True)
@@ -40,18 +42,21 @@ def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
                   progress: Callable[[int, int], None] | None = None) -> list[Problem]:
     """Hash every file under each root (xxh3-128) and write the snapshot atomically."""
     problems: list[Problem] = []
+
+    def entries(root: Root):
+        # Symlinks out of the root (a hub snapshot's: out of its repository) are recorded by
+        # target only: a snapshot must not carry a copy of a file the tree merely points at.
+        return build_manifest(root.path, jobs=jobs, progress=progress, embed_code=root.kind == "model-dir",
+                              on_error=problems.append, contain=containment_root(root.path))
+
     if len(roots) == 1:
-        write_manifest(roots[0].path, build_manifest(roots[0].path, jobs=jobs, progress=progress,
-                                                     embed_code=roots[0].kind == "model-dir",
-                                                     on_error=problems.append), output)
+        write_manifest(roots[0].path, entries(roots[0]), output)
         return problems
     parts = []
     with tempfile.TemporaryDirectory(prefix="driftscan-snapshot-") as tmp:
         for n, root in enumerate(roots):
             part = os.path.join(tmp, f"{n}.json")
-            write_manifest(root.path, build_manifest(root.path, jobs=jobs, progress=progress,
-                                                     embed_code=root.kind == "model-dir",
-                                                     on_error=problems.append), part)
+            write_manifest(root.path, entries(root), part)
             with open(part, encoding="utf-8") as f:  # valid JSON already: spliced in as written
                 parts.append(f'{{"kind": {json.dumps(root.kind)}, "manifest": {f.read().strip()}}}')
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -65,10 +70,12 @@ def load_snapshot(path: str, workdir: str) -> list[tuple[Root, str]]:
     """The roots of a snapshot, each with the path of its single manifest (bundles are split
     into ``workdir``). Raises ManifestError with every problem found."""
     try:
-        doc = json.loads(read_regular(path, MAX_BUNDLE))
+        doc = json.loads(read_regular(path, MAX_BUNDLE, what="snapshot"))
     except OSError as exc:
         raise ManifestError(path, [f"cannot read: {exc.strerror or exc}"]) from None
-    except ValueError as exc:
+    except RecursionError:
+        raise ManifestError(path, ["not valid JSON: nested too deeply"]) from None
+    except ValueError as exc:  # UnicodeDecodeError included
         raise ManifestError(path, [f"not valid JSON: {exc}"]) from None
     if isinstance(doc, dict) and "manifest_version" in doc:
         manifest = read_manifest(path, doc)  # kept: the diff asks for it again
@@ -78,11 +85,19 @@ def load_snapshot(path: str, workdir: str) -> list[tuple[Root, str]]:
         raise ManifestError(path, ["neither a driftscan manifest nor a snapshot bundle"])
     out = []
     for n, item in enumerate(doc["roots"]):
+        where = f"{path} roots[{n}]"
+        if not isinstance(item, dict) or item.get("kind") not in KINDS:
+            raise ManifestError(where, [f"not an object with a kind of {', '.join(KINDS)}"])
         part = os.path.join(workdir, f"{n}.json")
-        with open(part, "w", encoding="utf-8") as f:
-            json.dump(item.get("manifest") if isinstance(item, dict) else None, f)
-        manifest = read_manifest(part)
-        out.append((Root(str(item.get("kind", "unknown")), manifest.root), part))
+        try:
+            with open(part, "w", encoding="utf-8") as f:
+                json.dump(item.get("manifest"), f)
+            manifest = read_manifest(part)
+        except RecursionError:
+            raise ManifestError(where, ["nested too deeply"]) from None
+        except ManifestError as exc:  # named by where it is in the snapshot, not by the split-off file
+            raise ManifestError(where, exc.issues) from None
+        out.append((Root(item["kind"], manifest.root), part))
     return out
 
 
