@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
+from ..fileio import LIMITS, read_regular
 from ..model import Distribution, Problem
 
 
@@ -44,12 +45,11 @@ def _mtime(path: str) -> float | None:
         return None
 
 
-def finder_mapping(path: str) -> dict[str, str]:
+def finder_mapping(path: str, root: str | None = None) -> dict[str, str]:
     """``MAPPING = {...}`` from setuptools' ``__editable___*_finder.py``, without importing it."""
     try:
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(read_regular(path, LIMITS["finder"], what="finder", root=root).decode("utf-8"))
+    except (OSError, SyntaxError, ValueError):  # UnicodeDecodeError is a ValueError
         return {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "MAPPING" for t in node.targets):
@@ -66,15 +66,16 @@ def _from_record(dist: Distribution) -> tuple[str, str] | None:
     for entry in dist.entries:
         path = os.path.normpath(os.path.join(dist.site_packages, entry.path))
         if entry.path.endswith("_finder.py"):
-            mapping = finder_mapping(path)
+            mapping = finder_mapping(path, dist.site_packages)
             if mapping:
                 return os.path.dirname(sorted(mapping.values())[0]), "finder"
         elif entry.path.endswith(".pth"):
             try:
-                with open(path, encoding="utf-8") as f:
-                    lines = [line.strip() for line in f if line.strip() and not line.startswith(("#", "import"))]
-            except OSError:
+                text = read_regular(path, LIMITS[".pth"], what=".pth", root=dist.site_packages).decode("utf-8")
+            except (OSError, UnicodeDecodeError):
                 continue
+            lines = [line.strip() for line in text.splitlines()
+                     if line.strip() and not line.startswith(("#", "import"))]
             if lines and os.path.isabs(lines[0]):
                 return lines[0], "pth"
     return None
@@ -106,11 +107,12 @@ def find_editable_sources(dists: tuple[Distribution, ...], site_packages: tuple[
         for name in names:
             path = os.path.join(site, name)
             try:
-                with open(path, encoding="utf-8") as f:
-                    first = f.readline().strip()
-            except OSError as exc:
-                problems.append(Problem(path, f"cannot read: {exc.strerror or exc}"))
+                text = read_regular(path, LIMITS[".egg-link"], what=".egg-link", root=site).decode("utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                problems.append(Problem(path, f"cannot read: {reason}"))
                 continue
+            first = (text.splitlines() or [""])[0].strip()
             if first:
                 project = name[: -len(".egg-link")]
                 # Legacy develop installs keep their metadata in the project; the link stands in for it.

@@ -8,9 +8,11 @@ covers. Small files are hashed here (git blob sha1) so a drift comes with its JS
 Git LFS: a blob that is an LFS pointer stands for the file's sha256 and size; a work-tree file
 holding the real content is compared against those, not reported as "modified".
 
-Every git call runs with ``--no-optional-locks`` (``git status`` would otherwise refresh and
-rewrite .git/index), fsmonitor off and the LFS filters disabled (git-lfs's clean filter would
-hash the whole shard and copy it into .git/lfs/objects): the audit never writes into the tree.
+git runs through ``verify.git`` only (docs/git-access.md): a private configuration that the
+repository cannot extend, so no filter, fsmonitor, hook or helper it names ever runs (git-lfs's
+clean filter included: it would hash the whole shard and copy it into .git/lfs/objects), optional
+locks off (``git status`` would otherwise refresh and rewrite .git/index), and a timeout on
+every call: the audit never writes into the tree, and a FIFO in it cannot hang the audit.
 """
 
 from __future__ import annotations
@@ -23,15 +25,12 @@ from typing import Any
 from ..discover.modeldir import ModelDirLayout
 from ..manifest import is_bookkeeping
 from ..model import DriftKind, FileCheck, Problem, Unverifiable
+from . import git as gitaccess
 from .modeldir_engine import MODIFIED, Context, Expect, KindResult, added_check, iso, os_error, run
 
 LFS_SPEC = b"version https://git-lfs.github.com/spec/v1"
 LFS_POINTER_MAX = 1024
 ZERO = "0" * 40
-_SAFE = ["--no-optional-locks", "--literal-pathspecs", "-c", "core.quotepath=off", "-c", "core.fsmonitor=false",
-         "-c", "filter.lfs.clean=", "-c", "filter.lfs.smudge=", "-c", "filter.lfs.process=",
-         "-c", "filter.lfs.required=false"]
-_ENV = {"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
 
 
 def parse_lfs_pointer(data: bytes) -> tuple[str, int] | None:
@@ -48,19 +47,7 @@ def parse_lfs_pointer(data: bytes) -> tuple[str, int] | None:
     return digest, int(size)
 
 
-class _Git:
-    def __init__(self, repo: Any):
-        self.repo = repo
-
-    def run(self, *args: str) -> bytes:
-        command = [self.repo.git.GIT_PYTHON_GIT_EXECUTABLE, *_SAFE, *args]
-        return self.repo.git.execute(command, stdout_as_string=False, strip_newline_in_stdout=False, env=_ENV)
-
-    def records(self, *args: str) -> list[str]:
-        return [os.fsdecode(r) for r in self.run(*args).split(b"\0") if r]
-
-    def blob(self, sha: str) -> bytes:
-        return self.repo.odb.stream(bytes.fromhex(sha)).read()
+_Git = gitaccess.Repository
 
 
 def _tree(git: _Git, commit: str, pathspec: list[str]) -> dict[str, tuple[str, str, str, int | None]]:
@@ -83,60 +70,48 @@ def _dirty(git: _Git, commit: str, pathspec: list[str]) -> dict[str, tuple[str, 
     return out
 
 
-def _open(path: str) -> tuple[Any, str | None]:
-    """A gitpython Repo for the work tree at ``path``, or (None, why not)."""
-    try:
-        import git  # gitpython refuses to import when no git executable is found
-    except ImportError as exc:
-        return None, f"git is not available: {exc}"
-    try:
-        repo = git.Repo(path)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-        return None, f"not a git repository: {exc}"
-    if repo.bare or not repo.working_tree_dir:
-        repo.close()
-        return None, "a bare git repository has no work tree"
-    return repo, None
-
-
 def audit_git(ctx: Context, layout: ModelDirLayout, revision: str | None) -> KindResult | None:
     """None when the directory holds nothing git tracks (then another kind is tried)."""
-    repo, why = _open(layout.git_top or ctx.root)
-    if repo is None:
-        return None if why and why.startswith("not a git") else KindResult(
-            problems=[Problem(ctx.root, why or "")], unverifiable=[Unverifiable(layout.path, why or "")])
+    top = layout.git_top or ctx.root
     try:
-        return _audit(ctx, layout, _Git(repo), revision)
-    finally:
-        repo.close()  # ends gitpython's persistent cat-file processes
+        repo = gitaccess.open_repository(top, allowed_uids=gitaccess.uids_of(ctx.root, layout.path))
+    except gitaccess.NotARepository:
+        return None
+    except (gitaccess.GitRefused, gitaccess.GitFailed) as exc:
+        why = str(exc) if isinstance(exc, gitaccess.GitRefused) else f"git is not available: {exc}"
+        return KindResult(problems=[Problem(ctx.root, why)], unverifiable=[Unverifiable(layout.path, why)])
+    with repo:  # removes the private GIT_DIR
+        return _audit(ctx, layout, repo, revision)
 
 
 def _audit(ctx: Context, layout: ModelDirLayout, git: _Git, revision: str | None) -> KindResult | None:
-    import git as gitpython
-
-    top = os.path.realpath(git.repo.working_tree_dir)
+    top = os.path.realpath(git.top)
     prefix = os.path.relpath(os.path.realpath(ctx.root), top).replace(os.sep, "/")
     prefix = "" if prefix == "." else prefix
     pathspec = ["--", prefix] if prefix else []
     wanted = revision or "HEAD"
+    problems: list[Problem] = []
     try:
-        commit = git.repo.commit(wanted).hexsha
+        commit = git.resolve(wanted)
         tree = _tree(git, commit, pathspec)
         dirty = _dirty(git, commit, pathspec)
-        untracked = git.records("ls-files", "-z", "--others", "--exclude-standard", *pathspec)
-    except (ValueError, gitpython.BadName, gitpython.GitCommandError) as exc:
-        why = f"git cannot compare against {wanted}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else exc}"
+        try:
+            untracked = git.records("ls-files", "-z", "--others", "--exclude-standard", *pathspec,
+                                    what="listing untracked files")
+        except gitaccess.GitTimeout as exc:  # reads every .gitignore: a FIFO there hangs git
+            problems.append(Problem(ctx.root, f"untracked files not listed: {exc}"))
+            untracked = []
+    except gitaccess.GitFailed as exc:
+        why = str(exc) if isinstance(exc, gitaccess.GitTimeout) else f"git cannot compare against {wanted}: {exc}"
         return KindResult(problems=[Problem(ctx.root, why)], unverifiable=[Unverifiable(layout.path, why)])
     if prefix and not tree:
         return None  # e.g. a model directory inside a home directory that happens to be a repository
-    try:
-        filemode = git.repo.config_reader().get_value("core", "filemode", True)
-    except Exception:  # an unreadable config: git itself defaults to true
-        filemode = True
+    filemode = git.filemode
     label = f"{wanted} (commit {commit[:12]})" if wanted != commit else f"commit {commit[:12]}"
-    result = KindResult(commit=commit)
+    result = KindResult(commit=commit, problems=problems)
     expects: list[Expect] = []
     cut = len(prefix) + 1 if prefix else 0
+    _prefetch(ctx, git, tree, cut)
     for path, (mode, kind, sha, size) in sorted(tree.items()):
         rel = path[cut:]
         if kind != "blob":
@@ -150,7 +125,7 @@ def _audit(ctx: Context, layout: ModelDirLayout, git: _Git, revision: str | None
             result.checks.append(exp)
         else:
             expects.append(exp)
-    outcomes = _confirm(ctx, git, top, prefix, run(expects, ctx))
+    outcomes = _confirm(ctx, git, top, prefix, run(expects, ctx), result.problems)
     result.add_outcomes(ctx, outcomes)
     for path, (status, _sha) in sorted(dirty.items()):
         if status == "A" and not is_bookkeeping(path[cut:]):
@@ -160,6 +135,27 @@ def _audit(ctx: Context, layout: ModelDirLayout, git: _Git, revision: str | None
             why = f"untracked: not in {label} and not ignored by .gitignore"
             result.checks.append(added_check(ctx, path[cut:], why))
     return result
+
+
+def _prefetch(ctx: Context, git: _Git, tree: dict[str, tuple[str, str, str, int | None]], cut: int) -> None:
+    """The blobs the loop will read (symlink targets, possible LFS pointers) in one git call."""
+    wanted = []
+    for path, (mode, kind, sha, size) in tree.items():
+        if kind != "blob":
+            continue
+        if mode == "120000":
+            wanted.append(sha)
+        elif size is not None and size <= LFS_POINTER_MAX:
+            try:
+                if os.lstat(os.path.join(ctx.root, path[cut:])).st_size != size:
+                    wanted.append(sha)
+            except OSError:
+                pass
+    if wanted:
+        try:
+            git.blobs(wanted)
+        except gitaccess.GitFailed:
+            pass  # each blob is then asked for on its own, and a failure reported there
 
 
 def _expect(ctx: Context, git: _Git, rel: str, path: str, mode: str, sha: str, size: int | None, commit: str,
@@ -176,7 +172,8 @@ def _expect(ctx: Context, git: _Git, rel: str, path: str, mode: str, sha: str, s
         on_disk = None
     pointer = None
     if size is not None and size <= LFS_POINTER_MAX and on_disk is not None and on_disk != size:
-        pointer = parse_lfs_pointer(git.blob(sha))
+        blob = _blob(git, sha)
+        pointer = parse_lfs_pointer(blob) if blob is not None else None
     if pointer is not None:
         oid, lfs_size = pointer
         return Expect(rel, abspath, "sha256", oid, lfs_size, {"lfs_oid": oid, "size": lfs_size, "blob": sha,
@@ -186,14 +183,25 @@ def _expect(ctx: Context, git: _Git, rel: str, path: str, mode: str, sha: str, s
                          "size": on_disk}, f"git's index holds a different blob than {label} (a staged change);"
                          " its content was not read", area="model")
     want = 0o100755 if mode == "100755" else 0o100644
-    original = (lambda: git.blob(sha)) if size is not None and size < ctx.limit else None
+    original = (lambda: _blob(git, sha)) if size is not None and size < ctx.limit else None
     return Expect(rel, abspath, "git-sha1", sha, size, expected, label, stale=stale, original=original,
                   mode=(want, stat.S_IXUSR) if filemode else None)
 
 
+def _blob(git: _Git, sha: str) -> bytes | None:
+    try:
+        return git.blob(sha)
+    except gitaccess.GitFailed:
+        return None
+
+
 def _symlink(ctx: Context, git: _Git, result: KindResult, rel: str, sha: str, label: str) -> None:
     path = os.path.join(ctx.root, rel)
-    target = os.fsdecode(git.blob(sha))
+    blob = _blob(git, sha)
+    if blob is None:
+        result.problems.append(Problem(path, f"git cannot read the symlink's blob {sha[:12]}"))
+        return
+    target = os.fsdecode(blob)
     expected = {"type": "symlink", "symlink_target": target, "blob": sha}
     result.files_checked += 1
     try:
@@ -218,18 +226,21 @@ def _symlink(ctx: Context, git: _Git, result: KindResult, rel: str, sha: str, la
                                        area="model"))
 
 
-def _confirm(ctx: Context, git: _Git, top: str, prefix: str, outcomes: list) -> list:
+def _confirm(ctx: Context, git: _Git, top: str, prefix: str, outcomes: list, problems: list[Problem]) -> list:
     """Drop small "modified" files that git, applying .gitattributes (eol, ident), still hashes to the blob."""
     suspects = [o for o in outcomes if o.status == MODIFIED and o.content is not None
                 and o.expect.algorithm == "git-sha1" and "\n" not in o.expect.relpath]
     if not suspects:
         return outcomes
     paths = [(f"{prefix}/" if prefix else "") + o.expect.relpath for o in suspects]
-    import git as gitpython
-
     try:
-        digests = git.run("hash-object", "--", *paths).decode("ascii").split()
-    except (gitpython.GitCommandError, UnicodeDecodeError):  # git refused a path: keep the stricter raw verdict
+        # Applies .gitattributes conversions (eol, ident); no filter driver is defined in git's
+        # private configuration, so none the repository names runs.
+        digests = git.run("hash-object", "--", *paths, what="git hash-object").decode("ascii").split()
+    except gitaccess.GitTimeout as exc:  # a FIFO .gitattributes: the raw verdicts stand
+        problems.append(Problem(ctx.root, f"line-ending conversions not checked: {exc}"))
+        return outcomes
+    except (gitaccess.GitFailed, UnicodeDecodeError):  # git refused a path: keep the stricter raw verdict
         return outcomes
     for o in suspects:
         ctx.meter.note_read(len(o.content or b""))

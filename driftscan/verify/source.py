@@ -1,19 +1,25 @@
 """Verify editable installs' source trees with git: uncommitted edits, untracked files, moved HEAD.
 
-git is asked with ``GIT_OPTIONAL_LOCKS=0`` so that ``status`` does not refresh the index:
-an audit never writes into the tree it audits.
+git runs through ``verify.git`` only: a private configuration the repository cannot extend (no
+fsmonitor, filters, textconv, external diff, hooks or pager of its own), optional locks off (an
+audit never writes into the tree it audits, not even the index), and a timeout on every call.
+The source tree of an editable install is outside the venv by nature; it is read only when it
+and its repository belong to the owner of the site-packages directory or to the auditing user.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 from dataclasses import dataclass
 
 from ..discover.editable import EditableSource
+from ..fileio import open_regular, read_pieces
 from ..model import DriftKind, FileCheck, Problem, Unverifiable
+from . import git as gitaccess
+from .modeldir_git import LFS_POINTER_MAX, parse_lfs_pointer
 
-_GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
 DIFF_LINES = 400
 
 
@@ -25,17 +31,11 @@ class SourceOutcome:
     errors: list[Problem]
 
 
-def _git():
-    os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")  # a missing git is reported, not raised at import
-    import git
-
-    return git
-
-
-def _status(repo, spec: str) -> list[tuple[str, str]]:
+def _status(repo: gitaccess.Repository, spec: str, untracked: bool = True) -> list[tuple[str, str]]:
     """``git status --porcelain -z``: (XY, path) pairs; renames give the new path."""
-    out = repo.git.status("--porcelain=v1", "-z", "--untracked-files=all", "--", spec, env=_GIT_ENV)
-    items = out.split("\0")
+    out = repo.run("status", "--porcelain=v1", "-z", f"--untracked-files={'all' if untracked else 'no'}",
+                   "--ignore-submodules=all", "--", spec, what="git status")
+    items = os.fsdecode(out).split("\0")
     pairs, i = [], 0
     while i < len(items):
         item = items[i]
@@ -63,30 +63,102 @@ def _kind(code: str) -> DriftKind:
     return DriftKind.MODIFIED
 
 
-def commit_at(repo, when: float | None) -> str | None:
+def _sha256(path: str) -> tuple[str, int] | None:
+    try:
+        fd, st = open_regular(path, follow=False)
+    except OSError:
+        return None
+    try:
+        digest = hashlib.sha256()
+        for piece in read_pieces(fd, st.st_size):
+            digest.update(piece)
+        return digest.hexdigest(), st.st_size
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _lfs_unchanged(repo: gitaccess.Repository, head: str, status: list[tuple[str, str]]) -> set[str]:
+    """Files git calls modified only because git-lfs's clean filter is never run: HEAD holds an
+    LFS pointer and the file holds exactly the content it names (what git-lfs would have said)."""
+    candidates = [rel for code, rel in status if code == " M"]
+    if not candidates or not os.path.isdir(os.path.join(repo.git_dir, "lfs")):  # git-lfs never fetched here
+        return set()
+    pointers = {}
+    for record in repo.records("ls-tree", "-z", "-l", head, "--", *candidates, what="git ls-tree"):
+        meta, _, rel = record.partition("\t")
+        parts = meta.split()
+        if len(parts) == 4 and parts[1] == "blob" and parts[3].isdigit() and int(parts[3]) <= LFS_POINTER_MAX:
+            pointers[rel] = parts[2]
+    if not pointers:
+        return set()
+    blobs = repo.blobs(pointers.values())
+    same = set()
+    for rel, sha in pointers.items():
+        pointer = parse_lfs_pointer(blobs.get(sha, b""))
+        if pointer is not None:
+            path = os.path.join(repo.top, rel)
+            try:
+                if os.lstat(path).st_size != pointer[1]:
+                    continue  # a different size: modified, without reading it
+            except OSError:
+                continue
+            if _sha256(path) == pointer:
+                same.add(rel)
+    return same
+
+
+def commit_at(repo: gitaccess.Repository, when: float | None) -> str | None:
     """The commit HEAD pointed to at ``when``, from HEAD's reflog (None if the log says nothing)."""
     if when is None:
         return None
-    try:
-        entries = repo.head.log()
-    except (ValueError, OSError):
-        return None
     commit = None
-    for entry in entries:
-        if entry.time[0] <= when:
-            commit = entry.newhexsha
+    for entry in repo.reflog():
+        if entry.time <= when:
+            commit = entry.new
     return commit
 
 
-def _diff(repo, rel: str) -> str | None:
+def _diff(repo: gitaccess.Repository, rel: str) -> str | None:
     try:
-        text = repo.git.diff("HEAD", "--", rel, env=_GIT_ENV)
-    except Exception:  # noqa: BLE001 - a diff is a courtesy; binary or odd files simply get none
+        text = repo.run("diff", "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all", "HEAD",
+                        "--", rel, what="git diff").decode("utf-8", "replace")
+    except gitaccess.GitFailed:  # a diff is a courtesy; a failing or hanging one simply gives none
         return None
     lines = text.splitlines()
     if len(lines) > DIFF_LINES:
         lines = lines[:DIFF_LINES] + [f"... ({len(lines) - DIFF_LINES} more lines)"]
     return "\n".join(lines) or None
+
+
+def _open(src: EditableSource, label: str) -> tuple[gitaccess.Repository | None, SourceOutcome | None]:
+    if gitaccess.git_executable() is None:
+        return None, SourceOutcome([], 0, [Unverifiable(
+            label, "git is not installed: the source tree cannot be verified")], [])
+    top = gitaccess.find_repository(src.project_dir)
+    if top is None:
+        return None, SourceOutcome([], 0, [Unverifiable(
+            label, f"source tree {src.project_dir} is not a git repository: its files cannot be verified")], [])
+    site = src.distribution.site_packages if src.distribution else None
+    allowed = gitaccess.uids_of(*([site] if site else []))
+    try:
+        owner = os.lstat(src.project_dir).st_uid
+    except OSError:
+        owner = None
+    if owner is not None and owner not in allowed:
+        return None, SourceOutcome([], 0, [Unverifiable(
+            label, f"source tree {src.project_dir} is owned by uid {owner}, not by the owner of {site} or the "
+                   "auditing user: not read")], [])
+    try:
+        return gitaccess.open_repository(top, allowed_uids=allowed), None
+    except gitaccess.NotARepository:
+        return None, SourceOutcome([], 0, [Unverifiable(
+            label, f"source tree {src.project_dir} is not a git repository: its files cannot be verified")], [])
+    except gitaccess.GitRefused as exc:
+        return None, SourceOutcome([], 0, [Unverifiable(label, f"source tree {src.project_dir}: {exc}")], [])
+    except gitaccess.GitFailed as exc:
+        return None, SourceOutcome([], 0, [], [Problem(src.project_dir, f"git failed: {exc}")])
 
 
 def verify_source(src: EditableSource) -> SourceOutcome:
@@ -96,27 +168,34 @@ def verify_source(src: EditableSource) -> SourceOutcome:
                           {"type": "directory"}, {}, "the editable install's source tree is gone: importing it fails",
                           area="source", remedy_hint="reinstall the project from wherever its source now lives")
         return SourceOutcome([check], 0, [], [])
-    try:
-        git = _git()
-        repo = git.Repo(src.project_dir, search_parent_directories=True)
-    except ImportError:
-        return SourceOutcome([], 0, [Unverifiable(label, "git is not installed: the source tree cannot be verified")],
-                             [])
-    except Exception:  # noqa: BLE001 - InvalidGitRepositoryError, NoSuchPathError
-        return SourceOutcome([], 0, [Unverifiable(
-            label, f"source tree {src.project_dir} is not a git repository: its files cannot be verified")], [])
-    root = repo.working_tree_dir
+    repo, refused = _open(src, label)
+    if repo is None:
+        return refused  # type: ignore[return-value]
+    with repo:
+        return _verify(src, repo)
+
+
+def _verify(src: EditableSource, repo: gitaccess.Repository) -> SourceOutcome:
+    root = repo.top
     spec = os.path.relpath(src.project_dir, root)
     checks: list[FileCheck] = []
+    errors: list[Problem] = []
     try:
-        tracked = [p for p in repo.git.ls_files("-z", "--", spec, env=_GIT_ENV).split("\0") if p]
-        status = _status(repo, spec)
-        head = repo.head.commit.hexsha
-    except Exception as exc:  # noqa: BLE001 - git failed: say what it said, go on with the rest
-        return SourceOutcome([], 0, [], [Problem(src.project_dir, f"git failed: {str(exc).strip()[:300]}")])
+        head = repo.resolve("HEAD")
+        tracked = repo.records("ls-files", "-z", "--", spec, what="git ls-files")
+        try:
+            status = _status(repo, spec)
+        except gitaccess.GitTimeout as exc:
+            # Listing untracked files reads every .gitignore: a FIFO there hangs git. The
+            # tracked files can still be compared (that reads no ignore file).
+            errors.append(Problem(src.project_dir, f"untracked files not listed: {exc}"))
+            status = _status(repo, spec, untracked=False)
+        lfs_same = _lfs_unchanged(repo, head, status)
+    except gitaccess.GitFailed as exc:  # git failed: say what it said, go on with the rest
+        return SourceOutcome([], 0, [], errors + [Problem(src.project_dir, f"git failed: {str(exc).strip()[:300]}")])
     q = shlex.quote(root)
     for code, rel in status:
-        if code == "??" and _is_build_artifact(rel):
+        if (code == "??" and _is_build_artifact(rel)) or rel in lfs_same:
             continue
         kind = _kind(code)
         path = os.path.join(root, rel)
@@ -137,7 +216,7 @@ def verify_source(src: EditableSource) -> SourceOutcome:
             f"the repository was at {recorded[:12]} ({how}) and is now at {head[:12]}", area="source",
             remedy_hint=f"git -C {q} log --oneline {recorded[:12]}..{head[:12]} to review; "
                         f"git -C {q} checkout {recorded[:12]} to go back"))
-    return SourceOutcome(checks, len(tracked), [], [])
+    return SourceOutcome(checks, len(tracked), [], errors)
 
 
 def verify_sources(sources: list[EditableSource]) -> SourceOutcome:
