@@ -89,13 +89,17 @@ def _merge(verification: Verification, results: Sequence[ModelDirResult]) -> Ver
 
 
 def _inspect(verification: Verification, jobs: int | None, select: Sequence[str], ignore: Sequence[str],
-             rules_modules: Sequence[str] = ()):
+             rules_modules: Sequence[str] = (), plugins: bool = True):
     """Debug-code findings on drifted Python files, and the dumps they left on disk."""
     if not any(c.path.endswith((".py", ".pyw")) for c in verification.checks):
         return verification, []  # nothing to parse: libcst is not even imported
     from .findings import inspect_drifts
 
-    outcome = inspect_drifts(verification.checks, jobs=jobs, select=select, ignore=ignore, rules_modules=rules_modules)
+    target = verification.target
+    # No file of the environment's own directories, and none a RECORD owns, is ever a "dump".
+    package_dirs = (*target.site_packages, *target.extra_roots, *((target.bin_dir,) if target.bin_dir else ()))
+    outcome = inspect_drifts(verification.checks, jobs=jobs, select=select, ignore=ignore, rules_modules=rules_modules,
+                             owned=verification.referenced.__contains__, package_dirs=package_dirs, plugins=plugins)
     merged = Verification(
         target=verification.target,
         distributions=verification.distributions,
@@ -114,7 +118,8 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
         model_dirs: Sequence[str] = (), hf_cache: str | None = None, deep: bool = False,
         revision: str | None = None, manifest: str | None = None, progress=None,
         select: Sequence[str] = (), ignore: Sequence[str] = (), inspect: bool = True,
-        rules_modules: Sequence[str] = (), include_environment: bool = False, report_only: bool = False) -> Run:
+        rules_modules: Sequence[str] = (), include_environment: bool = False, report_only: bool = False,
+        plugins: bool = True) -> Run:
     """One pass of the pipeline. Naming any target (a venv, site-packages, a model directory,
     a Hugging Face cache) replaces the default, the running environment, unless
     ``include_environment`` (model directories from a config file add to the default).
@@ -148,7 +153,7 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
     verification = _merge(verification, results)
     skipped: list = []
     if inspect:
-        verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules)
+        verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins)
     drifts = [classify(check, target, installer) for check in verification.checks]
     report = build_report(verification, drifts, time.perf_counter() - started,
                           model_dirs=[r.root for r in results], skipped=skipped)
@@ -169,19 +174,21 @@ def audit(
     manifest: str | None = None,
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
+    plugins: bool = True,
 ) -> Report:
     """Audit an environment and/or model directories. With no target, the environment driftscan
     runs in. ``hf_cache=""`` audits every repository of the default Hugging Face cache; ``deep``
     hashes large weight files too (by default they are checked by presence, size and mtime).
 
-    ``use_cache=False`` re-hashes every file (see ``driftscan.cache`` for what the cache trusts).
+    ``use_cache=False`` re-hashes every file (see ``driftscan.cache`` for what the cache trusts);
+    ``plugins=False`` leaves out rules from the ``driftscan.rules`` entry points.
 
     Raises ``TargetError`` when the target does not exist or is not an environment; every
     problem met while auditing a valid target is listed in ``Report.errors`` instead.
     """
     return run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=use_cache, model_dirs=model_dirs,
                hf_cache=hf_cache, deep=deep, revision=revision, manifest=manifest, select=select,
-               ignore=ignore, report_only=True).report
+               ignore=ignore, report_only=True, plugins=plugins).report
 
 
 def plan(

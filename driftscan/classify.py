@@ -115,7 +115,8 @@ def classify(check: FileCheck, target: Target, installer: str | None = None) -> 
     """``installer`` overrides the environment's own (what-if: ``plan --installer``)."""
     scope = _AREA_SCOPE.get(check.area)
     if scope is not None:
-        remedy = check.remedy_hint or (f"rm {shlex.quote(check.path)}" if check.kind is DriftKind.DEBUG_ARTIFACTS
+        # A dump drift's path is a pattern from code: only its remedy_hint (exact files) may delete.
+        remedy = check.remedy_hint or ("review the files, then delete them" if check.kind is DriftKind.DEBUG_ARTIFACTS
                                        else "restore it from its source")
         evidence = check.evidence or {Scope.DATA: "a model directory file; no package reinstall touches it",
                                       Scope.SOURCE: "an editable install's source tree; a reinstall re-links "

@@ -131,7 +131,9 @@ def _codes(values: tuple[str, ...]) -> list[str]:
 
 
 def rule_options(func):
-    """--select / --ignore by code prefix or rule name (longest prefix wins); shared by audit and scan."""
+    """--select / --ignore by code prefix or rule name (longest prefix wins), --no-plugins; shared by audit and scan."""
+    func = click.option("--no-plugins", "no_plugins", is_flag=True,
+                        help="Leave out rules from the driftscan.rules entry points of driftscan's environment.")(func)
     func = click.option("--ignore", "ignore", metavar="CODES", multiple=True,
                         help="Rule codes, prefixes or names to leave out (comma-separated, repeatable).")(func)
     return click.option("--select", "select", metavar="CODES", multiple=True,
@@ -184,7 +186,7 @@ def main() -> None:
 @config_option
 @guarded
 def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, model_dirs, hf_cache, select, ignore,
-          deep, revision, manifest, config_file) -> None:
+          no_plugins, deep, revision, manifest, config_file) -> None:
     """Check installed files against their RECORDs and model directories against their provenance.
 
     Lists files no RECORD owns, debug code in drifted Python files and the dumps it left. With no
@@ -199,7 +201,7 @@ def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, mo
                  model_dirs=dirs, hf_cache=hub, deep=deep, revision=revision, manifest=manifest, progress=Progress(),
                  select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
                  rules_modules=config.rules_modules, include_environment=include_environment,
-                 report_only=True).report
+                 report_only=True, plugins=not no_plugins).report
     emit(report, fmt, output)
     sys.exit(exit_status(report, strict))
 
@@ -310,7 +312,8 @@ SEVERITIES = ["low", "medium", "high"]
               help="Lowest severity that sets exit bit 1.")
 @config_option
 @guarded
-def scan(paths, select, ignore, fmt, output, jobs, rules_modules, no_prefilter, fail_on, config_file) -> None:
+def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no_prefilter, fail_on,
+         config_file) -> None:
     """Find injected debug code in Python files and directories (linter-style).
 
     Exit status as for audit: bit 1 when a finding at or above --fail-on, bit 2 when a file
@@ -323,7 +326,7 @@ def scan(paths, select, ignore, fmt, output, jobs, rules_modules, no_prefilter, 
         raise DriftscanError(f"{missing[0]}: no such file or directory")
     config = _load_config(config_file)
     result = scan_paths(paths, select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
-                        jobs=jobs, prefilter=not no_prefilter,
+                        jobs=jobs, prefilter=not no_prefilter, plugins=not no_plugins,
                         extra_rule_modules=[*rules_modules, *config.rules_modules])
     _write(SCAN_RENDERERS[fmt](result), fmt, output)
     threshold = SEVERITIES.index(fail_on) + 1
@@ -346,7 +349,7 @@ def entry() -> None:
     An audit leaves a few hundred thousand objects behind; freeing them one by one at interpreter
     exit costs tens of milliseconds and serves nothing (no threads, files or atexit work remain).
     This process is driftscan's own, so its helpers may be forked from it (verify/forked.py)."""
-    from .verify.forked import allow_fork
+    from .forking import allow_fork
 
     allow_fork()
     try:

@@ -1,8 +1,11 @@
 """The inspect stage of an audit: debug-code rules on drifted Python files, and the dumps they left.
 
 Runs the rule engine (``driftscan.inspect``) only on files verify flagged — modified or added
-``.py`` files in the environment and in editable source trees — then globs each dump call's
-target pattern and reports the files found as one ``debug-artifacts`` drift per pattern.
+``.py`` files in the environment and in editable source trees — then searches what each dump
+call writes and reports the files found as one ``debug-artifacts`` drift per pattern. The
+patterns come from the audited code, so only plausible ones are searched, within bounds, and
+only regular files no RECORD owns, outside the environment's package directories and newer
+than the code that writes them count (inspect/artifacts.py); the remedy names each file.
 """
 
 from __future__ import annotations
@@ -11,12 +14,15 @@ import os
 import shlex
 import warnings
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import libcst
 
-from .inspect import find_artifacts, load_rules, scan_paths, select_rules
+from .fileio import read_regular
+from .inspect import MAX_FILE_BYTES, find_artifacts, load_rules, scan_paths, select_rules
+from .inspect.complexity import refusal
+from .inspect.scan import IN_PROCESS_BYTES
 from .model import DriftKind, FileCheck, Finding, Problem, Severity
 
 _INSPECTED_KINDS = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.CLOBBERED}
@@ -39,36 +45,60 @@ def _inspectable(check: FileCheck) -> bool:
             and check.actual.get("type", "file") == "file")
 
 
-def _artifact_check(pattern: str, writers: list[tuple[str, Finding]]) -> FileCheck | None | str:
-    group = find_artifacts(pattern)
-    if group is None:
+def _package_dirs(checks: Sequence[FileCheck]) -> set[str]:
+    """The environment's package directories (and editable source trees) that drifts were
+    found in: dumps are never counted inside them (files there are the audit's own drifts)."""
+    return {c.root for c in checks if c.area in ("python", "source") and c.root}
+
+
+def _mtime(path: str) -> float | None:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
         return None
-    if group.too_broad:
-        return "too-broad"
+
+
+def _artifact_check(pattern: str, writers: list[tuple[str, Finding]], owned: Callable[[str], bool] | None,
+                    exclude: set[str]) -> tuple[FileCheck | None, Problem | None]:
+    """The debug-artifacts drift of one dump pattern, and what to say about a search refused or
+    cut short. A file counts only if it is no older than the code that writes it."""
+    times = [t for t in (_mtime(p) for p, _ in writers) if t is not None]
+    group = find_artifacts(pattern, newer_than=min(times) if times else None, owned=owned, exclude=exclude)
+    if group is None:
+        return None, None
+    if group.refused:
+        return None, Problem(pattern, f"dump pattern not searched: {group.refused}; look for the files by hand")
+    note = Problem(pattern, f"dump search {group.truncated}; the files found so far are listed") \
+        if group.truncated else None
+    if not group.paths:
+        return None, note
     where = ", ".join(f"{p}:{f.line}" for p, f in writers)
     size = group.total_bytes
-    evidence = (f"{len(group.paths)} file(s), {size / 1e6:.1f} MB, matching {pattern}, written by {where} "
-                f"({writers[0][1].code} {writers[0][1].name}); no reinstall removes them")
-    files = " ".join(shlex.quote(p) for p in group.paths[:50]) + (" ..." if len(group.paths) > 50 else "")
+    evidence = (f"{len(group.paths)} file(s), {size / 1e6:.1f} MB, matching {pattern}, newer than the code that "
+                f"writes them ({where}, {writers[0][1].code} {writers[0][1].name}) and owned by no distribution; "
+                "no reinstall removes them; review them, then remove them")
+    # Every file by name: the remedy never hands a pattern from the audited code to a shell.
+    files = " ".join(shlex.quote(p) for p in group.paths)
     return FileCheck(
         DriftKind.DEBUG_ARTIFACTS, pattern, os.path.dirname(pattern), None, {},
         {"pattern": pattern, "artifacts": list(group.paths), "count": len(group.paths), "bytes": size,
          "written_by": [{"path": p, "line": f.line, "code": f.code} for p, f in writers]},
-        evidence, area="external", remedy_hint=f"rm {files}")
+        evidence, area="external", remedy_hint=f"rm -- {files}"), note
 
 
-def _unparsable(path: str) -> Finding | None:
+def _unparsable(path: str, codes: set[str]) -> Finding | None:
     """``scan`` reports a syntax error only where debug code could hide (that is what keeps it
     fast); a drifted file that does not parse is news on its own: the module no longer imports.
 
     CPython's own parser answers first (fast); only a file it rejects goes to libcst, whose
-    grammar may be newer than the interpreter driftscan runs on (a 3.12 venv audited from 3.10).
+    grammar may be newer than the interpreter driftscan runs on (a 3.12 venv audited from 3.10)
+    — and only if the byte scan finds it safe to parse (DBG004 otherwise: libcst can crash on
+    deep nesting, and CPython rejects nesting it does not support, so such a file reaches here).
     """
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_regular(path, MAX_FILE_BYTES)
     except OSError:
-        return None  # the engine reports unreadable files itself
+        return None  # the engine reports unreadable and too large files itself
     try:
         with warnings.catch_warnings():  # SyntaxWarnings (invalid escapes) are not ours to print
             warnings.simplefilter("ignore")
@@ -76,6 +106,13 @@ def _unparsable(path: str) -> Finding | None:
         return None
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         pass
+    too_complex = refusal(data)
+    if too_complex is not None:
+        if "DBG004" not in codes:
+            return None
+        return Finding("DBG004", "too-complex", Severity.MEDIUM, 1, 1, f"not parsed: {too_complex}")
+    if "DBG001" not in codes or len(data) > IN_PROCESS_BYTES:  # (a big file's parse is the scan's, in a worker)
+        return None
     try:
         libcst.parse_module(data)
     except Exception as exc:  # noqa: BLE001 - any parser failure means the same thing here
@@ -86,13 +123,21 @@ def _unparsable(path: str) -> Finding | None:
 
 
 def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, select: Sequence[str] = (),
-                   ignore: Sequence[str] = (), rules_modules: Sequence[str] = ()) -> InspectOutcome:
+                   ignore: Sequence[str] = (), rules_modules: Sequence[str] = (),
+                   owned: Callable[[str], bool] | None = None, package_dirs: Iterable[str] = (),
+                   plugins: bool = True) -> InspectOutcome:
+    """Findings on the drifted Python files, and the dumps their code left.
+
+    ``owned(path)``: whether a RECORD owns ``path`` (such a file is never a dump);
+    ``package_dirs``: directories of the environment where no file counts as a dump (the
+    package directories drifts were found in always are)."""
     targets = sorted({c.path for c in checks if _inspectable(c)})
     if not targets:
         return InspectOutcome(list(checks))
     # The prefilter never changes findings (a test holds it to that) and spares parsing files
     # that cannot match, which matters when thousands of .py files were added by hand.
-    result = scan_paths(targets, select=select, ignore=ignore, jobs=jobs, extra_rule_modules=rules_modules)
+    result = scan_paths(targets, select=select, ignore=ignore, jobs=jobs, extra_rule_modules=rules_modules,
+                        plugins=plugins)
     by_path: dict[str, list[Finding]] = defaultdict(list)
     writers: dict[str, list[tuple[str, Finding]]] = defaultdict(list)
     for path, finding in result.findings:
@@ -100,7 +145,8 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
         if finding.artifact_pattern:
             writers[finding.artifact_pattern].append((path, finding))
     skipped: list[Problem] = []
-    if "DBG001" in {r.CODE for r in select_rules(load_rules(rules_modules), select, ignore)}:
+    codes = {r.CODE for r in select_rules(load_rules(rules_modules, plugins=plugins), select, ignore)}
+    if codes & {"DBG001", "DBG004"}:
         edited = {c.path for c in checks if _inspectable(c) and c.kind is not DriftKind.ADDED}
         added = [p for p in targets if p not in edited]
         checked = sorted(edited) + (added if len(added) <= SYNTAX_CHECK_ADDED_LIMIT else [])
@@ -108,17 +154,17 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
             skipped.append(Problem(os.path.commonpath(added), f"syntax check skipped for {len(added)} added .py files "
                                    f"(more than {SYNTAX_CHECK_ADDED_LIMIT}); the debug rules still ran on them"))
         for path in checked:
-            if not any(f.code in ("DBG001", "DBG002") for f in by_path.get(path, ())):
-                broken = _unparsable(path)
+            if not any(f.code in ("DBG001", "DBG002", "DBG003", "DBG004") for f in by_path.get(path, ())):
+                broken = _unparsable(path, codes)
                 if broken is not None:
                     by_path[path].append(broken)
     outcome = InspectOutcome([replace(c, findings=tuple(by_path.get(c.path, ()))) if _inspectable(c) else c
                               for c in checks], errors=list(result.errors), skipped=skipped)
+    exclude = _package_dirs(checks) | set(package_dirs)
     for pattern in sorted(writers):
-        check = _artifact_check(pattern, writers[pattern])
-        if check == "too-broad":
-            outcome.skipped.append(Problem(pattern, "dump pattern too broad to search (it could match half the "
-                                                    "disk); look for the files by hand"))
-        elif check is not None:
-            outcome.artifacts.append(check)  # type: ignore[arg-type]
+        check, note = _artifact_check(pattern, writers[pattern], owned, exclude)
+        if note is not None:
+            outcome.skipped.append(note)
+        if check is not None:
+            outcome.artifacts.append(check)
     return outcome

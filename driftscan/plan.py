@@ -219,7 +219,7 @@ def _steps(plan: Plan, drifts: list[Drift], chosen_dists: list[Distribution], ch
         steps.append(PlanStep(step=f"review, then delete {len(files)} dump file(s) matching {d.check.path}, "
                                    f"{size / 1e6:.1f} MB, written by {writers} (no reinstall touches them; the "
                                    "list is what the code's save calls name, so look before removing)",
-                              command="rm " + " ".join(shlex.quote(f) for f in files) if files else None))
+                              command="rm -- " + " ".join(shlex.quote(f) for f in files) if files else None))
     for e in plan.expectations:
         if e.holds_now and e.holds_after:
             steps.append(PlanStep(step=f"skip '{e.name}': it already holds and survives the reinstall"))

@@ -77,7 +77,7 @@ def test_plan_wipes_the_model_file_and_keeps_the_dumps(seeded):
     assert status[MODEL_FILE] == "WIPED"
     assert status["fakevllm/overrides.py"] == "SURVIVES"
     assert [i.status for i in result.items if i.kind == "debug-artifacts"] == ["SURVIVES"] * 3
-    deletes = [s for s in result.steps if s.step.startswith("delete")]
+    deletes = [s for s in result.steps if s.step.startswith("review, then delete")]
     assert len(deletes) == 3 and all(s.command.startswith("rm ") for s in deletes)
 
 

@@ -44,7 +44,7 @@ def selected(select=(), ignore=()):
 
 def test_builtin_rules_are_sorted_and_complete():
     assert [r.CODE for r in BUILTIN] == sorted(r.CODE for r in BUILTIN)
-    assert len(BUILTIN) == 12
+    assert len(BUILTIN) == 13
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_builtin_rules_are_sorted_and_complete():
         (("DBG1",), ("DBG105",), [c for c in "DBG101 DBG102 DBG103 DBG104 DBG106 DBG107 DBG108 DBG109".split()]),
         (("DBG105",), ("DBG1",), ["DBG105"]),  # the longer prefix wins
         (("DBG10",), ("DBG1",), "DBG101 DBG102 DBG103 DBG104 DBG105 DBG106 DBG107 DBG108 DBG109".split()),
-        ((), ("DBG1",), ["DBG001", "DBG002", "DBG003"]),
+        ((), ("DBG1",), ["DBG001", "DBG002", "DBG003", "DBG004"]),
         (("DBG1",), ("DBG1",), []),  # a tie: ignore wins
         (("print-call", "debugger-call"), (), ["DBG106", "DBG109"]),  # names
         (("DBG1",), ("print-call", "tensor-save-call"), "DBG101 DBG103 DBG104 DBG105 DBG106 DBG107 DBG108".split()),

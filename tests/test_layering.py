@@ -10,7 +10,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "driftscan"
 
-LAYERS = ["_version", "errors", "model", "paths", "fileio", "atomic", "tomlfile", "record", "jsondiff", "manifest", "cache", "discover", "verify", "inspect", "rules",
+LAYERS = ["_version", "errors", "model", "paths", "fileio", "forking", "atomic", "tomlfile", "record", "jsondiff", "manifest", "cache", "discover", "verify", "inspect", "rules",
           "classify", "report", "expect", "plan", "render", "config", "api", "__init__", "cli", "__main__"]
 # rules and inspect are one layer: rules are loaded by the inspect registry and subclass its Rule.
 SAME_LAYER = {"rules": "inspect", "findings": "inspect"}

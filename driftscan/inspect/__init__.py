@@ -6,7 +6,9 @@ Entry points for the rest of driftscan:
   for one file (used by ``audit`` on drifted files);
 * ``scan_paths(paths, select, ignore, jobs, prefilter, extra_rule_modules)`` — the
   ``driftscan scan`` command: walk, prefilter, parse in parallel;
-* ``find_artifacts(pattern)`` — dumps a finding's ``artifact_pattern`` left on disk;
+* ``find_artifacts(pattern, newer_than=, owned=, exclude=)`` — dumps a finding's
+  ``artifact_pattern`` left on disk: only plausible patterns, a bounded search, only regular
+  files no RECORD owns and newer than the code (see artifacts.py);
 * ``load_rules`` / ``select_rules`` — the rule registry (built-ins, plugins, config modules).
 """
 

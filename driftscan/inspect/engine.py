@@ -3,7 +3,9 @@
 Findings carry a 1-based ``line`` and a 1-based ``column`` (a code-point offset in the line,
 as ruff and flake8 print it). A file that cannot be inspected is not an exception but a
 finding of a file-level rule: could not parse (DBG001), could not read or decode (DBG002),
-larger than ``MAX_FILE_BYTES`` (DBG003) — each one only if that rule is selected.
+larger than ``MAX_FILE_BYTES`` (DBG003), nested too deeply or too complex to parse safely
+(DBG004: measured by a byte scan before libcst sees the file, see complexity.py) — each one
+only if that rule is selected.
 
 With ``prefilter`` a file is parsed only if some selected rule's trigger matches its bytes
 (see triggers.py). The findings are the same either way: rules report nothing without
@@ -15,13 +17,16 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 import warnings
 from collections.abc import Sequence
 
 import libcst as cst
 
 from ..errors import DriftscanError
+from ..fileio import read_regular
 from ..model import Finding
+from .complexity import refusal
 from .context import FileContext
 from .positions import node_starts
 from .registry import default_rules
@@ -81,8 +86,7 @@ def inspect_path(
             return _file_finding(file_rules.get("read"), "could not read: not a regular file"), 0, False
         if max_bytes is not None and st.st_size > max_bytes:
             return _too_large(file_rules, st.st_size, max_bytes), 0, False
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_regular(path, sys.maxsize if max_bytes is None else max_bytes)
     except OSError as e:
         return _file_finding(file_rules.get("read"), f"could not read: {e.strerror or e}"), 0, False
     findings, parsed = _inspect(data, path, rules, prefilter, max_bytes)
@@ -109,9 +113,14 @@ def _inspect(
     memo = Memo()
     if prefilter:
         tree_rules = [r for r in tree_rules if _triggered(r, data, memo)]
-        problem_rules = [file_rules[k] for k in ("parse", "read") if k in file_rules]
+        problem_rules = [file_rules[k] for k in ("parse", "read", "complexity") if k in file_rules]
         if not tree_rules and not any(_triggered(r, data, memo) for r in problem_rules):
             return [], False
+    too_complex = refusal(data)  # libcst must never see it: it can crash or stall on such a file
+    if too_complex is not None:
+        if not _may_hide_debug_code(data, rules, memo):
+            return [], False
+        return complexity_finding(file_rules, f"not parsed: {too_complex}"), True  # (the prefilter let it through)
     try:
         module = cst.parse_module(data)
     except Exception as e:  # whatever the parser raises, the file is not inspectable
@@ -150,7 +159,7 @@ def _may_hide_debug_code(data: bytes, rules: Sequence[type[Rule]], memo: Memo) -
     code patterns, Python 2 statements, NUL bytes). Decided the same way with and without
     the prefilter, so the prefilter never changes the findings: a file that can hold no
     debug code needs no parse, and its syntax is not the scan's business."""
-    return any(_triggered(r, data, memo) for r in rules if r.FILE_PROBLEM in (None, "parse"))
+    return any(_triggered(r, data, memo) for r in rules if r.FILE_PROBLEM in (None, "parse", "complexity"))
 
 
 def _locate(ctx: FileContext, module: cst.Module, data: bytes) -> list[Finding]:
@@ -187,6 +196,11 @@ def _file_finding(
     if rule is None:
         return []
     return [Finding(rule.CODE, rule.NAME, rule.SEVERITY, line, column, message, snippet)]
+
+
+def complexity_finding(file_rules: dict[str, type[Rule]], message: str) -> list[Finding]:
+    """The DBG004 finding (if selected): not parsed, or the parse crashed or ran out of time."""
+    return _file_finding(file_rules.get("complexity"), message)
 
 
 def _too_large(file_rules: dict[str, type[Rule]], size: int, max_bytes: int) -> list[Finding]:
