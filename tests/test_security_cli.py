@@ -203,3 +203,24 @@ def test_network_tests_fail_instead_of_skipping_under_ci(monkeypatch):
     monkeypatch.delenv("CI")
     with pytest.raises(pytest.skip.Exception):
         skip_or_fail_without_network("package index unreachable")
+
+
+def test_no_plugins_leaves_out_entry_point_rules(tmp_path):
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "acme_rules.py").write_text(
+        "from driftscan.inspect.rule import Invalid, Rule, Valid\nfrom driftscan.model import Severity\n\n"
+        "class NoCuda(Rule):\n    CODE = 'ACME101'\n    NAME = 'no-cuda'\n    MESSAGE = 'cuda'\n"
+        "    SEVERITY = Severity.HIGH\n    TRIGGER = None\n\n"
+        "    def visit_Name(self, node):\n        if node.value == 'cuda':\n            self.report(node, 'cuda')\n\n"
+        "    VALID = [Valid('x = 1\\n')]\n    INVALID = [Invalid('cuda\\n', line=1)]\n")
+    dist = plugins / "acme_rules-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-rules\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[driftscan.rules]\nacme = acme_rules:NoCuda\n")
+    (tmp_path / "code.py").write_text("cuda\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(plugins), *sys.path])}
+    with_plugins = run_cli("scan", str(tmp_path / "code.py"), "--format", "json", env=env)
+    assert [f["code"] for f in json.loads(with_plugins.stdout)["findings"]] == ["ACME101"], with_plugins.stderr
+    without = run_cli("scan", str(tmp_path / "code.py"), "--format", "json", "--no-plugins", env=env)
+    assert without.returncode == 0 and json.loads(without.stdout)["findings"] == [], without.stderr
