@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .cache import NoCache, StatCache
 from .classify import classify
 from .discover import find_distributions, resolve_target
+from .discover.target import Containment
 from .discover.uvcache import default_uv_cache
 from .errors import TargetError
 from .model import Drift, Target, Verification
@@ -294,9 +295,10 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
         # Files of a Python root are judged like audit's: RECORD decides package or environment scope.
         python = _python_target(root, target)
         target = python if target is NO_PYTHON else target
-        metadirs = list(find_distributions(python.site_packages))
+        containment = Containment.for_target(python, tuple(c for c in (default_uv_cache(),) if c))
+        metadirs = list(find_distributions(python.site_packages, containment=containment))
         dists += [md.distribution for md in metadirs if md.distribution is not None]
-        checks += attach_ownership(result.checks, build_ownership(metadirs), python.site_packages)
+        checks += attach_ownership(result.checks, build_ownership(metadirs, containment), python.site_packages)
     verification = Verification(
         target=target, distributions=tuple(dists), checks=tuple(checks),
         files_checked=sum(r.files_checked for r in results),

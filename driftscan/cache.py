@@ -27,6 +27,7 @@ import sys
 
 import xxhash
 
+from .fileio import LIMITS, read_regular
 from .model import Hash, RecordEntry
 from .record import ParsedRecord, RecordIssue
 
@@ -63,16 +64,17 @@ def tag(algorithm: str, digest: bytes) -> bytes:
 def _read_framed(path: str, fmt: bytes):
     """A format line, an xxh3-64 checksum of the rest, a marshal payload; None if anything is off."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        # The same reader as for the audited tree's files: a regular file only (a FIFO or a device
+        # put in its place cannot hang or feed the audit), of a capped size.
+        data = read_regular(path, LIMITS["cache"], what="cache")
     except OSError:
-        return None  # absent or unreadable: start empty, it is only a cache
+        return None  # absent, unreadable or not a cache: start empty, it is only a cache
     head = len(fmt)
     if not data.startswith(fmt) or xxhash.xxh3_64_digest(data[head + 8:]) != data[head:head + 8]:
         return None  # foreign, truncated or damaged
     try:
         return marshal.loads(data[head + 8:])
-    except (EOFError, ValueError, TypeError):
+    except (EOFError, ValueError, TypeError, RecursionError, MemoryError):
         return None  # written by a Python whose marshal format this one does not read
 
 
@@ -127,7 +129,11 @@ class StatCache:
         self._loaded = True
         loaded = _read_framed(self.path, FORMAT)  # type: ignore[arg-type]
         if type(loaded) is tuple and len(loaded) == 2 and type(loaded[0]) is dict and type(loaded[1]) is dict:
-            self._entries_data, self._records_data = loaded
+            # Entries are used as bytes compared whole (a value of another type never matches);
+            # RECORD parses are few: each is checked for its shape here, once.
+            self._entries_data = loaded[0]
+            self._records_data = {p: r for p, r in loaded[1].items()
+                                  if type(r) is tuple and len(r) == 3 and type(r[0]) is bytes and type(r[1]) is bool}
 
     @property
     def _entries(self) -> dict[str, bytes]:
@@ -174,9 +180,17 @@ class StatCache:
             return known[2]
         try:
             rows, issues = known[2]
-            parsed = ParsedRecord(tuple([RecordEntry(p, Hash(a, d, e) if a is not None else None, size, line)
-                                         for p, a, d, e, size, line in rows]),
-                                  tuple([RecordIssue(*issue) for issue in issues]))
+            # The file's checksum catches damage, not a foreign writer: a row of the wrong types
+            # (the path, algorithm and digest are what code calls methods of) drops out here, and
+            # then the whole parse (a size or line of another type only compares unequal or prints).
+            entries = [RecordEntry(p, Hash(a, d, e) if a is not None else None, size, line)
+                       for p, a, d, e, size, line in rows
+                       if type(p) is str and (a is None or type(a) is str and type(d) is bytes)]
+            if len(entries) != len(rows):
+                return None
+            parsed = ParsedRecord(tuple(entries),
+                                  tuple([RecordIssue(int(line), str(message), p if p is None else str(p))
+                                         for line, message, p in issues]))
         except (TypeError, ValueError):
             return None
         self._records[path] = (known[0], allow_hex, parsed)  # the rows as loaded are not kept twice

@@ -34,6 +34,8 @@ CHUNK = 4 << 20
 LIMITS = {
     "RECORD": 256 << 20,
     "METADATA": 16 << 20,
+    "PKG-INFO": 16 << 20,
+    "top_level.txt": 1 << 20,
     "INSTALLER": 4 << 10,
     "direct_url.json": 1 << 20,
     "pyvenv.cfg": 1 << 20,

@@ -67,6 +67,11 @@ def parse_record(text: str, *, allow_hex: bool = False) -> ParsedRecord:
         entries.clear()
         issues.clear()
         _parse_csv(text, allow_hex, entries, issues)  # unusual quoting, bare CRs: the csv module's job
+    if "\0" in text:  # binary junk: no file has a NUL in its name (and os calls refuse one)
+        kept = [e for e in entries if "\0" not in e.path]
+        issues += [RecordIssue(e.line, "the path has a NUL byte: not a file name", e.path.replace("\0", "\\0"))
+                   for e in entries if "\0" in e.path]
+        entries = kept
     return ParsedRecord(tuple(entries), tuple(issues))
 
 
@@ -101,7 +106,7 @@ def _parse_plain(text: str, allow_hex: bool, entries: list[RecordEntry], issues:
         if len(row) == 3:
             path, hash_text, size_text = row
             if path and len(hash_text) == 50 and hash_text.startswith("sha256=") and size_text.isdigit() \
-                    and size_text.isascii():
+                    and size_text.isascii() and len(size_text) < 20:  # int() refuses 4,300 digits
                 digest = sha256(hash_text[7:])
                 if digest is not None:
                     append(RecordEntry(path, Hash("sha256", digest), int(size_text), number))
@@ -158,7 +163,7 @@ def _build_entry(row: list[str], line: int, allow_hex: bool) -> tuple[RecordEntr
             problems.append(str(exc))
     if size_text:
         try:
-            size = int(size_text)
+            size = int(size_text) if len(size_text) < 20 else -1  # no file has 10**19 bytes
             if size < 0:
                 raise ValueError
         except ValueError:

@@ -26,7 +26,12 @@ def test_debian_style_dists_are_unverifiable_not_drift(copy_fixture):
 def test_debian_style_passes_when_intact_and_strict_counts_unverifiable(copy_fixture):
     from fixtures.harness import run_cli
 
-    site = copy_fixture("debian")
+    # Laid out as on Debian (/usr/lib/python3/dist-packages): the prefix is the root, so the
+    # RECORD rows that reach ../scripts stay inside the environment.
+    fixture = copy_fixture("debian")
+    site = fixture.parent / "usr" / "lib" / "python3" / "dist-packages"
+    site.parent.mkdir(parents=True)
+    fixture.rename(site)
     os.unlink(site / "sitecustomize.py")
     proc = run_cli("audit", "--site-packages", str(site))
     assert proc.returncode == 0, proc.stdout

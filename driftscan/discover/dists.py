@@ -9,11 +9,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..fileio import read_regular_stat
+from ..fileio import LIMITS, read_regular_stat
 from ..model import Distribution, Problem, RecordEntry
 from ..record import parse_record
+from .target import Containment
 
-MAX_METADATA = 1 << 30  # a RECORD of ten million rows; anything larger is not one
+# The cap of each metadata file read here is its kind's (fileio.LIMITS); other files get this.
+_OTHER_LIMIT = 1 << 20
+MAX_ISSUES = 100  # malformed rows reported one by one per RECORD
 # Installers whose RECORD is known to describe the installed files exactly (FACTS.md rule 6).
 TRUSTED_INSTALLERS = frozenset({"pip", "uv", "poetry", "pdm", "installer", "pipx", "hatch"})
 
@@ -32,15 +35,21 @@ class MetadataDir:
 
 @dataclass
 class _Reading:
+    containment: Containment
     problems: list[Problem] = field(default_factory=list)
 
     def text(self, path: str) -> str | None:
         return self.read(path)[0]
 
     def read(self, path: str) -> tuple[str | None, os.stat_result | None]:
-        """The file's text and its stat, both of one open descriptor."""
+        """The file's text and its stat, both of one open descriptor: a regular file inside the
+        environment (a symlink only into it or a known cache), capped by its kind's size."""
+        name = os.path.basename(path)
+        kind = name if name in LIMITS else None
         try:
-            data, st = read_regular_stat(path, MAX_METADATA)
+            real = self.containment.readable(path)
+            data, st = read_regular_stat(real, LIMITS[kind] if kind else _OTHER_LIMIT, what=kind or name,
+                                         follow=False)
         except FileNotFoundError:
             return None, None
         except OSError as exc:
@@ -80,11 +89,11 @@ def _name_version(meta_text: str | None, dirname: str) -> tuple[str, str]:
     return name or dirname, version or "unknown"
 
 
-def _read_dist_info(path: str, site: str, cache=None) -> MetadataDir:
+def _read_dist_info(path: str, site: str, containment: Containment, cache=None) -> MetadataDir:
     absent = tuple(n for n in ("METADATA", "RECORD") if not os.path.lexists(os.path.join(path, n)))
     if absent:
         return MetadataDir(path, site, None, missing=absent)
-    reading = _Reading()
+    reading = _Reading(containment)
     record_path = os.path.join(path, "RECORD")
     read_at = time.time_ns()
     record, record_stat = reading.read(record_path)
@@ -108,17 +117,20 @@ def _read_dist_info(path: str, site: str, cache=None) -> MetadataDir:
             cache.remember_record(record_path, record_stat, allow_hex, parsed, read_at)
     problems = list(reading.problems)
     problems += [
-        Problem(record_path, f"line {i.line}: {i.message}" + (f" ({i.path})" if i.path else ""))
-        for i in parsed.issues
+        Problem(record_path, f"line {i.line}: {i.message}" + (f" ({i.path})".replace("\0", "\\0") if i.path else ""))
+        for i in parsed.issues[:MAX_ISSUES]
     ]
+    if len(parsed.issues) > MAX_ISSUES:  # a binary file read as a RECORD: its first lines say enough
+        problems.append(Problem(record_path, f"{len(parsed.issues) - MAX_ISSUES} more malformed rows"))
     direct_url = None
-    direct_text = reading.text(os.path.join(path, "direct_url.json"))
+    direct_path = os.path.join(path, "direct_url.json")
+    direct_text = reading.text(direct_path)
     if direct_text is not None:
-        try:
-            loaded = json.loads(direct_text)
-            direct_url = loaded if isinstance(loaded, dict) else None
-        except ValueError:
-            problems.append(Problem(os.path.join(path, "direct_url.json"), "not valid JSON"))
+        direct_url, why = _direct_url(direct_text)
+        if why:
+            problems.append(Problem(direct_path, why))
+    entries, duplicates = _dedupe(parsed.entries)
+    problems += [Problem(record_path, message) for message in duplicates]
     name, version = _name_version(meta, os.path.basename(path))
     dist = Distribution(
         name=name,
@@ -127,25 +139,64 @@ def _read_dist_info(path: str, site: str, cache=None) -> MetadataDir:
         site_packages=site,
         kind="dist-info",
         installer=installer,
-        entries=_dedupe(parsed.entries),
+        entries=entries,
         direct_url=direct_url,
         requested=os.path.exists(os.path.join(path, "REQUESTED")),
     )
-    return MetadataDir(path, site, dist, tuple(problems))
+    # A RECORD with not one well-formed row (binary junk) lists nothing to check: unverifiable, not clean.
+    has_list = not parsed.issues or bool({e.line for e in parsed.entries} - {i.line for i in parsed.issues})
+    return MetadataDir(path, site, dist, tuple(problems), has_file_list=has_list)
 
 
-def _dedupe(entries: tuple[RecordEntry, ...]) -> tuple[RecordEntry, ...]:
-    """One entry per path; when a path is listed twice (pip + wheel-shipped .pyc), keep the hashed row."""
+def _agree(a: RecordEntry, b: RecordEntry) -> bool:
+    """Two rows of one path that do not contradict each other (one may say less)."""
+    return (a.hash is None or b.hash is None or a.hash[:2] == b.hash[:2]) and \
+        (a.size is None or b.size is None or a.size == b.size)
+
+
+def _dedupe(entries: tuple[RecordEntry, ...]) -> tuple[tuple[RecordEntry, ...], list[str]]:
+    """One entry per path, and the contradictions. A path listed hashless and hashed (pip writes
+    a wheel-shipped .pyc so) keeps the hashed row; listed with two different hashes or sizes it
+    is reported, and only its presence is checked: neither row can be trusted over the other."""
     by_path: dict[str, RecordEntry] = {}
+    conflicts: dict[str, list[RecordEntry]] = {}
     for entry in entries:
         kept = by_path.get(entry.path)
-        if kept is None or (kept.hash is None and entry.hash is not None):
+        if kept is None:
             by_path[entry.path] = entry
-    return tuple(by_path.values())
+        elif not _agree(kept, entry):
+            conflicts.setdefault(entry.path, [kept]).append(entry)
+        elif kept.hash is None and entry.hash is not None:
+            by_path[entry.path] = entry
+    messages = []
+    for path, rows in conflicts.items():
+        by_path[path] = RecordEntry(path, None, None, rows[0].line)
+        lines = ", ".join(str(r.line) for r in rows)
+        messages.append(f"lines {lines}: {path} is listed {len(rows)} times with different hashes or sizes; "
+                        "its content is not checked")
+    return tuple(by_path.values()), messages
 
 
-def _read_egg_info(path: str, site: str) -> MetadataDir:
-    reading = _Reading()
+def _direct_url(text: str) -> tuple[dict | None, str | None]:
+    """direct_url.json as verify and classify use it (PEP 610): a dict whose ``url`` is a string
+    and whose ``dir_info``, ``vcs_info`` and ``archive_info`` are dicts; (None, why) otherwise.
+    The file is the tree's: any JSON at all, 100,000 levels deep included."""
+    try:
+        loaded = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
+        return None, "not valid JSON"
+    if not isinstance(loaded, dict):
+        return None, f"not a JSON object but {type(loaded).__name__}: ignored"
+    if not isinstance(loaded.get("url"), str):
+        return None, f"its url is not a string but {type(loaded.get('url')).__name__}: ignored"
+    for key in ("dir_info", "vcs_info", "archive_info"):
+        if key in loaded and not isinstance(loaded[key], dict):
+            return None, f"its {key} is not an object but {type(loaded[key]).__name__}: ignored"
+    return loaded, None
+
+
+def _read_egg_info(path: str, site: str, containment: Containment) -> MetadataDir:
+    reading = _Reading(containment)
     is_dir = os.path.isdir(path)
     pkg_info = reading.text(os.path.join(path, "PKG-INFO") if is_dir else path)
     name, version = _name_version(pkg_info, os.path.basename(path))
@@ -161,7 +212,7 @@ def _read_egg_info(path: str, site: str) -> MetadataDir:
             entries = tuple(
                 RecordEntry(os.path.normpath(os.path.join(rel, line.strip())).replace(os.sep, "/"), None, None, n)
                 for n, line in enumerate(listing.splitlines(), 1)
-                if line.strip()
+                if line.strip() and "\0" not in line  # no file has a NUL in its name
             )
         top = reading.text(os.path.join(path, "top_level.txt"))
         if top:
@@ -178,9 +229,13 @@ def _read_egg_info(path: str, site: str) -> MetadataDir:
     return MetadataDir(path, site, dist, tuple(reading.problems), has_file_list=has_list)
 
 
-def find_distributions(site_packages: tuple[str, ...], cache=None) -> Iterator[MetadataDir]:
+def find_distributions(site_packages: tuple[str, ...], cache=None,
+                       containment: Containment | None = None) -> Iterator[MetadataDir]:
     """Yield every metadata directory in the given site-packages, sorted for stable output.
-    ``cache``: a ``driftscan.cache.StatCache`` that remembers parsed RECORDs between runs."""
+    ``cache``: a ``driftscan.cache.StatCache`` that remembers parsed RECORDs between runs;
+    ``containment``: where metadata may be read from (default: under each site-packages' root)."""
+    if containment is None:
+        containment = Containment.for_site_packages(site_packages)
     for site in site_packages:
         try:
             names = sorted(os.listdir(site))
@@ -189,7 +244,13 @@ def find_distributions(site_packages: tuple[str, ...], cache=None) -> Iterator[M
             continue
         for name in names:
             path = os.path.join(site, name)
-            if name.endswith(".dist-info") and os.path.isdir(path) and not os.path.islink(path):
-                yield _read_dist_info(path, site, cache)
-            elif name.endswith(".egg-info"):
-                yield _read_egg_info(path, site)
+            try:
+                if name.endswith(".dist-info") and os.path.isdir(path) and not os.path.islink(path):
+                    yield _read_dist_info(path, site, containment, cache)
+                elif name.endswith(".egg-info"):
+                    yield _read_egg_info(path, site, containment)
+            except Exception as exc:  # noqa: BLE001 - one distribution fails alone, the audit goes on
+                dist_name, version = _name_version(None, name)
+                dist = Distribution(name=dist_name, version=version, metadata_dir=path, site_packages=site)
+                yield MetadataDir(path, site, dist, (Problem(path, f"cannot read: {type(exc).__name__}: {exc}"),),
+                                  has_file_list=False)

@@ -2,28 +2,41 @@
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import re
+import stat
 import sys
 import sysconfig
 
 from ..errors import TargetError
-from ..model import Target
+from ..fileio import read_kind
+from ..model import Problem, Target
 
 
-def read_pyvenv_cfg(path: str) -> dict[str, str]:
-    """Parse pyvenv.cfg (``key = value`` lines; venv, virtualenv and uv all write this form)."""
+def read_pyvenv_cfg(path: str, root: str | None = None) -> dict[str, str]:
+    """Parse pyvenv.cfg (``key = value`` lines; venv, virtualenv and uv all write this form).
+    Read through ``fileio`` (a regular file of at most 1 MiB, inside ``root``); TargetError otherwise."""
     values: dict[str, str] = {}
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, sep, value = line.partition("=")
-                if sep:
-                    values[key.strip().lower()] = value.strip()
+        text = read_kind(path, "pyvenv.cfg", root=root).decode("utf-8", "replace")
     except OSError as exc:
         raise TargetError(f"cannot read {path}: {exc.strerror or exc}") from None
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip().lower()] = value.strip()
     return values
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _inside_real(prefix: str, path: str) -> bool:
+    """Whether ``path`` resolves to ``prefix``'s real location or under it."""
+    return _under(os.path.realpath(path), os.path.realpath(prefix))
 
 
 def _python_version(cfg: dict[str, str]) -> str | None:
@@ -35,23 +48,32 @@ def _python_version(cfg: dict[str, str]) -> str | None:
     return None
 
 
+_PATTERNS = (
+    "lib/python3*/site-packages",
+    "lib64/python3*/site-packages",
+    "lib/pypy3*/site-packages",
+    "Lib/site-packages",  # Windows layout
+)
+
+
+def _site_packages_candidates(prefix: str) -> list[str]:
+    return [p for pattern in _PATTERNS for p in sorted(glob.glob(os.path.join(glob.escape(prefix), pattern)))]
+
+
 def _site_packages_under(prefix: str, version: str | None) -> list[str]:
     """Every site-packages of a prefix, deduplicated by real path (lib64 is often a symlink)."""
     patterns = []
     if version:
         patterns += [f"lib/python{version}*/site-packages", f"lib64/python{version}*/site-packages"]
-    patterns += [
-        "lib/python3*/site-packages",
-        "lib64/python3*/site-packages",
-        "lib/pypy3*/site-packages",
-        "Lib/site-packages",  # Windows layout
-    ]
+    patterns += list(_PATTERNS)
     found: list[str] = []
     seen: set[str] = set()
     for pattern in patterns:
         for path in sorted(glob.glob(os.path.join(glob.escape(prefix), pattern))):
             real = os.path.realpath(path)
-            if os.path.isdir(path) and real not in seen:
+            # A site-packages that resolves out of the environment is the tree pointing driftscan
+            # elsewhere: not audited (``target_problems`` reports it).
+            if os.path.isdir(path) and real not in seen and _inside_real(prefix, path):
                 seen.add(real)
                 found.append(os.path.normpath(path))
         if found and version and pattern.startswith("lib64"):
@@ -62,13 +84,14 @@ def _site_packages_under(prefix: str, version: str | None) -> list[str]:
 def _bin_dir(prefix: str) -> str | None:
     for name in ("bin", "Scripts"):
         path = os.path.join(prefix, name)
-        if os.path.isdir(path):
+        if os.path.isdir(path) and _inside_real(prefix, path):
             return path
     return None
 
 
 def _existing(prefix: str, *names: str) -> tuple[str, ...]:
-    return tuple(p for p in (os.path.join(prefix, n) for n in names) if os.path.isdir(p))
+    return tuple(p for p in (os.path.join(prefix, n) for n in names)
+                 if os.path.isdir(p) and _inside_real(prefix, p))
 
 
 def venv_target(path: str) -> Target:
@@ -79,8 +102,14 @@ def venv_target(path: str) -> Target:
     if not os.path.isdir(prefix):
         raise TargetError(f"{path}: not a directory")
     cfg_path = os.path.join(prefix, "pyvenv.cfg")
-    if os.path.isfile(cfg_path):
-        kind, version = "venv", _python_version(read_pyvenv_cfg(cfg_path))
+    if os.path.lexists(cfg_path):
+        # An unreadable pyvenv.cfg (a FIFO, 10 GiB, a link out of the tree) costs only the Python
+        # version, found from the lib/pythonX.Y name instead; ``target_problems`` reports it.
+        try:
+            version = _python_version(read_pyvenv_cfg(cfg_path, root=prefix))
+        except TargetError:
+            version = None
+        kind = "venv"
     elif os.path.isdir(os.path.join(prefix, "conda-meta")):
         kind, version = "prefix", None
     else:
@@ -90,6 +119,10 @@ def venv_target(path: str) -> Target:
         )
     site = _site_packages_under(prefix, version)
     if not site:
+        outside = [p for p in _site_packages_candidates(prefix) if not _inside_real(prefix, p)]
+        if outside:
+            raise TargetError(f"{path}: its site-packages {outside[0]} resolves outside the environment "
+                              f"(to {os.path.realpath(outside[0])}); not audited")
         raise TargetError(f"{path}: no lib/python3.*/site-packages inside this environment")
     if version is None:
         match = re.search(r"python(\d+\.\d+)", site[0])
@@ -158,3 +191,161 @@ def resolve_target(venv: str | None = None, site_packages: list[str] | tuple[str
         python_version=base.python_version,
         extra_roots=base.extra_roots,
     )
+
+
+def target_problems(target: Target) -> list[Problem]:
+    """What resolving ``target`` left out, as report errors: an unreadable pyvenv.cfg, and parts
+    of the environment that resolve outside it (a site-packages or bin/ linked elsewhere)."""
+    if target.venv is None or target.kind not in ("venv", "prefix"):
+        return []
+    prefix = target.venv
+    problems = []
+    cfg_path = os.path.join(prefix, "pyvenv.cfg")
+    if target.kind == "venv":
+        try:
+            read_pyvenv_cfg(cfg_path, root=prefix)
+        except TargetError as exc:
+            problems.append(Problem(cfg_path, str(exc).replace(f"cannot read {cfg_path}: ", "cannot read: ", 1)))
+    names = [*_site_packages_candidates(prefix), *(os.path.join(prefix, n) for n in ("bin", "Scripts", "include", "share"))]
+    for path in names:
+        if os.path.isdir(path) and not _inside_real(prefix, path):
+            problems.append(Problem(path, f"resolves outside the environment (to {os.path.realpath(path)}); not audited"))
+    return problems
+
+
+# <prefix>/lib/pythonX.Y/site-packages (or dist-packages, lib64, pypy, Windows' Lib/site-packages)
+_LAYOUT = re.compile(r"^(?P<prefix>.+?)[\\/](?:lib(?:64)?[\\/](?:python|pypy)\d[^\\/]*|Lib)[\\/](?:site|dist)-packages$")
+
+
+def site_packages_root(site: str) -> str:
+    """The environment root of a bare site-packages: its prefix when the layout is
+    ``<prefix>/lib/pythonX.Y/site-packages`` (RECORD rows then reach ``<prefix>/bin``), else the
+    directory itself."""
+    match = _LAYOUT.match(os.path.abspath(site))
+    return match.group("prefix") if match else os.path.abspath(site)
+
+
+def environment_roots(target: Target) -> tuple[str, ...]:
+    """The directories an audit of ``target`` may read under: the venv prefix, and the root of
+    each site-packages not inside it (``site_packages_root``)."""
+    roots = [target.venv] if target.venv else []
+    for site in target.site_packages:
+        if not any(_under(site, r) for r in roots):
+            roots.append(site_packages_root(site))
+    return tuple(dict.fromkeys(roots))
+
+
+_UNSET = object()
+
+
+class Containment:
+    """Where an audit may read, and where it may follow a symlink.
+
+    Reads: only under the environment's roots (``environment_roots``), by their real location:
+    a RECORD row ``/etc/shadow`` or ``../../../../etc/shadow``, or a path through a symlinked
+    directory that leaves the roots, is refused. Symlinks are followed only to a place under the
+    roots or under ``link_roots``: caches driftscan knows from its own flags and environment (uv's
+    cache, for ``--link-mode symlink`` venvs), never from the tree. Verdicts on directories are
+    memoized, so checking every row costs one lstat per directory, not per file."""
+
+    def __init__(self, roots: tuple[str, ...] | list[str], link_roots: tuple[str, ...] | list[str] = ()) -> None:
+        self.roots = tuple(dict.fromkeys(os.path.abspath(r) for r in roots if r))
+        self.link_roots = tuple(dict.fromkeys(os.path.abspath(r) for r in link_roots if r))
+        self._real = tuple(dict.fromkeys(os.path.realpath(r) for r in self.roots + self.link_roots))
+        # directory -> None (safe) or why not; anchored at the roots (and their real locations)
+        self._env: dict[str, str | None] = {r: None for r in (*self.roots, *(os.path.realpath(r) for r in self.roots))}
+        self._links: dict[str, str | None] = {**self._env, **{r: None for r in self.link_roots},
+                                              **{os.path.realpath(r): None for r in self.link_roots}}
+
+    @classmethod
+    def for_target(cls, target: Target, link_roots: tuple[str, ...] | list[str] = ()) -> Containment:
+        return cls(environment_roots(target), link_roots)
+
+    @classmethod
+    def for_site_packages(cls, site_packages, link_roots=()) -> Containment:
+        return cls(tuple(dict.fromkeys(site_packages_root(s) for s in site_packages)), link_roots)
+
+    def real_inside(self, real: str) -> bool:
+        return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in self._real)
+
+    def _dir_problem(self, directory: str, memo: dict[str, str | None]) -> str | None:
+        chain = []
+        cur = directory
+        verdict = memo.get(cur, _UNSET)
+        while verdict is _UNSET:
+            parent = os.path.dirname(cur)
+            if parent == cur:  # the filesystem's root, and no anchor on the way
+                verdict = f"outside the environment ({', '.join(self.roots)}); not read"
+                break
+            chain.append(cur)
+            cur = parent
+            verdict = memo.get(cur, _UNSET)
+        for path in reversed(chain):
+            if verdict is None:
+                try:
+                    is_link = stat.S_ISLNK(os.lstat(path).st_mode)
+                except OSError:
+                    is_link = False  # absent: the files under it are reported missing
+                if is_link:
+                    real = os.path.realpath(path)
+                    if not self.real_inside(real):
+                        verdict = f"{path} is a symlink to {real}, outside the environment; not followed"
+            memo[path] = verdict
+        return verdict  # type: ignore[return-value]
+
+    def row_problem(self, path: str) -> str | None:
+        """Why the file at ``path`` (a RECORD row, absolute and normalised) may not be read, or None:
+        it is outside the roots, or reached through a symlinked directory that leaves them. Once
+        its directory is known, one dict lookup."""
+        directory = path[:path.rfind(os.sep)] or os.sep
+        verdict = self._env.get(directory, _UNSET)
+        return self._dir_problem(directory, self._env) if verdict is _UNSET else verdict  # type: ignore[return-value]
+
+    def row_problems(self, paths) -> dict[int, str]:
+        """``row_problem`` of each path that has one, by index. Rows of one directory come
+        together in RECORD order: one dict lookup per run of them, not per row."""
+        found: dict[int, str] = {}
+        last_dir, verdict = None, None
+        sep, env, dir_problem = os.sep, self._env, self._dir_problem
+        for i, path in enumerate(paths):
+            directory = path[:path.rfind(sep)] or sep
+            if directory != last_dir:
+                last_dir = directory
+                verdict = env.get(directory, _UNSET)
+                if verdict is _UNSET:
+                    verdict = dir_problem(directory, env)
+            if verdict is not None:
+                found[i] = verdict
+        return found
+
+    def follow(self, path: str, link: str | None = None) -> str | None:
+        """Where to read the symlink at ``path`` (target ``link``), if it may be followed: a path
+        to open without following (its last part may be a link again: then ``resolve``); None when
+        it leads outside the roots and the known caches."""
+        if link is not None and ".." not in link.split(os.sep):
+            resolved = os.path.normpath(os.path.join(os.path.dirname(path), link))
+            if self._dir_problem(os.path.dirname(resolved), self._links) is None:
+                return resolved
+        return self.resolve(path)
+
+    def resolve(self, path: str) -> str | None:
+        """``path`` with every symlink resolved, if that is inside the roots or a known cache."""
+        real = os.path.realpath(path)
+        return real if self.real_inside(real) else None
+
+    def readable(self, path: str) -> str:
+        """The path to open, without following, to read the tree's file ``path``; OSError (EXDEV)
+        naming the reason if it may not be read, FileNotFoundError if it is absent."""
+        path = os.path.abspath(path)
+        problem = self.row_problem(path)
+        if problem is not None:
+            raise OSError(errno.EXDEV, problem)
+        if not stat.S_ISLNK(os.lstat(path).st_mode):
+            return path
+        link = os.readlink(path)
+        resolved = self.follow(path, link)
+        if resolved is not None and os.path.islink(resolved):
+            resolved = self.resolve(path)
+        if resolved is None:
+            raise OSError(errno.EXDEV, f"a symlink to {link}, outside the environment; not followed")
+        return resolved

@@ -8,6 +8,7 @@ venv sharing the cache sees the edit (FACTS.md §2).
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from dataclasses import dataclass
 
@@ -44,6 +45,9 @@ def _candidates(cache_dir: str | None, record_path: str):
         ids = os.scandir(_archive(cache_dir))
     except OSError:
         return
+    # record_path is the tree's (a RECORD row): "../../../../etc/shadow" must not climb out.
+    if os.path.isabs(record_path) or ".." in record_path.replace("\\", "/").split("/") or "\0" in record_path:
+        return
     with ids:
         for entry in ids:
             yield os.path.join(entry.path, record_path)
@@ -69,6 +73,10 @@ def find_cache_copy(cache_dir: str | None, path: str, record_path: str) -> Cache
 def find_pristine_copy(cache_dir: str | None, record_path: str, digest_matches) -> str | None:
     """A cached copy of ``record_path`` whose content matches RECORD (``digest_matches(path)``)."""
     for candidate in _candidates(cache_dir, record_path):
-        if os.path.isfile(candidate) and digest_matches(candidate):
+        try:
+            regular = stat.S_ISREG(os.lstat(candidate).st_mode)  # a link inside the cache is not followed
+        except OSError:
+            continue
+        if regular and digest_matches(candidate):
             return candidate
     return None

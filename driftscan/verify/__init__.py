@@ -7,6 +7,7 @@ import time
 
 from ..discover import find_distributions
 from ..discover.editable import find_editable_sources
+from ..discover.target import Containment, target_problems
 from ..discover.uvcache import default_uv_cache
 from ..model import DriftKind, FileCheck, Problem, Target, Verification
 from .cleanindex import build_index
@@ -50,21 +51,27 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
     ``progress(done, total)``: bytes hashed so far, called from the hashing threads."""
     started_ns = time.time_ns()
     jobs = jobs or default_jobs()
+    uv_cache = uv_cache or default_uv_cache()
+    # Nothing is read outside the environment's roots; symlinks are followed only within them or
+    # into the uv cache named by driftscan's own flags and environment (--link-mode symlink venvs).
+    containment = Containment.for_target(target, (uv_cache,) if uv_cache else ())
     # Nothing cached to settle the large files (a first or a --no-cache audit): a child starts
     # hashing them now, on the core that reading the RECORDs leaves idle.
-    early = Prehasher(target.site_packages) if jobs > 1 and not (stat_cache is not None and stat_cache.entries) \
-        else None
+    early = Prehasher(target.site_packages, containment) \
+        if jobs > 1 and not (stat_cache is not None and stat_cache.entries) else None
     walk = None
     try:
-        metadirs = list(find_distributions(target.site_packages, stat_cache))
-        own = build_ownership(metadirs)
-        errors: list[Problem] = [p for md in metadirs for p in md.problems]
+        metadirs = list(find_distributions(target.site_packages, stat_cache, containment))
+        own = build_ownership(metadirs, containment)
+        errors: list[Problem] = [*target_problems(target), *(p for md in metadirs for p in md.problems),
+                                 *own.problems]
         orphaned = [_orphaned(target, md) for md in metadirs if md.distribution is None and md.missing]
         presence = presence_only(own.rows, own.owners)
         index_possible = clean_index and stat_cache is not None and getattr(stat_cache, "path", None) is not None
-        walk = UnownedWalk(target, own, presence, signatures=index_possible)  # beside the stat pass, forked
+        cold = not (stat_cache is not None and stat_cache.entries)  # most files will be hashed
+        walk = UnownedWalk(target, own, presence, signatures=index_possible, typed=cold)  # forked
         outcome = verify_records(target, metadirs, own, jobs, stat_cache, progress=progress,
-                                 presence=presence, walk=walk, early=early)
+                                 presence=presence, walk=walk, early=early, containment=containment)
     except BaseException:
         if walk is not None:
             walk.abandon()
@@ -78,7 +85,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
     verification = Verification(
         target=target,
         distributions=dists,
-        checks=tuple(annotate_uv_cache(outcome.checks, uv_cache or default_uv_cache()) + orphaned + added
+        checks=tuple(annotate_uv_cache(outcome.checks, uv_cache) + orphaned + added
                      + sources.checks),
         files_checked=outcome.files_checked + sources.files_checked,
         unverifiable=tuple(outcome.unverifiable + sources.unverifiable),

@@ -25,7 +25,7 @@ import os
 import stat
 import struct
 
-from ..cache import RACY_NS, SIGNATURE, tag
+from ..cache import RACY_NS, SIGNATURE, signature, tag
 from ..model import Distribution, Target, Unverifiable, Verification
 from .forked import Child, may_fork
 
@@ -57,7 +57,7 @@ def build_index(target: Target, verification: Verification, rows, presence: list
             continue
         cached = known.get(path)
         expected_tag = tag(entry.hash.algorithm, entry.hash.digest)
-        if cached is None or len(cached) != SIGNATURE.size + len(expected_tag) or \
+        if type(cached) is not bytes or len(cached) != SIGNATURE.size + len(expected_tag) or \
                 not cached.endswith(expected_tag):
             return None  # hashed within the racy window (or through a symlink): not vouched for
         paths.append(path)
@@ -65,12 +65,14 @@ def build_index(target: Target, verification: Verification, rows, presence: list
     for dist in dists:
         record = os.path.join(dist.metadata_dir, "RECORD")
         sig = cache.record_signature(record)
-        if sig is None:
+        if type(sig) is not bytes or len(sig) != SIGNATURE.size:
             return None
         paths.append(record)
         sigs.append(sig)
+    if target.kind == "venv" and target.venv:
+        listed = [*listed, _pyvenv_cfg(target.venv)]  # what the audit knows of it (its errors) stays true
     for directory, sig in listed:
-        if not _old_enough(sig, started_ns):
+        if len(sig) != SIGNATURE.size or not _old_enough(sig, started_ns):
             return None
         paths.append(directory)
         sigs.append(sig)
@@ -95,13 +97,32 @@ def build_index(target: Target, verification: Verification, rows, presence: list
     }
 
 
+def _pyvenv_cfg(prefix: str) -> tuple[str, bytes]:
+    path = os.path.join(prefix, "pyvenv.cfg")
+    try:
+        return path, signature(os.lstat(path))
+    except OSError:
+        return path, b""
+
+
 def still_clean(target: Target, index: dict | None) -> Verification | None:
-    """The clean audit's verification again, if nothing it looked at has changed; else None."""
-    if not index or index.get("version") != VERSION or tuple(index.get("roots", ())) != tuple(_roots(target)) \
+    """The clean audit's verification again, if nothing it looked at has changed; else None.
+    The index is a file in the user's cache: anything malformed in it only means "no"."""
+    try:
+        return _still_clean(target, index)
+    except Exception:  # noqa: BLE001 - a damaged or foreign index: the full audit decides
+        return None
+
+
+def _still_clean(target: Target, index: dict | None) -> Verification | None:
+    if not isinstance(index, dict) or index.get("version") != VERSION \
+            or tuple(index.get("roots", ())) != tuple(_roots(target)) \
             or tuple(index.get("site_packages", ())) != tuple(target.site_packages):
         return None
     try:
         paths, sigs = index["paths"], index["signatures"]
+        if type(paths) is not list or type(sigs) is not bytes:
+            return None
         if len(sigs) != SIGNATURE.size * len(paths) or not _unchanged(paths, sigs):
             return None
         for path in index["present"]:
@@ -110,6 +131,10 @@ def still_clean(target: Target, index: dict | None) -> Verification | None:
         dists = tuple(Distribution(name=n, version=v, metadata_dir=m, site_packages=s, installer=i, requested=r)
                       for n, v, m, s, i, r in index["distributions"])
         unverifiable = tuple(Unverifiable(d, r) for d, r in index["unverifiable"])
+        if not all(type(x) is str for d in dists for x in (d.name, d.version, d.metadata_dir, d.site_packages)) \
+                or not all(type(d.installer) in (str, type(None)) and type(d.requested) is bool for d in dists) \
+                or not all(type(u.distribution) is str and type(u.reason) is str for u in unverifiable):
+            return None  # what the report is built from must be what a clean audit stored
         return Verification(target, dists, (), int(index["files_checked"]), unverifiable, ())
     except (OSError, KeyError, TypeError, ValueError, struct.error):
         return None  # a file gone, an index from elsewhere: the full audit decides

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..fileio import NOFOLLOW, READ_FLAGS
 from ..model import RecordEntry
-from ..fileio import READ_FLAGS
 from ..record import CHUNK, record_hash_text
 
 OK = "ok"
@@ -34,6 +34,8 @@ class EntryResult:
     message: str = ""
     link_target: str | None = None
     nlink: int = 1
+    resolved: str | None = None  # a followed symlink: the path read (inside the environment or a known cache)
+    refused: bool = False  # an ERROR because the path leads outside the environment (message: where)
 
 
 def file_type(mode: int) -> str:
@@ -60,24 +62,27 @@ def expected_of(entry: RecordEntry) -> dict[str, Any]:
 
 
 def digest_fd(fd: int, algorithm: str, size: int) -> bytes:
-    """Hash an open file. Small files in one read; large ones streamed (hashlib drops the GIL)."""
+    """Hash an open file, reading at most ``size + 1`` bytes (a file that grows while it is read
+    has changed: one byte more says so, and a file that never stops growing cannot hold the audit).
+    Small files in one read; large ones streamed (hashlib drops the GIL)."""
     if size <= CHUNK:
         data = b""
-        while True:  # a short read is possible on network filesystems
-            chunk = os.read(fd, size + 1 - len(data) if len(data) <= size else CHUNK)  # no 1 MiB buffer
+        while len(data) <= size:  # a short read is possible on network filesystems
+            chunk = os.read(fd, size + 1 - len(data))  # exactly what is left: no 1 MiB buffer
             if not chunk:
                 break
             data += chunk
         return hashlib.new(algorithm, data).digest()
     hasher = hashlib.new(algorithm)
+    left = size + 1
     with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
         # hashlib drops the GIL for each whole buffer: 1 MiB measured as good as 256 KiB or 4 MiB.
         buffer = bytearray(CHUNK)
         view = memoryview(buffer)
-        while n := f.readinto(buffer):
+        while left > 0 and (n := f.readinto(buffer if left >= CHUNK else view[:left])):
             hasher.update(view[:n])
+            left -= n
     return hasher.digest()
-
 
 
 def _os_error(exc: OSError) -> str:
@@ -89,21 +94,34 @@ def _os_error(exc: OSError) -> str:
 _PLAIN_OK = EntryResult(OK)  # shared: the common case allocates nothing
 
 
-def _ok(link_target: str | None, nlink: int) -> EntryResult:
-    return _PLAIN_OK if link_target is None and nlink == 1 else EntryResult(OK, link_target=link_target, nlink=nlink)
+def _ok(link_target: str | None, nlink: int, real: str | None = None) -> EntryResult:
+    if link_target is None and nlink == 1:
+        return _PLAIN_OK
+    return EntryResult(OK, link_target=link_target, nlink=nlink, resolved=real if link_target is not None else None)
 
 
-def quick_check(path: str, entry: RecordEntry, cache=None) -> EntryResult | None:
+def quick_check(path: str, entry: RecordEntry, cache=None, regular: bool = False, links=None) -> EntryResult | None:
     """The hot path of a cold audit: a small regular file whose content matches RECORD.
 
-    None means "not settled here" (a mismatch, an oddity, an error): the caller then runs
-    ``check_entry``, which knows every case and describes the drift.
+    None means "not settled here" (a mismatch, an oddity, an error, a path ``links`` refuses):
+    the caller then runs ``check_entry``, which knows every case and describes the drift. The
+    type is known before the open, from an lstat here or, with ``regular``, from the caller (a
+    directory listing that also vouches for the path being inside the roots): a device node or
+    FIFO named by RECORD is never opened (opening a device can have side effects). The fstat
+    after the open closes the race with a swap.
     """
     digest = entry.hash
     try:
-        fd = os.open(path, READ_FLAGS | _NOFOLLOW)
+        if not regular:
+            if links is not None and links.row_problem(path) is not None:
+                return None
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > CHUNK or \
+                    (entry.size is not None and st.st_size != entry.size):
+                return None  # a symlink, another type, another size...: check_entry says which
+        fd = os.open(path, READ_FLAGS | NOFOLLOW)
     except OSError:
-        return None  # missing, a symlink, unreadable...: check_entry says which
+        return None  # missing, unreadable...
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > CHUNK or (entry.size is not None and st.st_size != entry.size):
@@ -126,27 +144,58 @@ def quick_check(path: str, entry: RecordEntry, cache=None) -> EntryResult | None
     return _PLAIN_OK
 
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+def _outside(entry: RecordEntry, link_target: str) -> EntryResult:
+    # uv --link-mode symlink links every file into its cache: followed only into a cache driftscan
+    # knows (--uv-cache, UV_CACHE_DIR, uv's default), never into one the tree names.
+    hint = "; if that is uv's cache, name it with --uv-cache" if "/archive-v0/" in link_target else ""
+    return EntryResult(TYPE_CHANGED, expected_of(entry), {"type": "symlink", "target": link_target},
+                       message=f"a symlink out of the environment (to {link_target}); not followed{hint}",
+                       link_target=link_target)
 
 
 def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cache=None,
-                read: bool = True, lookup: bool = True) -> EntryResult | None:
+                read: bool = True, lookup: bool = True, links=None, st: os.stat_result | None = None
+                ) -> EntryResult | None:
     """Compare the file at ``path`` with ``entry``. ``expected`` is filled only for drifts.
 
     With ``read=False``, returns None instead of reading a file whose content must be hashed:
     the caller does the cheap stat pass first and hashes the remainder in parallel.
+    ``links``: a ``discover.target.Containment`` that says where a symlink may be followed
+    (inside the environment, or into a cache driftscan knows); without it none is. ``st``: the
+    path's lstat, if the caller has just taken it. A path ``links`` refuses (outside the roots,
+    or under a symlinked directory that leaves them) is an ERROR with ``refused`` set: nothing
+    about it, not even its type, is looked at.
     """
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return EntryResult(MISSING, expected_of(entry))
-    except OSError as exc:
-        return EntryResult(ERROR, expected_of(entry), message=f"cannot stat: {_os_error(exc)}")
+    if links is not None:
+        why = links.row_problem(path)
+        if why is not None:
+            return EntryResult(ERROR, message=why, refused=True)
+    if st is None:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return EntryResult(MISSING, expected_of(entry))
+        except OSError as exc:
+            return EntryResult(ERROR, expected_of(entry), message=f"cannot stat: {_os_error(exc)}")
     link_target = None
+    real = path
     if stat.S_ISLNK(st.st_mode):
         try:
             link_target = os.readlink(path)
-            st = os.stat(path)
+        except OSError as exc:
+            return EntryResult(ERROR, expected_of(entry), message=f"cannot read symlink: {_os_error(exc)}")
+        real = links.follow(path, link_target) if links is not None else None
+        if real is None:
+            return _outside(entry, link_target)
+        try:
+            st = os.lstat(real)
+            if stat.S_ISLNK(st.st_mode):  # a chain of links: resolved at once, then judged
+                real = links.resolve(path)
+                if real is None:
+                    return _outside(entry, link_target)
+                st = os.lstat(real)
+                if stat.S_ISLNK(st.st_mode):
+                    raise OSError(errno.ELOOP, "symlink loop")
         except FileNotFoundError:
             return EntryResult(MISSING, expected_of(entry), {"type": "symlink", "target": link_target, "dangling": True},
                                link_target=link_target)
@@ -156,19 +205,22 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cach
     kind = file_type(st.st_mode)
     is_directory_row = entry.hash is None and entry.size is None
     if kind == "directory" and is_directory_row:
-        return _ok(link_target, 1)  # a directory row owns what is under it
+        return _ok(link_target, 1, real)  # a directory row owns what is under it
     if kind != "file":
         return EntryResult(TYPE_CHANGED, expected_of(entry), {"type": kind}, link_target=link_target)
     if presence_only or entry.hash is None and entry.size is None:
-        return _ok(link_target, st.st_nlink)
-    if lookup and cache is not None and entry.hash is not None and (entry.size is None or st.st_size == entry.size):
+        return _ok(link_target, st.st_nlink, real)
+    size_ok = entry.size is None or st.st_size == entry.size
+    if not size_ok:  # settled without opening the file
+        return _modified(entry, st, None, link_target, real)
+    if lookup and cache is not None and entry.hash is not None:
         known = cache.lookup(path, st, entry.hash.algorithm)
         if known is not None and known == entry.hash.digest:
-            return _ok(link_target, st.st_nlink)
-    if not read and (entry.size is None or st.st_size == entry.size):
+            return _ok(link_target, st.st_nlink, real)
+    if not read:
         return None
     try:
-        fd = os.open(path, READ_FLAGS)
+        fd = os.open(real, READ_FLAGS | NOFOLLOW)
     except FileNotFoundError:
         return EntryResult(MISSING, expected_of(entry), message="vanished during the audit")
     except OSError as exc:
@@ -188,9 +240,13 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cach
         return EntryResult(ERROR, expected_of(entry), message=f"cannot read: {_os_error(exc)}")
     finally:
         os.close(fd)
-    hash_ok = entry.hash is None or digest == entry.hash.digest
-    if size_ok and hash_ok:
-        return _ok(link_target, st.st_nlink)
+    if size_ok and (entry.hash is None or digest == entry.hash.digest):
+        return _ok(link_target, st.st_nlink, real)
+    return _modified(entry, st, digest, link_target, real)
+
+
+def _modified(entry: RecordEntry, st: os.stat_result, digest: bytes | None, link_target: str | None,
+              real: str) -> EntryResult:
     actual: dict[str, Any] = {"type": "file", "size": st.st_size, "mtime_ns": st.st_mtime_ns}
     if digest is not None:
         actual["hash"] = f"{entry.hash.algorithm}={record_hash_text(digest)}"  # type: ignore[union-attr]
@@ -198,4 +254,5 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cach
         actual["nlink"] = st.st_nlink
     if link_target is not None:
         actual["symlink_target"] = link_target
-    return EntryResult(MODIFIED, expected_of(entry), actual, link_target=link_target, nlink=st.st_nlink)
+    return EntryResult(MODIFIED, expected_of(entry), actual, link_target=link_target, nlink=st.st_nlink,
+                       resolved=real if link_target is not None else None)

@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass, field
 
 from ..discover.dists import MetadataDir
-from ..model import Distribution, RecordEntry, Target
+from ..discover.target import Containment
+from ..model import Distribution, Problem, RecordEntry, Target
 
 
 def entry_path(site: str, record_path: str) -> str:
@@ -62,6 +63,9 @@ class Ownership:
     metadata: dict[str, MetadataDir] = field(default_factory=dict)
     # every (distribution, entry, absolute path), in RECORD order: what verify checks
     rows: list[tuple[Distribution, RecordEntry, str]] = field(default_factory=list)
+    # rows naming a path outside the environment (``/etc/shadow``, ``../../../../etc/shadow``):
+    # neither owned nor checked, reported
+    problems: list[Problem] = field(default_factory=list)
 
     def owns(self, path: str, stop: str) -> bool:
         """True when a RECORD lists ``path`` or a directory row above it (up to ``stop``)."""
@@ -91,7 +95,10 @@ class Ownership:
         return (site, top) in self.claimed or (site, name) in self.claimed
 
 
-def build_ownership(metadirs: list[MetadataDir]) -> Ownership:
+def build_ownership(metadirs: list[MetadataDir], containment: Containment | None = None) -> Ownership:
+    """``containment``: rows whose path is lexically outside its roots are left out and reported
+    (verify checks the real location of the rest before reading anything)."""
+    plain = os.sep == "/"
     own = Ownership()
     owners, rows = own.owners, own.rows
     for md in metadirs:
@@ -101,7 +108,19 @@ def build_ownership(metadirs: list[MetadataDir]) -> Ownership:
             continue
         site = dist.site_packages
         for entry in dist.entries:
-            path = entry_path(site, entry.path)
+            record_path = entry.path
+            # entry_path's fast path, inlined (once per row of every audit): a plain relative path
+            # is inside its site-packages; any other is normalised and checked.
+            if plain and not record_path.startswith("/") and "./" not in record_path \
+                    and "//" not in record_path and not record_path.endswith((".", "/")):
+                path = f"{site}/{record_path}"
+            else:
+                path = os.path.normpath(os.path.join(site, record_path))
+                if containment is not None and _outside(containment, path):
+                    record = os.path.join(dist.metadata_dir, "RECORD")
+                    own.problems.append(Problem(record, f"line {entry.line}: {record_path} is outside the environment "
+                                                        f"({', '.join(containment.roots)}); not read"))
+                    continue
             pair = (dist, entry)
             listed = owners.get(path)
             if listed is None:
@@ -116,6 +135,10 @@ def build_ownership(metadirs: list[MetadataDir]) -> Ownership:
             for name in dist.top_level:
                 own.claimed.add((site, name))
     return own
+
+
+def _outside(containment: Containment, path: str) -> bool:
+    return not any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in containment.roots)
 
 
 def is_venv_file(target: Target, path: str) -> bool:

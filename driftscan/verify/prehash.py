@@ -22,16 +22,19 @@ import struct
 import time
 
 from ..cache import RACY_NS, SIGNATURE, signature
-from ..fileio import READ_FLAGS, read_regular
+from ..discover.target import Containment
+from ..fileio import LIMITS, NOFOLLOW, READ_FLAGS, read_regular
+from . import forked
 from .forked import Child, may_fork
 
 LARGE = 8 << 20  # the files worth it: the big shared libraries
 _FRAME = struct.Struct("<I")
-_OPEN_FLAGS = READ_FLAGS | getattr(os, "O_NOFOLLOW", 0)
+_OPEN_FLAGS = READ_FLAGS | NOFOLLOW
 
 
-def _large_rows(site_packages: tuple[str, ...]) -> list[tuple[int, str, str]]:
-    """(size, absolute path, algorithm) of hashed rows of at least LARGE bytes, largest first."""
+def _large_rows(site_packages: tuple[str, ...], containment: Containment) -> list[tuple[int, str, str]]:
+    """(size, absolute path, algorithm) of hashed rows of at least LARGE bytes, largest first:
+    only plain paths inside their site-packages, and none the containment refuses."""
     found = []
     digits = len(str(LARGE))
     for site in site_packages:
@@ -41,18 +44,22 @@ def _large_rows(site_packages: tuple[str, ...]) -> list[tuple[int, str, str]]:
             continue
         for name in names:
             try:
-                text = read_regular(os.path.join(site, name, "RECORD"), 1 << 30).decode("utf-8", "surrogateescape")
+                text = read_regular(os.path.join(site, name, "RECORD"), LIMITS["RECORD"], what="RECORD",
+                                    follow=False).decode("utf-8", "surrogateescape")
             except OSError:
                 continue  # the parent reports it
             for line in text.splitlines():
                 head, _, size = line.rpartition(",")
-                if len(size) < digits or not size.isdigit() or int(size) < LARGE:
+                if len(size) < digits or len(size) > 19 or not size.isdigit() or int(size) < LARGE:
                     continue  # cheap: most rows stop here
                 path, _, digest = head.rpartition(",")
                 algorithm = digest.partition("=")[0]
-                if path.startswith('"') or algorithm not in hashlib.algorithms_guaranteed:
-                    continue  # quoted paths and odd rows are left to the parent
-                found.append((int(size), os.path.normpath(os.path.join(site, path)), algorithm))
+                if path.startswith(('"', "/")) or ".." in path.split("/") or "\0" in path \
+                        or algorithm not in hashlib.algorithms_guaranteed:
+                    continue  # quoted, absolute, climbing and odd rows are left to the parent
+                absolute = os.path.normpath(os.path.join(site, path))
+                if containment.row_problem(absolute) is None:
+                    found.append((int(size), absolute, algorithm))
     found.sort(reverse=True)
     return found
 
@@ -61,7 +68,8 @@ class Prehasher:
     """The child and what it reported. ``take()`` once hashing starts in the parent, ``finish()``
     after: together they return every digest the child completed."""
 
-    def __init__(self, site_packages: tuple[str, ...]) -> None:
+    def __init__(self, site_packages: tuple[str, ...], containment: Containment | None = None) -> None:
+        """``containment``: where files may be read (default: under each site-packages' root)."""
         self._child: Child | None = None
         self._results: dict[str, tuple[bytes, str, bytes, int]] = {}
         self._busy: str | None = None
@@ -71,7 +79,8 @@ class Prehasher:
         # The stop flag is a shared page, not a pipe: a pipe's write end would be inherited by
         # every process forked later (the unowned walk), and closing ours would signal nothing.
         self._stop = mmap.mmap(-1, 1)
-        child = Child(lambda fd: _child(site_packages, fd, self._stop))
+        containment = containment or Containment.for_site_packages(site_packages)
+        child = Child(lambda fd: _child(site_packages, containment, fd, self._stop))
         if child.started:
             self._child = child
             os.set_blocking(child.fd, False)  # type: ignore[arg-type]
@@ -83,7 +92,9 @@ class Prehasher:
             except BlockingIOError:
                 if not block:
                     break
-                select.select([self._child.fd], [], [])  # type: ignore[union-attr]
+                # A child stuck on one file (a hung filesystem) is given up, not waited for.
+                if not select.select([self._child.fd], [], [], forked.HELPER_TIMEOUT)[0]:  # type: ignore[union-attr]
+                    raise TimeoutError("the prehash child fell silent")
                 continue
             if not chunk:
                 break
@@ -115,8 +126,11 @@ class Prehasher:
             return {}
         try:
             self._read(block=True)
-        except (OSError, ValueError, EOFError, TypeError):
-            self._results.clear()  # a garbled stream: trust none of it
+        except (OSError, ValueError, EOFError, TypeError):  # TimeoutError included
+            self._child.kill()  # a garbled stream or a silent child: trust none of it
+            self._child = None
+            self._results.clear()
+            return self._results
         if self._child.wait(read_rest=lambda fd: b"") is None:
             self._results.clear()  # it failed: what it sent may be cut short
         self._child = None
@@ -133,25 +147,33 @@ def _send(fd: int, message: tuple) -> None:
     os.write(fd, _FRAME.pack(len(data)) + data)  # small frames: one write each, whole
 
 
-def _child(site_packages: tuple[str, ...], out: int, stop: mmap.mmap) -> None:
+def _child(site_packages: tuple[str, ...], containment: Containment, out: int, stop: mmap.mmap) -> None:
     buffer = bytearray(1 << 20)
     view = memoryview(buffer)
-    for _, path, algorithm in _large_rows(site_packages):
+    for size, path, algorithm in _large_rows(site_packages, containment):
         if stop[0]:
             return  # the parent has started hashing: it takes the rest
         _send(out, ("start", path))
         try:
+            # Only a regular file of the size RECORD says is hashed: the type from lstat before the
+            # open (a device is never opened), and another size is a drift the parent settles
+            # without reading (a 1 TiB sparse file where RECORD says 16 MiB).
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+                continue
             fd = os.open(path, _OPEN_FLAGS)
         except OSError:
             continue
         try:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISREG(st.st_mode) or st.st_size != size:
                 continue
             started = time.time_ns()
             hasher = hashlib.new(algorithm)
-            while n := os.readv(fd, [buffer]):
+            left = size + 1  # no further than one byte past the size: a growing file is not waited for
+            while left > 0 and (n := os.readv(fd, [buffer if left >= len(buffer) else view[:left]])):
                 hasher.update(view[:n])
+                left -= n
         except OSError:
             continue
         finally:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..cache import SIGNATURE, tag
 from ..discover.dists import TRUSTED_INSTALLERS, MetadataDir
+from ..discover.target import Containment
 from ..model import Distribution, DriftKind, FileCheck, Problem, RecordEntry, Target, Unverifiable
 from . import files, prehash, smallfiles
 from .ownership import Ownership, bytecode_source, is_bytecode, is_virtualenv_style_row
@@ -35,9 +36,13 @@ class RecordsOutcome:
     errors: list[Problem]
 
 
-def _is_uv_cache_link(path: str, link_target: str) -> bool:
-    resolved = os.path.realpath(os.path.join(os.path.dirname(path), link_target))
-    return f"{os.sep}archive-v0{os.sep}" in resolved
+def _cache_archives(links: Containment) -> tuple[str, ...]:
+    """``<cache>/archive-v0/`` of each cache driftscan knows (as named and as resolved): where a
+    uv ``--link-mode symlink`` venv's links lead. The tree's own say (a path that merely has an
+    ``archive-v0`` in it) counts for nothing."""
+    roots = [*links.link_roots, *(os.path.realpath(r) for r in links.link_roots)]
+    return tuple(dict.fromkeys(os.path.join(r, "archive-v0") + os.sep for r in roots))
+
 
 
 def presence_only(rows: list[Row], owners) -> list[bool]:
@@ -56,11 +61,14 @@ def presence_only(rows: list[Row], owners) -> list[bool]:
     return flags
 
 
-def _stat_pass(rows: list[Row], presence: list[bool], cache) -> tuple[list[files.EntryResult | None], list[int]]:
+def _stat_pass(rows: list[Row], presence: list[bool], cache,
+               links: Containment | None = None) -> tuple[list[files.EntryResult | None], list[int]]:
     """Settle, one lstat per file at most, the files the stat cache knows unchanged. Rows the cache
     knows nothing of go straight to hashing, unstat'ed (the hashing path opens and fstat's them
     anyway). Presence-only rows are left to ``_presence_pass``. Anything unusual goes through
     ``check_entry``, which knows every case (symlinks, types, sizes, errors).
+    A signature the cache knows settles a row without reading anything, wherever it is; every
+    row that is read goes through ``Containment.row_problem`` first (in quick_check/check_entry).
     Returns (results, rows to hash)."""
     lstat, is_reg, pack = os.lstat, stat.S_ISREG, SIGNATURE.pack
     plain_ok, check = files._PLAIN_OK, files.check_entry
@@ -78,7 +86,7 @@ def _stat_pass(rows: list[Row], presence: list[bool], cache) -> tuple[list[files
         try:
             st = lstat(path)
         except OSError:
-            results[i] = check(path, entry, False, cache, read=False)
+            results[i] = check(path, entry, False, cache, read=False, links=links)
             continue
         digest = entry.hash
         try:  # signature() and tag(), inlined: this loop runs once per file of a warm audit
@@ -90,7 +98,7 @@ def _stat_pass(rows: list[Row], presence: list[bool], cache) -> tuple[list[files
             results[i] = plain_ok
             continue
         # A symlink (the cache knows its target's signature), another size, an edit...
-        result = check(path, entry, False, cache, read=False)
+        result = check(path, entry, False, cache, read=False, links=links, st=st)
         if result is None:
             pending.append(i)
         else:
@@ -102,7 +110,8 @@ def _stat_pass(rows: list[Row], presence: list[bool], cache) -> tuple[list[files
     return results, pending
 
 
-def _presence_pass(rows: list[Row], presence: list[bool], results: list, unseen: list[int], cache) -> None:
+def _presence_pass(rows: list[Row], presence: list[bool], results: list, unseen: list[int], cache,
+                   links: Containment | None = None) -> None:
     """Presence-only rows: those the directory walk saw as regular files are there; the rest
     (``unseen``: symlinks, other types, missing, outside the walked roots) get an lstat and, if
     odd, the full check. A hard link count only matters for a drift (uv's cache): an ok file is ok."""
@@ -116,10 +125,10 @@ def _presence_pass(rows: list[Row], presence: list[bool], results: list, unseen:
         try:
             st = lstat(path)
         except OSError:
-            results[i] = check(path, entry, True, cache, read=False)
+            results[i] = check(path, entry, True, cache, read=False, links=links)
             continue
         if not is_reg(st.st_mode):
-            results[i] = check(path, entry, True, cache)
+            results[i] = check(path, entry, True, cache, links=links, st=st)
 
 
 class _Meter:
@@ -180,7 +189,7 @@ HELPER_MIN = int(os.environ.get("DRIFTSCAN_HELPER_MIN", 256 << 10))  # bytes; se
 
 
 def _hash_pending(rows: list[Row], presence: list[bool], pending: list[int], results: list, jobs: int,
-                  cache, progress) -> None:
+                  cache, progress, links: Containment | None = None, walk=None) -> None:
     quick, check = files.quick_check, files.check_entry
     order = sorted(pending, key=lambda i: rows[i][1].size or 0)
     sizes = [rows[i][1].size or 0 for i in order]
@@ -190,13 +199,14 @@ def _hash_pending(rows: list[Row], presence: list[bool], pending: list[int], res
     child, theirs = None, []
     start, stop = smallfiles.child_share(sizes, HELPER_MIN, jobs)
     if stop > start:
-        child = smallfiles.SmallFilesChild([rows[i][1:] for i in order[start:stop]])
+        theirs = order[start:stop]
+        child = smallfiles.SmallFilesChild([rows[i][1:] for i in theirs], links, walk, theirs)
         if child.started:
-            theirs, order, sizes = order[start:stop], order[:start] + order[stop:], sizes[:start] + sizes[stop:]
+            order, sizes = order[:start] + order[stop:], sizes[:start] + sizes[stop:]
         else:
-            child = None
+            child, theirs = None, []
     try:
-        _share(rows, presence, order, sizes, results, jobs, cache, meter)
+        _share(rows, presence, order, sizes, results, jobs, cache, meter, links, walk)
     except BaseException:
         if child is not None:
             child.abandon()
@@ -210,22 +220,40 @@ def _hash_pending(rows: list[Row], presence: list[bool], pending: list[int], res
                 results[i] = files._PLAIN_OK
             else:  # a mismatch, an oddity, or a failed child: checked here, which describes it
                 _, entry, path = rows[i]
-                results[i] = quick(path, entry, cache) or check(path, entry, presence[i], cache, lookup=False)
+                results[i] = quick(path, entry, cache, links=links) or \
+                    check(path, entry, presence[i], cache, lookup=False, links=links)
         meter.add(sum(rows[i][1].size or 0 for i in theirs))
 
 
 def _share(rows: list[Row], presence: list[bool], order: list[int], sizes: list[int], results: list,
-           jobs: int, cache, meter: _Meter) -> None:
-    """``order`` (sizes ascending) between this thread, from the small end, and helper threads."""
+           jobs: int, cache, meter: _Meter, links: Containment | None = None, walk=None) -> None:
+    """``order`` (sizes ascending) between this thread, from the small end, and helper threads.
+
+    The type of a file must be known before it is opened (a device node is never opened): an
+    lstat each, until the unowned-file walk (beside this, in a child) has answered; its directory
+    listing then says which rows are regular files reached without leaving the roots, and this
+    thread opens those without an lstat or a containment check of its own."""
     quick, check = files.quick_check, files.check_entry
     work = _TwoEnds(sizes)
+    typed: bytes | None = None  # walk.typed(), once the walk has answered
 
-    def settle(span: range) -> None:
+    def settle(span: range, typed: bytes | None = None) -> None:
         for k in span:
             i = order[k]
             _, entry, path = rows[i]
-            results[i] = quick(path, entry, cache) or check(path, entry, presence[i], cache, lookup=False)
+            if typed is not None and typed[i]:
+                results[i] = quick(path, entry, cache, regular=True) or \
+                    check(path, entry, presence[i], cache, lookup=False, links=links)
+            else:
+                results[i] = quick(path, entry, cache, links=links) or \
+                    check(path, entry, presence[i], cache, lookup=False, links=links)
         meter.add(sum(sizes[span.start:span.stop]))
+
+    def settle_mine(span: range) -> None:
+        nonlocal typed
+        if typed is None and walk is not None:
+            typed = walk.typed()
+        settle(span, typed)
 
     def helper() -> None:
         while span := work.take_high():
@@ -233,8 +261,8 @@ def _share(rows: list[Row], presence: list[bool], order: list[int], sizes: list[
 
     helpers = min(jobs - 1, len(order) // BATCH_FILES + 1) if jobs > 1 else 0
     if not helpers:
-        if order:
-            settle(range(len(order)))
+        while span := work.take_low():
+            settle_mine(span)
         return
     failures: list[BaseException] = []
 
@@ -249,7 +277,7 @@ def _share(rows: list[Row], presence: list[bool], order: list[int], sizes: list[
     for thread in threads:
         thread.start()
     while span := work.take_low():
-        settle(span)
+        settle_mine(span)
     for thread in threads:
         thread.join()
     if failures:
@@ -272,27 +300,29 @@ class _Recorder:
 
 _WORKER_ROWS: list = []  # set in the parent before forking; read by the workers
 _WORKER_CACHE = None
+_WORKER_LINKS: Containment | None = None
 
 
 def _check_chunk(chunk: list[tuple[int, bool]]):
     recorder = _Recorder(_WORKER_CACHE)
-    results = [(i, files.check_entry(_WORKER_ROWS[i][2], _WORKER_ROWS[i][1], presence, recorder))
+    results = [(i, files.check_entry(_WORKER_ROWS[i][2], _WORKER_ROWS[i][1], presence, recorder, links=_WORKER_LINKS))
                for i, presence in chunk]
     return results, recorder.stored
 
 
-def _run_processes(rows: list[Row], presence: list[bool], jobs: int, cache) -> list[files.EntryResult]:
+def _run_processes(rows: list[Row], presence: list[bool], jobs: int, cache,
+                   links: Containment | None = None) -> list[files.EntryResult]:
     """Forked workers, for measuring against threads (benchmarks/bench_audit.py): they do every
     row's work themselves, stat included, with the parent's stat cache inherited read-only."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    global _WORKER_ROWS, _WORKER_CACHE
+    global _WORKER_ROWS, _WORKER_CACHE, _WORKER_LINKS
     method = "fork" if sys.platform.startswith("linux") else "spawn"
     order = sorted(range(len(rows)), key=lambda i: 0 if presence[i] else rows[i][1].size or 0, reverse=True)
     n = jobs * 8
     chunks = [[(i, presence[i]) for i in order[k::n]] for k in range(n)]  # big files spread round-robin
-    _WORKER_ROWS, _WORKER_CACHE = rows, cache
+    _WORKER_ROWS, _WORKER_CACHE, _WORKER_LINKS = rows, cache, links
     results: list[files.EntryResult | None] = [None] * len(rows)
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
@@ -303,7 +333,7 @@ def _run_processes(rows: list[Row], presence: list[bool], jobs: int, cache) -> l
                     for item in stored:
                         cache.store(*item)
     finally:
-        _WORKER_ROWS, _WORKER_CACHE = [], None
+        _WORKER_ROWS, _WORKER_CACHE, _WORKER_LINKS = [], None, None
     return results  # type: ignore[return-value]
 
 
@@ -330,7 +360,8 @@ def _settle_prehashed(rows: list[Row], pending: list[int], done: dict, cache, re
 
 
 def _run(rows: list[Row], presence: list[bool], jobs: int, cache, mode: str = "auto",
-         progress=None, walk=None, early: prehash.Prehasher | None = None) -> list[files.EntryResult]:
+         progress=None, walk=None, early: prehash.Prehasher | None = None,
+         links: Containment | None = None) -> list[files.EntryResult]:
     """Check every row: the stat-cache pass, what the ``early`` child hashed meanwhile, the files
     left to hash (from both ends), then the presence-only rows, which wait for the walk (running
     meanwhile in a child, where it can)."""
@@ -340,19 +371,19 @@ def _run(rows: list[Row], presence: list[bool], jobs: int, cache, mode: str = "a
         if early is not None:
             early.take()  # stop it: the workers check every row themselves
             early.finish()
-        return _run_processes(rows, presence, jobs, cache)
-    results, pending = _stat_pass(rows, presence, cache)
+        return _run_processes(rows, presence, jobs, cache, links)
+    results, pending = _stat_pass(rows, presence, cache, links)
     busy: list[int] = []
     if early is not None:
         done, in_progress = early.take()
         busy = [i for i in pending if rows[i][2] == in_progress]
         pending = _settle_prehashed(rows, [i for i in pending if rows[i][2] != in_progress], done, cache, results)
-    _hash_pending(rows, presence, pending, results, jobs, cache, progress)  # the walk goes on meanwhile
+    _hash_pending(rows, presence, pending, results, jobs, cache, progress, links, walk)  # the walk goes on meanwhile
     if early is not None:
         left = _settle_prehashed(rows, busy, early.finish(), cache, results)
-        _hash_pending(rows, presence, left, results, jobs, cache, None)  # only if the child failed
+        _hash_pending(rows, presence, left, results, jobs, cache, None, links)  # only if the child failed
     unseen = walk.unseen_presence_rows() if walk is not None else [i for i, flag in enumerate(presence) if flag]
-    _presence_pass(rows, presence, results, unseen, cache)
+    _presence_pass(rows, presence, results, unseen, cache, links)
     return results  # type: ignore[return-value]
 
 
@@ -365,30 +396,39 @@ def _not_drift(entry: RecordEntry, path: str, result: files.EntryResult) -> bool
 
 def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, jobs: int,
                    cache=None, mode: str = "auto", progress=None, presence: list[bool] | None = None,
-                   walk=None, early: prehash.Prehasher | None = None) -> RecordsOutcome:
+                   walk=None, early: prehash.Prehasher | None = None,
+                   containment: Containment | None = None) -> RecordsOutcome:
     """``presence``: ``presence_only(own.rows, own.owners)``, if already computed; ``walk``: an
     ``UnownedWalk`` that tells which presence-only rows need a stat (default: all of them);
-    ``early``: a ``Prehasher`` started before the RECORDs were read (finished here)."""
+    ``early``: a ``Prehasher`` started before the RECORDs were read (finished here);
+    ``containment``: where files may be read and symlinks followed (default: the target's roots)."""
     rows = own.rows
     if presence is None:
         presence = presence_only(rows, own.owners)
-    results = _run(rows, presence, jobs, cache, mode, progress, walk, early)
+    if containment is None:
+        containment = Containment.for_target(target)
+    results = _run(rows, presence, jobs, cache, mode, progress, walk, early, containment)
     if cache is not None:
         cache.retain(own.owners)
     shared = {path for path, owners in own.owners.items() if len(owners) > 1}
     plain_ok = files._PLAIN_OK
+    archives = _cache_archives(containment)
     errors: list[Problem] = []
+    refused: dict[str, list[str]] = {}
     raw: dict[str, list[tuple[Distribution, files.EntryResult]]] = defaultdict(list)
     for (dist, entry, path), result in zip(rows, results):
         if result is plain_ok and path not in shared:
             continue  # the common case: nothing to resolve
         if result.status == files.ERROR:
-            errors.append(Problem(path, result.message))
+            if result.refused:  # outside the environment: one error per reason, not per row
+                refused.setdefault(result.message, []).append(path)
+            else:
+                errors.append(Problem(path, result.message))
             continue
         if _not_drift(entry, path, result):
             continue
         if result.link_target is not None and result.status in (files.OK, files.MODIFIED):
-            if not _is_uv_cache_link(path, result.link_target):
+            if not (archives and (result.resolved or "").startswith(archives)):
                 result = files.EntryResult(
                     files.TYPE_CHANGED,
                     files.expected_of(entry),
@@ -396,7 +436,9 @@ def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, 
                     link_target=result.link_target,
                 )
         raw[path].append((dist, result))
-    checked = len(rows) - len(errors)
+    checked = len(rows) - len(errors) - sum(len(paths) for paths in refused.values())
+    for why, paths in refused.items():
+        errors.append(Problem(paths[0], why if len(paths) == 1 else f"{why} ({len(paths)} RECORD rows not checked)"))
 
     checks_by_dist: dict[str, list[FileCheck]] = defaultdict(list)
     for path, pairs in raw.items():

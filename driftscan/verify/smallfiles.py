@@ -39,9 +39,14 @@ def child_share(sizes: list[int], small_below: int, jobs: int) -> tuple[int, int
 class SmallFilesChild:
     """The child at work on ``rows`` (``(entry, path)`` pairs); ``collect()`` gives its answers."""
 
-    def __init__(self, rows: list[tuple]) -> None:
+    def __init__(self, rows: list[tuple], links=None, walk=None, indices=None) -> None:
+        """``links``: the audit's ``Containment`` (a row it refuses is left unmatched, for the
+        parent to report); ``walk``: the ``UnownedWalk`` whose ``typed()`` says, by row index
+        (``indices``, one per row), which files its listing showed as regular."""
         self.rows = rows
-        self._child = Child(lambda fd: _child(rows, fd))
+        if walk is not None and indices is None:
+            walk = None
+        self._child = Child(lambda fd: _child(rows, fd, links, walk, indices))
 
     @property
     def started(self) -> bool:
@@ -64,10 +69,19 @@ class SmallFilesChild:
         self._child.kill()
 
 
-def _child(rows: list[tuple], out: int) -> None:
+def _child(rows: list[tuple], out: int, links=None, walk=None, indices=None) -> None:
     recorder = StatCache(None)  # in memory only: its entries go back to the parent
     plain_ok, quick = files._PLAIN_OK, files.quick_check
-    matched = bytes(quick(path, entry, recorder) is plain_ok for entry, path in rows)
-    data = marshal.dumps((matched, recorder.entries))
+    # A file's type must be known before it is opened (a device node is never opened): an lstat
+    # each, until the unowned-file walk has listed the directories (``walk.typed()``, a page
+    # shared with it: no pipe, no waiting).
+    typed = None
+    matched = bytearray(len(rows))
+    for k, (entry, path) in enumerate(rows):
+        if typed is None and walk is not None and not k & 127:
+            typed = walk.typed()
+        known = typed is not None and typed[indices[k]]
+        matched[k] = quick(path, entry, recorder, regular=known, links=None if known else links) is plain_ok
+    data = marshal.dumps((bytes(matched), recorder.entries))
     with os.fdopen(out, "wb") as pipe:
         pipe.write(data)

@@ -6,6 +6,7 @@ or cannot be listed: each becomes a Problem and the walk goes on.
 
 from __future__ import annotations
 
+import mmap
 import os
 import pickle
 import stat
@@ -30,7 +31,10 @@ def _walk(root: str, problems: list[Problem], skip_dir, regular: set[str] | None
         directory = stack.pop()
         try:
             if listed is not None:
-                listed.append((directory, signature(os.lstat(directory))))
+                # The root may be a symlink (a linked site-packages or bin/): "root/" names the
+                # directory itself, whose mtime moves when an entry is added, not the link.
+                signed = directory + os.sep if directory == root else directory
+                listed.append((signed, signature(os.lstat(signed))))
             with os.scandir(directory) as it:
                 entries = list(it)
         except FileNotFoundError:
@@ -125,36 +129,56 @@ class UnownedWalk:
     two threads would fight over the GIL, two processes run side by side (a warm audit of a
     40,000-file venv: 0.09 s of walking hidden behind the stat pass)."""
 
-    def __init__(self, target: Target, own: Ownership, presence: list[bool], signatures: bool = True) -> None:
-        """``signatures``: also record each directory's signature (for the clean index)."""
+    def __init__(self, target: Target, own: Ownership, presence: list[bool], signatures: bool = True,
+                 typed: bool = True) -> None:
+        """``signatures``: also record each directory's signature (for the clean index);
+        ``typed``: also say which hashed rows the listing showed as regular files (``typed()``:
+        for hashing without an lstat each, worth it when most files will be hashed)."""
         self._target, self._own, self._presence, self._signatures = target, own, presence, signatures
         self._child: Child | None = None
-        self._result: tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]] | None = None
+        self._result: tuple | None = None  # (checks, problems, unseen, listed)
+        self._regular: set[str] | None = None  # kept when walking here: ``typed()`` on demand
+        self._typed: bytes | None = None
+        # A shared page, not the pipe, carries the answer to ``typed()``: the child writes it as
+        # soon as its listing is done, and a process forked after this one (the small-files
+        # child) can read it too. Byte 0 says it is complete.
+        self._shared = mmap.mmap(-1, len(own.rows) + 1) if typed and may_fork() else None
         if may_fork():
             self._fork()
         if self._child is None or not self._child.started:
             self._child = None
             self._result = self._walk()
 
-    def _walk(self) -> tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]]:
+    def _walk(self) -> tuple:
         regular: set[str] = set()
         listed: list[tuple[str, bytes]] = []
         checks, problems = find_unowned(self._target, self._own, regular, listed if self._signatures else None)
         rows = self._own.rows
         unseen = [i for i, presence in enumerate(self._presence) if presence and rows[i][2] not in regular]
+        self._regular = regular
         return checks, problems, unseen, listed
+
+    def _typed_of(self, regular: set[str]) -> bytes:
+        # 1 for each hashed row the listing showed as a regular file: known to be one, inside the
+        # roots (the walk follows no symlink), before anything opens it. 0 for the rest: symlinks,
+        # FIFOs, devices, missing files, paths outside the walked roots or under a linked directory.
+        rows = self._own.rows
+        return bytes([not presence and rows[i][2] in regular for i, presence in enumerate(self._presence)])
 
     def _fork(self) -> None:
         self._child = Child(self._send)
 
     def _send(self, fd: int) -> None:
         checks, problems, unseen, listed = self._walk()
+        if self._shared is not None:
+            self._shared[1:] = self._typed_of(self._regular)  # type: ignore[arg-type]
+            self._shared[0] = 1
         plain = [(c.kind, c.path, c.root, c.distribution.metadata_dir if c.distribution else None,
                   c.expected, c.actual, c.evidence) for c in checks]  # a Distribution carries all its rows
         with os.fdopen(fd, "wb") as out:
             pickle.dump((plain, problems, unseen, listed), out, protocol=pickle.HIGHEST_PROTOCOL)
 
-    def _collect(self) -> tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]]:
+    def _collect(self) -> tuple:
         if self._result is not None:
             return self._result
         data = self._child.wait() if self._child is not None else None
@@ -169,12 +193,23 @@ class UnownedWalk:
         self._result = (checks, problems, unseen, listed)
         return self._result
 
+    def typed(self) -> bytes | None:
+        """One byte per row, 1 where the listing showed a hashed row's path as a regular file;
+        None while the walk (in a child) has not got that far, or if it cannot say. Never
+        waits, and never reads the pipe: callable from a process forked after this one."""
+        if self._typed is None:
+            if self._regular is not None:  # walked here
+                self._typed = self._typed_of(self._regular)
+            elif self._shared is not None and self._shared[0]:
+                self._typed = self._shared[1:]
+        return self._typed
+
     def unseen_presence_rows(self) -> list[int]:
         """Indices of presence-only rows whose path the walk did not see as a regular file."""
         return self._collect()[2]
 
     def unowned(self) -> tuple[list[FileCheck], list[Problem]]:
-        checks, problems, _, _ = self._collect()
+        checks, problems = self._collect()[:2]
         return checks, problems
 
     def listed_directories(self) -> list[tuple[str, bytes]]:

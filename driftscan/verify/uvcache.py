@@ -23,8 +23,12 @@ def annotate_uv_cache(checks: list[FileCheck], cache_dir: str | None) -> list[Fi
             continue
         copy_path = None
         if link:
+            # Only a link into the cache driftscan was told about (never one the tree merely says
+            # is a cache) names a cache copy; records.py followed it no further than that.
             resolved = os.path.realpath(os.path.join(os.path.dirname(check.path), link))
-            if f"{os.sep}archive-v0{os.sep}" in resolved:
+            archives = [os.path.join(r, "archive-v0") + os.sep
+                        for r in dict.fromkeys([cache_dir, os.path.realpath(cache_dir)])] if cache_dir else []
+            if archives and resolved.startswith(tuple(archives)):
                 copy_path = resolved
         else:
             record_path = os.path.relpath(check.path, dist.site_packages).replace(os.sep, "/")
