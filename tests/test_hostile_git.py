@@ -226,12 +226,35 @@ def test_editable_dot_git_file_is_not_followed(tmp_path):
     project = tmp_path / "proj"
     (project / "src/mypkg").mkdir(parents=True)
     (project / "src/mypkg/__init__.py").write_text("X = 1\n")
+    (project / "pyproject.toml").write_text("[project]\nname = 'mypkg'\nversion = '0.1'\n")
     (project / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")
     site = editable_site(tmp_path, project)
     report = audit(site_packages=[str(site)])
     assert ran(log) == []
     [unverifiable] = report.unverifiable
     assert ".git is a file" in unverifiable.reason and "not followed" in unverifiable.reason
+
+
+def test_editable_pointing_at_a_repository_that_is_no_python_project_is_not_read(tmp_path):
+    """direct_url.json may name any directory: an etckeeper-style /etc under git must not have its
+    untracked files listed or its changed files diffed into the report."""
+    import git
+
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "shadow").write_text("root:$6$original:19000::::::\n")
+    repo = git.Repo.init(etc)
+    repo.index.add(["shadow"])
+    repo.index.commit("etckeeper")
+    repo.close()
+    (etc / "shadow").write_text("root:$6$SECRET-HASH-changed:19001::::::\n")
+    (etc / "new-secret").write_text("token\n")
+    site = editable_site(tmp_path, etc)
+    report = audit(site_packages=[str(site)])
+    assert "SECRET-HASH" not in report.model_dump_json()
+    assert source_drifts(report) == set()
+    [unverifiable] = report.unverifiable
+    assert "not a Python project" in unverifiable.reason
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import stat
 from dataclasses import dataclass
 
 from ..discover.editable import EditableSource
@@ -168,11 +169,36 @@ def verify_source(src: EditableSource) -> SourceOutcome:
                           {"type": "directory"}, {}, "the editable install's source tree is gone: importing it fails",
                           area="source", remedy_hint="reinstall the project from wherever its source now lives")
         return SourceOutcome([check], 0, [], [])
+    if not _is_python_project(src.project_dir):
+        # The path comes from the tree (direct_url.json, a .pth): it must at least lead to a
+        # Python project, or it could send git to report on /etc (etckeeper) or a home directory.
+        return SourceOutcome([], 0, [Unverifiable(label, f"{src.project_dir} holds no pyproject.toml, setup.py or "
+                                                  "setup.cfg (nor do its two parents): not a Python project's "
+                                                  "source tree; not read")], [])
     repo, refused = _open(src, label)
     if repo is None:
         return refused  # type: ignore[return-value]
     with repo:
         return _verify(src, repo)
+
+
+PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+def _is_python_project(path: str) -> bool:
+    """A project file in ``path`` or its two parents (``src/`` layouts point one level down)."""
+    for level in range(3):
+        for name in PROJECT_FILES:
+            try:
+                if stat.S_ISREG(os.lstat(os.path.join(path, name)).st_mode):
+                    return True
+            except OSError:
+                pass
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return False
 
 
 def _verify(src: EditableSource, repo: gitaccess.Repository) -> SourceOutcome:
