@@ -7,8 +7,6 @@ hostile configuration is still reported. A control test shows the canaries do ru
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import subprocess
@@ -20,6 +18,7 @@ import pytest
 from driftscan import audit
 from driftscan.verify import git as gitaccess
 from fixtures.demo import make_project
+from fixtures.wheels import record_hash
 from fixtures.modeldirs import build_git_clone, seed_files, sm120_edit
 
 HOOKS = ("pre-commit", "post-checkout", "post-index-change", "reference-transaction", "fsmonitor-watchman")
@@ -88,9 +87,6 @@ def make_hostile(repo_root: Path, base: Path) -> Path:
     return log
 
 
-def _record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
 
 def editable_site(tmp_path: Path, project: Path, name: str = "mypkg") -> Path:
     """A site-packages holding a PEP 660 editable install of ``project`` as pip writes it
@@ -107,7 +103,7 @@ def editable_site(tmp_path: Path, project: Path, name: str = "mypkg") -> Path:
     }
     for rel, data in files.items():
         (site / rel).write_bytes(data)
-    rows = [f"{rel},{_record_hash(data)},{len(data)}" for rel, data in files.items()]
+    rows = [f"{rel},{record_hash(data)},{len(data)}" for rel, data in files.items()]
     (dist_info / "RECORD").write_text("\n".join(rows + [f"{dist_info.name}/RECORD,,"]) + "\n")
     return site
 

@@ -5,7 +5,6 @@ program but git (under its hardened configuration, docs/git-access.md)."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -18,14 +17,12 @@ from pathlib import Path
 import pytest
 
 from fixtures.modeldirs import build_cache_repo, build_git_clone, build_local_dir, seed_files, sm120_edit
+from fixtures.wheels import record_hash
 from fixtures.venvs import site_packages_of
 
 STRACE = shutil.which("strace")
 SECRET = b"driftscan-canary-secret-7f3a9c\n"
 
-
-def _record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
 def _hostile_git_config(repo: Path, canary: Path) -> None:
@@ -53,7 +50,7 @@ def test_hostile_trees_never_read_the_secret_nor_run_anything(tmp_path, pristine
     site = site_packages_of(venv)
     six_info = next(site.glob("six-*.dist-info"))
     # The tree does not know the secret: it vouches for a guess, hoping the report shows the truth.
-    guess = _record_hash(b"a guess\n")
+    guess = record_hash(b"a guess\n")
     rows = [f"{secret},{guess},{len(SECRET)}", f"{os.path.relpath(secret, site)},{guess},{len(SECRET)}",
             f"six_link.py,{guess},{len(SECRET)}"]
     with open(six_info / "RECORD", "a") as f:
@@ -88,7 +85,7 @@ def test_hostile_trees_never_read_the_secret_nor_run_anything(tmp_path, pristine
     assert not canary.exists(), canary.read_text()
     assert SECRET.decode().strip() not in text
     assert hashlib.sha256(SECRET).hexdigest() not in text
-    assert _record_hash(SECRET).split("=", 1)[1] not in text
+    assert record_hash(SECRET).split("=", 1)[1] not in text
     drifted = {(d["relpath"], d["scope"]) for d in report["drifts"]}
     assert ("six.py", "package") in drifted
     assert ("config.json", "data") in drifted

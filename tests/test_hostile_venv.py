@@ -28,6 +28,7 @@ from driftscan import TargetError, audit
 from driftscan import cache as cache_mod
 from driftscan.verify import cleanindex
 from fixtures import venvs
+from fixtures.wheels import record_hash
 from fixtures.harness import offline, run_cli
 
 CANARY = b"driftscan-venv-canary-0b7e51d2 the content of a file outside the venv\n"
@@ -55,9 +56,6 @@ def deadline(seconds: float):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
-
-def record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
 def add_rows(info: Path, *rows: str) -> None:
