@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from driftscan.discover import find_distributions, resolve_target  # noqa: E402
 from driftscan.verify import default_jobs  # noqa: E402
-from driftscan.verify.ownership import entry_path  # noqa: E402
+from driftscan.verify.env.ownership import entry_path  # noqa: E402
 
 
 def measure(cmd: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> tuple[float, int]:

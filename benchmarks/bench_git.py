@@ -23,6 +23,7 @@ import argparse
 import difflib
 import hashlib
 import json
+import importlib
 import os
 import platform
 import shutil
@@ -44,14 +45,17 @@ import git  # noqa: E402
 
 from driftscan.discover.editable import EditableSource  # noqa: E402
 from driftscan.verify import git as gitaccess  # noqa: E402
-from driftscan.verify import modeldir as modeldir_module  # noqa: E402
-from driftscan.verify import source as source_module  # noqa: E402
+from driftscan.verify import tree as modeldir_module  # noqa: E402
+from driftscan.verify.env import source as source_module  # noqa: E402
 
 
 def load_old(ref: str, relpath: str, name: str) -> types.ModuleType:
     """A module of driftscan as it was at ``ref``, importable next to today's package."""
     text = subprocess.run(["git", "-C", ROOT, "show", f"{ref}:{relpath}"], check=True, capture_output=True,
                           text=True).stdout
+    # The old code's sibling imports, under the names they had then (issue #11 moved them).
+    for old, new in (("modeldir_engine", "tree.engine"), ("modeldir_hash", "tree.hashing")):
+        sys.modules.setdefault(f"driftscan.verify.{old}", importlib.import_module(f"driftscan.verify.{new}"))
     module = types.ModuleType(f"driftscan.verify.{name}")
     module.__package__ = "driftscan.verify"
     module.__file__ = f"<{ref}:{relpath}>"
@@ -63,6 +67,9 @@ def load_old(ref: str, relpath: str, name: str) -> types.ModuleType:
 def build_repo(base: str, site: str, pack: bool = False) -> str:
     top = os.path.join(base, "repo")
     shutil.copytree(site, top, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".git"))
+    # An editable install's source tree must be a Python project (verify/env/source.py).
+    with open(os.path.join(top, "pyproject.toml"), "w") as f:
+        f.write("[project]\nname = 'bench'\nversion = '0.1'\n")
     repo = git.Repo.init(top)
     with repo.config_writer() as cw:
         cw.set_value("user", "name", "bench")

@@ -19,12 +19,12 @@ from .errors import TargetError
 from .model import Drift, Target, Verification
 from .report import Report, build_report
 from .verify import default_jobs, verify
-from .verify.cleanindex import still_clean
-from .verify.ownership import build_ownership
+from .verify.env.fast.cleanindex import still_clean
+from .verify.env.ownership import build_ownership
 
 if TYPE_CHECKING:
     from .plan import Plan
-    from .verify.modeldir import ModelDirResult
+    from .verify.tree import ModelDirResult
     from .verify.snapshot import Root
 
 # Model directories, snapshots and Hugging Face caches are imported where used: an audit of a
@@ -76,7 +76,7 @@ def model_dir_paths(model_dirs: Sequence[str], hf_cache: str | None) -> list[str
 def _merge(verification: Verification, results: Sequence[ModelDirResult]) -> Verification:
     if not results:
         return verification
-    from .verify.modeldir_remedy import with_remedies
+    from .verify.tree.remedies import with_remedies
 
     return Verification(
         target=verification.target,
@@ -94,7 +94,7 @@ def _inspect(verification: Verification, jobs: int | None, select: Sequence[str]
     """Debug-code findings on drifted Python files, and the dumps they left on disk."""
     if not any(c.path.endswith((".py", ".pyw")) for c in verification.checks):
         return verification, []  # nothing to parse: libcst is not even imported
-    from .findings import inspect_drifts
+    from .inspect.drifts import inspect_drifts
 
     target = verification.target
     # No file of the environment's own directories, and none a RECORD owns, is ever a "dump".
@@ -147,7 +147,7 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
             cache.save()
     results: tuple[ModelDirResult, ...] = ()
     if models:
-        from .verify.modeldir import verify_model_dir
+        from .verify.tree import verify_model_dir
 
         results = tuple(verify_model_dir(p, deep=deep, revision=revision, manifest=manifest,
                                          jobs=jobs or default_jobs(), progress=progress) for p in models)
@@ -270,7 +270,7 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
     """Drift against a snapshot, in the audit's report format. Naming roots limits the diff to them."""
     import tempfile
 
-    from .verify.modeldir_remedy import with_remedies
+    from .verify.tree.remedies import with_remedies
     from .verify.snapshot import attach_ownership, diff_root, load_snapshot
 
     started = time.perf_counter()

@@ -17,7 +17,7 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 from ._version import __version__  # noqa: E402 - after the environment setting above
 from .errors import DriftscanError  # noqa: E402
 from .render import RENDERERS  # noqa: E402
-from .render.plan import PLAN_RENDERERS  # noqa: E402
+from .render.planview import PLAN_RENDERERS  # noqa: E402
 from .render.scan import SCAN_RENDERERS  # noqa: E402
 from .paths import inert  # noqa: E402
 from .render.text import summary_line  # noqa: E402
@@ -348,7 +348,7 @@ def entry() -> None:
 
     An audit leaves a few hundred thousand objects behind; freeing them one by one at interpreter
     exit costs tens of milliseconds and serves nothing (no threads, files or atexit work remain).
-    This process is driftscan's own, so its helpers may be forked from it (verify/forked.py)."""
+    This process is driftscan's own, so its helpers may be forked from it (verify/env/fast/forked.py)."""
     from .forking import allow_fork
 
     allow_fork()

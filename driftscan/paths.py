@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 def printable(path: str) -> str:
     """``os.fsdecode`` leaves lone surrogates for non-UTF-8 bytes; show them as ``\\xNN``."""
@@ -34,3 +36,8 @@ def inert(text: str) -> str:
     """Text safe to show on a terminal: a file name from the audited tree cannot move the
     cursor, set the title, recolour or clear the screen, or reorder what a line says."""
     return text.translate(_ESCAPES)
+
+
+def relpath(path: str, root: str) -> str:
+    """``path`` relative to ``root`` with forward slashes, as reports and RECORD write it."""
+    return os.path.relpath(path, root).replace(os.sep, "/")

@@ -20,10 +20,9 @@ from .errors import ConfigError
 from .expect import Expectation, evaluate
 from .fileio import read_regular
 from .model import Distribution, Drift, DriftKind, Prediction, Scope, Target
-from .paths import printable
+from .paths import printable, relpath
 from .record import parse_hash
 from .report import Report
-from .verify.roots import relpath
 
 WIPED, SURVIVES, MAY_SURVIVE = "WIPED", "SURVIVES", "MAY SURVIVE"
 

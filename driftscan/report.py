@@ -13,8 +13,7 @@ from pydantic import BaseModel, Field
 from ._version import __version__
 from .atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
 from .model import Drift, DriftKind, Finding, Prediction, Scope, Severity, Verification
-from .paths import printable, printable_tree
-from .verify.roots import relpath
+from .paths import printable, printable_tree, relpath
 
 SCHEMA_VERSION = "1"
 SCOPE_ORDER = [Scope.PACKAGE, Scope.ENVIRONMENT, Scope.SOURCE, Scope.DATA, Scope.EXTERNAL]

@@ -16,7 +16,7 @@ import pytest
 
 import driftscan.api as api
 from driftscan import cache as cache_mod
-from driftscan.verify import cleanindex
+from driftscan.verify.env.fast import cleanindex
 from fixtures import venvs
 from fixtures.harness import offline
 

@@ -26,7 +26,7 @@ import pytest
 import driftscan.api as api
 from driftscan import TargetError, audit
 from driftscan import cache as cache_mod
-from driftscan.verify import cleanindex
+from driftscan.verify.env.fast import cleanindex
 from fixtures import venvs
 from fixtures.wheels import record_hash
 from fixtures.harness import offline, run_cli

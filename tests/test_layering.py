@@ -10,10 +10,10 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "driftscan"
 
-LAYERS = ["_version", "errors", "model", "paths", "fileio", "forking", "atomic", "tomlfile", "record", "jsondiff", "manifest", "cache", "discover", "verify", "inspect", "rules",
+LAYERS = ["_version", "errors", "model", "paths", "fileio", "forking", "lfs", "atomic", "tomlfile", "record", "jsondiff", "manifest", "cache", "discover", "verify", "inspect", "rules",
           "classify", "report", "expect", "plan", "render", "config", "api", "__init__", "cli", "__main__"]
 # rules and inspect are one layer: rules are loaded by the inspect registry and subclass its Rule.
-SAME_LAYER = {"rules": "inspect", "findings": "inspect"}
+SAME_LAYER = {"rules": "inspect"}
 
 
 def layer_of(module: str) -> int:
@@ -29,15 +29,28 @@ def modules():
 
 
 def imported(path: Path, module: str):
+    """Every driftscan module ``path`` imports, as a name relative to the package
+    (``verify.env.files``); ``from .. import git`` yields ``verify`` and ``verify.git``."""
     tree = ast.parse(path.read_text())
     package = module.split(".")[:-1] if not path.name == "__init__.py" else module.split(".")
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level:
             base = package[: len(package) - node.level + 1] if node.level > 1 else package
             target = ".".join(base + ([node.module] if node.module else []))
-            yield target, node.lineno
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("driftscan."):
-            yield node.module.removeprefix("driftscan."), node.lineno
+            target = node.module.removeprefix("driftscan.")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("driftscan."):
+                    yield alias.name.removeprefix("driftscan."), node.lineno
+            continue
+        else:
+            continue
+        yield target, node.lineno
+        for alias in node.names:
+            if (PACKAGE / (target.replace(".", "/") if target else "") / f"{alias.name}.py").exists() or \
+                    (PACKAGE / (target.replace(".", "/") if target else "") / alias.name / "__init__.py").exists():
+                yield f"{target}.{alias.name}" if target else alias.name, node.lineno
 
 
 def test_imports_flow_one_way():
@@ -47,6 +60,18 @@ def test_imports_flow_one_way():
         for target, line in imported(path, module):
             if target and layer_of(target) > own:
                 wrong.append(f"{module}:{line} imports {target}")
+    assert wrong == []
+
+
+def test_venv_and_tree_verification_do_not_import_each_other():
+    """verify/env (RECORD-driven) and verify/tree (provenance-driven) are two subsystems; what
+    needs both (snapshots) composes them from verify/ itself."""
+    wrong = []
+    for module, path in modules():
+        for own, other in (("verify.env", "verify.tree"), ("verify.tree", "verify.env")):
+            if module == own or module.startswith(own + "."):
+                wrong += [f"{module}:{line} imports {target}" for target, line in imported(path, module)
+                          if target == other or target.startswith(other + ".")]
     assert wrong == []
 
 
@@ -61,9 +86,18 @@ def test_only_cli_prints_or_exits():
                    if any(isinstance(n, ast.Call) and ast.unparse(n.func) in ("os.fork", "fork_quietly")
                           for n in ast.walk(func))
                    for call in ast.walk(func) if isinstance(call, ast.Call) and ast.unparse(call.func) == "os._exit"}
+        # A module's ``if __name__ == "__main__":`` block is a script entry point, like the CLI.
+        script = {id(n) for top in tree.body if isinstance(top, ast.If) and ast.unparse(top.test) in
+                  ("__name__ == '__main__'", '__name__ == "__main__"') for n in ast.walk(top)}
         for node in ast.walk(tree):
+            if id(node) in script:
+                continue
             if isinstance(node, ast.Call) and id(node) not in forking:
                 name = ast.unparse(node.func)
-                if name in ("print", "sys.exit", "exit", "click.echo", "os._exit"):
+                if name in ("print", "sys.exit", "exit", "quit", "click.echo", "os._exit", "sys.stdout.write",
+                            "sys.stderr.write"):
                     offenders.append(f"{module}:{node.lineno} {name}")
+            elif isinstance(node, ast.Raise) and node.exc is not None and \
+                    ast.unparse(node.exc).split("(")[0] in ("SystemExit", "KeyboardInterrupt"):
+                offenders.append(f"{module}:{node.lineno} raise {ast.unparse(node.exc)}")
     assert offenders == []

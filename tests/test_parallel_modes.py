@@ -10,8 +10,8 @@ import pytest
 
 from driftscan.cache import StatCache
 from driftscan.discover import find_distributions, resolve_target
-from driftscan.verify.ownership import build_ownership
-from driftscan.verify.records import verify_records
+from driftscan.verify.env.ownership import build_ownership
+from driftscan.verify.env.records import verify_records
 from fixtures.harness import settle
 
 
@@ -70,7 +70,7 @@ def test_forked_walk_agrees_with_the_inline_walk(planted, monkeypatch):
 
 
 def test_a_failing_walker_child_falls_back_to_walking_here(planted, monkeypatch):
-    from driftscan.verify import unowned
+    from driftscan.verify.env import unowned
 
     venv, _ = planted
     inline = _verdicts_of(venv, "inline", monkeypatch)
@@ -98,7 +98,7 @@ def _cold(venv, monkeypatch, jobs):
 def prehash_everything(monkeypatch):
     """Every hashed file through the prehash child: size threshold and racy window at nothing,
     forking allowed beside the test runner's threads."""
-    from driftscan.verify import prehash
+    from driftscan.verify.env.fast import prehash
 
     monkeypatch.setattr(prehash, "LARGE", 1)
     monkeypatch.setattr(prehash, "RACY_NS", 0)
@@ -127,7 +127,7 @@ def test_prehashed_digests_give_the_same_verdicts(planted, monkeypatch, prehash_
 def test_prehashed_digests_are_used_only_for_unchanged_files(tmp_path):
     from driftscan.cache import signature
     from driftscan.model import Hash, RecordEntry
-    from driftscan.verify import files, records
+    from driftscan.verify.env import files, records
 
     path = tmp_path / "f.bin"
     path.write_bytes(b"x" * 100)
@@ -150,7 +150,7 @@ def test_prehashed_digests_are_used_only_for_unchanged_files(tmp_path):
 @pytest.fixture
 def small_files_child(monkeypatch):
     """A forked child takes half of the small files, whatever their number."""
-    from driftscan.verify import smallfiles
+    from driftscan.verify.env.fast import smallfiles
 
     monkeypatch.setattr(smallfiles, "CHILD_MIN_FILES", 2)
     monkeypatch.setattr(smallfiles, "LARGE_BYTES_PER_S", 1e15)  # as if there were no large files

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from .artifacts import artifact_pattern
-from .paths import PathInfo
+from .dumppaths import PathInfo
 from .walker import iter_children
 
 if TYPE_CHECKING:

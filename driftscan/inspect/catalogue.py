@@ -111,10 +111,5 @@ def render(rules: Sequence[type[Rule]] | None = None) -> str:
     return INTRO + "\n" + body
 
 
-def main() -> int:
+if __name__ == "__main__":  # python -m driftscan.inspect.catalogue > docs/rules.md
     sys.stdout.write(render())
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

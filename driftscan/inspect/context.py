@@ -16,7 +16,7 @@ import libcst as cst
 
 from ..model import Severity
 from . import analysis
-from .paths import PathInfo, path_info
+from .dumppaths import PathInfo, path_info
 
 # Conventional aliases, used when a file uses them without an import we saw.
 _DEFAULT_ALIASES = {"np": "numpy", "pd": "pandas", "F": "torch.nn.functional"}
@@ -24,7 +24,7 @@ _STRINGISH = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst
 
 
 @dataclass
-class Report:
+class RuleHit:
     node: cst.CSTNode
     code: str
     name: str
@@ -39,7 +39,7 @@ class FileContext:
         self.stack: list[cst.CSTNode] = []
         self.aliases: dict[str, str] = {}
         self.assignments: dict[str, cst.BaseExpression] = {}
-        self.reports: list[Report] = []
+        self.reports: list[RuleHit] = []
         self._actions: dict[int, analysis.Action | None] = {}
         self._conditions: dict[int, analysis.Condition] = {}
         self._paths: dict[int, PathInfo] = {}
@@ -163,4 +163,4 @@ class FileContext:
 
     # -- reporting ----------------------------------------------------------------------------
     def add_report(self, node: cst.CSTNode, **fields) -> None:
-        self.reports.append(Report(node=node, **fields))
+        self.reports.append(RuleHit(node=node, **fields))

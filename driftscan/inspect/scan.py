@@ -253,7 +253,7 @@ def _scan_in_workers(chunks: list[list[tuple[str, int]]], jobs: int, config: tup
     from ..forking import may_fork
 
     rules = config[0]
-    fork = may_fork()  # only where driftscan may fork its host (verify/forked.py)
+    fork = may_fork()  # only where driftscan may fork its host (verify/env/fast/forked.py)
     if not fork and not sys.executable:
         return _scan_files([p for chunk in chunks for p, _ in chunk], *config)  # no interpreter to start
     todo = deque(chunks)

@@ -10,14 +10,14 @@ from ..discover.editable import find_editable_sources
 from ..discover.target import Containment, target_problems
 from ..discover.uvcache import default_uv_cache
 from ..model import DriftKind, FileCheck, Problem, Target, Verification
-from .cleanindex import build_index
-from .ownership import build_ownership
-from .prehash import Prehasher
-from .records import presence_only, verify_records
-from .source import verify_sources
-from .roots import root_of
-from .unowned import UnownedWalk
-from .uvcache import annotate_uv_cache
+from .env.fast.cleanindex import build_index
+from .env.ownership import build_ownership
+from .env.fast.prehash import Prehasher
+from .env.records import presence_only, verify_records
+from .env.source import verify_sources
+from .env.roots import root_of
+from .env.unowned import UnownedWalk
+from .env.uvlinks import annotate_uv_cache
 
 
 def default_jobs() -> int:

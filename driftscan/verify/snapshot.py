@@ -24,8 +24,8 @@ from ..fileio import read_regular
 from ..manifest import ManifestError, build_manifest, read_manifest, write_manifest
 from ..model import FileCheck, Problem
 from ..paths import printable
-from .modeldir import ModelDirResult, verify_model_dir
-from .ownership import Ownership, bytecode_source
+from .tree import ModelDirResult, verify_model_dir
+from .env.ownership import Ownership, bytecode_source
 
 BUNDLE_VERSION = "1"
 MAX_BUNDLE = 1 << 31

@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..fileio import NOFOLLOW, READ_FLAGS
-from ..model import RecordEntry
-from ..record import CHUNK, record_hash_text
+from ...fileio import NOFOLLOW, READ_FLAGS
+from ...model import RecordEntry
+from ...record import CHUNK, record_hash_text
 
 OK = "ok"
 MODIFIED = "modified"

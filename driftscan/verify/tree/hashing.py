@@ -21,7 +21,7 @@ from typing import Any
 
 import xxhash
 
-from ..fileio import read_pieces
+from ...fileio import read_pieces
 
 CHUNK = 4 << 20
 PROGRESS_STEP = 16 << 20

@@ -19,15 +19,13 @@ import stat
 from collections import defaultdict
 from collections.abc import Callable
 
-from ..discover.hfcache import snapshots_of
-from ..discover.modeldir import ModelDirLayout, etag_algorithm
-from ..fileio import inside
-from ..manifest import as_text, walk_tree
-from ..model import DriftKind, FileCheck, Problem, Unverifiable
-from .modeldir_engine import (
-    MODIFIED, OK, Context, Expect, KindResult, Outcome, added_check, iso, os_error, run, to_check,
-)
-from .modeldir_hash import file_type, hash_file
+from ...discover.hfcache import snapshots_of
+from ...discover.modeldir import ModelDirLayout, etag_algorithm
+from ...fileio import inside
+from ...manifest import as_text, walk_tree
+from ...model import DriftKind, FileCheck, Problem, Unverifiable
+from .engine import MODIFIED, OK, Context, Expect, KindResult, Outcome, added_check, iso, os_error, run, to_check
+from .hashing import file_type, hash_file
 
 STALE_TOLERANCE = 1.0
 SIMILARITY = 0.5  # below this, an unreferenced blob is not taken for a replaced file's original

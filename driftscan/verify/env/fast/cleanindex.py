@@ -25,8 +25,8 @@ import os
 import stat
 import struct
 
-from ..cache import RACY_NS, SIGNATURE, signature, tag
-from ..model import Distribution, Target, Unverifiable, Verification
+from ....cache import RACY_NS, SIGNATURE, signature, tag
+from ....model import Distribution, Target, Unverifiable, Verification
 from .forked import Child, may_fork
 
 VERSION = 1

@@ -15,11 +15,11 @@ import shlex
 import stat
 from dataclasses import dataclass
 
-from ..discover.editable import EditableSource
-from ..fileio import open_regular, read_pieces
-from ..model import DriftKind, FileCheck, Problem, Unverifiable
-from . import git as gitaccess
-from .modeldir_git import LFS_POINTER_MAX, parse_lfs_pointer
+from ...discover.editable import EditableSource
+from ...fileio import open_regular, read_pieces
+from ...model import DriftKind, FileCheck, Problem, Unverifiable
+from .. import git as gitaccess
+from ...lfs import LFS_POINTER_MAX, parse_lfs_pointer
 
 DIFF_LINES = 400
 

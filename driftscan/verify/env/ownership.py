@@ -7,9 +7,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from ..discover.dists import MetadataDir
-from ..discover.target import Containment
-from ..model import Distribution, Problem, RecordEntry, Target
+from ...discover.dists import MetadataDir
+from ...discover.target import Containment
+from ...model import Distribution, Problem, RecordEntry, Target
 
 
 def entry_path(site: str, record_path: str) -> str:

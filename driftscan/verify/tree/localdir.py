@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..discover.hfcache import blob_in_cache
-from ..discover.modeldir import DownloadMetadata, ModelDirLayout, etag_algorithm, read_download_metadata
-from ..manifest import EMBED_LIMIT, ManifestError, read_manifest, walk_tree
-from ..model import Problem
-from .modeldir_engine import Context, Expect, KindResult, added_check, iso, run
-from .modeldir_hash import hash_file, new_hasher
+from ...discover.hfcache import blob_in_cache
+from ...discover.modeldir import DownloadMetadata, ModelDirLayout, etag_algorithm, read_download_metadata
+from ...manifest import EMBED_LIMIT, ManifestError, read_manifest, walk_tree
+from ...model import Problem
+from .engine import Context, Expect, KindResult, added_check, iso, run
+from .hashing import hash_file, new_hasher
 
 STALE_TOLERANCE = 1.0  # seconds; huggingface_hub's own allowance for imprecise mtimes
 

@@ -10,11 +10,12 @@ import threading
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..cache import SIGNATURE, tag
-from ..discover.dists import TRUSTED_INSTALLERS, MetadataDir
-from ..discover.target import Containment
-from ..model import Distribution, DriftKind, FileCheck, Problem, RecordEntry, Target, Unverifiable
-from . import files, prehash, smallfiles
+from ...cache import SIGNATURE, tag
+from ...discover.dists import TRUSTED_INSTALLERS, MetadataDir
+from ...discover.target import Containment
+from ...model import Distribution, DriftKind, FileCheck, Problem, RecordEntry, Target, Unverifiable
+from . import files
+from .fast import prehash, smallfiles
 from .ownership import Ownership, bytecode_source, is_bytecode, is_virtualenv_style_row
 from .roots import root_of
 

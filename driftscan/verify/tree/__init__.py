@@ -12,15 +12,15 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..discover.hfcache import containment_root, default_hf_cache, find_cache_repos
-from ..discover.modeldir import ModelDirLayout, detect_layout
-from ..model import DriftKind, FileCheck, Problem, Unverifiable
-from .modeldir_cache import audit_cache_repo
-from .modeldir_consistency import consistency_checks
-from .modeldir_engine import SMALL_FILE_LIMIT, Context, KindResult, Meter
-from .modeldir_git import audit_git
-from .modeldir_localdir import audit_local_dir
-from .modeldir_manifest import audit_manifest
+from ...discover.hfcache import containment_root, default_hf_cache, find_cache_repos
+from ...discover.modeldir import ModelDirLayout, detect_layout
+from ...model import DriftKind, FileCheck, Problem, Unverifiable
+from .hubcache import audit_cache_repo
+from .consistency import consistency_checks
+from .engine import SMALL_FILE_LIMIT, Context, KindResult, Meter
+from .gitclone import audit_git
+from .localdir import audit_local_dir
+from .manifestdir import audit_manifest
 
 __all__ = ["SMALL_FILE_LIMIT", "ModelDirResult", "verify_model_dir"]
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field, replace
 
 import libcst
 
-from .fileio import read_regular
-from .inspect import MAX_FILE_BYTES, find_artifacts, load_rules, scan_paths, select_rules
-from .inspect.complexity import refusal
-from .inspect.scan import IN_PROCESS_BYTES
-from .model import DriftKind, FileCheck, Finding, Problem, Severity
+from ..fileio import read_regular
+from . import MAX_FILE_BYTES, find_artifacts, load_rules, scan_paths, select_rules
+from .complexity import refusal
+from .scan import IN_PROCESS_BYTES
+from ..model import DriftKind, FileCheck, Finding, Problem, Severity
 
 _INSPECTED_KINDS = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.CLOBBERED}
 # Added .py files are syntax-checked up to this many (a package copied in by hand can bring

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from ..discover.uvcache import find_cache_copy
-from ..model import DriftKind, FileCheck
+from ...discover.uvcache import find_cache_copy
+from ...model import DriftKind, FileCheck
 
 _EDITABLE_KINDS = {DriftKind.MODIFIED, DriftKind.CLOBBERED}
 

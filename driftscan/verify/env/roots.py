@@ -1,10 +1,10 @@
-"""Which directory a path's ``relpath`` is relative to."""
+"""Which directory of an environment a path's ``relpath`` is relative to (``paths.relpath``)."""
 
 from __future__ import annotations
 
 import os
 
-from ..model import Target
+from ...model import Target
 
 
 def _inside(path: str, root: str) -> bool:
@@ -18,7 +18,3 @@ def root_of(target: Target, path: str) -> str:
     if target.venv and _inside(path, target.venv):
         return target.venv
     return os.path.dirname(path)
-
-
-def relpath(path: str, root: str) -> str:
-    return os.path.relpath(path, root).replace(os.sep, "/")

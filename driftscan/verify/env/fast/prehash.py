@@ -21,9 +21,9 @@ import stat
 import struct
 import time
 
-from ..cache import RACY_NS, SIGNATURE, signature
-from ..discover.target import Containment
-from ..fileio import LIMITS, NOFOLLOW, READ_FLAGS, read_regular
+from ....cache import RACY_NS, SIGNATURE, signature
+from ....discover.target import Containment
+from ....fileio import LIMITS, NOFOLLOW, READ_FLAGS, read_regular
 from . import forked
 from .forked import Child, may_fork
 

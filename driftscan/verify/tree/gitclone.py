@@ -22,29 +22,14 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
-from ..discover.modeldir import ModelDirLayout
-from ..manifest import is_bookkeeping
-from ..model import DriftKind, FileCheck, Problem, Unverifiable
-from . import git as gitaccess
-from .modeldir_engine import MODIFIED, Context, Expect, KindResult, added_check, iso, os_error, run
+from ...discover.modeldir import ModelDirLayout
+from ...lfs import LFS_POINTER_MAX, parse_lfs_pointer
+from ...manifest import is_bookkeeping
+from ...model import DriftKind, FileCheck, Problem, Unverifiable
+from .. import git as gitaccess
+from .engine import MODIFIED, Context, Expect, KindResult, added_check, iso, os_error, run
 
-LFS_SPEC = b"version https://git-lfs.github.com/spec/v1"
-LFS_POINTER_MAX = 1024
 ZERO = "0" * 40
-
-
-def parse_lfs_pointer(data: bytes) -> tuple[str, int] | None:
-    """(sha256 hex, size) of a git LFS pointer file, or None when ``data`` is not one."""
-    if len(data) > LFS_POINTER_MAX or not data.startswith(LFS_SPEC):
-        return None
-    fields = dict(line.split(b" ", 1) for line in data.splitlines() if b" " in line)
-    oid, size = fields.get(b"oid", b""), fields.get(b"size", b"")
-    if not oid.startswith(b"sha256:") or not size.isdigit():
-        return None
-    digest = oid[len(b"sha256:"):].decode("ascii", "replace")
-    if len(digest) != 64:
-        return None
-    return digest, int(size)
 
 
 _Git = gitaccess.Repository

@@ -15,8 +15,8 @@ from __future__ import annotations
 import marshal
 import os
 
-from ..cache import StatCache
-from . import files
+from ....cache import StatCache
+from .. import files
 from .forked import Child, may_fork
 
 CHILD_MIN_FILES = 4096  # below this a fork costs more than it saves

@@ -14,12 +14,12 @@ import os
 import posixpath
 import struct
 
-from ..fileio import read_regular
-from ..manifest import walk_tree
-from ..model import DriftKind, FileCheck, Problem
-from .modeldir_engine import Context, os_error
-from .modeldir_hash import Meter, open_readonly
-from .modeldir_git import LFS_SPEC
+from ...fileio import read_regular
+from ...manifest import walk_tree
+from ...model import DriftKind, FileCheck, Problem
+from .engine import Context, os_error
+from .hashing import Meter, open_readonly
+from ...lfs import LFS_SPEC
 
 MAX_HEADER = 100_000_000  # safetensors refuses larger headers
 # Real headers are a few MB at most; a directory of sparse files each claiming a 100 MB header

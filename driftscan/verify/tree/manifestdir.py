@@ -13,12 +13,10 @@ from collections.abc import Callable
 
 import xxhash
 
-from ..discover.modeldir import ModelDirLayout
-from ..manifest import (
-    EMBED_LIMIT, MANIFEST_NAME, Manifest, ManifestEntry, ManifestError, is_link_only, read_manifest, walk_tree,
-)
-from ..model import DriftKind, FileCheck, Problem, Unverifiable
-from .modeldir_engine import Context, Expect, KindResult, added_check, iso, run
+from ...discover.modeldir import ModelDirLayout
+from ...manifest import EMBED_LIMIT, MANIFEST_NAME, Manifest, ManifestEntry, ManifestError, is_link_only, read_manifest, walk_tree
+from ...model import DriftKind, FileCheck, Problem, Unverifiable
+from .engine import Context, Expect, KindResult, added_check, iso, run
 
 
 def _stale(entry: ManifestEntry) -> Callable[[os.stat_result], str | None]:

@@ -6,9 +6,9 @@ import os
 import shlex
 from dataclasses import replace
 
-from ..discover.hfcache import repo_id_of
-from ..model import DriftKind, FileCheck
-from .roots import relpath
+from ...discover.hfcache import repo_id_of
+from ...model import DriftKind, FileCheck
+from ...paths import relpath
 
 
 def _remedy(kind: str, root: str, repo_dir: str | None, commit: str | None, check: FileCheck) -> str:

@@ -15,7 +15,7 @@ import select
 import signal
 from collections.abc import Callable
 
-from ..forking import allow_fork, fork_quietly, may_fork
+from ....forking import allow_fork, fork_quietly, may_fork
 
 __all__ = ["HELPER_TIMEOUT", "Child", "allow_fork", "may_fork", "read_some"]
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from .. import jsondiff
-from ..manifest import map_by_size
-from ..model import DriftKind, FileCheck, Problem, Unverifiable
-from .modeldir_hash import Meter, file_type, hash_file
+from ... import jsondiff
+from ...manifest import map_by_size
+from ...model import DriftKind, FileCheck, Problem, Unverifiable
+from .hashing import Meter, file_type, hash_file
 
 SMALL_FILE_LIMIT = 16 << 20  # tokenizer.json of a large-vocabulary model is ~10 MB and is a config
 
