@@ -1,8 +1,8 @@
 """Verify a model directory offline: what was edited since it was downloaded (or committed, or snapshotted).
 
 ``verify_model_dir`` recognises the directory (discover.modeldir), checks every file against its
-provenance (modeldir_localdir / _cache / _git / _manifest through modeldir_engine), then runs the
-provenance-free consistency checks (modeldir_consistency). It reads only small files unless
+provenance (localdir / hubcache / gitclone / manifestdir through engine), then runs the
+provenance-free consistency checks (consistency). It reads only small files unless
 ``deep`` is set, never writes, and raises only TargetError (no such directory).
 """
 

@@ -11,7 +11,7 @@ records into ``Expect`` values; this module checks them all the same way:
    it is reported as ``stale-metadata`` — its content was not read, and the report says so.
 
 Hashing runs in threads (hashlib and xxhash release the GIL on large buffers); reading is in
-modeldir_hash.
+hashing.py.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ A blob's file name is its etag, so each blob carries its own expected hash. Two 
   the blob intact, so the blob is the original to diff against.
 
 The cache records no file list per snapshot, so a deleted symlink is invisible here; the weight
-map of an ``*.index.json`` still catches deleted shards (see modeldir_consistency).
+map of an ``*.index.json`` still catches deleted shards (see consistency.py).
 """
 
 from __future__ import annotations
