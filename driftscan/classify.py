@@ -1,7 +1,7 @@
 """Pure: a FileCheck becomes a Drift with a scope, a reinstall prediction, a remedy and evidence.
 
 "Survives" is the worst case for the environment's own installer (INSTALLER), following what
-real pip and uv do (FACTS.md §2): listed files are rewritten, unowned files are kept, except
+real pip and uv do (docs/installers.md §2): listed files are rewritten, unowned files are kept, except
 where uv's hard links into its cache carry the edit back in.
 """
 
@@ -105,7 +105,7 @@ def _package(check: FileCheck, target: Target, installer: str | None) -> Drift:
 
 
 def _in_uv_pycache(check: FileCheck) -> bool:
-    """Files in a uv-installed package's __pycache__ that it does not own: uv wipes them (FACTS §2)."""
+    """Files in a uv-installed package's __pycache__ that it does not own: uv wipes them (docs/installers.md §2)."""
     dist = check.distribution
     return (dist is not None and (dist.installer or "").lower() == "uv"
             and os.path.basename(os.path.dirname(check.path)) == "__pycache__")

@@ -3,7 +3,7 @@
 A malformed row never aborts the parse: the path it names is still returned as owned (so the
 file is not later mistaken for an added one), with ``hash``/``size`` left out and an issue
 describing what was wrong. ``importlib.metadata`` is deliberately not used: it drops missing
-files on Python 3.12+ and does no validation (see FACTS.md §5).
+files on Python 3.12+ and does no validation (see docs/installers.md §5).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from .target import Containment
 # The cap of each metadata file read here is its kind's (fileio.LIMITS); other files get this.
 _OTHER_LIMIT = 1 << 20
 MAX_ISSUES = 100  # malformed rows reported one by one per RECORD
-# Installers whose RECORD is known to describe the installed files exactly (FACTS.md rule 6).
+# Installers whose RECORD is known to describe the installed files exactly (docs/installers.md §1, §4).
 TRUSTED_INSTALLERS = frozenset({"pip", "uv", "poetry", "pdm", "installer", "pipx", "hatch"})
 
 

@@ -1,6 +1,6 @@
 """Locate the source trees of editable installs (PEP 660 and legacy ``setup.py develop``).
 
-No RECORD lists an editable project's sources (FACTS.md §3); they are found from
+No RECORD lists an editable project's sources (docs/installers.md §3); they are found from
 ``direct_url.json``, the ``.pth`` files and setuptools' finder ``MAPPING`` (read with ``ast``,
 never imported), or a legacy ``.egg-link``.
 """

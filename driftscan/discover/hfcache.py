@@ -1,6 +1,6 @@
 """The Hugging Face hub cache: where it is, which repositories it holds, which snapshot a ref names.
 
-Layout (FACTS.md §7)::
+Layout (docs/installers.md §7)::
 
     <cache>/models--ORG--NAME/refs/main            the commit "main" points at (no trailing newline)
     <cache>/models--ORG--NAME/snapshots/<commit>/  symlinks, ../../blobs/<etag> (deeper for subfolders)

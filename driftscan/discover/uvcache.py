@@ -2,7 +2,7 @@
 
 uv installs by linking files from ``<cache>/archive-v0/<id>/`` (an unpacked wheel). An in-place
 edit of such a file edits the cache copy too, so a reinstall relinks the edited file and every
-venv sharing the cache sees the edit (FACTS.md §2).
+venv sharing the cache sees the edit (docs/installers.md §2).
 """
 
 from __future__ import annotations

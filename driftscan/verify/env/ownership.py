@@ -37,7 +37,7 @@ _PYCACHE = os.sep + "__pycache__"
 
 
 def is_virtualenv_style_row(record_path: str) -> bool:
-    """Rows virtualenv writes that never exist on disk (FACTS.md §6d)."""
+    """Rows virtualenv writes that never exist on disk (docs/installers.md §6d)."""
     return (
         is_bytecode(record_path)
         or record_path.rstrip("/").endswith("__pycache__")

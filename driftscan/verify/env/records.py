@@ -48,7 +48,7 @@ def _cache_archives(links: Containment) -> tuple[str, ...]:
 
 def presence_only(rows: list[Row], owners) -> list[bool]:
     """Rows checked by presence alone: no hash to compare, egg-info lists, and bytecode of an owned
-    source (derived data: Python rewrites it at will, even a wheel-shipped .pyc, FACTS §6a)."""
+    source (derived data: Python rewrites it at will, even a wheel-shipped .pyc, docs/installers.md §6a)."""
     flags = []
     append = flags.append
     for dist, entry, path in rows:

@@ -1,0 +1,19 @@
+"""Start-up stays cheap: importing the CLI and the API pulls in neither the rule engine (libcst),
+nor model-directory or snapshot code, nor gitpython (api.py imports them where used)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ["libcst", "git", "driftscan.verify.tree", "driftscan.verify.snapshot", "driftscan.discover.hfcache",
+         "driftscan.inspect.engine"]
+
+
+def test_importing_the_cli_and_the_api_stays_light():
+    code = ("import json, sys; import driftscan.cli, driftscan.api; "
+            f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
+    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
