@@ -5,7 +5,7 @@ imported in place of the real one. Only ``driftscan`` itself was found before th
 import os
 import sys
 
-if not sys.flags.safe_path and sys.path and sys.path[0] in ("", os.getcwd()):
+if not getattr(sys.flags, "safe_path", False) and sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
 from driftscan.cli import entry  # noqa: E402

@@ -37,7 +37,7 @@ class Config(BaseModel):
     rules_modules: list[str] = Field(default_factory=list)
     select: list[str] = Field(default_factory=list)
     ignore: list[str] = Field(default_factory=list)
-    source: str | None = Field(None, exclude=True, description="the file this came from")
+    source: str | None = Field(default=None, exclude=True, description="the file this came from")
     notes: list[str] = Field(default_factory=list, exclude=True, description="settings set aside, and why")
 
     @property

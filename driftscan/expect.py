@@ -31,9 +31,9 @@ class Expectation(BaseModel):
     file: str
     json_has: str | None = None
     json_lacks: str | None = None
-    contains: str | None = Field(None, description="a regular expression that must match")
-    lacks: str | None = Field(None, description="a regular expression that must not match")
-    unchanged: bool | None = Field(None, description="the file matches its reference (RECORD, metadata, git)")
+    contains: str | None = Field(default=None, description="a regular expression that must match")
+    lacks: str | None = Field(default=None, description="a regular expression that must not match")
+    unchanged: bool | None = Field(default=None, description="the file matches its reference (RECORD, metadata, git)")
 
     @model_validator(mode="after")
     def _one_check(self) -> Expectation:

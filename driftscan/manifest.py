@@ -228,8 +228,8 @@ def build_manifest(root: str, *, embed_limit: int = EMBED_LIMIT, embed_code: boo
         path = os.path.join(root, rel)
         try:
             # What will be hashed: a link out of the tree is not (its target's size is not ours).
-            st = os.lstat(path)
-            if stat.S_ISLNK(st.st_mode):
+            st: os.stat_result | None = os.lstat(path)
+            if st is not None and stat.S_ISLNK(st.st_mode):
                 st = os.stat(path) if inside(contain, path) else None
             sizes[rel] = st.st_size if st is not None else 0
         except OSError:
@@ -368,7 +368,7 @@ def _entry_from(rel: str, raw: Any, issues: list[str]) -> ManifestEntry | None:
         issues.append(f"{where} is not an object")
         return None
     before = len(issues)
-    digest = raw.get("xxh3_128")
+    digest: Any = raw.get("xxh3_128")
     if not (isinstance(digest, str) and _HEX32.fullmatch(digest)):
         issues.append(f"{where}.xxh3_128 is not 32 lowercase hex digits")
     for key, bound in (("size", 1 << 63), ("mode", 1 << 32), ("mtime_ns", 1 << 63)):

@@ -6,7 +6,7 @@ Field names here are a contract with CI jobs (issue #2): add fields freely, rena
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field
 
@@ -15,7 +15,7 @@ from .atomic import write_atomic  # noqa: F401 - re-exported: the report's write
 from .model import Drift, DriftKind, Finding, Prediction, Scope, Severity, Verification
 from .paths import printable, printable_tree, relpath
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION: Final = "1"
 SCOPE_ORDER = [Scope.PACKAGE, Scope.ENVIRONMENT, Scope.SOURCE, Scope.DATA, Scope.EXTERNAL]
 
 
@@ -28,7 +28,7 @@ class TargetInfo(BaseModel):
     venv: str | None = None
     site_packages: list[str] = Field(default_factory=list)
     model_dirs: list[str] = Field(default_factory=list)
-    kind: str | None = Field(None, description="venv, prefix, site-packages or interpreter")
+    kind: str | None = Field(default=None, description="venv, prefix, site-packages or interpreter")
     python_version: str | None = None
 
 
@@ -73,7 +73,7 @@ class DriftOut(BaseModel):
     actual: dict[str, Any] = Field(default_factory=dict)
     json_changes: list[dict[str, Any]] = Field(
         default_factory=list, description="for JSON files: [{pointer, op: added|removed|changed, old, new}]")
-    diff: str | None = Field(None, description="unified diff against the original, when it is at hand")
+    diff: str | None = Field(default=None, description="unified diff against the original, when it is at hand")
     artifacts: list[str] = Field(default_factory=list, description="debug-artifacts: the dump files found")
 
 

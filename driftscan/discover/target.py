@@ -235,7 +235,7 @@ def environment_roots(target: Target) -> tuple[str, ...]:
     return tuple(dict.fromkeys(roots))
 
 
-_UNSET = object()
+_UNSET = "\0not decided"  # a verdict no path can have (a NUL): the memo's "no entry"
 
 
 class Containment:
@@ -291,7 +291,7 @@ class Containment:
                     if not self.real_inside(real):
                         verdict = f"{path} is a symlink to {real}, outside the environment; not followed"
             memo[path] = verdict
-        return verdict  # type: ignore[return-value]
+        return verdict
 
     def row_problem(self, path: str) -> str | None:
         """Why the file at ``path`` (a RECORD row, absolute and normalised) may not be read, or None:
@@ -299,7 +299,7 @@ class Containment:
         its directory is known, one dict lookup."""
         directory = path[:path.rfind(os.sep)] or os.sep
         verdict = self._env.get(directory, _UNSET)
-        return self._dir_problem(directory, self._env) if verdict is _UNSET else verdict  # type: ignore[return-value]
+        return self._dir_problem(directory, self._env) if verdict is _UNSET else verdict
 
     def row_problems(self, paths) -> dict[int, str]:
         """``row_problem`` of each path that has one, by index. Rows of one directory come

@@ -41,7 +41,7 @@ class PathInfo:
 
     @property
     def absolute(self) -> bool:
-        return bool(self.glob) and self.glob.startswith(("/", "~"))
+        return self.glob is not None and self.glob.startswith(("/", "~"))
 
     @property
     def in_tmp(self) -> bool:

@@ -26,6 +26,8 @@ class Memo(dict):
 
 
 class BaseTrigger(Protocol):
+    label: str
+
     def matches(self, data: bytes, memo: Memo | None = None) -> bool: ...
 
     def describe(self) -> str: ...
@@ -65,11 +67,12 @@ class Trigger:
         if self.ignore_case:
             # Lowercasing bytes maps only A-Z, so a lowercase pattern over the lowered bytes
             # is exactly a case-insensitive match, and much faster than re.IGNORECASE.
-            hay = memo.get("lower") if memo is not None else None
-            if hay is None:
-                hay = data.lower()
+            lowered = memo.get("lower") if memo is not None else None
+            if lowered is None:
+                lowered = data.lower()
                 if memo is not None:
-                    memo["lower"] = hay
+                    memo["lower"] = lowered
+            hay = lowered
         if self.needles and not any(_contains(hay, n, memo, self.ignore_case) for n in self.needles):
             return False
         return self._regex.search(hay) is not None

@@ -29,9 +29,10 @@ class TmpWrite(Rule):
         reasons = [r for r in self.context.debug_reasons(action) if r.kind not in ("tmp-path", "debug-path")]
         severity = Severity.HIGH if any(r.strong for r in reasons) else Severity.MEDIUM
         detail = "".join(f"; {r.text}" for r in reasons)
+        where = action.path.glob if action.path is not None else "a /tmp path"  # a tmp-write has a path
         self.report(
             node,
-            f"{action.label}() writes to {action.path.glob}{detail}",
+            f"{action.label}() writes to {where}{detail}",
             severity=severity,
             artifact_pattern=action.artifact_pattern,
         )

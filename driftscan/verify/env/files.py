@@ -184,15 +184,17 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cach
             link_target = os.readlink(path)
         except OSError as exc:
             return EntryResult(ERROR, expected_of(entry), message=f"cannot read symlink: {_os_error(exc)}")
-        real = links.follow(path, link_target) if links is not None else None
-        if real is None:
+        followed = links.follow(path, link_target) if links is not None else None
+        if followed is None:
             return _outside(entry, link_target)
+        real = followed
         try:
             st = os.lstat(real)
             if stat.S_ISLNK(st.st_mode):  # a chain of links: resolved at once, then judged
-                real = links.resolve(path)
-                if real is None:
+                resolved = links.resolve(path)  # type: ignore[union-attr]  # followed: links is set
+                if resolved is None:
                     return _outside(entry, link_target)
+                real = resolved
                 st = os.lstat(real)
                 if stat.S_ISLNK(st.st_mode):
                     raise OSError(errno.ELOOP, "symlink loop")

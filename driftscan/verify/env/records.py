@@ -49,7 +49,7 @@ def _cache_archives(links: Containment) -> tuple[str, ...]:
 def presence_only(rows: list[Row], owners) -> list[bool]:
     """Rows checked by presence alone: no hash to compare, egg-info lists, and bytecode of an owned
     source (derived data: Python rewrites it at will, even a wheel-shipped .pyc, docs/installers.md §6a)."""
-    flags = []
+    flags: list[bool] = []
     append = flags.append
     for dist, entry, path in rows:
         if entry.hash is None or dist.kind == "egg-info":
@@ -350,7 +350,7 @@ def _settle_prehashed(rows: list[Row], pending: list[int], done: dict, cache, re
             except OSError:
                 st = None
             digest = prehash.usable(st, found, entry.hash.algorithm) if st is not None else None
-            if digest is not None and stat.S_ISREG(st.st_mode) and digest == entry.hash.digest \
+            if digest is not None and st is not None and stat.S_ISREG(st.st_mode) and digest == entry.hash.digest \
                     and (entry.size is None or entry.size == st.st_size):
                 results[i] = files._PLAIN_OK
                 if cache is not None:
@@ -461,13 +461,12 @@ def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, 
     checks: list[FileCheck] = []
     unverifiable: list[Unverifiable] = []
     for md in metadirs:
-        dist = md.distribution
-        if dist is None:
+        if md.distribution is None:
             continue
-        found = checks_by_dist.get(dist.metadata_dir, [])
-        reason = _unverifiable_reason(md, dist, found)
+        found = checks_by_dist.get(md.distribution.metadata_dir, [])
+        reason = _unverifiable_reason(md, md.distribution, found)
         if reason:
-            unverifiable.append(Unverifiable(dist.key, reason))
+            unverifiable.append(Unverifiable(md.distribution.key, reason))
         else:
             checks.extend(found)
     return RecordsOutcome(checks, checked, unverifiable, errors)
@@ -484,7 +483,7 @@ def _unverifiable_reason(md: MetadataDir, dist: Distribution, found: list[FileCh
     if trusted or not found:
         return None
     hex_rows = any(e.hash is not None and e.hash.encoding == "hex" for e in dist.entries)
-    counts = defaultdict(int)
+    counts: defaultdict[str, int] = defaultdict(int)
     for check in found:
         counts[check.kind.value] += 1
     detail = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))

@@ -250,7 +250,7 @@ class _Snapshot:
 def audit_cache_repo(ctx: Context, layout: ModelDirLayout) -> KindResult:
     revision = layout.revision
     if revision is None or revision.problem or not revision.commit:
-        why = revision.problem if revision else "no snapshot chosen"
+        why = (revision.problem if revision else None) or "no snapshot chosen"
         where = layout.path
         if revision and revision.ref:
             where = os.path.join(layout.repo_dir or layout.path, "refs", revision.ref)

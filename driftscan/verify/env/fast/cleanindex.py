@@ -160,7 +160,10 @@ def _unchanged(paths: list[str], sigs: bytes) -> bool:
     half = len(paths) // 2
     if half < 4096 or not may_fork():
         return _matches(paths, sigs, 0, len(paths))
-    child = Child(lambda fd: os.write(fd, b"1" if _matches(paths, sigs, half, len(paths)) else b"0"))
+    def answer(fd: int) -> None:
+        os.write(fd, b"1" if _matches(paths, sigs, half, len(paths)) else b"0")
+
+    child = Child(answer)
     if not child.started:
         return _matches(paths, sigs, 0, len(paths))
     mine = _matches(paths, sigs, 0, half)

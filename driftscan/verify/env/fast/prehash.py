@@ -86,14 +86,16 @@ class Prehasher:
             os.set_blocking(child.fd, False)  # type: ignore[arg-type]
 
     def _read(self, block: bool) -> None:
+        fd = self._child.fd if self._child is not None else None
+        assert fd is not None, "read only while the child runs"
         while True:
             try:
-                chunk = os.read(self._child.fd, 1 << 16)  # type: ignore[union-attr, arg-type]
+                chunk = os.read(fd, 1 << 16)
             except BlockingIOError:
                 if not block:
                     break
                 # A child stuck on one file (a hung filesystem) is given up, not waited for.
-                if not select.select([self._child.fd], [], [], forked.HELPER_TIMEOUT)[0]:  # type: ignore[union-attr]
+                if not select.select([fd], [], [], forked.HELPER_TIMEOUT)[0]:
                     raise TimeoutError("the prehash child fell silent")
                 continue
             if not chunk:

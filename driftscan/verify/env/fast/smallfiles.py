@@ -55,7 +55,7 @@ class SmallFilesChild:
     def collect(self) -> tuple[bytes, dict[str, bytes]]:
         """(one byte per row: 1 where the content matched RECORD, the stat-cache entries earned);
         all zeros if the child failed, so that the parent checks every row itself."""
-        failed = (b"\0" * len(self.rows), {})
+        failed: tuple[bytes, dict[str, bytes]] = (b"\0" * len(self.rows), {})
         data = self._child.wait()
         try:
             matched, entries = marshal.loads(data)  # type: ignore[arg-type]

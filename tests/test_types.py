@@ -1,0 +1,16 @@
+"""mypy, in pyproject.toml's configuration, finds nothing in driftscan/."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_mypy_is_clean():
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--config-file",
+                           str(ROOT / "pyproject.toml")], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "Success" in proc.stdout
