@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from driftscan.discover import find_distributions, resolve_target  # noqa: E402
-from driftscan.verify import default_jobs  # noqa: E402
+from driftscan.fileio import default_jobs  # noqa: E402
 from driftscan.verify.env.ownership import entry_path  # noqa: E402
 
 

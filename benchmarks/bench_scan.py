@@ -29,7 +29,8 @@ import time
 import libcst
 
 from driftscan.inspect import scan_paths
-from driftscan.inspect.scan import collect_files, default_jobs
+from driftscan.fileio import default_jobs
+from driftscan.inspect.scan import collect_files
 
 
 def _mb(n: int) -> float:

@@ -18,7 +18,8 @@ from .discover.uvcache import default_uv_cache
 from .errors import TargetError
 from .model import Drift, Target, Verification
 from .report import Report, build_report
-from .verify import default_jobs, verify
+from .fileio import default_jobs
+from .verify import verify
 from .verify.env.fast.cleanindex import still_clean
 from .verify.env.ownership import build_ownership
 

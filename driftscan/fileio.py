@@ -27,7 +27,10 @@ from collections.abc import Iterator
 # with fstat that it is a regular file before reading).
 READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-CHUNK = 4 << 20
+CHUNK = 4 << 20  # hashing buffer for large files (model shards, manifests)
+# A venv file up to this size is read in one read of its exact size; a larger one through a
+# buffer this big (a 4 MiB buffer bought nothing there: docs/performance.md).
+SMALL_READ = 1 << 20
 
 # Caps per kind of tree-controlled file. Generous against real files (the largest RECORD seen,
 # torch's, is 1.9 MB; METADATA of big projects a few hundred KB), tiny against a hostile one.
@@ -48,6 +51,28 @@ LIMITS = {
     "manifest": 1 << 30,
     "cache": 1 << 30,
 }
+
+
+def file_type(mode: int) -> str:
+    """The kind of file an ``st_mode`` describes, as reports name it."""
+    for test, name in ((stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"), (stat.S_ISLNK, "symlink"),
+                       (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return name
+    return "device"
+
+
+def os_error(exc: OSError) -> str:
+    """An OSError in a report's words."""
+    return "symlink loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+
+
+def default_jobs() -> int:
+    """Worker threads or processes: the cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def _refuse(code: int, message: str) -> OSError:

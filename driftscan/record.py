@@ -175,24 +175,6 @@ def _build_entry(row: list[str], line: int, allow_hex: bool) -> tuple[RecordEntr
     return RecordEntry(path, digest, size, line), problems
 
 
-CHUNK = 1 << 20
-
-
-def hash_stream(fileobj: io.BufferedIOBase, algorithm: str) -> tuple[bytes, int]:
-    """Stream ``fileobj`` through ``algorithm``; returns (digest, bytes read)."""
-    hasher = hashlib.new(algorithm)
-    buffer = bytearray(CHUNK)
-    view = memoryview(buffer)
-    total = 0
-    while True:
-        n = fileobj.readinto(buffer)
-        if not n:
-            break
-        hasher.update(view[:n])
-        total += n
-    return hasher.digest(), total
-
-
 def record_hash_text(digest: bytes) -> str:
     """The RECORD spelling of a digest: urlsafe base64 without padding."""
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")

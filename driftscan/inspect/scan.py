@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 
+from ..fileio import default_jobs
 from ..model import Finding, Problem
 from .engine import MAX_FILE_BYTES, RuleError, complexity_finding, inspect_path
 from .registry import load_rules, select_rules
@@ -43,13 +44,6 @@ class ScanResult:
     bytes_scanned: int = 0
     files_parsed: int = 0  # files the prefilter let through to libcst
     rules: tuple[str, ...] = ()  # codes of the rules that ran
-
-
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def collect_files(paths: Iterable[str], errors: list[Problem]) -> list[tuple[str, int]]:

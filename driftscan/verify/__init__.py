@@ -6,6 +6,7 @@ import os
 import time
 
 from ..discover import find_distributions
+from ..fileio import default_jobs
 from ..discover.editable import find_editable_sources
 from ..discover.target import Containment, target_problems
 from ..discover.uvcache import default_uv_cache
@@ -18,13 +19,6 @@ from .env.source import verify_sources
 from .env.roots import root_of
 from .env.unowned import UnownedWalk
 from .env.uvlinks import annotate_uv_cache
-
-
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def _orphaned(target: Target, md) -> FileCheck:

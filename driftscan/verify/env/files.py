@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...fileio import NOFOLLOW, READ_FLAGS
+from ...fileio import NOFOLLOW, READ_FLAGS, SMALL_READ, file_type, os_error
 from ...model import RecordEntry
-from ...record import CHUNK, record_hash_text
+from ...record import record_hash_text
 
 OK = "ok"
 MODIFIED = "modified"
@@ -38,20 +38,6 @@ class EntryResult:
     refused: bool = False  # an ERROR because the path leads outside the environment (message: where)
 
 
-def file_type(mode: int) -> str:
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "directory"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    if stat.S_ISFIFO(mode):
-        return "fifo"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "device"
-
-
 def expected_of(entry: RecordEntry) -> dict[str, Any]:
     expected: dict[str, Any] = {"type": "file"}
     if entry.hash is not None:
@@ -65,7 +51,7 @@ def digest_fd(fd: int, algorithm: str, size: int) -> bytes:
     """Hash an open file, reading at most ``size + 1`` bytes (a file that grows while it is read
     has changed: one byte more says so, and a file that never stops growing cannot hold the audit).
     Small files in one read; large ones streamed (hashlib drops the GIL)."""
-    if size <= CHUNK:
+    if size <= SMALL_READ:
         data = b""
         while len(data) <= size:  # a short read is possible on network filesystems
             chunk = os.read(fd, size + 1 - len(data))  # exactly what is left: no 1 MiB buffer
@@ -77,18 +63,12 @@ def digest_fd(fd: int, algorithm: str, size: int) -> bytes:
     left = size + 1
     with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
         # hashlib drops the GIL for each whole buffer: 1 MiB measured as good as 256 KiB or 4 MiB.
-        buffer = bytearray(CHUNK)
+        buffer = bytearray(SMALL_READ)
         view = memoryview(buffer)
-        while left > 0 and (n := f.readinto(buffer if left >= CHUNK else view[:left])):
+        while left > 0 and (n := f.readinto(buffer if left >= SMALL_READ else view[:left])):
             hasher.update(view[:n])
             left -= n
     return hasher.digest()
-
-
-def _os_error(exc: OSError) -> str:
-    if exc.errno == errno.ELOOP:
-        return "symlink loop"
-    return exc.strerror or str(exc)
 
 
 _PLAIN_OK = EntryResult(OK)  # shared: the common case allocates nothing
@@ -116,7 +96,7 @@ def quick_check(path: str, entry: RecordEntry, cache=None, regular: bool = False
             if links is not None and links.row_problem(path) is not None:
                 return None
             st = os.lstat(path)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > CHUNK or \
+            if not stat.S_ISREG(st.st_mode) or st.st_size > SMALL_READ or \
                     (entry.size is not None and st.st_size != entry.size):
                 return None  # a symlink, another type, another size...: check_entry says which
         fd = os.open(path, READ_FLAGS | NOFOLLOW)
@@ -124,10 +104,10 @@ def quick_check(path: str, entry: RecordEntry, cache=None, regular: bool = False
         return None  # missing, unreadable...
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > CHUNK or (entry.size is not None and st.st_size != entry.size):
+        if not stat.S_ISREG(st.st_mode) or st.st_size > SMALL_READ or (entry.size is not None and st.st_size != entry.size):
             return None
         started = time.time_ns()
-        # Exactly the size (+1 to see growth): asking for CHUNK would allocate, and fault in, 1 MiB
+        # Exactly the size (+1 to see growth): asking for SMALL_READ would allocate, and fault in, 1 MiB
         # per call (measured: 12 µs per read of a 2 KB file, against 2 µs).
         data = os.read(fd, st.st_size + 1)
         if len(data) != st.st_size:
@@ -176,14 +156,14 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cach
         except FileNotFoundError:
             return EntryResult(MISSING, expected_of(entry))
         except OSError as exc:
-            return EntryResult(ERROR, expected_of(entry), message=f"cannot stat: {_os_error(exc)}")
+            return EntryResult(ERROR, expected_of(entry), message=f"cannot stat: {os_error(exc)}")
     link_target = None
     real = path
     if stat.S_ISLNK(st.st_mode):
         try:
             link_target = os.readlink(path)
         except OSError as exc:
-            return EntryResult(ERROR, expected_of(entry), message=f"cannot read symlink: {_os_error(exc)}")
+            return EntryResult(ERROR, expected_of(entry), message=f"cannot read symlink: {os_error(exc)}")
         followed = links.follow(path, link_target) if links is not None else None
         if followed is None:
             return _outside(entry, link_target)
@@ -202,7 +182,7 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cach
             return EntryResult(MISSING, expected_of(entry), {"type": "symlink", "target": link_target, "dangling": True},
                                link_target=link_target)
         except OSError as exc:
-            return EntryResult(ERROR, expected_of(entry), message=f"cannot follow symlink: {_os_error(exc)}",
+            return EntryResult(ERROR, expected_of(entry), message=f"cannot follow symlink: {os_error(exc)}",
                                link_target=link_target)
     kind = file_type(st.st_mode)
     is_directory_row = entry.hash is None and entry.size is None
@@ -226,7 +206,7 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cach
     except FileNotFoundError:
         return EntryResult(MISSING, expected_of(entry), message="vanished during the audit")
     except OSError as exc:
-        return EntryResult(ERROR, expected_of(entry), message=f"cannot open: {_os_error(exc)}")
+        return EntryResult(ERROR, expected_of(entry), message=f"cannot open: {os_error(exc)}")
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # swapped between lstat and open
@@ -239,7 +219,7 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cach
             if cache is not None:
                 cache.store(path, st, entry.hash.algorithm, digest, started)
     except OSError as exc:
-        return EntryResult(ERROR, expected_of(entry), message=f"cannot read: {_os_error(exc)}")
+        return EntryResult(ERROR, expected_of(entry), message=f"cannot read: {os_error(exc)}")
     finally:
         os.close(fd)
     if size_ok and (entry.hash is None or digest == entry.hash.digest):

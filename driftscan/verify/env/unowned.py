@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from ...cache import signature
 from ...model import DriftKind, FileCheck, Problem, Target
-from .files import file_type
+from ...fileio import file_type
 from .fast.forked import Child, may_fork
 from .ownership import Ownership, bytecode_source, is_legit_site_file, is_venv_file
 from .roots import root_of

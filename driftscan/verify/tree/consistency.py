@@ -17,7 +17,8 @@ import struct
 from ...fileio import read_regular
 from ...manifest import walk_tree
 from ...model import DriftKind, FileCheck, Problem
-from .engine import Context, os_error
+from ...fileio import os_error
+from .engine import Context
 from .hashing import Meter, open_readonly
 from ...lfs import LFS_SPEC
 

@@ -16,7 +16,6 @@ hashing.py.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from collections.abc import Callable
@@ -25,9 +24,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ... import jsondiff
+from ...fileio import file_type, os_error
 from ...manifest import map_by_size
 from ...model import DriftKind, FileCheck, Problem, Unverifiable
-from .hashing import Meter, file_type, hash_file
+from .hashing import Meter, hash_file
 
 SMALL_FILE_LIMIT = 16 << 20  # tokenizer.json of a large-vocabulary model is ~10 MB and is a config
 
@@ -44,10 +44,6 @@ def iso(seconds: float) -> str:
         return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds")
     except (OverflowError, OSError, ValueError):  # an mtime or timestamp past what a date can say
         return f"{seconds!r} (not a representable time)"
-
-
-def os_error(exc: OSError) -> str:
-    return "symlink loop" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,8 @@ from typing import Any
 
 import xxhash
 
-from ...fileio import read_pieces
+from ...fileio import CHUNK, file_type, read_pieces
 
-CHUNK = 4 << 20
 PROGRESS_STEP = 16 << 20
 DIRECT_MIN = 64 << 20  # below this the page cache costs nothing worth avoiding
 DIRECT_CHUNK = 16 << 20
@@ -31,14 +30,6 @@ DIRECT_CHUNK = 16 << 20
 _OPEN = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOATIME = getattr(os, "O_NOATIME", 0)
 _DIRECT = getattr(os, "O_DIRECT", 0)
-
-
-def file_type(mode: int) -> str:
-    for test, name in ((stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"), (stat.S_ISLNK, "symlink"),
-                       (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket")):
-        if test(mode):
-            return name
-    return "device"
 
 
 class Meter:

@@ -24,8 +24,9 @@ from ...discover.modeldir import ModelDirLayout, etag_algorithm
 from ...fileio import inside
 from ...manifest import as_text, walk_tree
 from ...model import DriftKind, FileCheck, Problem, Unverifiable
-from .engine import MODIFIED, OK, Context, Expect, KindResult, Outcome, added_check, iso, os_error, run, to_check
-from .hashing import file_type, hash_file
+from .engine import MODIFIED, OK, Context, Expect, KindResult, Outcome, added_check, iso, run, to_check
+from ...fileio import file_type, os_error
+from .hashing import hash_file
 
 STALE_TOLERANCE = 1.0
 SIMILARITY = 0.5  # below this, an unreferenced blob is not taken for a replaced file's original
