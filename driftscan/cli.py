@@ -19,7 +19,7 @@ from .errors import DriftscanError  # noqa: E402
 from .render import RENDERERS  # noqa: E402
 from .render.planview import PLAN_RENDERERS  # noqa: E402
 from .render.scan import SCAN_RENDERERS  # noqa: E402
-from .paths import inert  # noqa: E402
+from .paths import inert, line_safe  # noqa: E402
 from .render.text import summary_line  # noqa: E402
 from .report import Report, report_schema, write_atomic  # noqa: E402
 
@@ -92,8 +92,13 @@ def exit_status(report: Report, strict: bool) -> int:
     return status
 
 
+def _for_text(model, fmt: str):
+    """Text output shows every value from the tree on one line (paths.line_safe)."""
+    return model if fmt in _ESCAPED_FORMATS else line_safe(model)
+
+
 def emit(report: Report, fmt: str, output: str | None) -> None:
-    if _write(RENDERERS[fmt](report), fmt, output):
+    if _write(RENDERERS[fmt](_for_text(report, fmt)), fmt, output):
         click.echo(inert(summary_line(report)), err=True)
 
 
@@ -245,7 +250,7 @@ def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, u
     result = run_plan(_names(reinstall), venv=venv, site_packages=site_packages, installer=installer,
                       expect=expect, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                       model_dirs=dirs, hf_cache=hub, include_environment=include_environment)
-    _write(PLAN_RENDERERS[fmt](result), fmt, output)
+    _write(PLAN_RENDERERS[fmt](_for_text(result, fmt)), fmt, output)
     status = EXIT_DRIFT if any(e.holds_after is not True for e in result.expectations) else EXIT_CLEAN
     if result.audit.errors:
         status |= EXIT_INCOMPLETE

@@ -95,6 +95,9 @@ def _contained(config: Config, base: str, notes: list[str], path: str) -> Config
     if len(kept) != len(config.model_dirs):
         notes.append(f"{path}: model_dirs outside {base} set aside (a found config names only its own tree)")
         update["model_dirs"] = kept
+    if config.hf_cache is True:  # the user's own hub cache: not the found file's to name
+        notes.append(f"{path}: hf_cache = true set aside (a found config names only its own tree)")
+        update["hf_cache"] = False
     for key in ("hf_cache", "uv_cache"):
         value = getattr(config, key)
         if isinstance(value, str) and not inside(value):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 # Non-blocking, so that a FIFO where a file should be cannot hang an audit (the reader checks
 # with fstat that it is a regular file before reading).
@@ -166,3 +166,32 @@ def read_pieces(fd: int, size: int, chunk: int = CHUNK) -> Iterator[bytes | memo
         view = memoryview(buffer)
         while n := f.readinto(buffer):
             yield view[:n]
+
+
+def walk(top: str, onerror: Callable[[OSError], None] | None = None
+         ) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(top, followlinks=False)``, top-down, without recursion: Python 3.10 and 3.11's
+    os.walk recurses, so a tree 1,000 directories deep raised RecursionError and cost a whole
+    model directory its audit. ``dirnames`` may be pruned in place, as with os.walk."""
+    stack = [top]
+    while stack:
+        dirpath = stack.pop()
+        dirnames: list[str] = []
+        filenames: list[str] = []
+        links: set[str] = set()
+        try:
+            with os.scandir(dirpath) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    (dirnames if is_dir else filenames).append(entry.name)
+                    if is_dir and entry.is_symlink():
+                        links.add(entry.name)
+        except OSError as exc:
+            if onerror is not None:
+                onerror(exc)
+            continue
+        yield dirpath, dirnames, filenames
+        stack.extend(os.path.join(dirpath, name) for name in reversed(dirnames) if name not in links)

@@ -40,7 +40,7 @@ import xxhash
 
 from .atomic import write_atomic
 from .errors import DriftscanError
-from .fileio import LIMITS, NOFOLLOW, READ_FLAGS, check_inside, inside, read_pieces, read_regular
+from .fileio import LIMITS, NOFOLLOW, READ_FLAGS, check_inside, inside, read_pieces, read_regular, walk
 from .jsondiff import as_text
 from .model import Problem
 from .paths import printable
@@ -112,7 +112,7 @@ def walk_tree(root: str) -> tuple[list[str], list[Problem]]:
     def onerror(exc: OSError) -> None:
         problems.append(Problem(exc.filename or root, f"cannot list directory: {exc.strerror or exc}"))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
+    for dirpath, dirnames, filenames in walk(root, onerror=onerror):
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         prefix = "" if rel_dir == "." else rel_dir + "/"
         kept = []

@@ -41,3 +41,28 @@ def inert(text: str) -> str:
 def relpath(path: str, root: str) -> str:
     """``path`` relative to ``root`` with forward slashes, as reports and RECORD write it."""
     return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+_LINE_BREAKS = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in (0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x85,
+                                                                           0x2028, 0x2029)}
+
+
+def one_line(text: str) -> str:
+    """``inert``, and line breaks and tabs escaped too: a value from the tree (a file name, a
+    path in code) shown on one line of text output cannot fake the lines after it."""
+    return inert(text).translate(_LINE_BREAKS)
+
+
+def line_safe(model, keep: frozenset[str] = frozenset({"diff"})):
+    """A copy of a pydantic model whose strings are all ``one_line`` (but fields named in
+    ``keep``, multi-line by nature), for text renderers; JSON keeps the real values."""
+    def clean(value, key=None):
+        if isinstance(value, str):
+            return value if key in keep else one_line(value)
+        if isinstance(value, dict):
+            return {k: clean(v, k) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v, key) for v in value]
+        return value
+
+    return type(model).model_validate(clean(model.model_dump(mode="json")))

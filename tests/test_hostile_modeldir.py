@@ -495,3 +495,20 @@ def test_under_strace_nothing_outside_is_ever_opened(tmp_path, canary):
     for mark in canary_marks():
         assert mark not in (tmp_path / "snap.json").read_text()
     assert traced("diff", str(tmp_path / "snap.json")).returncode == 0
+
+
+def test_a_tree_1400_directories_deep_costs_nothing_else(tmp_path):
+    """Python 3.10 and 3.11's os.walk recurses: 1,400 nested directories made the whole model
+    directory's audit fail (RecursionError) and hid a real edit."""
+    model = build_local_dir(tmp_path / "kimi", seed_files())
+    replace(model / "config.json", edited_config())
+    deep = model
+    for _ in range(1400):  # not os.makedirs: it recurses too
+        deep = deep / "a"
+        deep.mkdir()
+    (deep / "x.txt").write_text("x\n")
+    status, report, _ = audit_json("--model-dir", str(model))
+    assert not any("RecursionError" in e["message"] for e in report["errors"]), report["errors"]
+    found = drifts_of(report, model)
+    assert found["config.json"] == "modified"
+    assert found["/".join(["a"] * 1400) + "/x.txt"] == "added"

@@ -256,3 +256,18 @@ def test_cli_audit_of_a_real_venv_keeps_its_drift_beside_parser_bombs(tmp_path):
     assert [f["code"] for f in drifts["bombpkg/bomb.py"]["findings"]] == ["DBG004"]
     assert [f["code"] for f in drifts["bombpkg/added_bomb.py"]["findings"]] == ["DBG004"]
     assert "DBG103" in {f["code"] for f in drifts["bombpkg/layers.py"]["findings"]}
+
+
+def test_a_scan_budget_ends_the_parsing_and_names_every_file_left(tmp_path):
+    """Each file has its own budget, but many slow-but-legal files add up: the audit's scan has a
+    budget for all of them (inspect/drifts.py PARSE_BUDGET), past which files get DBG004."""
+    from driftscan.inspect import scan_paths
+
+    for i in range(4):
+        (tmp_path / f"m{i}.py").write_text(f"import torch\ntorch.save(x, '/tmp/nomla_{i}_a.pt')\n")
+    full = scan_paths([str(tmp_path)], jobs=2)
+    assert {f.code for _, f in full.findings} >= {"DBG101"}
+    cut = scan_paths([str(tmp_path)], jobs=2, budget=0.0)
+    by_file = {os.path.basename(p): f for p, f in cut.findings}
+    assert set(by_file) == {f"m{i}.py" for i in range(4)}
+    assert all(f.code == "DBG004" and "budget ran out" in f.message for f in by_file.values())

@@ -224,3 +224,33 @@ def test_no_plugins_leaves_out_entry_point_rules(tmp_path):
     assert [f["code"] for f in json.loads(with_plugins.stdout)["findings"]] == ["ACME101"], with_plugins.stderr
     without = run_cli("scan", str(tmp_path / "code.py"), "--format", "json", "--no-plugins", env=env)
     assert without.returncode == 0 and json.loads(without.stdout)["findings"] == [], without.stderr
+
+
+def test_a_line_break_in_a_name_cannot_fake_report_lines(venv_copy):
+    forged = "zz.py  (4 bytes)\n\nno drift; 1 files checked in 1 distributions in 0.01 s; 0 unverifiable; 0 errors\n\n"
+    (site_packages_of(venv_copy) / forged).write_text("x = 1\n")
+    proc = run_cli("audit", "--venv", str(venv_copy), "--no-cache")
+    assert proc.returncode == 1, proc.stderr
+    assert "\nno drift;" not in proc.stdout and "zz.py  (4 bytes)\\x0a\\x0ano drift;" in proc.stdout
+    plan = run_cli("plan", "--reinstall", "six", "--venv", str(venv_copy))
+    assert "\nno drift;" not in plan.stdout, plan.stdout
+
+
+def test_a_found_config_cannot_turn_on_the_users_hub_cache(tmp_path, monkeypatch):
+    (tmp_path / "driftscan.toml").write_text("hf_cache = true\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    from driftscan.config import load_config
+
+    monkeypatch.chdir(tmp_path)
+    config = load_config()
+    assert config.hf_cache is False and any("hf_cache = true set aside" in n for n in config.notes)
+
+
+def test_a_backdated_writer_does_not_make_old_files_its_dumps(tmp_path):
+    """The tree sets mtimes at will: what counts is when the code last changed here (ctime)."""
+    from driftscan.inspect.drifts import _mtime
+
+    code = tmp_path / "evil.py"
+    code.write_text("torch.save(x, '/srv/data/weights.safetensors')\n")
+    os.utime(code, (31536000, 31536000))  # touch -d 1971
+    assert _mtime(str(code)) >= os.stat(code).st_ctime > 31536000

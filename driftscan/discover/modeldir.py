@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import TargetError
-from ..fileio import inside, read_kind
+from ..fileio import inside, read_kind, walk
 from ..manifest import MANIFEST_NAME
 from ..model import Problem
 from ..paths import printable
@@ -87,7 +87,7 @@ def read_download_metadata(root: str) -> tuple[dict[str, DownloadMetadata], set[
         problems.append(Problem(base, "download metadata not read: it resolves outside the model directory"
                                 f" (to {printable(os.path.realpath(base))})"))
         return parsed, broken, problems
-    for dirpath, _dirnames, filenames in os.walk(base, onerror=onerror):
+    for dirpath, _dirnames, filenames in walk(base, onerror=onerror):
         for name in filenames:
             if not name.endswith(METADATA_SUFFIX):
                 continue  # <path>.lock and <path>.<etag>.incomplete are huggingface_hub's working files
@@ -108,7 +108,7 @@ def _has_metadata(root: str) -> bool:
     base = os.path.join(root, METADATA_DIR)
     if os.path.isdir(base) and not inside(root, base):
         return True  # not walked (it could be /); read_download_metadata reports it
-    for _dirpath, _dirnames, filenames in os.walk(base):
+    for _dirpath, _dirnames, filenames in walk(base):
         if any(name.endswith(METADATA_SUFFIX) for name in filenames):
             return True
     return False

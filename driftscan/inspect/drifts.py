@@ -29,6 +29,9 @@ _INSPECTED_KINDS = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.CLOBBERED}
 # Added .py files are syntax-checked up to this many (a package copied in by hand can bring
 # thousands, and compiling 50 MB costs seconds); modified files always are.
 SYNTAX_CHECK_ADDED_LIMIT = 500
+# Seconds the parsing of drifted files may take in all: an audit ends within a minute even when a
+# tree holds many slow-but-legal files (each also has its own budget in inspect/scan.py).
+PARSE_BUDGET = 45.0
 _PY = (".py", ".pyw")
 
 
@@ -53,9 +56,13 @@ def _package_dirs(checks: Sequence[FileCheck]) -> set[str]:
 
 def _mtime(path: str) -> float | None:
     try:
-        return os.lstat(path).st_mtime
+        st = os.lstat(path)
     except OSError:
         return None
+    # The later of mtime and ctime: the tree sets mtimes at will (touch -d 1971), so a writer
+    # backdated that way would make every plausible old file on the machine count as its dump;
+    # ctime cannot be set back, and is when the code last changed (or was copied) here.
+    return max(st.st_mtime, st.st_ctime)
 
 
 def _artifact_check(pattern: str, writers: list[tuple[str, Finding]], owned: Callable[[str], bool] | None,
@@ -137,7 +144,7 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
     # The prefilter never changes findings (a test holds it to that) and spares parsing files
     # that cannot match, which matters when thousands of .py files were added by hand.
     result = scan_paths(targets, select=select, ignore=ignore, jobs=jobs, extra_rule_modules=rules_modules,
-                        plugins=plugins)
+                        plugins=plugins, budget=PARSE_BUDGET)
     by_path: dict[str, list[Finding]] = defaultdict(list)
     writers: dict[str, list[tuple[str, Finding]]] = defaultdict(list)
     for path, finding in result.findings:

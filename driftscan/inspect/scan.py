@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 
-from ..fileio import default_jobs
+from ..fileio import default_jobs, walk
 from ..model import Finding, Problem
 from .engine import MAX_FILE_BYTES, RuleError, complexity_finding, inspect_path
 from .registry import load_rules, select_rules
@@ -66,7 +66,7 @@ def collect_files(paths: Iterable[str], errors: list[Problem]) -> list[tuple[str
 
     for top in paths:
         if os.path.isdir(top):
-            for dirpath, dirnames, filenames in os.walk(top, followlinks=False, onerror=onerror):
+            for dirpath, dirnames, filenames in walk(top, onerror=onerror):
                 dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
                 for name in sorted(filenames):
                     if name.endswith(".py"):
@@ -241,9 +241,12 @@ def _lost(path: str, why: str, rules: Sequence[type[Rule]]) -> Row:
     return (path, findings, 0, True, None if findings else f"not inspected: {why}")
 
 
-def _scan_in_workers(chunks: list[list[tuple[str, int]]], jobs: int, config: tuple) -> list[Row]:
+def _scan_in_workers(chunks: list[list[tuple[str, int]]], jobs: int, config: tuple,
+                     budget: float | None = None) -> list[Row]:
     """Rows for every file of ``chunks``, scanned by ``jobs`` worker processes (see the module
-    docstring: a file that crashes or stalls its worker costs that file, and only it)."""
+    docstring: a file that crashes or stalls its worker costs that file, and only it).
+    ``budget``: seconds for all of it; files not parsed by then get DBG004 with that reason
+    (a tree of many slow-but-legal files must not hold an audit for minutes)."""
     from ..forking import may_fork
 
     rules = config[0]
@@ -252,6 +255,7 @@ def _scan_in_workers(chunks: list[list[tuple[str, int]]], jobs: int, config: tup
         return _scan_files([p for chunk in chunks for p, _ in chunk], *config)  # no interpreter to start
     todo = deque(chunks)
     rows: list[Row] = []
+    stop_at = time.monotonic() + budget if budget is not None else float("inf")
     workers = [_Worker(fork, config) for _ in range(min(jobs, len(chunks)))]
     try:
         busy: list[_Worker] = []
@@ -261,7 +265,13 @@ def _scan_in_workers(chunks: list[list[tuple[str, int]]], jobs: int, config: tup
                 busy.append(w)
         while busy:
             now = time.monotonic()
-            deadline = min(w.deadline() for w in busy)
+            if now > stop_at:
+                why = f"not parsed: the scan's {budget:.0f} s budget ran out"
+                rows += [_lost(p, why, rules) for w in busy for p, _ in w.chunk]
+                rows += [_lost(p, why, rules) for chunk in todo for p, _ in chunk]
+                todo.clear()
+                break  # the finally clause kills the workers, whose chunks are not cleared
+            deadline = min(min(w.deadline() for w in busy), stop_at)
             ready = wait([w.inbox for w in busy], timeout=max(0.0, deadline - now))
             replaced: list[tuple[_Worker, str]] = []
             for w in busy:
@@ -339,11 +349,13 @@ def scan_paths(
     rules: Sequence[type[Rule]] | None = None,
     plugins: bool = True,
     max_bytes: int | None = MAX_FILE_BYTES,
+    budget: float | None = None,
 ) -> ScanResult:
     """Run the selected rules over every Python file under ``paths``.
 
     ``rules`` replaces the available rules (built-ins, plugins, ``extra_rule_modules``)
-    before ``select``/``ignore`` apply. Unknown selectors and broken plugins raise
+    before ``select``/``ignore`` apply. ``budget``: seconds the parsing in workers may take in
+    all (files beyond it get DBG004); None for none. Unknown selectors and broken plugins raise
     ``driftscan.errors.ConfigError``; everything file-specific ends up in the result.
     """
     available = list(rules) if rules is not None else load_rules(extra_rule_modules, plugins=plugins)
@@ -355,14 +367,14 @@ def scan_paths(
     if not _picklable(chosen):
         rows = _scan_files([p for p, _ in files], *config)
     elif jobs > 1 and len(files) > 1:
-        rows = _scan_in_workers(_chunks(files, jobs), jobs, config)
+        rows = _scan_in_workers(_chunks(files, jobs), jobs, config, budget)
     else:
         # One job: here, but for files big enough to take long (dense code parses ~30 s/MB),
         # which one worker takes, so that the time budget holds for them too.
         big = [(p, size) for p, size in files if size > IN_PROCESS_BYTES]
         rows = _scan_files([p for p, size in files if size <= IN_PROCESS_BYTES], *config)
         if big:
-            rows += _scan_in_workers([big], 1, config)
+            rows += _scan_in_workers([big], 1, config, budget)
     for path, findings, nbytes, parsed, error in rows:
         result.files_scanned += 1
         result.bytes_scanned += nbytes

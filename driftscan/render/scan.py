@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from ..paths import printable
+from ..paths import one_line, printable
 
 if TYPE_CHECKING:  # the rule engine (and libcst) is imported only by commands that scan
     from ..inspect import ScanResult
@@ -28,9 +28,9 @@ def render_scan_json(result: "ScanResult") -> str:
 
 
 def render_scan_text(result: "ScanResult") -> str:
-    lines = [f"{printable(p)}:{f.line}:{f.column}: {f.code} [{f.severity.value}] {f.name}: {f.message}"
-             for p, f in result.findings]
-    lines += [f"{printable(e.path)}: error: {e.message}" for e in result.errors]
+    lines = [f"{one_line(printable(p))}:{f.line}:{f.column}: {f.code} [{f.severity.value}] {f.name}: "
+             f"{one_line(f.message)}" for p, f in result.findings]
+    lines += [f"{one_line(printable(e.path))}: error: {one_line(e.message)}" for e in result.errors]
     files = len({p for p, _ in result.findings})
     lines.append(f"{len(result.findings)} finding{'s' if len(result.findings) != 1 else ''} in {files} "
                  f"file{'s' if files != 1 else ''}; {result.files_scanned} files scanned "

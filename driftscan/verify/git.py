@@ -39,7 +39,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..fileio import inside, read_regular
+from ..fileio import inside, read_regular, walk
 
 TIMEOUT = 30.0  # seconds per git call; DRIFTSCAN_GIT_TIMEOUT overrides it
 DEVNULL = os.devnull
@@ -325,7 +325,7 @@ class Repository:
                 direct[name] = sha
         base = os.path.join(self.git_dir, "refs")
         count = 0
-        for dirpath, _dirnames, filenames in os.walk(base):  # does not follow symlinked directories
+        for dirpath, _dirnames, filenames in walk(base):  # does not follow symlinked directories
             for name in filenames:
                 path = os.path.join(dirpath, name)
                 ref = "refs/" + os.path.relpath(path, base).replace(os.sep, "/")
