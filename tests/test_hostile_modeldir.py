@@ -502,12 +502,18 @@ def test_a_tree_1400_directories_deep_costs_nothing_else(tmp_path):
     directory's audit fail (RecursionError) and hid a real edit."""
     model = build_local_dir(tmp_path / "kimi", seed_files())
     replace(model / "config.json", edited_config())
-    deep = model
-    for _ in range(1400):  # not os.makedirs: it recurses too
-        deep = deep / "a"
-        deep.mkdir()
-    (deep / "x.txt").write_text("x\n")
-    status, report, _ = audit_json("--model-dir", str(model))
+    levels = [model]
+    try:
+        for _ in range(1400):  # not os.makedirs: it recurses too
+            levels.append(levels[-1] / "a")
+            levels[-1].mkdir()
+        (levels[-1] / "x.txt").write_text("x\n")
+        status, report, _ = audit_json("--model-dir", str(model))
+    finally:  # pytest's own clean-up (shutil.rmtree) recurses as well: take the tree down here
+        (levels[-1] / "x.txt").unlink(missing_ok=True)
+        for level in reversed(levels[1:]):
+            if level.is_dir():
+                level.rmdir()
     assert not any("RecursionError" in e["message"] for e in report["errors"]), report["errors"]
     found = drifts_of(report, model)
     assert found["config.json"] == "modified"
