@@ -40,10 +40,6 @@ class PathInfo:
     raw_literals: tuple[str, ...]  # source text of the string tokens it was built from
 
     @property
-    def absolute(self) -> bool:
-        return self.glob is not None and self.glob.startswith(("/", "~"))
-
-    @property
     def in_tmp(self) -> bool:
         """Under a temporary directory, judged on the glob *and* the literal text."""
         if not self.glob or not any(self.glob == d or self.glob.startswith(d + "/") for d in TMP_DIRS):
