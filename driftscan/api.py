@@ -16,7 +16,7 @@ from .discover import find_distributions, resolve_target
 from .discover.target import Containment
 from .discover.uvcache import default_uv_cache
 from .errors import TargetError
-from .model import Drift, Target, Verification
+from .model import Drift, LayoutKind, Target, TargetKind, Verification
 from .report import Report, build_report
 from .fileio import default_jobs
 from .verify import verify
@@ -26,12 +26,12 @@ from .verify.env.ownership import build_ownership
 if TYPE_CHECKING:
     from .plan import Plan
     from .verify.tree import ModelDirResult
-    from .verify.snapshot import Root
+    from .verify.snapshot import Root, RootKind
 
 # Model directories, snapshots and Hugging Face caches are imported where used: an audit of a
 # venv alone should not pay for them at start-up (tests/test_imports.py keeps it so).
 
-NO_PYTHON = Target(kind="none", venv=None, site_packages=())
+NO_PYTHON = Target(kind=TargetKind.NONE, venv=None, site_packages=())
 
 
 def _without_cyclic_gc(func):
@@ -217,7 +217,7 @@ def plan(
 
     result = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, installer=installer, use_cache=use_cache,
                  model_dirs=model_dirs, hf_cache=hf_cache, include_environment=include_environment)
-    verified_roots = [r.root for r in result.model_dirs if r.kind != "unknown"]
+    verified_roots = [r.root for r in result.model_dirs if r.kind is not LayoutKind.UNKNOWN]
 
     def referenced(path: str) -> bool:
         return path in result.verification.referenced or any(
@@ -232,18 +232,18 @@ def plan(
 
 
 def snapshot_roots(venv: str | None, site_packages: Sequence[str], model_dirs: Sequence[str]) -> list[Root]:
-    from .verify.snapshot import Root
+    from .verify.snapshot import Root, RootKind
 
     roots: list[Root] = []
     if venv is not None or site_packages or not model_dirs:
         target = resolve_target(venv, tuple(site_packages))
         if target.venv:
-            roots.append(Root("venv", target.venv))
-        roots += [Root("site-packages", s) for s in target.site_packages if not target.venv]
+            roots.append(Root(RootKind.VENV, target.venv))
+        roots += [Root(RootKind.SITE_PACKAGES, s) for s in target.site_packages if not target.venv]
     for path in model_dirs:
         if not os.path.isdir(path):
             raise TargetError(f"{path}: not a directory")
-        roots.append(Root("model-dir", os.path.abspath(path)))
+        roots.append(Root(RootKind.MODEL_DIR, os.path.abspath(path)))
     return roots
 
 
@@ -259,9 +259,11 @@ def snapshot(output: str, venv: str | None = None, site_packages: Sequence[str] 
 
 
 def _python_target(root: Root, named: Target) -> Target:
+    from .verify.snapshot import RootKind
+
     if root.path == named.venv or root.path in named.site_packages:
         return named
-    return resolve_target(root.path) if root.kind == "venv" else resolve_target(None, [root.path])
+    return resolve_target(root.path) if root.kind is RootKind.VENV else resolve_target(None, [root.path])
 
 
 @_without_cyclic_gc
@@ -272,7 +274,7 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
     import tempfile
 
     from .verify.tree.remedies import with_remedies
-    from .verify.snapshot import attach_ownership, diff_root, load_snapshot
+    from .verify.snapshot import RootKind, attach_ownership, diff_root, load_snapshot
 
     started = time.perf_counter()
     wanted = {os.path.abspath(p) for p in model_dirs}
@@ -290,7 +292,7 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
     checks: list = []
     dists: list = []
     for (root, _), result in zip(chosen, results):
-        if root.kind not in ("venv", "site-packages"):
+        if root.kind is RootKind.MODEL_DIR:
             checks += with_remedies(result)
             continue
         # Files of a Python root are judged like audit's: RECORD decides package or environment scope.
@@ -310,5 +312,5 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
         verification, skipped = _inspect(verification, jobs, (), ())
     drifts = [classify(check, target) for check in verification.checks]
     return build_report(verification, drifts, time.perf_counter() - started,
-                        model_dirs=[r.path for r, _ in chosen if r.kind not in ("venv", "site-packages")],
+                        model_dirs=[r.path for r, _ in chosen if r.kind is RootKind.MODEL_DIR],
                         skipped=skipped)

@@ -12,10 +12,10 @@ import re
 import shlex
 import sys
 
-from .model import Distribution, Drift, DriftKind, FileCheck, Prediction, Scope, Target
+from .model import Area, Distribution, Drift, DriftKind, FileCheck, Prediction, Scope, Target, TargetKind
 
 _PACKAGE_KINDS = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED}
-_AREA_SCOPE = {"model": Scope.DATA, "source": Scope.SOURCE, "external": Scope.EXTERNAL}
+_AREA_SCOPE = {Area.MODEL: Scope.DATA, Area.SOURCE: Scope.SOURCE, Area.EXTERNAL: Scope.EXTERNAL}
 
 
 # What a reinstall command may take from the tree (METADATA, direct_url.json): values that are
@@ -66,7 +66,7 @@ def reinstall_command(target: Target, dists: list[Distribution], installer: str 
         return f"uv pip install{where} --reinstall --no-deps {reqs}"
     if target.venv:
         python = shlex.quote(os.path.join(target.venv, "bin", "python"))
-    elif target.kind == "interpreter":
+    elif target.kind is TargetKind.INTERPRETER:
         python = shlex.quote(sys.executable)
     else:
         python = "python"
@@ -83,22 +83,22 @@ def _package(check: FileCheck, target: Target, installer: str | None) -> Drift:
     who = installer_of([dist], installer)
     reinstall = reinstall_command(target, [dist], who)
     evidence = check.evidence or f"listed in the RECORD of {dist.key}; a reinstall rewrites it"
-    cache = check.actual.get("uv_cache")
+    cache = check.uv_cache
     if cache and who == "uv":
-        if cache.get("copy"):
-            how = "is a symlink to" if cache.get("symlink") else f"shares its inode ({cache['links']} links) with"
-            evidence = (f"{how} uv's cache copy {cache['copy']}: the edit is in the cache, so a uv reinstall "
+        if cache.copy:
+            how = "is a symlink to" if cache.symlink else f"shares its inode ({cache.links} links) with"
+            evidence = (f"{how} uv's cache copy {cache.copy}: the edit is in the cache, so a uv reinstall "
                         "links the edited file back and every venv sharing this cache has it; a pip "
                         "--force-reinstall would fix this venv but leave the cache edited")
             return Drift(check, Scope.PACKAGE, True, f"{uv_cache_clean(dist)} && {reinstall}", evidence,
                          Prediction.SURVIVES)
-        evidence = (f"hard-linked ({cache['links']} links) but no copy found in uv's cache "
-                    f"({cache.get('dir') or 'not located; pass --uv-cache'}): if the other link is the cache, "
+        evidence = (f"hard-linked ({cache.links} links) but no copy found in uv's cache "
+                    f"({cache.cache_dir or 'not located; pass --uv-cache'}): if the other link is the cache, "
                     "a uv reinstall links the edited file back")
         return Drift(check, Scope.PACKAGE, True, f"{uv_cache_clean(dist)} && {reinstall}", evidence,
                      Prediction.MAY_SURVIVE)
-    if cache and cache.get("copy"):
-        evidence += f"; uv's cache copy {cache['copy']} carries the same edit and stays so after a pip reinstall"
+    if cache and cache.copy:
+        evidence += f"; uv's cache copy {cache.copy} carries the same edit and stays so after a pip reinstall"
     if check.kind is DriftKind.CLOBBERED:
         reinstall = f"two distributions install this path; uninstall one of them, or {reinstall}"
     return Drift(check, Scope.PACKAGE, False, reinstall, evidence, Prediction.WIPED)

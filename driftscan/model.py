@@ -43,6 +43,41 @@ class Severity(str, enum.Enum):
         return {"low": 1, "medium": 2, "high": 3}[self.value]
 
 
+class Area(str, enum.Enum):
+    """Where a drifted file lives; decides which layers look at it and its scope."""
+
+    PYTHON = "python"  # an environment (site-packages, bin/, include/)
+    MODEL = "model"  # a model directory
+    SOURCE = "source"  # an editable install's source tree
+    EXTERNAL = "external"  # files debug code wrote elsewhere (dumps)
+
+
+class TargetKind(str, enum.Enum):
+    """How the environment to audit was named."""
+
+    VENV = "venv"  # a directory with pyvenv.cfg
+    PREFIX = "prefix"  # an installation prefix without pyvenv.cfg
+    SITE_PACKAGES = "site-packages"  # bare directories, no prefix around them
+    INTERPRETER = "interpreter"  # the interpreter driftscan runs in
+    NONE = "none"  # no environment at all (model directories only)
+
+
+class MetadataKind(str, enum.Enum):
+    DIST_INFO = "dist-info"  # a wheel install: RECORD lists every file
+    EGG_INFO = "egg-info"  # setup.py install / distutils: installed-files.txt at best
+    EGG_LINK = "egg-link"  # a legacy develop install: a link file standing in for metadata
+
+
+class LayoutKind(str, enum.Enum):
+    """What a model directory's provenance is read from."""
+
+    HF_LOCAL_DIR = "hf-local-dir"  # hf download --local-dir: .cache/huggingface/download/*.metadata
+    HF_CACHE_REPO = "hf-cache-repo"  # a Hugging Face hub cache repository (snapshots/ and blobs/)
+    GIT = "git"  # a git clone (git-lfs pointers resolved through the index)
+    MANIFEST = "manifest"  # a driftscan manifest (snapshot) saved beside it or named by --manifest
+    UNKNOWN = "unknown"  # none of these: nothing to check against
+
+
 # Hash and RecordEntry are NamedTuples, not dataclasses: a venv has tens of thousands of RECORD
 # rows, and a tuple is built several times faster and takes less memory than a frozen dataclass.
 class Hash(NamedTuple):
@@ -67,13 +102,16 @@ class RecordEntry(NamedTuple):
 class Target:
     """What to audit, resolved without running the target's interpreter."""
 
-    kind: str  # "venv" | "prefix" | "site-packages" | "interpreter"
+    kind: TargetKind
     venv: str | None
     site_packages: tuple[str, ...]
     bin_dir: str | None = None
     python_version: str | None = None
     # Other directories of the environment whose files must all be owned (include/, share/).
     extra_roots: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", TargetKind(self.kind))  # API callers may pass the plain string
 
 
 @dataclass(frozen=True)
@@ -82,13 +120,16 @@ class Distribution:
     version: str
     metadata_dir: str  # absolute path of the *.dist-info / *.egg-info directory
     site_packages: str
-    kind: str = "dist-info"  # "dist-info" | "egg-info"
+    kind: MetadataKind = MetadataKind.DIST_INFO
     installer: str | None = None
     entries: tuple[RecordEntry, ...] = ()
     direct_url: dict[str, Any] | None = None
     requested: bool = False
     # Top-level import names (top_level.txt), used to claim files of unlisted egg-info dists.
     top_level: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", MetadataKind(self.kind))  # API callers may pass the plain string
 
     @property
     def editable(self) -> bool:
@@ -131,6 +172,43 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class UvCacheLink:
+    """A drifted file that shares its inode with uv's cache, or is a symlink into it."""
+
+    cache_dir: str | None  # the cache driftscan was told about or found; None: not located
+    copy: str | None  # the cache's copy of this file, when found
+    links: int  # st_nlink of the installed file
+    symlink: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {"dir": self.cache_dir, "copy": self.copy, "links": self.links, "symlink": self.symlink}
+
+
+@dataclass(frozen=True)
+class DumpWriter:
+    """A line of drifted code that writes dumps (a finding with an artifact pattern)."""
+
+    path: str
+    line: int
+    code: str
+
+
+@dataclass(frozen=True)
+class DumpFiles:
+    """Dump files left on disk: what a debug-artifacts drift found for one pattern."""
+
+    pattern: str
+    paths: tuple[str, ...]
+    total_bytes: int
+    writers: tuple[DumpWriter, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"pattern": self.pattern, "artifacts": list(self.paths), "count": len(self.paths),
+                "bytes": self.total_bytes,
+                "written_by": [{"path": w.path, "line": w.line, "code": w.code} for w in self.writers]}
+
+
+@dataclass(frozen=True)
 class FileCheck:
     """One drifted path as verify saw it: what was expected, what is on disk."""
 
@@ -138,19 +216,35 @@ class FileCheck:
     path: str  # absolute
     root: str  # the directory ``relpath`` is relative to
     distribution: Distribution | None = None
+    # What the reference promises and what is on disk, as shown in the report (size, hash, type,
+    # symlink_target, ...). Later layers decide nothing on these: what they act on is typed below.
     expected: dict[str, Any] = field(default_factory=dict)
     actual: dict[str, Any] = field(default_factory=dict)
     evidence: str = ""
     findings: tuple[Finding, ...] = ()
-    # Where the file lives: "python" (an environment), "model" (a model directory),
-    # "source" (an editable install's tree), "external" (files debug code wrote elsewhere).
-    area: str = "python"
+    area: Area = Area.PYTHON
     # What changed, when the original is at hand: JSON pointer changes, or a unified diff.
     json_changes: tuple[dict[str, Any], ...] = ()
     diff: str | None = None
     # The exact way back, when the layer that found the drift knows it better than classify
     # (a git checkout, a re-download of one file at the recorded commit).
     remedy_hint: str | None = None
+    uv_cache: UvCacheLink | None = None  # set by verify when the file is linked with uv's cache
+    dumps: DumpFiles | None = None  # set on debug-artifacts drifts
+
+    @property
+    def regular_file(self) -> bool:
+        """On disk as a regular file (a drift of a symlink, directory or other type is not)."""
+        return self.actual.get("type", "file") == "file"
+
+    def observed(self) -> dict[str, Any]:
+        """``actual`` with the typed observations, as the report shows them."""
+        extra: dict[str, Any] = {}
+        if self.dumps is not None:
+            extra.update(self.dumps.as_json())
+        if self.uv_cache is not None:
+            extra["uv_cache"] = self.uv_cache.as_json()
+        return {**self.actual, **extra} if extra else self.actual
 
 
 @dataclass(frozen=True)

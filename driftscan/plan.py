@@ -19,7 +19,7 @@ from .discover.uvcache import find_pristine_copy
 from .errors import ConfigError
 from .expect import Expectation, evaluate
 from .fileio import read_regular
-from .model import Distribution, Drift, DriftKind, Prediction, Scope, Target
+from .model import Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target
 from .paths import printable, relpath
 from .record import parse_hash
 from .report import Report
@@ -68,7 +68,7 @@ def normalize(name: str) -> str:
 
 
 def select_distributions(names: Sequence[str], dists: Sequence[Distribution]) -> list[Distribution]:
-    by_name = {normalize(d.name): d for d in dists if d.kind == "dist-info" or d.kind == "egg-info"}
+    by_name = {normalize(d.name): d for d in dists if d.kind in (MetadataKind.DIST_INFO, MetadataKind.EGG_INFO)}
     chosen, unknown = [], []
     for name in names:
         dist = by_name.get(normalize(name))
@@ -194,7 +194,7 @@ def _steps(plan: Plan, drifts: list[Drift], chosen_dists: list[Distribution], ch
            target: Target, who: str) -> list[PlanStep]:
     steps: list[PlanStep] = []
     poisoned = {d.check.distribution.name for d in drifts if d.check.distribution is not None
-                and normalize(d.check.distribution.name) in chosen and d.check.actual.get("uv_cache")}
+                and normalize(d.check.distribution.name) in chosen and d.check.uv_cache}
     for name in sorted(poisoned):
         dist = next(x for x in chosen_dists if x.name == name)
         if who == "uv":
@@ -212,9 +212,10 @@ def _steps(plan: Plan, drifts: list[Drift], chosen_dists: list[Distribution], ch
                           command=reinstall_command(target, chosen_dists, who)))
     dumps = [d for d in drifts if d.check.kind is DriftKind.DEBUG_ARTIFACTS]
     for d in dumps:
-        files = d.check.actual.get("artifacts", [])
-        size = d.check.actual.get("bytes", 0)
-        writers = ", ".join(f"{w['path']}:{w['line']}" for w in d.check.actual.get("written_by", [])) or "debug code"
+        found = d.check.dumps
+        files = found.paths if found else ()
+        size = found.total_bytes if found else 0
+        writers = ", ".join(f"{w.path}:{w.line}" for w in found.writers) if found and found.writers else "debug code"
         steps.append(PlanStep(step=f"review, then delete {len(files)} dump file(s) matching {d.check.path}, "
                                    f"{size / 1e6:.1f} MB, written by {writers} (no reinstall touches them; the "
                                    "list is what the code's save calls name, so look before removing)",

@@ -124,10 +124,10 @@ def _drift(d: Drift) -> DriftOut:
         evidence=printable(d.evidence),
         findings=[_finding(f) for f in c.findings],
         expected=printable_tree(c.expected),
-        actual=printable_tree(c.actual),
+        actual=printable_tree(c.observed()),
         json_changes=printable_tree(list(c.json_changes)),
         diff=printable(c.diff) if c.diff is not None else None,
-        artifacts=[printable(p) for p in c.actual.get("artifacts", [])] if c.kind is DriftKind.DEBUG_ARTIFACTS else [],
+        artifacts=[printable(p) for p in c.dumps.paths] if c.dumps and c.kind is DriftKind.DEBUG_ARTIFACTS else [],
     )
 
 
@@ -141,7 +141,7 @@ def build_report(verification: Verification, drifts: list[Drift], duration: floa
         by_kind[d.kind.value] = by_kind.get(d.kind.value, 0) + 1
     return Report(
         target=TargetInfo(venv=t.venv, site_packages=list(t.site_packages), model_dirs=list(model_dirs or []),
-                          kind=t.kind, python_version=t.python_version),
+                          kind=t.kind.value, python_version=t.python_version),
         summary=Summary(
             distributions=len(verification.distributions),
             files_checked=verification.files_checked,

@@ -87,13 +87,14 @@ def test_text_collapses_a_directory_of_added_files(tmp_path):
 
 def test_undecodable_names_anywhere_in_a_drift_serialise(tmp_path):
     """A dump pattern, a writer path or a json key can carry non-UTF-8 bytes from file names."""
-    from driftscan.model import DriftKind, FileCheck, Scope, Drift, Prediction, Target, Verification
+    from driftscan.model import (Area, Drift, DriftKind, DumpFiles, DumpWriter, FileCheck, Prediction, Scope,
+                                 Target, Verification)
     from driftscan.report import build_report
 
     name = os.fsdecode(b"/tmp/caf\xe9_*.pt")
-    check = FileCheck(DriftKind.DEBUG_ARTIFACTS, name, "/tmp", None, {"pattern": name},
-                      {"artifacts": [name], "written_by": [{"path": name, "line": 3}]}, "", area="external",
-                      json_changes=({"pointer": "/" + name, "op": "added", "new": name},), diff=name)
+    check = FileCheck(DriftKind.DEBUG_ARTIFACTS, name, "/tmp", None, {"pattern": name}, {}, "", area=Area.EXTERNAL,
+                      json_changes=({"pointer": "/" + name, "op": "added", "new": name},), diff=name,
+                      dumps=DumpFiles(name, (name,), 1, (DumpWriter(name, 3, "DBG101"),)))
     drift = Drift(check, Scope.EXTERNAL, True, f"rm {name}", "", Prediction.SURVIVES)
     target = Target(kind="none", venv=None, site_packages=())
     report = build_report(Verification(target, (), (check,), 0, (), ()), [drift])

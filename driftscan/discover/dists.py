@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..fileio import LIMITS, read_regular_stat
-from ..model import Distribution, Problem, RecordEntry
+from ..model import Distribution, MetadataKind, Problem, RecordEntry
 from ..record import parse_record
 from .target import Containment
 
@@ -137,7 +137,7 @@ def _read_dist_info(path: str, site: str, containment: Containment, cache=None) 
         version=version,
         metadata_dir=path,
         site_packages=site,
-        kind="dist-info",
+        kind=MetadataKind.DIST_INFO,
         installer=installer,
         entries=entries,
         direct_url=direct_url,
@@ -222,7 +222,7 @@ def _read_egg_info(path: str, site: str, containment: Containment) -> MetadataDi
         version=version,
         metadata_dir=path,
         site_packages=site,
-        kind="egg-info",
+        kind=MetadataKind.EGG_INFO,
         entries=entries,
         top_level=top_level,
     )

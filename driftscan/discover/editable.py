@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
 from ..fileio import LIMITS, read_regular
-from ..model import Distribution, Problem
+from ..model import Distribution, MetadataKind, Problem
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def find_editable_sources(dists: tuple[Distribution, ...], site_packages: tuple[
                 project = name[: -len(".egg-link")]
                 # Legacy develop installs keep their metadata in the project; the link stands in for it.
                 dist = Distribution(name=project, version="unknown", metadata_dir=path, site_packages=site,
-                                    kind="egg-link")
+                                    kind=MetadataKind.EGG_LINK)
                 sources.append(EditableSource(project, "unknown", os.path.normpath(first), "egg-link", dist,
                                               _mtime(path)))
     return sources, problems

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..errors import TargetError
 from ..fileio import inside, read_kind, walk
 from ..manifest import MANIFEST_NAME
-from ..model import Problem
+from ..model import LayoutKind, Problem
 from ..paths import printable
 from .hfcache import Revision, is_cache_repo, resolve_revision, snapshot_parent
 
@@ -130,7 +130,7 @@ def find_git_top(path: str) -> str | None:
 class ModelDirLayout:
     path: str  # absolute form of what the user named
     root: str  # relpaths are relative to this
-    kind: str  # "hf-local-dir" | "hf-cache-repo" | "git" | "manifest" | "unknown"
+    kind: LayoutKind
     repo_dir: str | None = None  # cache repository folder
     revision: Revision | None = None  # the cache snapshot chosen
     git_top: str | None = None
@@ -146,21 +146,21 @@ def detect_layout(path: str, *, revision: str | None = None, manifest: str | Non
     path = os.path.abspath(path)
     in_tree = os.path.join(path, MANIFEST_NAME)
     if manifest is not None:
-        return ModelDirLayout(path, path, "manifest", manifest=os.path.abspath(manifest))
+        return ModelDirLayout(path, path, LayoutKind.MANIFEST, manifest=os.path.abspath(manifest))
     repo = snapshot_parent(path)
     if repo is not None:
         commit = os.path.basename(path)
-        return ModelDirLayout(path, path, "hf-cache-repo", repo_dir=repo, revision=Revision(commit, None))
+        return ModelDirLayout(path, path, LayoutKind.HF_CACHE_REPO, repo_dir=repo, revision=Revision(commit, None))
     if is_cache_repo(path):
         chosen = resolve_revision(path, revision)
         root = os.path.join(path, "snapshots", chosen.commit) if chosen.commit and not chosen.problem else path
-        return ModelDirLayout(path, root, "hf-cache-repo", repo_dir=path, revision=chosen)
+        return ModelDirLayout(path, root, LayoutKind.HF_CACHE_REPO, repo_dir=path, revision=chosen)
     fallback = in_tree if os.path.isfile(in_tree) else None
     if _has_metadata(path):
-        return ModelDirLayout(path, path, "hf-local-dir", manifest=fallback)
+        return ModelDirLayout(path, path, LayoutKind.HF_LOCAL_DIR, manifest=fallback)
     top = find_git_top(path)
     if top is not None:
-        return ModelDirLayout(path, path, "git", git_top=top, manifest=fallback)
+        return ModelDirLayout(path, path, LayoutKind.GIT, git_top=top, manifest=fallback)
     if fallback is not None:
-        return ModelDirLayout(path, path, "manifest", manifest=fallback)
-    return ModelDirLayout(path, path, "unknown")
+        return ModelDirLayout(path, path, LayoutKind.MANIFEST, manifest=fallback)
+    return ModelDirLayout(path, path, LayoutKind.UNKNOWN)

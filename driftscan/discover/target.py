@@ -12,7 +12,7 @@ import sysconfig
 
 from ..errors import TargetError
 from ..fileio import read_kind
-from ..model import Problem, Target
+from ..model import Problem, Target, TargetKind
 
 
 def read_pyvenv_cfg(path: str, root: str | None = None) -> dict[str, str]:
@@ -109,9 +109,9 @@ def venv_target(path: str) -> Target:
             version = _python_version(read_pyvenv_cfg(cfg_path, root=prefix))
         except TargetError:
             version = None
-        kind = "venv"
+        kind = TargetKind.VENV
     elif os.path.isdir(os.path.join(prefix, "conda-meta")):
-        kind, version = "prefix", None
+        kind, version = TargetKind.PREFIX, None
     else:
         raise TargetError(
             f"{path}: not a virtual environment (no pyvenv.cfg); "
@@ -133,9 +133,9 @@ def venv_target(path: str) -> Target:
         site_packages=tuple(site),
         # A venv's bin/ holds only what installers put there; a conda prefix's holds the whole
         # distribution (python, openssl, ...), which no RECORD lists: not walked.
-        bin_dir=_bin_dir(prefix) if kind == "venv" else None,
+        bin_dir=_bin_dir(prefix) if kind is TargetKind.VENV else None,
         python_version=version,
-        extra_roots=_existing(prefix, "include", "share") if kind == "venv" else (),
+        extra_roots=_existing(prefix, "include", "share") if kind is TargetKind.VENV else (),
     )
 
 
@@ -149,7 +149,7 @@ def site_packages_target(paths: list[str]) -> Target:
         resolved.append(os.path.abspath(path))
     match = re.search(r"python(\d+\.\d+)", resolved[0]) if resolved else None
     return Target(
-        kind="site-packages",
+        kind=TargetKind.SITE_PACKAGES,
         venv=None,
         site_packages=tuple(dict.fromkeys(resolved)),
         python_version=match.group(1) if match else None,
@@ -164,7 +164,7 @@ def current_target() -> Target:
     site = [p for p in dict.fromkeys([paths["purelib"], paths["platlib"]]) if os.path.isdir(p)]
     # A base interpreter's bin/ holds CPython's own tools, which no RECORD owns: not walked.
     return Target(
-        kind="interpreter",
+        kind=TargetKind.INTERPRETER,
         venv=None,
         site_packages=tuple(site),
         python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
@@ -196,12 +196,12 @@ def resolve_target(venv: str | None = None, site_packages: list[str] | tuple[str
 def target_problems(target: Target) -> list[Problem]:
     """What resolving ``target`` left out, as report errors: an unreadable pyvenv.cfg, and parts
     of the environment that resolve outside it (a site-packages or bin/ linked elsewhere)."""
-    if target.venv is None or target.kind not in ("venv", "prefix"):
+    if target.venv is None or target.kind not in (TargetKind.VENV, TargetKind.PREFIX):
         return []
     prefix = target.venv
     problems = []
     cfg_path = os.path.join(prefix, "pyvenv.cfg")
-    if target.kind == "venv":
+    if target.kind is TargetKind.VENV:
         try:
             read_pyvenv_cfg(cfg_path, root=prefix)
         except TargetError as exc:

@@ -16,6 +16,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import libcst
 
@@ -23,7 +24,7 @@ from ..fileio import read_regular
 from . import MAX_FILE_BYTES, find_artifacts, load_rules, scan_paths, select_rules
 from .complexity import refusal
 from .scan import IN_PROCESS_BYTES
-from ..model import DriftKind, FileCheck, Finding, Problem, Severity
+from ..model import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem, Severity
 
 _INSPECTED_KINDS = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.CLOBBERED}
 # Added .py files are syntax-checked up to this many (a package copied in by hand can bring
@@ -44,14 +45,14 @@ class InspectOutcome:
 
 
 def _inspectable(check: FileCheck) -> bool:
-    return (check.kind in _INSPECTED_KINDS and check.area in ("python", "source") and check.path.endswith(_PY)
-            and check.actual.get("type", "file") == "file")
+    return (check.kind in _INSPECTED_KINDS and check.area in (Area.PYTHON, Area.SOURCE) and check.path.endswith(_PY)
+            and check.regular_file)
 
 
 def _package_dirs(checks: Sequence[FileCheck]) -> set[str]:
     """The environment's package directories (and editable source trees) that drifts were
     found in: dumps are never counted inside them (files there are the audit's own drifts)."""
-    return {c.root for c in checks if c.area in ("python", "source") and c.root}
+    return {c.root for c in checks if c.area in (Area.PYTHON, Area.SOURCE) and c.root}
 
 
 def _mtime(path: str) -> float | None:
@@ -65,20 +66,26 @@ def _mtime(path: str) -> float | None:
     return max(st.st_mtime, st.st_ctime)
 
 
+class DumpSearch(NamedTuple):
+    drift: FileCheck | None  # the debug-artifacts drift, when files were found
+    note: Problem | None  # why the search was refused or cut short
+
+
 def _artifact_check(pattern: str, writers: list[tuple[str, Finding]], owned: Callable[[str], bool] | None,
-                    exclude: set[str]) -> tuple[FileCheck | None, Problem | None]:
+                    exclude: set[str]) -> DumpSearch:
     """The debug-artifacts drift of one dump pattern, and what to say about a search refused or
     cut short. A file counts only if it is no older than the code that writes it."""
     times = [t for t in (_mtime(p) for p, _ in writers) if t is not None]
     group = find_artifacts(pattern, newer_than=min(times) if times else None, owned=owned, exclude=exclude)
     if group is None:
-        return None, None
+        return DumpSearch(None, None)
     if group.refused:
-        return None, Problem(pattern, f"dump pattern not searched: {group.refused}; look for the files by hand")
+        return DumpSearch(None, Problem(pattern, f"dump pattern not searched: {group.refused}; "
+                                                 "look for the files by hand"))
     note = Problem(pattern, f"dump search {group.truncated}; the files found so far are listed") \
         if group.truncated else None
     if not group.paths:
-        return None, note
+        return DumpSearch(None, note)
     where = ", ".join(f"{p}:{f.line}" for p, f in writers)
     size = group.total_bytes
     evidence = (f"{len(group.paths)} file(s), {size / 1e6:.1f} MB, matching {pattern}, newer than the code that "
@@ -86,11 +93,10 @@ def _artifact_check(pattern: str, writers: list[tuple[str, Finding]], owned: Cal
                 "no reinstall removes them; review them, then remove them")
     # Every file by name: the remedy never hands a pattern from the audited code to a shell.
     files = " ".join(shlex.quote(p) for p in group.paths)
-    return FileCheck(
-        DriftKind.DEBUG_ARTIFACTS, pattern, os.path.dirname(pattern), None, {},
-        {"pattern": pattern, "artifacts": list(group.paths), "count": len(group.paths), "bytes": size,
-         "written_by": [{"path": p, "line": f.line, "code": f.code} for p, f in writers]},
-        evidence, area="external", remedy_hint=f"rm -- {files}"), note
+    found = DumpFiles(pattern, tuple(group.paths), size, tuple(DumpWriter(p, f.line, f.code) for p, f in writers))
+    drift = FileCheck(DriftKind.DEBUG_ARTIFACTS, pattern, os.path.dirname(pattern), None, {}, {}, evidence,
+                      area=Area.EXTERNAL, remedy_hint=f"rm -- {files}", dumps=found)
+    return DumpSearch(drift, note)
 
 
 def _unparsable(path: str, codes: set[str]) -> Finding | None:

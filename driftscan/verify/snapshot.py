@@ -10,6 +10,7 @@ no RECORD lists) and model directories. One root is written as a plain manifest 
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import tempfile
@@ -22,19 +23,27 @@ from ..discover.hfcache import containment_root
 from ..errors import TargetError
 from ..fileio import read_regular
 from ..manifest import ManifestError, build_manifest, read_manifest, write_manifest
-from ..model import FileCheck, Problem
+from ..model import Area, FileCheck, Problem
 from ..paths import printable
 from .tree import ModelDirResult, verify_model_dir
 from .env.ownership import Ownership, bytecode_source
 
 BUNDLE_VERSION = "1"
 MAX_BUNDLE = 1 << 31
-KINDS = ("venv", "site-packages", "model-dir")
+class RootKind(str, enum.Enum):
+    """What a snapshot root is: how ``diff`` compares it (environment roots get audit's kinds)."""
+
+    VENV = "venv"
+    SITE_PACKAGES = "site-packages"
+    MODEL_DIR = "model-dir"
+
+
+KINDS = tuple(k.value for k in RootKind)
 
 
 @dataclass(frozen=True)
 class Root:
-    kind: str  # "venv" | "site-packages" | "model-dir"
+    kind: RootKind
     path: str
 
 
@@ -46,7 +55,7 @@ def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
     def entries(root: Root):
         # Symlinks out of the root (a hub snapshot's: out of its repository) are recorded by
         # target only: a snapshot must not carry a copy of a file the tree merely points at.
-        return build_manifest(root.path, jobs=jobs, progress=progress, embed_code=root.kind == "model-dir",
+        return build_manifest(root.path, jobs=jobs, progress=progress, embed_code=root.kind is RootKind.MODEL_DIR,
                               on_error=problems.append, contain=containment_root(root.path))
 
     if len(roots) == 1:
@@ -58,7 +67,7 @@ def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
             part = os.path.join(tmp, f"{n}.json")
             write_manifest(root.path, entries(root), part)
             with open(part, encoding="utf-8") as f:  # valid JSON already: spliced in as written
-                parts.append(f'{{"kind": {json.dumps(root.kind)}, "manifest": {f.read().strip()}}}')
+                parts.append(f'{{"kind": {json.dumps(root.kind.value)}, "manifest": {f.read().strip()}}}')
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     text = (f'{{"bundle_version": {json.dumps(BUNDLE_VERSION)}, "created": {json.dumps(created)},\n'
             f'"roots": [\n' + ",\n".join(parts) + '\n], "tool": "driftscan"}\n')
@@ -79,7 +88,7 @@ def load_snapshot(path: str, workdir: str) -> list[tuple[Root, str]]:
         raise ManifestError(path, [f"not valid JSON: {exc}"]) from None
     if isinstance(doc, dict) and "manifest_version" in doc:
         manifest = read_manifest(path, doc)  # kept: the diff asks for it again
-        kind = "venv" if os.path.isfile(os.path.join(manifest.root, "pyvenv.cfg")) else "model-dir"
+        kind = RootKind.VENV if os.path.isfile(os.path.join(manifest.root, "pyvenv.cfg")) else RootKind.MODEL_DIR
         return [(Root(kind, manifest.root), path)]
     if not (isinstance(doc, dict) and doc.get("bundle_version") == BUNDLE_VERSION and isinstance(doc.get("roots"), list)):
         raise ManifestError(path, ["neither a driftscan manifest nor a snapshot bundle"])
@@ -97,7 +106,7 @@ def load_snapshot(path: str, workdir: str) -> list[tuple[Root, str]]:
             raise ManifestError(where, ["nested too deeply"]) from None
         except ManifestError as exc:  # named by where it is in the snapshot, not by the split-off file
             raise ManifestError(where, exc.issues) from None
-        out.append((Root(item["kind"], manifest.root), part))
+        out.append((Root(RootKind(item["kind"]), manifest.root), part))
     return out
 
 
@@ -112,7 +121,7 @@ def attach_ownership(checks: tuple[FileCheck, ...], own: Ownership, site_package
         owners = own.owners.get(check.path) or []
         dist = owners[0][0] if owners else None
         root = next((s for s in site_packages if check.path.startswith(s + os.sep)), check.root)
-        out.append(replace(check, area="python", distribution=dist, root=root, remedy_hint=None))
+        out.append(replace(check, area=Area.PYTHON, distribution=dist, root=root, remedy_hint=None))
     return out
 
 

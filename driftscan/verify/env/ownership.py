@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ...discover.dists import MetadataDir
 from ...discover.target import Containment
-from ...model import Distribution, Problem, RecordEntry, Target
+from ...model import Distribution, MetadataKind, Problem, RecordEntry, Target
 
 
 def entry_path(site: str, record_path: str) -> str:
@@ -128,7 +128,7 @@ def build_ownership(metadirs: list[MetadataDir], containment: Containment | None
             else:
                 listed.append(pair)
             rows.append((dist, entry, path))
-        if dist.kind == "dist-info":
+        if dist.kind is MetadataKind.DIST_INFO:
             # RECORD cannot hash itself; it is the distribution's own even when it does not list itself.
             owners.setdefault(os.path.join(dist.metadata_dir, "RECORD"), [])
         if not dist.entries:

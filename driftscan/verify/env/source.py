@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ...discover.editable import EditableSource
 from ...fileio import open_regular, read_pieces
-from ...model import DriftKind, FileCheck, Problem, Unverifiable
+from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .. import git as gitaccess
 from ...lfs import LFS_POINTER_MAX, parse_lfs_pointer
 
@@ -167,7 +167,7 @@ def verify_source(src: EditableSource) -> SourceOutcome:
     if not os.path.isdir(src.project_dir):
         check = FileCheck(DriftKind.MISSING, src.project_dir, os.path.dirname(src.project_dir), src.distribution,
                           {"type": "directory"}, {}, "the editable install's source tree is gone: importing it fails",
-                          area="source", remedy_hint="reinstall the project from wherever its source now lives")
+                          area=Area.SOURCE, remedy_hint="reinstall the project from wherever its source now lives")
         return SourceOutcome([check], 0, [], [])
     if not _is_python_project(src.project_dir):
         # The path comes from the tree (direct_url.json, a .pth): it must at least lead to a
@@ -232,14 +232,14 @@ def _verify(src: EditableSource, repo: gitaccess.Repository) -> SourceOutcome:
             evidence = "deleted since the last commit" if kind is DriftKind.MISSING else "uncommitted change"
         checks.append(FileCheck(
             kind, path, root, src.distribution, {"git": f"HEAD {head[:12]}"}, {"git_status": code.strip()},
-            evidence, area="source", remedy_hint=hint,
+            evidence, area=Area.SOURCE, remedy_hint=hint,
             diff=_diff(repo, rel) if kind is DriftKind.MODIFIED else None))
     recorded = src.recorded_commit or commit_at(repo, src.installed_at)
     if recorded and recorded != head:
         how = "recorded in direct_url.json" if src.recorded_commit else "HEAD at install time, from git's reflog"
         checks.append(FileCheck(
             DriftKind.HEAD_MOVED, root, root, src.distribution, {"commit": recorded}, {"commit": head},
-            f"the repository was at {recorded[:12]} ({how}) and is now at {head[:12]}", area="source",
+            f"the repository was at {recorded[:12]} ({how}) and is now at {head[:12]}", area=Area.SOURCE,
             remedy_hint=f"git -C {q} log --oneline {recorded[:12]}..{head[:12]} to review; "
                         f"git -C {q} checkout {recorded[:12]} to go back"))
     return SourceOutcome(checks, len(tracked), [], errors)

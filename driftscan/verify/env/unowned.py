@@ -13,7 +13,7 @@ import stat
 from collections.abc import Iterator
 
 from ...cache import signature
-from ...model import DriftKind, FileCheck, Problem, Target
+from ...model import DriftKind, FileCheck, MetadataKind, Problem, Target
 from ...fileio import file_type
 from .fast.forked import Child, may_fork
 from .ownership import Ownership, bytecode_source, is_legit_site_file, is_venv_file
@@ -84,7 +84,7 @@ def find_unowned(target: Target, own: Ownership, regular: set[str] | None = None
     def skip_dir(path: str) -> bool:
         md = own.metadata.get(path)
         # Orphaned dist-info dirs are reported whole; egg-info dirs list no files of their own.
-        return md is not None and (md.distribution is None or md.distribution.kind == "egg-info")
+        return md is not None and (md.distribution is None or md.distribution.kind is MetadataKind.EGG_INFO)
 
     roots = list(target.site_packages)
     if target.bin_dir:

@@ -6,13 +6,13 @@ import os
 from dataclasses import replace
 
 from ...discover.uvcache import find_cache_copy
-from ...model import DriftKind, FileCheck
+from ...model import DriftKind, FileCheck, UvCacheLink
 
 _EDITABLE_KINDS = {DriftKind.MODIFIED, DriftKind.CLOBBERED}
 
 
 def annotate_uv_cache(checks: list[FileCheck], cache_dir: str | None) -> list[FileCheck]:
-    """Add ``actual["uv_cache"]`` to each modified file that is linked: where its cache copy is."""
+    """Set ``uv_cache`` on each modified file that is linked: where its cache copy is."""
     out = []
     for check in checks:
         dist = check.distribution
@@ -34,6 +34,5 @@ def annotate_uv_cache(checks: list[FileCheck], cache_dir: str | None) -> list[Fi
             record_path = os.path.relpath(check.path, dist.site_packages).replace(os.sep, "/")
             found = find_cache_copy(cache_dir, check.path, record_path)
             copy_path = found.path if found else None
-        info = {"dir": cache_dir, "copy": copy_path, "links": nlink, "symlink": bool(link)}
-        out.append(replace(check, actual={**check.actual, "uv_cache": info}))
+        out.append(replace(check, uv_cache=UvCacheLink(cache_dir, copy_path, nlink, bool(link))))
     return out

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ...discover.hfcache import containment_root, default_hf_cache, find_cache_repos
 from ...discover.modeldir import ModelDirLayout, detect_layout
-from ...model import DriftKind, FileCheck, Problem, Unverifiable
+from ...model import DriftKind, FileCheck, LayoutKind, Problem, Unverifiable
 from .hubcache import audit_cache_repo
 from .consistency import consistency_checks
 from .engine import SMALL_FILE_LIMIT, Context, KindResult, Meter
@@ -31,7 +31,7 @@ NO_PROVENANCE = "no download metadata, no git repository, no driftscan manifest"
 class ModelDirResult:
     path: str  # the directory the user named
     root: str  # what relpaths are relative to (the model dir, or the snapshot dir for a cache repo)
-    kind: str  # "hf-local-dir" | "hf-cache-repo" | "git" | "manifest" | "unknown"
+    kind: LayoutKind
     checks: tuple[FileCheck, ...]  # drifts only, area="model", sorted by path then kind
     files_checked: int
     unverifiable: tuple[Unverifiable, ...]
@@ -50,19 +50,19 @@ def _unknown(layout: ModelDirLayout) -> KindResult:
     return KindResult(unverifiable=[Unverifiable(layout.path, reason)])
 
 
-def _audit_kind(ctx: Context, layout: ModelDirLayout, revision: str | None) -> tuple[str, KindResult]:
-    if layout.kind == "hf-local-dir":
+def _audit_kind(ctx: Context, layout: ModelDirLayout, revision: str | None) -> tuple[LayoutKind, KindResult]:
+    if layout.kind is LayoutKind.HF_LOCAL_DIR:
         return layout.kind, audit_local_dir(ctx, layout, revision)
-    if layout.kind == "hf-cache-repo":
+    if layout.kind is LayoutKind.HF_CACHE_REPO:
         return layout.kind, audit_cache_repo(ctx, layout)
-    if layout.kind == "git":
+    if layout.kind is LayoutKind.GIT:
         result = audit_git(ctx, layout, revision)
         if result is not None:
             return layout.kind, result
         if layout.manifest is None:  # git tracks nothing here: fall back as if there were no .git
-            return "unknown", _unknown(layout)
-        return "manifest", audit_manifest(ctx, layout, revision)
-    if layout.kind == "manifest":
+            return LayoutKind.UNKNOWN, _unknown(layout)
+        return LayoutKind.MANIFEST, audit_manifest(ctx, layout, revision)
+    if layout.kind is LayoutKind.MANIFEST:
         return layout.kind, audit_manifest(ctx, layout, revision)
     return layout.kind, _unknown(layout)
 
@@ -103,7 +103,7 @@ def verify_model_dir(path: str, *, deep: bool = False, revision: str | None = No
         kind, result = layout.kind, KindResult()
         checks, problems = [], [Problem(layout.root, f"model directory audit failed: {type(exc).__name__}: {exc}")]
     try:
-        if os.path.isdir(ctx.root) and not (kind == "hf-cache-repo" and result.unverifiable):
+        if os.path.isdir(ctx.root) and not (kind is LayoutKind.HF_CACHE_REPO and result.unverifiable):
             flagged = {c.path: c for c in checks}
             extra, more = consistency_checks(ctx, flagged)
             checks, problems = _merge(checks, extra), problems + more

@@ -16,7 +16,7 @@ import struct
 
 from ...fileio import read_regular
 from ...manifest import walk_tree
-from ...model import DriftKind, FileCheck, Problem
+from ...model import Area, DriftKind, FileCheck, Problem
 from ...fileio import os_error
 from .engine import Context
 from .hashing import Meter, open_readonly
@@ -129,7 +129,7 @@ def consistency_checks(ctx: Context, flagged: dict[str, FileCheck]) -> tuple[lis
             shards, error = _index_shards(path, ctx.meter, ctx.limit, ctx.contain)
             if error and not settled:
                 checks.append(FileCheck(DriftKind.CORRUPT, path, ctx.root, None, {}, {}, f"weight-map index {error}",
-                                        area="model"))
+                                        area=Area.MODEL))
             for shard, count in sorted((shards or {}).items()):
                 target = posixpath.normpath(posixpath.join(posixpath.dirname(rel), shard))
                 if target.startswith("../") or posixpath.isabs(target):
@@ -140,7 +140,7 @@ def consistency_checks(ctx: Context, flagged: dict[str, FileCheck]) -> tuple[lis
                     continue
                 flagged[shard_path] = FileCheck(
                     DriftKind.MISSING, shard_path, ctx.root, None, {"named_by": rel, "tensors": count}, {},
-                    f"named by {rel}'s weight_map ({count} tensors) but not on disk", area="model")
+                    f"named by {rel}'s weight_map ({count} tensors) but not on disk", area=Area.MODEL)
                 checks.append(flagged[shard_path])
         if rel.endswith(".safetensors") and not settled and os.path.isfile(path):
             try:
@@ -150,5 +150,5 @@ def consistency_checks(ctx: Context, flagged: dict[str, FileCheck]) -> tuple[lis
                 continue
             if why:
                 checks.append(FileCheck(DriftKind.CORRUPT, path, ctx.root, None, {"format": "safetensors"},
-                                        prior.actual if prior else {}, why, area="model"))
+                                        prior.actual if prior else {}, why, area=Area.MODEL))
     return checks, problems

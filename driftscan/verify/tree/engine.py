@@ -26,7 +26,7 @@ from typing import Any
 from ... import jsondiff
 from ...fileio import file_type, os_error
 from ...manifest import map_by_size
-from ...model import DriftKind, FileCheck, Problem, Unverifiable
+from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .hashing import Meter, hash_file
 
 SMALL_FILE_LIMIT = 16 << 20  # tokenizer.json of a large-vocabulary model is ~10 MB and is a config
@@ -241,7 +241,7 @@ def to_check(ctx: Context, outcome: Outcome, *, evidence: str | None = None,
             if change.total:
                 text += f"; {jsondiff.summary(change)}"
     return FileCheck(kind or KIND[outcome.status], os.path.join(ctx.root, exp.relpath), ctx.root, None,
-                     dict(exp.expected), {**outcome.actual, **(extra_actual or {})}, text, area="model",
+                     dict(exp.expected), {**outcome.actual, **(extra_actual or {})}, text, area=Area.MODEL,
                      json_changes=json_changes, diff=diff)
 
 
@@ -263,7 +263,7 @@ def added_check(ctx: Context, relpath: str, reason: str) -> FileCheck:
             actual["symlink_target"] = os.readlink(path)
     except OSError:
         pass
-    return FileCheck(DriftKind.ADDED, path, ctx.root, None, {}, actual, reason, area="model")
+    return FileCheck(DriftKind.ADDED, path, ctx.root, None, {}, actual, reason, area=Area.MODEL)
 
 
 @dataclass

@@ -25,7 +25,7 @@ from typing import Any
 from ...discover.modeldir import ModelDirLayout
 from ...lfs import LFS_POINTER_MAX, parse_lfs_pointer
 from ...manifest import is_bookkeeping
-from ...model import DriftKind, FileCheck, Problem, Unverifiable
+from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .. import git as gitaccess
 from ...fileio import os_error
 from .engine import MODIFIED, Context, Expect, KindResult, added_check, iso, run
@@ -167,7 +167,7 @@ def _expect(ctx: Context, git: _Git, rel: str, path: str, mode: str, sha: str, s
     if (status == "M" and index_sha != ZERO and on_disk is not None and on_disk >= ctx.limit and not ctx.deep):
         return FileCheck(DriftKind.MODIFIED, abspath, ctx.root, None, expected, {"index_blob": index_sha,
                          "size": on_disk}, f"git's index holds a different blob than {label} (a staged change);"
-                         " its content was not read", area="model")
+                         " its content was not read", area=Area.MODEL)
     want = 0o100755 if mode == "100755" else 0o100644
     original = (lambda: _blob(git, sha)) if size is not None and size < ctx.limit else None
     return Expect(rel, abspath, "git-sha1", sha, size, expected, label, stale=stale, original=original,
@@ -195,7 +195,7 @@ def _symlink(ctx: Context, git: _Git, result: KindResult, rel: str, sha: str, la
         actual_target = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
     except FileNotFoundError:
         result.checks.append(FileCheck(DriftKind.MISSING, path, ctx.root, None, expected, {},
-                                       f"listed in {label} but not on disk", area="model"))
+                                       f"listed in {label} but not on disk", area=Area.MODEL))
         return
     except OSError as exc:
         result.problems.append(Problem(path, f"cannot read: {os_error(exc)}"))
@@ -204,12 +204,12 @@ def _symlink(ctx: Context, git: _Git, result: KindResult, rel: str, sha: str, la
         result.checks.append(FileCheck(DriftKind.TYPE_CHANGED, path, ctx.root, None, expected,
                                        {"type": "file" if stat.S_ISREG(st.st_mode) else "other", "size": st.st_size,
                                         "mtime": iso(st.st_mtime)}, f"a symlink in {label}, no longer one on disk",
-                                       area="model"))
+                                       area=Area.MODEL))
     elif actual_target != target:
         result.checks.append(FileCheck(DriftKind.MODIFIED, path, ctx.root, None, expected,
                                        {"type": "symlink", "symlink_target": actual_target},
                                        f"the symlink points at {actual_target}, not {target} as in {label}",
-                                       area="model"))
+                                       area=Area.MODEL))
 
 
 def _confirm(ctx: Context, git: _Git, top: str, prefix: str, outcomes: list, problems: list[Problem]) -> list:

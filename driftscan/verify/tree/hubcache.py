@@ -23,7 +23,7 @@ from ...discover.hfcache import snapshots_of
 from ...discover.modeldir import ModelDirLayout, etag_algorithm
 from ...fileio import inside
 from ...manifest import as_text, walk_tree
-from ...model import DriftKind, FileCheck, Problem, Unverifiable
+from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .engine import MODIFIED, OK, Context, Expect, KindResult, Outcome, added_check, iso, run, to_check
 from ...fileio import file_type, os_error
 from .hashing import hash_file
@@ -105,13 +105,13 @@ class _Snapshot:
             self.result.checks.append(FileCheck(
                 DriftKind.MODIFIED, path, self.ctx.root, None, expected, {"type": "symlink", "symlink_target": target,
                                                                          "resolves_to": away},
-                f"blobs/{etag} resolves outside the repository (to {away}); not followed", area="model"))
+                f"blobs/{etag} resolves outside the repository (to {away}); not followed", area=Area.MODEL))
             return
         if not os.path.lexists(resolved):
             self.result.files_checked += 1
             self.result.checks.append(FileCheck(
                 DriftKind.MISSING, path, self.ctx.root, None, expected, {"type": "symlink", "dangling": True},
-                f"the snapshot symlink points at blobs/{etag}, which does not exist", area="model"))
+                f"the snapshot symlink points at blobs/{etag}, which does not exist", area=Area.MODEL))
             return
         algorithm = etag_algorithm(etag)
         lfs = "LFS " if algorithm == "sha256" else ""
@@ -132,7 +132,7 @@ class _Snapshot:
             kind, why = DriftKind.MODIFIED, f"the snapshot symlink was re-pointed at {target}, outside blobs/"
         self.result.files_checked += 1
         self.result.checks.append(FileCheck(kind, path, self.ctx.root, None, {"type": "symlink"},
-                                            {"type": "symlink", "symlink_target": target}, why, area="model"))
+                                            {"type": "symlink", "symlink_target": target}, why, area=Area.MODEL))
 
     def outcome_check(self, outcome: Outcome) -> FileCheck:
         exp = outcome.expect
@@ -178,7 +178,7 @@ class _Snapshot:
             result.checks.append(FileCheck(
                 DriftKind.TYPE_CHANGED, path, ctx.root, None, {"type": "symlink", "blob": same}, actual,
                 f"the snapshot symlink was replaced by a regular copy of blobs/{same} (content identical)",
-                area="model"))
+                area=Area.MODEL))
             return
         pool, left_out = self.candidates(rel, referenced, names, size)
         if not readable:
@@ -187,7 +187,7 @@ class _Snapshot:
                 result.checks.append(FileCheck(
                     DriftKind.TYPE_CHANGED, path, ctx.root, None, {"type": "symlink", "blob": sized[0]}, actual,
                     f"the snapshot symlink was replaced by a regular file the size of blobs/{sized[0]};"
-                    " its content was not read (deep=True hashes it)", area="model"))
+                    " its content was not read (deep=True hashes it)", area=Area.MODEL))
                 return
         original = self.best_original(content, pool) if content is not None else None
         searched = ""

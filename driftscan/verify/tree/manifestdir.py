@@ -15,7 +15,7 @@ import xxhash
 
 from ...discover.modeldir import ModelDirLayout
 from ...manifest import EMBED_LIMIT, MANIFEST_NAME, Manifest, ManifestEntry, ManifestError, is_link_only, read_manifest, walk_tree
-from ...model import DriftKind, FileCheck, Problem, Unverifiable
+from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .engine import Context, Expect, KindResult, added_check, iso, run
 
 
@@ -50,7 +50,7 @@ def _link_check(ctx: Context, rel: str, entry: ManifestEntry, source: str) -> Fi
     kind = DriftKind.TYPE_CHANGED if (actual is None) != (entry.link is None) else DriftKind.MODIFIED
     now = f"a symlink to {actual}" if actual else "a regular file"
     then = f"a symlink to {entry.link}" if entry.link else "a regular file"
-    return FileCheck(kind, path, ctx.root, None, expected, got, f"{now} where {source} has {then}", area="model")
+    return FileCheck(kind, path, ctx.root, None, expected, got, f"{now} where {source} has {then}", area=Area.MODEL)
 
 
 def in_tree(ctx: Context, path: str) -> bool:
@@ -88,7 +88,7 @@ def audit_manifest(ctx: Context, layout: ModelDirLayout, revision: str | None) -
             if link is None and not os.path.lexists(os.path.join(ctx.root, rel)):
                 result.checks.append(FileCheck(DriftKind.MISSING, os.path.join(ctx.root, rel), ctx.root, None,
                                                {"type": "symlink", "symlink_target": entry.link}, {},
-                                               f"not found; {source} has a symlink to {entry.link}", area="model"))
+                                               f"not found; {source} has a symlink to {entry.link}", area=Area.MODEL))
             continue
         expects.append(Expect(
             rel, os.path.join(ctx.root, rel), "xxh3_128", entry.xxh3_128, entry.size,

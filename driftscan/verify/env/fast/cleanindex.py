@@ -26,7 +26,7 @@ import stat
 import struct
 
 from ....cache import RACY_NS, SIGNATURE, signature, tag
-from ....model import Distribution, Target, Unverifiable, Verification
+from ....model import Distribution, MetadataKind, Target, TargetKind, Unverifiable, Verification
 from .forked import Child, may_fork
 
 VERSION = 1
@@ -47,7 +47,7 @@ def build_index(target: Target, verification: Verification, rows, presence: list
     if verification.checks or verification.errors:
         return None
     dists = verification.distributions
-    if any(d.kind != "dist-info" or d.editable for d in dists):
+    if any(d.kind is not MetadataKind.DIST_INFO or d.editable for d in dists):
         return None
     paths: list[str] = []
     sigs: list[bytes] = []
@@ -69,7 +69,7 @@ def build_index(target: Target, verification: Verification, rows, presence: list
             return None
         paths.append(record)
         sigs.append(sig)
-    if target.kind == "venv" and target.venv:
+    if target.kind is TargetKind.VENV and target.venv:
         listed = [*listed, _pyvenv_cfg(target.venv)]  # what the audit knows of it (its errors) stays true
     for directory, sig in listed:
         if len(sig) != SIGNATURE.size or not _old_enough(sig, started_ns):
