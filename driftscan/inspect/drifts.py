@@ -12,19 +12,17 @@ from __future__ import annotations
 
 import os
 import shlex
-import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-import libcst
-
 from ..fileio import read_regular
+from ..model import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem
 from . import MAX_FILE_BYTES, find_artifacts, load_rules, scan_paths, select_rules
-from .complexity import refusal
+from .engine import import_check
+from .rule import Rule
 from .scan import IN_PROCESS_BYTES
-from ..model import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem, Severity
 
 _INSPECTED_KINDS = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.CLOBBERED}
 # Added .py files are syntax-checked up to this many (a package copied in by hand can bring
@@ -99,40 +97,12 @@ def _artifact_check(pattern: str, writers: list[tuple[str, Finding]], owned: Cal
     return DumpSearch(drift, note)
 
 
-def _unparsable(path: str, codes: set[str]) -> Finding | None:
-    """``scan`` reports a syntax error only where debug code could hide (that is what keeps it
-    fast); a drifted file that does not parse is news on its own: the module no longer imports.
-
-    CPython's own parser answers first (fast); only a file it rejects goes to libcst, whose
-    grammar may be newer than the interpreter driftscan runs on (a 3.12 venv audited from 3.10)
-    — and only if the byte scan finds it safe to parse (DBG004 otherwise: libcst can crash on
-    deep nesting, and CPython rejects nesting it does not support, so such a file reaches here).
-    """
+def _unparsable(path: str, rules: Sequence[type[Rule]]) -> list[Finding]:
     try:
         data = read_regular(path, MAX_FILE_BYTES)
     except OSError:
-        return None  # the engine reports unreadable and too large files itself
-    try:
-        with warnings.catch_warnings():  # SyntaxWarnings (invalid escapes) are not ours to print
-            warnings.simplefilter("ignore")
-            compile(data, path, "exec", dont_inherit=True)  # 6x faster than ast.parse: no Python AST objects
-        return None
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        pass
-    too_complex = refusal(data)
-    if too_complex is not None:
-        if "DBG004" not in codes:
-            return None
-        return Finding("DBG004", "too-complex", Severity.MEDIUM, 1, 1, f"not parsed: {too_complex}")
-    if "DBG001" not in codes or len(data) > IN_PROCESS_BYTES:  # (a big file's parse is the scan's, in a worker)
-        return None
-    try:
-        libcst.parse_module(data)
-    except Exception as exc:  # noqa: BLE001 - any parser failure means the same thing here
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return Finding("DBG001", "parse-error", Severity.MEDIUM, getattr(exc, "raw_line", 1) or 1, 1,
-                       f"could not parse this drifted file (it will not import): {message}")
-    return None
+        return []  # the engine reports unreadable and too large files itself
+    return import_check(data, path, rules, parse=len(data) <= IN_PROCESS_BYTES)
 
 
 def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, select: Sequence[str] = (),
@@ -158,8 +128,9 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
         if finding.artifact_pattern:
             writers[finding.artifact_pattern].append((path, finding))
     skipped: list[Problem] = []
-    codes = {r.CODE for r in select_rules(load_rules(rules_modules, plugins=plugins), select, ignore)}
-    if codes & {"DBG001", "DBG004"}:
+    selected = select_rules(load_rules(rules_modules, plugins=plugins), select, ignore)
+    file_level = {r.CODE for r in selected if r.FILE_PROBLEM}  # a file with one of these was not inspected
+    if any(r.FILE_PROBLEM in ("parse", "complexity") for r in selected):
         edited = {c.path for c in checks if _inspectable(c) and c.kind is not DriftKind.ADDED}
         added = [p for p in targets if p not in edited]
         checked = sorted(edited) + (added if len(added) <= SYNTAX_CHECK_ADDED_LIMIT else [])
@@ -167,10 +138,8 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
             skipped.append(Problem(os.path.commonpath(added), f"syntax check skipped for {len(added)} added .py files "
                                    f"(more than {SYNTAX_CHECK_ADDED_LIMIT}); the debug rules still ran on them"))
         for path in checked:
-            if not any(f.code in ("DBG001", "DBG002", "DBG003", "DBG004") for f in by_path.get(path, ())):
-                broken = _unparsable(path, codes)
-                if broken is not None:
-                    by_path[path].append(broken)
+            if not any(f.code in file_level for f in by_path.get(path, ())):
+                by_path[path].extend(_unparsable(path, selected))
     outcome = InspectOutcome([replace(c, findings=tuple(by_path.get(c.path, ()))) if _inspectable(c) else c
                               for c in checks], errors=list(result.errors), skipped=skipped)
     exclude = _package_dirs(checks) | set(package_dirs)

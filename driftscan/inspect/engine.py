@@ -101,6 +101,38 @@ def _file_rules(rules: Sequence[type[Rule]]) -> dict[str, type[Rule]]:
     return {r.FILE_PROBLEM: r for r in rules if r.FILE_PROBLEM}
 
 
+def import_check(data: bytes, path: str, rules: Sequence[type[Rule]], *, parse: bool = True) -> list[Finding]:
+    """The file-level finding for a drifted file that no longer imports.
+
+    A scan reports a syntax error only where debug code could hide (that is what keeps it
+    fast); in a drifted file it is news on its own. CPython's parser answers first (fast, and
+    no Python AST objects); only a file it rejects goes to libcst, whose grammar may be newer
+    than the interpreter driftscan runs on (a 3.12 venv audited from 3.10) — and only if the
+    byte scan finds it safe to parse (the complexity rule's finding otherwise: libcst can
+    crash on deep nesting, and CPython rejects nesting it does not support, so such a file
+    reaches here). ``parse=False`` stops before libcst (a big file's parse is the scan's)."""
+    try:
+        with warnings.catch_warnings():  # SyntaxWarnings (invalid escapes) are not ours to print
+            warnings.simplefilter("ignore")
+            compile(data, path, "exec", dont_inherit=True)
+        return []
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        pass
+    file_rules = _file_rules(rules)
+    too_complex = refusal(data)
+    if too_complex is not None:
+        return complexity_finding(file_rules, f"not parsed: {too_complex}")
+    if not parse or "parse" not in file_rules:
+        return []
+    try:
+        cst.parse_module(data)
+    except Exception as exc:  # noqa: BLE001 - any parser failure means the same thing here
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return _file_finding(file_rules["parse"], f"could not parse this drifted file (it will not import): {message}",
+                             getattr(exc, "raw_line", 1) or 1)
+    return []
+
+
 def _inspect(
     data: bytes, path: str, rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None
 ) -> tuple[list[Finding], bool]:
