@@ -472,3 +472,21 @@ def test_editable_pointers_that_are_fifos_do_not_block(tmp_path):
     messages = {p.path: p.message for p in report.errors}
     assert "not a regular file" in messages[str(site / "legacy.egg-link")]
     assert any("source tree cannot be located" in m for m in messages.values())
+
+
+def test_an_os_error_while_opening_is_a_refusal_not_a_crash(tmp_path, monkeypatch):
+    """Callers handle git's errors only: an unreadable objects/ or a full /dev/shm must refuse
+    the repository (reported), never escape as a bare OSError."""
+    import errno
+
+    from driftscan.verify.git import privatedir
+
+    root = tmp_path / "model"
+    build_git_clone(root, {"config.json": b"{}\n"})
+
+    def full(top):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(privatedir, "make", full)
+    with pytest.raises(gitaccess.GitRefused, match="No space left on device"):
+        gitaccess.open_repository(str(root))
