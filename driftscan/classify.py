@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import sys
 
-from .model import Area, Distribution, Drift, DriftKind, FileCheck, Prediction, Scope, Target, TargetKind
+from .discover.target import install_location
+from .model import Area, Distribution, Drift, DriftKind, FileCheck, Prediction, Scope, Target
 
 _PACKAGE_KINDS = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED}
 _AREA_SCOPE = {Area.MODEL: Scope.DATA, Area.SOURCE: Scope.SOURCE, Area.EXTERNAL: Scope.EXTERNAL}
@@ -61,16 +61,12 @@ def installer_of(dists: list[Distribution], override: str | None = None) -> str:
 
 def reinstall_command(target: Target, dists: list[Distribution], installer: str | None = None) -> str:
     reqs = " ".join(requirement(d) for d in dists)
+    python, pip_where, uv_where = install_location(target, dists[0].site_packages if dists else None)
     if installer_of(dists, installer) == "uv":
-        where = f" --python {shlex.quote(target.venv)}" if target.venv else ""
+        where = "".join(f" {shlex.quote(w)}" for w in uv_where)
         return f"uv pip install{where} --reinstall --no-deps {reqs}"
-    if target.venv:
-        python = shlex.quote(os.path.join(target.venv, "bin", "python"))
-    elif target.kind is TargetKind.INTERPRETER:
-        python = shlex.quote(sys.executable)
-    else:
-        python = "python"
-    return f"{python} -m pip install --force-reinstall --no-deps {reqs}"
+    where = "".join(f" {shlex.quote(w)}" for w in pip_where)
+    return f"{shlex.quote(python)} -m pip install{where} --force-reinstall --no-deps {reqs}"
 
 
 def uv_cache_clean(dist: Distribution) -> str:

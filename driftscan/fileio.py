@@ -22,6 +22,9 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+from .model import Problem
 
 # Non-blocking, so that a FIFO where a file should be cannot hang an audit (the reader checks
 # with fstat that it is a regular file before reading).
@@ -195,3 +198,54 @@ def walk(top: str, onerror: Callable[[OSError], None] | None = None
             continue
         yield dirpath, dirnames, filenames
         stack.extend(os.path.join(dirpath, name) for name in reversed(dirnames) if name not in links)
+
+
+def walk_relative(root: str, skip: Callable[[str], bool] = lambda rel: False) -> tuple[list[str], list[Problem]]:
+    """Every non-directory entry under ``root`` as a "/"-separated relative path, sorted; symlinks
+    (to directories too) are entries, never followed; ``skip(rel)`` leaves a file or a whole
+    directory out. A directory that cannot be listed is a Problem; the walk goes on."""
+    found: list[str] = []
+    problems: list[Problem] = []
+
+    def onerror(exc: OSError) -> None:
+        problems.append(Problem(exc.filename or root, f"cannot list directory: {exc.strerror or exc}"))
+
+    for dirpath, dirnames, filenames in walk(root, onerror=onerror):
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        prefix = "" if rel_dir == "." else rel_dir + "/"
+        kept = []
+        for name in dirnames:
+            rel = prefix + name
+            if skip(rel):
+                continue
+            if os.path.islink(os.path.join(dirpath, name)):
+                found.append(rel)  # a symlink to a directory is an entry, not a place to descend
+            else:
+                kept.append(name)
+        dirnames[:] = kept
+        found.extend(prefix + name for name in filenames if not skip(prefix + name))
+    return sorted(found), problems
+
+
+POOL_MIN = 256 << 10  # bytes: files smaller than this are hashed by the calling thread
+
+
+def map_by_size(func: Callable, items: list, sizes: list[int], jobs: int, pool_min: int = POOL_MIN) -> list:
+    """``[func(item) for item in items]``, the large items (by ``sizes``) hashed in a thread pool,
+    largest first, the small ones in this thread: hashlib and xxhash drop the GIL for a whole
+    buffer, but threads that all hash small files pass the GIL back and forth at every system
+    call (a 40,000-file venv: 9 s against 3 s)."""
+    large = sorted((k for k, size in enumerate(sizes) if size >= pool_min), key=lambda k: -sizes[k])
+    if jobs < 2 or not large:
+        return [func(item) for item in items]
+    results: list = [None] * len(items)
+    # ``jobs`` threads for the large files: this thread is busy with the small ones only for a while
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="driftscan-hash-pool") as pool:
+        futures = [(k, pool.submit(func, items[k])) for k in large]
+        taken = set(large)
+        for k, item in enumerate(items):
+            if k not in taken:
+                results[k] = func(item)
+        for k, future in futures:
+            results[k] = future.result()
+    return results

@@ -31,7 +31,6 @@ import re
 import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -40,7 +39,7 @@ import xxhash
 
 from .atomic import write_atomic
 from .errors import DriftscanError
-from .fileio import LIMITS, NOFOLLOW, READ_FLAGS, check_inside, inside, read_pieces, read_regular, walk
+from .fileio import LIMITS, NOFOLLOW, READ_FLAGS, check_inside, inside, map_by_size, read_pieces, read_regular, walk_relative
 from .jsondiff import as_text
 from .model import Problem
 from .paths import printable
@@ -106,27 +105,7 @@ def is_bookkeeping(relpath: str) -> bool:
 
 def walk_tree(root: str) -> tuple[list[str], list[Problem]]:
     """Every non-directory entry under ``root`` (symlinks not followed), sorted, bookkeeping left out."""
-    found: list[str] = []
-    problems: list[Problem] = []
-
-    def onerror(exc: OSError) -> None:
-        problems.append(Problem(exc.filename or root, f"cannot list directory: {exc.strerror or exc}"))
-
-    for dirpath, dirnames, filenames in walk(root, onerror=onerror):
-        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        kept = []
-        for name in dirnames:
-            rel = prefix + name
-            if is_bookkeeping(rel):
-                continue
-            if os.path.islink(os.path.join(dirpath, name)):
-                found.append(rel)  # a symlink to a directory is an entry, not a place to descend
-            else:
-                kept.append(name)
-        dirnames[:] = kept
-        found.extend(prefix + name for name in filenames if not is_bookkeeping(prefix + name))
-    return sorted(found), problems
+    return walk_relative(root, skip=is_bookkeeping)
 
 
 def is_text_name(relpath: str, code: bool = True) -> bool:
@@ -183,30 +162,6 @@ def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], N
         os.close(fd)
     text = as_text(bytes(kept)) if keep and len(kept) <= embed_limit else None
     return ManifestEntry(hasher.hexdigest(), st.st_size, st.st_mode, st.st_mtime_ns, text, link)
-
-
-POOL_MIN = 256 << 10  # bytes: files smaller than this are hashed by the calling thread
-
-
-def map_by_size(func: Callable, items: list, sizes: list[int], jobs: int, pool_min: int = POOL_MIN) -> list:
-    """``[func(item) for item in items]``, the large items (by ``sizes``) hashed in a thread pool,
-    largest first, the small ones in this thread: hashlib and xxhash drop the GIL for a whole
-    buffer, but threads that all hash small files pass the GIL back and forth at every system
-    call (a 40,000-file venv: 9 s against 3 s)."""
-    large = sorted((k for k, size in enumerate(sizes) if size >= pool_min), key=lambda k: -sizes[k])
-    if jobs < 2 or not large:
-        return [func(item) for item in items]
-    results: list = [None] * len(items)
-    # ``jobs`` threads for the large files: this thread is busy with the small ones only for a while
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="driftscan-hash-pool") as pool:
-        futures = [(k, pool.submit(func, items[k])) for k in large]
-        taken = set(large)
-        for k, item in enumerate(items):
-            if k not in taken:
-                results[k] = func(item)
-        for k, future in futures:
-            results[k] = future.result()
-    return results
 
 
 def build_manifest(root: str, *, embed_limit: int = EMBED_LIMIT, embed_code: bool = True, jobs: int = 2,

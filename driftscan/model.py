@@ -127,6 +127,9 @@ class Distribution:
     requested: bool = False
     # Top-level import names (top_level.txt), used to claim files of unlisted egg-info dists.
     top_level: tuple[str, ...] = ()
+    # A system package manager's own build or revision (conda's build string "py311h1234_0",
+    # a Debian architecture "amd64"): part of what a reinstall command must name.
+    build: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", MetadataKind(self.kind))  # API callers may pass the plain string

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import time
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..fileio import LIMITS, read_regular_stat
+from ..fileio import LIMITS, read_regular, read_regular_stat
 from ..model import Distribution, MetadataKind, Problem, RecordEntry
 from ..record import parse_record
-from .target import Containment
+from .target import Containment, is_prefix_site_packages
 
 # The cap of each metadata file read here is its kind's (fileio.LIMITS); other files get this.
 _OTHER_LIMIT = 1 << 20
@@ -106,6 +108,9 @@ def _read_dist_info(path: str, site: str, containment: Containment, cache=None) 
         name, version = _name_version(meta, os.path.basename(path))
         dist = Distribution(name=name, version=version, metadata_dir=path, site_packages=site)
         return MetadataDir(path, site, dist, tuple(reading.problems), has_file_list=False)
+    linked = _app_data_record(path, record, reading) if os.path.islink(path) else None
+    if linked is not None:
+        record, cache = linked, None  # (the merged text is not the file the cache would key on)
     installer_text = reading.text(os.path.join(path, "INSTALLER"))
     installer = installer_text.strip() if installer_text is not None else None
     # Hex digests are tolerated only where no installer vouches for the RECORD (Debian style).
@@ -129,7 +134,7 @@ def _read_dist_info(path: str, site: str, containment: Containment, cache=None) 
         direct_url, why = _direct_url(direct_text)
         if why:
             problems.append(Problem(direct_path, why))
-    entries, duplicates = _dedupe(parsed.entries)
+    entries, duplicates = _dedupe(_target_rows(parsed.entries, site))
     problems += [Problem(record_path, message) for message in duplicates]
     name, version = _name_version(meta, os.path.basename(path))
     dist = Distribution(
@@ -146,6 +151,65 @@ def _read_dist_info(path: str, site: str, containment: Containment, cache=None) 
     # A RECORD with not one well-formed row (binary junk) lists nothing to check: unverifiable, not clean.
     has_list = not parsed.issues or bool({e.line for e in parsed.entries} - {i.line for i in parsed.issues})
     return MetadataDir(path, site, dist, tuple(problems), has_file_list=has_list)
+
+
+# virtualenv --symlink-app-data links a venv's seed packages (pip, setuptools) from an unpacked
+# "image" of each wheel in its app-data, and writes the image a RECORD of the links only
+# ("pip,,", "pip-26.3.dist-info,,", "../../../bin/pip,,"). The wheel itself is kept beside the
+# images, in <app-data>/wheel/house/: its RECORD has every file's hash (docs/environments.md).
+_IMAGE = re.compile(r"^(?P<wheel>.+)[\\/]\d+\.\d+[\\/]image[\\/]\d+[\\/]SymlinkPipInstall[\\/](?P<stem>[^\\/]+)$")
+
+
+_WHEEL_LIMIT = 256 << 20  # pip's and setuptools' wheels are 1-2 MB
+
+
+def _app_data_record(path: str, image_record: str, reading: _Reading) -> str | None:
+    """A symlinked dist-info's RECORD taken from the wheel virtualenv's image was made of: the
+    wheel's rows, plus the image's rows outside site-packages (bin/ scripts) and its
+    ``*.virtualenv`` marker, which virtualenv wrote. None when ``path`` is no virtualenv image or the wheel cannot be read (a problem)."""
+    real = reading.containment.resolve(path)
+    match = _IMAGE.match(os.path.dirname(real)) if real else None
+    if match is None:
+        return None
+    wheel = os.path.join(match.group("wheel"), "house", match.group("stem") + ".whl")
+    member = f"{os.path.basename(path)}/RECORD"
+    try:
+        if reading.containment.resolve(wheel) is None:
+            raise OSError(f"{wheel} resolves outside the environment and the caches driftscan knows")
+        data = read_regular(wheel, _WHEEL_LIMIT, what="wheel")
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            info = archive.getinfo(member)
+            if info.file_size > LIMITS["RECORD"]:
+                raise OSError(f"{member} is {info.file_size} bytes, over the RECORD limit")
+            text = archive.read(info).decode("utf-8")
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        reading.problems.append(Problem(path, f"linked from virtualenv's app-data, but its wheel {wheel} cannot be "
+                                              f"read ({exc}); only the links are checked"))
+        return None
+    outside = [line for line in image_record.splitlines()
+               if line.startswith("../") or line.split(",", 1)[0].endswith(".virtualenv")]
+    return text.rstrip("\n") + "\n" + "\n".join(outside) + ("\n" if outside else "")
+
+
+# pip install --target DIR installs into a temporary prefix, then moves its site-packages' content
+# and bin/ into DIR without rewriting RECORD: script rows stay "../../bin/NAME" (relative to the
+# temporary lib/python/site-packages) while the file is DIR/bin/NAME (docs/environments.md).
+_PIP_TARGET_BIN = "../../bin/"
+
+
+def _target_rows(entries: tuple[RecordEntry, ...], site: str) -> tuple[RecordEntry, ...]:
+    """RECORD rows of a ``pip install --target`` directory, pointed at where pip put the files.
+    Only in a directory that is no interpreter's site-packages (whose ../../bin is the prefix's
+    bin/), and only rows whose file is in DIR/bin and not where the row says."""
+    if not any(e.path.startswith(_PIP_TARGET_BIN) for e in entries) or is_prefix_site_packages(site):
+        return entries
+    out = []
+    for e in entries:
+        name = e.path[len(_PIP_TARGET_BIN):] if e.path.startswith(_PIP_TARGET_BIN) else ""
+        if name and "/" not in name and name not in (".", "..") and os.path.lexists(os.path.join(site, "bin", name)):
+            e = e._replace(path="bin/" + name)
+        out.append(e)
+    return tuple(out)
 
 
 def _agree(a: RecordEntry, b: RecordEntry) -> bool:
@@ -245,7 +309,10 @@ def find_distributions(site_packages: tuple[str, ...], cache=None,
         for name in names:
             path = os.path.join(site, name)
             try:
-                if name.endswith(".dist-info") and os.path.isdir(path) and not os.path.islink(path):
+                # A symlinked dist-info (virtualenv --symlink-app-data) is read where it points, if
+                # that is inside the environment or a tool's directory driftscan knows.
+                if name.endswith(".dist-info") and os.path.isdir(path) \
+                        and (not os.path.islink(path) or containment.resolve(path) is not None):
                     yield _read_dist_info(path, site, containment, cache)
                 elif name.endswith(".egg-info"):
                     yield _read_egg_info(path, site, containment)

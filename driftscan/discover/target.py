@@ -135,7 +135,7 @@ def venv_target(path: str) -> Target:
         # distribution (python, openssl, ...), which no RECORD lists: not walked.
         bin_dir=_bin_dir(prefix) if kind is TargetKind.VENV else None,
         python_version=version,
-        extra_roots=_existing(prefix, "include", "share") if kind is TargetKind.VENV else (),
+        extra_roots=_existing(prefix, "include", "share", "etc") if kind is TargetKind.VENV else (),
     )
 
 
@@ -152,8 +152,28 @@ def site_packages_target(paths: list[str]) -> Target:
         kind=TargetKind.SITE_PACKAGES,
         venv=None,
         site_packages=tuple(dict.fromkeys(resolved)),
-        python_version=match.group(1) if match else None,
+        python_version=match.group(1) if match else _version_from_tags(resolved[0]) if resolved else None,
     )
+
+
+_CPYTHON_TAG = re.compile(r"\.cpython-3(\d{1,2})")
+
+
+def _version_from_tags(directory: str, limit: int = 5000) -> str | None:
+    """A --target directory's Python version, from the tags of the bytecode and extension
+    modules in it (``six.cpython-311.pyc``, ``_x.cpython-312-x86_64-linux-gnu.so``): names only."""
+    for where in (os.path.join(directory, "__pycache__"), directory):
+        try:
+            with os.scandir(where) as it:
+                for n, entry in enumerate(it):
+                    found = _CPYTHON_TAG.search(entry.name)
+                    if found:
+                        return f"3.{found.group(1)}"
+                    if n >= limit:
+                        break
+        except OSError:
+            continue
+    return None
 
 
 def current_target() -> Target:
@@ -215,6 +235,58 @@ def target_problems(target: Target) -> list[Problem]:
 
 # <prefix>/lib/pythonX.Y/site-packages (or dist-packages, lib64, pypy, Windows' Lib/site-packages)
 _LAYOUT = re.compile(r"^(?P<prefix>.+?)[\\/](?:lib(?:64)?[\\/](?:python|pypy)\d[^\\/]*|Lib)[\\/](?:site|dist)-packages$")
+
+
+def is_prefix_site_packages(site: str) -> bool:
+    """Laid out as ``<prefix>/lib/pythonX.Y/site-packages``: an interpreter's (or --prefix/--user) directory."""
+    return _LAYOUT.match(os.path.abspath(site)) is not None
+
+
+def site_packages_prefix(site: str) -> tuple[str, str | None] | None:
+    """``<prefix>/lib/pythonX.Y/site-packages`` → (prefix, "X.Y"); None for a directory of its own."""
+    match = _LAYOUT.match(os.path.abspath(site))
+    if match is None:
+        return None
+    version = re.search(r"python(\d+\.\d+)", site)
+    return match.group("prefix"), version.group(1) if version else None
+
+
+def user_base() -> str:
+    """Where ``pip install --user`` installs for the user running driftscan (PYTHONUSERBASE, else
+    ~/.local): driftscan's own environment, never the tree's."""
+    return os.path.abspath(os.path.expanduser(os.environ.get("PYTHONUSERBASE") or "~/.local"))
+
+
+def _python_name(target: Target) -> str:
+    """An interpreter of the target's version by name (never a bare ``python``, which may be any)."""
+    version = target.python_version or ""
+    return f"python{version}" if re.fullmatch(r"3\.\d+", version) else "python3"
+
+
+def install_location(target: Target, site: str | None) -> tuple[str, list[str], list[str]]:
+    """(python to run pip with, pip's location options, uv's location options) that reinstall into
+    the directory a distribution is in: the venv, an interpreter's prefix, a --user or --prefix
+    tree, or a --target directory (docs/environments.md). An interpreter is looked up (lexists),
+    never run."""
+    if target.venv:
+        return os.path.join(target.venv, "bin", "python"), [], ["--python", target.venv]
+    if target.kind is TargetKind.INTERPRETER:
+        return sys.executable, [], ["--python", sys.executable]
+    if site is None:
+        return "python3", [], []
+    layout = site_packages_prefix(site)
+    name = _python_name(target)
+    if layout is None:  # a directory of its own: pip install --target (which needs --upgrade to replace)
+        return name, ["--target", site, "--upgrade"], ["--target", site, "--python", name]
+    prefix, version = layout
+    for candidate in (f"python{version}", "python3", "python"):
+        interpreter = os.path.join(prefix, "bin", candidate)
+        if os.path.lexists(interpreter):
+            return interpreter, [], ["--python", interpreter]
+    name = f"python{version}" if version else name
+    if os.path.abspath(prefix) == user_base():
+        return name, ["--user"], ["--prefix", prefix, "--python", name]  # uv pip has no --user
+    return name, ["--prefix", prefix], ["--prefix", prefix, "--python", name]
 
 
 def site_packages_root(site: str) -> str:

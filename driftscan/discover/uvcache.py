@@ -80,3 +80,19 @@ def find_pristine_copy(cache_dir: str | None, record_path: str, digest_matches) 
         if regular and digest_matches(candidate):
             return candidate
     return None
+
+
+def default_virtualenv_app_data(env: dict[str, str] | None = None) -> str | None:
+    """virtualenv's app-data directory, where ``--symlink-app-data`` venvs link their seed packages
+    (pip, setuptools) from: VIRTUALENV_OVERRIDE_APP_DATA, else $XDG_DATA_HOME/virtualenv or
+    ~/.local/share/virtualenv. Like uv's cache, a place driftscan's own environment names."""
+    env = dict(os.environ) if env is None else env
+    if env.get("VIRTUALENV_OVERRIDE_APP_DATA"):
+        return os.path.abspath(env["VIRTUALENV_OVERRIDE_APP_DATA"])
+    if sys.platform == "win32":
+        base = env.get("LOCALAPPDATA")
+        return os.path.join(base, "pypa", "virtualenv") if base else None
+    if env.get("XDG_DATA_HOME"):
+        return os.path.join(env["XDG_DATA_HOME"], "virtualenv")
+    home = env.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".local", "share", "virtualenv") if home and home != "~" else None

@@ -9,7 +9,7 @@ from ..discover import find_distributions
 from ..fileio import default_jobs
 from ..discover.editable import find_editable_sources
 from ..discover.target import Containment, target_problems
-from ..discover.uvcache import default_uv_cache
+from ..discover.uvcache import default_uv_cache, default_virtualenv_app_data
 from ..model import DriftKind, FileCheck, Problem, Target, Verification
 from .env.fast.cleanindex import build_index
 from .env.ownership import build_ownership
@@ -18,7 +18,7 @@ from .env.records import presence_only, verify_records
 from .env.source import verify_sources
 from .env.roots import root_of
 from .env.unowned import UnownedWalk
-from .env.uvlinks import annotate_uv_cache
+from .env.uvlinks import annotate_app_data, annotate_uv_cache
 
 
 def _orphaned(target: Target, md) -> FileCheck:
@@ -48,7 +48,8 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
     uv_cache = uv_cache or default_uv_cache()
     # Nothing is read outside the environment's roots; symlinks are followed only within them or
     # into the uv cache named by driftscan's own flags and environment (--link-mode symlink venvs).
-    containment = Containment.for_target(target, (uv_cache,) if uv_cache else ())
+    app_data = default_virtualenv_app_data()
+    containment = Containment.for_target(target, tuple(r for r in (uv_cache, app_data) if r))
     # Nothing cached to settle the large files (a first or a --no-cache audit): a child starts
     # hashing them now, on the core that reading the RECORDs leaves idle.
     early = Prehasher(target.site_packages, containment) \
@@ -79,7 +80,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
     verification = Verification(
         target=target,
         distributions=dists,
-        checks=tuple(annotate_uv_cache(outcome.checks, uv_cache) + orphaned + added
+        checks=tuple(annotate_app_data(annotate_uv_cache(outcome.checks, uv_cache), app_data) + orphaned + added
                      + sources.checks),
         files_checked=outcome.files_checked + sources.files_checked,
         unverifiable=tuple(outcome.unverifiable + sources.unverifiable),

@@ -38,11 +38,12 @@ class RecordsOutcome:
 
 
 def _cache_archives(links: Containment) -> tuple[str, ...]:
-    """``<cache>/archive-v0/`` of each cache driftscan knows (as named and as resolved): where a
-    uv ``--link-mode symlink`` venv's links lead. The tree's own say (a path that merely has an
+    """Where the tools' own symlink modes lead, in each tool directory driftscan knows (as named
+    and as resolved): ``<uv cache>/archive-v0/`` (uv ``--link-mode symlink``) and ``<virtualenv
+    app-data>/wheel/`` (``--symlink-app-data``). The tree's own say (a path that merely has an
     ``archive-v0`` in it) counts for nothing."""
     roots = [*links.link_roots, *(os.path.realpath(r) for r in links.link_roots)]
-    return tuple(dict.fromkeys(os.path.join(r, "archive-v0") + os.sep for r in roots))
+    return tuple(dict.fromkeys(os.path.join(r, sub) + os.sep for r in roots for sub in ("archive-v0", "wheel")))
 
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from ...cache import signature
 from ...model import DriftKind, FileCheck, MetadataKind, Problem, Target
 from ...fileio import file_type
+from .derived import derived_source, is_installer_bookkeeping
 from .fast.forked import Child, may_fork
 from .ownership import Ownership, bytecode_source, is_legit_site_file, is_venv_file
 from .roots import root_of
@@ -73,6 +74,28 @@ def _actual(entry: os.DirEntry) -> dict:
     return actual
 
 
+def _record_roots(target: Target, own: Ownership, roots: list[str]) -> list[str]:
+    """Other top-level directories of a venv that a RECORD writes into (``etc/jupyter``,
+    ``man/``): walked too, since whatever lands there beside the owned files is no one's."""
+    if not target.venv:
+        return []
+    prefix = target.venv.rstrip(os.sep) + os.sep
+    walked = tuple(r.rstrip(os.sep) + os.sep for r in roots)
+    tops = {path[len(prefix):].split(os.sep, 1)[0] for path in own.owners
+            if path.startswith(prefix) and not path.startswith(walked)}
+    out = []
+    for top in sorted(tops):
+        path = prefix + top
+        if top in ("", ".", "..") or any(w.startswith(path + os.sep) for w in walked):
+            continue  # lib/ holds site-packages: walked already
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):  # a symlink is not walked: it may lead anywhere
+                out.append(path)
+        except OSError:
+            continue
+    return out
+
+
 def find_unowned(target: Target, own: Ownership, regular: set[str] | None = None,
                  listed: list[tuple[str, bytes]] | None = None) -> tuple[list[FileCheck], list[Problem]]:
     """Files no RECORD owns, sorted by path. ``regular``, if given, receives the path of every
@@ -90,6 +113,7 @@ def find_unowned(target: Target, own: Ownership, regular: set[str] | None = None
     if target.bin_dir:
         roots.append(target.bin_dir)
     roots += list(target.extra_roots)
+    roots += _record_roots(target, own, roots)
     seen: set[str] = set()
     for root in roots:
         if root in seen:
@@ -99,9 +123,12 @@ def find_unowned(target: Target, own: Ownership, regular: set[str] | None = None
             path = entry.path
             if own.owns(path, root) or is_venv_file(target, path):
                 continue
+            if path in own.dir_owner and entry.is_symlink():
+                continue  # a symlinked package directory (virtualenv app-data): its rows were checked through it
             site = next((s for s in target.site_packages if path.startswith(s + os.sep)), None)
             if site is not None:
-                if is_legit_site_file(site, path) or own.claimed_by_unlisted(site, os.path.relpath(path, site)):
+                if is_legit_site_file(site, path) or own.claimed_by_unlisted(site, os.path.relpath(path, site)) \
+                        or is_installer_bookkeeping(site, entry):
                     continue
             # Junk in a package's __pycache__ belongs to whoever reinstalls that package (uv wipes it).
             parent = os.path.dirname(path)
@@ -113,8 +140,14 @@ def find_unowned(target: Target, own: Ownership, regular: set[str] | None = None
                 checks.append(FileCheck(DriftKind.ORPHANED_BYTECODE, path, root_of(target, path), package, {},
                                         _actual(entry), "bytecode whose source file does not exist"))
                 continue
-            checks.append(FileCheck(DriftKind.ADDED, path, root_of(target, path), package, {}, _actual(entry),
-                                    "no RECORD lists this file"))
+            why = "no RECORD lists this file"
+            derived = derived_source(path)
+            if derived is not None:
+                module, cache = derived
+                if module in own.owners or os.path.lexists(module):
+                    continue  # a tool's cache of a module, as bytecode is (verify/env/derived.py)
+                why = f"a {cache.name} ({cache.writer}) of a module that does not exist"
+            checks.append(FileCheck(DriftKind.ADDED, path, root_of(target, path), package, {}, _actual(entry), why))
     checks.sort(key=lambda c: c.path)
     problems.sort(key=lambda p: p.path)
     return checks, problems

@@ -36,3 +36,23 @@ def annotate_uv_cache(checks: list[FileCheck], cache_dir: str | None) -> list[Fi
             copy_path = found.path if found else None
         out.append(replace(check, uv_cache=UvCacheLink(cache_dir, copy_path, nlink, bool(link))))
     return out
+
+
+def annotate_app_data(checks: list[FileCheck], app_data: str | None) -> list[FileCheck]:
+    """Say so on drifts of a distribution linked from virtualenv's app-data (--symlink-app-data):
+    the edit is in the shared image, not only in this venv."""
+    if not app_data:
+        return checks
+    images = tuple(dict.fromkeys(os.path.join(r, "wheel") + os.sep for r in (app_data, os.path.realpath(app_data))))
+    out = []
+    for check in checks:
+        dist = check.distribution
+        if dist is not None and check.kind in _EDITABLE_KINDS and os.path.islink(dist.metadata_dir) \
+                and os.path.realpath(dist.metadata_dir).startswith(images):
+            image = os.path.dirname(os.path.realpath(dist.metadata_dir))
+            note = (f"linked from virtualenv's app-data image {image}: the edit is in that shared image, which "
+                    "every --symlink-app-data venv links; a reinstall gives this venv copies and leaves the image "
+                    "edited (virtualenv --reset-app-data rebuilds it)")
+            check = replace(check, evidence=f"{check.evidence}; {note}" if check.evidence else note)
+        out.append(check)
+    return out

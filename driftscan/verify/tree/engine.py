@@ -25,7 +25,7 @@ from typing import Any
 
 from ... import jsondiff
 from ...fileio import file_type, os_error
-from ...manifest import map_by_size
+from ...fileio import map_by_size
 from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .hashing import Meter, hash_file
 

@@ -1,0 +1,162 @@
+"""Environments beyond a venv's site-packages, installed for real: pip and uv ``--target``, pip
+``--user`` (PYTHONUSERBASE) and ``--prefix``, a venv's etc/ and other top-level directories
+RECORDs write into. Pristine: no drift. One planted edit each: found, with a remedy that
+reinstalls into the same place (issue #12)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from driftscan import audit
+from fixtures import venvs
+from fixtures.harness import offline
+from fixtures.wheels import build_wheel
+
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _drifts(report):
+    return sorted((d.relpath, d.kind.value) for d in report.drifts)
+
+
+def _edit(path: Path) -> None:
+    path.write_text(path.read_text() + "\nimport os  # debugging\n")
+
+
+def test_pip_target_directory(tmp_path, wheelhouse):
+    target = tmp_path / "T"
+    venvs.run([sys.executable, "-m", "pip", "install", "--quiet", *offline(wheelhouse), "--target", str(target),
+               "requests", "six"])
+    # pip wrote RECORD rows relative to its temporary prefix: the script row is ../../bin/normalizer.
+    record = next(target.glob("charset_normalizer-*.dist-info")) / "RECORD"
+    assert "../../bin/normalizer," in record.read_text()
+    assert (target / "bin" / "normalizer").exists()
+
+    pristine = audit(site_packages=[str(target)])
+    assert _drifts(pristine) == [] and pristine.errors == [] and pristine.unverifiable == []
+
+    _edit(target / "six.py")
+    (target / "bin" / "normalizer").write_text("#!/bin/sh\necho patched\n")
+    report = audit(site_packages=[str(target)])
+    assert _drifts(report) == [("bin/normalizer", "modified"), ("six.py", "modified")]
+    six = next(d for d in report.drifts if d.relpath == "six.py")
+    # pip --target replaces nothing without --upgrade ("Target directory ... already exists").
+    assert f"python{PY} -m pip install --target {target} --upgrade --force-reinstall --no-deps six==" in six.remedy
+
+
+def test_uv_target_directory(tmp_path, wheelhouse, uv_cache):
+    target = tmp_path / "U"
+    venvs.run([venvs.uv_bin(), "pip", "install", "--quiet", "--python", sys.executable, *offline(wheelhouse),
+               "--target", str(target), "six", "click"], env=venvs.uv_env(uv_cache))
+    assert (target / ".lock").is_file()  # uv's lock: installer bookkeeping, not an added file
+
+    assert _drifts(audit(site_packages=[str(target)])) == []
+
+    (target / ".lock").write_text("not empty: not uv's")
+    six = target / "six.py"
+    six.unlink()  # break uv's hard link to its cache before editing (the cache is shared by the session)
+    six.write_text("patched = True\n")
+    report = audit(site_packages=[str(target)], uv_cache=str(uv_cache))
+    assert _drifts(report) == [(".lock", "added"), ("six.py", "modified")]
+    remedy = next(d for d in report.drifts if d.relpath == "six.py").remedy
+    # uv compiles no bytecode and six and click are pure Python: nothing in the directory tells its
+    # Python version, so the remedy names python3 (never a bare "python").
+    assert f"uv pip install --target {target} --python python3 --reinstall --no-deps six==" in remedy
+
+
+def test_pip_user_install_remedy_says_user(tmp_path, wheelhouse, monkeypatch):
+    base = tmp_path / "userbase"
+    env = {**os.environ, "PYTHONUSERBASE": str(base), "PIP_USER": "1"}
+    base_python = os.path.join(sys.base_prefix, "bin", f"python{PY}")  # --user is refused inside a venv
+    venvs.run([base_python, "-m", "pip", "install", "--quiet", "--user", "--ignore-installed", *offline(wheelhouse),
+               "six"], env=env)
+    site = base / "lib" / f"python{PY}" / "site-packages"
+    monkeypatch.setenv("PYTHONUSERBASE", str(base))
+    assert _drifts(audit(site_packages=[str(site)])) == []
+    _edit(site / "six.py")
+    report = audit(site_packages=[str(site)])
+    assert _drifts(report) == [("six.py", "modified")]
+    assert report.drifts[0].remedy.startswith(f"python{PY} -m pip install --user --force-reinstall --no-deps six==")
+    # Audited by someone whose user base is elsewhere: the same tree is a --prefix tree to them.
+    monkeypatch.setenv("PYTHONUSERBASE", str(tmp_path / "another"))
+    other = audit(site_packages=[str(site)]).drifts[0].remedy
+    assert other.startswith(f"python{PY} -m pip install --prefix {base} --force-reinstall")
+
+
+def test_pip_prefix_install_remedy_names_the_prefix(tmp_path, wheelhouse):
+    prefix = tmp_path / "pfx"
+    venvs.run([sys.executable, "-m", "pip", "install", "--quiet", "--ignore-installed", *offline(wheelhouse),
+               "--prefix", str(prefix), "six"])
+    site = prefix / "lib" / f"python{PY}" / "site-packages"
+    assert _drifts(audit(site_packages=[str(site)])) == []
+    _edit(site / "six.py")
+    report = audit(site_packages=[str(site)])
+    assert report.drifts[0].remedy.startswith(f"python{PY} -m pip install --prefix {prefix} --force-reinstall")
+
+
+def test_an_interpreter_in_the_prefix_runs_the_reinstall(tmp_path, wheelhouse):
+    """--site-packages of a venv named directly: the prefix's own interpreter, never a bare python."""
+    venv = venvs.make_pip_venv(tmp_path / "v")
+    venvs.pip_install(venv, *offline(wheelhouse), "six")
+    site = venvs.site_packages_of(venv)
+    _edit(site / "six.py")
+    remedy = audit(site_packages=[str(site)]).drifts[0].remedy
+    assert remedy.startswith(f"{venv}/bin/python{PY} -m pip install --force-reinstall --no-deps six==")
+
+
+@pytest.fixture(scope="module")
+def etc_wheels(tmp_path_factory):
+    house = tmp_path_factory.mktemp("etc-wheels")
+    build_wheel(house, "jupyterish", "1.0", {"jupyterish/__init__.py": "X = 1\n"},
+                data={"data": {"etc/jupyter/jupyter_server_config.d/jupyterish.json": '{"a": 1}\n',
+                               "man/man1/jupyterish.1": ".TH jupyterish 1\n"}})
+    return house
+
+
+def test_venv_etc_and_record_written_top_level_dirs_are_walked(tmp_path, etc_wheels):
+    venv = venvs.make_pip_venv(tmp_path / "v")
+    venvs.pip_install(venv, "--no-index", "--find-links", str(etc_wheels), "jupyterish")
+    assert (venv / "etc/jupyter/jupyter_server_config.d/jupyterish.json").is_file()
+    assert _drifts(audit(venv=str(venv))) == []
+
+    # Jupyter loads every file in this directory; man/ is written only because a RECORD says so.
+    (venv / "etc/jupyter/jupyter_server_config.d/zz_debug.json").write_text('{"ServerApp": {"token": ""}}\n')
+    (venv / "man/man1/zz_notes.1").write_text("notes\n")
+    report = audit(venv=str(venv))
+    assert _drifts(report) == [("etc/jupyter/jupyter_server_config.d/zz_debug.json", "added"),
+                               ("man/man1/zz_notes.1", "added")]
+
+
+def test_virtualenv_symlink_app_data(tmp_path, monkeypatch):
+    """virtualenv --symlink-app-data: pip and setuptools are directory symlinks into the app-data
+    image, whose RECORD lists only the links; the files are checked against the wheel's own
+    RECORD (kept in the app-data's wheel house), through the links."""
+    app_data = tmp_path / "app-data"
+    monkeypatch.setenv("VIRTUALENV_OVERRIDE_APP_DATA", str(app_data))
+    venv = tmp_path / "v"
+    venvs.run([sys.executable, "-m", "virtualenv", "--quiet", "--no-download", "--symlink-app-data", str(venv)],
+              env={"VIRTUALENV_OVERRIDE_APP_DATA": str(app_data)})
+    site = venvs.site_packages_of(venv)
+    pip_dir = site / "pip"
+    assert pip_dir.is_symlink() and os.path.realpath(pip_dir).startswith(str(app_data))
+
+    pristine = audit(venv=str(venv))
+    assert _drifts(pristine) == [] and pristine.errors == []
+    assert pristine.summary.files_checked > 500  # pip's files, read through the links
+
+    init = pip_dir / "__init__.py"
+    _edit(init)
+    report = audit(venv=str(venv))
+    assert _drifts(report) == [("pip/__init__.py", "modified")]
+    assert "app-data image" in report.drifts[0].evidence and report.drifts[0].distribution.name == "pip"
+
+    # Without the app-data named by driftscan's own environment, the links lead outside: refused,
+    # never followed (the tree cannot pick a directory to be trusted).
+    monkeypatch.setenv("VIRTUALENV_OVERRIDE_APP_DATA", str(tmp_path / "elsewhere"))
+    refused = audit(venv=str(venv))
+    assert all("app-data image" not in d.evidence for d in refused.drifts)
+    assert not any(d.relpath == "pip/__init__.py" and d.kind.value == "modified" for d in refused.drifts)
