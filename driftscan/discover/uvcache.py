@@ -13,18 +13,25 @@ import sys
 from dataclasses import dataclass
 
 
-def default_uv_cache(env: dict[str, str] | None = None) -> str | None:
-    """UV_CACHE_DIR, else uv's platform default ($XDG_CACHE_HOME/uv, ~/.cache/uv, %LOCALAPPDATA%)."""
+def _tool_dir(env: dict[str, str] | None, override: str, xdg: tuple[str, str], home: tuple[str, ...],
+              windows: tuple[str, ...]) -> str | None:
+    """A tool's own directory by its rule: ``override``'s variable, else the platform default
+    (``xdg``: the XDG variable and the folder under it; ``home``: the path under ~ without it)."""
     env = dict(os.environ) if env is None else env
-    if env.get("UV_CACHE_DIR"):
-        return os.path.abspath(env["UV_CACHE_DIR"])
+    if env.get(override):
+        return os.path.abspath(env[override])
     if sys.platform == "win32":
         base = env.get("LOCALAPPDATA")
-        return os.path.join(base, "uv", "cache") if base else None
-    if env.get("XDG_CACHE_HOME"):
-        return os.path.join(env["XDG_CACHE_HOME"], "uv")
-    home = env.get("HOME") or os.path.expanduser("~")
-    return os.path.join(home, ".cache", "uv") if home and home != "~" else None
+        return os.path.join(base, *windows) if base else None
+    if env.get(xdg[0]):
+        return os.path.join(env[xdg[0]], xdg[1])
+    user_home = env.get("HOME") or os.path.expanduser("~")
+    return os.path.join(user_home, *home) if user_home and user_home != "~" else None
+
+
+def default_uv_cache(env: dict[str, str] | None = None) -> str | None:
+    """UV_CACHE_DIR, else uv's platform default ($XDG_CACHE_HOME/uv, ~/.cache/uv, %LOCALAPPDATA%)."""
+    return _tool_dir(env, "UV_CACHE_DIR", ("XDG_CACHE_HOME", "uv"), (".cache", "uv"), ("uv", "cache"))
 
 
 @dataclass(frozen=True)
@@ -86,13 +93,5 @@ def default_virtualenv_app_data(env: dict[str, str] | None = None) -> str | None
     """virtualenv's app-data directory, where ``--symlink-app-data`` venvs link their seed packages
     (pip, setuptools) from: VIRTUALENV_OVERRIDE_APP_DATA, else $XDG_DATA_HOME/virtualenv or
     ~/.local/share/virtualenv. Like uv's cache, a place driftscan's own environment names."""
-    env = dict(os.environ) if env is None else env
-    if env.get("VIRTUALENV_OVERRIDE_APP_DATA"):
-        return os.path.abspath(env["VIRTUALENV_OVERRIDE_APP_DATA"])
-    if sys.platform == "win32":
-        base = env.get("LOCALAPPDATA")
-        return os.path.join(base, "pypa", "virtualenv") if base else None
-    if env.get("XDG_DATA_HOME"):
-        return os.path.join(env["XDG_DATA_HOME"], "virtualenv")
-    home = env.get("HOME") or os.path.expanduser("~")
-    return os.path.join(home, ".local", "share", "virtualenv") if home and home != "~" else None
+    return _tool_dir(env, "VIRTUALENV_OVERRIDE_APP_DATA", ("XDG_DATA_HOME", "virtualenv"),
+                     (".local", "share", "virtualenv"), ("pypa", "virtualenv"))
