@@ -74,6 +74,9 @@ def _actual(entry: os.DirEntry) -> dict:
     return actual
 
 
+_APP_DATA_IMAGE = os.sep + "SymlinkPipInstall" + os.sep
+
+
 def _record_roots(target: Target, own: Ownership, roots: list[str]) -> list[str]:
     """Other top-level directories of a venv that a RECORD writes into (``etc/jupyter``,
     ``man/``): walked too, since whatever lands there beside the owned files is no one's."""
@@ -123,8 +126,10 @@ def find_unowned(target: Target, own: Ownership, regular: set[str] | None = None
             path = entry.path
             if own.owns(path, root) or is_venv_file(target, path):
                 continue
-            if path in own.dir_owner and entry.is_symlink():
-                continue  # a symlinked package directory (virtualenv app-data): its rows were checked through it
+            if path in own.dir_owner and entry.is_symlink() and _APP_DATA_IMAGE in os.path.realpath(path):
+                # A package directory linked from virtualenv's app-data image: its rows were checked
+                # through it (or refused as outside, and reported so, when that app-data is not known).
+                continue
             site = next((s for s in target.site_packages if path.startswith(s + os.sep)), None)
             if site is not None:
                 if is_legit_site_file(site, path) or own.claimed_by_unlisted(site, os.path.relpath(path, site)) \
