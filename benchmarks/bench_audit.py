@@ -189,15 +189,13 @@ def main() -> None:
     seq, seq_rss = median_of(args.runs, [sys.executable, os.path.join(HERE, "sequential_checker.py"), site], env=env)
     cold, cold_rss = median_of(args.runs, driftscan_cmd(args.venv, "--no-cache"), env=env)
     # The design choices, each against its alternative in the same run.
-    processes, _ = median_of(args.runs, driftscan_cmd(args.venv, "--no-cache"),
-                             env={**env, "DRIFTSCAN_HASH_WORKERS": "processes"})
     one_job, _ = median_of(args.runs, driftscan_cmd(args.venv, "--no-cache", "--jobs", "1"), env=env)
     hot, hot_rss = warm(args.venv, env, args.runs)
     # Without the clean index: the stat-cache path, which every audit of a venv with drift takes.
     no_index = {**env, "DRIFTSCAN_CLEAN_INDEX": "off"}
     stat_path, stat_path_rss = median_of(args.runs, driftscan_cmd(args.venv), env=no_index)
     inline_walk, _ = median_of(args.runs, driftscan_cmd(args.venv), env={**no_index, "DRIFTSCAN_FORK": "inline"})
-    fig.update(cold_forked_workers_s=round(processes, 3), cold_one_thread_s=round(one_job, 3),
+    fig.update(cold_one_thread_s=round(one_job, 3),
                warm_without_clean_index_s=round(stat_path, 3),
                warm_without_clean_index_vs_sequential=round(stat_path / seq, 3),
                warm_without_clean_index_rss_MB=round(stat_path_rss / 1e6, 1),

@@ -150,7 +150,8 @@ PROGRESS_MIN_BYTES = 256 << 20
 
 class Progress:
     """A one-line progress bar on stderr, only when stderr is a terminal and the work is long
-    (more than PROGRESS_MIN_BYTES to hash)."""
+    (more than PROGRESS_MIN_BYTES to hash). Only the rendering: the ``progress(done, total)``
+    calls come from the hashing's byte counter (``fileio.ByteProgress`` in audits and diffs)."""
 
     def __init__(self) -> None:
         self.enabled = sys.stderr.isatty()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -169,6 +170,33 @@ def read_pieces(fd: int, size: int, chunk: int = CHUNK) -> Iterator[bytes | memo
         view = memoryview(buffer)
         while n := f.readinto(buffer):
             yield view[:n]
+
+
+class ByteProgress:
+    """Bytes done out of ``total``, for a ``progress(done, total)`` callback (the CLI's bar): the
+    one accounting of hashing progress, for venvs and trees alike. Thread-safe: ``add`` is called
+    from hashing threads, and the callback is called under the lock, so its calls come one at a
+    time and ``done`` never goes back. At most one call per ``step`` bytes (0: one per ``add``),
+    and one for a ``final`` add whatever the step."""
+
+    def __init__(self, progress: Callable[[int, int], None] | None = None, total: int = 0, step: int = 0) -> None:
+        self.total = total  # bytes planned, may grow before the work starts
+        self.done = 0
+        self._progress = progress
+        self._step = step
+        self._reported = 0
+        self._lock = threading.Lock()
+
+    def add(self, n: int, final: bool = False) -> None:
+        with self._lock:
+            self._count(n, final)
+
+    def _count(self, n: int, final: bool) -> None:
+        """``add`` with the lock held (a subclass counting more under the same lock calls this)."""
+        self.done += n
+        if self._progress is not None and (final or self.done - self._reported >= self._step):
+            self._reported = self.done
+            self._progress(min(self.done, self.total), self.total)
 
 
 def walk(top: str, onerror: Callable[[OSError], None] | None = None

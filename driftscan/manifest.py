@@ -29,7 +29,6 @@ import json
 import os
 import re
 import stat
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -39,7 +38,7 @@ import xxhash
 
 from .atomic import write_atomic
 from .errors import DriftscanError
-from .fileio import LIMITS, NOFOLLOW, READ_FLAGS, check_inside, inside, map_by_size, read_pieces, read_regular, walk_relative
+from .fileio import LIMITS, ByteProgress, NOFOLLOW, READ_FLAGS, check_inside, inside, map_by_size, read_pieces, read_regular, walk_relative
 from .jsondiff import as_text
 from .model import Problem
 from .paths import printable
@@ -189,20 +188,11 @@ def build_manifest(root: str, *, embed_limit: int = EMBED_LIMIT, embed_code: boo
             sizes[rel] = st.st_size if st is not None else 0
         except OSError:
             sizes[rel] = 0
-    total = sum(sizes.values())
-    done = 0
-    lock = threading.Lock()
-
-    def counter(n: int) -> None:
-        nonlocal done
-        with lock:  # progress is called from the hashing threads, one at a time
-            done += n
-            if progress is not None:
-                progress(min(done, total), total)
+    meter = ByteProgress(progress, sum(sizes.values()))  # called from the hashing threads, one at a time
 
     def one(rel: str) -> tuple[str, ManifestEntry | None, str]:
         try:
-            return rel, _entry(root, rel, embed_limit, counter, embed_code, contain), ""
+            return rel, _entry(root, rel, embed_limit, meter.add, embed_code, contain), ""
         except OSError as exc:
             return rel, None, exc.strerror or str(exc)
 

@@ -49,10 +49,10 @@ def test_config_model_dirs_add_to_the_default_environment(tmp_path):
 
 
 def test_rule_module_named_in_config_runs_in_scan(tmp_path):
-    (tmp_path / "acme_rules.py").write_text(PLUGIN)
+    (tmp_path / "acme_config_rules.py").write_text(PLUGIN)
     (tmp_path / "code.py").write_text("GREETING = 'hello world'\n")
     config = tmp_path / "team.toml"
-    config.write_text('rules_modules = ["acme_rules"]\n')
+    config.write_text('rules_modules = ["acme_config_rules"]\n')
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
     proc = run_cli("scan", str(tmp_path / "code.py"), "--config", str(config), "--format", "json", env=env)
     assert proc.returncode == 1, proc.stderr
@@ -61,11 +61,12 @@ def test_rule_module_named_in_config_runs_in_scan(tmp_path):
 
     sys.path.insert(0, str(tmp_path))
     try:
-        import acme_rules
+        import acme_config_rules
 
-        check_rule_examples(acme_rules.NoHelloWorld)  # a user rule is tested from its own examples
+        check_rule_examples(acme_config_rules.NoHelloWorld)  # a user rule is tested from its own examples
     finally:
         sys.path.remove(str(tmp_path))
+        sys.modules.pop("acme_config_rules", None)  # another test has a module of its own by a similar name
 
 
 @pytest.mark.parametrize(("text", "message"), [

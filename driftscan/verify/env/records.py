@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 import struct
-import sys
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from ...cache import SIGNATURE, tag
 from ...discover.dists import TRUSTED_INSTALLERS, MetadataDir
 from ...discover.target import Containment
+from ...fileio import ByteProgress
 from ...model import Distribution, DriftKind, FileCheck, Problem, RecordEntry, Target, Unverifiable
 from . import files
 from .fast import prehash, smallfiles
@@ -133,21 +133,6 @@ def _presence_pass(rows: list[Row], presence: list[bool], results: list, unseen:
             results[i] = check(path, entry, True, cache, links=links, st=st)
 
 
-class _Meter:
-    """Bytes hashed so far, reported to ``progress(done, total)`` from the hashing threads."""
-
-    def __init__(self, total: int, progress) -> None:
-        self.total, self.done, self.progress = total, 0, progress
-        self.lock = threading.Lock()
-
-    def add(self, n: int) -> None:
-        if self.progress is None:
-            return
-        with self.lock:
-            self.done += n
-            self.progress(min(self.done, self.total), self.total)
-
-
 class _TwoEnds:
     """Work sorted by size, taken from both ends: the calling thread takes batches of small files,
     the helper threads the large ones. Large files are hashed with the GIL released for a whole
@@ -187,7 +172,7 @@ class _TwoEnds:
 
 BATCH_FILES = 64
 BATCH_BYTES = 1 << 20
-HELPER_MIN = int(os.environ.get("DRIFTSCAN_HELPER_MIN", 256 << 10))  # bytes; see take_high
+HELPER_MIN = 256 << 10  # bytes; see take_high
 
 
 def _hash_pending(rows: list[Row], presence: list[bool], pending: list[int], results: list, jobs: int,
@@ -195,7 +180,7 @@ def _hash_pending(rows: list[Row], presence: list[bool], pending: list[int], res
     quick, check = files.quick_check, files.check_entry
     order = sorted(pending, key=lambda i: rows[i][1].size or 0)
     sizes = [rows[i][1].size or 0 for i in order]
-    meter = _Meter(sum(sizes), progress)
+    meter = ByteProgress(progress, sum(sizes))
     # Too many small files for this thread alone (no large ones to balance them): a forked child
     # takes a share. Forked before any helper thread exists.
     child, theirs = None, []
@@ -228,7 +213,7 @@ def _hash_pending(rows: list[Row], presence: list[bool], pending: list[int], res
 
 
 def _share(rows: list[Row], presence: list[bool], order: list[int], sizes: list[int], results: list,
-           jobs: int, cache, meter: _Meter, links: Containment | None = None, walk=None) -> None:
+           jobs: int, cache, meter: ByteProgress, links: Containment | None = None, walk=None) -> None:
     """``order`` (sizes ascending) between this thread, from the small end, and helper threads.
 
     The type of a file must be known before it is opened (a device node is never opened): an
@@ -286,59 +271,6 @@ def _share(rows: list[Row], presence: list[bool], order: list[int], sizes: list[
         raise failures[0]
 
 
-class _Recorder:
-    """Stat-cache stand-in for worker processes: reads the inherited cache, records new digests."""
-
-    def __init__(self, cache):
-        self.cache = cache
-        self.stored: list[tuple] = []
-
-    def lookup(self, path, st, algorithm):
-        return self.cache.lookup(path, st, algorithm) if self.cache is not None else None
-
-    def store(self, path, st, algorithm, digest, hashed_at):
-        self.stored.append((path, st, algorithm, digest, hashed_at))
-
-
-_WORKER_ROWS: list = []  # set in the parent before forking; read by the workers
-_WORKER_CACHE = None
-_WORKER_LINKS: Containment | None = None
-
-
-def _check_chunk(chunk: list[tuple[int, bool]]):
-    recorder = _Recorder(_WORKER_CACHE)
-    results = [(i, files.check_entry(_WORKER_ROWS[i][2], _WORKER_ROWS[i][1], presence, recorder, links=_WORKER_LINKS))
-               for i, presence in chunk]
-    return results, recorder.stored
-
-
-def _run_processes(rows: list[Row], presence: list[bool], jobs: int, cache,
-                   links: Containment | None = None) -> list[files.EntryResult]:
-    """Forked workers, for measuring against threads (benchmarks/bench_audit.py): they do every
-    row's work themselves, stat included, with the parent's stat cache inherited read-only."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    global _WORKER_ROWS, _WORKER_CACHE, _WORKER_LINKS
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    order = sorted(range(len(rows)), key=lambda i: 0 if presence[i] else rows[i][1].size or 0, reverse=True)
-    n = jobs * 8
-    chunks = [[(i, presence[i]) for i in order[k::n]] for k in range(n)]  # big files spread round-robin
-    _WORKER_ROWS, _WORKER_CACHE, _WORKER_LINKS = rows, cache, links
-    results: list[files.EntryResult | None] = [None] * len(rows)
-    try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
-            for chunk_results, stored in pool.map(_check_chunk, [c for c in chunks if c]):
-                for i, result in chunk_results:
-                    results[i] = result
-                if cache is not None:
-                    for item in stored:
-                        cache.store(*item)
-    finally:
-        _WORKER_ROWS, _WORKER_CACHE, _WORKER_LINKS = [], None, None
-    return results  # type: ignore[return-value]
-
-
 def _settle_prehashed(rows: list[Row], pending: list[int], done: dict, cache, results: list) -> list[int]:
     """Rows a ``Prehasher`` child hashed, if the file is still as the child read it; the rest."""
     rest = []
@@ -361,19 +293,11 @@ def _settle_prehashed(rows: list[Row], pending: list[int], done: dict, cache, re
     return rest
 
 
-def _run(rows: list[Row], presence: list[bool], jobs: int, cache, mode: str = "auto",
-         progress=None, walk=None, early: prehash.Prehasher | None = None,
-         links: Containment | None = None) -> list[files.EntryResult]:
+def _run(rows: list[Row], presence: list[bool], jobs: int, cache, progress=None, walk=None,
+         early: prehash.Prehasher | None = None, links: Containment | None = None) -> list[files.EntryResult]:
     """Check every row: the stat-cache pass, what the ``early`` child hashed meanwhile, the files
     left to hash (from both ends), then the presence-only rows, which wait for the walk (running
     meanwhile in a child, where it can)."""
-    if mode == "auto":
-        mode = os.environ.get("DRIFTSCAN_HASH_WORKERS", "threads")
-    if mode == "processes" and jobs > 1:
-        if early is not None:
-            early.take()  # stop it: the workers check every row themselves
-            early.finish()
-        return _run_processes(rows, presence, jobs, cache, links)
     results, pending = _stat_pass(rows, presence, cache, links)
     busy: list[int] = []
     if early is not None:
@@ -397,7 +321,7 @@ def _not_drift(entry: RecordEntry, path: str, result: files.EntryResult) -> bool
 
 
 def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, jobs: int,
-                   cache=None, mode: str = "auto", progress=None, presence: list[bool] | None = None,
+                   cache=None, progress=None, presence: list[bool] | None = None,
                    walk=None, early: prehash.Prehasher | None = None,
                    containment: Containment | None = None) -> RecordsOutcome:
     """``presence``: ``presence_only(own.rows, own.owners)``, if already computed; ``walk``: an
@@ -409,7 +333,7 @@ def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, 
         presence = presence_only(rows, own.owners)
     if containment is None:
         containment = Containment.for_target(target)
-    results = _run(rows, presence, jobs, cache, mode, progress, walk, early, containment)
+    results = _run(rows, presence, jobs, cache, progress, walk, early, containment)
     if cache is not None:
         cache.retain(own.owners)
     shared = {path for path, owners in own.owners.items() if len(owners) > 1}

@@ -15,13 +15,12 @@ import hashlib
 import mmap
 import os
 import stat
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import xxhash
 
-from ...fileio import CHUNK, file_type, read_pieces
+from ...fileio import CHUNK, ByteProgress, file_type, read_pieces
 
 PROGRESS_STEP = 16 << 20
 DIRECT_MIN = 64 << 20  # below this the page cache costs nothing worth avoiding
@@ -32,18 +31,16 @@ _NOATIME = getattr(os, "O_NOATIME", 0)
 _DIRECT = getattr(os, "O_DIRECT", 0)
 
 
-class Meter:
-    """Bytes read and hashed, and the progress callback (called from hashing threads, one at a time)."""
+class Meter(ByteProgress):
+    """``fileio.ByteProgress`` with a tree audit's own counters: bytes read (headers, small
+    files) and hashed, large files left unread. The progress callback is called at most once per
+    ``PROGRESS_STEP`` bytes hashed, and at the end of each file."""
 
     def __init__(self, progress: Callable[[int, int], None] | None = None):
+        super().__init__(progress, step=PROGRESS_STEP)
         self.hashed = 0
         self.read = 0
-        self.total = 0  # bytes planned for hashing, for progress
-        self.done = 0
         self.unread_large = 0
-        self._progress = progress
-        self._reported = 0
-        self._lock = threading.Lock()
 
     def note_read(self, n: int) -> None:
         with self._lock:
@@ -53,10 +50,7 @@ class Meter:
         with self._lock:
             self.hashed += n
             self.read += n
-            self.done += n
-            if self._progress is not None and (final or self.done - self._reported >= PROGRESS_STEP):
-                self._reported = self.done
-                self._progress(min(self.done, self.total), self.total)
+            self._count(n, final)
 
 
 def new_hasher(algorithm: str, size: int) -> Any:

@@ -1,9 +1,9 @@
 """Hash the largest files in a forked child while this process is still reading RECORDs.
 
 Until hashing starts, one core parses 40,000 RECORD rows and builds the ownership index; the
-other is idle. A child forked at the start takes the largest files straight from the largest
-RECORDs (a quick scan of their size column, no full parse) and hashes them, largest first,
-reporting each digest with the file's signature as it goes. A thread could not do this: the
+other is idle. A child forked at the start takes the largest files straight from the RECORDs
+(``record.large_entries``: only the rows of large files are parsed) and hashes them, largest
+first, reporting each digest with the file's signature as it goes. A thread could not do this: the
 parsing thread holds the GIL, and a hashing thread waited for it after every buffer (measured:
 no gain). The parent trusts a digest only as it trusts its stat cache: the file's signature
 must be unchanged and older than the racy window when the child hashed it. Anything else is
@@ -23,7 +23,8 @@ import time
 
 from ....cache import RACY_NS, SIGNATURE, signature
 from ....discover.target import Containment
-from ....fileio import LIMITS, NOFOLLOW, READ_FLAGS, read_regular
+from ....fileio import NOFOLLOW, READ_FLAGS, read_kind
+from ....record import large_entries
 from . import forked
 from .forked import Child, may_fork
 
@@ -34,9 +35,8 @@ _OPEN_FLAGS = READ_FLAGS | NOFOLLOW
 
 def _large_rows(site_packages: tuple[str, ...], containment: Containment) -> list[tuple[int, str, str]]:
     """(size, absolute path, algorithm) of hashed rows of at least LARGE bytes, largest first:
-    only plain paths inside their site-packages, and none the containment refuses."""
+    only relative paths that stay inside their site-packages, and none the containment refuses."""
     found = []
-    digits = len(str(LARGE))
     for site in site_packages:
         try:
             names = [n for n in os.listdir(site) if n.endswith(".dist-info")]
@@ -44,22 +44,19 @@ def _large_rows(site_packages: tuple[str, ...], containment: Containment) -> lis
             continue
         for name in names:
             try:
-                text = read_regular(os.path.join(site, name, "RECORD"), LIMITS["RECORD"], what="RECORD",
-                                    follow=False).decode("utf-8", "surrogateescape")
+                text = read_kind(os.path.join(site, name, "RECORD"), "RECORD", follow=False)\
+                    .decode("utf-8", "surrogateescape")
             except OSError:
                 continue  # the parent reports it
-            for line in text.splitlines():
-                head, _, size = line.rpartition(",")
-                if len(size) < digits or len(size) > 19 or not size.isdigit() or int(size) < LARGE:
-                    continue  # cheap: most rows stop here
-                path, _, digest = head.rpartition(",")
-                algorithm = digest.partition("=")[0]
-                if path.startswith(('"', "/")) or ".." in path.split("/") or "\0" in path \
-                        or algorithm not in hashlib.algorithms_guaranteed:
-                    continue  # quoted, absolute, climbing and odd rows are left to the parent
+            # Hex digests too, as the parent reads a RECORD no INSTALLER vouches for (where one
+            # does, such a row is not hashed at all and the digest goes unused).
+            for entry in large_entries(text, LARGE, allow_hex=True):
+                path, digest, size = entry.path, entry.hash, entry.size
+                if digest is None or size is None or path.startswith("/") or ".." in path.split("/"):
+                    continue  # absolute and climbing rows are left to the parent
                 absolute = os.path.normpath(os.path.join(site, path))
                 if containment.row_problem(absolute) is None:
-                    found.append((int(size), absolute, algorithm))
+                    found.append((size, absolute, digest.algorithm))
     found.sort(reverse=True)
     return found
 
