@@ -66,6 +66,8 @@ class MetadataKind(str, enum.Enum):
     DIST_INFO = "dist-info"  # a wheel install: RECORD lists every file
     EGG_INFO = "egg-info"  # setup.py install / distutils: installed-files.txt at best
     EGG_LINK = "egg-link"  # a legacy develop install: a link file standing in for metadata
+    CONDA = "conda"  # a conda-meta/*.json package record (conda, mamba, micromamba, pixi)
+    DPKG = "dpkg"  # a Debian package: dpkg's info/<pkg>.list and .md5sums
 
 
 class LayoutKind(str, enum.Enum):

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from .classify import installer_of, reinstall_command, uv_cache_clean
+from .discover.target import site_packages_prefix
 from .discover.uvcache import find_pristine_copy
 from .errors import ConfigError
 from .expect import Expectation, evaluate
@@ -68,7 +69,7 @@ def normalize(name: str) -> str:
 
 
 def select_distributions(names: Sequence[str], dists: Sequence[Distribution]) -> list[Distribution]:
-    by_name = {normalize(d.name): d for d in dists if d.kind in (MetadataKind.DIST_INFO, MetadataKind.EGG_INFO)}
+    by_name = {normalize(d.name): d for d in dists if d.kind is not MetadataKind.EGG_LINK}
     chosen, unknown = [], []
     for name in names:
         dist = by_name.get(normalize(name))
@@ -80,6 +81,23 @@ def select_distributions(names: Sequence[str], dists: Sequence[Distribution]) ->
         hint = f" (did you mean: {', '.join(dict.fromkeys(hints))}?)" if hints else ""
         raise ConfigError(f"not installed here: {', '.join(unknown)}{hint}")
     return chosen
+
+
+def _replaced_whole(dists: Sequence[Distribution], installer: str) -> list[str]:
+    """The directories pip replaces whole when it reinstalls into a ``--target`` directory: every
+    top-level directory the distribution installs there (docs/environments.md). uv, and pip in a
+    venv or prefix, remove only what RECORD lists."""
+    if installer != "pip":
+        return []
+    out = set()
+    for dist in dists:
+        if dist.kind is not MetadataKind.DIST_INFO or site_packages_prefix(dist.site_packages) is not None:
+            continue
+        for entry in dist.entries:
+            top, sep, _ = entry.path.partition("/")
+            if sep and top not in ("", ".", "..") and not top.endswith(".dist-info"):
+                out.add(os.path.join(dist.site_packages, top))
+    return sorted(out)
 
 
 def _status(drift: Drift, chosen: set[str]) -> tuple[str, str]:
@@ -175,8 +193,13 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
     who = installer_of(chosen_dists, installer)
     plan = Plan(reinstall=[d.name for d in chosen_dists], installer=who, audit=report)
     by_path: dict[str, tuple[Drift, str]] = {}
+    replaced = _replaced_whole(chosen_dists, who)
     for drift in drifts:
         status, reason = _status(drift, chosen)
+        whole = next((d for d in replaced if drift.check.path.startswith(d + os.sep)), None)
+        if whole is not None and drift.scope is Scope.ENVIRONMENT and status == SURVIVES:
+            status, reason = WIPED, (f"pip install --target --upgrade replaces {whole} whole, files no RECORD "
+                                     "lists included")
         check = drift.check
         by_path[os.path.normpath(check.path)] = (drift, status)
         item = PlanItem(path=printable(check.path), relpath=printable(relpath(check.path, check.root)),

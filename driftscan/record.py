@@ -199,6 +199,17 @@ def _build_entry(row: list[str], line: int, allow_hex: bool) -> tuple[RecordEntr
     return RecordEntry(path, digest, size, line), problems
 
 
+def hash_text(h: Hash) -> str:
+    """``algorithm=digest`` as the record that promised it spells it: RECORD's urlsafe base64,
+    or hex for conda's sha256 and Debian's md5 (comparable with sha256sum / md5sum output)."""
+    return f"{h.algorithm}={h.digest.hex() if h.encoding == 'hex' else record_hash_text(h.digest)}"
+
+
+def new_hash(algorithm: str, data: bytes = b""):
+    """A hashlib object; md5 (Debian's choice) is asked for as a checksum, so a FIPS build allows it."""
+    return hashlib.new(algorithm, data, usedforsecurity=False) if algorithm == "md5" else hashlib.new(algorithm, data)
+
+
 def record_hash_text(digest: bytes) -> str:
     """The RECORD spelling of a digest: urlsafe base64 without padding."""
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")

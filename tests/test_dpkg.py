@@ -7,8 +7,6 @@ hostile-database tests corrupt a copy under tmp_path and run everywhere.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import subprocess
@@ -35,7 +33,7 @@ from driftscan.discover.dpkg import (
 from driftscan.discover.target import Containment
 from driftscan.model import Distribution
 from fixtures import dpkg as debian
-from fixtures.dpkg import DIST_PACKAGES, FakeSystem, fake_blinker, status_paragraph
+from fixtures.dpkg import DIST_PACKAGES, FakeSystem, fake_blinker, real_system_lock, status_paragraph
 
 SITE = "/usr/lib/python3/dist-packages"
 MARKER = b"\n_driftscan_test_debug = 1  # planted by tests/test_dpkg.py\n"
@@ -43,20 +41,7 @@ MARKER = b"\n_driftscan_test_debug = 1  # planted by tests/test_dpkg.py\n"
 
 # --- the real system --------------------------------------------------------------------------
 
-def _system_lock():
-    """One test at a time touches the real system's packages (xdist workers, other runs)."""
-    fd = os.open("/tmp/driftscan-test-dpkg.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
-
-
-@contextlib.contextmanager
-def system_lock():
-    fd = _system_lock()
-    try:
-        yield
-    finally:
-        os.close(fd)
+system_lock = real_system_lock
 
 
 @pytest.fixture(scope="session")

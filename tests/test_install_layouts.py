@@ -14,7 +14,7 @@ import pytest
 from driftscan import audit
 from fixtures import venvs
 from fixtures.harness import offline
-from fixtures.wheels import build_wheel
+from fixtures.wheels import build_wheel, record_hash
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -46,6 +46,25 @@ def test_pip_target_directory(tmp_path, wheelhouse):
     six = next(d for d in report.drifts if d.relpath == "six.py")
     # pip --target replaces nothing without --upgrade ("Target directory ... already exists").
     assert f"python{PY} -m pip install --target {target} --upgrade --force-reinstall --no-deps six==" in six.remedy
+
+
+def test_pip_target_plan_says_whole_directories_are_replaced(tmp_path, wheelhouse):
+    """pip install --target --upgrade replaces each top-level directory of the wheel whole, files
+    no RECORD lists included; the plan says so, and the real reinstall agrees."""
+    from driftscan.api import plan
+
+    target = tmp_path / "T"
+    install = [sys.executable, "-m", "pip", "install", "--quiet", *offline(wheelhouse), "--target", str(target)]
+    venvs.run([*install, "charset-normalizer", "six"])
+    (target / "charset_normalizer" / "zz_debug.py").write_text("x = 1\n")
+    (target / "bin" / "zz_tool").write_text("#!/bin/sh\n")
+    (target / "zz_top.py").write_text("y = 2\n")
+    status = {i.relpath: i.status for i in plan(["charset-normalizer"], site_packages=[str(target)]).items}
+    assert status == {"charset_normalizer/zz_debug.py": "WIPED", "bin/zz_tool": "WIPED", "zz_top.py": "SURVIVES"}
+    version = next(target.glob("charset_normalizer-*.dist-info")).name[len("charset_normalizer-"):-len(".dist-info")]
+    venvs.run([*install, "--upgrade", "--force-reinstall", "--no-deps", f"charset-normalizer=={version}"])
+    assert [p for p in ("charset_normalizer/zz_debug.py", "bin/zz_tool", "zz_top.py") if (target / p).exists()] \
+        == ["zz_top.py"]
 
 
 def test_uv_target_directory(tmp_path, wheelhouse, uv_cache):
@@ -160,3 +179,32 @@ def test_virtualenv_symlink_app_data(tmp_path, monkeypatch):
     refused = audit(venv=str(venv))
     assert all("app-data image" not in d.evidence for d in refused.drifts)
     assert not any(d.relpath == "pip/__init__.py" and d.kind.value == "modified" for d in refused.drifts)
+
+
+def test_an_unknown_installer_whose_record_matches_reports_edits(tmp_path, wheelhouse):
+    """INSTALLER names a tool driftscan does not know (pixi's PyPI installs write their own name):
+    a RECORD whose rows match the files is still a RECORD of this install, so a changed row is
+    `modified`, naming the installer; one whose rows mostly do not match is unverifiable."""
+    venv = venvs.make_pip_venv(tmp_path / "v")
+    venvs.pip_install(venv, *offline(wheelhouse), "click")
+    site = venvs.site_packages_of(venv)
+    info = next(site.glob("click-*.dist-info"))
+    # As that tool writes it: INSTALLER's own RECORD row hashes what it says.
+    (info / "INSTALLER").write_text("uv-pixi\n")
+    rows = [f"{info.name}/INSTALLER,{record_hash(b'uv-pixi' + bytes([10]))},8" if r.startswith(f"{info.name}/INSTALLER,")
+            else r for r in (info / "RECORD").read_text().splitlines()]
+    (info / "RECORD").write_text("\n".join(rows) + "\n")
+    assert _drifts(audit(venv=str(venv))) == []
+
+    _edit(site / "click" / "core.py")
+    report = audit(venv=str(venv))
+    assert _drifts(report) == [("click/core.py", "modified")] and report.unverifiable == []
+    assert "installed by 'uv-pixi'" in report.drifts[0].evidence
+
+    for module in (site / "click").glob("*.py"):  # every file rewritten: the RECORD is not this install's
+        _edit(module)
+    rewritten = audit(venv=str(venv))
+    version = info.name[len("click-"):-len(".dist-info")]
+    assert [u.distribution for u in rewritten.unverifiable] == [f"click {version}"]
+    assert "uv-pixi" in rewritten.unverifiable[0].reason
+    assert not any(d.relpath.startswith("click/") for d in rewritten.drifts)

@@ -117,6 +117,9 @@ def venv_target(path: str) -> Target:
             f"{path}: not a virtual environment (no pyvenv.cfg); "
             "to audit a bare directory use --site-packages DIR"
         )
+    from .conda import is_conda_prefix  # (conda.py uses this module's Containment)
+
+    conda = kind is TargetKind.PREFIX and is_conda_prefix(prefix)
     site = _site_packages_under(prefix, version)
     if not site:
         outside = [p for p in _site_packages_candidates(prefix) if not _inside_real(prefix, p)]
@@ -132,10 +135,11 @@ def venv_target(path: str) -> Target:
         venv=prefix,
         site_packages=tuple(site),
         # A venv's bin/ holds only what installers put there; a conda prefix's holds the whole
-        # distribution (python, openssl, ...), which no RECORD lists: not walked.
-        bin_dir=_bin_dir(prefix) if kind is TargetKind.VENV else None,
+        # distribution (python, openssl, ...), which its conda records list: walked when they exist.
+        bin_dir=_bin_dir(prefix) if kind is TargetKind.VENV or conda else None,
         python_version=version,
-        extra_roots=_existing(prefix, "include", "share", "etc") if kind is TargetKind.VENV else (),
+        extra_roots=_existing(prefix, "include", "share", "etc") if kind is TargetKind.VENV
+        else _existing(prefix, "etc") if conda else (),
     )
 
 

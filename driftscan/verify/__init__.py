@@ -18,6 +18,7 @@ from .env.records import presence_only, verify_records
 from .env.source import verify_sources
 from .env.roots import root_of
 from .env.unowned import UnownedWalk
+from .env.managers import find_managed, settle_placeholders
 from .env.uvlinks import annotate_app_data, annotate_uv_cache
 
 
@@ -56,7 +57,9 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
         if jobs > 1 and not (stat_cache is not None and stat_cache.entries) else None
     walk = None
     try:
-        metadirs = list(find_distributions(target.site_packages, stat_cache, containment))
+        managed = find_managed(target, containment)  # conda records, dpkg packages: they own what they list
+        metadirs = [md for md in find_distributions(target.site_packages, stat_cache, containment)
+                    if md.path not in managed.replaced] + managed.metadirs
         own = build_ownership(metadirs, containment)
         errors: list[Problem] = [*target_problems(target), *(p for md in metadirs for p in md.problems),
                                  *own.problems]
@@ -74,17 +77,19 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
             early.abandon()
         raise
     added, walk_problems = walk.unowned()
+    settled, _ = settle_placeholders(outcome.checks, managed)
     dists = tuple(md.distribution for md in metadirs if md.distribution is not None)
     editables, editable_problems = find_editable_sources(dists, target.site_packages)
     sources = verify_sources(editables)
     verification = Verification(
         target=target,
         distributions=dists,
-        checks=tuple(annotate_app_data(annotate_uv_cache(outcome.checks, uv_cache), app_data) + orphaned + added
+        checks=tuple(annotate_app_data(annotate_uv_cache(settled, uv_cache), app_data) + orphaned + added
                      + sources.checks),
         files_checked=outcome.files_checked + sources.files_checked,
-        unverifiable=tuple(outcome.unverifiable + sources.unverifiable),
-        errors=tuple(errors + outcome.errors + walk_problems + editable_problems + sources.errors),
+        unverifiable=tuple(outcome.unverifiable + managed.unverifiable + sources.unverifiable),
+        errors=tuple(errors + managed.problems + outcome.errors + walk_problems + editable_problems
+                     + sources.errors),
         referenced=frozenset(own.owners),
     )
     if index_possible:

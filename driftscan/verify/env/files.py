@@ -7,7 +7,6 @@ vanishes between two system calls each become a result.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 import time
@@ -16,7 +15,7 @@ from typing import Any
 
 from ...fileio import NOFOLLOW, READ_FLAGS, SMALL_READ, file_type, os_error
 from ...model import RecordEntry
-from ...record import record_hash_text
+from ...record import hash_text, new_hash
 
 OK = "ok"
 MODIFIED = "modified"
@@ -41,7 +40,7 @@ class EntryResult:
 def expected_of(entry: RecordEntry) -> dict[str, Any]:
     expected: dict[str, Any] = {"type": "file"}
     if entry.hash is not None:
-        expected["hash"] = f"{entry.hash.algorithm}={record_hash_text(entry.hash.digest)}"
+        expected["hash"] = hash_text(entry.hash)
     if entry.size is not None:
         expected["size"] = entry.size
     return expected
@@ -58,8 +57,8 @@ def digest_fd(fd: int, algorithm: str, size: int) -> bytes:
             if not chunk:
                 break
             data += chunk
-        return hashlib.new(algorithm, data).digest()
-    hasher = hashlib.new(algorithm)
+        return new_hash(algorithm, data).digest()
+    hasher = new_hash(algorithm)
     left = size + 1
     with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
         # hashlib drops the GIL for each whole buffer: 1 MiB measured as good as 256 KiB or 4 MiB.
@@ -112,7 +111,7 @@ def quick_check(path: str, entry: RecordEntry, cache=None, regular: bool = False
         data = os.read(fd, st.st_size + 1)
         if len(data) != st.st_size:
             return None
-        actual = hashlib.new(digest.algorithm, data).digest()  # type: ignore[union-attr]
+        actual = new_hash(digest.algorithm, data).digest()  # type: ignore[union-attr]
     except OSError:
         return None
     finally:
@@ -231,7 +230,7 @@ def _modified(entry: RecordEntry, st: os.stat_result, digest: bytes | None, link
               real: str) -> EntryResult:
     actual: dict[str, Any] = {"type": "file", "size": st.st_size, "mtime_ns": st.st_mtime_ns}
     if digest is not None:
-        actual["hash"] = f"{entry.hash.algorithm}={record_hash_text(digest)}"  # type: ignore[union-attr]
+        actual["hash"] = hash_text(entry.hash._replace(digest=digest))  # type: ignore[union-attr]
     if st.st_nlink > 1:
         actual["nlink"] = st.st_nlink
     if link_target is not None:

@@ -7,13 +7,13 @@ import stat
 import struct
 import threading
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...cache import SIGNATURE, tag
 from ...discover.dists import TRUSTED_INSTALLERS, MetadataDir
 from ...discover.target import Containment
 from ...fileio import ByteProgress
-from ...model import Distribution, DriftKind, FileCheck, Problem, RecordEntry, Target, Unverifiable
+from ...model import Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, Unverifiable
 from . import files
 from .fast import prehash, smallfiles
 from .ownership import Ownership, bytecode_source, is_bytecode, is_virtualenv_style_row
@@ -53,7 +53,7 @@ def presence_only(rows: list[Row], owners) -> list[bool]:
     flags: list[bool] = []
     append = flags.append
     for dist, entry, path in rows:
-        if entry.hash is None or dist.kind == "egg-info":
+        if entry.hash is None or dist.kind is MetadataKind.EGG_INFO:
             append(True)
         elif path.endswith((".pyc", ".pyo")):
             source = bytecode_source(path)
@@ -392,20 +392,47 @@ def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, 
         reason = _unverifiable_reason(md, md.distribution, found)
         if reason:
             unverifiable.append(Unverifiable(md.distribution.key, reason))
+        elif found and md.distribution.kind is MetadataKind.DIST_INFO and md.distribution.installer \
+                and not trusted_installer(md.distribution):
+            checks.extend(_vouched_by_rows(md.distribution, found))
         else:
             checks.extend(found)
     return RecordsOutcome(checks, checked, unverifiable, errors)
 
 
+def trusted_installer(dist: Distribution) -> bool:
+    return dist.installer is not None and dist.installer.lower() in TRUSTED_INSTALLERS
+
+
+def _vouched_by_rows(dist: Distribution, found: list[FileCheck]) -> list[FileCheck]:
+    """Drifts of a distribution whose installer driftscan does not know, saying why they count."""
+    hashed = sum(1 for e in dist.entries if e.hash is not None)
+    who = f"installed by {dist.installer!r}"
+    note = (f"{who}, not an installer driftscan knows; {hashed - len(found)} of its {hashed} hashed RECORD rows "
+            "match, so the RECORD describes this install")
+    return [replace(c, evidence=f"{c.evidence}; {note}" if c.evidence else note) for c in found]
+
+
+def _describes(dist: Distribution, found: list[FileCheck]) -> bool:
+    """Whether a RECORD no known installer vouches for still describes the install: most of its
+    hashed rows match the files (a changed row among them is a drift like any other), rather
+    than most not (a RECORD of some other build of the files: nothing in it can be trusted)."""
+    if not dist.installer:  # Debian-style: its packaging strips and moves files after RECORD was written
+        return False
+    hashed = sum(1 for e in dist.entries if e.hash is not None)
+    return hashed >= 2 and 2 * len(found) <= hashed
+
+
 def _unverifiable_reason(md: MetadataDir, dist: Distribution, found: list[FileCheck]) -> str | None:
-    if dist.kind == "egg-info":
+    if dist.kind in (MetadataKind.CONDA, MetadataKind.DPKG):
+        return None  # the package manager's own record of what it installed
+    if dist.kind is MetadataKind.EGG_INFO:
         if not md.has_file_list:
             return "egg-info without installed-files.txt: no list of installed files to check"
         return None
     if not md.has_file_list:
         return "RECORD could not be read"
-    trusted = dist.installer is not None and dist.installer.lower() in TRUSTED_INSTALLERS
-    if trusted or not found:
+    if trusted_installer(dist) or not found or _describes(dist, found):
         return None
     hex_rows = any(e.hash is not None and e.hash.encoding == "hex" for e in dist.entries)
     counts: defaultdict[str, int] = defaultdict(int)
