@@ -11,7 +11,6 @@ import os
 import re
 import shlex
 
-from .discover.dpkg import package_spec
 from .discover.target import install_location
 from .model import Area, Distribution, Drift, DriftKind, MetadataKind, FileCheck, Prediction, Scope, Target
 
@@ -84,6 +83,8 @@ def _system_command(dists: list[Distribution], prefix: str | None) -> str | None
         where = f" -p {shlex.quote(prefix)}" if prefix else ""
         return f"{tool} install{where} --force-reinstall --no-deps {specs}"
     if kinds == {MetadataKind.DPKG}:
+        from .discover.dpkg import package_spec  # (only Debian systems pay for the import)
+
         names = " ".join(shlex.quote(package_spec(d)) for d in dists)
         root = dists[0].metadata_dir.partition(_DPKG_INFO)[0]  # <root>/var/lib/dpkg/info/<pkg>.list
         inside = f"chroot {shlex.quote(root)} " if root else ""  # an image or container rootfs

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import time
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -171,6 +170,8 @@ def _app_data_record(path: str, image_record: str, reading: _Reading) -> str | N
     match = _IMAGE.match(os.path.dirname(real)) if real else None
     if match is None:
         return None
+    import zipfile  # (only virtualenv app-data links need it)
+
     wheel = os.path.join(match.group("wheel"), "house", match.group("stem") + ".whl")
     member = f"{os.path.basename(path)}/RECORD"
     try:

@@ -117,9 +117,7 @@ def venv_target(path: str) -> Target:
             f"{path}: not a virtual environment (no pyvenv.cfg); "
             "to audit a bare directory use --site-packages DIR"
         )
-    from .conda import is_conda_prefix  # (conda.py uses this module's Containment)
-
-    conda = kind is TargetKind.PREFIX and is_conda_prefix(prefix)
+    conda = kind is TargetKind.PREFIX and _is_conda_prefix(prefix)
     site = _site_packages_under(prefix, version)
     if not site:
         outside = [p for p in _site_packages_candidates(prefix) if not _inside_real(prefix, p)]
@@ -141,6 +139,12 @@ def venv_target(path: str) -> Target:
         extra_roots=_existing(prefix, "include", "share", "etc") if kind is TargetKind.VENV
         else _existing(prefix, "etc") if conda else (),
     )
+
+
+def _is_conda_prefix(prefix: str) -> bool:
+    from .conda import is_conda_prefix  # (conda.py uses this module's Containment; venvs never import it)
+
+    return is_conda_prefix(prefix)
 
 
 def site_packages_target(paths: list[str]) -> Target:

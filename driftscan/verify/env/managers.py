@@ -16,14 +16,20 @@ import os
 import stat
 from dataclasses import dataclass, field, replace
 
-from ...discover.conda import CondaPrefix, is_conda_prefix, read_conda_prefix
+from typing import TYPE_CHECKING
+
 from ...discover.dists import MetadataDir
-from ...discover.dpkg import dpkg_database_for, dpkg_database_problem, hash_evidence, read_dpkg
 from ...discover.target import Containment
 from ...fileio import file_type
 from ...model import DriftKind, FileCheck, MetadataKind, Problem, Target, TargetKind, Unverifiable
 from .files import MISSING, MODIFIED, OK, TYPE_CHANGED
-from .placeholders import check_placeholder
+
+if TYPE_CHECKING:
+    from ...discover.conda import CondaPrefix
+
+# The readers are imported only where a conda prefix or a dist-packages is audited: a venv's
+# audit (and a warm one above all) does not pay for them (tests/test_imports.py).
+_DIST_PACKAGES = os.sep + "dist-packages"
 
 
 @dataclass
@@ -42,16 +48,24 @@ def find_managed(target: Target, containment: Containment) -> ManagedFiles:
     """The conda records of a conda prefix, and the dpkg packages owning files in each
     dist-packages of the target. Never raises for the tree's sake."""
     found = ManagedFiles()
-    if target.venv and target.kind is TargetKind.PREFIX and is_conda_prefix(target.venv):
-        conda = read_conda_prefix(target.venv, containment)
-        found.conda = conda
-        found.problems += conda.problems
-        found.replaced |= set(conda.python_metadata_dirs)
-        for dist in conda.distributions:
-            dist = replace(dist, kind=MetadataKind.CONDA, installer=conda.tool)
-            found.metadirs.append(MetadataDir(dist.metadata_dir, target.venv, dist))
-            found.evidence[dist.metadata_dir] = f"sha256 in the conda record {dist.metadata_dir}"
+    conda_meta = os.path.join(target.venv, "conda-meta") if target.venv else ""
+    if target.venv and target.kind is TargetKind.PREFIX and os.path.isdir(conda_meta):
+        from ...discover.conda import is_conda_prefix, read_conda_prefix
+
+        if is_conda_prefix(target.venv):
+            conda = read_conda_prefix(target.venv, containment)
+            found.conda = conda
+            found.problems += conda.problems
+            found.replaced |= set(conda.python_metadata_dirs)
+            for dist in conda.distributions:
+                dist = replace(dist, kind=MetadataKind.CONDA, installer=conda.tool)
+                found.metadirs.append(MetadataDir(dist.metadata_dir, target.venv, dist))
+                found.evidence[dist.metadata_dir] = f"sha256 in the conda record {dist.metadata_dir}"
     for site in target.site_packages:
+        if not site.rstrip(os.sep).endswith(_DIST_PACKAGES):
+            continue  # only Debian's layout is dpkg's
+        from ...discover.dpkg import dpkg_database_for, dpkg_database_problem, hash_evidence, read_dpkg
+
         refused = dpkg_database_problem(site)
         if refused is not None:
             found.problems.append(refused)
@@ -88,6 +102,8 @@ def settle_placeholders(checks: list[FileCheck], managed: ManagedFiles) -> tuple
             if path not in rows:
                 continue
             dist, entry = rows[path]
+            from .placeholders import check_placeholder
+
             result = check_placeholder(path, entry, ph, conda.prefix, also)
             judged.add(path)
             kind = _KINDS.get(result.status)
