@@ -208,3 +208,18 @@ def test_an_unknown_installer_whose_record_matches_reports_edits(tmp_path, wheel
     assert [u.distribution for u in rewritten.unverifiable] == [f"click {version}"]
     assert "uv-pixi" in rewritten.unverifiable[0].reason
     assert not any(d.relpath.startswith("click/") for d in rewritten.drifts)
+
+
+def test_a_package_directory_linked_within_the_venv_is_checked_through_the_link(tmp_path, wheelhouse):
+    """A package directory moved elsewhere in the venv and linked back (a disk-space shuffle): its
+    files are checked where the link leads, and the link is no unowned file."""
+    venv = venvs.make_pip_venv(tmp_path / "v")
+    venvs.pip_install(venv, *offline(wheelhouse), "click")
+    site = venvs.site_packages_of(venv)
+    moved = venv / "lib" / "moved-click"  # (not a directory the unowned walk covers)
+    moved.parent.mkdir(exist_ok=True)
+    (site / "click").rename(moved)
+    (site / "click").symlink_to(moved)
+    assert _drifts(audit(venv=str(venv))) == []
+    _edit(moved / "core.py")
+    assert _drifts(audit(venv=str(venv))) == [("click/core.py", "modified")]

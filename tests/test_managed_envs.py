@@ -143,3 +143,34 @@ def test_debian_dist_packages_agree_with_debsums():
                                                                  "apt-get install --reinstall python3-blinker")
         finally:
             target.write_bytes(original)
+
+
+@pytest.mark.parametrize("tool, expected", [
+    ("conda", "conda install -p /opt/env --force-reinstall --no-deps numpy=1.26.4=py311h64a7726_0"),
+    ("mamba", "mamba install -p /opt/env --force-reinstall --no-deps numpy=1.26.4=py311h64a7726_0"),
+    ("micromamba", "micromamba install -p /opt/env --force-reinstall --no-deps numpy=1.26.4=py311h64a7726_0"),
+    ("pixi", "pixi reinstall numpy"),
+])
+def test_conda_remedy_follows_the_tool_the_history_names(tool, expected):
+    from driftscan.classify import reinstall_command
+    from driftscan.model import Distribution, MetadataKind, Target, TargetKind
+
+    dist = Distribution("numpy", "1.26.4", "/opt/env/conda-meta/numpy-1.26.4-py311h64a7726_0.json", "/opt/env",
+                        kind=MetadataKind.CONDA, installer=tool, build="py311h64a7726_0")
+    target = Target(TargetKind.PREFIX, "/opt/env", ("/opt/env/lib/python3.11/site-packages",))
+    assert reinstall_command(target, [dist]) == expected
+
+
+@pytest.mark.parametrize("info, expected", [
+    ("/var/lib/dpkg/info/python3-requests.list", "apt-get install --reinstall python3-requests"),
+    ("/srv/image root/var/lib/dpkg/info/python3-requests.list",
+     "chroot '/srv/image root' apt-get install --reinstall python3-requests"),
+])
+def test_dpkg_remedy_runs_inside_the_system_it_audits(info, expected):
+    from driftscan.classify import reinstall_command
+    from driftscan.model import Distribution, MetadataKind, Target, TargetKind
+
+    dist = Distribution("python3-requests", "2.28.1+dfsg-1", info, "/usr/lib/python3/dist-packages",
+                        kind=MetadataKind.DPKG, installer="dpkg", build="all")
+    target = Target(TargetKind.SITE_PACKAGES, None, ("/usr/lib/python3/dist-packages",))
+    assert reinstall_command(target, [dist]) == expected

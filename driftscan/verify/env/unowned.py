@@ -13,6 +13,7 @@ import stat
 from collections.abc import Iterator
 
 from ...cache import signature
+from ...discover.target import environment_roots
 from ...model import DriftKind, FileCheck, MetadataKind, Problem, Target
 from ...fileio import file_type
 from .derived import derived_source, is_installer_bookkeeping
@@ -77,6 +78,10 @@ def _actual(entry: os.DirEntry) -> dict:
 _APP_DATA_IMAGE = os.sep + "SymlinkPipInstall" + os.sep
 
 
+def _linked_in(real: str, roots: tuple[str, ...]) -> bool:
+    return _APP_DATA_IMAGE in real or (real + os.sep).startswith(roots)
+
+
 def _record_roots(target: Target, own: Ownership, roots: list[str]) -> list[str]:
     """Other top-level directories of a venv that a RECORD writes into (``etc/jupyter``,
     ``man/``): walked too, since whatever lands there beside the owned files is no one's."""
@@ -117,6 +122,8 @@ def find_unowned(target: Target, own: Ownership, regular: set[str] | None = None
         roots.append(target.bin_dir)
     roots += list(target.extra_roots)
     roots += _record_roots(target, own, roots)
+    inside_roots = tuple(dict.fromkeys(r.rstrip(os.sep) + os.sep for root in environment_roots(target)
+                                       for r in (root, os.path.realpath(root))))
     seen: set[str] = set()
     for root in roots:
         if root in seen:
@@ -126,9 +133,10 @@ def find_unowned(target: Target, own: Ownership, regular: set[str] | None = None
             path = entry.path
             if own.owns(path, root) or is_venv_file(target, path):
                 continue
-            if path in own.dir_owner and entry.is_symlink() and _APP_DATA_IMAGE in os.path.realpath(path):
-                # A package directory linked from virtualenv's app-data image: its rows were checked
-                # through it (or refused as outside, and reported so, when that app-data is not known).
+            if path in own.dir_owner and entry.is_symlink() and _linked_in(os.path.realpath(path), inside_roots):
+                # A package directory linked within the environment or from virtualenv's app-data
+                # image: its rows were checked through the link (one leading elsewhere stays
+                # "added", and its rows are refused as outside the environment).
                 continue
             site = next((s for s in target.site_packages if path.startswith(s + os.sep)), None)
             if site is not None:
