@@ -165,7 +165,8 @@ _WHEEL_LIMIT = 256 << 20  # pip's and setuptools' wheels are 1-2 MB
 def _app_data_record(path: str, image_record: str, reading: _Reading) -> str | None:
     """A symlinked dist-info's RECORD taken from the wheel virtualenv's image was made of: the
     wheel's rows, plus the image's rows outside site-packages (bin/ scripts) and its
-    ``*.virtualenv`` marker, which virtualenv wrote. None when ``path`` is no virtualenv image or the wheel cannot be read (a problem)."""
+    ``*.virtualenv`` marker, which virtualenv wrote. None when ``path`` is no virtualenv image
+    or the wheel cannot be read (then a problem says so)."""
     real = reading.containment.resolve(path)
     match = _IMAGE.match(os.path.dirname(real)) if real else None
     if match is None:

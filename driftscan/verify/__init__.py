@@ -18,7 +18,7 @@ from .env.records import presence_only, verify_records
 from .env.source import verify_sources
 from .env.roots import root_of
 from .env.unowned import UnownedWalk
-from .env.managers import find_managed, settle_placeholders
+from .env.managers import find_managed, settle_managed
 from .env.uvlinks import annotate_app_data, annotate_uv_cache
 
 
@@ -77,7 +77,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
             early.abandon()
         raise
     added, walk_problems = walk.unowned()
-    settled, _ = settle_placeholders(outcome.checks, managed)
+    settled = settle_managed(outcome.checks, managed)
     dists = tuple(md.distribution for md in metadirs if md.distribution is not None)
     editables, editable_problems = find_editable_sources(dists, target.site_packages)
     sources = verify_sources(editables)

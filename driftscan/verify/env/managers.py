@@ -15,13 +15,13 @@ import hashlib
 import os
 import stat
 from dataclasses import dataclass, field, replace
-
 from typing import TYPE_CHECKING
 
 from ...discover.dists import MetadataDir
 from ...discover.target import Containment
 from ...fileio import file_type
-from ...model import DriftKind, FileCheck, MetadataKind, Problem, Target, TargetKind, Unverifiable
+from ...model import (Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, TargetKind,
+                      Unverifiable)
 from .files import MISSING, MODIFIED, OK, TYPE_CHANGED
 
 if TYPE_CHECKING:
@@ -86,38 +86,20 @@ def find_managed(target: Target, containment: Containment) -> ManagedFiles:
 _KINDS = {MODIFIED: DriftKind.MODIFIED, MISSING: DriftKind.MISSING, TYPE_CHANGED: DriftKind.TYPE_CHANGED}
 
 
-def settle_placeholders(checks: list[FileCheck], managed: ManagedFiles) -> tuple[list[FileCheck], int]:
-    """conda files rewritten at link time, judged by substituting the placeholder back (the
-    RECORD pass's verdict on them, if any, is replaced: its hash is of the package's bytes or
-    of the prefix they were linked at); and each package-record drift says how its hash was
-    recorded. Returns the checks and the number of placeholder files checked."""
+def settle_managed(checks: list[FileCheck], managed: ManagedFiles) -> list[FileCheck]:
+    """The RECORD pass's checks, settled for what conda records say beyond file hashes: files
+    rewritten at link time are judged by substituting the placeholder back (the pass's verdict on
+    them is replaced: its hash is of the package's bytes or of the prefix they were linked at),
+    softlinks and directories as such; and each package-record drift says how its hash was
+    recorded."""
     conda = managed.conda
     out: list[FileCheck] = []
     judged: set[str] = set()
-    if conda is not None and conda.placeholders:
-        also = (conda.recorded_prefix,) if conda.recorded_prefix else ()
+    if conda is not None:
         rows = {os.path.normpath(os.path.join(conda.prefix, e.path)): (d, e)
                 for d in (md.distribution for md in managed.metadirs if md.distribution) for e in d.entries}
-        for path, ph in sorted(conda.placeholders.items()):
-            if path not in rows:
-                continue
-            dist, entry = rows[path]
-            from .placeholders import check_placeholder
-
-            result = check_placeholder(path, entry, ph, conda.prefix, also)
-            judged.add(path)
-            kind = _KINDS.get(result.status)
-            if result.status == OK:
-                continue
-            if kind is None:  # could not be read
-                managed.problems.append(Problem(path, result.detail))
-                continue
-            out.append(FileCheck(kind, path, conda.prefix, dist,
-                                 {"type": "file", "placeholder": ph.placeholder, "file_mode": ph.file_mode},
-                                 {"type": "file"}, f"{result.detail} (a file conda rewrote at link time, checked by "
-                                                   "substituting the placeholder back)"))
-    if conda is not None:
-        out += _special_paths(conda, checks, judged, managed)
+        out += _placeholder_files(conda, rows, judged, managed)
+        out += _special_paths(conda, rows, checks, judged, managed)
     for check in checks:
         if check.path in judged:
             continue
@@ -126,16 +108,41 @@ def settle_placeholders(checks: list[FileCheck], managed: ManagedFiles) -> tuple
         if how and check.kind in (DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED):
             check = replace(check, evidence=f"{check.evidence}; {how}" if check.evidence else f"checked against {how}")
         out.append(check)
-    return out, len(judged)
+    return out
 
 
-def _special_paths(conda: CondaPrefix, checks: list[FileCheck], judged: set[str],
-                   managed: ManagedFiles) -> list[FileCheck]:
+def _placeholder_files(conda: CondaPrefix, rows: dict[str, tuple[Distribution, RecordEntry]], judged: set[str],
+                       managed: ManagedFiles) -> list[FileCheck]:
+    if not conda.placeholders:
+        return []
+    from .placeholders import check_placeholder
+
+    also = (conda.recorded_prefix,) if conda.recorded_prefix else ()
+    out = []
+    for path, ph in sorted(conda.placeholders.items()):
+        if path not in rows:
+            continue
+        dist, entry = rows[path]
+        result = check_placeholder(path, entry, ph, conda.prefix, also)
+        judged.add(path)
+        if result.status == OK:
+            continue
+        kind = _KINDS.get(result.status)
+        if kind is None:  # could not be read
+            managed.problems.append(Problem(path, result.detail))
+            continue
+        out.append(FileCheck(kind, path, conda.prefix, dist,
+                             {"type": "file", "placeholder": ph.placeholder, "file_mode": ph.file_mode},
+                             {"type": "file"}, f"{result.detail} (a file conda rewrote at link time, checked by "
+                                               "substituting the placeholder back)"))
+    return out
+
+
+def _special_paths(conda: CondaPrefix, rows: dict[str, tuple[Distribution, RecordEntry]], checks: list[FileCheck],
+                   judged: set[str], managed: ManagedFiles) -> list[FileCheck]:
     """Softlinks and directories a conda record lists: checked as such (the RECORD pass, which
     knows files only, saw a link where its row has no type), the link's text against its sha256
     when the record has one."""
-    owners = {os.path.normpath(os.path.join(conda.prefix, e.path)): d
-              for d in (md.distribution for md in managed.metadirs if md.distribution) for e in d.entries}
     flagged = {c.path: c for c in checks}
     out = []
     for path, special in sorted(conda.special.items()):
@@ -160,6 +167,6 @@ def _special_paths(conda: CondaPrefix, checks: list[FileCheck], judged: set[str]
             if hashlib.sha256(os.fsencode(target)).digest() != special.link_sha256:
                 kind, why = DriftKind.MODIFIED, "the symlink points elsewhere than the package's"
         if kind is not None:
-            out.append(FileCheck(kind, path, conda.prefix, owners.get(path), {"type": special.path_type}, actual,
+            out.append(FileCheck(kind, path, conda.prefix, rows[path][0] if path in rows else None, {"type": special.path_type}, actual,
                                  f"{why} (conda record)"))
     return out

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from ...cache import signature
 from ...discover.target import environment_roots
+from ...discover.uvcache import default_virtualenv_app_data
 from ...model import DriftKind, FileCheck, MetadataKind, Problem, Target
 from ...fileio import file_type
 from .derived import derived_source, is_installer_bookkeeping
@@ -75,11 +76,6 @@ def _actual(entry: os.DirEntry) -> dict:
     return actual
 
 
-_APP_DATA_IMAGE = os.sep + "SymlinkPipInstall" + os.sep
-
-
-def _linked_in(real: str, roots: tuple[str, ...]) -> bool:
-    return _APP_DATA_IMAGE in real or (real + os.sep).startswith(roots)
 
 
 def _record_roots(target: Target, own: Ownership, roots: list[str]) -> list[str]:
@@ -122,7 +118,10 @@ def find_unowned(target: Target, own: Ownership, regular: set[str] | None = None
         roots.append(target.bin_dir)
     roots += list(target.extra_roots)
     roots += _record_roots(target, own, roots)
-    inside_roots = tuple(dict.fromkeys(r.rstrip(os.sep) + os.sep for root in environment_roots(target)
+    # Where a package directory may be linked from and still count as the package: the
+    # environment, and virtualenv's app-data as driftscan's own environment names it.
+    link_roots = (*environment_roots(target), *filter(None, (default_virtualenv_app_data(),)))
+    inside_roots = tuple(dict.fromkeys(r.rstrip(os.sep) + os.sep for root in link_roots
                                        for r in (root, os.path.realpath(root))))
     seen: set[str] = set()
     for root in roots:
@@ -133,7 +132,8 @@ def find_unowned(target: Target, own: Ownership, regular: set[str] | None = None
             path = entry.path
             if own.owns(path, root) or is_venv_file(target, path):
                 continue
-            if path in own.dir_owner and entry.is_symlink() and _linked_in(os.path.realpath(path), inside_roots):
+            if path in own.dir_owner and entry.is_symlink() \
+                    and (os.path.realpath(path) + os.sep).startswith(inside_roots):
                 # A package directory linked within the environment or from virtualenv's app-data
                 # image: its rows were checked through the link (one leading elsewhere stays
                 # "added", and its rows are refused as outside the environment).
