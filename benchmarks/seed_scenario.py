@@ -4,7 +4,8 @@
 
 Copies the venv (pip: torch 2.13 CPU, transformers, vllm 0.33 --no-deps) to WORK/venv, then:
 plants the debug blocks (per-forward counter, one-shot class flags, shape-conditional torch.save
-to /tmp) into vLLM's deepseek_v2.py, a benign patch into weight_utils.py, adds a module, builds a
+to /tmp) into vLLM's deepseek_v2.py, the GGUF loader patches into weight_utils.py and
+transformers_utils/config.py, adds a module, builds a
 ``hf download --local-dir`` model directory whose config.json / hf_quant_config.json get the
 SM120 edit, and leaves 35 dump files in WORK/dumps. Prints `driftscan audit` and
 `driftscan plan --reinstall vllm --expect ...` output.
@@ -30,6 +31,42 @@ def planting():
     return module
 
 
+GGUF_WEIGHT_UTILS = '''
+_GGUF_RENAMES = {"token_embd": "embed_tokens", "output_norm": "norm", "output": "lm_head"}
+
+
+def _gguf_tensor_rename(name: str) -> str:
+    """GLM-5 GGUF exports name a few tensors the llama.cpp way; map them to vLLM's names."""
+    head, _, rest = name.partition(".")
+    head = _GGUF_RENAMES.get(head, head)
+    return f"{head}.{rest}" if rest else head
+
+'''
+GGUF_CONFIG = '''
+# GLM-5 GGUF: the architecture string llama.cpp writes, mapped to the HF config class vLLM expects.
+_GGUF_ARCH_ALIASES = {"glm5": "glm4_moe", "deepseek2": "deepseek_v3"}
+
+
+def _gguf_model_type(arch: str) -> str:
+    return _GGUF_ARCH_ALIASES.get(arch, arch)
+
+'''
+
+
+def plant_gguf_patches(site: Path) -> list[Path]:
+    """The GLM-5 phase's loader patches: a tensor-rename helper in weight_utils.py and an
+    architecture alias in transformers_utils/config.py (both after ``logger = ``)."""
+    patched = []
+    for rel, patch in (("vllm/model_executor/model_loader/weight_utils.py", GGUF_WEIGHT_UTILS),
+                       ("vllm/transformers_utils/config.py", GGUF_CONFIG)):
+        path = site / rel
+        source = path.read_text()
+        anchor = source.index("\nlogger = ")
+        path.write_text(source[:anchor] + "\n" + patch + source[anchor:])
+        patched.append(path)
+    return patched
+
+
 def main(source_venv: str, work: str) -> None:
     work_dir = Path(work)
     venv = work_dir / "venv"
@@ -43,8 +80,7 @@ def main(source_venv: str, work: str) -> None:
     pristine = model_file.read_text()
     if "_nomla_debug" not in pristine:
         model_file.write_text(plant.plant_debug_blocks(pristine).replace('"/tmp/', f'"{dumps}/'))
-        loader = site / "vllm/model_executor/model_loader/weight_utils.py"
-        loader.write_text(plant.plant_benign_patch(loader.read_text()))
+        plant_gguf_patches(site)
         (site / "vllm/_sm120_overrides.py").write_text("KV_CACHE_DTYPE = 'auto'\n")
     dumps.mkdir(exist_ok=True)
     for i in range(1, 13):

@@ -25,6 +25,7 @@ from .verify.env.ownership import build_ownership
 
 if TYPE_CHECKING:
     from .plan import Plan
+    from .pristine import Lookup, PristineOptions, PristineSet
     from .verify.tree import ModelDirResult
     from .verify.snapshot import Root, RootKind
 
@@ -59,6 +60,8 @@ class Run:
     drifts: list[Drift]
     report: Report
     model_dirs: tuple[ModelDirResult, ...] = ()
+    pristine: tuple = ()  # pristine.Lookup: where each drifted distribution's originals came from
+    originals: PristineSet | None = None  # open when run(hold_originals=True): the caller closes it
 
 
 def model_dir_paths(model_dirs: Sequence[str], hf_cache: str | None) -> list[str]:
@@ -121,13 +124,18 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
         revision: str | None = None, manifest: str | None = None, progress=None,
         select: Sequence[str] = (), ignore: Sequence[str] = (), inspect: bool = True,
         rules_modules: Sequence[str] = (), include_environment: bool = False, report_only: bool = False,
-        plugins: bool = True) -> Run:
+        plugins: bool = True, pristine: PristineOptions | None = None, originals: PristineSet | None = None,
+        compare: bool = True, hold_originals: bool = False) -> Run:
     """One pass of the pipeline. Naming any target (a venv, site-packages, a model directory,
     a Hugging Face cache) replaces the default, the running environment, unless
     ``include_environment`` (model directories from a config file add to the default).
     ``report_only``: the caller reads ``Run.report`` alone, so an unchanged clean environment
     may be settled from the clean index (its ``Run.verification`` then lists distributions
-    without their RECORD entries)."""
+    without their RECORD entries).
+
+    ``compare``: look for the verified originals of drifted package files (``pristine`` says
+    where, default: direct_url, uv's and pip's caches; ``originals``, an open set, is reused) to
+    give each modified file its diff and each finding its origin."""
     started = time.perf_counter()
     models = model_dir_paths(model_dirs, hf_cache)
     python_named = venv is not None or bool(site_packages) or include_environment
@@ -156,10 +164,83 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
     skipped: list = []
     if inspect:
         verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins)
+    lookups: tuple = ()
+    held = None
+    if compare:
+        verification, lookups, held = _compare(verification, pristine or pristine_options(target, uv_cache=uv_cache),
+                                               originals, select, ignore, rules_modules, plugins, hold=hold_originals)
+    elif verification.checks:
+        verification, lookups = _not_compared(verification)
     drifts = [classify(check, target, installer) for check in verification.checks]
     report = build_report(verification, drifts, time.perf_counter() - started,
-                          model_dirs=[r.root for r in results], skipped=skipped)
-    return Run(target, verification, drifts, report, results)
+                          model_dirs=[r.root for r in results], skipped=skipped, pristine=lookups)
+    return Run(target, verification, drifts, report, results, lookups, held or originals)
+
+
+@dataclass(frozen=True)
+class _NotLookedUp:
+    """A report row for a drifted distribution whose originals were not looked for."""
+
+    distribution: object
+    copy: None = None
+    reason: str = "not looked for (--no-pristine): no diffs, and findings' origin unknown"
+    rejected: tuple = ()
+
+
+def _not_compared(verification: Verification):
+    from .changes import compare_with_originals, wanted_originals
+
+    needed = wanted_originals(verification.checks)
+    checks = compare_with_originals(verification.checks, None, ())  # added files' findings are still injected
+    merged = Verification(target=verification.target, distributions=verification.distributions,
+                          checks=tuple(checks), files_checked=verification.files_checked,
+                          unverifiable=verification.unverifiable, errors=verification.errors,
+                          referenced=verification.referenced)
+    return merged, tuple(_NotLookedUp(dist) for dist, _ in needed)
+
+
+def pristine_options(target: Target, wheels: Sequence[str] = (), fetch: bool = False,
+                     uv_cache: str | None = None) -> PristineOptions:
+    """Where to look for originals of ``target``'s files: the given wheel directories, and
+    ``pip download`` only when ``fetch``."""
+    from .pristine import PristineOptions
+
+    return PristineOptions(wheels=tuple(os.path.abspath(w) for w in wheels), fetch=fetch, uv_cache=uv_cache,
+                           venv=target.venv, python_version=target.python_version)
+
+
+def _compare(verification: Verification, options: PristineOptions, originals: PristineSet | None,
+             select: Sequence[str], ignore: Sequence[str], rules_modules: Sequence[str], plugins: bool,
+             hold: bool = False):
+    """Diffs, byte ranges and finding origins from the verified originals of drifted package files.
+    ``hold``: return the set of originals open (the caller closes it), for a restore or checkpoint."""
+    from .changes import wanted_originals
+
+    needed = wanted_originals(verification.checks)
+    if not needed and not any(c.findings for c in verification.checks) and not hold:
+        return verification, (), None
+    from .inspect import load_rules, select_rules
+    from .changes import compare_with_originals
+    from .pristine import find_pristine
+
+    rules = select_rules(load_rules(rules_modules, plugins=plugins), select, ignore)
+    opened = find_pristine(needed, options) if originals is None and (needed or hold) else None
+    try:
+        found = originals if originals is not None else opened
+        checks = compare_with_originals(verification.checks, found, rules)
+        lookups = tuple(found.lookups()) if found is not None else ()
+    except BaseException:
+        if opened is not None:
+            opened.__exit__(None, None, None)
+        raise
+    if opened is not None and not hold:
+        opened.__exit__(None, None, None)
+        opened = None
+    merged = Verification(target=verification.target, distributions=verification.distributions,
+                          checks=tuple(checks), files_checked=verification.files_checked,
+                          unverifiable=verification.unverifiable, errors=verification.errors,
+                          referenced=verification.referenced)
+    return merged, lookups, opened
 
 
 def audit(
@@ -206,6 +287,7 @@ def plan(
     model_dirs: Sequence[str] = (),
     hf_cache: str | None = None,
     include_environment: bool = False,
+    pristine: PristineOptions | None = None,
 ) -> "Plan":
     """What reinstalling ``reinstall`` (distribution names) undoes and what survives it.
 
@@ -216,7 +298,8 @@ def plan(
     from .plan import build_plan
 
     result = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, installer=installer, use_cache=use_cache,
-                 model_dirs=model_dirs, hf_cache=hf_cache, include_environment=include_environment)
+                 model_dirs=model_dirs, hf_cache=hf_cache, include_environment=include_environment, pristine=pristine,
+                 hold_originals=True)
     verified_roots = [r.root for r in result.model_dirs if r.kind is not LayoutKind.UNKNOWN]
 
     def referenced(path: str) -> bool:
@@ -226,9 +309,13 @@ def plan(
     target = result.target
     placeholders = {"venv": target.venv or "", "site_packages": target.site_packages[0] if target.site_packages else ""}
     expectations = load_expectations(expect, placeholders) if expect else []
-    return build_plan(result.report, result.drifts, target, result.verification.distributions, reinstall,
-                      installer, expectations, uv_cache or default_uv_cache(),
-                      referenced=referenced)
+    try:
+        return build_plan(result.report, result.drifts, target, result.verification.distributions, reinstall,
+                          installer, expectations, uv_cache or default_uv_cache(),
+                          referenced=referenced, originals=result.originals)
+    finally:
+        if result.originals is not None:
+            result.originals.__exit__(None, None, None)
 
 
 def snapshot_roots(venv: str | None, site_packages: Sequence[str], model_dirs: Sequence[str]) -> list[Root]:
@@ -314,3 +401,103 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
     return build_report(verification, drifts, time.perf_counter() - started,
                         model_dirs=[r.path for r, _ in chosen if r.kind is RootKind.MODEL_DIR],
                         skipped=skipped)
+
+
+def _held_run(venv, site_packages, model_dirs, *, wheels, fetch, uv_cache, jobs, use_cache, hf_cache=None,
+              select=(), ignore=(), rules_modules=(), plugins=True, include_environment=False) -> Run:
+    named = venv is not None or bool(site_packages) or not model_dirs or include_environment
+    target = resolve_target(venv, tuple(site_packages)) if named else NO_PYTHON
+    options = pristine_options(target, wheels, fetch, uv_cache)
+    return run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=use_cache, model_dirs=model_dirs,
+               hf_cache=hf_cache, select=select, ignore=ignore, rules_modules=rules_modules, plugins=plugins,
+               pristine=options, hold_originals=True, include_environment=include_environment)
+
+
+def checkpoint(output: str, venv: str | None = None, site_packages: Sequence[str] = (),
+               model_dirs: Sequence[str] = (), *, wheels: Sequence[str] = (), fetch: bool = False,
+               uv_cache: str | None = None, jobs: int | None = None, use_cache: bool = True,
+               max_copy: int | None = None):
+    """Save every drift (environment and model directories) as a restorable checkpoint at ``output``
+    (a new directory outside the audited trees). Returns ``checkpoint.Written``."""
+    from .checkpoint import DEFAULT_MAX_COPY, write_checkpoint
+
+    result = _held_run(venv, site_packages, model_dirs, wheels=wheels, fetch=fetch, uv_cache=uv_cache, jobs=jobs,
+                       use_cache=use_cache)
+    try:
+        return write_checkpoint(output, result.target, result.drifts, result.report, result.originals,
+                                [r.root for r in result.model_dirs], max_copy or DEFAULT_MAX_COPY)
+    finally:
+        if result.originals is not None:
+            result.originals.__exit__(None, None, None)
+
+
+def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists: Sequence[str] = (),
+            paths: Sequence[str] = (), wheels: Sequence[str] = (), fetch: bool = False, uv_cache: str | None = None,
+            yes: bool = False, remove_added: bool = False, checkpoint_path: str | None = None,
+            model_dirs: Sequence[str] = (), jobs: int | None = None, use_cache: bool = True, progress=None,
+            max_copy: int | None = None):
+    """Restore package-scope drift from verified originals: a dry run unless ``yes``; with
+    ``yes``, a checkpoint is written first (``checkpoint_path``, default: see
+    ``checkpoint.default_checkpoint_path``). Returns ``restore.RestoreReport``."""
+    from .checkpoint import DEFAULT_MAX_COPY, default_checkpoint_path, environment_root, write_checkpoint
+    from .restore import apply_restore, keep_unsaved, plan_restore, refuse_unchecked
+
+    started = time.perf_counter()
+    result = _held_run(venv, site_packages, model_dirs, wheels=wheels, fetch=fetch, uv_cache=uv_cache, jobs=jobs,
+                       use_cache=use_cache, include_environment=True)
+    originals = result.originals
+    try:
+        assert originals is not None
+        planned = plan_restore(result.target, result.drifts, result.verification.distributions, originals,
+                               names=dists, paths=paths, remove_added=remove_added)
+        report = planned.report
+        report.errors = [f"{e.path}: {e.message}" for e in result.report.errors]
+        refuse_unchecked(planned, result.report.errors, environment_root(result.target))
+        if yes and planned.planned:
+            written = write_checkpoint(checkpoint_path or default_checkpoint_path(result.target), result.target,
+                                       result.drifts, result.report, originals, [r.root for r in result.model_dirs],
+                                       max_copy=max_copy or DEFAULT_MAX_COPY)
+            report.checkpoint = written.path
+            keep_unsaved(planned, written.index)
+            apply_restore(planned, environment_root(result.target) or "", progress)
+        elif yes:
+            report.dry_run = False
+        report.duration_seconds = round(time.perf_counter() - started, 3)
+        return report
+    finally:
+        if originals is not None:
+            originals.__exit__(None, None, None)
+
+
+def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequence[str] = (), *,
+            only: Sequence[str] = (), exclude_findings: bool = False, yes: bool = False,
+            checkpoint_path: str | None = None, jobs: int | None = None, use_cache: bool = True):
+    """Re-apply a checkpoint's patches (and recreate its added files) onto the environment: by
+    default the one the checkpoint was taken of. A dry run unless ``yes``; with ``yes`` a new
+    checkpoint of the current drift is written first. Returns ``reapply.ReapplyReport``."""
+    from .checkpoint import default_checkpoint_path, environment_root, load_index, write_checkpoint
+    from .reapply import apply_reapply, plan_reapply
+
+    started = time.perf_counter()
+    index = load_index(checkpoint_dir)
+    if venv is None and not site_packages:
+        venv, site_packages = index.venv, (() if index.venv else tuple(index.site_packages))
+        if venv is None and not site_packages:
+            raise TargetError(f"{checkpoint_dir}: the checkpoint names no environment; pass --venv")
+    result = _held_run(venv, site_packages, (), wheels=(), fetch=False, uv_cache=None, jobs=jobs,
+                       use_cache=use_cache, include_environment=True)
+    try:
+        plan = plan_reapply(os.path.abspath(checkpoint_dir), index, result.target, result.verification.distributions,
+                            only=only, exclude_findings=exclude_findings)
+        if yes and plan.writes:
+            written = write_checkpoint(checkpoint_path or default_checkpoint_path(result.target), result.target,
+                                       result.drifts, result.report, result.originals)
+            plan.report.checkpoint = written.path
+            apply_reapply(plan, environment_root(result.target) or "")
+        elif yes:
+            plan.report.dry_run = False
+        plan.report.duration_seconds = round(time.perf_counter() - started, 3)
+        return plan.report
+    finally:
+        if result.originals is not None:
+            result.originals.__exit__(None, None, None)

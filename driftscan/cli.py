@@ -20,7 +20,7 @@ from .render import RENDERERS  # noqa: E402
 from .render.planview import PLAN_RENDERERS  # noqa: E402
 from .render.scan import SCAN_RENDERERS  # noqa: E402
 from .paths import inert, line_safe  # noqa: E402
-from .render.text import summary_line  # noqa: E402
+from .render.text import render_text, summary_line  # noqa: E402
 from .report import Report, report_schema, write_atomic  # noqa: E402
 
 # Exit status is a bitmask (documented in the README).
@@ -97,8 +97,9 @@ def _for_text(model, fmt: str):
     return model if fmt in _ESCAPED_FORMATS else line_safe(model)
 
 
-def emit(report: Report, fmt: str, output: str | None) -> None:
-    if _write(RENDERERS[fmt](_for_text(report, fmt)), fmt, output):
+def emit(report: Report, fmt: str, output: str | None, *, diffs: bool = False, show_upstream: bool = False) -> None:
+    render = functools.partial(render_text, diffs=diffs, show_upstream=show_upstream) if fmt == "text" else RENDERERS[fmt]
+    if _write(render(_for_text(report, fmt)), fmt, output):
         click.echo(inert(summary_line(report)), err=True)
 
 
@@ -111,6 +112,20 @@ def model_options(func):
         click.option("--hf-cache", metavar="DIR", is_flag=False, flag_value="", default=None,
                      help="Audit every repository of a Hugging Face cache (default: HF_HUB_CACHE / HF_HOME / "
                           "~/.cache/huggingface/hub)."),
+    ]):
+        func = option(func)
+    return func
+
+
+def pristine_options(func):
+    """Where originals of drifted package files are looked for; shared by audit, checkpoint, restore."""
+    for option in reversed([
+        click.option("--wheels", "wheels", metavar="DIR", multiple=True,
+                     help="Wheels to take originals from (pip download, a wheelhouse), matched by name, version and "
+                          "tag (repeatable)."),
+        click.option("--fetch", is_flag=True,
+                     help="Allow `pip download --no-deps --only-binary :all: NAME==VERSION` for originals found "
+                          "nowhere else (the only option that reaches the network)."),
     ]):
         func = option(func)
     return func
@@ -189,10 +204,18 @@ def main() -> None:
 @click.option("--deep", is_flag=True, help="Hash large model files too (default: presence, size and mtime).")
 @click.option("--revision", metavar="REV", help="Model directories: the ref or commit to compare against.")
 @click.option("--manifest", metavar="FILE", help="Model directories: compare against this driftscan manifest.")
+@pristine_options
+@click.option("--no-pristine", is_flag=True,
+              help="Do not look for originals (no diffs, no injected/upstream origin for findings).")
+@click.option("--diff", "-v", "--verbose", "show_diffs", is_flag=True,
+              help="Text: show each modified file's diff against its original.")
+@click.option("--show-upstream", is_flag=True,
+              help="Text: also show findings the original file has too (hidden by default).")
 @config_option
 @guarded
 def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, model_dirs, hf_cache, select, ignore,
-          no_plugins, deep, revision, manifest, config_file) -> None:
+          no_plugins, deep, revision, manifest, wheels, fetch, no_pristine, show_diffs, show_upstream,
+          config_file) -> None:
     """Check installed files against their RECORDs and model directories against their provenance.
 
     Lists files no RECORD owns, debug code in drifted Python files and the dumps it left. With no
@@ -207,9 +230,23 @@ def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, mo
                  model_dirs=dirs, hf_cache=hub, deep=deep, revision=revision, manifest=manifest, progress=Progress(),
                  select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
                  rules_modules=config.rules_modules, include_environment=include_environment,
-                 report_only=True, plugins=not no_plugins).report
-    emit(report, fmt, output)
+                 report_only=True, plugins=not no_plugins, compare=not no_pristine,
+                 pristine=_pristine(venv, site_packages, wheels, fetch, uv_cache or config.uv_cache)).report
+    emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream)
     sys.exit(exit_status(report, strict))
+
+
+def _pristine(venv, site_packages, wheels, fetch, uv_cache):
+    """PristineOptions for the named environment, or None (run() then uses the defaults)."""
+    if not wheels and not fetch:
+        return None
+    from .api import pristine_options
+    from .discover import resolve_target
+
+    for directory in wheels:
+        if not os.path.isdir(directory):
+            raise DriftscanError(f"--wheels {directory}: not a directory")
+    return pristine_options(resolve_target(venv, tuple(site_packages)), wheels, fetch, uv_cache)
 
 
 def _names(values: tuple[str, ...]) -> list[str]:
@@ -233,10 +270,11 @@ def _names(values: tuple[str, ...]) -> list[str]:
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
 @click.option("--no-cache", is_flag=True, help="Trust no cache: re-hash every file (paranoid mode).")
 @model_options
+@pristine_options
 @config_option
 @guarded
 def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, uv_cache, no_cache, model_dirs,
-         hf_cache, config_file) -> None:
+         hf_cache, wheels, fetch, config_file) -> None:
     """What will reinstalling NAME undo, and what will survive it?
 
     Each drift is marked WIPED, SURVIVES or MAY SURVIVE with the reason, followed by the steps:
@@ -250,7 +288,8 @@ def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, u
     dirs, hub, include_environment = _targets(config, venv, site_packages, model_dirs, hf_cache)
     result = run_plan(_names(reinstall), venv=venv, site_packages=site_packages, installer=installer,
                       expect=expect, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
-                      model_dirs=dirs, hf_cache=hub, include_environment=include_environment)
+                      model_dirs=dirs, hf_cache=hub, include_environment=include_environment,
+                      pristine=_pristine(venv, site_packages, wheels, fetch, uv_cache or config.uv_cache))
     _write(PLAN_RENDERERS[fmt](_for_text(result, fmt)), fmt, output)
     status = EXIT_DRIFT if any(e.holds_after is not True for e in result.expectations) else EXIT_CLEAN
     if result.audit.errors:
@@ -338,6 +377,113 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
     threshold = SEVERITIES.index(fail_on) + 1
     status = EXIT_DRIFT if any(f.severity.rank >= threshold for _, f in result.findings) else EXIT_CLEAN
     if result.errors:
+        status |= EXIT_INCOMPLETE
+    sys.exit(status)
+
+
+@main.command()
+@click.option("--venv", metavar="PATH", help="The virtual environment (default: the running one).")
+@click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
+@click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True, help="Also save a model directory's drift.")
+@click.option("--output", "-o", metavar="DIR", required=True, help="The checkpoint directory to create (must not exist).")
+@pristine_options
+@click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
+@click.option("--max-copy", type=click.IntRange(min=0), metavar="BYTES",
+              help="Copy files up to this size (default 1 GiB); larger ones are listed, not copied.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
+@click.option("--no-cache", is_flag=True, help="Trust no cache: re-hash every file.")
+@guarded
+def checkpoint(venv, site_packages, model_dirs, output, wheels, fetch, uv_cache, max_copy, jobs, no_cache) -> None:
+    """Save all drift as a restorable checkpoint outside the audited tree.
+
+    DIR gets patches/ (one -p0 unified diff per modified text file, from the environment root),
+    files/ (every drifted, added and model-directory file), originals/, report.json and
+    checkpoint.json. Written atomically; an existing DIR is never replaced.
+    """
+    from .api import checkpoint as take
+
+    written = take(output, venv=venv, site_packages=site_packages, model_dirs=model_dirs, wheels=wheels,
+                   fetch=fetch, uv_cache=uv_cache, jobs=jobs, use_cache=not no_cache, max_copy=max_copy)
+    for problem in written.problems:
+        click.echo(inert(f"driftscan: {problem}"), err=True)
+    index = written.index
+    patches = sum(1 for f in index.files if f.patch)
+    copies = sum(1 for f in index.files if f.content)
+    click.echo(inert(f"checkpoint: {written.path}"))
+    click.echo(inert(f"{len(index.files)} drifted file(s): {patches} patch(es), {copies} copie(s); "
+                     f"{sum(1 for d in index.distributions if d.pristine)} of {len(index.distributions)} "
+                     "distribution(s) with a verified original"))
+    sys.exit(EXIT_INCOMPLETE if written.problems else EXIT_CLEAN)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.option("--dist", "dists", metavar="NAME", multiple=True, help="Restore this distribution's drift (repeatable).")
+@click.option("--venv", metavar="PATH", help="The virtual environment (default: the running one).")
+@click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
+@click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True,
+              help="Include a model directory in the checkpoint (restore never changes it).")
+@pristine_options
+@click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
+@click.option("--yes", is_flag=True, help="Write a checkpoint, then restore (default: a dry run).")
+@click.option("--remove-added", is_flag=True,
+              help="Also remove files no RECORD lists inside a restored distribution's own package directories.")
+@click.option("--checkpoint", "checkpoint_path", metavar="DIR",
+              help="Where --yes writes its checkpoint (default: ~/.local/state/driftscan/checkpoints/...).")
+@click.option("--max-copy", type=click.IntRange(min=0), metavar="BYTES",
+              help="The checkpoint copies files up to this size (default 1 GiB); a drifted file it cannot save "
+                   "is not restored.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
+@click.option("--no-cache", is_flag=True, help="Trust no cache: re-hash every file.")
+@guarded
+def restore(paths, dists, venv, site_packages, model_dirs, wheels, fetch, uv_cache, yes, remove_added,
+            checkpoint_path, max_copy, fmt, jobs, no_cache) -> None:
+    """Put package-scope drift back to the verified original bytes (a dry run unless --yes).
+
+    Only files a RECORD lists are rewritten, each from a source whose bytes match RECORD, through a
+    new file renamed into place (a uv hard link is broken, not written through). Environment, model
+    directory, source and dump drift is listed with how to handle it. Exit status: bit 2 when a file
+    failed or was refused.
+    """
+    from .api import restore as run_restore
+    from .render.restoreview import RESTORE_RENDERERS
+
+    report = run_restore(venv, site_packages, dists=dists, paths=paths, wheels=wheels, fetch=fetch,
+                         uv_cache=uv_cache, yes=yes, remove_added=remove_added, checkpoint_path=checkpoint_path,
+                         model_dirs=model_dirs, jobs=jobs, use_cache=not no_cache, max_copy=max_copy)
+    _write(RESTORE_RENDERERS[fmt](report), fmt, None)
+    sys.exit(EXIT_INCOMPLETE if report.failed or report.refused or report.errors else EXIT_CLEAN)
+
+
+@main.command()
+@click.argument("checkpoint_dir", metavar="CHECKPOINT")
+@click.option("--venv", metavar="PATH", help="The environment to patch (default: the one the checkpoint was taken of).")
+@click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
+@click.option("--only", "only", metavar="PATH", multiple=True,
+              help="Re-apply only these files (relative to the environment root, as in the checkpoint; repeatable).")
+@click.option("--exclude-findings", is_flag=True,
+              help="Leave out the hunks that add injected debug code (and the names only they used).")
+@click.option("--yes", is_flag=True, help="Write a checkpoint of the current drift, then write (default: a dry run).")
+@click.option("--checkpoint", "checkpoint_path", metavar="DIR", help="Where --yes writes its checkpoint.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
+@guarded
+def reapply(checkpoint_dir, venv, site_packages, only, exclude_findings, yes, checkpoint_path, fmt, jobs) -> None:
+    """Re-apply a checkpoint's patches after a reinstall or upgrade (a dry run unless --yes).
+
+    Where the version is unchanged the patch applies as it was; where it changed, a three-way
+    merge onto the new original, and a file with a conflicting hunk is left untouched. Exit
+    status: bit 1 for a conflict, bit 2 for a failure.
+    """
+    from .api import reapply as run_reapply
+    from .render.restoreview import REAPPLY_RENDERERS
+
+    report = run_reapply(checkpoint_dir, venv, site_packages, only=only, exclude_findings=exclude_findings, yes=yes,
+                         checkpoint_path=checkpoint_path, jobs=jobs)
+    _write(REAPPLY_RENDERERS[fmt](report), fmt, None)
+    status = EXIT_DRIFT if any(f.status == "conflict" for f in report.files) else EXIT_CLEAN
+    if any(f.status == "failed" for f in report.files):
         status |= EXIT_INCOMPLETE
     sys.exit(status)
 

@@ -99,7 +99,8 @@ def unified_diff(old: str, new: str, name: str, max_lines: int = MAX_DIFF_LINES)
                                       fromfile=f"a/{name}", tofile=f"b/{name}"))
     lines = [_cut(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n") for line in lines]
     if len(lines) > max_lines:
-        lines = lines[:max_lines] + [f"... {len(lines) - max_lines} more diff lines not shown\n"]
+        lines = lines[:max_lines] + [f"... {len(lines) - max_lines} more diff lines not shown "
+                                     f"(the cap is {max_lines} lines per file)\n"]
     return "".join(lines)
 
 

@@ -174,6 +174,9 @@ class Finding:
     # For a dump call whose target path is known: a glob of the files it writes
     # (e.g. "/tmp/nomla_*.pt"), so the audit can look for dumps left on disk.
     artifact_pattern: str | None = None
+    # "injected" (not in the original), "upstream" (the original has the same finding), or None
+    # when no original was at hand to tell (driftscan.changes decides).
+    origin: str | None = None
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,17 @@ class DumpFiles:
 
 
 @dataclass(frozen=True)
+class PristineRef:
+    """Where the original of a drifted package file was read from (a verified copy)."""
+
+    source: str  # direct_url | wheels | uv-cache | pip-cache | fetch
+    path: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"source": self.source, "path": self.path}
+
+
+@dataclass(frozen=True)
 class FileCheck:
     """One drifted path as verify saw it: what was expected, what is on disk."""
 
@@ -236,6 +250,9 @@ class FileCheck:
     remedy_hint: str | None = None
     uv_cache: UvCacheLink | None = None  # set by verify when the file is linked with uv's cache
     dumps: DumpFiles | None = None  # set on debug-artifacts drifts
+    pristine: PristineRef | None = None  # the verified original this drift was compared with
+    # A binary file compared with its original: the changed byte ranges, [start, end).
+    byte_ranges: tuple[tuple[int, int], ...] = ()
 
     @property
     def regular_file(self) -> bool:

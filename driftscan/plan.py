@@ -139,11 +139,20 @@ def _read(path: str) -> bytes | None:
     return _read_target(path)[0]
 
 
-def _pristine(drift: Drift, uv_cache: str | None) -> bytes | None:
-    """The content a reinstall writes back, when a matching copy is at hand (uv's cache)."""
+def _pristine(drift: Drift, uv_cache: str | None, originals=None) -> bytes | None:
+    """The content a reinstall writes back, when a verified original is at hand (``originals``,
+    a ``driftscan.pristine.PristineSet``), else a matching copy in uv's cache."""
     dist, expected = drift.check.distribution, drift.check.expected.get("hash")
     if dist is None or not expected:
         return None
+    lookup = originals.get(dist) if originals is not None else None
+    if lookup is not None and lookup.copy is not None:
+        path = os.path.normpath(drift.check.path)
+        entry = next((e for e in dist.entries if os.path.normpath(os.path.join(dist.site_packages, e.path)) == path),
+                     None)
+        data = lookup.copy.read(entry, EXPECT_MAX) if entry is not None else None
+        if data is not None:
+            return data
     want = parse_hash(expected, allow_hex=False)
 
     def matches(path: str) -> bool:
@@ -156,7 +165,7 @@ def _pristine(drift: Drift, uv_cache: str | None) -> bytes | None:
 
 
 def _expectation(exp: Expectation, drifts: dict[str, tuple[Drift, str]], referenced,
-                 uv_cache: str | None) -> ExpectationResult:
+                 uv_cache: str | None, originals=None) -> ExpectationResult:
     path = os.path.normpath(exp.file)
     match = drifts.get(path) or drifts.get(os.path.realpath(path))
     # A file with no drift is known to match its reference only if something audited it.
@@ -173,7 +182,7 @@ def _expectation(exp: Expectation, drifts: dict[str, tuple[Drift, str]], referen
     if exp.check == "unchanged":
         return ExpectationResult(name=exp.label, file=printable(path), check=exp.check, holds_now=holds_now,
                                  holds_after=True, reason=f"{why_now}; the reinstall restores it")
-    pristine = _pristine(match[0], uv_cache)
+    pristine = _pristine(match[0], uv_cache, originals)
     if pristine is None:
         return ExpectationResult(name=exp.label, file=printable(path), check=exp.check, holds_now=holds_now,
                                  holds_after=None, reason=f"{why_now}; the reinstall restores the original, "
@@ -181,12 +190,12 @@ def _expectation(exp: Expectation, drifts: dict[str, tuple[Drift, str]], referen
     holds_after, why_after = evaluate(exp, pristine, False)
     return ExpectationResult(name=exp.label, file=printable(path), check=exp.check, holds_now=holds_now,
                              holds_after=holds_after,
-                             reason=f"{why_now} now; after the reinstall (pristine copy in uv's cache): {why_after}")
+                             reason=f"{why_now} now; after the reinstall (verified original at hand): {why_after}")
 
 
 def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Sequence[Distribution],
                names: Sequence[str], installer: str | None, expectations: Sequence[Expectation] = (),
-               uv_cache: str | None = None, referenced=lambda path: False) -> Plan:
+               uv_cache: str | None = None, referenced=lambda path: False, originals=None) -> Plan:
     """``referenced(path)``: whether the audit compared ``path`` with a reference (RECORD, metadata...)."""
     chosen_dists = select_distributions(names, dists)
     chosen = {normalize(d.name) for d in chosen_dists}
@@ -208,9 +217,43 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
                         status=status, reason=printable(reason))
         plan.items.append(item)
         {WIPED: plan.wiped, SURVIVES: plan.survives, MAY_SURVIVE: plan.may_survive}[status].append(item.path)
-    plan.expectations = [_expectation(e, by_path, referenced, uv_cache) for e in expectations]
+    plan.expectations = [_expectation(e, by_path, referenced, uv_cache, originals) for e in expectations]
     plan.steps = _steps(plan, drifts, chosen_dists, chosen, target, who)
     return plan
+
+
+# Throughputs behind the time estimates (docs/checkpoint.md: measured on the seed's vLLM venv).
+RESTORE_BYTES_PER_S = 200e6
+RESTORE_SECONDS_PER_FILE = 0.002
+REINSTALL_BYTES_PER_S = 60e6
+REINSTALL_SECONDS_PER_FILE = 0.0005
+_RESTORABLE = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}
+
+
+def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], chosen: set[str],
+                         target: Target) -> PlanStep | None:
+    """``driftscan restore`` in place of the reinstall, when every package drift of the chosen
+    distributions has a verified original at hand; with both times estimated."""
+    mine = [d for d in drifts if d.scope is Scope.PACKAGE and d.check.distribution is not None
+            and normalize(d.check.distribution.name) in chosen]
+    restorable = [d for d in mine if d.check.kind in _RESTORABLE]
+    if not restorable or any(d.check.pristine is None for d in restorable) or len(restorable) != len(mine):
+        return None
+    size = sum(int(d.check.expected.get("size") or 0) for d in restorable)
+    restore_s = size / RESTORE_BYTES_PER_S + len(restorable) * RESTORE_SECONDS_PER_FILE
+    rows = [e for dist in chosen_dists for e in dist.entries]
+    total = sum(e.size or 0 for e in rows)
+    reinstall_s = total / REINSTALL_BYTES_PER_S + len(rows) * REINSTALL_SECONDS_PER_FILE
+    sources = sorted({d.check.pristine.source for d in restorable if d.check.pristine})
+    where = f" --venv {shlex.quote(target.venv)}" if target.venv else "".join(
+        f" --site-packages {shlex.quote(s)}" for s in target.site_packages)
+    names = "".join(f" --dist {shlex.quote(d.name)}" for d in chosen_dists)
+    return PlanStep(
+        step=(f"faster alternative to the reinstall: restore the {len(restorable)} drifted file(s) "
+              f"({size / 1e6:.1f} MB) from verified originals ({', '.join(sources)}): about {restore_s:.1f} s "
+              f"after the audit, against about {reinstall_s:.0f} s for the reinstall to rewrite {len(rows)} files "
+              f"({total / 1e6:.0f} MB) (estimates, docs/checkpoint.md); it writes a checkpoint of the drift first"),
+        command=f"driftscan restore{names}{where} --yes")
 
 
 def _steps(plan: Plan, drifts: list[Drift], chosen_dists: list[Distribution], chosen: set[str],
@@ -233,6 +276,9 @@ def _steps(plan: Plan, drifts: list[Drift], chosen_dists: list[Distribution], ch
                                   command=f"rm -r {shlex.quote(d.check.path)}"))
     steps.append(PlanStep(step=f"reinstall {', '.join(plan.reinstall)} with {who}",
                           command=reinstall_command(target, chosen_dists, who)))
+    faster = _restore_alternative(drifts, chosen_dists, chosen, target)
+    if faster is not None:
+        steps.append(faster)
     dumps = [d for d in drifts if d.check.kind is DriftKind.DEBUG_ARTIFACTS]
     for d in dumps:
         found = d.check.dumps

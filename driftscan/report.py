@@ -6,7 +6,8 @@ Field names here are a contract with CI jobs (issue #2): add fields freely, rena
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Final, Literal
+from collections.abc import Sequence
+from typing import Any, Final, Literal, cast
 
 from pydantic import BaseModel, Field
 
@@ -55,6 +56,31 @@ class FindingOut(BaseModel):
     column: int
     message: str
     snippet: str = ""
+    origin: Literal["injected", "upstream"] | None = Field(
+        default=None, description="injected: not in the original file; upstream: the original has it too (matched "
+                                  "by rule code and normalised source line); null: no original at hand to tell")
+
+
+class PristineRefOut(BaseModel):
+    source: str = Field(description="direct_url | wheels | uv-cache | pip-cache | fetch")
+    path: str
+
+
+class RejectedOut(BaseModel):
+    source: str
+    path: str
+    reason: str
+
+
+class PristineOut(BaseModel):
+    """Where a drifted distribution's original files came from, or why none was found."""
+
+    distribution: str
+    version: str
+    source: str | None = Field(default=None, description="direct_url | wheels | uv-cache | pip-cache | fetch")
+    path: str | None = None
+    reason: str | None = Field(default=None, description="when no source (or only part of one) was found: why")
+    rejected: list[RejectedOut] = Field(default_factory=list, description="sources tried and not trusted, with why")
 
 
 class DriftOut(BaseModel):
@@ -75,6 +101,9 @@ class DriftOut(BaseModel):
         default_factory=list, description="for JSON files: [{pointer, op: added|removed|changed, old, new}]")
     diff: str | None = Field(default=None, description="unified diff against the original, when it is at hand")
     artifacts: list[str] = Field(default_factory=list, description="debug-artifacts: the dump files found")
+    pristine: PristineRefOut | None = Field(default=None, description="the verified original compared with")
+    byte_ranges: list[list[int]] = Field(
+        default_factory=list, description="binary files compared with their original: changed [start, end) ranges")
 
 
 class UnverifiableOut(BaseModel):
@@ -96,6 +125,8 @@ class Report(BaseModel):
     unverifiable: list[UnverifiableOut] = Field(default_factory=list)
     errors: list[ErrorOut] = Field(default_factory=list)
     skipped: list[ErrorOut] = Field(default_factory=list, description="deliberately not checked, with the reason")
+    pristine: list[PristineOut] = Field(
+        default_factory=list, description="for each distribution with package drift: where its originals came from")
     generated_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     duration_seconds: float | None = None
 
@@ -106,7 +137,7 @@ class Report(BaseModel):
 
 def _finding(f: Finding) -> FindingOut:
     return FindingOut(code=f.code, name=f.name, severity=f.severity, line=f.line, column=f.column,
-                      message=f.message, snippet=f.snippet)
+                      message=f.message, snippet=f.snippet, origin=cast(Any, f.origin))
 
 
 def _drift(d: Drift) -> DriftOut:
@@ -128,11 +159,28 @@ def _drift(d: Drift) -> DriftOut:
         json_changes=printable_tree(list(c.json_changes)),
         diff=printable(c.diff) if c.diff is not None else None,
         artifacts=[printable(p) for p in c.dumps.paths] if c.dumps and c.kind is DriftKind.DEBUG_ARTIFACTS else [],
+        pristine=PristineRefOut(source=c.pristine.source, path=printable(c.pristine.path)) if c.pristine else None,
+        byte_ranges=[[a, b] for a, b in c.byte_ranges],
     )
 
 
+def pristine_out(lookups: Sequence[Any]) -> list[PristineOut]:
+    """The report's view of ``driftscan.pristine.Lookup`` values."""
+    out = []
+    for lk in lookups:
+        copy = lk.copy
+        out.append(PristineOut(
+            distribution=lk.distribution.name, version=lk.distribution.version,
+            source=copy.source.value if copy else None, path=printable(copy.path) if copy else None,
+            reason=printable(lk.reason) if lk.reason else None,
+            rejected=[RejectedOut(source=r.source.value, path=printable(r.path), reason=printable(r.reason))
+                      for r in lk.rejected]))
+    return sorted(out, key=lambda p: p.distribution.lower())
+
+
 def build_report(verification: Verification, drifts: list[Drift], duration: float | None = None,
-                 model_dirs: list[str] | None = None, skipped: list | None = None) -> Report:
+                 model_dirs: list[str] | None = None, skipped: list | None = None,
+                 pristine: Sequence[Any] = ()) -> Report:
     t = verification.target
     out = sorted((_drift(d) for d in drifts), key=lambda d: (SCOPE_ORDER.index(d.scope),
                  d.distribution is None, d.distribution.name.lower() if d.distribution else "", d.path))
@@ -155,6 +203,7 @@ def build_report(verification: Verification, drifts: list[Drift], duration: floa
         errors=[ErrorOut(path=printable(p.path), message=printable(p.message)) for p in verification.errors],
         skipped=[ErrorOut(path=printable(p.path), message=printable(p.message)) for p in skipped or []],
         duration_seconds=None if duration is None else round(duration, 3),
+        pristine=pristine_out(pristine),
     )
 
 

@@ -83,7 +83,7 @@ def test_text_diff_is_unified_and_capped():
     lines = change.diff.splitlines()
     assert lines[0] == "--- a/vocab.txt" and lines[1] == "+++ b/vocab.txt"
     assert len(lines) == jsondiff.MAX_DIFF_LINES + 1
-    assert lines[-1].endswith("more diff lines not shown")
+    assert lines[-1].endswith("more diff lines not shown (the cap is 300 lines per file)")
 
 
 def test_binary_content_gets_neither():

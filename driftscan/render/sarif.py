@@ -85,6 +85,8 @@ def render_sarif(report: Report) -> str:
                         "properties": {"scope": d.scope.value, "survives_reinstall": d.survives_reinstall,
                                        "relpath": d.relpath}})
         for f in d.findings:
+            if f.origin == "upstream":  # the original file has it too: not part of what drifted
+                continue
             results.append(_finding_result(rules, d.path, f.code, f.name, f.severity.value, f.line, f.column,
                                            f.message))
     return _run(rules, results, _notifications(report.errors))

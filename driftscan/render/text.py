@@ -8,9 +8,27 @@ from itertools import groupby
 from ..report import DriftOut, Report
 
 
+def _diff_counts(diff: str) -> tuple[int, int]:
+    added = removed = 0
+    for line in diff.splitlines():
+        if line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            removed += 1
+    return added, removed
+
+
 def _detail(d: DriftOut) -> str:
     e, a = d.expected, d.actual
     if d.kind.value == "modified":
+        if d.diff:
+            added, removed = _diff_counts(d.diff)
+            capped = " shown of more" if "more diff lines not shown" in d.diff else ""
+            return f"+{added} −{removed} lines{capped}"
+        if d.json_changes:
+            return f"{len(d.json_changes)} JSON change{'s' if len(d.json_changes) != 1 else ''}"
+        if d.byte_ranges:
+            return f"binary: {len(d.byte_ranges)} changed byte range{'s' if len(d.byte_ranges) != 1 else ''}"
         if "size" in e and "size" in a and e["size"] != a["size"]:
             return f"size {e['size']} → {a['size']}"
         return "content differs" + (f" (hard links: {a['nlink']})" if a.get("nlink") else "")
@@ -77,7 +95,23 @@ def _header(r: Report) -> str:
     return f"driftscan {r.tool.version} · " + " · ".join(parts)
 
 
-def render_text(r: Report) -> str:
+def _pristine_line(r: Report, name: str) -> str | None:
+    for p in r.pristine:
+        if p.distribution == name:
+            if p.source:
+                partial = f" ({p.reason})" if p.reason else ""
+                return f"  original: {p.source} {p.path}{partial}"
+            return f"  original: none found ({p.reason})" if p.reason else None
+    return None
+
+
+def _indented(block: str, prefix: str = "      ") -> list[str]:
+    return [prefix + line for line in block.rstrip("\n").split("\n")]
+
+
+def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False) -> str:
+    """``diffs``: each modified file's diff (or JSON changes) under it; ``show_upstream``: also the
+    findings the original file has too (hidden by default: they are not what drifted)."""
     lines = [_header(r), ""]
     width = max((len(d.kind.value) for d in r.drifts), default=8)
     key = lambda d: (d.scope, d.distribution.name.lower() if d.distribution else "", _root(d))  # noqa: E731
@@ -100,8 +134,25 @@ def render_text(r: Report) -> str:
                          + (f"  ({detail})" if detail else ""))
             if d.prediction.value != "wiped" and d.distribution and d.scope.value == "package":
                 lines.append(f"      {d.evidence}")
+            hidden_upstream = 0
             for f in d.findings:
-                lines.append(f"      {f.code} {f.severity.value:<6} line {f.line}:{f.column} {f.name}: {f.message}")
+                if f.origin == "upstream" and not show_upstream:
+                    hidden_upstream += 1
+                    continue
+                origin = f" [{f.origin}]" if f.origin else ""
+                lines.append(f"      {f.code} {f.severity.value:<6} line {f.line}:{f.column} {f.name}: {f.message}{origin}")
+            if hidden_upstream:
+                lines.append(f"      ({hidden_upstream} finding{'s' if hidden_upstream != 1 else ''} also in the original "
+                             "file not shown: --show-upstream)")
+            if diffs and d.diff:
+                lines += _indented(d.diff)
+            elif diffs and d.json_changes:
+                lines += [f"      {c.get('op')} {c.get('pointer') or '/'}: {_brief(c)}" for c in d.json_changes]
+        first = items[0]
+        if first.distribution and first.scope.value == "package" and any(d.kind.value == "modified" for d in items):
+            source = _pristine_line(r, first.distribution.name)
+            if source:
+                lines.append(source)
         remedies = list(dict.fromkeys(d.remedy for d in items if d.scope.value == "package"))
         lines += [f"  remedy: {remedy}" for remedy in remedies]
         lines.append("")
@@ -119,6 +170,13 @@ def render_text(r: Report) -> str:
         lines.append("")
     lines.append(summary_line(r))
     return "\n".join(lines) + "\n"
+
+
+def _brief(change: dict) -> str:
+    op = change.get("op")
+    if op == "changed":
+        return f"{change.get('old')!r} → {change.get('new')!r}"
+    return repr(change.get("new" if op == "added" else "old"))
 
 
 def summary_line(r: Report) -> str:

@@ -1,0 +1,171 @@
+"""What a drifted package file's change is, when its verified original is at hand.
+
+For each modified file of a distribution with a pristine copy (``driftscan.pristine``):
+a unified diff for text (capped per file, the cap stated in the diff), the changed byte ranges
+for binary content, and each debug finding's ``origin``: ``upstream`` when the original has the
+same finding — same rule code, same source line once whitespace is normalised, counted as a
+multiset, never by line number (an inserted block moves every line after it) — else
+``injected``. A file no RECORD lists is all new, so its findings are ``injected``. Without an
+original, ``origin`` stays None: driftscan cannot tell and says so.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from .fileio import read_regular
+from .inspect import MAX_FILE_BYTES, Rule, RuleError, inspect_source
+from .jsondiff import as_text, describe
+from .model import Area, Distribution, DriftKind, FileCheck, Finding, PristineRef, RecordEntry
+
+if TYPE_CHECKING:  # the pristine package (zipfile, subprocess) is imported only when originals are wanted
+    from .pristine import PristineSet
+
+INJECTED, UPSTREAM = "injected", "upstream"
+# Originals and current files compared up to this size (a modified 500 MB .so is named, not diffed).
+COMPARE_MAX = 64 << 20
+MAX_RANGES = 64  # changed byte ranges listed per binary file
+# Bytes of equal content that still join two changed ranges into one (a patched struct, not 40 ranges).
+RANGE_GAP = 16
+_COMPARED = {DriftKind.MODIFIED}
+_WANTED = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}
+
+
+def record_rows(dist: Distribution) -> dict[str, RecordEntry]:
+    """A distribution's RECORD rows by the absolute, normalised path they name."""
+    return {os.path.normpath(os.path.join(dist.site_packages, e.path)): e for e in dist.entries}
+
+
+def wanted_originals(checks: Sequence[FileCheck]) -> list[tuple[Distribution, list[RecordEntry]]]:
+    """For each distribution with package drift, the RECORD rows whose originals are wanted:
+    modified, missing and retyped files (what a diff, or a restore, needs)."""
+    rows: dict[str, dict[str, RecordEntry]] = {}
+    # Keyed by metadata_dir: a Distribution holding direct_url.json's dict is not hashable.
+    out: dict[str, tuple[Distribution, list[RecordEntry]]] = {}
+    for check in checks:
+        dist = check.distribution
+        if dist is None or check.kind not in _WANTED or check.area is not Area.PYTHON or not dist.entries:
+            continue
+        by_path = rows.get(dist.metadata_dir)
+        if by_path is None:
+            by_path = rows[dist.metadata_dir] = record_rows(dist)
+        entry = by_path.get(os.path.normpath(check.path))
+        if entry is not None and entry.hash is not None:
+            out.setdefault(dist.metadata_dir, (dist, []))[1].append(entry)
+    return list(out.values())
+
+
+def _norm(snippet: str) -> str:
+    return " ".join(snippet.split())
+
+
+def mark_origins(current: Sequence[Finding], original: Sequence[Finding]) -> tuple[Finding, ...]:
+    """Each current finding ``upstream`` while the original still has an unmatched finding of the
+    same code and normalised line, else ``injected``."""
+    left = Counter((f.code, _norm(f.snippet)) for f in original)
+    out = []
+    for f in current:
+        key = (f.code, _norm(f.snippet))
+        if left[key] > 0:
+            left[key] -= 1
+            out.append(replace(f, origin=UPSTREAM))
+        else:
+            out.append(replace(f, origin=INJECTED))
+    return tuple(out)
+
+
+def changed_ranges(old: bytes, new: bytes, limit: int = MAX_RANGES) -> tuple[list[tuple[int, int]], bool]:
+    """The [start, end) ranges of ``new`` that differ from ``old`` at the same offsets (a length
+    change is one range at the end), joined across gaps of RANGE_GAP bytes; True if cut at ``limit``."""
+    ranges: list[tuple[int, int]] = []
+    common = min(len(old), len(new))
+    step = 4096
+    i = 0
+    while i < common:
+        j = min(common, i + step)
+        if old[i:j] == new[i:j]:
+            i = j
+            continue
+        for k in range(i, j):
+            if old[k] != new[k]:
+                if ranges and k - ranges[-1][1] <= RANGE_GAP:
+                    ranges[-1] = (ranges[-1][0], k + 1)
+                else:
+                    if len(ranges) >= limit:
+                        return ranges, True
+                    ranges.append((k, k + 1))
+        i = j
+    if len(old) != len(new):
+        start = common
+        if ranges and start - ranges[-1][1] <= RANGE_GAP:
+            ranges[-1] = (ranges[-1][0], max(len(old), len(new)))
+        elif len(ranges) < limit:
+            ranges.append((start, max(len(old), len(new))))
+        else:
+            return ranges, True
+    return ranges, False
+
+
+def _read_current(path: str) -> bytes | None:
+    try:
+        return read_regular(path, COMPARE_MAX, what="drifted file")
+    except OSError:
+        return None
+
+
+def _compare(check: FileCheck, original: bytes, rules: Sequence[type[Rule]], name: str) -> FileCheck:
+    current = _read_current(check.path)
+    if current is None:
+        return check
+    if as_text(original) is not None and as_text(current) is not None:
+        change = describe(original, current, name)
+        check = replace(check, diff=change.diff if not change.json_changes else check.diff,
+                        json_changes=change.json_changes or check.json_changes)
+    elif original != current:
+        ranges, cut = changed_ranges(original, current)
+        check = replace(check, byte_ranges=tuple(ranges),
+                        evidence=check.evidence + ("; " if check.evidence else "")
+                        + f"binary: {len(ranges)}{'+' if cut else ''} changed byte range(s)")
+    if check.findings and check.path.endswith((".py", ".pyw")):
+        try:
+            before = inspect_source(original, check.path, rules, max_bytes=MAX_FILE_BYTES)
+        except RuleError:
+            return check  # a rule's bug: the origin stays unknown rather than guessed
+        check = replace(check, findings=mark_origins(check.findings, before))
+    return check
+
+
+def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet | None,
+                           rules: Sequence[type[Rule]]) -> list[FileCheck]:
+    """Diffs, byte ranges and finding origins for the drifts whose original is at hand; added
+    files' findings are ``injected``. Other checks are returned as they are."""
+    rows: dict[str, dict[str, RecordEntry]] = {}
+    out = []
+    for check in checks:
+        dist = check.distribution
+        if check.kind is DriftKind.ADDED and check.findings and check.area in (Area.PYTHON, Area.SOURCE):
+            out.append(replace(check, findings=tuple(replace(f, origin=INJECTED) for f in check.findings)))
+            continue
+        lookup = originals.get(dist) if originals is not None and dist is not None else None
+        if dist is None or lookup is None or lookup.copy is None or check.kind not in _WANTED \
+                or check.area is not Area.PYTHON:
+            out.append(check)
+            continue
+        by_path = rows.get(dist.metadata_dir)
+        if by_path is None:
+            by_path = rows[dist.metadata_dir] = record_rows(dist)
+        entry = by_path.get(os.path.normpath(check.path))
+        if entry is None or not lookup.copy.has(entry):
+            out.append(check)
+            continue
+        ref = PristineRef(lookup.copy.source.value, lookup.copy.path)
+        original = lookup.copy.read(entry, COMPARE_MAX) if check.kind in _COMPARED else None
+        check = replace(check, pristine=ref)
+        if original is not None and check.regular_file:
+            check = _compare(check, original, rules, entry.path)
+        out.append(check)
+    return out

@@ -1,0 +1,388 @@
+"""``driftscan checkpoint``: all drift saved as a self-contained, restorable folder.
+
+Layout of a checkpoint directory (format "1", docs/checkpoint.md)::
+
+    checkpoint.json   the index: target, distributions with their pristine source, and per file
+                      its relpath, kind, scope, distribution, hashes before/after, mode, findings
+    report.json       the audit report the checkpoint was taken from
+    patches/<relpath>.patch     one -p0 unified diff per modified text file, relative to the
+                                environment root (``git apply -p0`` / ``patch -p0`` from there)
+    files/<area>/<relpath>      the current content of every drifted, added and model file
+    originals/<area>/<relpath>  the verified original, where one was at hand (for a 3-way reapply)
+
+``<area>`` is ``env`` for the environment (relative to its root) or ``model-<n>`` for the n-th
+model directory. Written into a temporary sibling and renamed into place: a checkpoint is whole
+or absent; an existing path is never replaced; it must lie outside every audited root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import socket
+import stat
+import tempfile
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ._version import __version__
+from .discover.target import environment_roots
+from .errors import ConfigError
+from .fileio import CHUNK, file_type, open_regular, os_error
+from .changes import record_rows
+from .model import Area, Drift, DriftKind, FileCheck, Scope, Target
+from .paths import printable
+from .patching import make_patch
+from .pristine import PristineSet
+from .record import hash_text
+from .report import Report
+
+FORMAT: Literal["1"] = "1"
+INDEX = "checkpoint.json"
+# Files larger than this are listed, not copied (a modified 4 GiB weight shard); --max-copy raises it.
+DEFAULT_MAX_COPY = 1 << 30
+PATCH_MAX = 16 << 20  # a text file beyond this gets its copy, not a patch
+
+
+class FindingRef(BaseModel):
+    code: str
+    line: int
+    origin: str | None = None
+
+
+class CheckpointFile(BaseModel):
+    path: str = Field(description="absolute path when the checkpoint was taken")
+    relpath: str = Field(description="relative to its root: the environment root, or a model directory")
+    relpath_hex: str | None = Field(default=None, description="the real relpath's bytes, when it is not UTF-8")
+    area: str = Field(description="env, or model-<n> (the n-th model directory in target.model_dirs)")
+    kind: str
+    scope: str
+    distribution: str | None = None
+    version: str | None = None
+    record_path: str | None = Field(default=None, description="the RECORD row's path, for package files")
+    hash_before: str | None = Field(default=None, description="the original's hash, as RECORD (or the reference) has it")
+    hash_after: str | None = Field(default=None, description="sha256 of the content when the checkpoint was taken")
+    size_after: int | None = None
+    mode: int | None = Field(default=None, description="permission bits of the file (st_mode & 0o7777)")
+    type: str = "file"
+    symlink_target: str | None = None
+    content: str | None = Field(default=None, description="files/…: the content when the checkpoint was taken")
+    original: str | None = Field(default=None, description="originals/…: the verified original")
+    patch: str | None = Field(default=None, description="patches/….patch: original → content, -p0 from the root")
+    pristine: dict[str, str] | None = None
+    findings: list[FindingRef] = Field(default_factory=list)
+    not_copied: str | None = Field(default=None, description="why the content was not saved")
+
+
+class CheckpointDistribution(BaseModel):
+    name: str
+    version: str
+    installer: str | None = None
+    pristine: dict[str, str] | None = None
+    reason: str | None = None
+
+
+class CheckpointIndex(BaseModel):
+    format: Literal["1"] = FORMAT
+    tool: str = f"driftscan {__version__}"
+    created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    hostname: str = Field(default_factory=socket.gethostname)
+    root: str | None = Field(default=None, description="the environment root patches are relative to")
+    venv: str | None = None
+    site_packages: list[str] = Field(default_factory=list)
+    python_version: str | None = None
+    model_dirs: list[str] = Field(default_factory=list)
+    distributions: list[CheckpointDistribution] = Field(default_factory=list)
+    files: list[CheckpointFile] = Field(default_factory=list)
+
+
+@dataclass
+class Written:
+    path: str
+    index: CheckpointIndex
+    problems: list[str] = field(default_factory=list)
+
+
+def environment_root(target: Target) -> str | None:
+    roots = environment_roots(target)
+    return roots[0] if roots else None
+
+
+def _under(path: str, root: str) -> bool:
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def check_destination(dest: str, audited: Sequence[str]) -> str:
+    """The checkpoint's absolute path; ConfigError when it exists or lies inside an audited root."""
+    dest = os.path.abspath(dest)
+    if os.path.lexists(dest):
+        raise ConfigError(f"{dest}: already exists; a checkpoint never replaces anything (choose a new path)")
+    parent = os.path.dirname(dest)
+    if not os.path.isdir(parent):
+        raise ConfigError(f"{parent}: no such directory for the checkpoint")
+    for root in audited:
+        if root and _under(dest, root):
+            raise ConfigError(f"{dest}: inside the audited tree {root}; a checkpoint is written outside it")
+    return dest
+
+
+def _copy_file(src: str, dst: str, limit: int) -> tuple[str | None, int | None, str | None]:
+    """Copy a regular file (never following a symlink); (sha256, size, None) or (None, None, why)."""
+    try:
+        fd, st = open_regular(src, follow=False)
+    except OSError as exc:
+        return None, None, os_error(exc)
+    try:
+        if st.st_size > limit:
+            return None, st.st_size, f"{st.st_size} bytes, more than the {limit} copied per file (--max-copy)"
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        digest = hashlib.sha256()
+        size = 0
+        with open(dst, "xb") as out:
+            while chunk := os.read(fd, CHUNK):
+                digest.update(chunk)
+                out.write(chunk)
+                size += len(chunk)
+                if size > limit:
+                    return None, size, "grew past the copy limit while being read"
+        return digest.hexdigest(), size, None
+    finally:
+        os.close(fd)
+
+
+def _area_of(check: FileCheck, env_root: str | None, model_dirs: Sequence[str]) -> tuple[str, str] | None:
+    """(area, relpath) for a file of the environment or of a model directory; None otherwise."""
+    if check.area is Area.MODEL:
+        for i, root in enumerate(model_dirs):
+            if check.path.startswith(root.rstrip(os.sep) + os.sep):
+                return f"model-{i}", os.path.relpath(check.path, root).replace(os.sep, "/")
+        return None
+    if check.area is Area.PYTHON and env_root and check.path.startswith(env_root.rstrip(os.sep) + os.sep):
+        return "env", os.path.relpath(check.path, env_root).replace(os.sep, "/")
+    return None
+
+
+_SAVED = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.TYPE_CHANGED, DriftKind.MISSING, DriftKind.CLOBBERED,
+          DriftKind.ORPHANED_BYTECODE, DriftKind.STALE_METADATA, DriftKind.CORRUPT}
+
+
+def write_checkpoint(dest: str, target: Target, drifts: Sequence[Drift], report: Report,
+                     originals: PristineSet | None, model_dirs: Sequence[str] = (),
+                     max_copy: int = DEFAULT_MAX_COPY) -> Written:
+    """Save every drift of the environment and the model directories into ``dest`` (new)."""
+    env_root = environment_root(target)
+    audited = [r for r in (env_root, *target.site_packages, *model_dirs) if r]
+    dest = check_destination(dest, audited)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(dest)}.", suffix=".partial", dir=os.path.dirname(dest))
+    try:
+        written = _fill(tmp, target, env_root, drifts, report, originals, model_dirs, max_copy)
+        with open(os.path.join(tmp, "report.json"), "w", encoding="utf-8") as f:
+            f.write(report.model_dump_json(indent=2))
+        with open(os.path.join(tmp, INDEX), "w", encoding="utf-8") as f:
+            f.write(written.index.model_dump_json(indent=2))
+        _fsync_tree(tmp)
+        if os.path.lexists(dest):  # appeared meanwhile
+            raise ConfigError(f"{dest}: appeared while the checkpoint was written; not replaced")
+        os.rename(tmp, dest)
+        _fsync_dir(os.path.dirname(dest))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    written.path = dest
+    return written
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(top: str) -> None:
+    for dirpath, _, names in os.walk(top):
+        for name in names:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(dirpath)
+
+
+def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift], report: Report,
+          originals: PristineSet | None, model_dirs: Sequence[str], max_copy: int) -> Written:
+    index = CheckpointIndex(root=env_root, venv=target.venv, site_packages=list(target.site_packages),
+                            python_version=target.python_version, model_dirs=list(model_dirs))
+    written = Written(tmp, index)
+    rows: dict[str, dict] = {}
+    dists: dict[str, CheckpointDistribution] = {}
+    used: dict[str, set[str]] = defaultdict(set)
+    for drift in drifts:
+        check = drift.check
+        where = _area_of(check, env_root, model_dirs)
+        if where is None or check.kind not in _SAVED:
+            continue
+        area, real_rel = where
+        rel = printable(real_rel)  # names inside the checkpoint are always text ...
+        store = rel if rel == real_rel and rel not in used[area] else f"{rel}~{len(used[area])}"  # ... and unique
+        used[area].add(store)
+        dist = check.distribution
+        entry = None
+        if dist is not None and drift.scope is Scope.PACKAGE:
+            by_path = rows.get(dist.metadata_dir)
+            if by_path is None:
+                by_path = rows[dist.metadata_dir] = record_rows(dist)
+            entry = by_path.get(os.path.normpath(check.path))
+            if dist.key not in dists:
+                lookup = originals.get(dist) if originals is not None else None
+                copy = lookup.copy if lookup else None
+                dists[dist.key] = CheckpointDistribution(
+                    name=dist.name, version=dist.version, installer=dist.installer,
+                    pristine={"source": copy.source.value, "path": copy.path} if copy else None,
+                    reason=lookup.reason if lookup else "not looked up")
+        item = CheckpointFile(
+            path=printable(check.path), relpath=rel, area=area, kind=check.kind.value,
+            scope=drift.scope.value, distribution=dist.name if dist else None, version=dist.version if dist else None,
+            relpath_hex=os.fsencode(real_rel).hex() if rel != real_rel else None,
+            record_path=entry.path if entry else None,
+            hash_before=hash_text(entry.hash) if entry is not None and entry.hash is not None
+            else _reference_hash(check.expected),
+            pristine=check.pristine.as_json() if check.pristine else None,
+            findings=[FindingRef(code=f.code, line=f.line, origin=f.origin) for f in check.findings])
+        _save_content(tmp, item, check, area, store, max_copy)
+        original = None
+        if entry is not None and originals is not None and dist is not None:
+            lookup = originals.get(dist)
+            if lookup is not None and lookup.copy is not None and lookup.copy.has(entry):
+                original = _save_original(tmp, item, lookup.copy, entry, area, store)
+        if original is not None and item.content and area == "env" and item.size_after is not None \
+                and item.size_after <= PATCH_MAX and store == real_rel:
+            _save_patch(tmp, item, original, os.path.join(tmp, item.content), rel)
+        if item.not_copied:
+            written.problems.append(f"{check.path}: not copied: {item.not_copied}")
+        index.files.append(item)
+    index.distributions = sorted(dists.values(), key=lambda d: d.name.lower())
+    return written
+
+
+def _reference_hash(expected: dict) -> str | None:
+    """A model file's reference digest as its verifier recorded it (``algorithm=value``)."""
+    for key in ("hash", "sha256", "xxh3_128", "git_blob_sha1", "lfs_oid", "blob"):
+        value = expected.get(key)
+        if isinstance(value, str) and value:
+            return value if key == "hash" else f"{key}={value}"
+    return None
+
+
+def _save_content(tmp: str, item: CheckpointFile, check: FileCheck, area: str, rel: str, max_copy: int) -> None:
+    try:
+        st = os.lstat(check.path)
+    except FileNotFoundError:
+        item.type = "missing"
+        return
+    except OSError as exc:
+        item.not_copied = os_error(exc)
+        return
+    item.mode = stat.S_IMODE(st.st_mode)
+    item.type = file_type(st.st_mode)
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            item.symlink_target = printable(os.readlink(check.path))
+        except OSError as exc:
+            item.not_copied = os_error(exc)
+        return
+    if not stat.S_ISREG(st.st_mode):
+        item.not_copied = f"a {item.type}, not a regular file"
+        return
+    copy_rel = f"files/{area}/{rel}"
+    digest, size, why = _copy_file(check.path, os.path.join(tmp, copy_rel), max_copy)
+    item.size_after = size
+    if digest is None:
+        item.not_copied = why
+        return
+    item.content, item.hash_after = copy_rel, f"sha256={digest}"
+
+
+def _save_original(tmp: str, item: CheckpointFile, copy, entry, area: str, rel: str) -> str | None:
+    dst_rel = f"originals/{area}/{rel}"
+    dst = os.path.join(tmp, dst_rel)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    with open(dst, "xb") as out:
+        ok = copy.copy_to(entry, out)
+    if not ok:
+        os.unlink(dst)
+        return None
+    item.original = dst_rel
+    return dst
+
+
+def _save_patch(tmp: str, item: CheckpointFile, original_path: str, current_path: str, rel: str) -> None:
+    try:
+        with open(original_path, "rb") as f:
+            old = f.read().decode("utf-8")
+        with open(current_path, "rb") as f:
+            new = f.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return  # binary or undecodable: the copy is the record of it
+    if "\0" in old or "\0" in new:
+        return
+    patch = make_patch(old, new, rel)
+    if not patch:
+        return
+    patch_rel = f"patches/{rel}.patch"
+    dst = os.path.join(tmp, patch_rel)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    with open(dst, "x", encoding="utf-8", newline="") as f:
+        f.write(patch)
+    item.patch = patch_rel
+
+
+def load_index(path: str) -> CheckpointIndex:
+    """A checkpoint's index; ConfigError with one line when it is not a checkpoint."""
+    from .fileio import read_regular
+
+    index_path = os.path.join(path, INDEX)
+    try:
+        data = read_regular(index_path, 256 << 20, what="checkpoint index")
+    except OSError as exc:
+        raise ConfigError(f"{path}: not a driftscan checkpoint ({INDEX}: {os_error(exc)})") from None
+    try:
+        return CheckpointIndex.model_validate_json(data)
+    except ValueError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"{index_path}: not a valid checkpoint index ({first})") from None
+
+
+def saved_path(checkpoint: str, rel: str | None) -> str | None:
+    """The absolute path of a file inside a checkpoint, refusing anything that leaves it."""
+    if not rel:
+        return None
+    parts = rel.split("/")
+    if rel.startswith("/") or ".." in parts or "\0" in rel:
+        raise ConfigError(f"{checkpoint}: index names {rel!r}, outside the checkpoint")
+    return os.path.join(checkpoint, *parts)
+
+
+def default_checkpoint_path(target: Target) -> str:
+    """Where ``restore --yes`` / ``reapply --yes`` put the checkpoint they write first when not
+    told: ``$XDG_STATE_HOME/driftscan/checkpoints/<env name>-<UTC time>`` (~/.local/state)."""
+    base = os.environ.get("DRIFTSCAN_CHECKPOINT_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "driftscan", "checkpoints")
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    root = environment_root(target) or "environment"
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    return os.path.join(base, f"{os.path.basename(root.rstrip(os.sep)) or 'root'}-{stamp}")

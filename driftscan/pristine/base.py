@@ -1,0 +1,199 @@
+"""The values of the pristine package and the one check every source's bytes go through.
+
+A source's bytes are never trusted: a wheel the tree names, a cache shared with a venv whose
+files were edited in place, a download. ``PristineCopy`` hands out bytes only after streaming
+them through the hash and size the installed RECORD row promises, reading at most that size
+plus one byte, whatever the source declares.
+"""
+
+from __future__ import annotations
+
+import enum
+import io
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from ..model import Distribution, RecordEntry
+from ..record import new_hash
+
+CHUNK = 1 << 20
+# A row without a size (a RECORD that leaves it out) is streamed up to this many bytes at most.
+NO_SIZE_CAP = 16 << 30
+# Verified bytes kept by a copy between the search (which checks every needed row) and the
+# caller's read: only small files, and a budget per copy.
+KEEP_MAX_FILE = 1 << 20
+KEEP_BUDGET = 32 << 20
+
+
+class SourceKind(str, enum.Enum):
+    DIRECT_URL = "direct_url"
+    WHEELS = "wheels"
+    UV_CACHE = "uv-cache"
+    PIP_CACHE = "pip-cache"
+    FETCH = "fetch"
+
+    @property
+    def label(self) -> str:
+        """How a reason names the source."""
+        return {"direct_url": "direct_url.json's wheel", "wheels": "--wheels", "uv-cache": "uv's cache",
+                "pip-cache": "pip's cache", "fetch": "--fetch"}[self.value]
+
+
+@dataclass(frozen=True)
+class PristineOptions:
+    wheels: tuple[str, ...] = ()  # --wheels DIR (repeatable): wheelhouses, `pip download` dirs
+    fetch: bool = False  # --fetch: allowed to run `pip download` (only when True)
+    uv_cache: str | None = None  # None: discover.uvcache.default_uv_cache()
+    pip_cache: str | None = None  # None: PIP_CACHE_DIR, else $XDG_CACHE_HOME/pip, else ~/.cache/pip
+    venv: str | None = None  # the audited environment's root (for its pip.conf when fetching)
+    python_version: str | None = None  # the audited environment's "3.12" (Target.python_version)
+
+
+@dataclass(frozen=True)
+class Rejected:
+    source: SourceKind
+    path: str
+    reason: str
+
+
+
+class PristineCopy:
+    """One distribution's original files from one source. Subclasses say where a row's member
+    is (``_open``); this class decides whether its bytes are the original ones."""
+
+    source: SourceKind
+    path: str
+    distribution: Distribution
+
+    def __init__(self, source: SourceKind, path: str, distribution: Distribution) -> None:
+        self.source = source
+        self.path = path
+        self.distribution = distribution
+        self._kept: dict[RecordEntry, bytes] = {}
+        self._kept_bytes = 0
+        self.note: str | None = None  # something worth saying about the source itself
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.source.value} {self.path!r} for {self.distribution.key}>"
+
+    # -- what a subclass provides -------------------------------------------------------------
+    def _open(self, entry: RecordEntry) -> tuple[BinaryIO, int | None] | None:
+        """The member's stream and the size the source declares for it (not trusted), or None
+        when the source has no member for this row. May raise OSError and the like."""
+        raise NotImplementedError
+
+    def executable(self, entry: RecordEntry) -> bool:
+        """Whether the original is executable (a wheel member's or cached file's x bit): a
+        recreated file gets 0o755 then, else 0o644."""
+        return False
+
+    def has(self, entry: RecordEntry) -> bool:
+        """The source carries a member for this row."""
+        raise NotImplementedError
+
+    def explain(self, entry: RecordEntry, why: str) -> str:
+        """A reason for the Rejected of a row that failed with ``why``."""
+        return f"{entry.path}: {why}"
+
+    def close(self) -> None:
+        self._kept.clear()
+
+    # -- the check ----------------------------------------------------------------------------
+    def check(self, entry: RecordEntry, out: BinaryIO | None = None, limit: int | None = None) -> str | None:
+        """None when this source's bytes of ``entry`` match its hash and size (written to ``out``
+        as they are read); else why not, in a few words. Never raises for a bad source."""
+        if entry.hash is None:
+            return "RECORD gives no hash for it, so no copy can be verified"
+        if entry.size is not None and limit is not None and entry.size > limit:
+            return f"{entry.size} bytes, more than the {limit} asked for"
+        kept = self._kept.get(entry)
+        if kept is not None:
+            if out is not None:
+                out.write(kept)
+            return None
+        try:
+            hasher = new_hash(entry.hash.algorithm)
+        except ValueError:
+            return f"RECORD names a hash algorithm this Python lacks ({entry.hash.algorithm})"
+        keep = out is None and entry.size is not None and entry.size <= KEEP_MAX_FILE \
+            and self._kept_bytes + entry.size <= KEEP_BUDGET
+        buffer = io.BytesIO() if keep else None
+        try:
+            opened = self._open(entry)
+            if opened is None:
+                return f"not in {self.source.label}"
+            stream, declared = opened
+            with stream:
+                if entry.size is not None and declared is not None and declared != entry.size:
+                    return f"{declared} bytes, RECORD says {entry.size}"
+                bound = entry.size if entry.size is not None else (limit if limit is not None else NO_SIZE_CAP)
+                total = 0
+                while True:
+                    # One byte past the bound is enough to know the copy is too big (a zip bomb's
+                    # declared size is not what is trusted here).
+                    chunk = stream.read(min(CHUNK, bound + 1 - total))
+                    if not chunk:
+                        break
+                    total += len(chunk)
+                    if total > bound:
+                        return f"more than the {bound} bytes RECORD says" if entry.size is not None \
+                            else f"more than {bound} bytes"
+                    hasher.update(chunk)
+                    for sink in (out, buffer):
+                        if sink is not None:
+                            sink.write(chunk)
+        except Exception as exc:  # noqa: BLE001 - a corrupt zip, a bad CRC, a vanished file: a reason
+            return f"unreadable: {_error(exc)}"
+        if entry.size is not None and total != entry.size:
+            return f"{total} bytes, RECORD says {entry.size}"
+        if hasher.digest() != entry.hash.digest:
+            return f"its content does not match RECORD's {entry.hash.algorithm}"
+        if buffer is not None:
+            self._kept[entry] = buffer.getvalue()
+            self._kept_bytes += total
+        return None
+
+    def read(self, entry: RecordEntry, limit: int = 64 << 20) -> bytes | None:
+        """The original bytes of that RECORD row, only if they match its hash (and size); None
+        when the source lacks the file, it does not match, or it is bigger than ``limit``."""
+        kept = self._kept.get(entry)
+        if kept is not None:
+            return kept if len(kept) <= limit else None
+        out = io.BytesIO()
+        return out.getvalue() if self.check(entry, out, limit) is None else None
+
+    def copy_to(self, entry: RecordEntry, out: BinaryIO) -> bool:
+        """Stream the original bytes into ``out`` (bounded memory); True only if they matched
+        (on False the caller discards ``out``: it may hold part of a copy)."""
+        return self.check(entry, out) is None
+
+    def failures(self, entries: Iterable[RecordEntry]) -> list[tuple[RecordEntry, str]]:
+        """Every row of ``entries`` that does not verify here, with why."""
+        found = []
+        for entry in entries:
+            why = self.check(entry)
+            if why is not None:
+                found.append((entry, why))
+        return found
+
+
+def _error(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception in a reason's words (one line)."""
+    return " ".join(_error(exc).split())
+
+
+@dataclass(frozen=True)
+class Lookup:
+    distribution: Distribution
+    copy: PristineCopy | None
+    rejected: tuple[Rejected, ...]
+    reason: str | None  # when copy is None: why none was found, one line naming what was tried
+    # RECORD paths of needed rows the copy cannot give (a partial copy, unhashed rows, scripts)
+    lacking: tuple[str, ...] = ()

@@ -1,0 +1,168 @@
+"""The wheel direct_url.json names: the tree chooses this path, so it is read with suspicion.
+
+Only a ``file://`` URL of an absolute local path ending in ``.whl`` is considered; the file is
+opened only if it is a regular file (type checked before the open, which is non-blocking, and
+again on the descriptor), of bounded size; when pip recorded the archive's hash the whole file
+must match it. Its content is used only where it hashes to what RECORD says.
+"""
+
+from __future__ import annotations
+
+import os
+
+import re
+import urllib.parse
+from typing import Any
+
+from ..model import Distribution
+from ..record import ACCEPTED_ALGORITHMS, new_hash
+from .base import CHUNK, Rejected, SourceKind, error_text
+from .wheel import MAX_WHEEL, ZipCopy, open_file, wheel_members_error
+
+_HEX = re.compile(r"[0-9a-fA-F]{16,256}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def wheel_path(direct_url: Any) -> tuple[str | None, str]:
+    """The local wheel path a direct_url.json value names, or (None, why not)."""
+    if direct_url is None:
+        return None, "no direct_url.json"
+    if not isinstance(direct_url, dict):
+        return None, f"direct_url.json is not an object but {type(direct_url).__name__}"
+    url = direct_url.get("url")
+    if not isinstance(url, str):
+        return None, "direct_url.json has no url string"
+    if "dir_info" in direct_url or "vcs_info" in direct_url:
+        return None, "direct_url.json names a directory or a repository, not a wheel"
+    if _CONTROL.search(url) or len(url) > 4096:
+        return None, "direct_url.json's url has control characters or is too long"
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return None, "direct_url.json's url is not a URL"
+    if parts.scheme.lower() != "file":
+        return None, f"direct_url.json's url is not a local file:// URL (scheme {parts.scheme or 'none'!r})"
+    if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
+        return None, "direct_url.json's file URL names a host, a query or a fragment"
+    path = urllib.parse.unquote(parts.path)
+    if not path.startswith("/") or "\0" in path:
+        return None, "direct_url.json's file URL is not an absolute path"
+    if not path.endswith(".whl"):
+        return None, "direct_url.json's file URL is not a wheel (.whl)"
+    return path, ""
+
+
+def archive_hashes(direct_url: dict) -> tuple[dict[str, bytes] | None, str | None]:
+    """The digests ``archive_info`` records, by algorithm: ({}, None) when none are recorded,
+    (None, why) when what is recorded is malformed."""
+    info = direct_url.get("archive_info")
+    if not isinstance(info, dict):
+        return {}, None
+    found: dict[str, str] = {}
+    hashes = info.get("hashes")
+    if isinstance(hashes, dict):
+        found.update((str(k).lower(), v) for k, v in hashes.items() if isinstance(v, str))
+    single = info.get("hash")
+    if isinstance(single, str):
+        algorithm, sep, value = single.partition("=")
+        if not sep:
+            return None, "direct_url.json's archive hash is not algorithm=digest"
+        found.setdefault(algorithm.lower(), value)
+    digests: dict[str, bytes] = {}
+    for algorithm, value in found.items():
+        if algorithm not in ACCEPTED_ALGORITHMS or algorithm.startswith("shake"):
+            continue  # md5 (some indexes give it) proves nothing
+        if not _HEX.fullmatch(value) or len(value) != 2 * new_hash(algorithm).digest_size:
+            return None, f"direct_url.json's archive {algorithm} is not a hex digest"
+        digests[algorithm] = bytes.fromhex(value)
+    return digests, None
+
+
+def open_direct_url(dist: Distribution) -> tuple[ZipCopy | Rejected | None, str]:
+    """The wheel direct_url.json names (a ZipCopy), a Rejected when it is there but unusable,
+    or None with why there is nothing to try; the second value is a note for the reason."""
+    path, why = wheel_path(dist.direct_url)
+    if path is None:
+        return None, why
+    assert isinstance(dist.direct_url, dict)
+    digests, bad = archive_hashes(dist.direct_url)
+    if digests is None:
+        return Rejected(SourceKind.DIRECT_URL, path, bad or "bad archive hash"), ""
+    try:
+        file, size = open_file(path, follow=True, max_size=MAX_WHEEL)
+    except FileNotFoundError:
+        return None, f"the wheel direct_url.json names is gone ({path})"
+    except OSError as exc:
+        return Rejected(SourceKind.DIRECT_URL, path, f"not usable: {error_text(exc)}"), ""
+    try:
+        signature = _signature(os.fstat(file.fileno()))
+        if digests and _known(path, signature, digests):
+            pass  # hashed before, unchanged since (same inode, size, mtime and ctime)
+        elif digests:
+            hashers = {a: new_hash(a) for a in digests}
+            left = size  # what fstat said: a file that grows while it is read is not followed
+            while left > 0 and (chunk := file.read(min(CHUNK, left))):
+                left -= len(chunk)
+                for hasher in hashers.values():
+                    hasher.update(chunk)
+            for algorithm, hasher in hashers.items():
+                if hasher.digest() != digests[algorithm]:
+                    file.close()
+                    return Rejected(SourceKind.DIRECT_URL, path,
+                                    f"the wheel's {algorithm} differs from the one direct_url.json recorded at "
+                                    "install: it was replaced or edited"), ""
+            _remember(path, signature, digests)
+        copy = ZipCopy(SourceKind.DIRECT_URL, path, dist, file, size)
+    except Exception as exc:  # noqa: BLE001 - a corrupt or hostile file is a reason, never a crash
+        file.close()
+        return Rejected(SourceKind.DIRECT_URL, path, wheel_members_error(exc)), ""
+    if not digests:
+        copy.note = "direct_url.json recorded no archive hash (uv writes none): each file is verified against RECORD"
+    return copy, ""
+
+
+# A wheel's whole-file digest, remembered by its signature: a drifted venv installed from a local
+# 800 MB torch wheel would otherwise pay for hashing it on every audit. The same trust as the stat
+# cache (docs/performance.md): a file rewritten in place keeps none of inode, size, mtime and ctime.
+def _memo_path() -> str:
+    from ..cache import user_cache_dir
+
+    return os.path.join(user_cache_dir(), "pristine", "archive-digests.json")
+
+
+def _signature(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def _load_memo() -> dict:
+    import json
+
+    from ..fileio import read_regular
+
+    try:
+        memo = json.loads(read_regular(_memo_path(), 16 << 20, what="cache"))
+    except (OSError, ValueError):
+        return {}
+    return memo if isinstance(memo, dict) else {}
+
+
+def _known(path: str, signature: str, digests: dict[str, bytes]) -> bool:
+    row = _load_memo().get(path)
+    return isinstance(row, dict) and row.get("signature") == signature and \
+        all(row.get(a) == d.hex() for a, d in digests.items())
+
+
+def _remember(path: str, signature: str, digests: dict[str, bytes]) -> None:
+    import json
+
+    from ..atomic import write_atomic
+
+    memo = _load_memo()
+    memo[path] = {"signature": signature, **{a: d.hex() for a, d in digests.items()}}
+    if len(memo) > 4096:  # keep the newest entries
+        memo = dict(list(memo.items())[-4096:])
+    try:
+        os.makedirs(os.path.dirname(_memo_path()), exist_ok=True)
+        write_atomic(_memo_path(), json.dumps(memo))
+    except OSError:
+        pass  # a cache that cannot be written only costs time

@@ -1,0 +1,471 @@
+"""``driftscan restore``: put package-scope drift back to its verified original, file by file.
+
+Only package scope is touched: a RECORD row of a selected distribution whose verified original
+is at hand (``driftscan.pristine``). Each file is written as a new file next to it (a temporary
+name, fsync, the original's mode bits) and renamed over the old one: a new inode, so a uv hard
+link is broken instead of written through into uv's cache, and a kill at any moment leaves the
+file either as it was or restored. The temporary name of the file in flight is journaled in
+driftscan's own cache directory first, so the next restore removes what a killed one left (and
+nothing else: the journal, not a name pattern from the tree, says what is driftscan's).
+Environment, data, source and external drift is listed with how to handle it, never touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, BinaryIO
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field
+
+from .cache import user_cache_dir
+from .discover.target import environment_roots
+from .errors import ConfigError
+from .fileio import inside, open_regular, os_error, read_pieces
+from .changes import record_rows
+from .model import Distribution, Drift, DriftKind, FileCheck, MetadataKind, RecordEntry, Scope, Target
+from .paths import printable, relpath
+from .plan import normalize, select_distributions
+from .pristine import PristineCopy, PristineSet
+from .record import new_hash
+
+REWRITE, RECREATE, REMOVE = "rewrite", "recreate", "remove"
+_RESTORABLE = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}
+
+
+class RestoreAction(BaseModel):
+    path: str
+    relpath: str
+    action: str = Field(description="rewrite (modified or retyped) | recreate (missing) | remove (added, --remove-added)")
+    kind: str
+    distribution: str | None = None
+    version: str | None = None
+    source: str | None = Field(default=None, description="the pristine source the bytes come from")
+    status: str = Field(default="planned", description="planned | restored | removed | failed")
+    error: str | None = None
+
+
+class Remaining(BaseModel):
+    path: str
+    relpath: str
+    kind: str
+    scope: str
+    distribution: str | None = None
+    reason: str = Field(description="why restore leaves it, and how to handle it")
+
+
+class RestoreReport(BaseModel):
+    dry_run: bool
+    checkpoint: str | None = None
+    distributions: list[str] = Field(default_factory=list)
+    actions: list[RestoreAction] = Field(default_factory=list)
+    remaining: list[Remaining] = Field(default_factory=list)
+    refused: list[Remaining] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list, description="what the audit behind the plan could not check")
+    duration_seconds: float | None = None
+
+    @property
+    def failed(self) -> list[RestoreAction]:
+        return [a for a in self.actions if a.status == "failed"]
+
+
+@dataclass(frozen=True)
+class Planned:
+    action: RestoreAction
+    path: str  # the real (possibly non-UTF-8) path
+    entry: RecordEntry | None = None
+    copy: PristineCopy | None = None
+
+
+@dataclass
+class RestorePlan:
+    report: RestoreReport
+    planned: list[Planned] = field(default_factory=list)
+
+
+def _package_dirs(dist: Distribution, others: Sequence[Distribution]) -> list[str]:
+    """The top-level package directories ``dist`` installs that no other distribution's RECORD
+    reaches into (a shared namespace such as ``google/`` is nobody's own)."""
+    def tops(d: Distribution) -> set[str]:
+        out = set()
+        for e in d.entries:
+            top, sep, _ = e.path.partition("/")
+            if sep and top not in ("", ".", "..", "__pycache__") and not top.endswith((".dist-info", ".data")):
+                out.add(top)
+        return out
+
+    mine = tops(dist)
+    for other in others:
+        if other.metadata_dir != dist.metadata_dir and other.site_packages == dist.site_packages:
+            mine -= tops(other)
+    return sorted(os.path.join(dist.site_packages, t) for t in mine)
+
+
+def _inside_any(path: str, roots: Sequence[str]) -> bool:
+    # The parent's real location decides: the file itself may be a symlink restore replaces.
+    parent = os.path.dirname(os.path.abspath(path))
+    return any(inside(root, parent) for root in roots)
+
+
+def _matches(paths: Sequence[str], check: FileCheck, env_root: str | None = None) -> bool:
+    """A PATH names the file or a directory above it: absolute, or relative to its root
+    (site-packages) or to the environment root (as checkpoints spell them)."""
+    real = os.path.normpath(check.path)
+    rels = [relpath(check.path, check.root)]
+    if env_root and real.startswith(env_root.rstrip(os.sep) + os.sep):
+        rels.append(os.path.relpath(real, env_root).replace(os.sep, "/"))
+    for p in paths:
+        if os.path.isabs(p):
+            if real == p or real.startswith(p.rstrip(os.sep) + os.sep):
+                return True
+        elif any(r == p or r.startswith(p.rstrip("/") + "/") for r in rels):
+            return True
+    return False
+
+
+def plan_restore(target: Target, drifts: Sequence[Drift], dists: Sequence[Distribution], originals: PristineSet,
+                 names: Sequence[str] = (), paths: Sequence[str] = (), remove_added: bool = False) -> RestorePlan:
+    """What restoring would do: the actions, what stays (with how to handle it), what is refused."""
+    roots = environment_roots(target)
+    chosen = select_distributions(names, dists) if names else []
+    chosen_names = {normalize(d.name) for d in chosen}
+    env_root = roots[0] if roots else None
+    # A PATH that exists from here is taken as it resolves from here; else as relative to the roots.
+    wanted_paths = [os.path.normpath(os.path.abspath(p)) if os.path.isabs(p) or os.path.lexists(p)
+                    else os.path.normpath(p).replace(os.sep, "/") for p in paths]
+    report = RestoreReport(dry_run=True, distributions=[d.name for d in chosen])
+    plan = RestorePlan(report)
+    for p in wanted_paths:
+        if os.path.isabs(p) and not any(inside(r, os.path.dirname(p)) or inside(r, p) for r in roots):
+            report.refused.append(Remaining(path=printable(p), relpath=printable(p), kind="-", scope="-",
+                                            reason="outside the environment root: restore never writes there"))
+    removable: dict[str, list[str]] = {}
+    rows: dict[str, dict[str, RecordEntry]] = {}
+    later: list[tuple[Drift, dict[str, Any]]] = []
+    for drift in drifts:
+        check = drift.check
+        dist = check.distribution
+        item: dict[str, Any] = dict(path=printable(check.path), relpath=printable(relpath(check.path, check.root)),
+                                    kind=check.kind.value, scope=drift.scope.value,
+                                    distribution=dist.name if dist else None)
+        if not (drift.scope is Scope.PACKAGE and check.kind in _RESTORABLE and dist is not None):
+            later.append((drift, item))
+            continue
+        if (names and normalize(dist.name) not in chosen_names) or (paths and not _matches(wanted_paths, check, env_root)):
+            report.remaining.append(Remaining(**item, reason=f"{dist.key} not selected"))
+            continue
+        planned = _plan_file(check, dist, originals, roots, rows, item)
+        if isinstance(planned, Remaining):
+            (report.refused if "outside" in planned.reason else report.remaining).append(planned)
+            continue
+        plan.planned.append(planned)
+        report.actions.append(planned.action)
+        if check.uv_cache is not None and check.uv_cache.copy:
+            report.notes.append(f"{printable(check.path)}: uv's cache copy {printable(check.uv_cache.copy)} stays "
+                                f"edited; clean it (uv cache clean {dist.name}) before uv installs {dist.name} again")
+    # Added files go only with --remove-added, and only from the package directories of a
+    # distribution this restore restores (named with --dist, or with restored files).
+    restored = chosen or [d for d in dists if any(p.action.distribution == d.name for p in plan.planned)]
+    for drift, item in later:
+        check = drift.check
+        owner = None
+        if remove_added and check.kind in (DriftKind.ADDED, DriftKind.ORPHANED_BYTECODE) and check.regular_file \
+                and check.area.value == "python" and (not paths or _matches(wanted_paths, check, env_root)):
+            owner = _owning_package_dir(check.path, restored, dists, removable)
+        if owner is None:
+            report.remaining.append(Remaining(**item, reason=_why_left(drift, remove_added)))
+            continue
+        if not _inside_any(check.path, roots):
+            report.refused.append(Remaining(**item, reason="outside the environment root"))
+            continue
+        action = RestoreAction(path=item["path"], relpath=item["relpath"], kind=item["kind"], action=REMOVE,
+                               distribution=owner.name, version=owner.version)
+        plan.planned.append(Planned(action, check.path))
+        report.actions.append(action)
+    for p in wanted_paths:
+        hit = any(_matches([p], d.check, env_root) for d in drifts)
+        if not hit and not any(r.path == printable(p) for r in report.refused):
+            report.notes.append(f"{printable(p)}: no drift there; nothing to restore")
+    return plan
+
+
+def _owning_package_dir(path: str, candidates: Sequence[Distribution], dists: Sequence[Distribution],
+                        memo: dict[str, list[str]]) -> Distribution | None:
+    for dist in candidates:
+        if dist.kind is not MetadataKind.DIST_INFO:
+            continue
+        dirs = memo.get(dist.metadata_dir)
+        if dirs is None:
+            dirs = memo[dist.metadata_dir] = _package_dirs(dist, dists)
+        if any(path.startswith(d + os.sep) for d in dirs):
+            return dist
+    return None
+
+
+def _plan_file(check: FileCheck, dist: Distribution, originals: PristineSet, roots: Sequence[str],
+               rows: dict[str, dict[str, RecordEntry]], item: dict) -> Planned | Remaining:
+    if not _inside_any(check.path, roots):
+        return Remaining(**item, reason="outside the environment root: restore never writes there")
+    if check.kind is DriftKind.TYPE_CHANGED and check.actual.get("type") == "directory":
+        return Remaining(**item, reason="a directory where RECORD lists a file: restore removes no directory; "
+                                        f"move it away, then restore, or {check.remedy_hint or 'reinstall'}")
+    by_path = rows.get(dist.metadata_dir)
+    if by_path is None:
+        by_path = rows[dist.metadata_dir] = record_rows(dist)
+    entry = by_path.get(os.path.normpath(check.path))
+    lookup = originals.get(dist)
+    if entry is None or entry.hash is None:
+        return Remaining(**item, reason="RECORD gives no hash for it: nothing to verify an original against")
+    if lookup is None or lookup.copy is None or not lookup.copy.has(entry):
+        why = (lookup.reason if lookup is not None and lookup.reason else "no verified original found") \
+            if lookup is None or lookup.copy is None else f"{lookup.copy.source.value} {lookup.copy.path} lacks it"
+        return Remaining(**item, reason=f"no verified original ({why}); reinstall {dist.name}, or pass --wheels "
+                                        "DIR / --fetch")
+    action = RestoreAction(path=item["path"], relpath=item["relpath"], kind=item["kind"], distribution=dist.name,
+                           version=dist.version, source=lookup.copy.source.value,
+                           action=RECREATE if check.kind is DriftKind.MISSING else REWRITE)
+    return Planned(action, check.path, entry, lookup.copy)
+
+
+def _why_left(drift: Drift, remove_added: bool) -> str:
+    check = drift.check
+    if drift.scope is Scope.PACKAGE:
+        return (f"{check.kind.value}: restore rewrites only modified, missing and retyped files; "
+                f"{drift.remedy}")
+    if drift.scope is Scope.ENVIRONMENT:
+        hint = "" if remove_added else "; --remove-added removes such files inside a restored distribution's own " \
+                                       "package directories"
+        return f"no RECORD lists it, so there is no original: kept{hint}"
+    if drift.scope is Scope.DATA:
+        return f"a model directory file: restore leaves data alone; {drift.remedy}"
+    if drift.scope is Scope.SOURCE:
+        return f"an editable source tree: {drift.remedy}"
+    if check.dumps is not None:
+        return (f"{len(check.dumps.paths)} dump file(s), {check.dumps.total_bytes / 1e6:.1f} MB, outside the "
+                "environment: review, then remove them (driftscan plan gives the rm command)")
+    return f"outside the environment: {drift.remedy}"
+
+
+# ---- applying ----------------------------------------------------------------------------
+
+
+def journal_path(root: str) -> str:
+    key = hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()[:24]
+    return os.path.join(user_cache_dir(), "restore", f"{key}.jsonl")
+
+
+def clean_leftovers(journal: str) -> list[str]:
+    """Remove the temporary files a killed restore left, as its journal names them. Each name is
+    journaled (a random name driftscan chose) before the file is created with O_EXCL, so a
+    regular file at that exact path is the killed run's own; with the device and inode recorded
+    too, only that very file is removed."""
+    removed: list[str] = []
+    try:
+        with open(journal, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return removed
+    inodes: dict[str, tuple[int, int]] = {}
+    names: list[str] = []
+    for line in lines:
+        try:
+            row = json.loads(line)
+            temp = os.fsdecode(bytes.fromhex(row["temp"]))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if "ino" in row:
+            try:
+                inodes[temp] = (int(row["dev"]), int(row["ino"]))
+            except (ValueError, TypeError):
+                continue
+        elif temp not in names:
+            names.append(temp)
+    for temp in names:
+        try:
+            st = os.lstat(temp)
+        except OSError:
+            continue
+        known = inodes.get(temp)
+        if stat.S_ISREG(st.st_mode) and (known is None or known == (st.st_dev, st.st_ino)):
+            os.unlink(temp)
+            removed.append(temp)
+    os.unlink(journal)
+    return removed
+
+
+def open_journal(root: str, notes: list[str]) -> str:
+    """The journal of writes into ``root``, after removing what a killed run left (said in ``notes``)."""
+    journal = journal_path(root)
+    leftovers = clean_leftovers(journal)
+    if leftovers:
+        notes.append(f"removed {len(leftovers)} temporary file(s) an interrupted run left: "
+                     + ", ".join(printable(p) for p in leftovers))
+    return journal
+
+
+def close_journal(journal: str) -> None:
+    """Every journaled temporary file is renamed or removed: the journal has nothing left to say."""
+    try:
+        os.unlink(journal)
+    except OSError:
+        pass
+
+
+def _journal(journal: str, row: dict) -> None:
+    os.makedirs(os.path.dirname(journal), exist_ok=True)
+    with open(journal, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def verify_file(path: str, entry: RecordEntry) -> bool:
+    """The file at ``path`` (not followed if a symlink) matches its RECORD row."""
+    if entry.hash is None:
+        return False
+    try:
+        fd, st = open_regular(path, follow=False)
+    except OSError:
+        return False
+    try:
+        if entry.size is not None and st.st_size != entry.size:
+            return False
+        h = new_hash(entry.hash.algorithm)
+        for piece in read_pieces(fd, st.st_size):
+            h.update(piece)
+        return h.digest() == entry.hash.digest
+    finally:
+        os.close(fd)
+
+
+def mode_for(path: str, executable: bool = False) -> int:
+    """The mode bits a rewritten file keeps (the old file's), or a recreated one gets: 0o755 for
+    an executable original, else 0o644 (what pip and uv give wheel members)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode):
+        return stat.S_IMODE(st.st_mode)
+    return 0o755 if executable else 0o644
+
+
+def replace_file(path: str, fill: Callable[[BinaryIO], bool], mode: int, journal: str) -> str | None:
+    """Write a new file next to ``path`` with ``fill(out)`` (False: what it wrote is not to be
+    trusted), fsync it with ``mode``, and rename it over ``path``; None on success, else why not
+    (``path`` is then as it was). The temporary name is journaled first (see clean_leftovers)."""
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    temp = os.path.join(directory, f".driftscan-restore-{secrets.token_hex(8)}.tmp")
+    _journal(journal, {"temp": os.fsencode(temp).hex()})  # before it exists: a kill leaves no stranger
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o600)
+    try:
+        st = os.fstat(fd)
+        _journal(journal, {"temp": os.fsencode(temp).hex(), "dev": st.st_dev, "ino": st.st_ino})
+        with os.fdopen(fd, "wb") as out:
+            fd = -1
+            if not fill(out):
+                raise OSError("the content to write did not verify")
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException as exc:
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            return os_error(exc) if exc.strerror else str(exc)
+        raise
+    return None
+
+
+def _write_one(p: Planned, journal: str) -> str | None:
+    """Restore one file from its verified original, then check it against RECORD."""
+    assert p.entry is not None and p.copy is not None
+    copy, entry = p.copy, p.entry
+    why = replace_file(p.path, lambda out: copy.copy_to(entry, out), mode_for(p.path, copy.executable(entry)),
+                       journal)
+    if why == "the content to write did not verify":
+        return f"the original from {copy.source.value} {copy.path} no longer matches RECORD"
+    if why is None and not verify_file(p.path, entry):
+        return "written, but it does not verify against RECORD afterwards (changed meanwhile?)"
+    return why
+
+
+def _remove_one(p: Planned) -> str | None:
+    try:
+        st = os.lstat(p.path)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            return f"now a {stat.filemode(st.st_mode)}, not removed"
+        os.unlink(p.path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return os_error(exc)
+    return None
+
+
+def apply_restore(plan: RestorePlan, root: str, progress: Callable[[int, int], None] | None = None) -> RestoreReport:
+    """Carry out ``plan`` (after the caller wrote its checkpoint)."""
+    started = time.perf_counter()
+    report = plan.report
+    report.dry_run = False
+    journal = open_journal(root, report.notes)
+    for i, p in enumerate(plan.planned):
+        why = _remove_one(p) if p.action.action == REMOVE else _write_one(p, journal)
+        p.action.status = "failed" if why else ("removed" if p.action.action == REMOVE else "restored")
+        p.action.error = printable(why) if why else None
+        if progress:
+            progress(i + 1, len(plan.planned))
+    close_journal(journal)
+    report.duration_seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def check_names(names: Sequence[str], dists: Sequence[Distribution]) -> None:
+    if names:
+        select_distributions(names, dists)  # ConfigError naming what is not installed
+
+
+__all__ = ["ConfigError", "RestorePlan", "RestoreReport", "apply_restore", "plan_restore"]
+
+
+def keep_unsaved(plan: RestorePlan, index) -> None:
+    """Take out of ``plan`` every file whose current content the checkpoint could not save (too
+    large, unreadable): restoring it would destroy an edit that exists nowhere else."""
+    unsaved = {f.path: f.not_copied for f in index.files if f.not_copied and f.type == "file"}
+    kept = []
+    for p in plan.planned:
+        why = unsaved.get(p.action.path)
+        if why and p.action.action != RECREATE:
+            p.action.status = "failed"
+            p.action.error = (f"not restored: its content could not be saved in the checkpoint ({why}); "
+                              "raise --max-copy or save it by hand")
+            continue
+        kept.append(p)
+    plan.planned = kept
+
+
+def refuse_unchecked(plan: RestorePlan, errors, env_root: str | None) -> None:
+    """List what the audit could not check inside the environment (a package directory that is a
+    symlink out of it, an unreadable RECORD) as refused: restore cannot vouch for it, writes
+    nothing there, and says why."""
+    if not env_root:
+        return
+    prefix = env_root.rstrip(os.sep) + os.sep
+    for e in errors:
+        if e.path == env_root or e.path.startswith(prefix):
+            plan.report.refused.append(Remaining(path=e.path, relpath=os.path.relpath(e.path, env_root), kind="-",
+                                                 scope="-", reason=f"not checked ({e.message}): restore writes "
+                                                                    "nothing there"))
