@@ -166,7 +166,7 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
         verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins)
     lookups: tuple = ()
     held = None
-    if compare:
+    if compare and (verification.checks or hold_originals):
         verification, lookups, held = _compare(verification, pristine or pristine_options(target, uv_cache=uv_cache),
                                                originals, select, ignore, rules_modules, plugins, hold=hold_originals)
     elif verification.checks:

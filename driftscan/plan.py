@@ -225,7 +225,7 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
 # Throughputs behind the time estimates (docs/checkpoint.md: measured on the seed's vLLM venv).
 RESTORE_BYTES_PER_S = 200e6
 RESTORE_SECONDS_PER_FILE = 0.002
-REINSTALL_BYTES_PER_S = 60e6
+REINSTALL_BYTES_PER_S = 32e6  # vLLM 0.33: 837 MB, 9,036 files, 30.8 s with pip (docs/checkpoint.md)
 REINSTALL_SECONDS_PER_FILE = 0.0005
 _RESTORABLE = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}
 
@@ -244,16 +244,21 @@ def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], 
     rows = [e for dist in chosen_dists for e in dist.entries]
     total = sum(e.size or 0 for e in rows)
     reinstall_s = total / REINSTALL_BYTES_PER_S + len(rows) * REINSTALL_SECONDS_PER_FILE
-    sources = sorted({d.check.pristine.source for d in restorable if d.check.pristine})
+    refs = [d.check.pristine for d in restorable if d.check.pristine]
+    sources = sorted({r.source for r in refs})
     where = f" --venv {shlex.quote(target.venv)}" if target.venv else "".join(
         f" --site-packages {shlex.quote(s)}" for s in target.site_packages)
     names = "".join(f" --dist {shlex.quote(d.name)}" for d in chosen_dists)
+    # The restore must find the originals where this audit found them.
+    wheels = sorted({os.path.dirname(r.path) for r in refs if r.source == "wheels"})
+    found = "".join(f" --wheels {shlex.quote(w)}" for w in wheels) + (" --fetch" if "fetch" in sources else "")
+    restore_time = "under a second" if restore_s < 1 else f"about {restore_s:.0f} s"
     return PlanStep(
         step=(f"faster alternative to the reinstall: restore the {len(restorable)} drifted file(s) "
-              f"({size / 1e6:.1f} MB) from verified originals ({', '.join(sources)}): about {restore_s:.1f} s "
+              f"({size / 1e6:.1f} MB) from verified originals ({', '.join(sources)}): {restore_time} "
               f"after the audit, against about {reinstall_s:.0f} s for the reinstall to rewrite {len(rows)} files "
               f"({total / 1e6:.0f} MB) (estimates, docs/checkpoint.md); it writes a checkpoint of the drift first"),
-        command=f"driftscan restore{names}{where} --yes")
+        command=f"driftscan restore{names}{where}{found} --yes")
 
 
 def _steps(plan: Plan, drifts: list[Drift], chosen_dists: list[Distribution], chosen: set[str],

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 HEAVY = ["libcst", "git", "driftscan.verify.tree", "driftscan.verify.snapshot", "driftscan.discover.hfcache",
-         "driftscan.inspect.engine"]
+         "driftscan.inspect.engine", "driftscan.pristine", "driftscan.changes", "driftscan.patching"]
 
 
 def test_importing_the_cli_and_the_api_stays_light():
@@ -19,7 +19,9 @@ def test_importing_the_cli_and_the_api_stays_light():
     assert json.loads(proc.stdout) == []
 
 
-SYSTEM_READERS = ["driftscan.discover.conda", "driftscan.discover.dpkg", "driftscan.verify.env.placeholders"]
+# A clean venv's audit has no drift: no original is looked for, so neither is the pristine package imported.
+SYSTEM_READERS = ["driftscan.discover.conda", "driftscan.discover.dpkg", "driftscan.verify.env.placeholders",
+                  "driftscan.pristine", "driftscan.changes"]
 
 
 def test_auditing_a_venv_leaves_the_package_manager_readers_unimported(pristine_pip_venv):

@@ -38,7 +38,8 @@ def test_plan_offers_restore_when_every_drift_has_an_original(patched):
     result = plan(["planpkg"], str(venv), expect=str(expect), pristine=pristine_options(target, [str(house)]))
     faster = [s for s in result.steps if s.command and s.command.startswith("driftscan restore")]
     assert len(faster) == 1, [s.step for s in result.steps]
-    assert faster[0].command == f"driftscan restore --dist planpkg --venv {shlex.quote(str(venv))} --yes"
+    assert faster[0].command == (f"driftscan restore --dist planpkg --venv {shlex.quote(str(venv))} "
+                                 f"--wheels {shlex.quote(str(house))} --yes")
     assert "1 drifted file(s)" in faster[0].step and "wheels" in faster[0].step
     # The original is at hand, so what holds after the reinstall is known, not "check again".
     (exp,) = result.expectations
