@@ -29,6 +29,7 @@ INJECTED, UPSTREAM = "injected", "upstream"
 # Originals and current files compared up to this size (a modified 500 MB .so is named, not diffed).
 COMPARE_MAX = 64 << 20
 MAX_RANGES = 64  # changed byte ranges listed per binary file
+ORIGINAL_PARSE_BUDGET = 30.0  # seconds for parsing one large original in a worker
 # Bytes of equal content that still join two changed ranges into one (a patched struct, not 40 ranges).
 RANGE_GAP = 16
 _COMPARED = {DriftKind.MODIFIED}
@@ -110,6 +111,33 @@ def changed_ranges(old: bytes, new: bytes, limit: int = MAX_RANGES) -> tuple[lis
     return ranges, False
 
 
+def _original_findings(original: bytes, path: str, rules: Sequence[type[Rule]]) -> list[Finding] | None:
+    """The findings of the original file. A small one is parsed here (the byte pre-check keeps
+    libcst from what could crash it); a large one in a worker with a time budget, as audit parses
+    the drifted file itself (the original's bytes are the tree's too: its RECORD vouches for them)."""
+    from .inspect.scan import IN_PROCESS_BYTES
+
+    file_level = {r.CODE for r in rules if r.FILE_PROBLEM}  # not inspected (too large, too complex...)
+    try:
+        if len(original) <= IN_PROCESS_BYTES:
+            found = inspect_source(original, path, rules, prefilter=True, max_bytes=MAX_FILE_BYTES)
+            return None if any(f.code in file_level for f in found) else found
+    except RuleError:
+        return None
+    import tempfile
+
+    from .inspect import scan_paths
+
+    with tempfile.TemporaryDirectory(prefix="driftscan-original-") as work:
+        copy = os.path.join(work, os.path.basename(path))
+        with open(copy, "wb") as f:
+            f.write(original)
+        result = scan_paths([copy], rules=rules, jobs=1, budget=ORIGINAL_PARSE_BUDGET)
+    if result.errors or any(f.code in file_level for _, f in result.findings):
+        return None
+    return [f for _, f in result.findings]
+
+
 def _read_current(path: str) -> bytes | None:
     try:
         return read_regular(path, COMPARE_MAX, what="drifted file")
@@ -131,11 +159,9 @@ def _compare(check: FileCheck, original: bytes, rules: Sequence[type[Rule]], nam
                         evidence=check.evidence + ("; " if check.evidence else "")
                         + f"binary: {len(ranges)}{'+' if cut else ''} changed byte range(s)")
     if check.findings and check.path.endswith((".py", ".pyw")):
-        try:
-            before = inspect_source(original, check.path, rules, max_bytes=MAX_FILE_BYTES)
-        except RuleError:
-            return check  # a rule's bug: the origin stays unknown rather than guessed
-        check = replace(check, findings=mark_origins(check.findings, before))
+        before = _original_findings(original, check.path, rules)
+        if before is not None:  # None: a rule's bug or a parse out of budget; the origin stays unknown
+            check = replace(check, findings=mark_origins(check.findings, before))
     return check
 
 

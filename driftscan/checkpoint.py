@@ -237,6 +237,9 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
         if where is None or check.kind not in _SAVED:
             continue
         area, real_rel = where
+        if ".." in real_rel.split("/"):  # never a name that leaves the checkpoint
+            written.problems.append(f"{printable(check.path)}: not saved: its path climbs out of its root")
+            continue
         rel = printable(real_rel)  # names inside the checkpoint are always text ...
         store = rel if rel == real_rel and rel not in used[area] else f"{rel}~{len(used[area])}"  # ... and unique
         used[area].add(store)
