@@ -7,13 +7,15 @@ plants the debug blocks (per-forward counter, one-shot class flags, shape-condit
 to /tmp) into vLLM's deepseek_v2.py, the GGUF loader patches into weight_utils.py and
 transformers_utils/config.py, adds a module, builds a
 ``hf download --local-dir`` model directory whose config.json / hf_quant_config.json get the
-SM120 edit, and leaves 35 dump files in WORK/dumps. Prints `driftscan audit` and
+SM120 edit (and a hub cache WORK/hf-hub holding the original blobs, as an earlier download
+leaves), and leaves 35 dump files in WORK/dumps. Prints `driftscan audit` and
 `driftscan plan --reinstall vllm --expect ...` output.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fixtures.modeldirs import build_local_dir, seed_files, sm120_edit  # noqa: E402
+from fixtures.modeldirs import build_cache_repo, build_local_dir, seed_files, sm120_edit  # noqa: E402
 
 
 def planting():
@@ -89,8 +91,10 @@ def main(source_venv: str, work: str) -> None:
     for i in range(1, 12):
         (dumps / f"nomla_out_{i}.pt").write_bytes(b"\0" * 8192)
     model = work_dir / "kimi-k2.5-nvfp4"
+    hub = work_dir / "hf-hub"  # the user's hub cache holds the original blobs (an earlier `hf download`)
     if not model.exists():
         build_local_dir(model, seed_files())
+        build_cache_repo(hub, seed_files())
         sm120_edit(model)
     expect = work_dir / "expect.toml"
     expect.write_text(f'''[[expect]]
@@ -113,7 +117,7 @@ lacks = "torch\\\\.save"
                  ["plan", "--reinstall", "vllm", "--venv", str(venv), "--model-dir", str(model),
                   "--expect", str(expect)]):
         print("$ driftscan " + " ".join(args), flush=True)
-        proc = subprocess.run(cli + args, text=True, capture_output=True)
+        proc = subprocess.run(cli + args, text=True, capture_output=True, env={**os.environ, "HF_HUB_CACHE": str(hub)})
         print(proc.stdout + proc.stderr + f"[exit status {proc.returncode}]\n", flush=True)
 
 

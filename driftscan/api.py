@@ -98,13 +98,15 @@ def _inspect(verification: Verification, jobs: int | None, select: Sequence[str]
     """Debug-code findings on drifted Python files, and the dumps they left on disk."""
     if not any(c.path.endswith((".py", ".pyw")) for c in verification.checks):
         return verification, []  # nothing to parse: libcst is not even imported
+    from .cache import write_dump_list
     from .inspect.drifts import inspect_drifts
 
     target = verification.target
     # No file of the environment's own directories, and none a RECORD owns, is ever a "dump".
     package_dirs = (*target.site_packages, *target.extra_roots, *((target.bin_dir,) if target.bin_dir else ()))
     outcome = inspect_drifts(verification.checks, jobs=jobs, select=select, ignore=ignore, rules_modules=rules_modules,
-                             owned=verification.referenced.__contains__, package_dirs=package_dirs, plugins=plugins)
+                             owned=verification.referenced.__contains__, package_dirs=package_dirs, plugins=plugins,
+                             dump_list=write_dump_list)  # many dumps: their exact list in the user cache
     merged = Verification(
         target=verification.target,
         distributions=verification.distributions,
@@ -173,7 +175,8 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
         verification, lookups = _not_compared(verification)
     drifts = [classify(check, target, installer) for check in verification.checks]
     report = build_report(verification, drifts, time.perf_counter() - started,
-                          model_dirs=[r.root for r in results], skipped=skipped, pristine=lookups)
+                          model_dirs=[r.root for r in results], skipped=skipped, pristine=lookups,
+                          not_hashed=sum(r.large_files_unread for r in results))
     return Run(target, verification, drifts, report, results, lookups, held or originals)
 
 
@@ -288,6 +291,10 @@ def plan(
     hf_cache: str | None = None,
     include_environment: bool = False,
     pristine: PristineOptions | None = None,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    rules_modules: Sequence[str] = (),
+    plugins: bool = True,
 ) -> "Plan":
     """What reinstalling ``reinstall`` (distribution names) undoes and what survives it.
 
@@ -299,7 +306,7 @@ def plan(
 
     result = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, installer=installer, use_cache=use_cache,
                  model_dirs=model_dirs, hf_cache=hf_cache, include_environment=include_environment, pristine=pristine,
-                 hold_originals=True)
+                 hold_originals=True, select=select, ignore=ignore, rules_modules=rules_modules, plugins=plugins)
     verified_roots = [r.root for r in result.model_dirs if r.kind is not LayoutKind.UNKNOWN]
 
     def referenced(path: str) -> bool:
@@ -356,7 +363,8 @@ def _python_target(root: Root, named: Target) -> Target:
 @_without_cyclic_gc
 def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[str] = (),
          model_dirs: Sequence[str] = (), *, jobs: int | None = None, deep: bool = False, progress=None,
-         inspect: bool = True) -> Report:
+         inspect: bool = True, select: Sequence[str] = (), ignore: Sequence[str] = (),
+         rules_modules: Sequence[str] = (), plugins: bool = True) -> Report:
     """Drift against a snapshot, in the audit's report format. Naming roots limits the diff to them."""
     import tempfile
 
@@ -395,12 +403,12 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
         unverifiable=tuple(u for r in results for u in r.unverifiable),
         errors=tuple(e for r in results for e in r.errors))
     skipped: list = []
-    if inspect:
-        verification, skipped = _inspect(verification, jobs, (), ())
+    if inspect:  # the same rules as audit's, so one file gets the same findings from both
+        verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins)
     drifts = [classify(check, target) for check in verification.checks]
     return build_report(verification, drifts, time.perf_counter() - started,
                         model_dirs=[r.path for r, _ in chosen if r.kind is RootKind.MODEL_DIR],
-                        skipped=skipped)
+                        skipped=skipped, not_hashed=sum(r.large_files_unread for r in results))
 
 
 def _held_run(venv, site_packages, model_dirs, *, wheels, fetch, uv_cache, jobs, use_cache, hf_cache=None,

@@ -49,6 +49,33 @@ def user_cache_dir() -> str:
     return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "driftscan")
 
 
+def dump_list_path(paths) -> str:
+    """Where the exact list of these dump files goes: ``dumps/<hash of the list>.list`` in the
+    user cache directory (the same files, the same file)."""
+    data = b"".join(os.fsencode(p) + b"\0" for p in paths)
+    return os.path.join(user_cache_dir(), "dumps", hashlib.sha256(data).hexdigest()[:32] + ".list")
+
+
+def write_dump_list(paths, audited=()) -> str | None:
+    """The files, NUL-terminated (what ``xargs -0`` reads), written atomically to
+    ``dump_list_path``; None when that cannot be written, or would land inside a directory the
+    audit reads (``audited``: a DRIFTSCAN_CACHE_DIR in the tree): the remedy then names each file."""
+    from .atomic import write_atomic
+    from .errors import DriftscanError
+    from .fileio import inside
+
+    path = dump_list_path(paths)
+    directory = os.path.dirname(path)
+    if any(inside(root, directory) for root in audited if root):
+        return None
+    try:
+        os.makedirs(directory, exist_ok=True)
+        write_atomic(path, b"".join(os.fsencode(p) + b"\0" for p in paths))
+    except (OSError, DriftscanError):
+        return None
+    return path
+
+
 def signature(st: os.stat_result) -> bytes:
     try:
         return SIGNATURE.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)

@@ -115,9 +115,15 @@ def _original_findings(original: bytes, path: str, rules: Sequence[type[Rule]]) 
     """The findings of the original file. A small one is parsed here (the byte pre-check keeps
     libcst from what could crash it); a large one in a worker with a time budget, as audit parses
     the drifted file itself (the original's bytes are the tree's too: its RECORD vouches for them)."""
+    from .inspect import default_rules
     from .inspect.scan import IN_PROCESS_BYTES
 
-    file_level = {r.CODE for r in rules if r.FILE_PROBLEM}  # not inspected (too large, too complex...)
+    # The rules that say a file was not inspected (too large, too complex, unreadable, unparsable)
+    # run whatever the selection: an original that could not be inspected must not make every
+    # current finding look injected.
+    problems = ("parse", "read", "size", "complexity")
+    rules = [*rules, *(r for r in default_rules() if r.FILE_PROBLEM in problems and r not in rules)]
+    file_level = {r.CODE for r in rules if r.FILE_PROBLEM in problems}
     try:
         if len(original) <= IN_PROCESS_BYTES:
             found = inspect_source(original, path, rules, prefilter=True, max_bytes=MAX_FILE_BYTES)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Sequence
 
-from .discover.target import install_location
+from .discover.target import PYTHON_PLACEHOLDER, install_location
+from .discover.uvcache import default_uv_cache
 from .model import Area, Distribution, Drift, DriftKind, MetadataKind, FileCheck, Prediction, Scope, Target
 
 _PACKAGE_KINDS = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED}
@@ -92,42 +94,72 @@ def _system_command(dists: list[Distribution], prefix: str | None) -> str | None
     return None
 
 
-def reinstall_command(target: Target, dists: list[Distribution], installer: str | None = None) -> str:
+def _words(args: Sequence[str]) -> str:
+    # The placeholder for an interpreter driftscan did not find is ours, and stays visible as is.
+    return "".join(f" {w if w == PYTHON_PLACEHOLDER else shlex.quote(w)}" for w in args)
+
+
+def reinstall_parts(target: Target, dists: list[Distribution], installer: str | None = None) -> tuple[str | None, str]:
+    """(what to know before running it, or None; the reinstall command)."""
     system = _system_command(dists, target.venv)
     if system is not None:
-        return system
+        return None, system
     reqs = " ".join(requirement(d) for d in dists)
-    python, pip_where, uv_where = install_location(target, dists[0].site_packages if dists else None)
+    where = install_location(target, dists[0].site_packages if dists else None)
     if installer_of(dists, installer) == "uv":
-        where = "".join(f" {shlex.quote(w)}" for w in uv_where)
-        return f"uv pip install{where} --reinstall --no-deps {reqs}"
-    where = "".join(f" {shlex.quote(w)}" for w in pip_where)
-    return f"{shlex.quote(python)} -m pip install{where} --force-reinstall --no-deps {reqs}"
+        return where.note, f"uv pip install{_words(where.uv)} --reinstall --no-deps {reqs}"
+    return where.note, (f"{shlex.quote(where.python)} -m pip{_words(where.pip_global)} install{_words(where.pip)} "
+                        f"--force-reinstall --no-deps {reqs}")
 
 
-def uv_cache_clean(dist: Distribution) -> str:
-    return f"uv cache clean {shlex.quote(safe_name(dist) or UNSAFE)}"
+def reinstall_command(target: Target, dists: list[Distribution], installer: str | None = None) -> str:
+    """The reinstall as a remedy: the command, after what to know first when there is something."""
+    return _then(*reinstall_parts(target, dists, installer))
+
+
+def _then(note: str | None, command: str) -> str:
+    return f"{note}: {command}" if note else command
+
+
+def _is_uv_default(cache_dir: str) -> bool:
+    """Whether a plain ``uv cache clean`` cleans ``cache_dir`` wherever the command is pasted: it
+    is uv's platform default and UV_CACHE_DIR, if set, names it too."""
+    platform = default_uv_cache({k: v for k, v in os.environ.items() if k != "UV_CACHE_DIR"})
+    current = default_uv_cache()
+    if platform is None or current is None:
+        return False
+    return os.path.realpath(cache_dir) == os.path.realpath(platform) == os.path.realpath(current)
+
+
+def uv_cache_clean(dist: Distribution, cache_dir: str | None = None) -> str:
+    """``uv cache clean NAME``, with ``--cache-dir DIR`` when the cache holding the edited copy
+    (``cache_dir``: from --uv-cache, UV_CACHE_DIR or uv's default) is not uv's default: a plain
+    ``uv cache clean`` would clean another cache and leave the edited one."""
+    where = f" --cache-dir {shlex.quote(cache_dir)}" if cache_dir and not _is_uv_default(cache_dir) else ""
+    return f"uv cache clean{where} {shlex.quote(safe_name(dist) or UNSAFE)}"
 
 
 def _package(check: FileCheck, target: Target, installer: str | None) -> Drift:
     dist = check.distribution
     assert dist is not None
     who = installer_of([dist], installer)
-    reinstall = reinstall_command(target, [dist], who)
+    note, command = reinstall_parts(target, [dist], who)
+    reinstall = _then(note, command)
     evidence = check.evidence or f"listed in the RECORD of {dist.key}; a reinstall rewrites it"
     cache = check.uv_cache
     if cache and who == "uv":
+        clean = uv_cache_clean(dist, cache.cache_dir)
         if cache.copy:
             how = "is a symlink to" if cache.symlink else f"shares its inode ({cache.links} links) with"
             evidence = (f"{how} uv's cache copy {cache.copy}: the edit is in the cache, so a uv reinstall "
                         "links the edited file back and every venv sharing this cache has it; a pip "
                         "--force-reinstall would fix this venv but leave the cache edited")
-            return Drift(check, Scope.PACKAGE, True, f"{uv_cache_clean(dist)} && {reinstall}", evidence,
+            return Drift(check, Scope.PACKAGE, True, _then(note, f"{clean} && {command}"), evidence,
                          Prediction.SURVIVES)
         evidence = (f"hard-linked ({cache.links} links) but no copy found in uv's cache "
                     f"({cache.cache_dir or 'not located; pass --uv-cache'}): if the other link is the cache, "
                     "a uv reinstall links the edited file back")
-        return Drift(check, Scope.PACKAGE, True, f"{uv_cache_clean(dist)} && {reinstall}", evidence,
+        return Drift(check, Scope.PACKAGE, True, _then(note, f"{clean} && {command}"), evidence,
                      Prediction.MAY_SURVIVE)
     if cache and cache.copy:
         evidence += f"; uv's cache copy {cache.copy} carries the same edit and stays so after a pip reinstall"

@@ -20,7 +20,7 @@ from .render import RENDERERS  # noqa: E402
 from .render.planview import PLAN_RENDERERS  # noqa: E402
 from .render.scan import SCAN_RENDERERS  # noqa: E402
 from .paths import inert, line_safe  # noqa: E402
-from .render.text import render_text, summary_line  # noqa: E402
+from .render.text import colorize, render_text, summary_line  # noqa: E402
 from .report import Report, report_schema, write_atomic  # noqa: E402
 
 # Exit status is a bitmask (documented in the README).
@@ -39,14 +39,16 @@ def _fail(message: str) -> None:
 _ESCAPED_FORMATS = {"json", "sarif"}
 
 
-def _write(text: str, fmt: str, output: str | None) -> bool:
+def _write(text: str, fmt: str, output: str | None, color: bool = False) -> bool:
     """Write a rendered report to ``output`` (atomically; ``-`` is stdout) or stdout; True if to a file."""
     if fmt not in _ESCAPED_FORMATS:
         text = inert(text)
+    if color:
+        text = colorize(text)
     if output and output != "-":
         write_atomic(output, text)
         return True
-    click.echo(text, nl=False)
+    click.echo(text, nl=False, color=True if color else None)  # click strips ANSI off a terminal
     return False
 
 
@@ -69,6 +71,8 @@ def guarded(func):
             return func(*args, **kwargs)
         except DriftscanError as exc:
             _fail(str(exc))
+        except click.ClickException:
+            raise  # a usage error: click prints it as such (exit 2), not as an internal error
         except KeyboardInterrupt:
             click.echo("driftscan: interrupted", err=True)
             sys.exit(130)
@@ -85,11 +89,56 @@ def guarded(func):
     return click.option("--debug", is_flag=True, hidden=True, help="Show tracebacks.")(wrapper)
 
 
-def exit_status(report: Report, strict: bool) -> int:
-    status = EXIT_DRIFT if report.drifts else EXIT_CLEAN
-    if report.errors or (strict and report.unverifiable):
+FAIL_ON = ["drift", "package", "environment", "source", "data", "external", "debug", "debug-high", "unverifiable",
+           "never"]
+
+
+def _counted(report: Report) -> list:
+    """The drifts that count toward the exit status: not accepted (an accepted drift stays in the report)."""
+    return [d for d in report.drifts if getattr(d, "accepted", None) is None]
+
+
+def _fails(report: Report, policy: str) -> bool:
+    counted = _counted(report)
+    if policy == "drift":
+        return bool(counted)
+    if policy in ("package", "environment", "source", "data", "external"):
+        return any(d.scope.value == policy for d in counted)
+    if policy in ("debug", "debug-high"):
+        findings = [f for d in counted for f in d.findings if f.origin != "upstream"]
+        if policy == "debug-high":
+            return any(f.severity.value == "high" for f in findings)
+        return bool(findings) or any(d.kind.value == "debug-artifacts" for d in counted)
+    if policy == "unverifiable":
+        return bool(report.unverifiable)
+    return False  # never
+
+
+def exit_status(report: Report, strict: bool, fail_on: tuple[str, ...] = ("drift",), exit_zero: bool = False) -> int:
+    """Bit 1 when the report meets one of the ``fail_on`` policies (never with ``exit_zero``);
+    bit 2 when something could not be checked (with ``strict``: also unverifiable distributions,
+    or a target where nothing at all could be verified)."""
+    status = EXIT_DRIFT if not exit_zero and any(_fails(report, p) for p in fail_on) else EXIT_CLEAN
+    nothing_verified = report.summary.files_checked == 0 and not report.drifts
+    if report.errors or (strict and (report.unverifiable or nothing_verified)):
         status |= EXIT_INCOMPLETE
     return status
+
+
+def _fail_on(values: tuple[str, ...]) -> tuple[str, ...]:
+    chosen = tuple(v.strip() for value in values for v in value.split(",") if v.strip()) or ("drift",)
+    unknown = [v for v in chosen if v not in FAIL_ON]
+    if unknown:
+        raise click.UsageError(f"--fail-on: unknown {', '.join(unknown)} (choose from {', '.join(FAIL_ON)})")
+    return chosen
+
+
+def policy_options(func):
+    """--fail-on / --exit-zero: which drift sets exit bit 1; shared by audit, plan and diff."""
+    func = click.option("--exit-zero", is_flag=True, help="Exit 0 whatever drift is found (errors still set bit 2).")(func)
+    return click.option("--fail-on", "fail_on", metavar="POLICY[,POLICY]", multiple=True,
+                        help="What sets exit bit 1: " + ", ".join(FAIL_ON) + " (default: drift; repeatable, "
+                             "comma-separated; accepted drift never counts).")(func)
 
 
 def _for_text(model, fmt: str):
@@ -97,9 +146,15 @@ def _for_text(model, fmt: str):
     return model if fmt in _ESCAPED_FORMATS else line_safe(model)
 
 
-def emit(report: Report, fmt: str, output: str | None, *, diffs: bool = False, show_upstream: bool = False) -> None:
-    render = functools.partial(render_text, diffs=diffs, show_upstream=show_upstream) if fmt == "text" else RENDERERS[fmt]
-    if _write(render(_for_text(report, fmt)), fmt, output):
+def emit(report: Report, fmt: str, output: str | None, *, diffs: bool = False, show_upstream: bool = False,
+         verbose: bool = False, quiet: bool = False) -> None:
+    if fmt == "text" and quiet:
+        render = lambda r: summary_line(r) + "\n"  # noqa: E731
+    elif fmt == "text":
+        render = functools.partial(render_text, diffs=diffs or verbose, show_upstream=show_upstream, verbose=verbose)
+    else:
+        render = RENDERERS[fmt]
+    if _write(render(_for_text(report, fmt)), fmt, output, color=fmt == "text" and _color(output)):
         click.echo(inert(summary_line(report)), err=True)
 
 
@@ -112,6 +167,31 @@ def model_options(func):
         click.option("--hf-cache", metavar="DIR", is_flag=False, flag_value="", default=None,
                      help="Audit every repository of a Hugging Face cache (default: HF_HUB_CACHE / HF_HOME / "
                           "~/.cache/huggingface/hub)."),
+    ]):
+        func = option(func)
+    return func
+
+
+def _color(output: str | None) -> bool:
+    """Colour only for a terminal, and never with NO_COLOR set (https://no-color.org)."""
+    if output and output != "-":
+        return False
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def text_options(func):
+    """How much the text report shows; shared by audit and diff."""
+    for option in reversed([
+        click.option("--diff", "show_diffs", is_flag=True, help="Text: each modified file's diff against its original."),
+        click.option("--verbose", "-v", "verbose", is_flag=True,
+                     help="Text: also the evidence, JSON changes (pointer, old → new) and diffs under each drift."),
+        click.option("--quiet", "-q", "quiet", is_flag=True, help="Text: only the summary line."),
+        click.option("--show-upstream", is_flag=True,
+                     help="Text: also the findings the original file has too (hidden by default)."),
     ]):
         func = option(func)
     return func
@@ -133,7 +213,8 @@ def pristine_options(func):
 
 def config_option(func):
     return click.option("--config", "config_file", metavar="FILE",
-                        help="Configuration file (default: ./driftscan.toml, then ~/.config/driftscan/config.toml).")(func)
+                        help="Configuration file (default: the nearest driftscan.toml, or pyproject.toml with "
+                             "[tool.driftscan], from here upward; then ~/.config/driftscan/config.toml).")(func)
 
 
 def _targets(config, venv, site_packages, model_dirs, hf_cache):
@@ -182,6 +263,25 @@ class Progress:
             click.echo(f"\rhashing {bar:<25} {pct:3d}% of {total / 1e9:.1f} GB", err=True, nl=pct >= 100)
 
 
+class ScanProgress:
+    """``scan``'s progress on stderr, for a terminal and more than a few hundred files: files
+    parsed so far, as the workers report them."""
+
+    MIN_FILES = 200
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total < self.MIN_FILES:
+            return
+        pct = int(done * 100 / total)
+        if pct != self.last:
+            self.last = pct
+            click.echo(f"\rscanning {'#' * (pct // 4):<25} {pct:3d}% of {total} files", err=True, nl=pct >= 100)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="driftscan")
 def main() -> None:
@@ -207,15 +307,13 @@ def main() -> None:
 @pristine_options
 @click.option("--no-pristine", is_flag=True,
               help="Do not look for originals (no diffs, no injected/upstream origin for findings).")
-@click.option("--diff", "-v", "--verbose", "show_diffs", is_flag=True,
-              help="Text: show each modified file's diff against its original.")
-@click.option("--show-upstream", is_flag=True,
-              help="Text: also show findings the original file has too (hidden by default).")
+@text_options
+@policy_options
 @config_option
 @guarded
 def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, model_dirs, hf_cache, select, ignore,
-          no_plugins, deep, revision, manifest, wheels, fetch, no_pristine, show_diffs, show_upstream,
-          config_file) -> None:
+          no_plugins, deep, revision, manifest, wheels, fetch, no_pristine, show_diffs, verbose, quiet, show_upstream,
+          fail_on, exit_zero, config_file) -> None:
     """Check installed files against their RECORDs and model directories against their provenance.
 
     Lists files no RECORD owns, debug code in drifted Python files and the dumps it left. With no
@@ -226,14 +324,21 @@ def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, mo
 
     config = _load_config(config_file)
     dirs, hub, include_environment = _targets(config, venv, site_packages, model_dirs, hf_cache)
+    for flag, value in (("--revision", revision), ("--manifest", manifest)):
+        if value and not dirs and hub is None:
+            raise click.UsageError(f"{flag} applies to model directories: give --model-dir (or --hf-cache) too")
+    venv, chosen_because = _default_venv(venv, site_packages, model_dirs, hf_cache is not None)
     report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                  model_dirs=dirs, hf_cache=hub, deep=deep, revision=revision, manifest=manifest, progress=Progress(),
                  select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
                  rules_modules=config.rules_modules, include_environment=include_environment,
                  report_only=True, plugins=not no_plugins, compare=not no_pristine,
                  pristine=_pristine(venv, site_packages, wheels, fetch, uv_cache or config.uv_cache)).report
-    emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream)
-    sys.exit(exit_status(report, strict))
+    if chosen_because:
+        report.target.chosen_because = chosen_because
+    report = _apply_accepted(report, config)
+    emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet)
+    sys.exit(exit_status(report, strict, _fail_on(fail_on), exit_zero))
 
 
 def _pristine(venv, site_packages, wheels, fetch, uv_cache):
@@ -247,6 +352,15 @@ def _pristine(venv, site_packages, wheels, fetch, uv_cache):
         if not os.path.isdir(directory):
             raise DriftscanError(f"--wheels {directory}: not a directory")
     return pristine_options(resolve_target(venv, tuple(site_packages)), wheels, fetch, uv_cache)
+
+
+def _default_venv(venv: str | None, site_packages, *others) -> tuple[str | None, str | None]:
+    """(venv, why): the environment a command means when none is named (discover/default.py)."""
+    if venv is not None or site_packages or any(others):
+        return venv, None
+    from .discover.default import default_environment
+
+    return default_environment()
 
 
 def _names(values: tuple[str, ...]) -> list[str]:
@@ -271,16 +385,19 @@ def _names(values: tuple[str, ...]) -> list[str]:
 @click.option("--no-cache", is_flag=True, help="Trust no cache: re-hash every file (paranoid mode).")
 @model_options
 @pristine_options
+@rule_options
+@policy_options
 @config_option
 @guarded
 def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, uv_cache, no_cache, model_dirs,
-         hf_cache, wheels, fetch, config_file) -> None:
+         hf_cache, wheels, fetch, select, ignore, no_plugins, fail_on, exit_zero, config_file) -> None:
     """What will reinstalling NAME undo, and what will survive it?
 
     Each drift is marked WIPED, SURVIVES or MAY SURVIVE with the reason, followed by the steps:
     the exact reinstall command, `uv cache clean` first where needed, dumps to delete, and the
     expectations that already hold and survive (steps you can skip).
-    Exit status: bit 1 when an expectation is not known to hold after the reinstall; bit 2 as for audit.
+    Exit status: bit 1 when an expectation is not known to hold after the reinstall, or when what
+    survives (or may survive) the reinstall meets --fail-on (default: any drift); bit 2 as for audit.
     """
     from .api import plan as run_plan
 
@@ -289,11 +406,17 @@ def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, u
     result = run_plan(_names(reinstall), venv=venv, site_packages=site_packages, installer=installer,
                       expect=expect, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                       model_dirs=dirs, hf_cache=hub, include_environment=include_environment,
-                      pristine=_pristine(venv, site_packages, wheels, fetch, uv_cache or config.uv_cache))
+                      pristine=_pristine(venv, site_packages, wheels, fetch, uv_cache or config.uv_cache),
+                      select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
+                      rules_modules=config.rules_modules, plugins=not no_plugins)
+    result.audit = _apply_accepted(result.audit, config)  # accepted drift never counts toward the status
     _write(PLAN_RENDERERS[fmt](_for_text(result, fmt)), fmt, output)
-    status = EXIT_DRIFT if any(e.holds_after is not True for e in result.expectations) else EXIT_CLEAN
-    if result.audit.errors:
-        status |= EXIT_INCOMPLETE
+    # The policy looks at what the reinstall leaves: the drifts that survive or may survive it.
+    left = set(result.survives) | set(result.may_survive)
+    remaining = result.audit.model_copy(update={"drifts": [d for d in result.audit.drifts if d.path in left]})
+    status = exit_status(remaining, False, _fail_on(fail_on), exit_zero)
+    if not exit_zero and any(e.holds_after is not True for e in result.expectations):
+        status |= EXIT_DRIFT
     sys.exit(status)
 
 
@@ -330,15 +453,24 @@ def snapshot(venv, site_packages, model_dirs, output, jobs) -> None:
 @click.option("--deep", is_flag=True, help="Hash large files too (default: size and mtime for files over 16 MiB).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing threads (default: cores).")
 @click.option("--strict", is_flag=True, help="Unverifiable roots also set exit bit 2.")
+@rule_options
+@text_options
+@policy_options
+@config_option
 @guarded
-def diff(snapshot_file, venv, site_packages, model_dirs, fmt, output, deep, jobs, strict) -> None:
+def diff(snapshot_file, venv, site_packages, model_dirs, fmt, output, deep, jobs, strict, select, ignore, no_plugins,
+         show_diffs, verbose, quiet, show_upstream, fail_on, exit_zero, config_file) -> None:
     """Report drift against a snapshot, with audit's kinds and report format (exit 0: unchanged)."""
     from .api import diff as run_diff
 
+    config = _load_config(config_file)
     report = run_diff(snapshot_file, venv=venv, site_packages=site_packages, model_dirs=model_dirs, jobs=jobs,
-                      deep=deep, progress=Progress())
-    emit(report, fmt, output)
-    sys.exit(exit_status(report, strict))
+                      deep=deep, progress=Progress(), select=_codes(select) or config.select,
+                      ignore=_codes(ignore) or config.ignore, rules_modules=config.rules_modules,
+                      plugins=not no_plugins)
+    report = _apply_accepted(report, config)
+    emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet)
+    sys.exit(exit_status(report, strict, _fail_on(fail_on), exit_zero))
 
 
 SEVERITIES = ["low", "medium", "high"]
@@ -353,12 +485,16 @@ SEVERITIES = ["low", "medium", "high"]
 @click.option("--rules-module", "rules_modules", metavar="MODULE", multiple=True,
               help="Also load rules from this importable module (repeatable).")
 @click.option("--no-prefilter", is_flag=True, help="Parse every file (slow; the findings are the same).")
-@click.option("--fail-on", type=click.Choice(SEVERITIES), default="low", show_default=True,
+@click.option("--strict", is_flag=True,
+              help="Also report unused `# noqa: CODE` codes (DBG006 unused-noqa; --ignore DBG006 leaves it out).")
+@click.option("--fail-on", type=click.Choice(SEVERITIES), default="medium", show_default=True,
               help="Lowest severity that sets exit bit 1.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 whatever is found (a file not scanned still sets bit 2).")
+@click.option("--statistics", is_flag=True, help="Print one count per rule code instead of the findings.")
 @config_option
 @guarded
-def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no_prefilter, fail_on,
-         config_file) -> None:
+def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no_prefilter, strict, fail_on,
+         exit_zero, statistics, config_file) -> None:
     """Find injected debug code in Python files and directories (linter-style).
 
     Exit status as for audit: bit 1 when a finding at or above --fail-on, bit 2 when a file
@@ -371,11 +507,18 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
         raise DriftscanError(f"{missing[0]}: no such file or directory")
     config = _load_config(config_file)
     result = scan_paths(paths, select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
-                        jobs=jobs, prefilter=not no_prefilter, plugins=not no_plugins,
+                        jobs=jobs, prefilter=not no_prefilter, plugins=not no_plugins, unused_noqa=strict,
+                        progress=ScanProgress(),
                         extra_rule_modules=[*rules_modules, *config.rules_modules])
-    _write(SCAN_RENDERERS[fmt](result), fmt, output)
+    if statistics:
+        from .render.statistics import render_statistics
+
+        _write(render_statistics(result), "text", output)
+    else:
+        _write(SCAN_RENDERERS[fmt](result), fmt, output)
     threshold = SEVERITIES.index(fail_on) + 1
-    status = EXIT_DRIFT if any(f.severity.rank >= threshold for _, f in result.findings) else EXIT_CLEAN
+    found = any(f.severity.rank >= threshold for _, f in result.findings)
+    status = EXIT_DRIFT if found and not exit_zero else EXIT_CLEAN
     if result.errors:
         status |= EXIT_INCOMPLETE
     sys.exit(status)
@@ -489,10 +632,103 @@ def reapply(checkpoint_dir, venv, site_packages, only, exclude_findings, yes, ch
 
 
 @main.command()
+@click.option("--for", "kind", type=click.Choice(["audit", "scan", "plan"]), default="audit", show_default=True,
+              help="Whose JSON: audit's (and diff's) report, scan --format json, or plan --format json.")
 @guarded
-def schema() -> None:
-    """Print the JSON Schema of the audit report."""
-    click.echo(json.dumps(report_schema(), indent=2))
+def schema(kind) -> None:
+    """Print the JSON Schema of the audit report (or of scan's or plan's JSON output)."""
+    from .render import json_schema
+
+    click.echo(json.dumps(report_schema() if kind == "audit" else json_schema(kind), indent=2))
+
+
+def _apply_accepted(report: Report, config) -> Report:
+    """The config's accept entries applied to a report (accept.py): accepted drift marked, stale
+    and unused entries listed. Called before emit and exit_status."""
+    if not config.accept:
+        return report
+    from .accept import apply_accepted
+
+    return apply_accepted(report, config.accept, source=config.source)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--reason", required=True, help="Why this drift is kept (written into each entry; required).")
+@click.option("--any-content", is_flag=True,
+              help="Accept whatever the file holds (no sha256): the entry survives further edits.")
+@click.option("--expires", metavar="DATE", help="From this date (YYYY-MM-DD) on the entries are stale.")
+@click.option("--venv", metavar="PATH", help="The virtual environment (default: as for audit).")
+@click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
+@model_options
+@click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
+@click.option("--no-cache", is_flag=True, help="Trust no cache: re-hash every file.")
+@click.option("--config", "config_file", metavar="FILE",
+              help="The file to add the entries to (default: the configuration found from here upward, a "
+                   "driftscan.toml or a pyproject.toml with [tool.driftscan]; else a new ./driftscan.toml).")
+@guarded
+def accept(paths, reason, any_content, expires, venv, site_packages, model_dirs, hf_cache, uv_cache, jobs, no_cache,
+           config_file) -> None:
+    """Accept the current drift of PATH...: one entry per drifted file, with its content's sha256.
+
+    Runs the audit, finds the drifts PATH names (the relpath the report shows, or the file's
+    path), and appends `[[accept]]` entries (`[[tool.driftscan.accept]]` in a pyproject.toml) to
+    the configuration, keeping the rest of the file byte for byte. Written atomically. An
+    accepted drift stays in the report and does not count toward the exit status; once the file
+    changes again (or the entry expires), the entry is stale and the drift counts again.
+    """
+    import datetime
+
+    from .accept import new_entries
+    from .api import run
+    from .config import Config, append_entries, default_accept_file, user_config_path
+
+    if not reason.strip():
+        raise click.UsageError("--reason must say why the drift is kept")
+    until = None
+    if expires:
+        try:
+            until = datetime.date.fromisoformat(expires)
+        except ValueError:
+            raise click.UsageError(f"--expires {expires}: not a date (YYYY-MM-DD)") from None
+    # --config naming a file that does not exist yet: it is created, with the defaults until then.
+    config = _load_config(config_file) if not config_file or os.path.lexists(config_file) else Config()
+    dirs, hub, include_environment = _targets(config, venv, site_packages, model_dirs, hf_cache)
+    venv, _ = _default_venv(venv, site_packages, model_dirs, hf_cache is not None)
+    report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
+                 model_dirs=dirs, hf_cache=hub, select=config.select, ignore=config.ignore,
+                 rules_modules=config.rules_modules, include_environment=include_environment, report_only=True,
+                 compare=False).report
+    try:
+        wanted = new_entries(report, paths, reason, any_content=any_content, expires=until)
+    except ValueError as exc:
+        raise DriftscanError(str(exc)) from None
+    target = default_accept_file(config_file)
+    same_file = config.source is not None and os.path.abspath(config.source) == os.path.abspath(target)
+    already = {d.path: d.accepted for d in _apply_accepted(report, config).drifts if d.accepted} if same_file else {}
+    entries = []
+    for entry, drift, note in wanted:
+        if drift.path in already:
+            click.echo(inert(f"driftscan: note: {drift.relpath}: already accepted by entry {already[drift.path]['entry']} "
+                             f"of {target}"), err=True)
+            continue
+        if note:
+            click.echo(inert(f"driftscan: note: {drift.relpath}: {note}"), err=True)
+        entries.append(entry)
+    if not entries:
+        sys.exit(EXIT_CLEAN)
+    created = not os.path.lexists(target)
+    append_entries(target, entries)
+    for entry in entries:
+        pinned = f"sha256 {entry.sha256[:16]}…" if entry.sha256 else "any content"
+        click.echo(inert(f"accepted {entry.path} ({pinned})" + (f", until {entry.expires}" if entry.expires else "")))
+    click.echo(inert(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} added to {target}"
+                     + (" (created)" if created else "")), err=True)
+    if created and config.source and os.path.abspath(config.source) == os.path.abspath(user_config_path()):
+        click.echo(inert(f"driftscan: note: from here on {target} is the configuration in this directory, not "
+                         f"{config.source} (configuration files are not merged)"), err=True)
+    sys.exit(EXIT_CLEAN)
 
 
 def entry() -> None:

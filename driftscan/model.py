@@ -209,11 +209,15 @@ class DumpFiles:
     paths: tuple[str, ...]
     total_bytes: int
     writers: tuple[DumpWriter, ...]
+    # The exact list, NUL-terminated, in driftscan's cache directory (for ``xargs -0 rm``), when
+    # there are too many files to name in the remedy itself.
+    list_file: str | None = None
 
     def as_json(self) -> dict[str, Any]:
+        listed = {"list_file": self.list_file} if self.list_file else {}
         return {"pattern": self.pattern, "artifacts": list(self.paths), "count": len(self.paths),
                 "bytes": self.total_bytes,
-                "written_by": [{"path": w.path, "line": w.line, "code": w.code} for w in self.writers]}
+                "written_by": [{"path": w.path, "line": w.line, "code": w.code} for w in self.writers], **listed}
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,11 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .classify import installer_of, reinstall_command, uv_cache_clean
+from .classify import installer_of, reinstall_parts, uv_cache_clean
 from .discover.target import site_packages_prefix
 from .discover.uvcache import find_pristine_copy
 from .errors import ConfigError
@@ -53,6 +54,7 @@ class ExpectationResult(BaseModel):
 
 
 class Plan(BaseModel):
+    schema_version: Literal["1"] = "1"
     reinstall: list[str]
     installer: str
     wiped: list[str] = Field(default_factory=list)
@@ -264,23 +266,31 @@ def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], 
 def _steps(plan: Plan, drifts: list[Drift], chosen_dists: list[Distribution], chosen: set[str],
            target: Target, who: str) -> list[PlanStep]:
     steps: list[PlanStep] = []
-    poisoned = {d.check.distribution.name for d in drifts if d.check.distribution is not None
-                and normalize(d.check.distribution.name) in chosen and d.check.uv_cache}
-    for name in sorted(poisoned):
+    # name -> the cache holding the edited copy (the one a plain "uv cache clean" may not be)
+    poisoned: dict[str, str | None] = {}
+    for d in drifts:
+        dist, link = d.check.distribution, d.check.uv_cache
+        if dist is not None and normalize(dist.name) in chosen and link:
+            if poisoned.get(dist.name) is None:
+                poisoned[dist.name] = link.cache_dir
+    for name, cache_dir in sorted(poisoned.items()):
         dist = next(x for x in chosen_dists if x.name == name)
+        where = f" ({cache_dir})" if cache_dir else ""
         if who == "uv":
-            steps.append(PlanStep(step=f"clean {name} from uv's cache first: an edited file is hard-linked "
-                                       "there and a reinstall would link it back", command=uv_cache_clean(dist)))
+            steps.append(PlanStep(step=f"clean {name} from uv's cache{where} first: an edited file is hard-linked "
+                                       "there and a reinstall would link it back",
+                                  command=uv_cache_clean(dist, cache_dir)))
         else:
-            steps.append(PlanStep(step=f"pip rewrites {name}'s files, but uv's cache keeps the edited copy for "
-                                       "other venvs: clean it too", command=uv_cache_clean(dist)))
+            steps.append(PlanStep(step=f"pip rewrites {name}'s files, but uv's cache{where} keeps the edited copy "
+                                       "for other venvs: clean it too", command=uv_cache_clean(dist, cache_dir)))
     for d in drifts:
         if d.check.kind is DriftKind.ORPHANED_METADATA:
             steps.append(PlanStep(step=f"remove the orphaned {os.path.basename(d.check.path)}: installers think "
                                        "its package is installed and may refuse to reinstall it",
                                   command=f"rm -r {shlex.quote(d.check.path)}"))
-    steps.append(PlanStep(step=f"reinstall {', '.join(plan.reinstall)} with {who}",
-                          command=reinstall_command(target, chosen_dists, who)))
+    note, reinstall = reinstall_parts(target, chosen_dists, who)
+    steps.append(PlanStep(step=f"reinstall {', '.join(plan.reinstall)} with {who}" + (f" ({note})" if note else ""),
+                          command=reinstall))
     faster = _restore_alternative(drifts, chosen_dists, chosen, target)
     if faster is not None:
         steps.append(faster)
@@ -290,10 +300,14 @@ def _steps(plan: Plan, drifts: list[Drift], chosen_dists: list[Distribution], ch
         files = found.paths if found else ()
         size = found.total_bytes if found else 0
         writers = ", ".join(f"{w.path}:{w.line}" for w in found.writers) if found and found.writers else "debug code"
+        listed = found.list_file if found else None
+        where = f"; the exact list is in {listed} (xargs -0 ls -l -- < {shlex.quote(listed)})" if listed else ""
+        command = (f"xargs -0 rm -- < {shlex.quote(listed)}" if listed
+                   else "rm -- " + " ".join(shlex.quote(f) for f in files) if files else None)
         steps.append(PlanStep(step=f"review, then delete {len(files)} dump file(s) matching {d.check.path}, "
                                    f"{size / 1e6:.1f} MB, written by {writers} (no reinstall touches them; the "
-                                   "list is what the code's save calls name, so look before removing)",
-                              command="rm -- " + " ".join(shlex.quote(f) for f in files) if files else None))
+                                   f"list is what the code's save calls name, so look before removing){where}",
+                              command=command))
     for e in plan.expectations:
         if e.holds_now and e.holds_after:
             steps.append(PlanStep(step=f"skip '{e.name}': it already holds and survives the reinstall"))

@@ -31,6 +31,7 @@ class TargetInfo(BaseModel):
     model_dirs: list[str] = Field(default_factory=list)
     kind: str | None = Field(default=None, description="venv, prefix, site-packages or interpreter")
     python_version: str | None = None
+    chosen_because: str | None = Field(default=None, description="when no target was named: why this one")
 
 
 class Summary(BaseModel):
@@ -40,6 +41,9 @@ class Summary(BaseModel):
     unverifiable: int
     errors: int
     by_kind: dict[str, int] = Field(default_factory=dict)
+    accepted: int = Field(default=0, description="drifts an accept entry of the configuration accepts (counted in drifts too)")
+    not_hashed: int = Field(default=0, description="files checked by presence, size and mtime only (large model "
+                                                    "files without --deep): counted in files_checked, content unread")
 
 
 class DistributionRef(BaseModel):
@@ -104,6 +108,27 @@ class DriftOut(BaseModel):
     pristine: PristineRefOut | None = Field(default=None, description="the verified original compared with")
     byte_ranges: list[list[int]] = Field(
         default_factory=list, description="binary files compared with their original: changed [start, end) ranges")
+    accepted: dict[str, Any] | None = Field(
+        default=None, description="accepted drift (docs/configuration.md): {reason, entry (its index), path (as "
+                                  "written), source (the config file)}; it does not count toward the exit status")
+
+
+class StaleAcceptedOut(BaseModel):
+    """An accept entry that no longer accepts its drift: the drift counts again."""
+
+    entry: int = Field(description="the entry's index in the config file's accept list (from 0)")
+    path: str = Field(description="the entry's path, as written")
+    reason: str
+    why: str = Field(description='e.g. "expired 2027-03-01", "the file no longer has that sha256 (now …)"')
+    file: str | None = Field(default=None, description="the drifted file it no longer accepts (absolute)")
+
+
+class UnusedAcceptedOut(BaseModel):
+    """An accept entry that accepts no drift (its file is clean again, or the path matches nothing)."""
+
+    entry: int
+    path: str
+    reason: str
 
 
 class UnverifiableOut(BaseModel):
@@ -127,6 +152,10 @@ class Report(BaseModel):
     skipped: list[ErrorOut] = Field(default_factory=list, description="deliberately not checked, with the reason")
     pristine: list[PristineOut] = Field(
         default_factory=list, description="for each distribution with package drift: where its originals came from")
+    stale_accepted: list[StaleAcceptedOut] = Field(
+        default_factory=list, description="accept entries that expired or whose file changed: their drift counts")
+    unused_accepted: list[UnusedAcceptedOut] = Field(
+        default_factory=list, description="accept entries that match no drift")
     generated_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     duration_seconds: float | None = None
 
@@ -164,6 +193,11 @@ def _drift(d: Drift) -> DriftOut:
     )
 
 
+def pristine_of(report: Report, distribution: str) -> PristineOut | None:
+    """The report's row of where ``distribution``'s originals came from (or why none was found)."""
+    return next((p for p in report.pristine if p.distribution == distribution), None)
+
+
 def pristine_out(lookups: Sequence[Any]) -> list[PristineOut]:
     """The report's view of ``driftscan.pristine.Lookup`` values."""
     out = []
@@ -180,7 +214,7 @@ def pristine_out(lookups: Sequence[Any]) -> list[PristineOut]:
 
 def build_report(verification: Verification, drifts: list[Drift], duration: float | None = None,
                  model_dirs: list[str] | None = None, skipped: list | None = None,
-                 pristine: Sequence[Any] = ()) -> Report:
+                 pristine: Sequence[Any] = (), not_hashed: int = 0) -> Report:
     t = verification.target
     out = sorted((_drift(d) for d in drifts), key=lambda d: (SCOPE_ORDER.index(d.scope),
                  d.distribution is None, d.distribution.name.lower() if d.distribution else "", d.path))
@@ -193,6 +227,7 @@ def build_report(verification: Verification, drifts: list[Drift], duration: floa
         summary=Summary(
             distributions=len(verification.distributions),
             files_checked=verification.files_checked,
+            not_hashed=not_hashed,
             drifts=len(out),
             unverifiable=len(verification.unverifiable),
             errors=len(verification.errors),

@@ -29,6 +29,7 @@ from .discover.target import environment_roots
 from .errors import ConfigError
 from .fileio import inside, open_regular, os_error, read_pieces
 from .changes import record_rows
+from .classify import uv_cache_clean
 from .model import Distribution, Drift, DriftKind, FileCheck, MetadataKind, RecordEntry, Scope, Target
 from .paths import printable, relpath
 from .plan import normalize, select_distributions
@@ -169,7 +170,8 @@ def plan_restore(target: Target, drifts: Sequence[Drift], dists: Sequence[Distri
         report.actions.append(planned.action)
         if check.uv_cache is not None and check.uv_cache.copy:
             report.notes.append(f"{printable(check.path)}: uv's cache copy {printable(check.uv_cache.copy)} stays "
-                                f"edited; clean it (uv cache clean {dist.name}) before uv installs {dist.name} again")
+                                f"edited; clean it ({uv_cache_clean(dist, check.uv_cache.cache_dir)}) before uv installs "
+                                f"{dist.name} again")
     # Added files go only with --remove-added, and only from the package directories of a
     # distribution this restore restores (named with --dist, or with restored files).
     restored = chosen or [d for d in dists if any(p.action.distribution == d.name for p in plan.planned)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -19,19 +19,24 @@ M = TypeVar("M", bound=BaseModel)
 TOML_MAX = 16 << 20  # configuration and expectation files are a few lines
 
 
-def load_toml_model(path: str, model: type[M]) -> M:
+def read_toml(path: str) -> dict[str, Any]:
+    """A TOML file's content; every failure one ConfigError line naming the file."""
     try:
         raw = read_regular(path, TOML_MAX, what="configuration file")
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror or exc}") from None
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 (byte {exc.start}): TOML files are UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     except RecursionError:
         raise ConfigError(f"{path}: not usable TOML: nested too deeply") from None
+
+
+def load_toml_model(path: str, model: type[M]) -> M:
+    data = read_toml(path)
     try:
         return model.model_validate(data)
     except ValidationError as exc:

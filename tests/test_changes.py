@@ -7,7 +7,7 @@ from driftscan.changes import _original_findings, changed_ranges, mark_origins
 from driftscan.inspect import inspect_source, select_rules, load_rules
 from driftscan.inspect.scan import IN_PROCESS_BYTES
 
-RULES = select_rules(load_rules(plugins=False))
+RULES = select_rules(load_rules(plugins=False), ["DBG1"])  # print() (DBG109, opt-in) included
 UPSTREAM = "import numpy as np\n\n\ndef keep(f, a):\n    np.save(f, a)\n    print('loaded')\n"
 INJECTED = "import torch\n\n\ndef forward(x):\n    torch.save(x, '/tmp/x.pt')\n    return x\n"
 

@@ -86,3 +86,48 @@ def test_bad_config_is_one_clear_error(tmp_path, text, message):
 def test_no_config_means_defaults(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert load_config().model_dirs == [] and load_config().source is None
+
+
+def test_every_key_works_from_a_pyproject_named_with_config(tmp_path):
+    (tmp_path / "models" / "kimi").mkdir(parents=True)
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\n\n[tool.driftscan]\nmodel_dirs = ["models/kimi"]\nhf_cache = "hub"\n'
+                         'uv_cache = "/srv/uv"\nrules_modules = ["acme.rules"]\nselect = ["DBG1"]\nignore = ["DBG109"]\n'
+                         '[[tool.driftscan.accept]]\npath = "a.py"\nreason = "kept"\n')
+    config = load_config(str(pyproject))
+    assert config.model_dirs == [str(tmp_path / "models" / "kimi")]  # relative to the file's directory
+    assert (config.hf_cache, config.uv_cache, config.rules_modules) == ("hub", "/srv/uv", ["acme.rules"])
+    assert (config.select, config.ignore, [e.path for e in config.accept]) == (["DBG1"], ["DBG109"], ["a.py"])
+    assert config.source == str(pyproject) and config.table == "tool.driftscan" and config.notes == []
+    empty = tmp_path / "other" / "pyproject.toml"
+    empty.parent.mkdir()
+    empty.write_text('[project]\nname = "y"\n')
+    assert load_config(str(empty)).select == []  # named, but no [tool.driftscan]: the defaults
+
+
+def test_the_user_config_is_the_fallback_and_a_found_file_wins(tmp_path, monkeypatch):
+    user = tmp_path / "xdg" / "driftscan" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('select = ["DBG10"]\nrules_modules = ["mine"]\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    config = load_config()
+    assert config.source == str(user) and config.rules_modules == ["mine"]  # the user's own: trusted
+    (tmp_path / "pyproject.toml").write_text("[tool.driftscan]\nselect = ['DBG106']\n")  # upward from work/
+    config = load_config()
+    assert config.source == str(tmp_path / "pyproject.toml") and config.select == ["DBG106"]
+    assert config.rules_modules == []  # files are not merged
+
+
+def test_a_broken_pyproject_on_the_way_up_is_one_line(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.driftscan\nselect = 1\n")
+    proc = run_cli("scan", "--help", cwd=str(tmp_path))  # --help reads no configuration
+    assert proc.returncode == 0
+    (tmp_path / "code.py").write_text("x = 1\n")
+    proc = run_cli("scan", "code.py", cwd=str(tmp_path))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not valid TOML" in proc.stderr, proc.stderr
+    (tmp_path / "pyproject.toml").write_text("[tool]\ndriftscan = 3\n")
+    proc = run_cli("scan", "code.py", cwd=str(tmp_path))
+    assert proc.returncode == 2 and "tool.driftscan is not a table" in proc.stderr, proc.stderr

@@ -9,12 +9,15 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from driftscan.inspect import RuleError, inspect_file, inspect_source, load_rules
+from driftscan.inspect import RuleError, inspect_file, inspect_source, load_rules, select_rules
 from driftscan.inspect.positions import node_starts
 from driftscan.inspect.rule import Rule
 from driftscan.model import Severity
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "inspect")
+
+# print() (DBG109) runs only when selected: these tests select it.
+WITH_PRINT = select_rules(load_rules(), ["DBG"])
 
 
 def src(text: str) -> bytes:
@@ -57,7 +60,7 @@ def test_one_parse_and_one_walk_for_all_rules(monkeypatch):
             breakpoint()
             torch.save(x, "/tmp/x.pt")
             print(x)
-        """))
+        """), rules=WITH_PRINT)
     assert {f.code for f in findings} >= {"DBG101", "DBG103", "DBG106", "DBG107", "DBG109"}
     assert (len(parses), len(walks)) == (1, 1)
 
@@ -99,7 +102,7 @@ def test_inspect_file_reads_bytes_and_reports_unreadable(tmp_path):
 )
 def test_unusual_files_are_findings_not_crashes(data, code):
     for prefilter in (False, True):
-        assert [f.code for f in inspect_source(data, prefilter=prefilter)] == [code]
+        assert [f.code for f in inspect_source(data, prefilter=prefilter, rules=WITH_PRINT)] == [code]
 
 
 def test_syntax_error_without_debug_patterns_is_not_reported():
@@ -121,7 +124,7 @@ def test_deep_nesting_does_not_exhaust_the_stack():
     assert [f.code for f in inspect_source(deep)] in (["DBG106"], ["DBG001"])
     # Too deep for libcst's recursive code generation: found, position unknown.
     long_chain = b"import pdb\nx = " + b" + ".join(b"a" for _ in range(1500)) + b"\nprint(x)\n"
-    findings = inspect_source(long_chain)
+    findings = inspect_source(long_chain, rules=WITH_PRINT)
     assert [f.code for f in findings] == ["DBG107", "DBG109"]
     assert findings[0].line == 1 and "position unknown" not in findings[0].message
     assert "position unknown" in findings[1].message
@@ -152,6 +155,6 @@ def test_findings_sorted_by_position():
         print(1)
         import pdb
         breakpoint(); print(2)
-        """))
+        """), rules=WITH_PRINT)
     assert codes(findings) == sorted(codes(findings), key=lambda c: (c[1], c[2], c[0]))
     assert [c[:2] for c in codes(findings)] == [("DBG109", 1), ("DBG107", 2), ("DBG106", 3), ("DBG109", 3)]

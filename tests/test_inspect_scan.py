@@ -85,7 +85,9 @@ def test_counts_and_rules(tmp_path):
     (tmp_path / "b.py").write_bytes(b"print(1)\n")
     result = scan_paths([str(tmp_path)], jobs=1)
     assert (result.files_scanned, result.bytes_scanned, result.files_parsed) == (2, 15, 1)
-    assert "DBG109" in result.rules
+    assert "DBG109" not in result.rules and "DBG101" in result.rules  # print() is off by default (as ruff's T20)
+    selected = scan_paths([str(tmp_path)], jobs=1, select=["DBG1"])
+    assert "DBG109" in selected.rules and [f.code for _, f in selected.findings] == ["DBG109"]
 
 
 def test_a_crashing_rule_is_a_problem_and_the_scan_goes_on(tmp_path):

@@ -83,8 +83,10 @@ def test_uv_target_directory(tmp_path, wheelhouse, uv_cache):
     assert _drifts(report) == [(".lock", "added"), ("six.py", "modified")]
     remedy = next(d for d in report.drifts if d.relpath == "six.py").remedy
     # uv compiles no bytecode and six and click are pure Python: nothing in the directory tells its
-    # Python version, so the remedy names python3 (never a bare "python").
-    assert f"uv pip install --target {target} --python python3 --reinstall --no-deps six==" in remedy
+    # Python version, so the remedy says so and leaves the interpreter to name (never a bare "python").
+    assert remedy.startswith(f"no interpreter belongs to the --target directory {target}, and nothing in it names its "
+                             "Python version; name the Python it belongs to: ")
+    assert f"uv pip install --target {target} --python /path/to/python --reinstall --no-deps six==" in remedy
 
 
 def test_pip_user_install_remedy_says_user(tmp_path, wheelhouse, monkeypatch):
@@ -103,7 +105,7 @@ def test_pip_user_install_remedy_says_user(tmp_path, wheelhouse, monkeypatch):
     # Audited by someone whose user base is elsewhere: the same tree is a --prefix tree to them.
     monkeypatch.setenv("PYTHONUSERBASE", str(tmp_path / "another"))
     other = audit(site_packages=[str(site)]).drifts[0].remedy
-    assert other.startswith(f"python{PY} -m pip install --prefix {base} --force-reinstall")
+    assert f": python{PY} -m pip install --prefix {base} --force-reinstall" in other
 
 
 def test_pip_prefix_install_remedy_names_the_prefix(tmp_path, wheelhouse):
@@ -114,7 +116,9 @@ def test_pip_prefix_install_remedy_names_the_prefix(tmp_path, wheelhouse):
     assert _drifts(audit(site_packages=[str(site)])) == []
     _edit(site / "six.py")
     report = audit(site_packages=[str(site)])
-    assert report.drifts[0].remedy.startswith(f"python{PY} -m pip install --prefix {prefix} --force-reinstall")
+    # No interpreter in the prefix: the remedy says so, and any Python of that version installs there.
+    assert report.drifts[0].remedy.startswith(f"no interpreter found in {prefix}/bin; any Python {PY} installs there "
+                                              f"with --prefix: python{PY} -m pip install --prefix {prefix} --force-reinstall")
 
 
 def test_an_interpreter_in_the_prefix_runs_the_reinstall(tmp_path, wheelhouse):

@@ -69,7 +69,7 @@ def test_plan_marks_every_drift_and_lists_the_steps(scenario):
     }
     assert result.installer == "uv"
     commands = [s.command for s in result.steps if s.command]
-    assert commands[0] == "uv cache clean six"
+    assert commands[0] == f"uv cache clean --cache-dir {cache} six"  # the cache the edit is in
     assert commands[1] == f"uv pip install --python {venv} --reinstall --no-deps six==1.17.0 click==8.1.8 requests==2.32.3"
     expectations = {e.name: (e.holds_now, e.holds_after) for e in result.expectations}
     assert expectations == {
@@ -106,7 +106,7 @@ def test_plan_cli_text_and_json(scenario):
     assert lines[0] == "Plan: reinstall six, click, requests with uv"
     assert any(line.strip().startswith("WIPED") and "click/core.py" in line for line in lines)
     assert any(line.strip().startswith("SURVIVES") and "six.py" in line for line in lines)
-    assert "       $ uv cache clean six" in lines
+    assert f"       $ uv cache clean --cache-dir {cache} six" in lines
     assert lines[-1] == "3 wiped, 3 survive, 0 may survive"
     data = json.loads(run_cli(*args, "--format", "json").stdout)
     assert set(data) >= {"reinstall", "wiped", "survives", "may_survive", "steps"}
@@ -126,5 +126,5 @@ def test_plan_with_pip_override_predicts_the_cache_stays_poisoned(scenario):
     result = plan(["six"], venv=str(venv), installer="pip", uv_cache=str(cache))
     six = next(i for i in result.items if i.path.endswith("six.py"))
     assert six.status == "WIPED" and "cache" in six.reason
-    assert result.steps[0].command == "uv cache clean six"
+    assert result.steps[0].command == f"uv cache clean --cache-dir {cache} six"
     assert "pip rewrites six's files" in result.steps[0].step

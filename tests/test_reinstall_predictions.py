@@ -30,7 +30,7 @@ def test_uv_hardlinked_in_place_edit_survives_reinstall_and_spreads(tmp_path, wh
     six, core = by_path(report)["six.py"], by_path(report)["click/core.py"]
     assert six.prediction.value == "survives" and six.survives_reinstall is True
     assert six.actual["uv_cache"]["copy"].startswith(str(cache / "archive-v0"))
-    assert six.remedy.startswith("uv cache clean six && uv pip install")
+    assert six.remedy.startswith(f"uv cache clean --cache-dir {cache} six && uv pip install")  # not uv's default cache
     assert "every venv sharing this cache" in six.evidence
     assert core.prediction.value == "wiped" and core.survives_reinstall is False
     # The other venv never touched six.py, yet has the edit: it shares the inode.

@@ -79,7 +79,7 @@ def test_real_packages_diff_and_restore(installed, wheelhouse):
         st = os.stat(site / "six.py")
         assert st.st_nlink == 1 and st.st_ino != cache_inode  # the link was broken ...
         assert poisoned.read_bytes() == edited["six.py"] and os.stat(poisoned).st_ino == cache_inode  # ... not written through
-        assert "uv cache clean six" in proc.stdout
+        assert f"uv cache clean --cache-dir {cache} six" in proc.stdout
     checkpoint = proc.stdout.split("checkpoint: ", 1)[1].splitlines()[0]
     saved = {f["relpath"]: f for f in json.loads(open(os.path.join(checkpoint, "checkpoint.json")).read())["files"]}
     rel_six = os.path.relpath(site / "six.py", venv)

@@ -37,6 +37,7 @@ def test_codes_and_names_are_unique_and_stable():
         "DBG002": "unreadable-file",
         "DBG003": "file-too-large",
         "DBG004": "too-complex",
+        "DBG006": "unused-noqa",
         "DBG101": "debug-tensor-dump",
         "DBG102": "tensor-save-call",
         "DBG103": "debug-counter",

@@ -9,6 +9,7 @@ import re
 import stat
 import sys
 import sysconfig
+from typing import NamedTuple
 
 from ..errors import TargetError
 from ..fileio import read_kind
@@ -265,36 +266,82 @@ def user_base() -> str:
     return os.path.abspath(os.path.expanduser(os.environ.get("PYTHONUSERBASE") or "~/.local"))
 
 
-def _python_name(target: Target) -> str:
-    """An interpreter of the target's version by name (never a bare ``python``, which may be any)."""
-    version = target.python_version or ""
-    return f"python{version}" if re.fullmatch(r"3\.\d+", version) else "python3"
+# What a remedy says where driftscan found no interpreter: visibly not a path of this machine, and
+# one that pip and uv refuse (no such file), so a remedy pasted unread cannot pick some Python.
+PYTHON_PLACEHOLDER = "/path/to/python"
 
 
-def install_location(target: Target, site: str | None) -> tuple[str, list[str], list[str]]:
-    """(python to run pip with, pip's location options, uv's location options) that reinstall into
-    the directory a distribution is in: the venv, an interpreter's prefix, a --user or --prefix
-    tree, or a --target directory (docs/environments.md). An interpreter is looked up (lexists),
-    never run."""
-    if target.venv:
-        return os.path.join(target.venv, "bin", "python"), [], ["--python", target.venv]
+class InstallLocation(NamedTuple):
+    python: str  # what runs pip
+    pip: tuple[str, ...]  # ``pip install``'s location options
+    uv: tuple[str, ...]  # ``uv pip install``'s location and interpreter options
+    pip_global: tuple[str, ...] = ()  # pip's options before ``install`` (``--python``)
+    note: str | None = None  # what to know before running it (no interpreter was found)
+
+
+def interpreter_in(prefix: str, version: str | None) -> str | None:
+    """The interpreter of a ``<prefix>/lib/pythonX.Y/site-packages`` tree: ``<prefix>/bin/pythonX.Y``,
+    ``python3`` or ``python`` that is a regular file, or a symlink to one, in a ``bin/`` inside the
+    prefix. Looked up, never run."""
+    bin_dir = os.path.join(prefix, "bin")
+    if not os.path.isdir(bin_dir) or not _inside_real(prefix, bin_dir):
+        return None
+    for name in (f"python{version}" if version else None, "python3", "python"):
+        if name is None:
+            continue
+        path = os.path.join(bin_dir, name)
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(mode) or (stat.S_ISLNK(mode) and os.path.isfile(path)):
+            return path
+    return None
+
+
+def _unknown_python(where: tuple[str, ...], uv_where: tuple[str, ...], why: str) -> InstallLocation:
+    """No interpreter found and none can be named by version: the form with ``--python``, the
+    interpreter left for the user to name."""
+    return InstallLocation("python3", where, (*uv_where, "--python", PYTHON_PLACEHOLDER),
+                           ("--python", PYTHON_PLACEHOLDER), f"{why}; name the Python it belongs to")
+
+
+def install_location(target: Target, site: str | None) -> InstallLocation:
+    """How to reinstall into the directory a distribution is in: the venv, an interpreter's prefix,
+    a --user or --prefix tree, or a --target directory (docs/environments.md). An interpreter is
+    looked up, never run; where none is found the location says so (``note``)."""
+    if target.venv and (site is None or _under(os.path.abspath(site), os.path.abspath(target.venv))):
+        python = os.path.join(target.venv, "bin", "python")
+        return InstallLocation(python, (), ("--python", target.venv))
     if target.kind is TargetKind.INTERPRETER:
-        return sys.executable, [], ["--python", sys.executable]
+        return InstallLocation(sys.executable, (), ("--python", sys.executable))
     if site is None:
-        return "python3", [], []
+        return _unknown_python((), (), "no interpreter is known for this environment")
     layout = site_packages_prefix(site)
-    name = _python_name(target)
     if layout is None:  # a directory of its own: pip install --target (which needs --upgrade to replace)
-        return name, ["--target", site, "--upgrade"], ["--target", site, "--python", name]
+        where = ("--target", site, "--upgrade")
+        known = target.python_version or ""
+        if not re.fullmatch(r"3\.\d+", known):
+            return _unknown_python(where, ("--target", site),
+                                   f"no interpreter belongs to the --target directory {site}, and nothing in it "
+                                   "names its Python version")
+        name = f"python{known}"
+        return InstallLocation(name, where, ("--target", site, "--python", name),
+                               note=f"no interpreter belongs to a --target directory; with a Python {known} "
+                                    "(the version its bytecode names)")
     prefix, version = layout
-    for candidate in (f"python{version}", "python3", "python"):
-        interpreter = os.path.join(prefix, "bin", candidate)
-        if os.path.lexists(interpreter):
-            return interpreter, [], ["--python", interpreter]
-    name = f"python{version}" if version else name
-    if os.path.abspath(prefix) == user_base():
-        return name, ["--user"], ["--prefix", prefix, "--python", name]  # uv pip has no --user
-    return name, ["--prefix", prefix], ["--prefix", prefix, "--python", name]
+    interpreter = interpreter_in(prefix, version)
+    if interpreter is not None:
+        return InstallLocation(interpreter, (), ("--python", interpreter))
+    if version is None:
+        return _unknown_python(("--prefix", prefix), ("--prefix", prefix),
+                               f"no interpreter found in {os.path.join(prefix, 'bin')}")
+    name = f"python{version}"
+    if os.path.abspath(prefix) == user_base():  # any Python X.Y of this user reads its user site
+        return InstallLocation(name, ("--user",), ("--prefix", prefix, "--python", name))  # uv pip has no --user
+    return InstallLocation(name, ("--prefix", prefix), ("--prefix", prefix, "--python", name),
+                           note=f"no interpreter found in {os.path.join(prefix, 'bin')}; any Python {version} "
+                                "installs there with --prefix")
 
 
 def site_packages_root(site: str) -> str:

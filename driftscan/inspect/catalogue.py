@@ -26,8 +26,12 @@ INTRO = f"""\
 source. Each rule has a stable code and a name; `--select`/`--ignore` take code prefixes
 (`DBG1`, `DBG105`) or names (`print-call`), and for every rule the most specific entry wins
 (ruff's semantics: `--select DBG1 --ignore DBG105` drops DBG105, `--ignore DBG1 --select
-DBG105` keeps only DBG105; on a tie `ignore` wins). Codes `DBG0xx` describe files that could
-not be inspected; `DBG1xx` describe debug code.
+DBG105` keeps only DBG105; on a tie `ignore` wins). Codes `DBG001`–`DBG004` describe files
+that could not be inspected, `DBG006` unused `# noqa` codes; `DBG1xx` describe debug code.
+
+A finding is not reported on a line whose comment says `# noqa: CODE` (exact codes, comma- or
+space-separated) or a bare `# noqa`, with ruff's semantics; DBG001–DBG004 cannot be suppressed
+that way ([configuration.md](configuration.md#noqa)).
 
 Findings give a 1-based line and a 1-based column (code points, as ruff and flake8 print
 them). Files over {MAX_FILE_BYTES // 1024 // 1024} MiB ({MAX_FILE_BYTES} bytes) are not parsed (DBG003).
@@ -65,7 +69,9 @@ def _expectation(example: Invalid) -> str:
 def rule_section(rule: type[Rule]) -> str:
     lines = [f"## {rule.CODE} `{rule.NAME}`", "", f"Severity: **{rule.SEVERITY.value}** — {rule.MESSAGE}.", ""]
     lines += [pyinspect.cleandoc(rule.__doc__ or ""), ""]
-    if rule.FILE_PROBLEM:
+    if rule.FILE_PROBLEM == "noqa":
+        lines += ["Reported by the engine itself, from the file's `# noqa` comments.", ""]
+    elif rule.FILE_PROBLEM:
         lines += ["Reported by the engine itself when it cannot inspect a file.", ""]
     if rule.TRIGGER is None:
         lines += ["Trigger: none (the rule sees every file)." if not rule.FILE_PROBLEM else "Trigger: none.", ""]

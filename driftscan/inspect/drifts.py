@@ -11,11 +11,12 @@ than the code that writes them count (inspect/artifacts.py); the remedy names ea
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 from ..fileio import read_regular
 from ..model import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem
@@ -70,7 +71,8 @@ class DumpSearch(NamedTuple):
 
 
 def _artifact_check(pattern: str, writers: list[tuple[str, Finding]], owned: Callable[[str], bool] | None,
-                    exclude: set[str]) -> DumpSearch:
+                    exclude: set[str], dump_list: DumpLister | None = None,
+                    audited: Iterable[str] = ()) -> DumpSearch:
     """The debug-artifacts drift of one dump pattern, and what to say about a search refused or
     cut short. A file counts only if it is no older than the code that writes it."""
     times = [t for t in (_mtime(p) for p, _ in writers) if t is not None]
@@ -90,11 +92,28 @@ def _artifact_check(pattern: str, writers: list[tuple[str, Finding]], owned: Cal
                 f"writes them ({where}, {writers[0][1].code} {writers[0][1].name}) and owned by no distribution; "
                 "no reinstall removes them; review them, then remove them")
     # Every file by name: the remedy never hands a pattern from the audited code to a shell.
-    files = " ".join(shlex.quote(p) for p in group.paths)
-    found = DumpFiles(pattern, tuple(group.paths), size, tuple(DumpWriter(p, f.line, f.code) for p, f in writers))
+    paths = tuple(group.paths)
+    list_file = dump_list(paths, tuple(audited)) if dump_list is not None and len(paths) > INLINE_DUMPS else None
+    if list_file is not None:
+        quoted = shlex.quote(list_file)
+        remedy = (f"{len(paths)} files matching {pattern}; list in {list_file} (review them: xargs -0 ls -l -- < "
+                  f"{quoted}), then: xargs -0 rm -- < {quoted}")
+    else:
+        remedy = "rm -- " + " ".join(shlex.quote(p) for p in paths)
+    found = DumpFiles(pattern, paths, size, tuple(DumpWriter(p, f.line, f.code) for p, f in writers),
+                      list_file=list_file)
     drift = FileCheck(DriftKind.DEBUG_ARTIFACTS, pattern, os.path.dirname(pattern), None, {}, {}, evidence,
-                      area=Area.EXTERNAL, remedy_hint=f"rm -- {files}", dumps=found)
+                      area=Area.EXTERNAL, remedy_hint=remedy, dumps=found)
     return DumpSearch(drift, note)
+
+
+# Up to this many dump files are named in the remedy itself; more go to a list file.
+INLINE_DUMPS = 3
+# (paths, directories the audit reads) -> the list file written, or None: the caller's writer
+# (api passes driftscan.cache.write_dump_list; this layer writes nothing).
+DumpLister = Callable[[Sequence[str], Sequence[str]], Optional[str]]
+# <prefix>/lib/pythonX.Y/site-packages: the prefix is audited too (discover/target.py's layout)
+_PREFIX_LAYOUT = re.compile(r"^(?P<prefix>.+?)[\\/](?:lib(?:64)?[\\/](?:python|pypy)\d[^\\/]*|Lib)[\\/](?:site|dist)-packages$")
 
 
 def _unparsable(path: str, rules: Sequence[type[Rule]]) -> list[Finding]:
@@ -108,28 +127,38 @@ def _unparsable(path: str, rules: Sequence[type[Rule]]) -> list[Finding]:
 def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, select: Sequence[str] = (),
                    ignore: Sequence[str] = (), rules_modules: Sequence[str] = (),
                    owned: Callable[[str], bool] | None = None, package_dirs: Iterable[str] = (),
-                   plugins: bool = True) -> InspectOutcome:
+                   plugins: bool = True, dump_list: DumpLister | None = None) -> InspectOutcome:
     """Findings on the drifted Python files, and the dumps their code left.
 
     ``owned(path)``: whether a RECORD owns ``path`` (such a file is never a dump);
     ``package_dirs``: directories of the environment where no file counts as a dump (the
-    package directories drifts were found in always are)."""
+    package directories drifts were found in always are); ``dump_list``: writes the exact list of
+    many dump files somewhere outside the audited directories and says where, for a remedy of
+    one ``xargs -0 rm`` (None, or it returning None: the remedy names every file)."""
     targets = sorted({c.path for c in checks if _inspectable(c)})
     if not targets:
         return InspectOutcome(list(checks))
     # The prefilter never changes findings (a test holds it to that) and spares parsing files
     # that cannot match, which matters when thousands of .py files were added by hand.
-    result = scan_paths(targets, select=select, ignore=ignore, jobs=jobs, extra_rule_modules=rules_modules,
-                        plugins=plugins, budget=PARSE_BUDGET)
+    available = load_rules(rules_modules, plugins=plugins)
+    selected = select_rules(available, select, ignore)
+    reported = {r.CODE for r in selected}
+    # Rule selection picks the findings shown, never the drift found: the dumps the code left are
+    # searched for with every dump-writing rule's patterns (the default rules run for that, their
+    # findings outside the selection dropped), so --ignore DBG10 cannot make 35 dumps vanish.
+    scanned = {r.CODE: r for r in (*select_rules(available), *selected)}
+    result = scan_paths(targets, select=sorted(scanned), jobs=jobs, rules=list(scanned.values()), plugins=plugins,
+                        budget=PARSE_BUDGET)
     by_path: dict[str, list[Finding]] = defaultdict(list)
     writers: dict[str, list[tuple[str, Finding]]] = defaultdict(list)
     for path, finding in result.findings:
-        by_path[path].append(finding)
+        if finding.code in reported:
+            by_path[path].append(finding)
         if finding.artifact_pattern:
             writers[finding.artifact_pattern].append((path, finding))
     skipped: list[Problem] = []
-    selected = select_rules(load_rules(rules_modules, plugins=plugins), select, ignore)
-    file_level = {r.CODE for r in selected if r.FILE_PROBLEM}  # a file with one of these was not inspected
+    # A file with one of these was not inspected (DBG006, an unused noqa, says nothing of that).
+    file_level = {r.CODE for r in selected if r.FILE_PROBLEM in ("parse", "read", "size", "complexity")}
     if any(r.FILE_PROBLEM in ("parse", "complexity") for r in selected):
         edited = {c.path for c in checks if _inspectable(c) and c.kind is not DriftKind.ADDED}
         added = [p for p in targets if p not in edited]
@@ -143,8 +172,11 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
     outcome = InspectOutcome([replace(c, findings=tuple(by_path.get(c.path, ()))) if _inspectable(c) else c
                               for c in checks], errors=list(result.errors), skipped=skipped)
     exclude = _package_dirs(checks) | set(package_dirs)
+    # Everything the audit reads: a list of dumps is never written there.
+    audited = {m.group("prefix") if (m := _PREFIX_LAYOUT.match(os.path.abspath(d))) else d for d in exclude} | \
+        {c.root for c in checks if c.area is not Area.EXTERNAL and c.root}
     for pattern in sorted(writers):
-        check, note = _artifact_check(pattern, writers[pattern], owned, exclude)
+        check, note = _artifact_check(pattern, writers[pattern], owned, exclude, dump_list, sorted(audited))
         if note is not None:
             outcome.skipped.append(note)
         if check is not None:

@@ -28,6 +28,7 @@ from ..fileio import read_regular
 from ..model import Finding
 from .complexity import refusal
 from .context import FileContext
+from .noqa import apply_noqa
 from .positions import node_starts
 from .registry import default_rules
 from .rule import Rule
@@ -94,7 +95,8 @@ def inspect_path(
 
 
 def _rules(rules: Sequence[type[Rule]] | None) -> Sequence[type[Rule]]:
-    return default_rules() if rules is None else rules
+    """``rules``, or every rule enabled by default (opt-in rules such as DBG109 run only when selected)."""
+    return [r for r in default_rules() if r.DEFAULT_ENABLED] if rules is None else rules
 
 
 def _file_rules(rules: Sequence[type[Rule]]) -> dict[str, type[Rule]]:
@@ -134,6 +136,14 @@ def import_check(data: bytes, path: str, rules: Sequence[type[Rule]], *, parse: 
 
 
 def _inspect(
+    data: bytes, path: str, rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None
+) -> tuple[list[Finding], bool]:
+    """The findings ``# noqa`` comments leave, and whether the file was parsed (noqa.py)."""
+    findings, parsed = _inspect_all(data, path, rules, prefilter, max_bytes)
+    return apply_noqa(data, findings, rules), parsed
+
+
+def _inspect_all(
     data: bytes, path: str, rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None
 ) -> tuple[list[Finding], bool]:
     if not rules:

@@ -65,7 +65,11 @@ def rules_from_spec(spec: str) -> list[type[Rule]]:
         obj = getattr(module, attr) if attr else module
     except (ImportError, AttributeError) as e:
         raise ConfigError(f"rule module {spec!r} could not be loaded: {e}") from e
-    return _from_object(obj, spec)
+    rules = _from_object(obj, spec)
+    if not rules:  # a typo'd or wrong module ("json") would otherwise add nothing, silently
+        raise ConfigError(f"module {module_name} defines no driftscan rules" if not attr
+                          else f"{spec}: an empty list of rules")
+    return rules
 
 
 def plugin_rules() -> list[type[Rule]]:
@@ -129,7 +133,7 @@ def select_rules(
     for rule in rules:
         picked = [n for n in (_specificity(s, rule) for s in select) if n is not None]
         dropped = [n for n in (_specificity(s, rule) for s in ignore) if n is not None]
-        best_select = max(picked) if picked else (-1 if not select else None)
+        best_select = max(picked) if picked else (-1 if not select and rule.DEFAULT_ENABLED else None)
         if best_select is None:
             continue
         if dropped and max(dropped) >= best_select:

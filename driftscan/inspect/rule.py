@@ -67,6 +67,9 @@ class Rule:
     FILE_PROBLEM: ClassVar[str | None] = None
     #: Size cap the examples are checked with (only the file-size rule needs one).
     EXAMPLE_MAX_BYTES: ClassVar[int | None] = None
+    #: False for a noisy rule that runs only when a --select names it (its code, a prefix of it,
+    #: its name or ALL), as ruff keeps T20 off by default.
+    DEFAULT_ENABLED: ClassVar[bool] = True
 
     def __init__(self, context: FileContext):
         self.context = context

@@ -23,15 +23,17 @@ import pickle
 import signal
 import subprocess
 import sys
+import stat
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 
-from ..fileio import default_jobs, walk
+from ..fileio import default_jobs, file_type, walk
 from ..model import Finding, Problem
 from .engine import MAX_FILE_BYTES, RuleError, complexity_finding, inspect_path
+from .noqa import with_unused_noqa
 from .registry import load_rules, select_rules
 from .rule import Rule
 
@@ -57,9 +59,14 @@ def collect_files(paths: Iterable[str], errors: list[Problem]) -> list[tuple[str
             return
         seen.add(key)
         try:
-            out.append((path, os.stat(path).st_size))
+            st = os.stat(path)
         except OSError as e:
             errors.append(Problem(path, f"cannot stat: {e.strerror or e}"))
+            return
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device named on the command line: not scanned (bit 2)
+            errors.append(Problem(path, f"not a regular file ({file_type(st.st_mode)}): not scanned"))
+            return
+        out.append((path, st.st_size))
 
     def onerror(e: OSError) -> None:
         errors.append(Problem(e.filename or "?", f"cannot list directory: {e.strerror or e}"))
@@ -241,8 +248,35 @@ def _lost(path: str, why: str, rules: Sequence[type[Rule]]) -> Row:
     return (path, findings, 0, True, None if findings else f"not inspected: {why}")
 
 
+class _Arriving(list):
+    """Rows as they arrive, each arrival reported to ``progress(files done, files in all)``."""
+
+    def __init__(self, total: int, progress: Callable[[int, int], None] | None, done: int = 0) -> None:
+        super().__init__()
+        self.total, self.progress, self.done = total, progress, done
+
+    def _tick(self, n: int) -> None:
+        self.done += n
+        if self.progress is not None and n:
+            self.progress(self.done, self.total)
+
+    def append(self, row) -> None:
+        super().append(row)
+        self._tick(1)
+
+    def extend(self, rows) -> None:
+        rows = list(rows)
+        super().extend(rows)
+        self._tick(len(rows))
+
+    def __iadd__(self, rows):  # type: ignore[override, misc]
+        self.extend(rows)
+        return self
+
+
 def _scan_in_workers(chunks: list[list[tuple[str, int]]], jobs: int, config: tuple,
-                     budget: float | None = None) -> list[Row]:
+                     budget: float | None = None, progress: Callable[[int, int], None] | None = None,
+                     total: int | None = None, done: int = 0) -> list[Row]:
     """Rows for every file of ``chunks``, scanned by ``jobs`` worker processes (see the module
     docstring: a file that crashes or stalls its worker costs that file, and only it).
     ``budget``: seconds for all of it; files not parsed by then get DBG004 with that reason
@@ -254,7 +288,7 @@ def _scan_in_workers(chunks: list[list[tuple[str, int]]], jobs: int, config: tup
     if not fork and not sys.executable:
         return _scan_files([p for chunk in chunks for p, _ in chunk], *config)  # no interpreter to start
     todo = deque(chunks)
-    rows: list[Row] = []
+    rows: list[Row] = _Arriving(total if total is not None else sum(len(c) for c in chunks), progress, done)
     stop_at = time.monotonic() + budget if budget is not None else float("inf")
     workers = [_Worker(fork, config) for _ in range(min(jobs, len(chunks)))]
     try:
@@ -350,16 +384,22 @@ def scan_paths(
     plugins: bool = True,
     max_bytes: int | None = MAX_FILE_BYTES,
     budget: float | None = None,
+    unused_noqa: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ScanResult:
     """Run the selected rules over every Python file under ``paths``.
 
     ``rules`` replaces the available rules (built-ins, plugins, ``extra_rule_modules``)
     before ``select``/``ignore`` apply. ``budget``: seconds the parsing in workers may take in
-    all (files beyond it get DBG004); None for none. Unknown selectors and broken plugins raise
-    ``driftscan.errors.ConfigError``; everything file-specific ends up in the result.
+    all (files beyond it get DBG004); None for none. ``unused_noqa`` (``scan --strict``): the
+    unused-noqa rule runs too, unless ``ignore`` names it (inspect/noqa.py). Unknown selectors and
+    broken plugins raise ``driftscan.errors.ConfigError``; everything file-specific ends up in the result.
     """
     available = list(rules) if rules is not None else load_rules(extra_rule_modules, plugins=plugins)
-    chosen = select_rules(available, select, ignore)
+    # Rules handed over as they are run as they are (opt-in ones included) unless a selection is given too.
+    chosen = list(rules) if rules is not None and not select and not ignore else select_rules(available, select, ignore)
+    if unused_noqa:
+        chosen = with_unused_noqa(available, chosen, ignore)
     result = ScanResult(rules=tuple(r.CODE for r in chosen))
     files = collect_files(paths, result.errors)
     jobs = default_jobs() if jobs is None else max(1, jobs)
@@ -367,14 +407,16 @@ def scan_paths(
     if not _picklable(chosen):
         rows = _scan_files([p for p, _ in files], *config)
     elif jobs > 1 and len(files) > 1:
-        rows = _scan_in_workers(_chunks(files, jobs), jobs, config, budget)
+        rows = _scan_in_workers(_chunks(files, jobs), jobs, config, budget, progress, len(files))
     else:
         # One job: here, but for files big enough to take long (dense code parses ~30 s/MB),
         # which one worker takes, so that the time budget holds for them too.
         big = [(p, size) for p, size in files if size > IN_PROCESS_BYTES]
         rows = _scan_files([p for p, size in files if size <= IN_PROCESS_BYTES], *config)
+        if progress is not None and rows:
+            progress(len(rows), len(files))
         if big:
-            rows += _scan_in_workers([big], 1, config, budget)
+            rows += _scan_in_workers([big], 1, config, budget, progress, len(files), len(rows))
     for path, findings, nbytes, parsed, error in rows:
         result.files_scanned += 1
         result.bytes_scanned += nbytes

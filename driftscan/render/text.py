@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from itertools import groupby
 
-from ..report import DriftOut, Report
+from ..report import DriftOut, Report, pristine_of
 
 
 def _diff_counts(diff: str) -> tuple[int, int]:
@@ -92,26 +93,29 @@ def _header(r: Report) -> str:
         parts.append("site-packages " + ", ".join(t.site_packages))
     if t.model_dirs:
         parts.append(("model directory " if len(t.model_dirs) == 1 else "model directories ") + ", ".join(t.model_dirs))
-    return f"driftscan {r.tool.version} · " + " · ".join(parts)
+    chosen = f" (default target: {t.chosen_because})" if t.chosen_because else ""
+    return f"driftscan {r.tool.version} · " + " · ".join(parts) + chosen
 
 
 def _pristine_line(r: Report, name: str) -> str | None:
-    for p in r.pristine:
-        if p.distribution == name:
-            if p.source:
-                partial = f" ({p.reason})" if p.reason else ""
-                return f"  original: {p.source} {p.path}{partial}"
-            return f"  original: none found ({p.reason})" if p.reason else None
-    return None
+    p = pristine_of(r, name)
+    if p is None:
+        return None
+    if p.source:
+        return f"  original: {p.source} {p.path}" + (f" ({p.reason})" if p.reason else "")
+    return f"  original: none found ({p.reason})" if p.reason else None
 
 
 def _indented(block: str, prefix: str = "      ") -> list[str]:
     return [prefix + line for line in block.rstrip("\n").split("\n")]
 
 
-def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False) -> str:
-    """``diffs``: each modified file's diff (or JSON changes) under it; ``show_upstream``: also the
-    findings the original file has too (hidden by default: they are not what drifted)."""
+def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, verbose: bool = False,
+                color: bool = False) -> str:
+    """``diffs``: each modified file's diff (or JSON changes) under it; ``verbose``: the evidence
+    too; ``show_upstream``: also the findings the original file has too (hidden by default: they
+    are not what drifted). ``color`` is applied by ``colorize`` after the text is made inert."""
+    diffs = diffs or verbose
     lines = [_header(r), ""]
     width = max((len(d.kind.value) for d in r.drifts), default=8)
     key = lambda d: (d.scope, d.distribution.name.lower() if d.distribution else "", _root(d))  # noqa: E731
@@ -132,7 +136,10 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False) 
             detail = _detail(d)
             lines.append(f"  {d.kind.value:<{width}}  {_MARK[d.prediction.value]}  {d.relpath}"
                          + (f"  ({detail})" if detail else ""))
-            if d.prediction.value != "wiped" and d.distribution and d.scope.value == "package":
+            if d.accepted:
+                lines.append(f"      ACCEPTED  {d.accepted.get('reason', '')} (accept entry {d.accepted.get('entry')})")
+            if d.evidence and (verbose or (d.prediction.value != "wiped" and d.distribution
+                                           and d.scope.value == "package")):
                 lines.append(f"      {d.evidence}")
             hidden_upstream = 0
             for f in d.findings:
@@ -156,6 +163,15 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False) 
         remedies = list(dict.fromkeys(d.remedy for d in items if d.scope.value == "package"))
         lines += [f"  remedy: {remedy}" for remedy in remedies]
         lines.append("")
+    if r.stale_accepted:
+        lines.append(f"stale accepted entries ({len(r.stale_accepted)}) — their drift counts again")
+        lines += [f"  accept[{e.entry}] {e.path}" + (f" ({e.file})" if e.file and any(c in e.path for c in "*?[") else "")
+                  + f": {e.why} — reason was: {e.reason}" for e in r.stale_accepted]
+        lines.append("")
+    if r.unused_accepted:
+        lines.append(f"unused accepted entries ({len(r.unused_accepted)}) — they match no drift")
+        lines += [f"  accept[{e.entry}] {e.path}: {e.reason}" for e in r.unused_accepted]
+        lines.append("")
     if r.unverifiable:
         lines.append(f"unverifiable ({len(r.unverifiable)}) — neither clean nor drifted")
         lines += [f"  {u.distribution}: {u.reason}" for u in r.unverifiable]
@@ -172,6 +188,18 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False) 
     return "\n".join(lines) + "\n"
 
 
+_ANSI = {"WIPED": "32", "SURVIVES": "33", "MAY SURVIVE": "35", "ACCEPTED": "36", "high": "31", "medium": "33",
+         "low": "2", "[injected]": "31", "[upstream]": "2"}
+_MARKS = re.compile(r"(?<=  )(WIPED|SURVIVES|MAY SURVIVE|ACCEPTED)(?=\s)|(?<= DBG\d{3} )(high|medium|low)(?= )"
+                    r"|(\[injected\]|\[upstream\])$", re.M)
+
+
+def colorize(text: str) -> str:
+    """ANSI colour for the report's own marks (predictions, severities, origins), on text that was
+    already made inert: colour codes are added here, never taken from the tree."""
+    return _MARKS.sub(lambda m: f"\x1b[{_ANSI[m.group(0)]}m{m.group(0)}\x1b[0m", text)
+
+
 def _brief(change: dict) -> str:
     op = change.get("op")
     if op == "changed":
@@ -184,11 +212,15 @@ def summary_line(r: Report) -> str:
     took = f" in {r.duration_seconds:.2f} s" if r.duration_seconds is not None else ""
     where = f" in {_n(s.distributions, 'distribution')}" if r.target.venv or r.target.site_packages else ""
     checked = f"{_n(s.files_checked, 'file')} checked{where}{took}"
-    if not s.drifts:
+    if s.not_hashed:
+        checked += f" ({s.not_hashed} not hashed: size and mtime only; --deep to hash)"
+    if not s.drifts and s.files_checked == 0:
+        head = "nothing could be verified"
+    elif not s.drifts:
         head = "no drift"
     else:
         kinds = ", ".join(f"{n} {k}" for k, n in Counter(d.kind.value for d in r.drifts).most_common())
-        head = f"{_n(s.drifts, 'drift')} ({kinds})"
+        head = f"{_n(s.drifts, 'drift')} ({kinds})" + (f", {s.accepted} accepted" if s.accepted else "")
     return f"{head}; {checked}; {s.unverifiable} unverifiable; {_n(s.errors, 'error')}"
 
 

@@ -22,6 +22,8 @@ class PrintCall(Rule):
     NAME = "print-call"
     MESSAGE = "print() in library code"
     SEVERITY = Severity.LOW
+    # 673 of 741 findings in pristine torch + transformers were prints: off unless selected.
+    DEFAULT_ENABLED = False
     TRIGGER = triggers.PRINT
 
     def visit_Call(self, node: cst.Call) -> None:

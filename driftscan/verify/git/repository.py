@@ -56,6 +56,10 @@ def uids_of(*paths: str) -> set[int]:
     return allowed
 
 
+# Said of a revision that names no commit (the caller names the revision, once).
+NO_SUCH_REVISION = "no such commit, branch or tag in this repository"
+
+
 @dataclass
 class Repository:
     """A repository opened for reading through a private GIT_DIR; use as a context manager."""
@@ -116,10 +120,10 @@ class Repository:
         except GitTimeout:
             raise
         except GitFailed:
-            raise GitFailed(f"unknown revision {revision!r}") from None
+            raise GitFailed(NO_SUCH_REVISION) from None
         sha = out.decode("ascii", "replace").strip()
         if not OBJECT_ID.match(sha):
-            raise GitFailed(f"unknown revision {revision!r}")
+            raise GitFailed(NO_SUCH_REVISION)
         return sha
 
     def blob(self, sha: str) -> bytes:

@@ -63,9 +63,11 @@ def audit_git(ctx: Context, layout: ModelDirLayout, revision: str | None) -> Kin
         repo = gitaccess.open_repository(top, allowed_uids=gitaccess.uids_of(ctx.root, layout.path))
     except gitaccess.NotARepository:
         return None
-    except (gitaccess.GitRefused, gitaccess.GitFailed) as exc:
-        why = str(exc) if isinstance(exc, gitaccess.GitRefused) else f"git is not available: {exc}"
+    except gitaccess.GitRefused as exc:
+        why = str(exc)
         return KindResult(problems=[Problem(ctx.root, why)], unverifiable=[Unverifiable(layout.path, why)])
+    except gitaccess.GitFailed as exc:  # an error, reported once (the exit status says "could not check")
+        return KindResult(problems=[Problem(ctx.root, f"git is not available: {exc}")])
     with repo:  # removes the private GIT_DIR
         return _audit(ctx, layout, repo, revision)
 
@@ -89,7 +91,11 @@ def _audit(ctx: Context, layout: ModelDirLayout, git: _Git, revision: str | None
             untracked = []
     except gitaccess.GitFailed as exc:
         why = str(exc) if isinstance(exc, gitaccess.GitTimeout) else f"git cannot compare against {wanted}: {exc}"
-        return KindResult(problems=[Problem(ctx.root, why)], unverifiable=[Unverifiable(layout.path, why)])
+        if wanted == "HEAD" and git.head is None:  # an unborn branch: nothing to compare with, not a failure
+            return KindResult(unverifiable=[Unverifiable(layout.path, why)])
+        # One line, git's message once: a failure is an error of this directory (exit bit 2), not
+        # also an "unverifiable" entry repeating it.
+        return KindResult(problems=[Problem(ctx.root, why)])
     if prefix and not tree:
         return None  # e.g. a model directory inside a home directory that happens to be a repository
     filemode = git.filemode

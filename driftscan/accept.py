@@ -1,0 +1,259 @@
+"""Accepted drift: configuration entries that keep an intentional change from failing a run.
+
+An entry (``[[tool.driftscan.accept]]`` in a ``pyproject.toml``, ``[[accept]]`` in a
+``driftscan.toml``; docs/configuration.md) names a path, optionally the sha256 of the accepted
+content, a required reason and an optional expiry date. ``apply_accepted`` marks each drift an
+entry accepts (``accepted``: the reason and the entry), and lists the entries that no longer
+accept what they name (``stale_accepted``: expired, or the file's content changed) and those
+that match no drift (``unused_accepted``). An accepted drift stays in the report; ``counted``
+gives the drifts that count toward the exit status.
+
+Paths: an absolute ``path`` is compared with a drift's absolute path, any other with its
+``relpath`` (as the report shows it). A path with ``*``, ``?`` or ``[`` is a glob, matched
+against the whole path: ``*`` and ``?`` never match ``/``, ``**`` matches anything including
+``/`` (``**/`` also no directory at all), ``[abc]`` / ``[!abc]`` are character classes.
+
+The sha256 is of the file's current bytes, read through ``fileio`` (a regular file only, never
+through a symlink at the file itself, at most ``HASH_MAX`` bytes). A drift whose file cannot be
+hashed — missing, a directory, a symlink, a dump pattern — is accepted only by an entry without
+``sha256``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .fileio import open_regular, read_pieces
+from .report import DriftOut, Report, StaleAcceptedOut, UnusedAcceptedOut
+
+#: Files larger than this are not hashed for an accept entry (a model shard of 100 GB would
+#: take minutes): accept them without ``sha256``.
+HASH_MAX = 64 << 30
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class AcceptEntry(BaseModel):
+    """One ``[[accept]]`` entry, as validated from the configuration file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(min_length=1, description="relpath as in the report, an absolute path, or a glob")
+    sha256: str | None = Field(default=None, description="hex digest of the accepted content; omitted: any content")
+    reason: str = Field(description="why this drift is kept (required)")
+    expires: datetime.date | None = Field(default=None, description="from this date on the entry is stale")
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip().lower()
+        if not _SHA256.match(value):
+            raise ValueError("not a sha256 hex digest (64 hexadecimal digits)")
+        return value
+
+    @field_validator("reason")
+    @classmethod
+    def _reason(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the reason must not be empty")
+        return value
+
+    @field_validator("expires", mode="before")
+    @classmethod
+    def _date_only(cls, value: object) -> object:
+        if isinstance(value, datetime.datetime):  # a TOML datetime: only a date is meant here
+            raise ValueError("a date (expires = 2027-03-01), not a date and time")
+        return value
+
+
+def is_glob(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
+@lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """``*`` and ``?`` within one path component, ``**`` across components (``**/``: also none)."""
+    out = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if end < 0:
+                out.append(re.escape(c))
+                i += 1
+                continue
+            body = pattern[i + 1 : end]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return re.compile("(?s:" + "".join(out) + r")\Z")
+
+
+def matches(entry_path: str, drift: DriftOut) -> bool:
+    """Whether an entry's ``path`` names this drift (see the module docstring)."""
+    absolute = entry_path.startswith("/")
+    subject = drift.path if absolute else drift.relpath
+    if is_glob(entry_path):
+        return _glob_regex(entry_path).match(subject) is not None
+    return os.path.normpath(entry_path) == os.path.normpath(subject)
+
+
+def file_sha256(path: str) -> tuple[str | None, str]:
+    """``(hex digest, "")`` of a regular file, or ``(None, why it cannot be hashed)``."""
+    try:
+        fd, st = open_regular(path, follow=False)
+    except FileNotFoundError:
+        return None, "the file is missing"
+    except OSError as exc:
+        return None, f"cannot hash it: {exc.strerror or exc}"
+    try:
+        if st.st_size > HASH_MAX:
+            return None, f"cannot hash it: {st.st_size} bytes is over the {HASH_MAX}-byte limit"
+        digest = hashlib.sha256()
+        for piece in read_pieces(fd, st.st_size):
+            digest.update(piece)
+        return digest.hexdigest(), ""
+    except OSError as exc:
+        return None, f"cannot hash it: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
+
+
+def _verdict(entry: AcceptEntry, drift: DriftOut, today: datetime.date,
+             hashes: dict[str, tuple[str | None, str]]) -> str | None:
+    """None when ``entry`` accepts ``drift`` (its path matching), else why it no longer does."""
+    if entry.expires is not None and today >= entry.expires:
+        return f"expired {entry.expires.isoformat()}"
+    if entry.sha256 is None:
+        return None
+    if drift.path not in hashes:
+        hashes[drift.path] = file_sha256(drift.path) if drift.kind.value != "debug-artifacts" else \
+            (None, "a dump pattern has no content to hash")
+    digest, why = hashes[drift.path]
+    if digest is None:
+        return f"{why}; an entry with sha256 accepts only that content"
+    if digest != entry.sha256:
+        return f"the file no longer has that sha256 (now {digest})"
+    return None
+
+
+def apply_accepted(report: Report, entries: Sequence[AcceptEntry], today: datetime.date | None = None, *,
+                   source: str | None = None) -> Report:
+    """The report with accepted drifts marked, stale and unused entries listed, and
+    ``summary.accepted`` counted. ``entries`` in the order of the config file (their index is
+    what ``entry`` names); ``source``: the config file, named in each ``accepted``.
+
+    The first entry that accepts a drift is the one named. An entry is stale for a drift it
+    matches when it expired, or when it pins a sha256 the file no longer has — unless another
+    entry accepts that drift (two entries for one relpath in two roots, a newer entry for new
+    content), in which case it is simply not about that file. Expired entries are stale even
+    when they match nothing (expiry is news either way); other entries that accept nothing are
+    unused."""
+    if not entries:
+        return report
+    today = today or datetime.date.today()
+    hashes: dict[str, tuple[str | None, str]] = {}
+    used: set[int] = set()
+    stale: list[StaleAcceptedOut] = []
+    stale_entries: set[int] = set()
+    drifts = []
+    for drift in report.drifts:
+        verdicts = [(i, e, _verdict(e, drift, today, hashes)) for i, e in enumerate(entries) if matches(e.path, drift)]
+        accepting = next(((i, e) for i, e, why in verdicts if why is None), None)
+        if accepting is not None:
+            i, entry = accepting
+            used.add(i)
+            mark = {"reason": entry.reason, "entry": i, "path": entry.path}
+            if source:
+                mark["source"] = source
+            drifts.append(drift.model_copy(update={"accepted": mark}))
+            continue
+        for i, entry, why in verdicts:
+            assert why is not None
+            stale.append(StaleAcceptedOut(entry=i, path=entry.path, reason=entry.reason, why=why, file=drift.path))
+            stale_entries.add(i)
+        drifts.append(drift.model_copy(update={"accepted": None}) if drift.accepted is not None else drift)
+    for i, entry in enumerate(entries):
+        if i not in used and i not in stale_entries and entry.expires is not None and today >= entry.expires:
+            stale.append(StaleAcceptedOut(entry=i, path=entry.path, reason=entry.reason,
+                                          why=f"expired {entry.expires.isoformat()}"))
+            stale_entries.add(i)
+    unused = [UnusedAcceptedOut(entry=i, path=e.path, reason=e.reason) for i, e in enumerate(entries)
+              if i not in used and i not in stale_entries]
+    summary = report.summary.model_copy(update={"accepted": sum(1 for d in drifts if d.accepted is not None)})
+    return report.model_copy(update={"drifts": drifts, "summary": summary, "stale_accepted": stale,
+                                     "unused_accepted": unused})
+
+
+def counted(report: Report) -> list[DriftOut]:
+    """The drifts that count toward the exit status: those no entry accepts."""
+    return [d for d in report.drifts if d.accepted is None]
+
+
+def drifts_for(report: Report, path: str, cwd: str | None = None) -> list[DriftOut]:
+    """The drifts a path given on the command line names: its relpath as in the report, or a
+    filesystem path (absolute or relative to ``cwd``) to the drifted file."""
+    cwd = cwd or os.getcwd()
+    on_disk = os.path.normpath(os.path.join(cwd, path))
+    real = os.path.realpath(on_disk)
+    found = []
+    as_relpath = None if os.path.isabs(path) else os.path.normpath(path)
+    for d in report.drifts:
+        if as_relpath == os.path.normpath(d.relpath) or os.path.normpath(d.path) == on_disk or \
+                (os.path.isabs(d.path) and os.path.realpath(d.path) == real):
+            found.append(d)
+    return found
+
+
+def new_entries(report: Report, paths: Iterable[str], reason: str, *, any_content: bool = False,
+                expires: datetime.date | None = None, cwd: str | None = None) -> list[tuple[AcceptEntry, DriftOut, str]]:
+    """One entry per drifted file the paths name: ``(entry, drift, note)``; the note says why an
+    entry has no sha256 when one was wanted. A path that names no drift is a ``ValueError``."""
+    out: list[tuple[AcceptEntry, DriftOut, str]] = []
+    seen: set[str] = set()
+    relpaths: dict[str, int] = {}
+    for d in report.drifts:
+        relpaths[d.relpath] = relpaths.get(d.relpath, 0) + 1
+    for path in paths:
+        found = drifts_for(report, path, cwd)
+        if not found:
+            raise ValueError(f"{path}: no drift there (give the relpath the report shows, or the file's path)")
+        for drift in found:
+            if drift.path in seen:
+                continue
+            seen.add(drift.path)
+            # The relpath travels (CI audits the same environment elsewhere); the absolute path
+            # only where the relpath would also name another drifted file.
+            named_by_relpath = not os.path.isabs(path) and os.path.normpath(path) == os.path.normpath(drift.relpath)
+            written = drift.relpath if relpaths.get(drift.relpath, 0) == 1 or named_by_relpath else drift.path
+            digest, note = (None, "") if any_content else file_sha256(drift.path)
+            if drift.kind.value == "debug-artifacts":
+                digest, note = None, "" if any_content else "a dump pattern has no content to hash"
+            entry = AcceptEntry(path=written, sha256=digest, reason=reason, expires=expires)
+            out.append((entry, drift, "" if digest or any_content else f"{note}: accepted with any content"))
+    return out

@@ -1,0 +1,96 @@
+"""``scan`` and ``plan`` JSON carry ``schema_version`` and have published JSON Schemas
+(docs/scan-schema.json, docs/plan-schema.json, ``driftscan schema --for scan|plan``), and what the
+real commands write validates against them."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from driftscan.plan import Plan
+from driftscan.render import SCHEMA_KINDS, json_schema
+from driftscan.render.scan import ScanReport
+from driftscan.report import report_schema
+from fixtures.formats import NAME, make_scenario
+from fixtures.harness import run_cli
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+PUBLISHED = {"scan": DOCS / "scan-schema.json", "plan": DOCS / "plan-schema.json", "audit": DOCS / "report-schema.json"}
+
+
+def validator(kind: str):
+    schema = json_schema(kind)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory):
+    return make_scenario(tmp_path_factory.mktemp("schemas"))
+
+
+@pytest.mark.parametrize("kind", ["scan", "plan"])
+def test_committed_schema_is_current(kind):
+    with open(PUBLISHED[kind]) as f:
+        assert json.load(f) == json_schema(kind), \
+            f"regenerate with: driftscan schema --for {kind} > docs/{PUBLISHED[kind].name}"
+
+
+@pytest.mark.parametrize("kind", SCHEMA_KINDS)
+def test_cli_schema_for(kind):
+    proc = run_cli("schema", "--for", kind)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == json_schema(kind)
+
+
+def test_schema_defaults_to_the_audit_report():
+    proc = run_cli("schema")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == report_schema() == json_schema("audit")
+    assert run_cli("schema", "--for", "restore").returncode == 2
+
+
+def test_schema_version_is_the_first_field():
+    assert list(Plan.model_fields)[0] == "schema_version"
+    assert list(ScanReport.model_fields)[0] == "schema_version"
+    for kind in ("scan", "plan"):
+        schema = json_schema(kind)
+        assert schema["properties"]["schema_version"] == {"const": "1", "default": "1", "title": "Schema Version",
+                                                          "type": "string"}
+
+
+def test_real_scan_json_validates(scenario):
+    proc = run_cli("scan", str(scenario.site / NAME), "--format", "json")
+    assert proc.returncode & 1, proc.stderr
+    payload = json.loads(proc.stdout)
+    assert next(iter(payload)) == "schema_version" and payload["schema_version"] == "1"
+    assert {f["code"] for f in payload["findings"]} >= {"DBG101", "DBG104", "DBG106"}
+    check = validator("scan")
+    check.validate(payload)
+    for broken in (dict(payload, schema_version="2"), {k: v for k, v in payload.items() if k != "summary"}):
+        with pytest.raises(jsonschema.ValidationError):
+            check.validate(broken)
+    bad = copy.deepcopy(payload)
+    bad["findings"][0]["severity"] = "fatal"
+    with pytest.raises(jsonschema.ValidationError):
+        check.validate(bad)
+
+
+def test_real_plan_json_validates(scenario):
+    proc = run_cli("plan", "--reinstall", NAME, "--venv", str(scenario.venv), "--format", "json")
+    assert proc.returncode in (0, 1), proc.stderr
+    payload = json.loads(proc.stdout)
+    assert next(iter(payload)) == "schema_version" and payload["schema_version"] == "1"
+    assert payload["reinstall"] == [NAME] and payload["wiped"]
+    check = validator("plan")
+    check.validate(payload)
+    with pytest.raises(jsonschema.ValidationError):
+        check.validate(dict(payload, schema_version="2"))
+    bad = copy.deepcopy(payload)
+    bad["audit"]["drifts"][0]["kind"] = "renamed"
+    with pytest.raises(jsonschema.ValidationError):
+        check.validate(bad)
