@@ -59,6 +59,18 @@ class AcceptEntry(BaseModel):
             raise ValueError("not a sha256 hex digest (64 hexadecimal digits)")
         return value
 
+    @field_validator("path")
+    @classmethod
+    def _glob(cls, value: str) -> str:
+        if is_glob(value):
+            if sum(value.count(c) for c in "*?[") > MAX_WILDCARDS:
+                raise ValueError(f"more than {MAX_WILDCARDS} wildcards in one glob")
+            try:
+                _glob_tokens(value)
+            except re.error as exc:
+                raise ValueError(f"not a usable glob ({exc})") from None
+        return value
+
     @field_validator("reason")
     @classmethod
     def _reason(cls, value: str) -> str:
@@ -74,44 +86,95 @@ class AcceptEntry(BaseModel):
         return value
 
 
+MAX_WILDCARDS = 16  # a glob is matched by a backtracking regex: its wildcards stay few
+
+
 def is_glob(path: str) -> bool:
     return any(c in path for c in "*?[")
 
 
+def literal(path: str) -> str:
+    """``path`` as a glob that matches only itself: a file the tree named ``*.py`` must not become
+    an entry accepting every .py file (``driftscan accept`` writes paths through this)."""
+    return re.sub(r"[*?[]", lambda m: f"[{m.group(0)}]", path)
+
+
+# A glob compiles to tokens matched by simulating all positions at once (time linear in the
+# subject for each token), never by a backtracking regex: a config's `**a**a**a…!` must not hang.
+_Token = tuple[str, object]  # ("lit", char) ("one", None) ("set", compiled class) ("star", None) ("any", None)
+
+
 @lru_cache(maxsize=256)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """``*`` and ``?`` within one path component, ``**`` across components (``**/``: also none)."""
-    out = []
+def _glob_tokens(pattern: str) -> tuple[list[_Token], dict[int, int]]:
+    """``*`` and ``?`` within one path component, ``**`` across components (``**/``: also none).
+    Returns the tokens and the extra epsilon edges (``**/`` may be skipped whole)."""
+    tokens: list[_Token] = []
+    skips: dict[int, int] = {}
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
         if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
+            skips[len(tokens)] = len(tokens) + 2
+            tokens += [("any", None), ("lit", "/")]
             i += 3
         elif pattern.startswith("**", i):
-            out.append(".*")
+            tokens.append(("any", None))
             i += 2
         elif c == "*":
-            out.append("[^/]*")
+            tokens.append(("star", None))
             i += 1
         elif c == "?":
-            out.append("[^/]")
+            tokens.append(("one", None))
             i += 1
         elif c == "[":
             end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
             if end < 0:
-                out.append(re.escape(c))
+                tokens.append(("lit", c))
                 i += 1
                 continue
             body = pattern[i + 1 : end]
             if body.startswith("!"):
                 body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
+            tokens.append(("set", re.compile("[" + body.replace("\\", "\\\\") + "]")))  # re.error: a bad set
             i = end + 1
         else:
-            out.append(re.escape(c))
+            tokens.append(("lit", c))
             i += 1
-    return re.compile("(?s:" + "".join(out) + r")\Z")
+    return tokens, skips
+
+
+def _closure(states: set[int], tokens: list[_Token], skips: dict[int, int]) -> set[int]:
+    todo = list(states)
+    while todo:
+        t = todo.pop()
+        nxt = [skips[t]] if t in skips else []
+        if t < len(tokens) and tokens[t][0] in ("star", "any"):
+            nxt.append(t + 1)  # a run may be empty
+        for u in nxt:
+            if u not in states:
+                states.add(u)
+                todo.append(u)
+    return states
+
+
+def glob_match(pattern: str, subject: str) -> bool:
+    tokens, skips = _glob_tokens(pattern)
+    states = _closure({0}, tokens, skips)
+    for ch in subject:
+        step: set[int] = set()
+        for t in states:
+            if t >= len(tokens):
+                continue
+            kind, data = tokens[t]
+            if kind == "any" or (kind == "star" and ch != "/"):
+                step.add(t)
+            elif (kind == "lit" and ch == data) or (kind == "one" and ch != "/") or \
+                    (kind == "set" and ch != "/" and data.fullmatch(ch)):  # type: ignore[attr-defined]
+                step.add(t + 1)
+        if not step:
+            return False
+        states = _closure(step, tokens, skips)
+    return len(tokens) in states
 
 
 def matches(entry_path: str, drift: DriftOut) -> bool:
@@ -119,7 +182,7 @@ def matches(entry_path: str, drift: DriftOut) -> bool:
     absolute = entry_path.startswith("/")
     subject = drift.path if absolute else drift.relpath
     if is_glob(entry_path):
-        return _glob_regex(entry_path).match(subject) is not None
+        return glob_match(entry_path, subject)
     return os.path.normpath(entry_path) == os.path.normpath(subject)
 
 
@@ -254,6 +317,6 @@ def new_entries(report: Report, paths: Iterable[str], reason: str, *, any_conten
             digest, note = (None, "") if any_content else file_sha256(drift.path)
             if drift.kind.value == "debug-artifacts":
                 digest, note = None, "" if any_content else "a dump pattern has no content to hash"
-            entry = AcceptEntry(path=written, sha256=digest, reason=reason, expires=expires)
+            entry = AcceptEntry(path=literal(written), sha256=digest, reason=reason, expires=expires)
             out.append((entry, drift, "" if digest or any_content else f"{note}: accepted with any content"))
     return out

@@ -144,15 +144,15 @@ def _original_findings(original: bytes, path: str, rules: Sequence[type[Rule]]) 
     return [f for _, f in result.findings]
 
 
-def _read_current(path: str) -> bytes | None:
-    try:
-        return read_regular(path, COMPARE_MAX, what="drifted file")
+def _read_current(path: str, root: str | None = None) -> bytes | None:
+    try:  # not through a symlink, and not outside the tree: the diff shows what it reads
+        return read_regular(path, COMPARE_MAX, what="drifted file", follow=False, root=root or None)
     except OSError:
         return None
 
 
 def _compare(check: FileCheck, original: bytes, rules: Sequence[type[Rule]], name: str) -> FileCheck:
-    current = _read_current(check.path)
+    current = _read_current(check.path, check.root)
     if current is None:
         return check
     if as_text(original) is not None and as_text(current) is not None:

@@ -241,7 +241,10 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
             written.problems.append(f"{printable(check.path)}: not saved: its path climbs out of its root")
             continue
         rel = printable(real_rel)  # names inside the checkpoint are always text ...
-        store = rel if rel == real_rel and rel not in used[area] else f"{rel}~{len(used[area])}"  # ... and unique
+        # ... and cannot collide: a name that is not UTF-8 (whose printable form could be another
+        # file's real name, or a directory where another needs a file) is stored by number apart.
+        plain = rel == real_rel
+        store_area, store = (area, rel) if plain else (f"{area}.escaped", str(len(used[area])))
         used[area].add(store)
         dist = check.distribution
         entry = None
@@ -266,15 +269,18 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
             else _reference_hash(check.expected),
             pristine=check.pristine.as_json() if check.pristine else None,
             findings=[FindingRef(code=f.code, line=f.line, origin=f.origin) for f in check.findings])
-        _save_content(tmp, item, check, area, store, max_copy)
         original = None
-        if entry is not None and originals is not None and dist is not None:
-            lookup = originals.get(dist)
-            if lookup is not None and lookup.copy is not None and lookup.copy.has(entry):
-                original = _save_original(tmp, item, lookup.copy, entry, area, store)
-        if original is not None and item.content and area == "env" and item.size_after is not None \
-                and item.size_after <= PATCH_MAX and store == real_rel:
-            _save_patch(tmp, item, original, os.path.join(tmp, item.content), rel)
+        try:
+            _save_content(tmp, item, check, store_area, store, max_copy)
+            if entry is not None and originals is not None and dist is not None:
+                lookup = originals.get(dist)
+                if lookup is not None and lookup.copy is not None and lookup.copy.has(entry):
+                    original = _save_original(tmp, item, lookup.copy, entry, store_area, store)
+            if original is not None and item.content and area == "env" and item.size_after is not None \
+                    and item.size_after <= PATCH_MAX and plain:
+                _save_patch(tmp, item, original, os.path.join(tmp, item.content), rel)
+        except OSError as exc:  # one file that cannot be saved costs that file, said in the index
+            item.not_copied = item.not_copied or f"cannot save it in the checkpoint: {os_error(exc)}"
         if item.not_copied:
             written.problems.append(f"{check.path}: not copied: {item.not_copied}")
         index.files.append(item)

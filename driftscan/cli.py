@@ -153,7 +153,9 @@ def emit(report: Report, fmt: str, output: str | None, *, diffs: bool = False, s
     elif fmt == "text":
         render = functools.partial(render_text, diffs=diffs or verbose, show_upstream=show_upstream, verbose=verbose)
     elif fmt == "github":
-        render = functools.partial(RENDERERS[fmt], show_upstream=show_upstream)
+        from .render.github import render_github
+
+        render = functools.partial(render_github, show_upstream=show_upstream)
     else:
         render = RENDERERS[fmt]
     if _write(render(_for_text(report, fmt)), fmt, output, color=fmt == "text" and _color(output)):

@@ -364,10 +364,17 @@ def replace_file(path: str, fill: Callable[[BinaryIO], bool], mode: int, journal
     trusted), fsync it with ``mode``, and rename it over ``path``; None on success, else why not
     (``path`` is then as it was). The temporary name is journaled first (see clean_leftovers)."""
     directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o755, exist_ok=True)
     temp = os.path.join(directory, f".driftscan-restore-{secrets.token_hex(8)}.tmp")
-    _journal(journal, {"temp": os.fsencode(temp).hex()})  # before it exists: a kill leaves no stranger
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o600)
+    # Never a setuid, setgid or sticky bit, nor group/other write, whatever the tree's file had:
+    # the new file may be root's now.
+    mode &= 0o755
+    try:
+        os.makedirs(directory, mode=0o755, exist_ok=True)
+        _journal(journal, {"temp": os.fsencode(temp).hex()})  # before it exists: a kill leaves no stranger
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC,
+                     0o600)
+    except OSError as exc:
+        return f"cannot write there: {os_error(exc)}"
     try:
         st = os.fstat(fd)
         _journal(journal, {"temp": os.fsencode(temp).hex(), "dev": st.st_dev, "ino": st.st_ino})

@@ -784,3 +784,59 @@ def test_checkpoint_saves_files_whose_printable_names_collide(venv, wheels, env,
     contents = sorted((out / f.content).read_bytes() for f in index.files
                       if f.kind == "added" and f.content and "caf" in f.relpath)
     assert contents == [b"BYTE = 1\n", b"TEXT = 2\n"], [f for f in index.files if "caf" in f.relpath]
+
+
+# ---- found in review: hostile modes, names and write failures ------------------------------
+
+
+def test_restore_never_writes_a_setuid_or_world_writable_file(venv, wheels, env):
+    """The tree's file had 06777; the restored file (maybe root's now) gets none of those bits."""
+    core = site_of(venv) / "toypkg/core.py"
+    append(core, b"# edited\n")
+    os.chmod(core, 0o6777)
+    proc = ds("restore", "--venv", str(venv), "--wheels", str(wheels), "--dist", "toypkg", "--yes", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert stat.S_IMODE(os.stat(core).st_mode) == 0o755  # 06777 & 0o755
+    assert core.read_bytes() == TOY_FILES["toypkg/core.py"]
+
+
+def test_a_file_that_cannot_be_written_fails_alone_and_the_rest_is_restored(venv, wheels, env, monkeypatch, tmp_path):
+    from driftscan import api
+
+    site = site_of(venv)
+    for rel in ("toypkg/core.py", "toypkg/util.py"):
+        append(site / rel, b"# edited\n")
+    real_open = os.open
+
+    def refuse(path, flags, *args, **kwargs):
+        if isinstance(path, str) and ".driftscan-restore-" in path and os.path.dirname(path).endswith("toypkg") \
+                and not getattr(refuse, "done", False):
+            refuse.done = True
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setenv("DRIFTSCAN_CHECKPOINT_DIR", env["DRIFTSCAN_CHECKPOINT_DIR"])
+    monkeypatch.setattr(os, "open", refuse)
+    report = api.restore(str(venv), wheels=[str(wheels)], dists=["toypkg"], yes=True,
+                         checkpoint_path=str(tmp_path / "cp"))
+    monkeypatch.setattr(os, "open", real_open)
+    statuses = sorted((a.relpath, a.status) for a in report.actions)
+    assert statuses == [("toypkg/core.py", "failed"), ("toypkg/util.py", "restored")], statuses
+    failed = next(a for a in report.actions if a.status == "failed")
+    assert "Permission denied" in failed.error
+    assert (site / "toypkg/util.py").read_bytes() == TOY_FILES["toypkg/util.py"]
+
+
+def test_checkpoint_keeps_a_non_utf8_directory_apart_from_a_file_named_like_it(venv, wheels, env, tmp_path):
+    site = site_of(venv)
+    edit_toy(site)
+    odd = site / os.fsdecode(b"toypkg/d\xff")
+    odd.mkdir()
+    (odd / "f.py").write_bytes(b"ODD = 1\n")
+    (site / "toypkg/d\\xff").write_bytes(b"LITERAL = 1\n")  # the printable form of the directory's name
+    out = tmp_path / "cp"
+    proc = ds("checkpoint", "--venv", str(venv), "--wheels", str(wheels), "-o", str(out), env=env)
+    assert proc.returncode == 0, proc.stderr
+    index = load_index(str(out))
+    saved = {f.relpath: (out / f.content).read_bytes() for f in index.files if f.content and "d\\xff" in f.relpath}
+    assert sorted(saved.values()) == [b"LITERAL = 1\n", b"ODD = 1\n"], saved

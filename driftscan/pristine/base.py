@@ -126,7 +126,7 @@ class PristineCopy:
             stream, declared = opened
             with stream:
                 if entry.size is not None and declared is not None and declared != entry.size:
-                    return f"{declared} bytes, RECORD says {entry.size}"
+                    return "its size differs from RECORD's"  # the unverified copy's own size is not shown
                 bound = entry.size if entry.size is not None else (limit if limit is not None else NO_SIZE_CAP)
                 total = 0
                 while True:
@@ -146,7 +146,7 @@ class PristineCopy:
         except Exception as exc:  # noqa: BLE001 - a corrupt zip, a bad CRC, a vanished file: a reason
             return f"unreadable: {_error(exc)}"
         if entry.size is not None and total != entry.size:
-            return f"{total} bytes, RECORD says {entry.size}"
+            return "its size differs from RECORD's"
         if hasher.digest() != entry.hash.digest:
             return f"its content does not match RECORD's {entry.hash.algorithm}"
         if buffer is not None:

@@ -88,8 +88,12 @@ def open_direct_url(dist: Distribution) -> tuple[ZipCopy | Rejected | None, str]
     digests, bad = archive_hashes(dist.direct_url)
     if digests is None:
         return Rejected(SourceKind.DIRECT_URL, path, bad or "bad archive hash"), ""
+    # The tree wrote this path: a wheel reached through a symlink (one it may have planted to point
+    # at a file of someone else's) is not opened at all.
+    if os.path.realpath(path) != os.path.normpath(path):
+        return Rejected(SourceKind.DIRECT_URL, path, "reached through a symlink: not opened"), ""
     try:
-        file, size = open_file(path, follow=True, max_size=MAX_WHEEL)
+        file, size = open_file(path, follow=False, max_size=MAX_WHEEL)
     except FileNotFoundError:
         return None, f"the wheel direct_url.json names is gone ({path})"
     except OSError as exc:
