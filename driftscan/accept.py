@@ -135,7 +135,9 @@ def _glob_tokens(pattern: str) -> tuple[list[_Token], dict[int, int]]:
             body = pattern[i + 1 : end]
             if body.startswith("!"):
                 body = "^" + body[1:]
-            tokens.append(("set", re.compile("[" + body.replace("\\", "\\\\") + "]")))  # re.error: a bad set
+            # A "[" inside the set is a literal to the glob; escaped, the regex reads it so too.
+            body = body.replace("\\", "\\\\").replace("[", "\\[")
+            tokens.append(("set", re.compile("[" + body + "]")))  # re.error: a bad set
             i = end + 1
         else:
             tokens.append(("lit", c))
