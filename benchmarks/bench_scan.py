@@ -1,116 +1,427 @@
-"""How much faster `driftscan scan` is than parsing every file with libcst.
+"""How fast `driftscan scan` is against plain libcst and, with ``--peers``, semgrep and ruff.
 
-    python benchmarks/bench_scan.py TREE [--sample N] [--jobs J] [--seed S] [--no-unfiltered]
+    python benchmarks/bench_scan.py TREE [TREE...] [--repeat R] [--jobs J] [--peers] [--peer-bin DIR]
+                                    [--semgrep-runs N] [--sample N] [--seed S] [--no-unfiltered] [--json FILE]
 
-In one process run:
+Each TREE is measured on its own. In one run, per tree:
 
-1. baseline: ``libcst.parse_module`` on files of TREE, sequentially. With ``--sample N`` (the
-   default is 600 files, ``0`` means every file) a seeded random sample is parsed and the
-   rate (bytes per second) is taken as the rate for the whole tree — libcst's cost is close
-   to linear in bytes, so this extrapolates the full-tree time by bytes;
-2. ``scan_paths(TREE, jobs=J)`` with the prefilter, over the whole tree, ``--repeat`` times
-   (default 3; the median time counts — the machine may be shared);
-3. ``scan_paths`` without the prefilter on the sampled files (skip with
-   ``--no-unfiltered``), and whether it found exactly what the prefiltered scan found there.
+1. what the prefilter lets through: bytes of the files libcst parses (a selected rule's trigger
+   holds), and of those only CPython's parser checks (only the parse-error rules could report);
+2. ``--repeat`` rounds (default 3) of fresh processes, one of each tool per round, in turn, so
+   that the machine's load falls on all of them alike; the median counts:
+   - ``driftscan scan TREE --format json --no-cache`` (cold: nothing reused), its peak memory
+     summed over the process and its workers (sampled every 20 ms: RSS, which counts the pages
+     forked workers share with the parent in each, and PSS, which splits them) and exit status;
+   - the same with the result cache, filled by one scan before the rounds (the warm re-scan),
+     and ``scan_paths`` with that cache in this process (the re-scan without interpreter start
+     and imports; ``--repeat`` times);
+   - with ``--peers``, where found (``--peer-bin DIR``, else PATH): semgrep with rules
+     equivalent to driftscan's default ones (written next to the results; ``-j J``, files up to
+     4 MiB as driftscan), ruff ``--select T10,T20`` with ``--no-cache`` and with a warm cache;
+3. plain libcst: ``libcst.parse_module`` of every file (``--sample 0``, the default) or of a
+   seeded sample of N files extrapolated by bytes, on J processes — once, it is the slowest;
+4. the identity check: ``scan_paths`` without the prefilter on the sample (600 files) finds
+   exactly what the prefiltered scan found there (skip with ``--no-unfiltered``).
 
-It prints MB/s for each, the ratio scan/baseline, and the findings per rule.
+It prints seconds, ratios taken within the run and the load average (before and after), and
+writes all of it as JSON with ``--json``.
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
+import json
+import multiprocessing
 import os
 import random
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
-import libcst
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
 
-from driftscan.inspect import scan_paths
-from driftscan.fileio import default_jobs
-from driftscan.inspect.scan import collect_files
+from driftscan.fileio import default_jobs  # noqa: E402
+from driftscan.inspect import scan_paths  # noqa: E402
+from driftscan.inspect.scan import collect_files  # noqa: E402
+
+# Rules for semgrep doing what driftscan's default rules look for (DBG101-DBG108; DBG001-DBG004
+# are semgrep's own parse errors and size limit).
+SEMGREP_RULES = r"""
+rules:
+  - id: tensor-save-call
+    languages: [python]
+    severity: INFO
+    message: serialisation call
+    pattern-either:
+      - pattern: torch.save(...)
+      - pattern: torch.jit.save(...)
+      - pattern: numpy.save(...)
+      - pattern: numpy.savez(...)
+      - pattern: numpy.savez_compressed(...)
+      - pattern: numpy.savetxt(...)
+      - pattern: pickle.dump(...)
+      - pattern: cloudpickle.dump(...)
+      - pattern: dill.dump(...)
+      - pattern: joblib.dump(...)
+      - pattern: safetensors.torch.save_file(...)
+      - pattern: safetensors.numpy.save_file(...)
+      - pattern: $X.tofile(...)
+  - id: debug-tensor-dump
+    languages: [python]
+    severity: ERROR
+    message: dump to a temporary path
+    patterns:
+      - pattern-either:
+          - pattern: torch.save($T, "$P", ...)
+          - pattern: numpy.save("$P", ...)
+          - pattern: pickle.dump($T, open("$P", ...), ...)
+      - metavariable-regex:
+          metavariable: $P
+          regex: ^/(tmp|var/tmp|dev/shm)
+  - id: debug-counter
+    languages: [python]
+    severity: WARNING
+    message: debug counter
+    pattern-either:
+      - patterns:
+          - pattern-either:
+              - pattern: $X += 1
+              - pattern: $X = $X + 1
+          - metavariable-regex:
+              metavariable: $X
+              regex: (?i).*(debug|dbg|dump).*
+      - pattern: $X = getattr($O, $N, 0) + 1
+  - id: one-shot-flag
+    languages: [python]
+    severity: WARNING
+    message: one-shot flag
+    patterns:
+      - pattern: |
+          if not $F:
+              ...
+              $F = True
+      - metavariable-regex:
+          metavariable: $F
+          regex: (?i).*(debug|dbg|dump|saved|printed).*
+  - id: shape-conditional-debug
+    languages: [python]
+    severity: ERROR
+    message: shape condition guarding debug code
+    pattern-either:
+      - pattern: |
+          if <... $X.shape ...>:
+              ...
+              torch.save(...)
+      - pattern: |
+          if <... $X.shape ...>:
+              ...
+              print(...)
+      - pattern: |
+          if <... $X.size(...) ...>:
+              ...
+              print(...)
+      - pattern: |
+          if <... $X.numel() ...>:
+              ...
+              print(...)
+  - id: debugger-call
+    languages: [python]
+    severity: ERROR
+    message: debugger call
+    pattern-either:
+      - pattern: breakpoint(...)
+      - pattern: $X.set_trace(...)
+      - pattern: $X.post_mortem(...)
+      - pattern: pdb.pm()
+      - pattern: debugpy.listen(...)
+      - pattern: debugpy.wait_for_client()
+      - pattern: IPython.embed(...)
+      - pattern: code.interact(...)
+      - pattern: torch.distributed.breakpoint(...)
+  - id: debugger-import
+    languages: [python]
+    severity: ERROR
+    message: debugger import
+    pattern-either:
+      - pattern: import pdb
+      - pattern: import ipdb
+      - pattern: import pudb
+      - pattern: import debugpy
+      - pattern: import pydevd
+      - pattern: import wdb
+      - pattern: from pdb import $X
+      - pattern: from ipdb import $X
+  - id: tmp-write
+    languages: [python]
+    severity: WARNING
+    message: write to a temporary path
+    patterns:
+      - pattern-either:
+          - pattern: open("$P", "w", ...)
+          - pattern: open("$P", "wb", ...)
+          - pattern: open("$P", "a", ...)
+      - metavariable-regex:
+          metavariable: $P
+          regex: ^/(tmp|var/tmp|dev/shm)
+"""
 
 
-def _mb(n: int) -> float:
+def _mb(n: float) -> float:
     return n / 1e6
 
 
-def baseline(paths: list[str]) -> tuple[int, float, int]:
-    """(bytes, seconds, parse failures) of parsing ``paths`` one after the other."""
-    total = failures = 0
-    elapsed = 0.0
+def _tree_rss(pid: int) -> tuple[int, int]:
+    """Resident bytes of ``pid`` and all its descendants (Linux /proc), summed: RSS (pages
+    shared by forked workers counted in each) and PSS (each shared page split between them)."""
+    rss = pss = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/statm", "rb") as f:
+                rss += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{p}/smaps_rollup", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Pss:"):
+                        pss += int(line.split()[1]) * 1024
+                        break
+            with open(f"/proc/{p}/task/{p}/children", "rb") as f:
+                todo += [int(c) for c in f.read().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return rss, pss
+
+
+def measured(cmd: list[str], env: dict | None = None, cwd: str | None = None) -> dict:
+    """Wall seconds, exit status, peak RSS summed over the process tree (sampled) and the
+    largest single process's peak (wait4) of one run of ``cmd``."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd)
+        peak = peak_pss = 0
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            rss, pss = _tree_rss(proc.pid)
+            peak, peak_pss = max(peak, rss), max(peak_pss, pss)
+            time.sleep(0.02)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+    return {"seconds": seconds, "rc": proc.returncode, "peak_rss_total": peak, "peak_pss_total": peak_pss,
+            "max_rss_single": usage.ru_maxrss * 1024, "stderr_tail": stderr[-300:]}
+
+
+def find_peer(name: str, peer_bin: str | None) -> str | None:
+    if peer_bin:
+        path = os.path.join(peer_bin, name)
+        if os.access(path, os.X_OK):
+            return path
+    return shutil.which(name)
+
+
+def _parse(path: str) -> tuple[int, int]:
+    import libcst
+
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        libcst.parse_module(data)
+        return len(data), 0
+    except Exception:
+        return len(data), 1
+
+
+def plain_libcst(paths: list[str], jobs: int) -> tuple[int, float, int]:
+    """(bytes, seconds, parse failures) of ``libcst.parse_module`` on every path, on ``jobs`` processes."""
+    start = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        results = pool.map(_parse, sorted(paths, key=lambda p: -os.path.getsize(p)), chunksize=1)
+    return sum(r[0] for r in results), time.perf_counter() - start, sum(r[1] for r in results)
+
+
+def prefilter_stats(paths: list[str]) -> dict:
+    """Bytes the prefilter sends to libcst, and to CPython's parser only (engine.py)."""
+    from driftscan.inspect.registry import load_rules, select_rules
+    from driftscan.inspect.triggers import Memo, python_ast
+
+    rules = select_rules(load_rules(()), (), ())
+    out = {"files": len(paths), "bytes": 0, "libcst_files": 0, "libcst_bytes": 0, "cpython_files": 0,
+           "cpython_bytes": 0}
     for path in paths:
         with open(path, "rb") as f:
             data = f.read()
-        total += len(data)
+        out["bytes"] += len(data)
+        memo = Memo()
+        if any(not r.FILE_PROBLEM and r.TRIGGER.matches(data, memo) for r in rules):
+            kind = "libcst"
+        elif any(r.FILE_PROBLEM in ("parse", "read", "complexity") and r.TRIGGER.matches(data, memo) for r in rules):
+            kind = "libcst" if python_ast(data, memo) is None else "cpython"
+        else:
+            continue
+        out[kind + "_files"] += 1
+        out[kind + "_bytes"] += len(data)
+    return out
+
+
+def bench_tree(tree: str, args, jobs: int, peers: dict[str, str], work: str) -> dict:
+    errors: list = []
+    files = collect_files([tree], errors)
+    paths = [p for p, _ in files]
+    tree_bytes = sum(size for _, size in files)
+    out: dict = {"tree": tree, "files": len(files), "bytes": tree_bytes, "jobs": jobs,
+                 "load_before": os.getloadavg()}
+    print(f"\ntree: {tree}: {len(files)} files, {_mb(tree_bytes):.1f} MB; jobs={jobs}; cores={os.cpu_count()}; "
+          f"load {' '.join(f'{x:.2f}' for x in out['load_before'])}")
+
+    stats = prefilter_stats(paths)
+    out["prefilter"] = stats
+    print(f"1. prefilter: {stats['libcst_files']} files, {_mb(stats['libcst_bytes']):.2f} MB "
+          f"({100 * stats['libcst_bytes'] / max(1, tree_bytes):.1f} % of the bytes) reach libcst; "
+          f"{stats['cpython_files']} files, {_mb(stats['cpython_bytes']):.2f} MB only CPython's parser")
+
+    cache_dir = tempfile.mkdtemp(prefix="cache-", dir=work)
+    env = dict(os.environ, DRIFTSCAN_CACHE_DIR=cache_dir)
+    driftscan = [sys.executable, "-m", "driftscan", "scan", tree, "--format", "json", "-o", "-",
+                 "--jobs", str(jobs)]
+    tools: dict[str, list[str]] = {"driftscan cold": [*driftscan, "--no-cache"], "driftscan warm": driftscan}
+    cwd = {}
+    if "semgrep" in peers:
+        rules = os.path.join(work, "semgrep-rules.yml")
+        with open(rules, "w") as f:
+            f.write(SEMGREP_RULES)
+        tools["semgrep"] = [peers["semgrep"], "scan", "--config", rules, "--metrics=off", "--disable-version-check",
+                            "--quiet", "--json", "-o", os.devnull, "-j", str(jobs), "--max-target-bytes",
+                            str(4 * 1024 * 1024), "--no-git-ignore", tree]
+    if "ruff" in peers:
+        ruff = [peers["ruff"], "check", "--isolated", "--select", "T10,T20", "--exit-zero", "--quiet",
+                "--output-format", "json"]
+        tools["ruff cold"] = [*ruff, "--no-cache", tree]
+        ruff_cache = os.path.join(work, "ruff-cache")
+        tools["ruff warm"] = [*ruff, "--cache-dir", ruff_cache, tree]
+        cwd["ruff cold"] = cwd["ruff warm"] = work  # nothing is written into the tree
+        measured(tools["ruff warm"], cwd=work)  # fills its cache
+    # Fills the result cache; then the cached scan's output is compared with a cold one's.
+    outputs = [os.path.join(work, f"scan-{kind}.json") for kind in ("fill", "cold", "warm")]
+    for output, cmd in zip(outputs, (tools["driftscan warm"], tools["driftscan cold"], tools["driftscan warm"])):
+        measured([*cmd, "-o", output], env=env)
+    texts = []
+    for output in outputs:
+        with open(output, "rb") as f:
+            texts.append(f.read())
+    out["warm_output_identical"] = texts[0] == texts[1] == texts[2]
+    print(f"   JSON of a cached scan identical to a cold one: {'yes' if out['warm_output_identical'] else 'NO'}")
+
+    runs: dict[str, list[dict]] = {name: [] for name in tools}
+    semgrep_runs = args.repeat if args.semgrep_runs is None else args.semgrep_runs
+    for round_ in range(max(1, args.repeat)):
+        for name, cmd in tools.items():
+            if name == "semgrep" and round_ >= semgrep_runs:
+                continue
+            runs[name].append(measured(cmd, env=env, cwd=cwd.get(name)))
+        print(f"   round {round_ + 1}: " + ", ".join(f"{n} {runs[n][-1]['seconds']:.2f} s" for n in tools
+                                                   if len(runs[n]) > round_), flush=True)
+    medians = {name: statistics.median(r["seconds"] for r in rs) for name, rs in runs.items()}
+    # The warm re-scan without interpreter start and imports: scan_paths with the cache, here.
+    from driftscan._version import __version__
+    from driftscan.inspect.scancache import ResultCache
+
+    inproc = []
+    for _ in range(max(1, args.repeat)):
         start = time.perf_counter()
-        try:
-            libcst.parse_module(data)
-        except Exception:
-            failures += 1
-        elapsed += time.perf_counter() - start
-    return total, elapsed, failures
+        scan_paths([tree], jobs=jobs, cache=ResultCache(os.path.join(cache_dir, "scan"), __version__))
+        inproc.append(time.perf_counter() - start)
+    medians["driftscan warm in-process"] = statistics.median(inproc)
+    runs["driftscan warm in-process"] = [{"seconds": t} for t in inproc]
+    out["runs"] = runs
+    out["medians"] = medians
+    cold = runs["driftscan cold"]
+    out["driftscan_exit_status"] = sorted({r["rc"] for r in cold})
+    out["driftscan_peak_rss_total"] = max(r["peak_rss_total"] for r in cold)
+    out["driftscan_max_rss_single"] = max(r["max_rss_single"] for r in cold)
+    out["driftscan_peak_pss_total"] = max(r["peak_pss_total"] for r in cold)
+    print(f"2. medians of {args.repeat}: " + ", ".join(f"{n} {m:.2f} s" for n, m in medians.items()))
+    print(f"   driftscan cold: peak RSS {_mb(out['driftscan_peak_rss_total']):.0f} MB summed over its processes, "
+          f"PSS {_mb(out['driftscan_peak_pss_total']):.0f} MB "
+          f"(largest single process {_mb(out['driftscan_max_rss_single']):.0f} MB); exit status "
+          f"{out['driftscan_exit_status']}")
+
+    sample = paths
+    if 0 < args.sample < len(paths):
+        sample = random.Random(args.seed).sample(paths, args.sample)
+    base_bytes, base_time, failures = plain_libcst(sample, jobs)
+    full = base_time * tree_bytes / max(1, base_bytes)
+    what = "every file" if sample is paths else f"a sample of {len(sample)} files, extrapolated by bytes"
+    out["libcst"] = {"files": len(sample), "bytes": base_bytes, "seconds": base_time, "tree_seconds": full,
+                     "failures": failures}
+    medians["plain libcst"] = full
+    print(f"3. plain libcst.parse_module on {jobs} processes ({what}): {full:.1f} s, {failures} parse failures")
+
+    ratios = {"plain libcst / driftscan cold": full / medians["driftscan cold"]}
+    if "semgrep" in medians:
+        ratios["semgrep / driftscan cold"] = medians["semgrep"] / medians["driftscan cold"]
+    if "ruff cold" in medians:
+        ratios["driftscan cold / ruff cold"] = medians["driftscan cold"] / medians["ruff cold"]
+        ratios["driftscan warm / ruff warm"] = medians["driftscan warm"] / medians["ruff warm"]
+    ratios["driftscan warm / driftscan cold"] = medians["driftscan warm"] / medians["driftscan cold"]
+    if "ruff warm" in medians:
+        ratios["driftscan warm in-process / ruff warm"] = medians["driftscan warm in-process"] / medians["ruff warm"]
+    out["ratios"] = ratios
+    print("   ratios (this run): " + "; ".join(f"{k} = {v:.2f}" for k, v in ratios.items()))
+
+    if not args.no_unfiltered:
+        check = sample if len(sample) <= 600 else random.Random(args.seed).sample(paths, 600)
+        result = scan_paths([tree], jobs=jobs)
+        start = time.perf_counter()
+        unfiltered = scan_paths(check, jobs=jobs, prefilter=False)
+        in_check = set(check)
+        same = [pf for pf in result.findings if pf[0] in in_check] == unfiltered.findings
+        out["identity"] = {"files": len(check), "same": same, "seconds": time.perf_counter() - start}
+        print(f"4. no prefilter on {len(check)} files: same findings as with the prefilter: {'yes' if same else 'NO'}")
+    out["load_after"] = os.getloadavg()
+    print(f"   load after: {' '.join(f'{x:.2f}' for x in out['load_after'])}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("tree", nargs="+", help="directories (or files) to scan")
-    parser.add_argument("--sample", type=int, default=600, help="files for the baseline (0: all)")
-    parser.add_argument("--jobs", type=int, default=None, help=f"worker processes (default {default_jobs()})")
+    parser.add_argument("tree", nargs="+", help="directories (or files) to scan, each measured on its own")
+    parser.add_argument("--sample", type=int, default=0, help="files for plain libcst (0, the default: all)")
+    parser.add_argument("--jobs", type=int, default=None, help=f"processes for every tool (default {default_jobs()})")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeat", type=int, default=3, help="scans with the prefilter (median counts)")
-    parser.add_argument("--no-unfiltered", action="store_true", help="skip step 3")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of fresh processes (the median counts)")
+    parser.add_argument("--no-unfiltered", action="store_true", help="skip the identity check")
+    parser.add_argument("--peers", action="store_true", help="also semgrep and ruff, where installed")
+    parser.add_argument("--peer-bin", metavar="DIR", help="where semgrep and ruff are (default: PATH)")
+    parser.add_argument("--json", metavar="FILE", help="write every figure here")
+    parser.add_argument("--semgrep-runs", type=int, metavar="N", help="semgrep in the first N rounds only (slow)")
     args = parser.parse_args(argv)
 
-    errors: list = []
-    files = collect_files(args.tree, errors)
-    tree_bytes = sum(size for _, size in files)
-    paths = [p for p, _ in files]
-    sample = paths
-    if 0 < args.sample < len(paths):
-        sample = random.Random(args.seed).sample(paths, args.sample)
     jobs = args.jobs or default_jobs()
-    trees = ", ".join(args.tree)
-    print(f"tree: {trees}: {len(files)} files, {_mb(tree_bytes):.1f} MB; jobs={jobs}; cores={os.cpu_count()}")
-
-    base_bytes, base_time, failures = baseline(sample)
-    base_rate = base_bytes / base_time
-    what = "all files" if sample is paths else f"sample of {len(sample)} files, {_mb(base_bytes):.1f} MB"
-    print(f"1. baseline libcst.parse_module ({what}): {base_time:.1f} s, {_mb(base_rate):.2f} MB/s"
-          f" -> whole tree ~{tree_bytes / base_rate:.0f} s; {failures} parse failures")
-
-    times = []
-    for _ in range(max(1, args.repeat)):
-        start = time.perf_counter()
-        result = scan_paths(args.tree, jobs=jobs)
-        times.append(time.perf_counter() - start)
-    scan_time = statistics.median(times)
-    scan_rate = tree_bytes / scan_time
-    runs = ", ".join(f"{t:.1f}" for t in times)
-    print(f"2. scan_paths (prefilter, jobs={jobs}): median {scan_time:.1f} s of [{runs}], {_mb(scan_rate):.2f} MB/s; "
-          f"{result.files_parsed}/{result.files_scanned} files parsed; {len(result.findings)} findings; "
-          f"{len(result.errors)} errors")
-    print(f"   ratio scan/baseline: {scan_rate / base_rate:.1f}x")
-
-    if not args.no_unfiltered:
-        start = time.perf_counter()
-        unfiltered = scan_paths(sample, jobs=jobs, prefilter=False)
-        unfiltered_time = time.perf_counter() - start
-        in_sample = set(sample)
-        same = [pf for pf in result.findings if pf[0] in in_sample] == unfiltered.findings
-        print(f"3. scan_paths (no prefilter, jobs={jobs}) on the sample: {unfiltered_time:.1f} s, "
-              f"{_mb(unfiltered.bytes_scanned / unfiltered_time):.2f} MB/s; "
-              f"same findings as with the prefilter: {'yes' if same else 'NO'}")
-
-    counts = collections.Counter((f.code, f.name, f.severity.value) for _, f in result.findings)
-    print("findings per rule:")
-    for (code, name, severity), n in sorted(counts.items()):
-        print(f"   {code} {name:<24} {severity:<6} {n}")
-    for path, finding in result.findings:
-        if finding.severity.value == "high":
-            print(f"   high: {path}:{finding.line}:{finding.column} {finding.code} {finding.message}")
+    peers = {}
+    if args.peers:
+        for name in ("semgrep", "ruff"):
+            found = find_peer(name, args.peer_bin)
+            if found:
+                peers[name] = found
+            else:
+                print(f"note: {name} not found (--peer-bin DIR or PATH): left out")
+    work = tempfile.mkdtemp(prefix="bench-scan-")
+    try:
+        results = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "python": sys.version.split()[0],
+                   "cores": os.cpu_count(), "repeat": args.repeat, "peers": peers,
+                   "trees": [bench_tree(tree, args, jobs, peers, work) for tree in args.tree]}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
     return 0
 
 

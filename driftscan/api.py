@@ -149,7 +149,7 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
         # The clean index settles a warm audit of an unchanged clean environment with one lstat per
         # file and directory. It rebuilds no RECORD entries: only for callers that need the report.
         index_on = os.environ.get("DRIFTSCAN_CLEAN_INDEX") != "off"  # off: to measure the path without it
-        settled = still_clean(target, cache.clean_index()) if report_only and index_on else None
+        settled = still_clean(target, cache.clean_index(), cache, uv_cache) if report_only and index_on else None
         if settled is not None:
             verification = settled
         else:
@@ -364,8 +364,12 @@ def _python_target(root: Root, named: Target) -> Target:
 def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[str] = (),
          model_dirs: Sequence[str] = (), *, jobs: int | None = None, deep: bool = False, progress=None,
          inspect: bool = True, select: Sequence[str] = (), ignore: Sequence[str] = (),
-         rules_modules: Sequence[str] = (), plugins: bool = True) -> Report:
-    """Drift against a snapshot, in the audit's report format. Naming roots limits the diff to them."""
+         rules_modules: Sequence[str] = (), plugins: bool = True, use_cache: bool = True) -> Report:
+    """Drift against a snapshot, in the audit's report format. Naming roots limits the diff to them.
+
+    ``use_cache``: files whose size, mtime and mode match the snapshot are settled without hashing
+    (``summary.trusted_by_signature`` counts them) and RECORDs come from the parse cache; False
+    (``--no-cache``) hashes every file and parses every RECORD."""
     import tempfile
 
     from .verify.tree.remedies import with_remedies
@@ -378,15 +382,16 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
         target = resolve_target(venv, tuple(site_packages))
         wanted |= {target.venv} if target.venv else set(target.site_packages)
     with tempfile.TemporaryDirectory(prefix="driftscan-diff-") as work:
-        roots = load_snapshot(snapshot_path, work)
-        chosen = [(r, m) for r, m in roots if not wanted or r.path in wanted]
-        if wanted - {r.path for r, _ in chosen}:
-            missing = sorted(wanted - {r.path for r, _ in chosen})
+        roots = load_snapshot(snapshot_path, work, use_cache=use_cache)
+        chosen = [(r, m, man) for r, m, man in roots if not wanted or r.path in wanted]
+        if wanted - {r.path for r, _, _ in chosen}:
+            missing = sorted(wanted - {r.path for r, _, _ in chosen})
             raise TargetError(f"{missing[0]}: not in the snapshot {snapshot_path}")
-        results = [diff_root(r, m, jobs=jobs or default_jobs(), deep=deep, progress=progress) for r, m in chosen]
+        results = [diff_root(r, m, man, jobs=jobs or default_jobs(), deep=deep, progress=progress, trust=use_cache)
+                   for r, m, man in chosen]
     checks: list = []
     dists: list = []
-    for (root, _), result in zip(chosen, results):
+    for (root, _, _), result in zip(chosen, results):
         if root.kind is RootKind.MODEL_DIR:
             checks += with_remedies(result)
             continue
@@ -394,9 +399,13 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
         python = _python_target(root, target)
         target = python if target is NO_PYTHON else target
         containment = Containment.for_target(python, tuple(c for c in (default_uv_cache(),) if c))
-        metadirs = list(find_distributions(python.site_packages, containment=containment))
+        cache = StatCache.for_target(python.venv or "\0".join(python.site_packages)) if use_cache else None
+        metadirs = list(find_distributions(python.site_packages, cache=cache, containment=containment))
+        if cache is not None:
+            cache.save()  # only the RECORD parses changed: the file audit keeps them in
         dists += [md.distribution for md in metadirs if md.distribution is not None]
-        checks += attach_ownership(result.checks, build_ownership(metadirs, containment), python.site_packages)
+        if result.checks:
+            checks += attach_ownership(result.checks, build_ownership(metadirs, containment), python.site_packages)
     verification = Verification(
         target=target, distributions=tuple(dists), checks=tuple(checks),
         files_checked=sum(r.files_checked for r in results),
@@ -407,8 +416,9 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
         verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins)
     drifts = [classify(check, target) for check in verification.checks]
     return build_report(verification, drifts, time.perf_counter() - started,
-                        model_dirs=[r.path for r, _ in chosen if r.kind is RootKind.MODEL_DIR],
-                        skipped=skipped, not_hashed=sum(r.large_files_unread for r in results))
+                        model_dirs=[r.path for r, _, _ in chosen if r.kind is RootKind.MODEL_DIR],
+                        skipped=skipped, not_hashed=sum(r.large_files_unread for r in results),
+                        trusted_by_signature=sum(r.trusted for r in results))
 
 
 def _held_run(venv, site_packages, model_dirs, *, wheels, fetch, uv_cache, jobs, use_cache, hf_cache=None,

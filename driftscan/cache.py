@@ -13,8 +13,12 @@ ctime, and a replace-by-rename changes the inode. What it cannot see: someone wh
 lives with the user's other caches; its checksum catches damage, not forgery). ``--no-cache``
 is the paranoid mode.
 
-The file is a format line, an xxh3-64 checksum and a ``marshal``-ed dict (loaded in a few
+Each file is a format line, an xxh3-64 checksum and a ``marshal``-ed value (loaded in a few
 milliseconds for 40,000 files, where JSON took ten times longer); any mismatch means "start empty".
+Per environment: ``<key>.bin`` (the digests), ``<key>.records.bin`` (the parsed RECORDs: a warm
+audit that carries drift reads a few of them and none of the digests), ``<key>.clean.bin`` (the
+index, ``verify.env.fast.cleanindex``) and, beside an index that carries drift, ``<key>.owned.bin``
+(the paths the RECORDs own, read only by the dump search).
 """
 
 from __future__ import annotations
@@ -31,8 +35,10 @@ from .fileio import LIMITS, read_regular
 from .model import Hash, RecordEntry
 from .record import ParsedRecord, RecordIssue
 
-FORMAT = b"driftscan-statcache-3\n"
+FORMAT = b"driftscan-statcache-4\n"
+RECORDS_FORMAT = b"driftscan-records-1\n"
 CLEAN_FORMAT = b"driftscan-cleanindex-1\n"
+OWNED_FORMAT = b"driftscan-owned-1\n"
 RACY_NS = 2_000_000_000  # two seconds: covers FAT/SMB timestamp granularity
 # (size, mtime_ns, ctime_ns, inode, device), packed: one bytes value per file keeps a 200,000-file
 # cache small in memory, and an unchanged file is recognised by one bytes comparison.
@@ -134,14 +140,17 @@ class StatCache:
     def __init__(self, path: str | None):
         self.path = path
         self._loaded = not path
+        self._records_loaded = not path
         self._entries_data: dict[str, bytes] = {}
         # RECORD path → (signature, allow_hex, (rows, issues) as stored, or the ParsedRecord in use):
         # parsing 40 RECORDs of 40,000 rows costs a warm audit more than loading them (0.1 s / 0.03 s)
         self._records_data: dict[str, tuple] = {}
         self._dirty = False
+        self._records_dirty = False
         self._clean: dict | None = None
         self._clean_loaded = not path
         self._clean_dirty = False
+        self._owned: bytes | None = None  # to be written beside the index (carried drift only)
         self.hits = 0  # rows settled without reading their content (counted by verify)
         self.misses = 0  # rows that had to be hashed
 
@@ -155,11 +164,23 @@ class StatCache:
             return
         self._loaded = True
         loaded = _read_framed(self.path, FORMAT)  # type: ignore[arg-type]
-        if type(loaded) is tuple and len(loaded) == 2 and type(loaded[0]) is dict and type(loaded[1]) is dict:
-            # Entries are used as bytes compared whole (a value of another type never matches);
-            # RECORD parses are few: each is checked for its shape here, once.
-            self._entries_data = loaded[0]
-            self._records_data = {p: r for p, r in loaded[1].items()
+        if type(loaded) is dict:
+            # Entries are used as bytes compared whole (a value of another type never matches).
+            self._entries_data = loaded
+
+    @property
+    def _records_path(self) -> str:
+        return self.path[:-len(".bin")] + ".records.bin"  # type: ignore[index]
+
+    def _ensure_records(self) -> None:
+        """The parsed RECORDs live in a file of their own: a warm audit that carries drift
+        (``verify.env.fast.cleanindex``) reads a few of them and none of the digests."""
+        if self._records_loaded:
+            return
+        self._records_loaded = True
+        loaded = _read_framed(self._records_path, RECORDS_FORMAT)
+        if type(loaded) is dict:  # RECORD parses are few: each is checked for its shape here, once
+            self._records_data = {p: r for p, r in loaded.items()
                                   if type(r) is tuple and len(r) == 3 and type(r[0]) is bytes and type(r[1]) is bool}
 
     @property
@@ -169,7 +190,7 @@ class StatCache:
 
     @property
     def _records(self) -> dict[str, tuple]:
-        self._ensure()
+        self._ensure_records()
         return self._records_data
 
     @property
@@ -194,9 +215,24 @@ class StatCache:
             self._clean = loaded if type(loaded) is dict else None
         return self._clean
 
-    def set_clean_index(self, index: dict | None) -> None:
+    def set_clean_index(self, index: dict | None, owned: bytes | None = None) -> None:
+        """``owned``: the NUL-joined paths the RECORDs own, for an index that carries drift (read
+        back by ``owned_paths`` only when the dump search asks; the index holds its digest)."""
         if self.path and (index is not None or self.clean_index() is not None):
-            self._clean, self._clean_dirty = index, True
+            self._clean, self._clean_dirty, self._owned = index, True, owned
+
+    @property
+    def _owned_path(self) -> str:
+        return self.path[:-len(".bin")] + ".owned.bin"  # type: ignore[index]
+
+    def owned_paths(self, digest: bytes) -> bytes | None:
+        """What ``set_clean_index`` was given as ``owned``, if the file holds exactly that."""
+        if not self.path:
+            return None
+        loaded = _read_framed(self._owned_path, OWNED_FORMAT)
+        if type(loaded) is not bytes or xxhash.xxh3_128_digest(loaded) != digest:
+            return None
+        return loaded
 
     def parsed_record(self, path: str, st: os.stat_result, allow_hex: bool) -> ParsedRecord | None:
         """The parse of the RECORD at ``path``, if it is unchanged since it was remembered."""
@@ -229,7 +265,7 @@ class StatCache:
         if max(st.st_mtime_ns, st.st_ctime_ns) >= read_at - RACY_NS or not signature(st):
             return
         self._records[path] = (signature(st), allow_hex, parsed)  # flattened when saved
-        self._dirty = True
+        self._records_dirty = True
 
     @staticmethod
     def _flat(parsed: ParsedRecord | tuple) -> tuple:
@@ -268,15 +304,19 @@ class StatCache:
         """Forget files no longer audited (uninstalled), so the cache does not grow forever."""
         if self._dirty:
             self._entries_data = {p: e for p, e in self._entries.items() if p in live}
+        if self._records_dirty:
             self._records_data = {p: r for p, r in self._records.items() if p in live}
 
     def save(self) -> None:
         """Write what changed, atomically; a cache that cannot be written is silently skipped."""
         if not self.path:
             return
-        if self._dirty:
+        if self._records_dirty:
             records = {p: (sig, hexes, self._flat(parsed)) for p, (sig, hexes, parsed) in self._records.items()}
-            _write_framed(self.path, FORMAT, (self._entries, records))
+            _write_framed(self._records_path, RECORDS_FORMAT, records)
+            self._records_dirty = False
+        if self._dirty:
+            _write_framed(self.path, FORMAT, self._entries)
             self._dirty = False
         if self._clean_dirty:
             if self._clean is None:
@@ -285,6 +325,13 @@ class StatCache:
                 except OSError:
                     pass
             else:
+                if self._owned is not None:  # first: an index never names a list not yet written
+                    _write_framed(self._owned_path, OWNED_FORMAT, self._owned)
+                else:
+                    try:
+                        os.unlink(self._owned_path)  # a clean index has no use for it
+                    except OSError:
+                        pass
                 _write_framed(self._clean_path, CLEAN_FORMAT, self._clean)
             self._clean_dirty = False
 

@@ -457,23 +457,33 @@ def snapshot(venv, site_packages, model_dirs, output, jobs) -> None:
 @click.option("--deep", is_flag=True, help="Hash large files too (default: size and mtime for files over 16 MiB).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing threads (default: cores).")
 @click.option("--strict", is_flag=True, help="Unverifiable roots also set exit bit 2.")
+@click.option("--no-cache", is_flag=True,
+              help="Trust no signature or cache: hash every file, even one whose size, mtime and mode match the "
+                   "snapshot, and parse every RECORD (paranoid mode).")
 @rule_options
 @text_options
 @policy_options
 @config_option
 @guarded
-def diff(snapshot_file, venv, site_packages, model_dirs, fmt, output, deep, jobs, strict, select, ignore, no_plugins,
-         show_diffs, verbose, quiet, show_upstream, fail_on, exit_zero, config_file) -> None:
-    """Report drift against a snapshot, with audit's kinds and report format (exit 0: unchanged)."""
+def diff(snapshot_file, venv, site_packages, model_dirs, fmt, output, deep, jobs, strict, no_cache, select, ignore,
+         no_plugins, show_diffs, verbose, quiet, show_upstream, fail_on, exit_zero, config_file) -> None:
+    """Report drift against a snapshot, with audit's kinds and report format (exit 0: unchanged).
+
+    A file whose size, mtime and mode match the snapshot is trusted by that signature, not hashed
+    (the report counts them: summary.trusted_by_signature); --no-cache hashes every file."""
     from .api import diff as run_diff
 
     config = _load_config(config_file)
     report = run_diff(snapshot_file, venv=venv, site_packages=site_packages, model_dirs=model_dirs, jobs=jobs,
                       deep=deep, progress=Progress(), select=_codes(select) or config.select,
                       ignore=_codes(ignore) or config.ignore, rules_modules=config.rules_modules,
-                      plugins=not no_plugins)
+                      plugins=not no_plugins, use_cache=not no_cache)
     report = _apply_accepted(report, config)
     emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet)
+    if report.summary.trusted_by_signature and fmt == "text" and not quiet:
+        click.echo(f"driftscan: {report.summary.trusted_by_signature} of {report.summary.files_checked} files trusted"
+                   " by signature (size, mtime and mode as in the snapshot), not hashed; --no-cache hashes them",
+                   err=True)
     sys.exit(exit_status(report, strict, _fail_on(fail_on), exit_zero))
 
 
@@ -495,10 +505,12 @@ SEVERITIES = ["low", "medium", "high"]
               help="Lowest severity that sets exit bit 1.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 whatever is found (a file not scanned still sets bit 2).")
 @click.option("--statistics", is_flag=True, help="Print one count per rule code instead of the findings.")
+@click.option("--no-cache", is_flag=True,
+              help="Inspect every file again instead of reusing the results of files unchanged since the last scan.")
 @config_option
 @guarded
 def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no_prefilter, strict, fail_on,
-         exit_zero, statistics, config_file) -> None:
+         exit_zero, statistics, no_cache, config_file) -> None:
     """Find injected debug code in Python files and directories (linter-style).
 
     Exit status as for audit: bit 1 when a finding at or above --fail-on, bit 2 when a file
@@ -510,9 +522,15 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
     if missing:
         raise DriftscanError(f"{missing[0]}: no such file or directory")
     config = _load_config(config_file)
+    cache = None
+    if not no_cache:
+        from .cache import user_cache_dir
+        from .inspect.scancache import ResultCache
+
+        cache = ResultCache(os.path.join(user_cache_dir(), "scan"), __version__)
     result = scan_paths(paths, select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
                         jobs=jobs, prefilter=not no_prefilter, plugins=not no_plugins, unused_noqa=strict,
-                        progress=ScanProgress(),
+                        progress=ScanProgress(), cache=cache,
                         extra_rule_modules=[*rules_modules, *config.rules_modules])
     if statistics:
         from .render.statistics import render_statistics

@@ -96,16 +96,17 @@ def check_inside(root: str, path: str) -> None:
         raise _refuse(errno.EXDEV, f"resolves outside the audited tree (to {os.path.realpath(path)}); not followed")
 
 
-def open_regular(path: str, *, follow: bool = True, root: str | None = None) -> tuple[int, os.stat_result]:
+def open_regular(path: str, *, follow: bool = True, root: str | None = None,
+                 lst: os.stat_result | None = None) -> tuple[int, os.stat_result]:
     """An open descriptor of a regular file and its fstat; OSError for anything else.
 
     ``follow=False`` refuses a symlink (lstat, then ``O_NOFOLLOW``); ``root`` refuses a path that
-    resolves outside it."""
+    resolves outside it; ``lst``: the path's lstat, when the caller's walk took it already."""
     if root is not None:
         check_inside(root, path)
     # The type is known before the open, so a device node or FIFO is never opened (opening a
     # device can have side effects); the fstat below closes the race with a swap.
-    st = os.stat(path) if follow else os.lstat(path)
+    st = lst if lst is not None and not follow else os.stat(path) if follow else os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
         raise _refuse(errno.ELOOP, f"a symlink (to {os.readlink(path)}), not followed")
     if not stat.S_ISREG(st.st_mode):

@@ -3,11 +3,17 @@
 Format (``manifest_version`` "1")::
 
     {"manifest_version": "1", "tool": "driftscan", "created": "2026-01-01T00:00:00+00:00",
-     "root": "/abs/dir",
+     "root": "/abs/dir", "started_ns": 1767225599000000000
      "files": {"config.json": {"xxh3_128": "<32 hex>", "size": 1234, "mode": 33188,
                                "mtime_ns": 1700000000000000000, "text": "{...}"},
                "model.safetensors": {...},
                "link": {..., "link": "../target"}}}
+
+``started_ns`` (optional; absent from manifests of older driftscan) is the wall clock before the
+snapshot looked at its first file: ``diff`` trusts a file whose size, mtime_ns and mode match
+its entry, and whose recorded mtime is older than that by more than ``RACY_NS``, without reading
+it (``Manifest.trusted``; ``--no-cache`` reads every file). Entries are written one per line,
+sorted by path.
 
 ``mode`` is the full ``st_mode`` of the file (symlinks followed); ``link`` is present only when
 the path was a symlink. A symlink to a directory, a dangling one, and one whose target is outside
@@ -29,16 +35,26 @@ import json
 import os
 import re
 import stat
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 import xxhash
 
 from .atomic import write_atomic
 from .errors import DriftscanError
-from .fileio import LIMITS, ByteProgress, NOFOLLOW, READ_FLAGS, check_inside, inside, map_by_size, read_pieces, read_regular, walk_relative
+from .fileio import (
+    LIMITS,
+    ByteProgress,
+    check_inside,
+    inside,
+    map_by_size,
+    open_regular,
+    read_regular,
+)
 from .jsondiff import as_text
 from .model import Problem
 from .paths import printable
@@ -52,6 +68,7 @@ TEXT_NAMES = (".gitattributes", ".gitignore", "LICENSE", "README", "NOTICE")
 # not: embedding every .py of a 40,000-file venv made a 168 MB snapshot and 0.8 GB of memory.
 CODE_SUFFIXES = (".py",)
 MAX_TREE_MANIFEST = 64 << 20  # a model directory's own manifest: a few hundred files, a few MB
+RACY_NS = 2_000_000_000  # as the stat cache's (cache.RACY_NS): covers FAT/SMB timestamp granularity
 MAX_MANIFEST = LIMITS["manifest"]  # embedded text is capped per file; a larger manifest is not one of ours
 
 
@@ -65,8 +82,10 @@ class ManifestError(DriftscanError):
         super().__init__(f"{printable(path)}: " + "; ".join(self.issues))
 
 
-@dataclass(frozen=True)
-class ManifestEntry:
+class ManifestEntry(NamedTuple):
+    """One file of a manifest (a NamedTuple: 40,000 of them are built for each diff, and a frozen
+    dataclass took five times as long to build)."""
+
     xxh3_128: str
     size: int
     mode: int
@@ -91,6 +110,21 @@ class Manifest:
     created: str
     files: dict[str, ManifestEntry] = field(default_factory=dict)
     tool: str = "driftscan"
+    # The wall clock (ns) before the snapshot looked at its first file; None in a manifest written
+    # before it was recorded. A file whose recorded mtime is older than this by more than RACY_NS
+    # can be trusted by its signature (see ``trusted``): any later write gives it a newer mtime.
+    started_ns: int | None = None
+
+    def trusted(self, entry: ManifestEntry, st: os.stat_result) -> bool:
+        """Whether ``st`` (an lstat now) matches ``entry``'s signature closely enough to settle
+        the file without hashing it: the same size, mtime_ns and full st_mode, and an mtime older
+        than the snapshot's start by more than RACY_NS (a file written in the same clock tick as
+        it was hashed could change again without its mtime moving). What this cannot see: an edit
+        that restores size and mtime (``touch -d``, ``os.utime``); the manifest records no ctime
+        or inode. ``diff --no-cache`` hashes every file."""
+        started = self.started_ns
+        return (started is not None and entry.mtime_ns == st.st_mtime_ns and entry.size == st.st_size
+                and entry.mode == st.st_mode and entry.mtime_ns < started - RACY_NS)
 
 
 # ---- what belongs to a directory -------------------------------------------------------------
@@ -104,7 +138,71 @@ def is_bookkeeping(relpath: str) -> bool:
 
 def walk_tree(root: str) -> tuple[list[str], list[Problem]]:
     """Every non-directory entry under ``root`` (symlinks not followed), sorted, bookkeeping left out."""
-    return walk_relative(root, skip=is_bookkeeping)
+    found, problems = scan_tree(root, lstat=False)
+    return sorted(found), problems
+
+
+def _bookkeeping_file(prefix: str, name: str) -> bool:
+    """``is_bookkeeping(prefix + name)`` for a file in a directory that is not bookkeeping itself."""
+    return name == ".git" or (not prefix and name == MANIFEST_NAME) or (prefix == ".cache/" and name == "huggingface")
+
+
+def scan_tree(root: str, *, lstat: bool = True) -> tuple[dict[str, os.stat_result | None], list[Problem]]:
+    """The one walk of a tree: every non-directory entry under ``root`` as a "/"-separated relative
+    path, with its ``os.lstat`` (one per entry; None if it vanished or cannot be stat'ed; without
+    ``lstat``, None for all), bookkeeping (``is_bookkeeping``) left out, in walk order.
+
+    What ``fileio.walk_relative(root, skip=is_bookkeeping)`` lists, without its per-directory
+    ``islink`` and ``relpath``: a directory's type comes from the listing (``d_type``), a symlink
+    (to a directory too) is an entry and never followed. A directory that cannot be listed is a
+    Problem; the walk goes on."""
+    found: dict[str, os.stat_result | None] = {}
+    problems: list[Problem] = []
+    scan_dirs(root, [(root, "")], found, problems, lstat=lstat)
+    return found, problems
+
+
+def scan_dirs(root: str, stack: list[tuple[str, str]], found: dict, problems: list[Problem], *, lstat: bool = True,
+              expand: int = 0) -> list[tuple[str, str]]:
+    """``scan_tree``'s walk of the directories in ``stack`` (``(path, relative prefix)`` pairs,
+    depth first), into ``found`` and ``problems``. With ``expand``, breadth first and only until
+    that many directories are waiting: those are returned, unlisted (to be shared out)."""
+    do_lstat = os.lstat if lstat else None
+    join = os.path.join
+    while stack:
+        if expand and len(stack) >= expand:
+            return stack
+        dirpath, prefix = stack.pop(0) if expand else stack.pop()
+        subdirs = []
+        try:
+            with os.scandir(dirpath) as entries:
+                for entry in entries:
+                    name = entry.name
+                    try:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        subdirs.append(name)
+                        continue
+                    if _bookkeeping_file(prefix, name):
+                        continue
+                    st = None
+                    if do_lstat is not None:
+                        try:
+                            st = do_lstat(join(dirpath, name))
+                        except (OSError, ValueError):
+                            st = None
+                    found[prefix + name] = st
+        except OSError as exc:
+            problems.append(Problem(exc.filename or root, f"cannot list directory: {exc.strerror or exc}"))
+            continue
+        subdirs.sort()
+        for name in (subdirs if expand else reversed(subdirs)):
+            rel = prefix + name
+            if not is_bookkeeping(rel):
+                stack.append((join(dirpath, name), rel + "/"))
+    return stack
 
 
 def is_text_name(relpath: str, code: bool = True) -> bool:
@@ -128,10 +226,66 @@ def is_link_only(entry: ManifestEntry) -> bool:
     return stat.S_ISLNK(entry.mode)
 
 
+def read_regular_fd(path: str, lst: os.stat_result) -> tuple[int, os.stat_result]:
+    """An open descriptor of ``path``, which ``lst`` (its lstat) says is a regular file, and its
+    fstat. O_NOFOLLOW: a file swapped for a symlink since the lstat is refused, not followed out;
+    the fstat refuses one swapped for anything else (a device node is never opened: its type was
+    known from the lstat before the open)."""
+    return open_regular(path, follow=False, lst=lst)
+
+
+HASH_BUFFER = 128 << 10  # xxh3 runs at memory speed: a buffer that stays in the CPU's cache, reused
+_LOCAL = threading.local()
+
+
+def _buffer() -> tuple[bytearray, memoryview]:
+    """This thread's hashing buffer (hashing threads and a forked child each have their own)."""
+    got = getattr(_LOCAL, "buffer", None)
+    if got is None:
+        buffer = bytearray(HASH_BUFFER)
+        got = _LOCAL.buffer = (buffer, memoryview(buffer))
+    return got
+
+
+def hash_fd(fd: int, size: int, counter: Callable[[int], None] | None, keep: bool) -> tuple[str, bytes | None]:
+    """The xxh3-128 of an open file of ``size`` bytes (from its fstat), and its content if ``keep``.
+
+    A small file (or one to keep) is read in one read of its size (plus one byte: a file that grew
+    is read on). A larger one through this thread's ``HASH_BUFFER``: with a 4 MiB buffer, or one
+    the size of the file, every byte went to memory and back before xxh3 saw it (the kernel's
+    copy and the hash both at memory speed: 1.7 s of system time for a 2 GB venv, where
+    ``xxh128sum``'s 64 KiB buffer took 0.9 s)."""
+    if size < HASH_BUFFER or keep:
+        data = os.read(fd, size + 1)
+        if len(data) != size:  # it grew, or shrank: read to the end, as the size no longer says
+            pieces = [data]
+            while data:
+                data = os.read(fd, 1 << 16)
+                pieces.append(data)
+            data = b"".join(pieces)
+        if counter is not None:
+            counter(len(data))
+        return xxhash.xxh3_128_hexdigest(data), (data if keep else None)
+    hasher = xxhash.xxh3_128()
+    buffer, view = _buffer()
+    readv, update = os.readv, hasher.update
+    done = 0
+    while n := readv(fd, [buffer]):
+        update(view[:n])
+        done += n
+        if counter is not None and done >= (16 << 20):
+            counter(done)
+            done = 0
+    if counter is not None and done:
+        counter(done)
+    return hasher.hexdigest(), None
+
+
 def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], None],
-           embed_code: bool = True, contain: str | None = None) -> ManifestEntry:
+           embed_code: bool = True, contain: str | None = None, lst: os.stat_result | None = None) -> ManifestEntry:
+    """The entry of one file; ``lst``: its lstat if the walk took it (else taken here)."""
     path = os.path.join(root, relpath)
-    st = os.lstat(path)
+    st = os.lstat(path) if lst is None else lst
     link = None
     if stat.S_ISLNK(st.st_mode):
         link = os.readlink(path)
@@ -141,62 +295,75 @@ def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], N
             # only its target is recorded, its content is not the tree's and is never read.
             return link_only_entry(path, link)
         path, st = real, os.stat(real)  # a link inside the tree: its content is recorded
-    if not stat.S_ISREG(st.st_mode):  # known before the open: a device node is never opened
-        raise OSError(errno.EINVAL, f"not a regular file ({stat.filemode(st.st_mode)})")
-    # O_NOFOLLOW: a file swapped for a symlink since the lstat is refused, not followed out.
-    fd = os.open(path, READ_FLAGS | NOFOLLOW)
+    fd, st = read_regular_fd(path, st)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, f"not a regular file ({stat.filemode(st.st_mode)})")
-        hasher = xxhash.xxh3_128()
         keep = st.st_size <= embed_limit and is_text_name(relpath, embed_code)
-        kept = bytearray()
-        for piece in read_pieces(fd, st.st_size):
-            hasher.update(piece)
-            counter(len(piece))
-            if keep:
-                kept += piece
+        digest, kept = hash_fd(fd, st.st_size, counter, keep)
     finally:
         os.close(fd)
-    text = as_text(bytes(kept)) if keep and len(kept) <= embed_limit else None
-    return ManifestEntry(hasher.hexdigest(), st.st_size, st.st_mode, st.st_mtime_ns, text, link)
+    text = as_text(kept) if kept is not None and len(kept) <= embed_limit else None
+    return ManifestEntry(digest, st.st_size, st.st_mode, st.st_mtime_ns, text, link)
+
+
+REDO = object()  # a mapper's decode: "the child did not settle this item, run it here"
+
+
+def in_threads(func: Callable, child_func: Callable, decode: Callable, items: list, sizes: list[int], jobs: int) -> list:
+    """The default mapper: ``[func(item) for item in items]``, large items in a thread pool
+    (``fileio.map_by_size``). Another mapper (verify/snapshot.py's) may run ``child_func`` over a
+    share of the small items in a forked process, whose results ``decode`` turns into what
+    ``func`` would have returned (or REDO: ``func`` runs again here)."""
+    return map_by_size(func, items, sizes, jobs)
 
 
 def build_manifest(root: str, *, embed_limit: int = EMBED_LIMIT, embed_code: bool = True, jobs: int = 2,
                    progress: Callable[[int, int], None] | None = None,
                    on_error: Callable[[Problem], None] | None = None,
-                   contain: str | None = None) -> Iterator[tuple[str, ManifestEntry]]:
+                   contain: str | None = None, mapper: Callable = in_threads) -> Iterator[tuple[str, ManifestEntry]]:
     """Hash every file under ``root`` (in ``jobs`` threads); yield ``(relpath, entry)`` sorted by path.
 
-    A symlink whose target is outside ``contain`` (default ``root``; a hub cache snapshot's is its
-    repository folder) is recorded by its target only. Files that cannot be read go to
-    ``on_error``; without it, a ManifestError listing them all is raised after the walk (a
-    manifest silently missing files would later call them "added").
+    One walk, one lstat per file (taken by the walk; a symlink followed inside the tree costs a
+    stat of its target), then an open, an fstat and the reads. A symlink whose target is outside
+    ``contain`` (default ``root``; a hub cache snapshot's is its repository folder) is recorded by
+    its target only. Files that cannot be read go to ``on_error``; without it, a ManifestError
+    listing them all is raised after the walk (a manifest silently missing files would later
+    call them "added").
     """
     root = os.path.abspath(root)
     contain = os.path.abspath(contain) if contain else root
-    relpaths, problems = walk_tree(root)
-    sizes = {}
+    walked, problems = scan_tree(root)
+    relpaths = sorted(walked)
+    sizes = []
     for rel in relpaths:
-        path = os.path.join(root, rel)
-        try:
+        st = walked[rel]
+        if st is not None and stat.S_ISLNK(st.st_mode):
             # What will be hashed: a link out of the tree is not (its target's size is not ours).
-            st: os.stat_result | None = os.lstat(path)
-            if st is not None and stat.S_ISLNK(st.st_mode):
-                st = os.stat(path) if inside(contain, path) else None
-            sizes[rel] = st.st_size if st is not None else 0
-        except OSError:
-            sizes[rel] = 0
-    meter = ByteProgress(progress, sum(sizes.values()))  # called from the hashing threads, one at a time
+            path = os.path.join(root, rel)
+            try:
+                sizes.append(os.stat(path).st_size if inside(contain, path) else 0)
+            except OSError:
+                sizes.append(0)
+        else:
+            sizes.append(st.st_size if st is not None else 0)
+    meter = ByteProgress(progress, sum(sizes))  # called from the hashing threads, one at a time
+    counter = meter.add if progress is not None else None
 
-    def one(rel: str) -> tuple[str, ManifestEntry | None, str]:
+    def one(rel: str, count: Callable[[int], None] | None = counter) -> tuple[ManifestEntry | None, str]:
         try:
-            return rel, _entry(root, rel, embed_limit, meter.add, embed_code, contain), ""
-        except OSError as exc:
-            return rel, None, exc.strerror or str(exc)
+            return _entry(root, rel, embed_limit, count, embed_code, contain, walked[rel]), ""  # type: ignore[arg-type]
+        except (OSError, ValueError) as exc:
+            return None, (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
 
-    for rel, (_, entry, error) in zip(relpaths, map_by_size(one, relpaths, [sizes[r] for r in relpaths], jobs)):
+    def portable(rel: str) -> tuple:  # in a forked child: no progress (the parent draws it), plain tuples
+        entry, error = one(rel, None)
+        return (tuple(entry) if entry is not None else None, error)
+
+    def decode(value: tuple) -> tuple[ManifestEntry | None, str]:
+        if counter is not None and value[0] is not None:
+            counter(value[0][1])
+        return (ManifestEntry._make(value[0]) if value[0] is not None else None, value[1])
+
+    for rel, (entry, error) in zip(relpaths, mapper(one, portable, decode, relpaths, sizes, jobs)):
         if entry is not None:
             yield rel, entry
         else:
@@ -208,28 +375,40 @@ def build_manifest(root: str, *, embed_limit: int = EMBED_LIMIT, embed_code: boo
         raise ManifestError(root, [f"{printable(p.path)}: {p.message}" for p in problems])
 
 
-def write_manifest(root: str, files_iter: Iterable[tuple[str, ManifestEntry]], output: str) -> Manifest:
-    """Write a manifest atomically (temp file in the same directory, then ``os.replace``)."""
+def write_manifest(root: str, files_iter: Iterable[tuple[str, ManifestEntry]], output: str, *,
+                   started_ns: int | None = None) -> Manifest:
+    """Write a manifest atomically (temp file in the same directory, then ``os.replace``).
+
+    ``started_ns``: the wall clock before the first file was looked at (``Manifest.started_ns``);
+    by default the time before ``files_iter`` is consumed, right for ``build_manifest``, which
+    looks at nothing until it is iterated."""
     root = os.path.abspath(root)
+    started = time.time_ns() if started_ns is None else started_ns
     files = dict(files_iter)
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     doc = {"manifest_version": MANIFEST_VERSION, "tool": "driftscan", "created": created, "root": root,
-           "files": _LazyJson(files)}
+           "started_ns": started, "files": files}
     write_atomic(output, json_lines(doc), mode=0o644)
-    return Manifest(os.path.abspath(output), root, created, files)
+    return Manifest(os.path.abspath(output), root, created, files, started_ns=started)
 
 
-class _LazyJson(dict):
-    """The manifest's files, each turned into its JSON form only when written."""
+_PLAIN_NAME = re.compile(r'[ !#-\[\]-~]*')  # printable ASCII but '"' and '\\': json.dumps leaves it as it is
 
-    def __getitem__(self, key):
-        return super().__getitem__(key).to_json()
+
+def _member(rel: str, entry: ManifestEntry) -> str:
+    """``json.dumps(rel): json.dumps(entry.to_json(), sort_keys=True)``, formatted directly for
+    the common entry (a plain name, no text, no link): byte for byte what json.dumps writes
+    (a test checks both), at a fifth of the cost."""
+    if entry.text is None and entry.link is None and _PLAIN_NAME.fullmatch(rel):
+        return (f'"{rel}": {{"mode": {entry.mode:d}, "mtime_ns": {entry.mtime_ns:d}, "size": {entry.size:d},'
+                f' "xxh3_128": "{entry.xxh3_128}"}}')
+    return f"{json.dumps(rel)}: {json.dumps(entry.to_json(), sort_keys=True)}"
 
 
 def json_lines(doc: dict[str, Any], nested: str = "files") -> Iterator[str]:
-    """``doc`` as JSON, in pieces, with keys sorted and one member of ``doc[nested]`` per line,
-    every piece written by json's C encoder (``indent=`` takes the pure-Python one: 1 s for
-    40,000 files). ASCII escapes keep undecodable names intact."""
+    """``doc`` as JSON, in pieces, with keys sorted and one member of ``doc[nested]`` (a dict of
+    ManifestEntry) per line; json's C encoder for everything else (``indent=`` takes the
+    pure-Python one: 1 s for 40,000 files). ASCII escapes keep undecodable names intact."""
     yield "{\n"
     keys = sorted(doc)
     for i, key in enumerate(keys):
@@ -238,9 +417,8 @@ def json_lines(doc: dict[str, Any], nested: str = "files") -> Iterator[str]:
         if key == nested and isinstance(value, dict) and value:
             yield f" {json.dumps(key)}: {{\n"
             members = sorted(value)
-            for m in members[:-1]:
-                yield f"  {json.dumps(m)}: {json.dumps(value[m], sort_keys=True)},\n"
-            yield f"  {json.dumps(members[-1])}: {json.dumps(value[members[-1]], sort_keys=True)}\n"
+            yield "".join([f"  {_member(m, value[m])},\n" for m in members[:-1]])
+            yield f"  {_member(members[-1], value[members[-1]])}\n"
             yield f" }}{comma}\n"
         else:
             yield f" {json.dumps(key)}: {json.dumps(value, sort_keys=True)}{comma}\n"
@@ -392,10 +570,13 @@ def manifest_from(path: str, doc: Any) -> Manifest:
     if isinstance(doc.get("root"), str) and not (_os_string(doc["root"]) and os.path.isabs(doc["root"])):
         issues.append("root is not an absolute path the OS can take")
     raw_files = doc.get("files")
-    files: dict[str, ManifestEntry] = {}
+    files: dict[str, ManifestEntry] | None = None
     if not isinstance(raw_files, dict):
         issues.append("files is missing or not an object")
-    else:
+    elif not issues:
+        files = _plain_files(raw_files)
+    if files is None and isinstance(raw_files, dict):
+        files = {}
         for rel, raw in raw_files.items():
             bad = _check_relpath(rel)
             if bad:
@@ -408,4 +589,51 @@ def manifest_from(path: str, doc: Any) -> Manifest:
         if len(issues) > MAX_ISSUES:  # one line for the CLI, not one per hostile entry
             issues = issues[:MAX_ISSUES] + [f"{len(issues) - MAX_ISSUES} more problems"]
         raise ManifestError(path, issues)
-    return Manifest(os.path.abspath(path), doc["root"], doc["created"], files, doc["tool"])
+    started = doc.get("started_ns")  # optional, and only ever a reason to trust less: never an issue
+    started = started if type(started) is int and 0 <= started < 1 << 63 else None
+    return Manifest(os.path.abspath(path), doc["root"], doc["created"], files or {}, doc["tool"], started)
+
+
+_BAD_PARTS = ("", ".", "..")
+_HEX = re.compile(r"[0-9a-f]*")
+
+
+def _plain_files(raw_files: dict[str, Any]) -> dict[str, ManifestEntry] | None:
+    """The entries of ``raw_files`` when every one is plainly valid, else None (and the full check
+    in ``manifest_from`` runs, naming every problem). Only ever accepts what that check accepts,
+    building the same entries: each test here implies the one it stands for (exact types where
+    the full check takes subclasses too, a relpath's directory checked once for all its files, the
+    hex of all digests checked in one match). 0.1 s for 40,000 entries, where the full check took 0.4 s."""
+    files: dict[str, ManifestEntry] = {}
+    good_dirs: set[str] = set()
+    digests: list[str] = []
+    b63, b32 = 1 << 63, 1 << 32
+    for rel, raw in raw_files.items():
+        folder, sep, name = rel.rpartition("/")
+        if name in _BAD_PARTS or "\\" in name or "\0" in name or not (name.isascii() or _os_string(name)):
+            return None
+        if sep and folder not in good_dirs:
+            if _check_relpath(folder) is not None:
+                return None
+            good_dirs.add(folder)
+        if type(raw) is not dict:
+            return None
+        digest, size, mode, mtime = raw.get("xxh3_128"), raw.get("size"), raw.get("mode"), raw.get("mtime_ns")
+        if not (type(digest) is str and len(digest) == 32 and type(size) is int and type(mode) is int
+                and type(mtime) is int and 0 <= size < b63 and 0 <= mode < b32 and 0 <= mtime < b63):
+            return None
+        text = link = None
+        if len(raw) > 4:  # four keys and all four above: neither text nor link is there
+            if "text" in raw:
+                text = raw["text"]
+                if type(text) is not str or not (text.isascii() or _utf8(text)):
+                    return None
+            if "link" in raw:
+                link = raw["link"]
+                if type(link) is not str or not _os_string(link):
+                    return None
+        digests.append(digest)
+        files[rel] = ManifestEntry(digest, size, mode, mtime, text, link)
+    if not _HEX.fullmatch("".join(digests)):
+        return None
+    return files

@@ -44,6 +44,10 @@ class Summary(BaseModel):
     accepted: int = Field(default=0, description="drifts an accept entry of the configuration accepts (counted in drifts too)")
     not_hashed: int = Field(default=0, description="files checked by presence, size and mtime only (large model "
                                                     "files without --deep): counted in files_checked, content unread")
+    trusted_by_signature: int = Field(
+        default=0, description="diff: files settled without hashing because their size, mtime and mode match the "
+                               "snapshot's (as audit's stat cache settles files): counted in files_checked, content "
+                               "unread; --no-cache hashes them all")
 
 
 class DistributionRef(BaseModel):
@@ -214,7 +218,7 @@ def pristine_out(lookups: Sequence[Any]) -> list[PristineOut]:
 
 def build_report(verification: Verification, drifts: list[Drift], duration: float | None = None,
                  model_dirs: list[str] | None = None, skipped: list | None = None,
-                 pristine: Sequence[Any] = (), not_hashed: int = 0) -> Report:
+                 pristine: Sequence[Any] = (), not_hashed: int = 0, trusted_by_signature: int = 0) -> Report:
     t = verification.target
     out = sorted((_drift(d) for d in drifts), key=lambda d: (SCOPE_ORDER.index(d.scope),
                  d.distribution is None, d.distribution.name.lower() if d.distribution else "", d.path))
@@ -228,6 +232,7 @@ def build_report(verification: Verification, drifts: list[Drift], duration: floa
             distributions=len(verification.distributions),
             files_checked=verification.files_checked,
             not_hashed=not_hashed,
+            trusted_by_signature=trusted_by_signature,
             drifts=len(out),
             unverifiable=len(verification.unverifiable),
             errors=len(verification.errors),

@@ -141,3 +141,26 @@ def planted(tmp_path_factory, wheelhouse):
     (site / os.fsdecode(b"demo_pkg/caf\xe9.py")).write_bytes(b"Y = 1\n")  # a non-UTF-8 file name
     expected.add(("demo_pkg/caf\\xe9.py", "added", None))
     return venv, expected
+
+
+@pytest.fixture(scope="session")
+def index_template(tmp_path_factory, wheelhouse):
+    """A pip venv with six and requests, for the clean-index and warm-drift tests to copy."""
+    venv = venvs.make_pip_venv(tmp_path_factory.mktemp("index") / "v")
+    venvs.pip_install(venv, *offline(wheelhouse), "six==1.17.0", "requests==2.32.3")
+    return venv
+
+
+@pytest.fixture
+def index_venv(index_template, tmp_path, monkeypatch):
+    """A fresh copy of ``index_template``; the racy window shrunk to nothing, so files written now
+    may be trusted (tests that need the real window restore it), and a private cache dir."""
+    from driftscan import cache as cache_mod
+    from driftscan.verify.env.fast import cleanindex
+
+    copy = tmp_path / "v"
+    shutil.copytree(index_template, copy, symlinks=True)
+    monkeypatch.setattr(cache_mod, "RACY_NS", 0)
+    monkeypatch.setattr(cleanindex, "RACY_NS", 0)
+    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
+    return copy

@@ -18,43 +18,23 @@ import driftscan.api as api
 from driftscan import cache as cache_mod
 from driftscan.verify.env.fast import cleanindex
 from fixtures import venvs
-from fixtures.harness import offline
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory, wheelhouse):
-    venv = venvs.make_pip_venv(tmp_path_factory.mktemp("clean") / "v")
-    venvs.pip_install(venv, *offline(wheelhouse), "six==1.17.0", "requests==2.32.3")
-    return venv
+from fixtures.harness import audit_and_whether_settled, offline
 
 
 @pytest.fixture
-def venv(template, tmp_path, monkeypatch):
-    """A fresh copy; the racy window shrunk to nothing, so files written now may be trusted
-    (test_index_waits_out_the_racy_window keeps the real window)."""
-    copy = tmp_path / "v"
-    shutil.copytree(template, copy, symlinks=True)
-    monkeypatch.setattr(cache_mod, "RACY_NS", 0)
-    monkeypatch.setattr(cleanindex, "RACY_NS", 0)
-    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
-    return copy
+def template(index_template):
+    return index_template  # conftest.py: a pip venv with six and requests
+
+
+@pytest.fixture
+def venv(index_venv):
+    return index_venv  # conftest.py: a fresh copy of it, racy window shrunk, private cache dir
 
 
 def audit(venv, **kw):
     """(drifts as (kind, relpath), whether the clean index settled it, the report)."""
-    full_runs = []
-    real_verify = api.verify
-
-    def counting(*args, **kwargs):
-        full_runs.append(1)
-        return real_verify(*args, **kwargs)
-
-    api.verify = counting
-    try:
-        report = api.audit(str(venv), **kw)
-    finally:
-        api.verify = real_verify
-    return sorted((d.kind.value, d.relpath) for d in report.drifts), not full_runs, report
+    report, settled = audit_and_whether_settled(venv, **kw)
+    return sorted((d.kind.value, d.relpath) for d in report.drifts), settled, report
 
 
 def settled_audit(venv):
@@ -136,7 +116,9 @@ def test_any_change_sends_the_audit_down_the_full_path(venv, change):
     time.sleep(0.01)  # timestamps must be able to differ
     change(venv)
     drifts, by_index, _ = audit(venv)
-    assert not by_index
+    # Issue #16: a hashed file whose signature changed is checked again against its RECORD row
+    # without the full audit (the index carries the rest); every other change takes the full path.
+    assert not by_index or change in (edit_keeping_size_and_mtime, replace_by_rename)
     assert drifts == audit(venv, use_cache=False)[0]
 
 
@@ -150,11 +132,12 @@ def test_each_case_above_is_visible_to_a_full_audit(venv):
     assert {k for k, _ in drifts} == {"modified", "added", "missing"}
 
 
-def test_no_index_after_drift_and_none_used_by_no_cache_or_plan(venv):
+def test_drift_is_carried_by_the_index_and_none_used_by_no_cache_or_plan(venv):
     settled_audit(venv)
     add_a_file_deep_down(venv)
-    assert audit(venv)[0]  # drift: the full path, and the index is withdrawn
-    assert audit(venv)[1] is False
+    found = audit(venv)[0]
+    assert found  # drift: the full path, which writes an index carrying it (issue #16)...
+    assert audit(venv)[:2] == (found, True)  # ...and settles the next audit with the same drifts
     (_site(venv) / "requests" / "patched_by_hand.py").unlink()
     settled_audit(venv)
     assert audit(venv, use_cache=False)[1] is False  # --no-cache: the paranoid mode trusts no index

@@ -2,21 +2,30 @@
 
 Directories are walked for ``*.py`` files without following symlinked directories and
 skipping ``__pycache__``; a file named explicitly is scanned whatever its extension. Work is
-spread over ``jobs`` processes (default: the usable cores) in chunks, largest files first so
-that one big file does not finish last; the result is sorted and does not depend on ``jobs``.
+spread over ``jobs`` processes (default: the usable cores) through one shared queue, no fixed
+chunks: a worker that is free takes the next batch of files to prefilter (largest first), and
+parses the small ones it lets through at once; a file that libcst would get more than
+``DEFER_BYTES`` of comes back and waits in the queue by that cost — the bytes that reach
+libcst — and the largest waiting one goes to the next free worker, one file at a time (only so
+many bytes of them at once: a parse takes 100-500 times the file's size in memory). The result
+is sorted and depends neither on ``jobs`` nor on the order files finish in.
 
 The files scanned are data, never instructions: a worker reports each file as it finishes it,
 so the parent knows which file a worker is on. A file that outlives its time budget
 (``file_budget``) has its worker killed, one that crashes the worker (libcst's parser is
-native code) costs that worker — either way that file gets a DBG004 finding, a fresh worker
-takes the rest of the chunk, and every other file's findings stay. With one job (or one file)
-files up to ``IN_PROCESS_BYTES`` are parsed in this process: there the byte scan of
-complexity.py, which keeps the parser's crashes and quadratic cases from ever reaching it, is
-the protection, and bounds a small file's parse to seconds; larger ones go to one worker.
-"""
+native code) costs that worker — either way that file gets a DBG004 finding, the rest of its
+batch goes back to the queue for a fresh worker, and every other file's findings stay. With one
+job (or one file) files up to ``IN_PROCESS_BYTES`` are parsed in this process: there the byte
+scan of complexity.py, which keeps the parser's crashes and quadratic cases from ever reaching
+it, is the protection, and bounds a small file's parse to seconds; larger ones go to one worker.
 
+With a ``cache`` (scancache.py, handed in by the caller), a file whose signature (size,
+mtime, ctime, inode, device) is the one an earlier scan with the same rules saw gets that
+scan's row without being read.
+"""
 from __future__ import annotations
 
+import bisect
 import multiprocessing
 import os
 import pickle
@@ -28,6 +37,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from multiprocessing.connection import Connection, wait
 
 from ..fileio import default_jobs, file_type, walk
@@ -36,6 +46,9 @@ from .engine import MAX_FILE_BYTES, RuleError, complexity_finding, inspect_path
 from .noqa import with_unused_noqa
 from .registry import load_rules, select_rules
 from .rule import Rule
+
+if TYPE_CHECKING:
+    from .scancache import ResultCache
 
 
 @dataclass
@@ -48,8 +61,10 @@ class ScanResult:
     rules: tuple[str, ...] = ()  # codes of the rules that ran
 
 
-def collect_files(paths: Iterable[str], errors: list[Problem]) -> list[tuple[str, int]]:
-    """``(path, size)`` of every file to scan, deduplicated, in walk order."""
+def collect_files(paths: Iterable[str], errors: list[Problem],
+                  stats: dict[str, os.stat_result] | None = None) -> list[tuple[str, int]]:
+    """``(path, size)`` of every file to scan, deduplicated, in walk order (``stats``: each
+    one's stat, by path)."""
     seen: set[str] = set()
     out: list[tuple[str, int]] = []
 
@@ -67,6 +82,8 @@ def collect_files(paths: Iterable[str], errors: list[Problem]) -> list[tuple[str
             errors.append(Problem(path, f"not a regular file ({file_type(st.st_mode)}): not scanned"))
             return
         out.append((path, st.st_size))
+        if stats is not None:
+            stats[path] = st
 
     def onerror(e: OSError) -> None:
         errors.append(Problem(e.filename or "?", f"cannot list directory: {e.strerror or e}"))
@@ -94,12 +111,28 @@ FILE_BUDGET = 20.0
 FILE_BUDGET_PER_MB = 10.0
 STARTUP_BUDGET = 120.0  # for a worker to start (import driftscan and libcst)
 IN_PROCESS_BYTES = 128 * 1024  # with one job, larger files are parsed in a worker
+#: A file that libcst would get more bytes of than this is not parsed where the prefilter meets
+#: it but handed back, and parsed later by cost (largest first) — its size is its measured cost.
+DEFER_BYTES = 24 * 1024
+#: Files handed to a worker at a time for the prefilter (and the parse of the small ones).
+BATCH_FILES = 24
+BATCH_BYTES = 384 * 1024
+#: Deferred files parsed at the same time may hold at most this many bytes in all (libcst's tree
+#: takes 100-500 bytes of memory per byte of source): one big file at a time, the others
+#: prefiltering meanwhile. A single file is never held back.
+HEAVY_INFLIGHT_BYTES = 320 * 1024
+#: A forked worker whose memory grew past this after a parse is replaced by a fresh fork (freed
+#: memory is not given back to the system reliably); 0: never.
+RECYCLE_RSS = 96 * 1024 * 1024
 
 
-def _scan_one(path: str, rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None) -> Row:
+def _scan_one(path: str, rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None,
+              defer_over: int | None = None) -> Row:
+    """The row of one file; with ``defer_over`` a row with ``None`` findings for a file that
+    libcst would get more bytes of (to be scanned later)."""
     try:
-        findings, nbytes, parsed = inspect_path(path, rules, prefilter, max_bytes)
-        return (path, findings, nbytes, parsed, None)
+        findings, nbytes, parsed = inspect_path(path, rules, prefilter, max_bytes, defer_over)
+        return (path, findings, nbytes, parsed, None)  # type: ignore[return-value]
     except RuleError as e:
         return (path, [], 0, True, str(e))
 
@@ -108,24 +141,34 @@ def _scan_files(paths: list[str], rules: Sequence[type[Rule]], prefilter: bool, 
     return [_scan_one(path, rules, prefilter, max_bytes) for path in paths]
 
 
+def _rss() -> int:
+    """This process's resident memory in bytes (0 where /proc is not there)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _worker_main(inbox: Connection, outbox: Connection, rules: Sequence[type[Rule]], prefilter: bool,
                  max_bytes: int | None) -> None:
-    """Scan the chunks the parent sends, one result message per file, until told to stop."""
+    """Scan the files the parent sends, one ``(row, memory)`` message per file, until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C and ends its workers
     outbox.send(None)  # ready: the parent starts timing the first file from here
     while True:
         try:
-            paths = inbox.recv()
+            task = inbox.recv()
         except (EOFError, OSError):
             return
-        if paths is None:
+        if task is None:
             return
+        paths, defer_over = task
         for path in paths:
             try:
-                row = _scan_one(path, rules, prefilter, max_bytes)
+                row = _scan_one(path, rules, prefilter, max_bytes, defer_over)
             except Exception as e:  # noqa: BLE001 - one file's failure must not cost the others
                 row = (path, [], 0, True, f"could not inspect: {type(e).__name__}: {e}")
-            outbox.send(row)
+            outbox.send((row, _rss() if row[3] and row[1] is not None else 0))
 
 
 def _exec_worker_main(inbox: Connection, outbox_fd: int) -> None:
@@ -177,21 +220,23 @@ class _Worker:
         except BaseException:
             self.close()
             raise
-        self.chunk: deque[tuple[str, int]] = deque()
+        self.task: deque[tuple[str, int]] = deque()  # files given and not answered yet, in order
+        self.heavy = 0  # bytes of the deferred file it parses (0: it prefilters a batch)
         self.ready = False  # it has started up (a fresh interpreter takes a while)
-        self.started = time.monotonic()  # when it began the file at the head of ``chunk``
+        self.started = time.monotonic()  # when it began the file at the head of ``task``
 
-    def give(self, chunk: list[tuple[str, int]]) -> None:
-        self.chunk = deque(chunk)
+    def give(self, files: list[tuple[str, int]], defer_over: int | None, heavy: int = 0) -> None:
+        self.task = deque(files)
+        self.heavy = heavy
         if self.ready:
             self.started = time.monotonic()
         try:
-            self.outbox.send([p for p, _ in chunk])
+            self.outbox.send(([p for p, _ in files], defer_over))
         except OSError:
             pass  # it died: the next wait sees its end
 
     def deadline(self) -> float:
-        return self.started + (file_budget(self.chunk[0][1]) if self.ready else STARTUP_BUDGET)
+        return self.started + (file_budget(self.task[0][1]) if self.ready else STARTUP_BUDGET)
 
     def close(self) -> None:
         for conn in (self.inbox, self.outbox):
@@ -249,24 +294,31 @@ def _lost(path: str, why: str, rules: Sequence[type[Rule]]) -> Row:
 
 
 class _Arriving(list):
-    """Rows as they arrive, each arrival reported to ``progress(files done, files in all)``."""
+    """Rows as they arrive, each arrival reported to ``progress(files done, files in all)``
+    and to ``sink(row, lost)`` (the result cache)."""
 
-    def __init__(self, total: int, progress: Callable[[int, int], None] | None, done: int = 0) -> None:
+    def __init__(self, total: int, progress: Callable[[int, int], None] | None, done: int = 0,
+                 sink: Callable[[Row, bool], None] | None = None) -> None:
         super().__init__()
-        self.total, self.progress, self.done = total, progress, done
+        self.total, self.progress, self.done, self.sink = total, progress, done, sink
 
     def _tick(self, n: int) -> None:
         self.done += n
         if self.progress is not None and n:
             self.progress(self.done, self.total)
 
-    def append(self, row) -> None:
+    def append(self, row, lost: bool = False) -> None:
         super().append(row)
+        if self.sink is not None:
+            self.sink(row, lost)
         self._tick(1)
 
-    def extend(self, rows) -> None:
+    def extend(self, rows, lost: bool = False) -> None:
         rows = list(rows)
         super().extend(rows)
+        if self.sink is not None:
+            for row in rows:
+                self.sink(row, lost)
         self._tick(len(rows))
 
     def __iadd__(self, rows):  # type: ignore[override, misc]
@@ -274,94 +326,143 @@ class _Arriving(list):
         return self
 
 
-def _scan_in_workers(chunks: list[list[tuple[str, int]]], jobs: int, config: tuple,
+class _Queue:
+    """What is left to do: files to prefilter (largest first, in batches) and the deferred files
+    libcst must parse, taken largest first within ``HEAVY_INFLIGHT_BYTES`` of memory in flight."""
+
+    def __init__(self, files: Iterable[tuple[str, int]]):
+        self.screen: deque[tuple[str, int]] = deque(sorted(files, key=lambda f: -f[1]))
+        self.heavy: list[tuple[int, str, int]] = []  # (bytes to parse, path, size), ascending
+
+    def __bool__(self) -> bool:
+        return bool(self.screen or self.heavy)
+
+    def defer(self, path: str, size: int, nbytes: int) -> None:
+        bisect.insort(self.heavy, (nbytes, path, size))
+
+    def put_back(self, files: Iterable[tuple[str, int]]) -> None:
+        self.screen.extendleft(reversed(list(files)))
+
+    def take(self, inflight: int) -> tuple[list[tuple[str, int]], int | None, int] | None:
+        """``(files, defer_over, heavy bytes)`` for an idle worker, or None (nothing that fits now)."""
+        if self.heavy:
+            room = HEAVY_INFLIGHT_BYTES - inflight
+            i = len(self.heavy) - 1 if inflight == 0 else bisect.bisect_right(self.heavy, (room, "\U0010ffff", 0)) - 1
+            if i >= 0:
+                nbytes, path, size = self.heavy.pop(i)
+                return [(path, size)], None, max(1, nbytes)
+        if self.screen:
+            batch = [self.screen.popleft()]
+            total = batch[0][1]
+            while self.screen and len(batch) < BATCH_FILES and total + self.screen[0][1] <= BATCH_BYTES:
+                total += self.screen[0][1]
+                batch.append(self.screen.popleft())
+            return batch, DEFER_BYTES, 0
+        return None
+
+    def drain(self) -> list[tuple[str, int]]:
+        out = list(self.screen) + [(path, size) for _, path, size in self.heavy]
+        self.screen.clear()
+        self.heavy.clear()
+        return out
+
+
+def _scan_in_workers(files: list[tuple[str, int]], jobs: int, config: tuple,
                      budget: float | None = None, progress: Callable[[int, int], None] | None = None,
-                     total: int | None = None, done: int = 0) -> list[Row]:
-    """Rows for every file of ``chunks``, scanned by ``jobs`` worker processes (see the module
+                     total: int | None = None, done: int = 0,
+                     sink: Callable[[Row, bool], None] | None = None) -> list[Row]:
+    """Rows for every file of ``files``, scanned by ``jobs`` worker processes (see the module
     docstring: a file that crashes or stalls its worker costs that file, and only it).
     ``budget``: seconds for all of it; files not parsed by then get DBG004 with that reason
     (a tree of many slow-but-legal files must not hold an audit for minutes)."""
     from ..forking import may_fork
 
     rules = config[0]
+    rows: _Arriving = _Arriving(total if total is not None else len(files), progress, done, sink)
     fork = may_fork()  # only where driftscan may fork its host (verify/env/fast/forked.py)
     if not fork and not sys.executable:
-        return _scan_files([p for chunk in chunks for p, _ in chunk], *config)  # no interpreter to start
-    todo = deque(chunks)
-    rows: list[Row] = _Arriving(total if total is not None else sum(len(c) for c in chunks), progress, done)
+        rows.extend(_scan_files([p for p, _ in files], *config))  # no interpreter to start
+        return rows
+    queue = _Queue(files)
     stop_at = time.monotonic() + budget if budget is not None else float("inf")
-    workers = [_Worker(fork, config) for _ in range(min(jobs, len(chunks)))]
+    workers: list[_Worker] = []
+    slots = min(jobs, len(files))
+    starts_failed = False
+
+    def feed(w: _Worker) -> bool:
+        work = queue.take(sum(x.heavy for x in workers if x.task))
+        if work is None:
+            return False
+        w.give(*work)
+        return True
+
     try:
-        busy: list[_Worker] = []
+        workers = [_Worker(fork, config) for _ in range(slots)]
         for w in workers:
-            if todo:
-                w.give(todo.popleft())
-                busy.append(w)
-        while busy:
+            feed(w)
+        while any(w.task for w in workers):
+            busy = [w for w in workers if w.task]
             now = time.monotonic()
             if now > stop_at:
                 why = f"not parsed: the scan's {budget:.0f} s budget ran out"
-                rows += [_lost(p, why, rules) for w in busy for p, _ in w.chunk]
-                rows += [_lost(p, why, rules) for chunk in todo for p, _ in chunk]
-                todo.clear()
-                break  # the finally clause kills the workers, whose chunks are not cleared
+                rows.extend([_lost(p, why, rules) for w in busy for p, _ in w.task], lost=True)
+                rows.extend([_lost(p, why, rules) for p, _ in queue.drain()], lost=True)
+                break  # the finally clause kills the workers, whose tasks are not cleared
             deadline = min(min(w.deadline() for w in busy), stop_at)
             ready = wait([w.inbox for w in busy], timeout=max(0.0, deadline - now))
-            replaced: list[tuple[_Worker, str]] = []
+            failed: list[tuple[_Worker, str]] = []
             for w in busy:
                 if w.inbox in ready:
                     try:
-                        row = w.inbox.recv()
-                    except (EOFError, OSError):  # it died on the file at the head of its chunk
-                        replaced.append((w, "crashed" if w.ready else "failed to start"))
+                        message = w.inbox.recv()
+                    except (EOFError, OSError):  # it died on the file at the head of its task
+                        failed.append((w, "crashed" if w.ready else "failed to start"))
                         continue
                     w.started = time.monotonic()
-                    if row is None:
+                    if message is None:
                         w.ready = True
                         continue
-                    if w.chunk:
+                    row, rss = message
+                    _path, size = w.task.popleft()
+                    if row[1] is None:  # deferred: to be parsed by its cost
+                        queue.defer(row[0], size, row[2])
+                    else:
                         rows.append(row)
-                        w.chunk.popleft()
+                    if fork and not w.task and RECYCLE_RSS and rss > RECYCLE_RSS:  # (a fork is cheap)
+                        failed.append((w, "recycle"))
                 elif time.monotonic() > w.deadline():
-                    replaced.append((w, "timeout" if w.ready else "failed to start"))
-            for w, what in replaced:
-                code = w.stop(kill=what != "crashed")
+                    failed.append((w, "timeout" if w.ready else "failed to start"))
+            for w, what in failed:
+                code = w.stop(kill=what not in ("crashed", "recycle"))
+                i = workers.index(w)
                 if what == "failed to start":  # no file's fault: the work is done here instead
-                    rows.extend(_scan_files([p for p, _ in w.chunk], *config))
-                    w.chunk.clear()
-                    busy.remove(w)
-                    workers.remove(w)
+                    starts_failed = True
+                    rows.extend(_scan_files([p for p, _ in w.task], *config))
+                    w.task.clear()
+                    del workers[i]
                     continue
-                path, size = w.chunk.popleft()
-                if what == "timeout":
-                    why = f"parsing took longer than its {file_budget(size):.0f} s budget"
-                else:
-                    how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
-                    why = f"the parser crashed on this file ({how})"
-                rows.append(_lost(path, why, rules))
-                fresh = _Worker(fork, config)
-                workers[workers.index(w)] = fresh
-                busy[busy.index(w)] = fresh
-                if w.chunk:
-                    fresh.give(list(w.chunk))
-                else:
-                    fresh.chunk = deque()
-            for w in busy:
-                if not w.chunk and todo:
-                    w.give(todo.popleft())
-            busy = [w for w in busy if w.chunk]
-        while todo:  # every worker failed to start
-            rows.extend(_scan_files([p for p, _ in todo.popleft()], *config))
+                if what != "recycle":
+                    path, size = w.task.popleft()
+                    if what == "timeout":
+                        why = f"parsing took longer than its {file_budget(size):.0f} s budget"
+                    else:
+                        how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+                        why = f"the parser crashed on this file ({how})"
+                    rows.append(_lost(path, why, rules), lost=True)
+                    queue.put_back(w.task)  # the rest of its batch: for whichever worker is free
+                    w.task.clear()
+                del workers[i]
+            if not starts_failed:
+                while queue and len(workers) < slots:  # a fresh worker for each one lost
+                    workers.append(_Worker(fork, config))
+            for w in workers:
+                if not w.task and queue:
+                    feed(w)
+        rows.extend(_scan_files([p for p, _ in queue.drain()], *config))  # every worker failed to start
     finally:
         for w in workers:
-            w.stop(kill=bool(w.chunk))
+            w.stop(kill=bool(w.task))
     return rows
-
-
-def _chunks(files: list[tuple[str, int]], jobs: int) -> list[list[tuple[str, int]]]:
-    by_size = sorted(files, key=lambda f: -f[1])
-    size = max(1, min(64, len(by_size) // (jobs * 8) or 1))
-    return [by_size[i : i + size] for i in range(0, len(by_size), size)]
 
 
 def _picklable(rules: Sequence[type[Rule]]) -> bool:
@@ -370,6 +471,33 @@ def _picklable(rules: Sequence[type[Rule]]) -> bool:
         return True
     except Exception:  # rules defined in a function, a REPL...: scan in this process
         return False
+
+
+def _code_signature(rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None) -> str | None:
+    """What a cached result depends on besides the file: the rules (each class by name and the
+    signature of its source file), the prefilter, the size cap, the inspect package's own
+    sources, the interpreter and libcst. None when a rule's source cannot be told apart (a
+    class made at run time): such a scan is not cached."""
+    import libcst
+
+    parts: list = [sys.version, prefilter, max_bytes]
+    here = os.path.dirname(os.path.abspath(__file__))
+    sources = {os.path.join(here, n) for n in os.listdir(here) if n.endswith(".py")}
+    sources.add(os.path.abspath(libcst.__file__))  # a new libcst is installed anew
+    for rule in rules:
+        module = sys.modules.get(rule.__module__)
+        source = getattr(module, "__file__", None)
+        if not source or "<locals>" in rule.__qualname__:
+            return None
+        parts.append((rule.CODE, rule.__module__, rule.__qualname__))
+        sources.add(os.path.abspath(source))
+    for source in sorted(sources):
+        try:
+            st = os.stat(source)
+        except OSError:
+            return None
+        parts.append((source, st.st_size, st.st_mtime_ns, st.st_ino))
+    return repr(parts)
 
 
 def scan_paths(
@@ -386,37 +514,77 @@ def scan_paths(
     budget: float | None = None,
     unused_noqa: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    cache: ResultCache | None = None,
 ) -> ScanResult:
     """Run the selected rules over every Python file under ``paths``.
 
     ``rules`` replaces the available rules (built-ins, plugins, ``extra_rule_modules``)
     before ``select``/``ignore`` apply. ``budget``: seconds the parsing in workers may take in
     all (files beyond it get DBG004); None for none. ``unused_noqa`` (``scan --strict``): the
-    unused-noqa rule runs too, unless ``ignore`` names it (inspect/noqa.py). Unknown selectors and
-    broken plugins raise ``driftscan.errors.ConfigError``; everything file-specific ends up in the result.
+    unused-noqa rule runs too, unless ``ignore`` names it (inspect/noqa.py). ``cache``: results
+    of files whose signature is unchanged since an earlier scan with the same rules
+    (scancache.py). Unknown selectors and broken plugins raise ``driftscan.errors.ConfigError``;
+    everything file-specific ends up in the result.
     """
+    paths = list(paths)
     available = list(rules) if rules is not None else load_rules(extra_rule_modules, plugins=plugins)
     # Rules handed over as they are run as they are (opt-in ones included) unless a selection is given too.
     chosen = list(rules) if rules is not None and not select and not ignore else select_rules(available, select, ignore)
     if unused_noqa:
         chosen = with_unused_noqa(available, chosen, ignore)
     result = ScanResult(rules=tuple(r.CODE for r in chosen))
-    files = collect_files(paths, result.errors)
+    stats: dict[str, os.stat_result] = {}
+    files = collect_files(paths, result.errors, stats)
     jobs = default_jobs() if jobs is None else max(1, jobs)
     config = (chosen, prefilter, max_bytes)
+    rows: list[Row] = []
+    sink = None
+    if cache is not None:
+        key = _code_signature(chosen, prefilter, max_bytes) if chosen else None
+        if key is not None and cache.open(paths, key):
+            todo = []
+            for path, size in files:
+                row = cache.lookup(path, stats[path])
+                if row is None:
+                    todo.append((path, size))
+                else:
+                    rows.append(row)
+            files_all, files = files, todo
+            if progress is not None and rows:
+                progress(len(rows), len(files_all))
+            started_ns = time.time_ns()
+
+            opened = cache
+
+            def sink(row: Row, lost: bool) -> None:
+                if not lost and row[4] is None:
+                    opened.store(row[0], stats[row[0]], row, started_ns)
+        else:
+            cache = None
+    done, total = len(rows), len(rows) + len(files)
     if not _picklable(chosen):
-        rows = _scan_files([p for p, _ in files], *config)
+        new = _scan_files([p for p, _ in files], *config)
+        if sink is not None:
+            for row in new:
+                sink(row, False)
+        rows += new
     elif jobs > 1 and len(files) > 1:
-        rows = _scan_in_workers(_chunks(files, jobs), jobs, config, budget, progress, len(files))
+        rows += _scan_in_workers(files, jobs, config, budget, progress, total, done, sink)
     else:
         # One job: here, but for files big enough to take long (dense code parses ~30 s/MB),
         # which one worker takes, so that the time budget holds for them too.
         big = [(p, size) for p, size in files if size > IN_PROCESS_BYTES]
-        rows = _scan_files([p for p, size in files if size <= IN_PROCESS_BYTES], *config)
-        if progress is not None and rows:
-            progress(len(rows), len(files))
+        small = _scan_files([p for p, size in files if size <= IN_PROCESS_BYTES], *config)
+        if sink is not None:
+            for row in small:
+                sink(row, False)
+        rows += small
+        if progress is not None and small:
+            progress(len(rows), total)
         if big:
-            rows += _scan_in_workers([big], 1, config, budget, progress, len(files), len(rows))
+            rows += _scan_in_workers(big, 1, config, budget, progress, total, len(rows), sink)
+    if cache is not None:
+        cache.save(stats)
     for path, findings, nbytes, parsed, error in rows:
         result.files_scanned += 1
         result.bytes_scanned += nbytes

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -43,9 +44,13 @@ class Trigger:
     """
 
     def __init__(
-        self, pattern: bytes, needles: tuple[bytes, ...] = (), *, ignore_case: bool = False, label: str = ""
+        self, pattern: bytes, needles: tuple[bytes, ...] = (), *, ignore_case: bool = False, label: str = "",
+        search: Callable[[bytes, Memo | None], bool] | None = None,
     ):
         self.pattern = pattern
+        # The same answer as ``pattern`` by a faster way (``words_then``, ``preceded``): a regex
+        # that starts with an alternation or a character class is tried at every byte.
+        self.search = search
         self.needles = tuple(needles)
         self.ignore_case = ignore_case
         self.label = label
@@ -75,6 +80,8 @@ class Trigger:
             hay = lowered
         if self.needles and not any(_contains(hay, n, memo, self.ignore_case) for n in self.needles):
             return False
+        if self.search is not None:
+            return self.search(hay, memo)
         return self._regex.search(hay) is not None
 
     def describe(self) -> str:
@@ -145,6 +152,42 @@ def named_triggers(trigger: BaseTrigger) -> list[BaseTrigger]:
     return out
 
 
+def words_then(words: tuple[bytes, ...], rest: bytes, *, lowered: bool = False):
+    """A search equal to ``(?:w1|w2|...)rest``: ``w + rest`` for each word the bytes contain,
+    each one starting with a literal (found by a fast search, not tried at every byte)."""
+    regexes = [(w, re.compile(re.escape(w) + rest)) for w in words]
+
+    def search(hay: bytes, memo: Memo | None) -> bool:
+        return any(_contains(hay, w, memo, lowered) and regex.search(hay) is not None for w, regex in regexes)
+
+    return search
+
+
+def preceded(before: bytes, skip: bytes, *after: bytes):
+    """A search equal to ``[before][skip]*(?:after1|after2...)`` where ``before`` and ``skip``
+    are disjoint byte classes: each match of an ``after`` (each starts with a literal, found by
+    a fast search) is checked backwards — past the ``skip`` bytes, the nearest other byte must
+    be one of ``before``. Overlapping matches are all tried."""
+    regexes = [re.compile(a) for a in after]
+    before_set = frozenset(b for b in range(256) if re.fullmatch(before, bytes([b])))
+    skip_set = frozenset(b for b in range(256) if re.fullmatch(skip, bytes([b])))
+    assert not before_set & skip_set
+
+    def search(hay: bytes, memo: Memo | None) -> bool:
+        for regex in regexes:
+            match = regex.search(hay)
+            while match is not None:
+                i = match.start() - 1
+                while i >= 0 and hay[i] in skip_set:
+                    i -= 1
+                if i >= 0 and hay[i] in before_set:
+                    return True
+                match = regex.search(hay, match.start() + 1)
+        return False
+
+    return search
+
+
 # --- Triggers shared by the built-in rules -------------------------------------------------
 # `[\s\\]*` allows whitespace, newlines inside brackets and backslash continuations between
 # tokens, which is everything Python allows there. Patterns start with a literal where they
@@ -173,11 +216,15 @@ DEBUGGER = Trigger(
     (b"breakpoint", b"set_trace", b"post_mortem", b"pdb", b"pudb", b"debugpy", b"pydevd",
      b"IPython", b"interact"),
     label="debugger name",
+    search=words_then((b"breakpoint", b"set_trace", b"post_mortem", b"pdb", b"pudb", b"debugpy", b"pydevd",
+                       b"IPython", b"interact"), rb"\b"),
 )
 
 #: Debugger modules (for imports only).
+_module_words = words_then((b"pdb", b"pudb", b"debugpy", b"wdb"), rb"\b")  # and pydevd\w*\b: any "pydevd"
 DEBUGGER_MODULES = Trigger(
-    rb"(?:pdb|pudb|debugpy|pydevd\w*|wdb)\b", (b"pdb", b"pudb", b"debugpy", b"pydevd", b"wdb"), label="debugger module"
+    rb"(?:pdb|pudb|debugpy|pydevd\w*|wdb)\b", (b"pdb", b"pudb", b"debugpy", b"pydevd", b"wdb"), label="debugger module",
+    search=lambda hay, memo: _contains(hay, b"pydevd", memo, False) or _module_words(hay, memo),
 )
 
 #: A ``print(...)`` statement: at the start of a line or after ``:``/``;`` (the print rules
@@ -203,22 +250,29 @@ MARKER_ASSIGN = Trigger(
     (b"debug", b"dbg", b"dump"),
     ignore_case=True,
     label="debug-named increment",
+    search=words_then((b"debug", b"dbg", b"dump"), rb"\w*\)?[\s\\]*(?:\+=|=(?!=)(?:[^\n]|\\\n)*\+|=[\s\\]*\([^()]*\+)",
+                      lowered=True),
 )
 
 #: ``+= <int>``, ``+ <int>`` or ``<int> +``: an increment by a constant.
 INCREMENT = AnyOf(
     # An integer literal starts with a digit and ends with a word character (``0xff``).
-    Trigger(rb"\+(?:=|[\s\\]*\d)", (b"+",)), Trigger(rb"\w[\s\\]*\+", (b"+",)), label="increment"
+    Trigger(rb"\+(?:=|[\s\\]*\d)", (b"+",)),
+    Trigger(rb"\w[\s\\]*\+", (b"+",), search=preceded(rb"\w", rb"[\s\\]", rb"\+")),
+    label="increment",
 )
 
 #: A marker-named flag set to True: ``X._dumped = True`` or ``setattr(x, "_dumped", True)``.
 MARKER_TRUE = Trigger(rb"(?:debug|dbg|dump)\w*(?:\)?[\s\\]*=|['\"][\s\\]*,)[\s\\]*true\b",
-                      (b"debug", b"dbg", b"dump"), ignore_case=True, label="debug-named flag set")
+                      (b"debug", b"dbg", b"dump"), ignore_case=True, label="debug-named flag set",
+                      search=words_then((b"debug", b"dbg", b"dump"), rb"\w*(?:\)?[\s\\]*=|['\"][\s\\]*,)[\s\\]*true\b",
+                                        lowered=True))
 
 #: ``getattr(obj, "name", 0) + 1`` (or ``1 + getattr(...)``): a counter created lazily.
 LAZY_COUNTER = AnyOf(
     Trigger(rb"getattr[\s\\]*\([^()]*\)(?:[\s\\]|#[^\n]*)*\+", (b"getattr",)),
-    Trigger(rb"\w[\s\\]*\+[\s\\]*getattr[\s\\]*\(", (b"getattr",)),  # 1 + getattr(...)
+    Trigger(rb"\w[\s\\]*\+[\s\\]*getattr[\s\\]*\(", (b"getattr",),  # 1 + getattr(...)
+            search=preceded(rb"\w", rb"[\s\\]", rb"\+[\s\\]*getattr[\s\\]*\(")),
     label="lazy getattr counter",
 )
 
@@ -231,8 +285,10 @@ _PY2 = (
     rb"[ \t]*(?:print[ \t]+[\"'\w]|print[ \t]*>>|exec[ \t]+[\"']"
     rb"|except[ \t]+[\w.]+[ \t]*,[ \t]*\w+[ \t]*:|raise[ \t]+[\w.]+[ \t]*,)"
 )
+_PY2_STATEMENTS = (rb"print(?:[ \t]+[\"'\w]|[ \t]*>>)", rb"exec[ \t]+[\"']",
+                   rb"except[ \t]+[\w.]+[ \t]*,[ \t]*\w+[ \t]*:", rb"raise[ \t]+[\w.]+[ \t]*,")  # _PY2's, split
 PYTHON2 = AnyOf(
-    Trigger(rb"\n" + _PY2),  # a literal first byte: the regex engine skips ahead with memchr
+    Trigger(rb"\n" + _PY2, search=preceded(rb"\n", rb"[ \t]", *_PY2_STATEMENTS)),
     Trigger(rb"\r" + _PY2, (b"\r",)),  # old Mac line ends
     Trigger(rb"\A(?:\xef\xbb\xbf)?" + _PY2),
     label="Python 2 statement",
@@ -240,6 +296,116 @@ PYTHON2 = AnyOf(
 
 #: A NUL byte: a binary file, or one damaged on disk.
 NUL = Trigger(rb"\x00", (b"\x00",), label="NUL byte")
+
+
+def python_ast(data: bytes, memo: Memo | None = None):
+    """CPython's syntax tree of ``data`` (once per file with a memo), or None when CPython's
+    parser rejects it or the byte scan of complexity.py finds it unsafe to parse. CPython's
+    parser is native and builds no concrete tree: ten to twenty times libcst's speed."""
+    if memo is not None and "ast" in memo:
+        return memo["ast"]
+    import ast
+    import warnings
+
+    from .complexity import refusal
+
+    tree = None
+    refused = memo["refusal"] if memo is not None and "refusal" in memo else refusal(data)
+    if memo is not None:
+        memo["refusal"] = refused
+    if refused is None:
+        try:
+            with warnings.catch_warnings():  # SyntaxWarnings (invalid escapes) are not ours to print
+                warnings.simplefilter("ignore")
+                tree = compile(data, "<scan>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError):
+            tree = None
+    if memo is not None:
+        memo["ast"] = tree
+    return tree
+
+
+#: What makes a condition a shape condition (analysis.classify_condition: the same sets).
+SHAPE_ATTRS = frozenset({"shape", "ndim"})
+SHAPE_METHODS = frozenset({"size", "numel", "dim"})
+#: The last part of every name a debug action is called by (analysis.classify_call: dump
+#: functions, debugger functions and methods, open and Path writes, print).
+ACTION_CALLEES = frozenset({
+    "breakpoint", "dump", "embed", "interact", "listen", "open", "pm", "post_mortem", "print", "run", "runcall",
+    "save", "save_file", "savetxt", "savez", "savez_compressed", "set_trace", "tofile", "wait_for_client",
+    "write_bytes", "write_text"})
+
+
+class ShapeGuard:
+    """Matches an ``if`` on a shape whose body may call a debug action (CPython's syntax tree).
+
+    The ``if`` (or ``elif``) reads a shape in its test: an attribute in ``SHAPE_ATTRS`` or a
+    call of a method in ``SHAPE_METHODS``; its body calls a method named in
+    ``ACTION_CALLEES``, or a name that is one of them or that an import binds (an alias can be
+    any action). CPython's tree has the same statements and expressions as libcst's; a file
+    CPython cannot parse (newer syntax than the interpreter's, or none) always matches."""
+
+    label = "shape-guarded call"
+
+    def matches(self, data: bytes, memo: Memo | None = None) -> bool:
+        if memo is not None and "shape-guard" in memo:
+            return memo["shape-guard"]
+        tree = python_ast(data, memo)
+        hit = tree is None or _shape_guard(tree)
+        if memo is not None:
+            memo["shape-guard"] = hit
+        return hit
+
+    def describe(self) -> str:
+        return self.label
+
+
+def _statements(body: list):
+    """Every statement of ``body`` and the blocks nested in it (expressions hold none)."""
+    import ast
+
+    todo = list(reversed(body))
+    while todo:
+        node = todo.pop()
+        yield node
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if type(value) is list and value:
+                for item in reversed(value):
+                    if isinstance(item, ast.stmt):
+                        todo.append(item)
+                    elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                        todo.extend(reversed(item.body))
+
+
+def _shape_guard(tree) -> bool:
+    import ast
+
+    guards = []
+    imported: set[str] = set()
+    for node in _statements(tree.body):
+        if isinstance(node, ast.If):
+            if any((isinstance(n, ast.Attribute) and n.attr in SHAPE_ATTRS)
+                   or (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in SHAPE_METHODS)
+                   for n in ast.walk(node.test)):
+                guards.append(node)
+        elif isinstance(node, ast.Import):
+            imported.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.update(a.asname or a.name for a in node.names)
+    for guard in guards:
+        for statement in guard.body:
+            for n in ast.walk(statement):
+                if isinstance(n, ast.Call):
+                    func = n.func
+                    if isinstance(func, ast.Attribute) and func.attr in ACTION_CALLEES:
+                        return True
+                    if isinstance(func, ast.Name) and (func.id in ACTION_CALLEES or func.id in imported):
+                        return True
+    return False
+
+
+SHAPE_GUARD = ShapeGuard()
 
 
 class Undecodable:

@@ -20,7 +20,8 @@ class ShapeConditionalDebug(Rule):
     NAME = "shape-conditional-debug"
     MESSAGE = "shape condition guarding debug code"
     SEVERITY = Severity.HIGH
-    TRIGGER = triggers.AllOf(triggers.AnyOf(triggers.DEBUG_ACTION, triggers.PRINT), triggers.SHAPE)
+    TRIGGER = triggers.AllOf(triggers.AnyOf(triggers.DEBUG_ACTION, triggers.PRINT), triggers.SHAPE,
+                             triggers.SHAPE_GUARD)
 
     def __init__(self, context):
         super().__init__(context)

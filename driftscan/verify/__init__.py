@@ -11,7 +11,7 @@ from ..discover.editable import find_editable_sources
 from ..discover.target import Containment, target_problems
 from ..discover.uvcache import default_uv_cache, default_virtualenv_app_data
 from ..model import DriftKind, FileCheck, Problem, Target, Verification
-from .env.fast.cleanindex import build_index
+from .env.fast.cleanindex import OWNED_LIST, build_index
 from .env.ownership import build_ownership
 from .env.fast.prehash import Prehasher
 from .env.records import presence_only, verify_records
@@ -96,6 +96,6 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
         index = None
         if not editables and len(metadirs) == len(dists):
             index = build_index(target, verification, own.rows, presence, walk.unseen_presence_rows(),
-                                walk.listed_directories(), stat_cache, started_ns)
-        stat_cache.set_clean_index(index)
+                                walk.listed_directories(), stat_cache, started_ns, settled, added)
+        stat_cache.set_clean_index(index, index.pop(OWNED_LIST, None) if index else None)
     return verification

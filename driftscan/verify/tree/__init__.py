@@ -67,7 +67,7 @@ def _audit_kind(ctx: Context, layout: ModelDirLayout, revision: str | None) -> t
     return layout.kind, _unknown(layout)
 
 
-def _merge(checks: list[FileCheck], extra: list[FileCheck]) -> list[FileCheck]:
+def merge_checks(checks: list[FileCheck], extra: list[FileCheck]) -> list[FileCheck]:
     """One check per path; a CORRUPT header outranks a STALE mtime for the same file."""
     by_path = {c.path: c for c in checks}
     for check in extra:
@@ -106,7 +106,7 @@ def verify_model_dir(path: str, *, deep: bool = False, revision: str | None = No
         if os.path.isdir(ctx.root) and not (kind is LayoutKind.HF_CACHE_REPO and result.unverifiable):
             flagged = {c.path: c for c in checks}
             extra, more = consistency_checks(ctx, flagged)
-            checks, problems = _merge(checks, extra), problems + more
+            checks, problems = merge_checks(checks, extra), problems + more
     except Exception as exc:  # the provenance checks above still stand
         problems.append(Problem(layout.root, f"consistency checks failed: {type(exc).__name__}: {exc}"))
     checks.sort(key=lambda c: (c.path, c.kind.value))

@@ -160,22 +160,27 @@ def _stat_phase(exp: Expect, ctx: Context) -> Outcome | _ToHash:
     if not stat.S_ISREG(st.st_mode):
         kind = file_type(st.st_mode)
         return Outcome(exp, TYPE_CHANGED, {"type": kind}, f"a {kind} where {exp.source} has a regular file")
-    actual = {"size": st.st_size, "mtime": iso(st.st_mtime)}
     if exp.algorithm is None:
         return Outcome(exp, OK)
     if st.st_size < ctx.limit or ctx.deep:
         return _ToHash(path, st)
     ctx.meter.unread_large += 1
+    return large_unread_outcome(exp, st)
+
+
+def large_unread_outcome(exp: Expect, st: os.stat_result) -> Outcome:
+    """The verdict on a large file left unread (no --deep): its size, then its mtime, then its mode."""
+    actual = {"size": st.st_size, "mtime": iso(st.st_mtime)}
     if exp.size is not None and st.st_size != exp.size:
         return Outcome(exp, MODIFIED, actual, f"size {st.st_size} differs from the {exp.size} in {exp.source}"
                        " (content not read)")
     reason = exp.stale(st) if exp.stale is not None else None
     if reason:
         return Outcome(exp, STALE, actual, f"{reason}; its content was not read (deep=True hashes it)")
-    return _mode_outcome(exp, st) or Outcome(exp, OK)
+    return mode_outcome(exp, st) or Outcome(exp, OK)
 
 
-def _mode_outcome(exp: Expect, st: os.stat_result) -> Outcome | None:
+def mode_outcome(exp: Expect, st: os.stat_result) -> Outcome | None:
     if exp.mode is None:
         return None
     want, mask = exp.mode
@@ -198,7 +203,7 @@ def _hash_phase(exp: Expect, todo: _ToHash, ctx: Context) -> Outcome:
         return Outcome(exp, ERROR, evidence=f"cannot read: {os_error(exc) if isinstance(exc, OSError) else exc}")
     digest = digests[exp.algorithm]  # type: ignore[index]
     if digest == exp.digest:
-        return _mode_outcome(exp, st) or Outcome(exp, OK)
+        return mode_outcome(exp, st) or Outcome(exp, OK)
     actual = {DIGEST_KEY[exp.algorithm]: digest, "size": st.st_size, "mtime": iso(st.st_mtime)}  # type: ignore[index]
     evidence = f"{DIGEST_NAME[exp.algorithm]} differs from {exp.source}"  # type: ignore[index]
     if exp.size is not None and st.st_size != exp.size:
