@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 import os
@@ -163,6 +164,10 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
         results = tuple(verify_model_dir(p, deep=deep, revision=revision, manifest=manifest,
                                          jobs=jobs or default_jobs(), progress=progress) for p in models)
     verification = _merge(verification, results)
+    if verification.checks:
+        from .verify.content import with_content_hashes
+
+        verification = dataclasses.replace(verification, checks=with_content_hashes(verification.checks))
     skipped: list = []
     if inspect:
         verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins)

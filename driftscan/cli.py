@@ -654,13 +654,95 @@ def reapply(checkpoint_dir, venv, site_packages, only, exclude_findings, yes, ch
 
 
 @main.command()
-@click.option("--for", "kind", type=click.Choice(["audit", "scan", "plan"]), default="audit", show_default=True,
-              help="Whose JSON: audit's (and diff's) report, scan --format json, or plan --format json.")
+@click.argument("inputs", metavar="REPORT_OR_SNAPSHOT...", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--output", "-o", metavar="FILE", help="Write the comparison here (atomically) instead of stdout.")
+@click.option("--verbose", "-v", is_flag=True, help="Text: every path of every machine, not the first 50.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when machines differ.")
+@guarded
+def compare(inputs, fmt, output, verbose, exit_zero) -> None:
+    """Compare audit reports (or snapshots) of several machines; name each machine that deviates
+    from the majority, and how (exit 1: some machine differs; 2: an input could not be read)."""
+    from .compare import compare_files
+    from .render.compare import COMPARE_RENDERERS
+
+    result = compare_files(list(inputs))
+    _write(COMPARE_RENDERERS[fmt](result, verbose=verbose), fmt, output)
+    status = EXIT_DRIFT if result.differs and not exit_zero else EXIT_CLEAN
+    if result.errors:
+        status |= EXIT_INCOMPLETE
+    sys.exit(status)
+
+
+class FleetProgress:
+    """``fleet``'s progress on stderr, for a terminal: nodes probed, audits submitted and answered."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.counts = {"probed": 0, "submitted": 0, "done": 0}
+
+    def __call__(self, event: str, node_id: str) -> None:
+        if not self.enabled or event not in self.counts:
+            return
+        self.counts[event] += 1
+        c = self.counts
+        click.echo(f"\rnodes probed {c['probed']}, audits sent {c['submitted']}, answered {c['done']}   ",
+                   err=True, nl=False)
+
+    def close(self) -> None:
+        if self.enabled and any(self.counts.values()):
+            click.echo("", err=True)
+
+
+@main.command()
+@click.option("--ray-address", "address", metavar="ADDR",
+              help="The cluster (as ray.init takes it: HOST:PORT, ray://HOST:10001; default: RAY_ADDRESS, else auto).")
+@click.option("--venv", metavar="PATH", help="Audit this environment on every node (default: the Ray worker's interpreter's).")
+@click.option("--venv-from-env", is_flag=True, help="Audit each node's VIRTUAL_ENV.")
+@click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True, help="Also audit this model directory on every node.")
+@click.option("--snapshot", "take_snapshot", is_flag=True, help="Compare snapshots of the nodes instead of audit reports.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True,
+              help="Seconds for the whole run: a node that has not answered by then is unreachable.")
+@click.option("--reports", "reports_dir", metavar="DIR", help="Keep every node's report (or snapshot) here as NODE_ID.json.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--output", "-o", metavar="FILE", help="Write the result here (atomically) instead of stdout.")
+@click.option("--verbose", "-v", is_flag=True, help="Text: every differing path, not the first 50 per node.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when nodes differ.")
+@guarded
+def fleet(address, venv, venv_from_env, model_dirs, take_snapshot, timeout, reports_dir, fmt, output, verbose,
+          exit_zero) -> None:
+    """Audit every alive node of a Ray cluster once and compare them (needs the fleet extra: pip install
+    'driftscan[fleet]'; run it from the cluster's serving venv). Exit 1: nodes differ; 2: a node unreachable or failed."""
+    from .fleet import run as run_fleet
+    from .fleet.render import FLEET_RENDERERS
+
+    progress = FleetProgress()
+    try:
+        result = run_fleet(address, venv=venv, venv_from_env=venv_from_env, model_dirs=model_dirs,
+                           snapshot=take_snapshot, timeout=timeout, reports_dir=reports_dir, progress=progress)
+    finally:
+        progress.close()
+    _write(FLEET_RENDERERS[fmt](result, verbose=verbose), fmt, output)
+    status = EXIT_DRIFT if result.differs and not exit_zero else EXIT_CLEAN
+    if result.incomplete:
+        status |= EXIT_INCOMPLETE
+    sys.exit(status)
+
+
+@main.command()
+@click.option("--for", "kind", type=click.Choice(["audit", "scan", "plan", "compare", "fleet"]), default="audit",
+              show_default=True, help="Whose JSON: audit's (and diff's) report, scan, plan, compare or fleet "
+                                      "--format json.")
 @guarded
 def schema(kind) -> None:
-    """Print the JSON Schema of the audit report (or of scan's or plan's JSON output)."""
+    """Print the JSON Schema of the audit report (or of scan's, plan's, compare's or fleet's JSON output)."""
     from .render import json_schema
 
+    if kind == "fleet":
+        from .fleet.model import FleetResult  # pydantic only: Ray is not imported
+
+        click.echo(json.dumps(FleetResult.model_json_schema(), indent=2))
+        return
     click.echo(json.dumps(report_schema() if kind == "audit" else json_schema(kind), indent=2))
 
 

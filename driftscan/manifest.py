@@ -3,7 +3,7 @@
 Format (``manifest_version`` "1")::
 
     {"manifest_version": "1", "tool": "driftscan", "created": "2026-01-01T00:00:00+00:00",
-     "root": "/abs/dir", "started_ns": 1767225599000000000
+     "root": "/abs/dir", "started_ns": 1767225599000000000, "hostname": "gpu-03",
      "files": {"config.json": {"xxh3_128": "<32 hex>", "size": 1234, "mode": 33188,
                                "mtime_ns": 1700000000000000000, "text": "{...}"},
                "model.safetensors": {...},
@@ -34,6 +34,7 @@ import errno
 import json
 import os
 import re
+import socket
 import stat
 import threading
 import time
@@ -387,7 +388,7 @@ def write_manifest(root: str, files_iter: Iterable[tuple[str, ManifestEntry]], o
     files = dict(files_iter)
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     doc = {"manifest_version": MANIFEST_VERSION, "tool": "driftscan", "created": created, "root": root,
-           "started_ns": started, "files": files}
+           "started_ns": started, "hostname": socket.gethostname(), "files": files}
     write_atomic(output, json_lines(doc), mode=0o644)
     return Manifest(os.path.abspath(output), root, created, files, started_ns=started)
 

@@ -5,6 +5,7 @@ Field names here are a contract with CI jobs (issue #2): add fields freely, rena
 
 from __future__ import annotations
 
+import socket
 from datetime import datetime, timezone
 from collections.abc import Sequence
 from typing import Any, Final, Literal, cast
@@ -162,6 +163,11 @@ class Report(BaseModel):
         default_factory=list, description="accept entries that match no drift")
     generated_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     duration_seconds: float | None = None
+    hostname: str | None = Field(default_factory=socket.gethostname,
+                                 description="the machine the audit ran on (what `driftscan compare` names it by)")
+    distributions: list[DistributionRef] | None = Field(
+        default=None, description="every distribution of the environment, sorted by name (what `driftscan "
+                                  "compare` finds version skew in); null in reports of older driftscan")
 
     @property
     def clean(self) -> bool:
@@ -244,6 +250,9 @@ def build_report(verification: Verification, drifts: list[Drift], duration: floa
         skipped=[ErrorOut(path=printable(p.path), message=printable(p.message)) for p in skipped or []],
         duration_seconds=None if duration is None else round(duration, 3),
         pristine=pristine_out(pristine),
+        distributions=sorted((DistributionRef(name=printable(d.name), version=printable(d.version),
+                                              installer=printable(d.installer) if d.installer else None)
+                              for d in verification.distributions), key=lambda r: (r.name.lower(), r.version)),
     )
 
 

@@ -19,7 +19,8 @@ from fixtures.formats import NAME, make_scenario
 from fixtures.harness import run_cli
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PUBLISHED = {"scan": DOCS / "scan-schema.json", "plan": DOCS / "plan-schema.json", "audit": DOCS / "report-schema.json"}
+PUBLISHED = {"scan": DOCS / "scan-schema.json", "plan": DOCS / "plan-schema.json", "audit": DOCS / "report-schema.json",
+             "compare": DOCS / "compare-schema.json"}
 
 
 def validator(kind: str):
@@ -34,7 +35,7 @@ def scenario(tmp_path_factory):
     return make_scenario(tmp_path_factory.mktemp("schemas"))
 
 
-@pytest.mark.parametrize("kind", ["scan", "plan"])
+@pytest.mark.parametrize("kind", ["scan", "plan", "compare"])
 def test_committed_schema_is_current(kind):
     with open(PUBLISHED[kind]) as f:
         assert json.load(f) == json_schema(kind), \

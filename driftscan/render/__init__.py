@@ -20,7 +20,7 @@ RENDERERS: dict[str, Callable[[Report], str]] = {
     "github": render_github,
 }
 
-SCHEMA_KINDS = ("audit", "scan", "plan")
+SCHEMA_KINDS = ("audit", "scan", "plan", "compare")
 
 
 def json_schema(kind: str = "audit") -> dict[str, Any]:
@@ -37,6 +37,10 @@ def json_schema(kind: str = "audit") -> dict[str, Any]:
         from ..plan import Plan
 
         return Plan.model_json_schema()
+    if kind == "compare":
+        from ..compare import compare_schema
+
+        return compare_schema()
     raise ValueError(f"no schema for {kind!r}: one of {', '.join(SCHEMA_KINDS)}")
 
 

@@ -4,7 +4,7 @@ A snapshot covers what RECORD does not: the whole venv (bin/ scripts, files pip 
 no RECORD lists) and model directories. One root is written as a plain manifest (usable as
 ``--manifest`` too); several roots as a bundle of manifests::
 
-    {"bundle_version": "1", "tool": "driftscan", "created": "...",
+    {"bundle_version": "1", "tool": "driftscan", "created": "...", "hostname": "gpu-03",
      "roots": [{"kind": "venv" | "site-packages" | "model-dir", "manifest": {<manifest v1>}}]}
 """
 
@@ -17,6 +17,7 @@ import itertools
 import json
 import marshal
 import os
+import socket
 import tempfile
 import time
 from collections.abc import Callable
@@ -168,6 +169,7 @@ def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
                 parts.append(f'{{"kind": {json.dumps(root.kind.value)}, "manifest": {f.read().strip()}}}')
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     text = (f'{{"bundle_version": {json.dumps(BUNDLE_VERSION)}, "created": {json.dumps(created)},\n'
+            f'"hostname": {json.dumps(socket.gethostname())},\n'
             f'"roots": [\n' + ",\n".join(parts) + '\n], "tool": "driftscan"}\n')
     write_atomic(output, text, mode=0o644)
     return problems

@@ -1,0 +1,354 @@
+"""Reading one machine's audit report or snapshot into what ``compare`` groups: a ``Machine``
+(who it is, which distributions at which versions, which roots) and its ``Fact``s (one per path
+with something to say).
+
+Reports and snapshots come from other machines, often ones nobody trusts: they are data. Every
+value is type-checked before use, nothing in them is opened or run, and a malformed entry is
+counted and skipped, never a traceback.
+
+Paths are grouped by where they are *relative to*: ``site-packages`` (whatever the Python
+version in its path), ``venv``, ``model:NAME`` (a model directory by its name), or ``external``
+(an absolute path), so one fleet's venvs may live at different places.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import DriftscanError
+from ..fileio import read_regular
+
+MAX_INPUT = 1 << 30  # a report or snapshot bigger than this is not one of ours
+SITE_PACKAGES = "site-packages"
+VENV = "venv"
+EXTERNAL = "external"
+REPORT = "report"
+SNAPSHOT = "snapshot"
+
+# A site-packages directory inside a venv snapshot: lib/python3.12/site-packages, lib/python3.13t/…,
+# Lib/site-packages on Windows.
+_SITE_RE = re.compile(r"^(?:lib|lib64)/python\d+\.\d+t?/site-packages/|^Lib/site-packages/")
+_DIST_INFO_RE = re.compile(r"^([^/]+?)-([^/-]+)\.(dist-info|egg-info)/(?:METADATA|PKG-INFO|top_level\.txt)$")
+# Drift kinds that describe something the reference lacks: where no report lists the path, it is absent.
+EXTRA_KINDS = frozenset({"added", "orphaned-bytecode", "orphaned-metadata", "debug-artifacts"})
+ABSENT = ("absent",)
+AS_REFERENCE = ("recorded",)
+
+
+class InputError(DriftscanError):
+    """One input that cannot be compared (the others still are)."""
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass
+class Machine:
+    index: int
+    name: str
+    source: str
+    hostname: str | None = None
+    python_version: str | None = None
+    files: int | None = None
+    # canonical name -> version (interned: a thousand machines share the strings); None: the input
+    # does not say (an older report)
+    versions: dict[str, str] | None = None
+    display: dict[str, str] = field(default_factory=dict)  # canonical -> name as written; shared
+    roots: dict[str, str] = field(default_factory=dict)  # root class -> directory on that machine
+    skipped_entries: int = 0
+    path: str = ""  # the file it was read from (``name`` unless the caller names machines otherwise)
+
+
+# One path on one machine, as a plain tuple (a snapshot yields 40,000 of them per machine, twice):
+# (key, dist, state, scope, implicit, path)
+#   key: (root, relpath) — what machines are grouped by
+#   dist: canonical name of the owning distribution, or None
+#   state: hashable — a snapshot's xxh3-128 digest (a str), "link:TARGET", ABSENT, AS_REFERENCE,
+#          or (drift kind, content token) from a report
+#   scope: the drift's scope, implicit: the state of a machine whose input does not list the path,
+#   path: the path on this machine, or None (then it is the root's directory joined with relpath)
+Fact = tuple
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def load(path: str) -> Any:
+    try:
+        data = read_regular(path, MAX_INPUT, what="report or snapshot")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}") from None
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise InputError("not valid JSON: nested too deeply") from None
+    except ValueError as exc:
+        raise InputError(f"not valid JSON: {exc}") from None
+
+
+def kind_of(doc: Any) -> str:
+    if isinstance(doc, dict):
+        if "manifest_version" in doc or "bundle_version" in doc:
+            return SNAPSHOT
+        tool = doc.get("tool")
+        if "schema_version" in doc and isinstance(tool, dict) and tool.get("name") == "driftscan" \
+                and isinstance(doc.get("drifts"), list):
+            return REPORT
+    raise InputError("neither a driftscan audit report (--format json) nor a snapshot")
+
+
+# ---- reports --------------------------------------------------------------------------------------
+
+def _report_roots(target: Any) -> dict[str, str]:
+    roots: dict[str, str] = {}
+    if not isinstance(target, dict):
+        return roots
+    venv = _str(target.get("venv"))
+    if venv:
+        roots[VENV] = venv
+    sites = target.get("site_packages")
+    if isinstance(sites, list) and sites and isinstance(sites[0], str):
+        roots[SITE_PACKAGES] = sites[0]
+    models = target.get("model_dirs")
+    for model in models if isinstance(models, list) else []:
+        if isinstance(model, str) and model:
+            roots[_model_root(model, roots)] = model
+    return roots
+
+
+def _model_root(directory: str, taken: dict[str, str]) -> str:
+    name = "model:" + (os.path.basename(directory.rstrip("/")) or directory)
+    root, n = name, 2
+    while root in taken:
+        root, n = f"{name}#{n}", n + 1
+    return root
+
+
+def _under(path: str, directory: str) -> bool:
+    return path.startswith(directory.rstrip("/") + "/")
+
+
+def _root_of(path: str, roots: dict[str, str]) -> str:
+    best, best_len = EXTERNAL, -1
+    for root, directory in roots.items():
+        if _under(path, directory) and len(directory) > best_len:
+            best, best_len = root, len(directory)
+    return best
+
+
+def _content_token(drift: dict[str, Any]) -> str | None:
+    actual: dict[str, Any] = drift["actual"] if isinstance(drift.get("actual"), dict) else {}
+    for key in ("hash", "sha256", "xxh3_128", "git_blob_sha1"):
+        if isinstance(actual.get(key), str):
+            return f"{key}:{actual[key]}" if key != "hash" else actual[key]
+    size = actual.get("size")
+    if isinstance(size, int) and not isinstance(size, bool):
+        return f"size={size}"  # an older report: same size is taken as the same content
+    return None
+
+
+def report_machine(index: int, name: str, doc: dict[str, Any], display: dict[str, str] | None = None) -> Machine:
+    target = doc.get("target")
+    summary: dict[str, Any] = doc["summary"] if isinstance(doc.get("summary"), dict) else {}
+    files = summary.get("files_checked")
+    machine = Machine(index, name, REPORT, hostname=_str(doc.get("hostname")),
+                      python_version=_str(target.get("python_version")) if isinstance(target, dict) else None,
+                      files=files if isinstance(files, int) and not isinstance(files, bool) else None,
+                      roots=_report_roots(target), display=display if display is not None else {})
+    dists = doc.get("distributions")
+    if isinstance(dists, list):
+        machine.versions = {}
+        for d in dists:
+            if isinstance(d, dict) and isinstance(d.get("name"), str) and isinstance(d.get("version"), str):
+                _add_version(machine, d["name"], d["version"])
+            else:
+                machine.skipped_entries += 1
+    return machine
+
+
+def _add_version(machine: Machine, name: str, version: str) -> None:
+    versions = machine.versions
+    if versions is None:
+        return
+    key = sys.intern(canonical(name))
+    if key in versions and versions[key] != version:  # two metadata directories of one name
+        version = "+".join(sorted({*versions[key].split("+"), version}))
+    versions[key] = sys.intern(version)
+    machine.display.setdefault(key, name)
+
+
+def report_facts(machine: Machine, doc: dict[str, Any]) -> Iterator[Fact]:
+    drifts = doc.get("drifts")
+    for drift in drifts if isinstance(drifts, list) else []:
+        path = _str(drift.get("path")) if isinstance(drift, dict) else None
+        kind = _str(drift.get("kind")) if isinstance(drift, dict) else None
+        if not path or not kind:
+            machine.skipped_entries += 1
+            continue
+        root = _root_of(path, machine.roots)
+        rel = path if root == EXTERNAL else _str(drift.get("relpath")) or path[len(machine.roots[root]) + 1:]
+        if root != EXTERNAL and not _under(path, machine.roots[root]):
+            rel = path
+        dist = drift.get("distribution")
+        owner = canonical(dist["name"]) if isinstance(dist, dict) and isinstance(dist.get("name"), str) else None
+        if owner is not None and machine.versions is not None and owner not in machine.versions \
+                and isinstance(dist.get("version"), str):
+            _add_version(machine, dist["name"], dist["version"])
+        if kind == "missing":
+            state: tuple = ("missing",)
+        else:
+            state = (kind, _content_token(drift))
+        implicit = ABSENT if kind in EXTRA_KINDS else AS_REFERENCE
+        yield ((root, rel), owner, state, _str(drift.get("scope")), implicit, path)
+
+
+# ---- snapshots ------------------------------------------------------------------------------------
+
+def _manifests(doc: dict[str, Any]) -> Iterator[tuple[str | None, dict[str, Any]]]:
+    if "manifest_version" in doc:
+        yield None, doc
+        return
+    roots = doc.get("roots")
+    if doc.get("bundle_version") != "1" or not isinstance(roots, list):
+        raise InputError("a snapshot bundle of an unknown version")
+    for item in roots:
+        if isinstance(item, dict) and isinstance(item.get("manifest"), dict):
+            yield _str(item.get("kind")), item["manifest"]
+
+
+def _snapshot_root_class(kind: str | None, manifest: dict[str, Any], taken: dict[str, str]) -> str | None:
+    directory = _str(manifest.get("root"))
+    files = manifest.get("files")
+    if not directory or not isinstance(files, dict):
+        return None
+    if kind is None:  # a plain manifest: a venv's has pyvenv.cfg, or at least a site-packages
+        kind = "venv" if "pyvenv.cfg" in files or _site_prefix(files) is not None else "model-dir"
+    if kind == "venv":
+        return VENV
+    if kind == "site-packages":
+        return SITE_PACKAGES
+    return _model_root(directory, taken)
+
+
+def snapshot_machine(index: int, name: str, doc: dict[str, Any], display: dict[str, str] | None = None) -> Machine:
+    machine = Machine(index, name, SNAPSHOT, hostname=_str(doc.get("hostname")), files=0, versions={},
+                      display=display if display is not None else {})
+    pythons = set()
+    for kind, manifest in _manifests(doc):
+        root = _snapshot_root_class(kind, manifest, machine.roots)
+        if root is None:
+            machine.skipped_entries += 1
+            continue
+        machine.roots[root] = manifest["root"]
+        machine.hostname = machine.hostname or _str(manifest.get("hostname"))
+        files = manifest["files"]
+        machine.files = (machine.files or 0) + len(files)
+        if root not in (VENV, SITE_PACKAGES):
+            continue
+        site = "" if root == SITE_PACKAGES else _site_prefix(files)
+        if site is None:
+            continue
+        if site:
+            machine.roots.setdefault(SITE_PACKAGES, manifest["root"].rstrip("/") + "/" + site.rstrip("/"))
+            py = re.match(r"^(?:lib|lib64)/python(\d+\.\d+)", site)
+            if py:
+                pythons.add(py.group(1))
+        for rel in files:
+            if type(rel) is not str or "-info/" not in rel or not rel.startswith(site):
+                continue
+            m = _DIST_INFO_RE.match(rel[len(site):])
+            if m and "/" not in m.group(1):
+                _add_version(machine, m.group(1), m.group(2))
+    if len(pythons) == 1:
+        machine.python_version = pythons.pop()
+    return machine
+
+
+def _split_site(rel: str) -> tuple[str | None, str]:
+    m = _SITE_RE.match(rel)
+    return (m.group(0), rel[m.end():]) if m else (None, rel)
+
+
+def _is_bytecode(rel: str) -> bool:
+    # Compiled at install time with the source's mtime inside: never the same bytes on two
+    # machines, and derived from the source file that is compared.
+    return rel.endswith((".pyc", ".pyo")) and ("/__pycache__/" in rel or rel.startswith("__pycache__/"))
+
+
+def _heads(files: dict[str, Any]) -> dict[str, str]:
+    """The first path component each distribution owns in site-packages, from its metadata
+    directory's name and its top_level.txt when the snapshot embedded it."""
+    heads: dict[str, str] = {}
+    for rel, entry in files.items():
+        m = _DIST_INFO_RE.match(rel)
+        if not m:
+            continue
+        owner = canonical(m.group(1))
+        heads[rel.split("/", 1)[0]] = owner
+        heads.setdefault(m.group(1).lower(), owner)
+        heads.setdefault(m.group(1).lower().replace("-", "_"), owner)
+        if rel.endswith("top_level.txt") and isinstance(entry, dict) and isinstance(entry.get("text"), str):
+            for line in entry["text"].splitlines()[:1000]:
+                line = line.strip().replace("\\", "/").split("/", 1)[0]
+                if line:
+                    heads[line] = owner
+    return heads
+
+
+def _head_of(inner: str) -> str:
+    head = inner.split("/", 1)[0]
+    if "/" not in inner and "." in head:
+        head = head.split(".", 1)[0]  # six.py, _cffi_backend.cpython-312-x86_64-linux-gnu.so
+    return head
+
+
+def _site_prefix(files: dict[str, Any]) -> str | None:
+    for rel in files:
+        m = _SITE_RE.match(rel) if isinstance(rel, str) else None
+        if m:
+            return m.group(0)
+    return None
+
+
+def snapshot_facts(machine: Machine, doc: dict[str, Any]) -> Iterator[Fact]:
+    taken: dict[str, str] = {}
+    for kind, manifest in _manifests(doc):
+        root = _snapshot_root_class(kind, manifest, taken)
+        if root is None:
+            continue
+        taken[root] = manifest["root"]
+        files = manifest["files"]
+        python = root in (VENV, SITE_PACKAGES)
+        site = "" if root == SITE_PACKAGES else _site_prefix(files) if python else None
+        heads: dict[str, str] = {}
+        if site is not None:
+            heads = _heads({rel[len(site):]: entry for rel, entry in files.items()
+                            if isinstance(rel, str) and rel.startswith(site) and ("-info/" in rel)})
+        cut = len(site) if site else 0
+        other_scope = "environment" if python else "data"
+        for rel, entry in files.items():
+            digest = entry.get("xxh3_128") if type(entry) is dict else None
+            if type(digest) is not str or type(rel) is not str:
+                machine.skipped_entries += 1
+                continue
+            link = entry.get("link")
+            state = digest if link is None else f"link:{link}"
+            if site is not None and rel.startswith(site):
+                inner = rel[cut:]
+                if inner.endswith(".pyc") and "__pycache__/" in inner:
+                    continue  # bytecode: see _is_bytecode
+                head, sep, _ = inner.partition("/")
+                owner = heads.get(head if sep else head.partition(".")[0])
+                yield ((SITE_PACKAGES, inner), owner, state, "package" if owner else "environment", ABSENT, None)
+            elif python and _is_bytecode(rel):
+                continue
+            else:
+                yield ((root, rel), None, state, other_scope, ABSENT, None)

@@ -1,0 +1,88 @@
+"""The result of ``driftscan compare``: a pydantic model with its own versioned schema.
+
+Field names are a contract with CI jobs and fleet tooling (issue #15): add fields, rename none.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, Field
+
+SCHEMA_VERSION: Final = "1"
+
+
+class MachineOut(BaseModel):
+    name: str = Field(description="the report or snapshot file as given on the command line")
+    hostname: str | None = Field(default=None, description="as the report or snapshot recorded it")
+    source: Literal["report", "snapshot"]
+    python_version: str | None = None
+    files: int | None = Field(default=None, description="files the audit checked, or the snapshot holds")
+
+
+class OutlierOut(BaseModel):
+    """One path on one machine that is not as the majority of comparable machines has it."""
+
+    machine: str
+    path: str = Field(description="the path on this machine (absolute when its report or snapshot tells)")
+    root: str = Field(description="what the path is relative to: site-packages, venv, model:NAME, or external")
+    relpath: str = Field(description="the path the machines are grouped by, relative to root")
+    kind: str = Field(description="modified | missing | added (relative to the majority), or this machine's "
+                                  "drift kind when it is another one (type-changed, debug-artifacts, ...)")
+    scope: str | None = Field(default=None, description="package | environment | data | external ...")
+    distribution: dict[str, str] | None = Field(default=None, description="{name, version} of the owner")
+    majority: dict[str, Any] | None = Field(
+        default=None, description="the state most machines have: {state, hash?, size?, machines, of}; with "
+                                  "two machines that differ, the other machine's; null when no state has most")
+    this: dict[str, Any] = Field(description="this machine's state: {state, hash?, size?}")
+    tie: bool = Field(default=False, description="no state has a strict majority among the comparable machines")
+
+
+class SkewMachineOut(BaseModel):
+    machine: str
+    hostname: str | None = None
+    version: str | None = Field(default=None, description="null: not installed")
+    drifts: int | None = Field(default=None, description="drifts its own report lists for this distribution "
+                                                         "(not compared with the other machines)")
+
+
+class VersionSkewOut(BaseModel):
+    """Machines whose version of a distribution (or of Python) is not the majority's: their files
+    of it are not compared path by path (that would be a flood of differences)."""
+
+    distribution: str
+    kind: Literal["distribution", "python"] = "distribution"
+    majority: dict[str, Any] | None = Field(default=None, description="{version (null: not installed), machines};"
+                                                                      " null when no version has most")
+    machines: list[SkewMachineOut] = Field(description="the machines that differ from the majority (all of them "
+                                                       "on a tie)")
+
+
+class MissingRootOut(BaseModel):
+    machine: str
+    root: str = Field(description="e.g. model:Llama-3-8B: a model directory the majority audited, this one not")
+
+
+class InputErrorOut(BaseModel):
+    path: str
+    message: str
+
+
+class CompareReport(BaseModel):
+    schema_version: Literal["1"] = SCHEMA_VERSION
+    machines: list[MachineOut] = Field(default_factory=list)
+    outliers: list[OutlierOut] = Field(default_factory=list)
+    version_skew: list[VersionSkewOut] = Field(default_factory=list)
+    agree: int = Field(0, description="paths compared on which every comparable machine agrees")
+    compared: int = Field(0, description="paths compared (for reports: the paths any machine's report lists)")
+    missing_roots: list[MissingRootOut] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="what could not be compared, and why")
+    errors: list[InputErrorOut] = Field(default_factory=list, description="inputs that could not be read")
+
+    @property
+    def differs(self) -> bool:
+        return bool(self.outliers or self.version_skew or self.missing_roots)
+
+
+def compare_schema() -> dict[str, Any]:
+    return CompareReport.model_json_schema()

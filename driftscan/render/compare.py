@@ -1,0 +1,124 @@
+"""``driftscan compare`` (and ``driftscan fleet``) for people: text and markdown; JSON is the model's.
+
+Text lists each deviating machine with its paths, then the version skews. Every value came from
+another machine's report and is shown through ``one_line`` (text) or ``esc``/``code`` (markdown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import groupby
+
+from ..compare import CompareReport, OutlierOut
+from ..paths import one_line
+from .markdown import code, esc
+
+SHOWN_PER_MACHINE = 50
+
+
+def _state(state: dict | None) -> str:
+    if not state:
+        return "no majority"
+    text = state.get("state", "?")
+    for key in ("hash", "xxh3_128", "target"):
+        if state.get(key):
+            value = str(state[key])
+            text += f" {key}:{value[:19]}…" if len(value) > 20 and key != "target" else f" {key}:{value}"
+            break
+    if "size" in state and state["size"] is not None and "hash" not in state:
+        text += f" {state['size']} B"
+    return text
+
+
+def _where(o: OutlierOut) -> str:
+    parts = [o.scope or "?"]
+    if o.distribution:
+        parts.append(f"{o.distribution['name']} {o.distribution['version']}")
+    return ", ".join(parts)
+
+
+def _headline(r: CompareReport) -> str:
+    odd = len({o.machine for o in r.outliers})
+    kinds = {m.source for m in r.machines}
+    what = "reports" if kinds == {"report"} else "snapshots"
+    return (f"{len(r.machines)} machines compared ({what}): {odd} with paths unlike the majority's "
+            f"({len(r.outliers)} path{'s' if len(r.outliers) != 1 else ''}); {len(r.version_skew)} version "
+            f"skew{'s' if len(r.version_skew) != 1 else ''}; {r.agree} of {r.compared} paths agree")
+
+
+def _host(r: CompareReport) -> dict[str, str]:
+    return {m.name: m.hostname or "?" for m in r.machines}
+
+
+def render_compare_text(r: CompareReport, verbose: bool = False, label: Callable[[str], str] | None = None,
+                        headline: bool = True) -> str:
+    """``label``: how a machine is named (fleet: a short node id); by default its name as given."""
+    host = _host(r)
+    name = label or (lambda m: m)
+    lines = [_headline(r)] if headline else []
+    for machine, group in groupby(r.outliers, key=lambda o: o.machine):
+        items = list(group)
+        lines.append("")
+        lines.append(one_line(f"{name(machine)} ({host.get(machine, '?')}): {len(items)} path(s) unlike the "
+                              f"majority"))
+        shown = items if verbose else items[:SHOWN_PER_MACHINE]
+        for o in shown:
+            against = f"majority {o.majority['machines']} of {o.majority['of']}: {_state(o.majority)}" \
+                if o.majority and "machines" in o.majority else ("tie, no majority" if o.tie else "")
+            lines.append(one_line(f"  {o.kind:<9} {o.path}  [{_where(o)}]  this: {_state(o.this)}; {against}"))
+        if len(shown) < len(items):
+            lines.append(f"  … {len(items) - len(shown)} more (-v shows all, --format json lists them)")
+    if r.version_skew:
+        lines.append("")
+        lines.append("version skew (these machines' files of it are not compared path by path):")
+        for s in r.version_skew:
+            major = f"majority {s.majority['version'] or 'not installed'} on {s.majority['machines']}" \
+                if s.majority else "no majority"
+            odd = ", ".join(f"{name(m.machine)} ({m.hostname or '?'}): {m.version or 'not installed'}"
+                            + (f", {m.drifts} drift(s) in its own report" if m.drifts else "") for m in s.machines)
+            lines.append(one_line(f"  {s.distribution}: {major}; {odd}"))
+    for m in r.missing_roots:
+        lines.append(one_line(f"{name(m.machine)}: has no {m.root}, which most machines have"))
+    for e in r.errors:
+        lines.append(one_line(f"error: {e.path}: {e.message}"))
+    for note in r.notes:
+        lines.append(one_line(f"note: {note}"))
+    if not r.differs:
+        lines.append("every machine agrees with the majority")
+    return "\n".join(lines) + "\n"
+
+
+def render_compare_markdown(r: CompareReport, verbose: bool = False) -> str:
+    host = _host(r)
+    lines = [f"## driftscan compare", "", esc(_headline(r)), ""]
+    if r.outliers:
+        lines += ["| machine | host | kind | path | owner | this | majority |", "|---|---|---|---|---|---|---|"]
+        for o in r.outliers:
+            majority = f"{o.majority['machines']}/{o.majority['of']} {_state(o.majority)}" \
+                if o.majority and "machines" in o.majority else "tie"
+            lines.append(f"| {code(o.machine)} | {esc(host.get(o.machine, '?'))} | {esc(o.kind)} | {code(o.path)} | "
+                         f"{esc(_where(o))} | {esc(_state(o.this))} | {esc(majority)} |")
+        lines.append("")
+    if r.version_skew:
+        lines += ["### Version skew", "", "| distribution | majority | machines that differ |", "|---|---|---|"]
+        for s in r.version_skew:
+            major = f"{s.majority['version'] or 'not installed'} ({s.majority['machines']})" if s.majority else "tie"
+            odd = "<br>".join(f"{code(m.machine)} {esc(m.version or 'not installed')}" for m in s.machines)
+            lines.append(f"| {esc(s.distribution)} | {esc(major)} | {odd} |")
+        lines.append("")
+    for e in r.errors:
+        lines.append(f"- error: {code(e.path)}: {esc(e.message)}")
+    for note in r.notes:
+        lines.append(f"- note: {esc(note)}")
+    return "\n".join(lines) + "\n"
+
+
+def render_compare_json(r: CompareReport, verbose: bool = False) -> str:
+    return r.model_dump_json(indent=2) + "\n"
+
+
+COMPARE_RENDERERS: dict[str, Callable[..., str]] = {
+    "text": render_compare_text,
+    "json": render_compare_json,
+    "markdown": render_compare_markdown,
+}

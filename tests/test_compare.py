@@ -1,0 +1,249 @@
+"""``driftscan compare``: real venvs (uv, real wheels built here), real audits and snapshots,
+the CLI as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from fixtures import venvs
+from fixtures.harness import replace_by_rename, run_cli
+from fixtures.wheels import build_wheel
+
+from driftscan.compare import compare_files
+
+MODULES = 40  # a version skew must not become 40 file differences
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory) -> Path:
+    house = tmp_path_factory.mktemp("fleetwheels")
+    for version in ("1.0", "1.1"):
+        files: dict[str, bytes | str] = {f"fleetpkg/m{i}.py": f"VERSION = {version!r}\nX{i} = {i}\n"
+                                         for i in range(MODULES)}
+        files["fleetpkg/__init__.py"] = f"__version__ = {version!r}\n"
+        build_wheel(house, "fleetpkg", version, files)
+    build_wheel(house, "helperpkg", "2.0", {"helperpkg/__init__.py": "X = 1\n"})
+    return house
+
+
+def machine(root: Path, version: str, wheels: Path, uv_cache: Path) -> Path:
+    venv = venvs.make_uv_venv(root, uv_cache)
+    venvs.uv_install(venv, uv_cache, "--no-index", "--find-links", str(wheels), "--link-mode", "copy",
+                     f"fleetpkg=={version}", "helperpkg")
+    return venv
+
+
+def site(venv: Path) -> Path:
+    return venvs.site_packages_of(venv)
+
+
+def hotfix(venv: Path, module: str = "m3") -> Path:
+    path = site(venv) / "fleetpkg" / f"{module}.py"
+    replace_by_rename(path, path.read_text() + "import torch; torch.save({}, '/tmp/dump.pt')\n")
+    return path
+
+
+def audit_json(venv: Path, out: Path) -> Path:
+    done = run_cli("audit", "--venv", str(venv), "--format", "json", "-o", str(out), "--no-pristine")
+    assert done.returncode in (0, 1), done.stderr
+    return out
+
+
+def snapshot(venv: Path, out: Path) -> Path:
+    done = run_cli("snapshot", "--venv", str(venv), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def compare_cli(*args: str):
+    return run_cli("compare", *args)
+
+
+def test_three_snapshots_one_hotfix_gives_one_outlier(tmp_path, wheels, uv_cache):
+    # Three machines of one image: same venv path, same files; then node 3 gets a hotfix.
+    venv = machine(tmp_path / "ml-env", "1.1", wheels, uv_cache)
+    s1 = snapshot(venv, tmp_path / "node1.json")
+    s2 = snapshot(venv, tmp_path / "node2.json")
+    fixed = hotfix(venv)
+    s3 = snapshot(venv, tmp_path / "node3.json")
+    done = compare_cli(str(s1), str(s2), str(s3), "--format", "json")
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert result["schema_version"] == "1"
+    assert [m["name"] for m in result["machines"]] == [str(s1), str(s2), str(s3)]
+    assert {m["source"] for m in result["machines"]} == {"snapshot"}
+    assert {m["hostname"] for m in result["machines"]} == {os.uname().nodename}  # snapshots record it too
+    assert len(result["outliers"]) == 1, result["outliers"]
+    o = result["outliers"][0]
+    assert (o["machine"], o["relpath"], o["kind"], o["scope"]) == (str(s3), "fleetpkg/m3.py", "modified", "package")
+    assert o["path"] == str(fixed)
+    assert o["distribution"] == {"name": "fleetpkg", "version": "1.1"}
+    assert o["majority"]["machines"] == 2 and o["majority"]["of"] == 3
+    assert o["majority"]["xxh3_128"] != o["this"]["xxh3_128"]
+    assert result["version_skew"] == []
+    assert result["agree"] == result["compared"] - 1 > MODULES
+    text = compare_cli(str(s1), str(s2), str(s3))
+    assert text.returncode == 1
+    assert str(s3) in text.stdout and str(fixed) in text.stdout and str(s1) + " (" not in text.stdout
+
+
+def test_reports_version_skew_is_one_entry_not_a_flood(tmp_path, wheels, uv_cache):
+    a = machine(tmp_path / "a", "1.1", wheels, uv_cache)
+    b = machine(tmp_path / "b", "1.1", wheels, uv_cache)
+    c = machine(tmp_path / "c", "1.0", wheels, uv_cache)
+    hotfix(c, "m1")  # a drift of the old version's own: not compared with 1.1's files
+    reports = [audit_json(v, tmp_path / f"{v.name}.json") for v in (a, b, c)]
+    result = compare_files([str(r) for r in reports])
+    assert result.outliers == []
+    assert len(result.version_skew) == 1
+    skew = result.version_skew[0]
+    assert skew.distribution == "fleetpkg" and skew.kind == "distribution"
+    assert skew.majority == {"version": "1.1", "machines": 2}
+    assert [(m.machine, m.version, m.drifts) for m in skew.machines] == [(str(reports[2]), "1.0", 1)]
+    # Every report names its machine and lists its distributions.
+    doc = json.loads(reports[0].read_text())
+    assert doc["hostname"] == os.uname().nodename
+    assert {"name": "fleetpkg", "version": "1.1", "installer": "uv"} in doc["distributions"]
+    text = compare_cli(*map(str, reports))
+    assert text.returncode == 1
+    assert "version skew" in text.stdout and "fleetpkg: majority 1.1 on 2" in text.stdout
+    assert "1 drift(s) in its own report" in text.stdout
+
+    # The same machines' snapshots: still a skew, not MODULES file differences.
+    snaps = [snapshot(v, tmp_path / f"{v.name}.snap.json") for v in (a, b, c)]
+    result = compare_files([str(s) for s in snaps])
+    assert [s.distribution for s in result.version_skew] == ["fleetpkg"]
+    assert not [o for o in result.outliers if o.distribution and o.distribution["name"] == "fleetpkg"]
+
+
+def test_reports_name_the_drifted_machine_with_content_hashes(tmp_path, wheels, uv_cache):
+    venvs_ = [machine(tmp_path / f"n{i}", "1.1", wheels, uv_cache) for i in range(4)]
+    fixed = [hotfix(venvs_[1]), hotfix(venvs_[2])]  # the same hotfix on two machines...
+    extra = site(venvs_[3]) / "fleetpkg" / "m3.py"
+    replace_by_rename(extra, extra.read_text() + "# another edit\n")  # ...and a different one on a third
+    reports = [audit_json(v, tmp_path / f"{v.name}.json") for v in venvs_]
+    doc = json.loads(reports[1].read_text())
+    drift = next(d for d in doc["drifts"] if d["relpath"] == "fleetpkg/m3.py")
+    import base64
+    import hashlib
+
+    digest = base64.urlsafe_b64encode(hashlib.sha256(fixed[0].read_bytes()).digest()).rstrip(b"=").decode()
+    assert drift["actual"]["hash"] == f"sha256={digest}"
+    result = compare_files([str(r) for r in reports])
+    # The same hotfix on two of four machines is the most common state: the clean machine and the
+    # one with another edit are the odd ones out (states: 2 hotfix, 1 recorded, 1 other edit).
+    by_machine = {o.machine: o for o in result.outliers}
+    assert set(by_machine) == {str(reports[0]), str(reports[3])}
+    assert by_machine[str(reports[3])].majority["hash"] == drift["actual"]["hash"]
+    assert by_machine[str(reports[0])].this == {"state": "recorded"}
+
+
+def test_two_machines_differences_both_ways(tmp_path, wheels, uv_cache):
+    venv = machine(tmp_path / "ml-env", "1.1", wheels, uv_cache)
+    s1 = snapshot(venv, tmp_path / "before.json")
+    (site(venv) / "fleetpkg" / "extra.py").write_text("DEBUG = True\n")
+    (site(venv) / "fleetpkg" / "m7.py").unlink()
+    s2 = snapshot(venv, tmp_path / "after.json")
+    result = compare_files([str(s1), str(s2)])
+    got = sorted((o.machine, o.relpath, o.kind) for o in result.outliers)
+    assert got == sorted([(str(s1), "fleetpkg/extra.py", "missing"), (str(s2), "fleetpkg/extra.py", "added"),
+                          (str(s1), "fleetpkg/m7.py", "added"), (str(s2), "fleetpkg/m7.py", "missing")])
+    assert all(o.tie and o.majority is not None for o in result.outliers)
+
+
+def test_a_mix_of_reports_and_snapshots_is_one_line(tmp_path, wheels, uv_cache):
+    venv = machine(tmp_path / "ml-env", "1.1", wheels, uv_cache)
+    report = audit_json(venv, tmp_path / "r.json")
+    snap = snapshot(venv, tmp_path / "s.json")
+    done = compare_cli(str(report), str(snap))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "not a mix" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_bad_inputs_are_listed_and_the_rest_compared(tmp_path, wheels, uv_cache):
+    good = [audit_json(machine(tmp_path / f"g{i}", "1.1", wheels, uv_cache), tmp_path / f"g{i}.json")
+            for i in range(2)]
+    (tmp_path / "garbage.json").write_bytes(b"\xff\xfe not json")
+    (tmp_path / "other.json").write_text('{"hello": "world"}')
+    hostile = json.loads(good[0].read_text())
+    hostile["drifts"] = ["a string", {"kind": 5}, {"path": None}, {"path": "/x\x1b[2J\nfake line", "kind": "added"}]
+    hostile["distributions"] = [{"name": 1}, "x"]
+    hostile["hostname"] = "evil\x1b]0;title\x07"
+    (tmp_path / "hostile.json").write_text(json.dumps(hostile))
+    os.mkfifo(tmp_path / "fifo.json")
+    args = [str(p) for p in (*good, tmp_path / "garbage.json", tmp_path / "other.json", tmp_path / "hostile.json",
+                             tmp_path / "fifo.json", tmp_path / "absent.json")]
+    done = compare_cli(*args)
+    assert done.returncode == 3, done.stderr  # machines differ (the hostile one) and inputs were unreadable
+    assert "Traceback" not in done.stderr + done.stdout
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "fake line" in done.stdout and "\nfake line" not in done.stdout
+    result = json.loads(compare_cli(*args, "--format", "json").stdout)
+    assert sorted(e["path"] for e in result["errors"]) == sorted(args[2:4] + args[5:])
+    assert any("malformed entries skipped" in n for n in result["notes"])
+    assert len(result["machines"]) == 3
+
+
+def test_older_reports_without_distributions_or_hostname(tmp_path, wheels, uv_cache):
+    paths = []
+    for i in range(3):
+        report = audit_json(machine(tmp_path / f"o{i}", "1.1" if i else "1.0", wheels, uv_cache),
+                            tmp_path / f"o{i}.json")
+        doc = json.loads(report.read_text())
+        del doc["distributions"], doc["hostname"]
+        report.write_text(json.dumps(doc))
+        paths.append(str(report))
+    result = compare_files(paths)
+    assert any("list no distributions" in n for n in result.notes)
+    assert result.version_skew == [] and [m.hostname for m in result.machines] == [None] * 3
+
+
+def test_many_machines_and_the_schema(tmp_path, wheels, uv_cache):
+    clean = audit_json(machine(tmp_path / "clean", "1.1", wheels, uv_cache), tmp_path / "clean.json")
+    drifted_venv = machine(tmp_path / "drifted", "1.1", wheels, uv_cache)
+    hotfix(drifted_venv)
+    (site(drifted_venv) / "notes.txt").write_text("scratch\n")
+    drifted = audit_json(drifted_venv, tmp_path / "drifted.json")
+    paths = []
+    for i in range(9):
+        copy = tmp_path / f"node{i}.json"
+        shutil.copy(drifted if i == 4 else clean, copy)
+        paths.append(str(copy))
+    done = compare_cli(*paths, "--format", "json")
+    result = json.loads(done.stdout)
+    schema = json.loads(run_cli("schema", "--for", "compare").stdout)
+    jsonschema.validate(result, schema)
+    assert {(o["machine"], o["relpath"], o["kind"]) for o in result["outliers"]} == {
+        (paths[4], "fleetpkg/m3.py", "modified"), (paths[4], "notes.txt", "added")}
+    assert all(o["majority"]["machines"] == 8 and o["majority"]["of"] == 9 for o in result["outliers"])
+    md = compare_cli(*paths, "--format", "markdown")
+    assert md.returncode == 1 and "| machine |" in md.stdout and "fleetpkg/m3.py" in md.stdout
+    assert compare_cli(*paths, "--exit-zero").returncode == 0
+    same = compare_cli(str(clean), str(clean))
+    assert same.returncode == 0 and "every machine agrees" in same.stdout
+
+
+def test_warm_audit_lists_the_same_distributions_and_hashes(tmp_path, wheels, uv_cache):
+    # The second audit is settled from the stat cache / clean index: its report must carry the
+    # same distributions and the same content hashes, or compare would see skew or drift between
+    # a machine's cold and warm runs.
+    clean = machine(tmp_path / "clean", "1.1", wheels, uv_cache)
+    drifted = machine(tmp_path / "drifted", "1.1", wheels, uv_cache)
+    hotfix(drifted)
+    for venv in (clean, drifted):
+        from fixtures.harness import settle
+
+        settle(venv)
+        first = json.loads(audit_json(venv, tmp_path / "first.json").read_text())
+        second = json.loads(audit_json(venv, tmp_path / "second.json").read_text())
+        assert first["distributions"] == second["distributions"] and len(first["distributions"]) >= 2
+        assert [(d["relpath"], d["actual"].get("hash")) for d in first["drifts"]] == \
+            [(d["relpath"], d["actual"].get("hash")) for d in second["drifts"]]
+        assert compare_files([str(tmp_path / "first.json"), str(tmp_path / "second.json")]).outliers == []
