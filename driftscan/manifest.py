@@ -93,6 +93,9 @@ class ManifestEntry(NamedTuple):
     mtime_ns: int
     text: str | None = None
     link: str | None = None
+    # The inode change time when hashed: no edit can restore it (utime() sets it to now), so a
+    # signature with it cannot be forged by ``touch -d``. None in manifests written before.
+    ctime_ns: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"xxh3_128": self.xxh3_128, "size": self.size, "mode": self.mode,
@@ -101,6 +104,8 @@ class ManifestEntry(NamedTuple):
             data["text"] = self.text
         if self.link is not None:
             data["link"] = self.link
+        if self.ctime_ns is not None:
+            data["ctime_ns"] = self.ctime_ns
         return data
 
 
@@ -118,14 +123,18 @@ class Manifest:
 
     def trusted(self, entry: ManifestEntry, st: os.stat_result) -> bool:
         """Whether ``st`` (an lstat now) matches ``entry``'s signature closely enough to settle
-        the file without hashing it: the same size, mtime_ns and full st_mode, and an mtime older
-        than the snapshot's start by more than RACY_NS (a file written in the same clock tick as
-        it was hashed could change again without its mtime moving). What this cannot see: an edit
-        that restores size and mtime (``touch -d``, ``os.utime``); the manifest records no ctime
-        or inode. ``diff --no-cache`` hashes every file."""
+        the file without hashing it: the same size, mtime_ns, ctime_ns and full st_mode, and an
+        mtime and ctime older than the snapshot's start by more than RACY_NS (a file written in the
+        same clock tick as it was hashed could change again without its times moving). The ctime
+        is what makes it safe: an edit that restores size and mtime (``touch -d``, ``os.utime``)
+        still moves the ctime, which nothing but the kernel sets. An entry without ctime_ns (an
+        older manifest) is never trusted; neither is a tree copied or restored since (new ctimes:
+        everything is hashed). ``diff --no-cache`` hashes every file."""
         started = self.started_ns
-        return (started is not None and entry.mtime_ns == st.st_mtime_ns and entry.size == st.st_size
-                and entry.mode == st.st_mode and entry.mtime_ns < started - RACY_NS)
+        ctime = entry.ctime_ns
+        return (started is not None and ctime is not None and ctime == st.st_ctime_ns
+                and entry.mtime_ns == st.st_mtime_ns and entry.size == st.st_size and entry.mode == st.st_mode
+                and entry.mtime_ns < started - RACY_NS and ctime < started - RACY_NS)
 
 
 # ---- what belongs to a directory -------------------------------------------------------------
@@ -303,7 +312,7 @@ def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], N
     finally:
         os.close(fd)
     text = as_text(kept) if kept is not None and len(kept) <= embed_limit else None
-    return ManifestEntry(digest, st.st_size, st.st_mode, st.st_mtime_ns, text, link)
+    return ManifestEntry(digest, st.st_size, st.st_mode, st.st_mtime_ns, text, link, st.st_ctime_ns)
 
 
 REDO = object()  # a mapper's decode: "the child did not settle this item, run it here"
@@ -401,7 +410,8 @@ def _member(rel: str, entry: ManifestEntry) -> str:
     the common entry (a plain name, no text, no link): byte for byte what json.dumps writes
     (a test checks both), at a fifth of the cost."""
     if entry.text is None and entry.link is None and _PLAIN_NAME.fullmatch(rel):
-        return (f'"{rel}": {{"mode": {entry.mode:d}, "mtime_ns": {entry.mtime_ns:d}, "size": {entry.size:d},'
+        ctime = f'"ctime_ns": {entry.ctime_ns:d}, ' if entry.ctime_ns is not None else ""
+        return (f'"{rel}": {{{ctime}"mode": {entry.mode:d}, "mtime_ns": {entry.mtime_ns:d}, "size": {entry.size:d},'
                 f' "xxh3_128": "{entry.xxh3_128}"}}')
     return f"{json.dumps(rel)}: {json.dumps(entry.to_json(), sort_keys=True)}"
 
@@ -499,6 +509,8 @@ def _entry_from(rel: str, raw: Any, issues: list[str]) -> ManifestEntry | None:
         # Bounded as the OS's own fields are: stat.S_IFMT and float() refuse larger ones.
         if not _is_int(raw.get(key)) or not 0 <= raw[key] < bound:
             issues.append(f"{where}.{key} is not an integer from 0 to {bound - 1}")
+    if "ctime_ns" in raw and not (_is_int(raw["ctime_ns"]) and 0 <= raw["ctime_ns"] < 1 << 63):
+        issues.append(f"{where}.ctime_ns is not an integer from 0 to {(1 << 63) - 1}")
     for key in ("text", "link"):
         if key in raw and not isinstance(raw[key], str):
             issues.append(f"{where}.{key} is not a string")
@@ -508,7 +520,8 @@ def _entry_from(rel: str, raw: Any, issues: list[str]) -> ManifestEntry | None:
         issues.append(f"{where}.link is not a path the OS can take")
     if len(issues) > before:
         return None
-    return ManifestEntry(digest, raw["size"], raw["mode"], raw["mtime_ns"], raw.get("text"), raw.get("link"))
+    return ManifestEntry(digest, raw["size"], raw["mode"], raw["mtime_ns"], raw.get("text"), raw.get("link"),
+                         raw.get("ctime_ns"))
 
 
 def read_manifest(path: str, doc: Any = None, *, root: str | None = None) -> Manifest:
@@ -623,8 +636,12 @@ def _plain_files(raw_files: dict[str, Any]) -> dict[str, ManifestEntry] | None:
         if not (type(digest) is str and len(digest) == 32 and type(size) is int and type(mode) is int
                 and type(mtime) is int and 0 <= size < b63 and 0 <= mode < b32 and 0 <= mtime < b63):
             return None
-        text = link = None
-        if len(raw) > 4:  # four keys and all four above: neither text nor link is there
+        text = link = ctime = None
+        if len(raw) > 4:  # four keys and all four above: no text, link or ctime_ns is there
+            if "ctime_ns" in raw:
+                ctime = raw["ctime_ns"]
+                if not (type(ctime) is int and 0 <= ctime < b63):
+                    return None
             if "text" in raw:
                 text = raw["text"]
                 if type(text) is not str or not (text.isascii() or _utf8(text)):
@@ -634,7 +651,7 @@ def _plain_files(raw_files: dict[str, Any]) -> dict[str, ManifestEntry] | None:
                 if type(link) is not str or not _os_string(link):
                     return None
         digests.append(digest)
-        files[rel] = ManifestEntry(digest, size, mode, mtime, text, link)
+        files[rel] = ManifestEntry(digest, size, mode, mtime, text, link, ctime)
     if not _HEX.fullmatch("".join(digests)):
         return None
     return files

@@ -17,7 +17,7 @@ from driftscan import manifest as M
 from driftscan.api import diff, snapshot
 from driftscan.fileio import walk_relative
 from driftscan.verify import snapshot as S
-from fixtures.harness import run_cli
+from fixtures.harness import settle, run_cli
 
 OLD = time.time_ns() - 3600 * 10**9  # an hour ago: far outside the racy window of any snapshot
 
@@ -34,6 +34,7 @@ def make_tree(root, n: int = 60):
     for path in root.rglob("*"):
         if not path.is_symlink():
             os.utime(path, ns=(OLD, OLD))
+    settle(root)  # the ctimes (which no utime sets back) outside the racy window too
     return root
 
 
@@ -74,25 +75,37 @@ def test_trusted_diff_reports_the_drift_a_full_hash_diff_reports(tmp_path):
     assert trusted.summary.trusted_by_signature == unchanged
 
 
-def test_an_edit_with_size_and_mtime_restored_is_caught_by_no_cache_only(tmp_path):
+def test_an_edit_with_size_and_mtime_restored_is_caught_by_its_ctime(tmp_path):
+    # `touch -d` restores the mtime, never the ctime: the signature recorded with it is not fooled.
     root = make_tree(tmp_path / "m")
     snap = tmp_path / "snap.json"
     assert run_cli("snapshot", "--model-dir", str(root), "-o", str(snap)).returncode == 0
-    same_size_edit_mtime_restored(root / "sub" / "f003.bin")
-    trusting = run_cli("diff", str(snap), "--format", "json")
-    assert trusting.returncode == 0, trusting.stdout + trusting.stderr
-    summary = json.loads(trusting.stdout)["summary"]
+    clean = json.loads(run_cli("diff", str(snap), "--format", "json").stdout)["summary"]
     files = 60 + 3  # the .bin files, config.json, script.py and the symlink
-    assert summary["drifts"] == 0 and summary["files_checked"] == files
-    assert summary["trusted_by_signature"] == 60 + 2  # all but the symlink (compared by target, not hashed)
+    assert clean["drifts"] == 0 and clean["files_checked"] == files
+    assert clean["trusted_by_signature"] == 60 + 2  # all but the symlink (compared by target, not hashed)
     text = run_cli("diff", str(snap))
     assert text.returncode == 0
     assert "62 of 63 files trusted by signature" in text.stderr and "--no-cache" in text.stderr
-    paranoid = run_cli("diff", str(snap), "--no-cache", "--format", "json")
-    assert paranoid.returncode == 1, paranoid.stderr
-    report = json.loads(paranoid.stdout)
-    assert [(d["relpath"], d["kind"]) for d in report["drifts"]] == [("sub/f003.bin", "modified")]
-    assert report["summary"]["trusted_by_signature"] == 0
+    same_size_edit_mtime_restored(root / "sub" / "f003.bin")
+    for extra in ((), ("--no-cache",)):
+        done = run_cli("diff", str(snap), "--format", "json", *extra)
+        assert done.returncode == 1, done.stderr
+        report = json.loads(done.stdout)
+        assert [(d["relpath"], d["kind"]) for d in report["drifts"]] == [("sub/f003.bin", "modified")]
+        assert report["summary"]["trusted_by_signature"] == (0 if extra else 60 + 1)
+
+
+def test_an_entry_without_ctime_is_never_trusted(tmp_path):
+    root = make_tree(tmp_path / "m")
+    snap = tmp_path / "snap.json"
+    assert snapshot(str(snap), model_dirs=[str(root)]) == []
+    doc = json.loads(snap.read_text())
+    for entry in doc["files"].values():
+        entry.pop("ctime_ns", None)
+    snap.write_text(json.dumps(doc))
+    report = diff(str(snap))
+    assert report.summary.trusted_by_signature == 0 and drifts(report) == set()
 
 
 def test_a_file_changed_within_the_racy_window_is_hashed(tmp_path):

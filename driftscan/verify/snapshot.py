@@ -175,7 +175,7 @@ def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
     return problems
 
 
-_LOADED_FORMAT = b"driftscan-snapshot-load-1\n"
+_LOADED_FORMAT = b"driftscan-snapshot-load-2\n"  # 2: entries carry ctime_ns
 
 
 def _loaded_cache_path(path: str) -> str:
