@@ -20,8 +20,9 @@ Each TREE is measured on its own. In one run, per tree:
      4 MiB as driftscan), ruff ``--select T10,T20`` with ``--no-cache`` and with a warm cache;
 3. plain libcst: ``libcst.parse_module`` of every file (``--sample 0``, the default) or of a
    seeded sample of N files extrapolated by bytes, on J processes — once, it is the slowest;
-4. the identity check: ``scan_paths`` without the prefilter on the sample (600 files) finds
-   exactly what the prefiltered scan found there (skip with ``--no-unfiltered``).
+4. the identity check: ``scan_paths`` without the prefilter on the sample (600 files) and on
+   every file a byte trigger of a tree rule holds for but whose AST checks keep it from libcst
+   finds exactly what the prefiltered scan found there (skip with ``--no-unfiltered``).
 
 It prints seconds, ratios taken within the run and the load average (before and after), and
 writes all of it as JSON with ``--json``.
@@ -247,27 +248,37 @@ def plain_libcst(paths: list[str], jobs: int) -> tuple[int, float, int]:
 
 
 def prefilter_stats(paths: list[str]) -> dict:
-    """Bytes the prefilter sends to libcst, and to CPython's parser only (engine.py)."""
+    """Bytes the prefilter sends to libcst, and to CPython's parser only (engine.py): a file
+    goes to libcst when a tree rule's byte trigger and its check on CPython's tree (AST_CHECK)
+    hold, or when CPython cannot parse a file some trigger holds for. ``trigger_*``: the files
+    some byte trigger holds for (what reached libcst before the AST checks)."""
     from driftscan.inspect.registry import load_rules, select_rules
     from driftscan.inspect.triggers import Memo, python_ast
 
     rules = select_rules(load_rules(()), (), ())
     out = {"files": len(paths), "bytes": 0, "libcst_files": 0, "libcst_bytes": 0, "cpython_files": 0,
-           "cpython_bytes": 0}
+           "cpython_bytes": 0, "trigger_files": 0, "trigger_bytes": 0}
+    cut: list[str] = []  # a tree rule's byte trigger holds, its AST check does not
     for path in paths:
         with open(path, "rb") as f:
             data = f.read()
         out["bytes"] += len(data)
         memo = Memo()
-        if any(not r.FILE_PROBLEM and r.TRIGGER.matches(data, memo) for r in rules):
-            kind = "libcst"
-        elif any(r.FILE_PROBLEM in ("parse", "read", "complexity") and r.TRIGGER.matches(data, memo) for r in rules):
-            kind = "libcst" if python_ast(data, memo) is None else "cpython"
-        else:
+        tree = [r for r in rules if not r.FILE_PROBLEM and r.TRIGGER.matches(data, memo)]
+        if not tree and not any(r.FILE_PROBLEM in ("parse", "read", "complexity") and r.TRIGGER.matches(data, memo)
+                                for r in rules):
             continue
+        out["trigger_files"] += 1
+        out["trigger_bytes"] += len(data)
+        if any(r.AST_CHECK is None or r.AST_CHECK.matches(data, memo) for r in tree):
+            kind = "libcst"
+        else:
+            if tree:
+                cut.append(path)
+            kind = "libcst" if python_ast(data, memo) is None else "cpython"
         out[kind + "_files"] += 1
         out[kind + "_bytes"] += len(data)
-    return out
+    return out, cut
 
 
 def bench_tree(tree: str, args, jobs: int, peers: dict[str, str], work: str) -> dict:
@@ -280,11 +291,12 @@ def bench_tree(tree: str, args, jobs: int, peers: dict[str, str], work: str) -> 
     print(f"\ntree: {tree}: {len(files)} files, {_mb(tree_bytes):.1f} MB; jobs={jobs}; cores={os.cpu_count()}; "
           f"load {' '.join(f'{x:.2f}' for x in out['load_before'])}")
 
-    stats = prefilter_stats(paths)
+    stats, cut = prefilter_stats(paths)
     out["prefilter"] = stats
     print(f"1. prefilter: {stats['libcst_files']} files, {_mb(stats['libcst_bytes']):.2f} MB "
           f"({100 * stats['libcst_bytes'] / max(1, tree_bytes):.1f} % of the bytes) reach libcst; "
-          f"{stats['cpython_files']} files, {_mb(stats['cpython_bytes']):.2f} MB only CPython's parser")
+          f"{stats['cpython_files']} files, {_mb(stats['cpython_bytes']):.2f} MB only CPython's parser "
+          f"(a byte trigger holds for {stats['trigger_files']} files, {_mb(stats['trigger_bytes']):.2f} MB)")
 
     cache_dir = tempfile.mkdtemp(prefix="cache-", dir=work)
     env = dict(os.environ, DRIFTSCAN_CACHE_DIR=cache_dir)
@@ -377,13 +389,25 @@ def bench_tree(tree: str, args, jobs: int, peers: dict[str, str], work: str) -> 
 
     if not args.no_unfiltered:
         check = sample if len(sample) <= 600 else random.Random(args.seed).sample(paths, 600)
+        # and every file the AST checks keep from libcst although a byte trigger holds
+        check = sorted(set(check) | set(cut))
         result = scan_paths([tree], jobs=jobs)
         start = time.perf_counter()
         unfiltered = scan_paths(check, jobs=jobs, prefilter=False)
         in_check = set(check)
         same = [pf for pf in result.findings if pf[0] in in_check] == unfiltered.findings
-        out["identity"] = {"files": len(check), "same": same, "seconds": time.perf_counter() - start}
-        print(f"4. no prefilter on {len(check)} files: same findings as with the prefilter: {'yes' if same else 'NO'}")
+        differ = sorted({p for p, _ in result.findings if p in in_check} ^ {p for p, _ in unfiltered.findings}
+                        | {p for p in in_check if [f for q, f in result.findings if q == p]
+                           != [f for q, f in unfiltered.findings if q == p]})
+        out["identity"] = {"files": len(check), "ast_cut_files": len(cut), "same": same,
+                           "seconds": time.perf_counter() - start,
+                           "differ": [{"path": p, "filtered": [repr(f) for q, f in result.findings if q == p],
+                                       "unfiltered": [repr(f) for q, f in unfiltered.findings if q == p]}
+                                      for p in differ[:20]]}
+        for d in out["identity"]["differ"]:
+            print(f"   differs: {d['path']}: {d['filtered']} / without the prefilter {d['unfiltered']}")
+        print(f"4. no prefilter on {len(check)} files (600 sampled and the {len(cut)} the AST checks keep from "
+              f"libcst): same findings as with the prefilter: {'yes' if same else 'NO'}")
     out["load_after"] = os.getloadavg()
     print(f"   load after: {' '.join(f'{x:.2f}' for x in out['load_after'])}")
     return out

@@ -7,7 +7,9 @@
 - diff, cold: ``driftscan diff --no-cache`` (every file hashed, no signature trusted, no cache;
   the page cache is warm) against ``xxh128sum -c`` of the same files' checksums, the list split
   into one part per core, run side by side;
-- diff, warm: ``driftscan diff`` with the snapshot's signatures trusted (nothing changed since);
+- diff, warm: ``driftscan diff`` with the snapshot's signatures trusted (nothing changed since),
+  from the diff index (``verify/tree/treeindex.py``) that the warm-up round's warm diff wrote:
+  no directory listed, one stat a directory and one lstat a file;
 - AIDE (``aide --init`` / ``aide --check``, sha256 and the usual attributes) where installed.
 
 Every command runs in a fresh process, round-robin (one run of each per round), after one

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import gc
 import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +19,6 @@ from .discover.target import Containment
 from .discover.uvcache import default_uv_cache
 from .errors import TargetError
 from .model import Drift, LayoutKind, Target, TargetKind, Verification
-from .report import Report, build_report
 from .fileio import default_jobs
 from .verify import verify
 from .verify.env.fast.cleanindex import still_clean
@@ -26,6 +26,7 @@ from .verify.env.ownership import build_ownership
 
 if TYPE_CHECKING:
     from .plan import Plan
+    from .report import Report
     from .pristine import Lookup, PristineOptions, PristineSet
     from .verify.tree import ModelDirResult
     from .verify.snapshot import Root, RootKind
@@ -95,11 +96,11 @@ def _merge(verification: Verification, results: Sequence[ModelDirResult]) -> Ver
 
 
 def _inspect(verification: Verification, jobs: int | None, select: Sequence[str], ignore: Sequence[str],
-             rules_modules: Sequence[str] = (), plugins: bool = True):
+             rules_modules: Sequence[str] = (), plugins: bool = True, use_cache: bool = True):
     """Debug-code findings on drifted Python files, and the dumps they left on disk."""
     if not any(c.path.endswith((".py", ".pyw")) for c in verification.checks):
         return verification, []  # nothing to parse: libcst is not even imported
-    from .cache import write_dump_list
+    from .cache import user_cache_dir, write_dump_list
     from .inspect.drifts import inspect_drifts
 
     target = verification.target
@@ -107,7 +108,8 @@ def _inspect(verification: Verification, jobs: int | None, select: Sequence[str]
     package_dirs = (*target.site_packages, *target.extra_roots, *((target.bin_dir,) if target.bin_dir else ()))
     outcome = inspect_drifts(verification.checks, jobs=jobs, select=select, ignore=ignore, rules_modules=rules_modules,
                              owned=verification.referenced.__contains__, package_dirs=package_dirs, plugins=plugins,
-                             dump_list=write_dump_list)  # many dumps: their exact list in the user cache
+                             dump_list=write_dump_list,  # many dumps: their exact list in the user cache
+                             memo_dir=os.path.join(user_cache_dir(), "inspect") if use_cache else None)
     merged = Verification(
         target=verification.target,
         distributions=verification.distributions,
@@ -170,15 +172,18 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
         verification = dataclasses.replace(verification, checks=with_content_hashes(verification.checks))
     skipped: list = []
     if inspect:
-        verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins)
+        verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins, use_cache)
     lookups: tuple = ()
     held = None
     if compare and (verification.checks or hold_originals):
         verification, lookups, held = _compare(verification, pristine or pristine_options(target, uv_cache=uv_cache),
-                                               originals, select, ignore, rules_modules, plugins, hold=hold_originals)
+                                               originals, select, ignore, rules_modules, plugins, hold=hold_originals,
+                                               use_cache=use_cache)
     elif verification.checks:
         verification, lookups = _not_compared(verification)
     drifts = [classify(check, target, installer) for check in verification.checks]
+    from .report import build_report  # pydantic and the report models: not for a snapshot
+
     report = build_report(verification, drifts, time.perf_counter() - started,
                           model_dirs=[r.root for r in results], skipped=skipped, pristine=lookups,
                           not_hashed=sum(r.large_files_unread for r in results))
@@ -219,7 +224,7 @@ def pristine_options(target: Target, wheels: Sequence[str] = (), fetch: bool = F
 
 def _compare(verification: Verification, options: PristineOptions, originals: PristineSet | None,
              select: Sequence[str], ignore: Sequence[str], rules_modules: Sequence[str], plugins: bool,
-             hold: bool = False):
+             hold: bool = False, use_cache: bool = True):
     """Diffs, byte ranges and finding origins from the verified originals of drifted package files.
     ``hold``: return the set of originals open (the caller closes it), for a restore or checkpoint."""
     from .changes import wanted_originals
@@ -227,15 +232,26 @@ def _compare(verification: Verification, options: PristineOptions, originals: Pr
     needed = wanted_originals(verification.checks)
     if not needed and not any(c.findings for c in verification.checks) and not hold:
         return verification, (), None
-    from .inspect import load_rules, select_rules
     from .changes import compare_with_originals
     from .pristine import find_pristine
 
-    rules = select_rules(load_rules(rules_modules, plugins=plugins), select, ignore)
+    def rules():
+        from .inspect import load_rules, select_rules
+
+        return select_rules(load_rules(rules_modules, plugins=plugins), select, ignore)
+
+    memo = None
+    if use_cache:  # the originals' findings by content: a warm audit of the same drift parses nothing
+        from .cache import user_cache_dir
+        from .inspect.scancache import ContentMemo
+
+        memo = ContentMemo(os.path.join(user_cache_dir(), "inspect"),
+                           repr(("originals", sys.version, list(sys.path), list(select), list(ignore),
+                                 list(rules_modules), plugins)))
     opened = find_pristine(needed, options) if originals is None and (needed or hold) else None
     try:
         found = originals if originals is not None else opened
-        checks = compare_with_originals(verification.checks, found, rules)
+        checks = compare_with_originals(verification.checks, found, rules, memo, plugins)
         lookups = tuple(found.lookups()) if found is not None else ()
     except BaseException:
         if opened is not None:
@@ -405,7 +421,9 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
         target = python if target is NO_PYTHON else target
         containment = Containment.for_target(python, tuple(c for c in (default_uv_cache(),) if c))
         cache = StatCache.for_target(python.venv or "\0".join(python.site_packages)) if use_cache else None
-        metadirs = list(find_distributions(python.site_packages, cache=cache, containment=containment))
+        # RECORD rows only to attribute drift: an unchanged root needs the names and versions alone.
+        metadirs = list(find_distributions(python.site_packages, cache=cache, containment=containment,
+                                           records=bool(result.checks)))
         if cache is not None:
             cache.save()  # only the RECORD parses changed: the file audit keeps them in
         dists += [md.distribution for md in metadirs if md.distribution is not None]
@@ -418,8 +436,10 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
         errors=tuple(e for r in results for e in r.errors))
     skipped: list = []
     if inspect:  # the same rules as audit's, so one file gets the same findings from both
-        verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins)
+        verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins, use_cache)
     drifts = [classify(check, target) for check in verification.checks]
+    from .report import build_report
+
     return build_report(verification, drifts, time.perf_counter() - started,
                         model_dirs=[r.path for r, _, _ in chosen if r.kind is RootKind.MODEL_DIR],
                         skipped=skipped, not_hashed=sum(r.large_files_unread for r in results),

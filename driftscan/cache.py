@@ -27,10 +27,10 @@ import hashlib
 import marshal
 import os
 import struct
-import sys
 
 import xxhash
 
+from .cachedir import user_cache_dir  # noqa: F401 - re-exported
 from .fileio import LIMITS, read_regular
 from .model import Hash, RecordEntry
 from .record import ParsedRecord, RecordIssue
@@ -43,16 +43,6 @@ RACY_NS = 2_000_000_000  # two seconds: covers FAT/SMB timestamp granularity
 # (size, mtime_ns, ctime_ns, inode, device), packed: one bytes value per file keeps a 200,000-file
 # cache small in memory, and an unchanged file is recognised by one bytes comparison.
 SIGNATURE = struct.Struct("<QqqQQ")
-
-
-def user_cache_dir() -> str:
-    if os.environ.get("DRIFTSCAN_CACHE_DIR"):
-        return os.environ["DRIFTSCAN_CACHE_DIR"]
-    if sys.platform == "win32":
-        return os.path.join(os.environ.get("LOCALAPPDATA", os.path.expanduser("~")), "driftscan", "cache")
-    if sys.platform == "darwin":
-        return os.path.expanduser("~/Library/Caches/driftscan")
-    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "driftscan")
 
 
 def dump_list_path(paths) -> str:

@@ -12,18 +12,24 @@ original, ``origin`` stays None: driftscan cannot tell and says so.
 from __future__ import annotations
 
 import os
+import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Union
 
 from .fileio import read_regular
-from .inspect import MAX_FILE_BYTES, Rule, RuleError, inspect_source
 from .jsondiff import as_text, describe
 from .model import Area, Distribution, DriftKind, FileCheck, Finding, PristineRef, RecordEntry
 
 if TYPE_CHECKING:  # the pristine package (zipfile, subprocess) is imported only when originals are wanted
+    from .inspect import Rule
+    from .inspect.scancache import ContentMemo
     from .pristine import PristineSet
+
+# The rules: loaded, or how to load them — the rule engine (libcst) is imported only when an
+# original's findings are not remembered already (``ContentMemo``, keyed by the original's content).
+Rules = Union[Sequence["type[Rule]"], Callable[[], Sequence["type[Rule]"]]]
 
 INJECTED, UPSTREAM = "injected", "upstream"
 # Originals and current files compared up to this size (a modified 500 MB .so is named, not diffed).
@@ -115,7 +121,7 @@ def _original_findings(original: bytes, path: str, rules: Sequence[type[Rule]]) 
     """The findings of the original file. A small one is parsed here (the byte pre-check keeps
     libcst from what could crash it); a large one in a worker with a time budget, as audit parses
     the drifted file itself (the original's bytes are the tree's too: its RECORD vouches for them)."""
-    from .inspect import default_rules
+    from .inspect import MAX_FILE_BYTES, RuleError, default_rules, inspect_source
     from .inspect.scan import IN_PROCESS_BYTES
 
     # The rules that say a file was not inspected (too large, too complex, unreadable, unparsable)
@@ -151,7 +157,39 @@ def _read_current(path: str, root: str | None = None) -> bytes | None:
         return None
 
 
-def _compare(check: FileCheck, original: bytes, rules: Sequence[type[Rule]], name: str) -> FileCheck:
+class _OriginalFindings:
+    """``_original_findings`` through the memo: the rules are loaded on the first miss only."""
+
+    def __init__(self, rules: Rules, memo: ContentMemo | None, plugins: bool) -> None:
+        self._rules = rules
+        self._loaded: list | None = None
+        self.memo = memo
+        self.plugins = plugins
+
+    def rules(self) -> Sequence[type[Rule]]:
+        if self._loaded is None:
+            self._loaded = list(self._rules() if callable(self._rules) else self._rules)
+        return self._loaded
+
+    def __call__(self, original: bytes, path: str) -> list[Finding] | None:
+        if self.memo is not None:
+            known = self.memo.get(path, original)
+            if known is not None:
+                return known
+        found = _original_findings(original, path, self.rules())
+        if found is not None and self.memo is not None:
+            from .inspect import default_rules
+            from .inspect.scan import _code_signature
+
+            used = [*self.rules(), *(r for r in default_rules() if r.FILE_PROBLEM and r not in self.rules())]
+            signed = _code_signature(used, True, None)
+            if signed is not None:
+                extra = [getattr(sys.modules.get(r.__module__), "__file__", None) for r in used]
+                self.memo.put(path, original, found, [*signed[1], *(f for f in extra if f)], self.plugins)
+        return found
+
+
+def _compare(check: FileCheck, original: bytes, originals_found: _OriginalFindings, name: str) -> FileCheck:
     current = _read_current(check.path, check.root)
     if current is None:
         return check
@@ -165,17 +203,19 @@ def _compare(check: FileCheck, original: bytes, rules: Sequence[type[Rule]], nam
                         evidence=check.evidence + ("; " if check.evidence else "")
                         + f"binary: {len(ranges)}{'+' if cut else ''} changed byte range(s)")
     if check.findings and check.path.endswith((".py", ".pyw")):
-        before = _original_findings(original, check.path, rules)
+        before = originals_found(original, check.path)
         if before is not None:  # None: a rule's bug or a parse out of budget; the origin stays unknown
             check = replace(check, findings=mark_origins(check.findings, before))
     return check
 
 
-def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet | None,
-                           rules: Sequence[type[Rule]]) -> list[FileCheck]:
+def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet | None, rules: Rules,
+                           memo: ContentMemo | None = None, plugins: bool = True) -> list[FileCheck]:
     """Diffs, byte ranges and finding origins for the drifts whose original is at hand; added
-    files' findings are ``injected``. Other checks are returned as they are."""
+    files' findings are ``injected``. Other checks are returned as they are. ``memo``: findings of
+    originals by their content, from earlier audits (a miss loads ``rules``, when given as a loader)."""
     rows: dict[str, dict[str, RecordEntry]] = {}
+    found = _OriginalFindings(rules, memo, plugins)
     out = []
     for check in checks:
         dist = check.distribution
@@ -198,6 +238,8 @@ def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet |
         original = lookup.copy.read(entry, COMPARE_MAX) if check.kind in _COMPARED else None
         check = replace(check, pristine=ref)
         if original is not None and check.regular_file:
-            check = _compare(check, original, rules, entry.path)
+            check = _compare(check, original, found, entry.path)
         out.append(check)
+    if memo is not None:
+        memo.save()
     return out

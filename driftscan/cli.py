@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,12 +17,15 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from ._version import __version__  # noqa: E402 - after the environment setting above
 from .errors import DriftscanError  # noqa: E402
-from .render import RENDERERS  # noqa: E402
-from .render.planview import PLAN_RENDERERS  # noqa: E402
-from .render.scan import SCAN_RENDERERS  # noqa: E402
+from .atomic import write_atomic  # noqa: E402
 from .paths import inert, line_safe  # noqa: E402
-from .render.text import colorize, render_text, summary_line  # noqa: E402
-from .report import Report, report_schema, write_atomic  # noqa: E402
+from .render.formats import PLAN_FORMATS, REPORT_FORMATS, SCAN_FORMATS  # noqa: E402
+
+if TYPE_CHECKING:
+    from .report import Report
+
+# Start-up stays light: the renderers and the report models (pydantic) are imported by the
+# commands that build a report, so a command settled from its cache (a warm scan) never pays for them.
 
 # Exit status is a bitmask (documented in the README).
 EXIT_CLEAN = 0
@@ -44,6 +48,8 @@ def _write(text: str, fmt: str, output: str | None, color: bool = False) -> bool
     if fmt not in _ESCAPED_FORMATS:
         text = inert(text)
     if color:
+        from .render.text import colorize
+
         text = colorize(text)
     if output and output != "-":
         write_atomic(output, text)
@@ -53,6 +59,10 @@ def _write(text: str, fmt: str, output: str | None, color: bool = False) -> bool
 
 
 def _load_config(config_file: str | None):
+    from .configfind import NoConfig, nothing_to_read
+
+    if nothing_to_read(config_file):
+        return NoConfig()
     from .config import load_config
 
     config = load_config(config_file)
@@ -148,6 +158,8 @@ def _for_text(model, fmt: str):
 
 def emit(report: Report, fmt: str, output: str | None, *, diffs: bool = False, show_upstream: bool = False,
          verbose: bool = False, quiet: bool = False) -> None:
+    from .render.text import render_text, summary_line
+
     if fmt == "text" and quiet:
         render = lambda r: summary_line(r) + "\n"  # noqa: E731
     elif fmt == "text":
@@ -157,6 +169,8 @@ def emit(report: Report, fmt: str, output: str | None, *, diffs: bool = False, s
 
         render = functools.partial(render_github, show_upstream=show_upstream)
     else:
+        from .render import RENDERERS
+
         render = RENDERERS[fmt]
     if _write(render(_for_text(report, fmt)), fmt, output, color=fmt == "text" and _color(output)):
         click.echo(inert(summary_line(report)), err=True)
@@ -296,7 +310,7 @@ def main() -> None:
 @click.option("--venv", metavar="PATH", help="Audit this virtual environment (its interpreter is not run).")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True,
               help="Audit a bare site-packages directory (repeatable).")
-@click.option("--format", "fmt", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(sorted(REPORT_FORMATS)), default="text", show_default=True)
 @click.option("--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout.")
 @click.option("--strict", is_flag=True, help="Distributions that cannot be verified also set exit bit 2.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
@@ -382,7 +396,7 @@ def _names(values: tuple[str, ...]) -> list[str]:
 @click.option("--venv", metavar="PATH", help="The virtual environment (default: the running one).")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--expect", "expect", metavar="FILE", help="TOML expectations to check now and after the reinstall.")
-@click.option("--format", "fmt", type=click.Choice(sorted(PLAN_RENDERERS)), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(sorted(PLAN_FORMATS)), default="text", show_default=True)
 @click.option("--output", "-o", metavar="FILE", help="Write the plan here (atomically) instead of stdout.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
@@ -414,6 +428,8 @@ def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, u
                       select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
                       rules_modules=config.rules_modules, plugins=not no_plugins)
     result.audit = _apply_accepted(result.audit, config)  # accepted drift never counts toward the status
+    from .render.planview import PLAN_RENDERERS
+
     _write(PLAN_RENDERERS[fmt](_for_text(result, fmt)), fmt, output)
     # The policy looks at what the reinstall leaves: the drifts that survive or may survive it.
     left = set(result.survives) | set(result.may_survive)
@@ -452,7 +468,7 @@ def snapshot(venv, site_packages, model_dirs, output, jobs) -> None:
 @click.option("--venv", metavar="PATH", help="Compare only this venv's root.")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True)
 @click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True, help="Compare only this model directory.")
-@click.option("--format", "fmt", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(sorted(REPORT_FORMATS)), default="text", show_default=True)
 @click.option("--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout.")
 @click.option("--deep", is_flag=True, help="Hash large files too (default: size and mtime for files over 16 MiB).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing threads (default: cores).")
@@ -493,7 +509,7 @@ SEVERITIES = ["low", "medium", "high"]
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @rule_options
-@click.option("--format", "fmt", type=click.Choice(sorted(SCAN_RENDERERS)), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(sorted(SCAN_FORMATS)), default="text", show_default=True)
 @click.option("--output", "-o", metavar="FILE", help="Write the findings here (atomically) instead of stdout.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel parser processes (default: cores).")
 @click.option("--rules-module", "rules_modules", metavar="MODULE", multiple=True,
@@ -516,7 +532,7 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
     Exit status as for audit: bit 1 when a finding at or above --fail-on, bit 2 when a file
     could not be scanned or for a usage error.
     """
-    from .inspect import scan_paths
+    from .inspect.warmscan import scan_paths
 
     missing = [p for p in paths if not os.path.lexists(p)]
     if missing:
@@ -524,7 +540,7 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
     config = _load_config(config_file)
     cache = None
     if not no_cache:
-        from .cache import user_cache_dir
+        from .cachedir import user_cache_dir
         from .inspect.scancache import ResultCache
 
         cache = ResultCache(os.path.join(user_cache_dir(), "scan"), __version__)
@@ -537,6 +553,8 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
 
         _write(render_statistics(result), "text", output)
     else:
+        from .render.scan import SCAN_RENDERERS
+
         _write(SCAN_RENDERERS[fmt](result), fmt, output)
     threshold = SEVERITIES.index(fail_on) + 1
     found = any(f.severity.rank >= threshold for _, f in result.findings)
@@ -743,6 +761,8 @@ def schema(kind) -> None:
 
         click.echo(json.dumps(FleetResult.model_json_schema(), indent=2))
         return
+    from .report import report_schema
+
     click.echo(json.dumps(report_schema() if kind == "audit" else json_schema(kind), indent=2))
 
 
@@ -840,7 +860,7 @@ def entry() -> None:
 
     An audit leaves a few hundred thousand objects behind; freeing them one by one at interpreter
     exit costs tens of milliseconds and serves nothing (no threads, files or atexit work remain).
-    This process is driftscan's own, so its helpers may be forked from it (verify/env/fast/forked.py)."""
+    This process is driftscan's own, so its helpers may be forked from it (driftscan/forked.py)."""
     from .forking import allow_fork
 
     allow_fork()

@@ -49,6 +49,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .accept import AcceptEntry
 from .errors import ConfigError
 from .fileio import read_regular
+from .configfind import (  # noqa: F401 - re-exported: where a configuration is looked for
+    CONFIG_NAME, PYPROJECT, PYPROJECT_TABLE, TOML_MAX, NoConfig, _pyproject_table, discover, is_pyproject,
+    nothing_to_read, user_config_path)
 from .tomlfile import read_toml as _read_toml
 
 if sys.version_info >= (3, 11):
@@ -56,10 +59,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-TOML_MAX = 16 << 20  # configuration files are a few lines; a pyproject.toml a few hundred
-CONFIG_NAME = "driftscan.toml"
-PYPROJECT = "pyproject.toml"
-PYPROJECT_TABLE = "tool.driftscan"
 
 
 class Config(BaseModel):
@@ -84,51 +83,9 @@ class Config(BaseModel):
         return "" if self.hf_cache is True else self.hf_cache
 
 
-def user_config_path() -> str:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "driftscan", "config.toml")
-
-
-def is_pyproject(path: str) -> bool:
-    return os.path.basename(path) == PYPROJECT
-
-
 def read_toml(path: str) -> dict[str, Any]:
     """A TOML file's content; every failure one ConfigError line naming the file."""
     return _read_toml(path)
-
-
-def _pyproject_table(path: str) -> dict[str, Any] | None:
-    """The ``[tool.driftscan]`` table of a pyproject.toml, or None when it has none."""
-    try:  # a quick look first: most pyproject.toml files on the way up never mention driftscan
-        if b"driftscan" not in read_regular(path, TOML_MAX, what="configuration file"):
-            return None
-    except OSError as exc:
-        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
-    tool = read_toml(path).get("tool")
-    table = tool.get("driftscan") if isinstance(tool, dict) else None
-    if table is not None and not isinstance(table, dict):
-        raise ConfigError(f"{path}: {PYPROJECT_TABLE} is not a table")
-    return table
-
-
-def discover(start: str | None = None) -> tuple[str | None, dict[str, Any] | None]:
-    """The nearest configuration from ``start`` (the working directory) upward: its path and, for
-    a pyproject.toml, its ``[tool.driftscan]`` table (None: read the whole file)."""
-    directory = os.path.abspath(start or os.getcwd())
-    while True:
-        candidate = os.path.join(directory, CONFIG_NAME)
-        if os.path.isfile(candidate):
-            return candidate, None
-        candidate = os.path.join(directory, PYPROJECT)
-        if os.path.isfile(candidate):
-            table = _pyproject_table(candidate)
-            if table is not None:
-                return candidate, table
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return None, None
-        directory = parent
 
 
 def find_config(explicit: str | None) -> str | None:

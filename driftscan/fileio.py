@@ -23,7 +23,6 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 from .model import Problem
 
@@ -267,6 +266,8 @@ def map_by_size(func: Callable, items: list, sizes: list[int], jobs: int, pool_m
     large = sorted((k for k, size in enumerate(sizes) if size >= pool_min), key=lambda k: -sizes[k])
     if jobs < 2 or not large:
         return [func(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor  # not at start-up: 9 ms a command that never hashes pays
+
     results: list = [None] * len(items)
     # ``jobs`` threads for the large files: this thread is busy with the small ones only for a while
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="driftscan-hash-pool") as pool:

@@ -6,7 +6,7 @@ host (a vLLM server) has CUDA and OpenMP threads that Python's thread count does
 library never forks its host unless asked: the CLI calls ``allow_fork()`` for its own process, a
 host may too, ``DRIFTSCAN_FORK=fork`` forces it (tests run beside pytest's threads), ``inline``
 forbids it. Where forking is not allowed, every helper has an in-process or fresh-interpreter
-way to do its work (verify/env/fast/forked.py, inspect/scan.py).
+way to do its work (forked.py, inspect/scan.py).
 """
 
 from __future__ import annotations

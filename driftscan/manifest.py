@@ -120,6 +120,10 @@ class Manifest:
     # before it was recorded. A file whose recorded mtime is older than this by more than RACY_NS
     # can be trusted by its signature (see ``trusted``): any later write gives it a newer mtime.
     started_ns: int | None = None
+    # Which snapshot file (and root of it) this was loaded from, when that file is older than the
+    # racy window: (realpath, size, mtime_ns, ctime_ns, inode, device, root number). What a
+    # diff's index (verify/tree/treeindex.py) is keyed by; None: no index is kept or used.
+    identity: tuple | None = field(default=None, compare=False)
 
     def trusted(self, entry: ManifestEntry, st: os.stat_result) -> bool:
         """Whether ``st`` (an lstat now) matches ``entry``'s signature closely enough to settle
@@ -173,10 +177,12 @@ def scan_tree(root: str, *, lstat: bool = True) -> tuple[dict[str, os.stat_resul
 
 
 def scan_dirs(root: str, stack: list[tuple[str, str]], found: dict, problems: list[Problem], *, lstat: bool = True,
-              expand: int = 0) -> list[tuple[str, str]]:
+              expand: int = 0, dirs: dict | None = None) -> list[tuple[str, str]]:
     """``scan_tree``'s walk of the directories in ``stack`` (``(path, relative prefix)`` pairs,
     depth first), into ``found`` and ``problems``. With ``expand``, breadth first and only until
-    that many directories are waiting: those are returned, unlisted (to be shared out)."""
+    that many directories are waiting: those are returned, unlisted (to be shared out). With
+    ``dirs``, each directory's signature (``treeindex.dir_signature`` of its stat, None if it
+    cannot be taken) is put there under its prefix before it is listed."""
     do_lstat = os.lstat if lstat else None
     join = os.path.join
     while stack:
@@ -184,6 +190,12 @@ def scan_dirs(root: str, stack: list[tuple[str, str]], found: dict, problems: li
             return stack
         dirpath, prefix = stack.pop(0) if expand else stack.pop()
         subdirs = []
+        if dirs is not None:
+            try:
+                dst = os.stat(dirpath)
+                dirs[prefix] = (dst.st_mtime_ns, dst.st_ctime_ns, dst.st_ino, dst.st_dev, dst.st_mode)
+            except (OSError, ValueError):
+                dirs[prefix] = None
         try:
             with os.scandir(dirpath) as entries:
                 for entry in entries:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
 
 
@@ -284,7 +285,7 @@ class Verification:
     unverifiable: tuple[Unverifiable, ...]
     errors: tuple[Problem, ...]
     # Every path the audit compared with a reference (RECORD rows, model metadata, git).
-    referenced: frozenset[str] = frozenset()
+    referenced: AbstractSet[str] = frozenset()  # a frozenset, or ownership.OwnedView (the same, compact)
 
 
 class Prediction(str, enum.Enum):

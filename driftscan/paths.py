@@ -54,15 +54,26 @@ def one_line(text: str) -> str:
 
 
 def line_safe(model, keep: frozenset[str] = frozenset({"diff"})):
-    """A copy of a pydantic model whose strings are all ``one_line`` (but fields named in
-    ``keep``, multi-line by nature), for text renderers; JSON keeps the real values."""
+    """A copy of a report (a datamodel.DataModel, or a pydantic model) whose strings are all
+    ``one_line`` (but fields named in ``keep``, multi-line by nature), for text renderers; JSON
+    keeps the real values."""
+    import dataclasses
+    import enum
+
     def clean(value, key=None):
+        if isinstance(value, enum.Enum):
+            return value
         if isinstance(value, str):
             return value if key in keep else one_line(value)
         if isinstance(value, dict):
             return {k: clean(v, k) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [clean(v, key) for v in value]
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return dataclasses.replace(value, **{f.name: clean(getattr(value, f.name), f.name)
+                                                 for f in dataclasses.fields(value) if f.init})
         return value
 
+    if dataclasses.is_dataclass(model):
+        return clean(model)
     return type(model).model_validate(clean(model.model_dump(mode="json")))

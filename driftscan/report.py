@@ -10,7 +10,9 @@ from datetime import datetime, timezone
 from collections.abc import Sequence
 from typing import Any, Final, Literal, cast
 
-from pydantic import BaseModel, Field
+from dataclasses import field
+
+from .datamodel import DataModel, datamodel, describe
 
 from ._version import __version__
 from .atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
@@ -21,43 +23,53 @@ SCHEMA_VERSION: Final = "1"
 SCOPE_ORDER = [Scope.PACKAGE, Scope.ENVIRONMENT, Scope.SOURCE, Scope.DATA, Scope.EXTERNAL]
 
 
-class Tool(BaseModel):
+# The report's classes are plain dataclasses with pydantic's model API (datamodel.py): building
+# and rendering a report imports no pydantic; its schema and validation still come from pydantic.
+
+
+@datamodel
+class Tool(DataModel):
     name: Literal["driftscan"] = "driftscan"
     version: str = __version__
 
 
-class TargetInfo(BaseModel):
+@datamodel
+class TargetInfo(DataModel):
     venv: str | None = None
-    site_packages: list[str] = Field(default_factory=list)
-    model_dirs: list[str] = Field(default_factory=list)
-    kind: str | None = Field(default=None, description="venv, prefix, site-packages or interpreter")
+    site_packages: list[str] = field(default_factory=list)
+    model_dirs: list[str] = field(default_factory=list)
+    kind: str | None = field(default=None, metadata=describe("venv, prefix, site-packages or interpreter"))
     python_version: str | None = None
-    chosen_because: str | None = Field(default=None, description="when no target was named: why this one")
+    chosen_because: str | None = field(default=None, metadata=describe("when no target was named: why this one"))
 
 
-class Summary(BaseModel):
+@datamodel
+class Summary(DataModel):
     distributions: int
     files_checked: int
     drifts: int
     unverifiable: int
     errors: int
-    by_kind: dict[str, int] = Field(default_factory=dict)
-    accepted: int = Field(default=0, description="drifts an accept entry of the configuration accepts (counted in drifts too)")
-    not_hashed: int = Field(default=0, description="files checked by presence, size and mtime only (large model "
-                                                    "files without --deep): counted in files_checked, content unread")
-    trusted_by_signature: int = Field(
-        default=0, description="diff: files settled without hashing because their size, mtime and mode match the "
-                               "snapshot's (as audit's stat cache settles files): counted in files_checked, content "
-                               "unread; --no-cache hashes them all")
+    by_kind: dict[str, int] = field(default_factory=dict)
+    accepted: int = field(default=0, metadata=describe(
+        "drifts an accept entry of the configuration accepts (counted in drifts too)"))
+    not_hashed: int = field(default=0, metadata=describe(
+        "files checked by presence, size and mtime only (large model files without --deep): counted in "
+        "files_checked, content unread"))
+    trusted_by_signature: int = field(default=0, metadata=describe(
+        "diff: files settled without hashing because their size, mtime and mode match the snapshot's (as audit's "
+        "stat cache settles files): counted in files_checked, content unread; --no-cache hashes them all"))
 
 
-class DistributionRef(BaseModel):
+@datamodel
+class DistributionRef(DataModel):
     name: str
     version: str
     installer: str | None = None
 
 
-class FindingOut(BaseModel):
+@datamodel
+class FindingOut(DataModel):
     code: str
     name: str
     severity: Severity
@@ -65,70 +77,80 @@ class FindingOut(BaseModel):
     column: int
     message: str
     snippet: str = ""
-    origin: Literal["injected", "upstream"] | None = Field(
-        default=None, description="injected: not in the original file; upstream: the original has it too (matched "
-                                  "by rule code and normalised source line); null: no original at hand to tell")
+    origin: Literal["injected", "upstream"] | None = field(default=None, metadata=describe(
+        "injected: not in the original file; upstream: the original has it too (matched by rule code and "
+        "normalised source line); null: no original at hand to tell"))
 
 
-class PristineRefOut(BaseModel):
-    source: str = Field(description="direct_url | wheels | uv-cache | pip-cache | fetch")
+@datamodel
+class PristineRefOut(DataModel):
+    source: str = field(metadata=describe("direct_url | wheels | uv-cache | pip-cache | fetch"))
     path: str
 
 
-class RejectedOut(BaseModel):
+@datamodel
+class RejectedOut(DataModel):
     source: str
     path: str
     reason: str
 
 
-class PristineOut(BaseModel):
+@datamodel
+class PristineOut(DataModel):
     """Where a drifted distribution's original files came from, or why none was found."""
 
     distribution: str
     version: str
-    source: str | None = Field(default=None, description="direct_url | wheels | uv-cache | pip-cache | fetch")
+    source: str | None = field(default=None, metadata=describe("direct_url | wheels | uv-cache | pip-cache | fetch"))
     path: str | None = None
-    reason: str | None = Field(default=None, description="when no source (or only part of one) was found: why")
-    rejected: list[RejectedOut] = Field(default_factory=list, description="sources tried and not trusted, with why")
+    reason: str | None = field(default=None, metadata=describe(
+        "when no source (or only part of one) was found: why"))
+    rejected: list[RejectedOut] = field(default_factory=list, metadata=describe(
+        "sources tried and not trusted, with why"))
 
 
-class DriftOut(BaseModel):
-    path: str = Field(description="absolute path")
-    relpath: str = Field(description="relative to its root (site-packages, the venv, a model directory), with /")
+@datamodel
+class DriftOut(DataModel):
+    path: str = field(metadata=describe("absolute path"))
+    relpath: str = field(metadata=describe(
+        "relative to its root (site-packages, the venv, a model directory), with /"))
     kind: DriftKind
     scope: Scope
     distribution: DistributionRef | None = None
     survives_reinstall: bool
-    prediction: Prediction = Field(
-        Prediction.WIPED, description="wiped | survives | may-survive: survives_reinstall, with its certainty")
+    prediction: Prediction = field(default=Prediction.WIPED, metadata=describe(
+        "wiped | survives | may-survive: survives_reinstall, with its certainty"))
     remedy: str
     evidence: str = ""
-    findings: list[FindingOut] = Field(default_factory=list)
-    expected: dict[str, Any] = Field(default_factory=dict)
-    actual: dict[str, Any] = Field(default_factory=dict)
-    json_changes: list[dict[str, Any]] = Field(
-        default_factory=list, description="for JSON files: [{pointer, op: added|removed|changed, old, new}]")
-    diff: str | None = Field(default=None, description="unified diff against the original, when it is at hand")
-    artifacts: list[str] = Field(default_factory=list, description="debug-artifacts: the dump files found")
-    pristine: PristineRefOut | None = Field(default=None, description="the verified original compared with")
-    byte_ranges: list[list[int]] = Field(
-        default_factory=list, description="binary files compared with their original: changed [start, end) ranges")
-    accepted: dict[str, Any] | None = Field(
-        default=None, description="accepted drift (docs/configuration.md): {reason, entry (its index), path (as "
-                                  "written), source (the config file)}; it does not count toward the exit status")
+    findings: list[FindingOut] = field(default_factory=list)
+    expected: dict[str, Any] = field(default_factory=dict)
+    actual: dict[str, Any] = field(default_factory=dict)
+    json_changes: list[dict[str, Any]] = field(default_factory=list, metadata=describe(
+        "for JSON files: [{pointer, op: added|removed|changed, old, new}]"))
+    diff: str | None = field(default=None, metadata=describe(
+        "unified diff against the original, when it is at hand"))
+    artifacts: list[str] = field(default_factory=list, metadata=describe("debug-artifacts: the dump files found"))
+    pristine: PristineRefOut | None = field(default=None, metadata=describe("the verified original compared with"))
+    byte_ranges: list[list[int]] = field(default_factory=list, metadata=describe(
+        "binary files compared with their original: changed [start, end) ranges"))
+    accepted: dict[str, Any] | None = field(default=None, metadata=describe(
+        "accepted drift (docs/configuration.md): {reason, entry (its index), path (as written), source (the "
+        "config file)}; it does not count toward the exit status"))
 
 
-class StaleAcceptedOut(BaseModel):
+@datamodel
+class StaleAcceptedOut(DataModel):
     """An accept entry that no longer accepts its drift: the drift counts again."""
 
-    entry: int = Field(description="the entry's index in the config file's accept list (from 0)")
-    path: str = Field(description="the entry's path, as written")
+    entry: int = field(metadata=describe("the entry's index in the config file's accept list (from 0)"))
+    path: str = field(metadata=describe("the entry's path, as written"))
     reason: str
-    why: str = Field(description='e.g. "expired 2027-03-01", "the file no longer has that sha256 (now …)"')
-    file: str | None = Field(default=None, description="the drifted file it no longer accepts (absolute)")
+    why: str = field(metadata=describe('e.g. "expired 2027-03-01", "the file no longer has that sha256 (now …)"'))
+    file: str | None = field(default=None, metadata=describe("the drifted file it no longer accepts (absolute)"))
 
 
-class UnusedAcceptedOut(BaseModel):
+@datamodel
+class UnusedAcceptedOut(DataModel):
     """An accept entry that accepts no drift (its file is clean again, or the path matches nothing)."""
 
     entry: int
@@ -136,38 +158,46 @@ class UnusedAcceptedOut(BaseModel):
     reason: str
 
 
-class UnverifiableOut(BaseModel):
+@datamodel
+class UnverifiableOut(DataModel):
     distribution: str
     reason: str
 
 
-class ErrorOut(BaseModel):
+@datamodel
+class ErrorOut(DataModel):
     path: str
     message: str
 
 
-class Report(BaseModel):
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@datamodel
+class Report(DataModel):
     schema_version: Literal["1"] = SCHEMA_VERSION
-    tool: Tool = Field(default_factory=Tool)
+    tool: Tool = field(default_factory=Tool)
     target: TargetInfo
     summary: Summary
-    drifts: list[DriftOut] = Field(default_factory=list)
-    unverifiable: list[UnverifiableOut] = Field(default_factory=list)
-    errors: list[ErrorOut] = Field(default_factory=list)
-    skipped: list[ErrorOut] = Field(default_factory=list, description="deliberately not checked, with the reason")
-    pristine: list[PristineOut] = Field(
-        default_factory=list, description="for each distribution with package drift: where its originals came from")
-    stale_accepted: list[StaleAcceptedOut] = Field(
-        default_factory=list, description="accept entries that expired or whose file changed: their drift counts")
-    unused_accepted: list[UnusedAcceptedOut] = Field(
-        default_factory=list, description="accept entries that match no drift")
-    generated_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    drifts: list[DriftOut] = field(default_factory=list)
+    unverifiable: list[UnverifiableOut] = field(default_factory=list)
+    errors: list[ErrorOut] = field(default_factory=list)
+    skipped: list[ErrorOut] = field(default_factory=list, metadata=describe(
+        "deliberately not checked, with the reason"))
+    pristine: list[PristineOut] = field(default_factory=list, metadata=describe(
+        "for each distribution with package drift: where its originals came from"))
+    stale_accepted: list[StaleAcceptedOut] = field(default_factory=list, metadata=describe(
+        "accept entries that expired or whose file changed: their drift counts"))
+    unused_accepted: list[UnusedAcceptedOut] = field(default_factory=list, metadata=describe(
+        "accept entries that match no drift"))
+    generated_at: str = field(default_factory=_now)
     duration_seconds: float | None = None
-    hostname: str | None = Field(default_factory=socket.gethostname,
-                                 description="the machine the audit ran on (what `driftscan compare` names it by)")
-    distributions: list[DistributionRef] | None = Field(
-        default=None, description="every distribution of the environment, sorted by name (what `driftscan "
-                                  "compare` finds version skew in); null in reports of older driftscan")
+    hostname: str | None = field(default_factory=socket.gethostname, metadata=describe(
+        "the machine the audit ran on (what `driftscan compare` names it by)"))
+    distributions: list[DistributionRef] | None = field(default=None, metadata=describe(
+        "every distribution of the environment, sorted by name (what `driftscan compare` finds version skew in); "
+        "null in reports of older driftscan"))
 
     @property
     def clean(self) -> bool:

@@ -131,3 +131,24 @@ def test_a_broken_pyproject_on_the_way_up_is_one_line(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool]\ndriftscan = 3\n")
     proc = run_cli("scan", "code.py", cwd=str(tmp_path))
     assert proc.returncode == 2 and "tool.driftscan is not a table" in proc.stderr, proc.stderr
+
+
+def test_no_config_has_the_defaults_of_config(tmp_path, monkeypatch):
+    """Where no configuration applies the CLI uses configfind.NoConfig, not the pydantic model:
+    the two must agree on every setting."""
+    import dataclasses
+
+    from driftscan.config import Config
+    from driftscan.configfind import NoConfig, nothing_to_read
+
+    empty, light = Config(), NoConfig()
+    assert sorted(f.name for f in dataclasses.fields(light)) == sorted(Config.model_fields)
+    for f in dataclasses.fields(light):
+        assert getattr(light, f.name) == getattr(empty, f.name), f.name
+    assert light.hf_cache_arg == empty.hf_cache_arg
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert nothing_to_read(None) is (load_config(None).source is None)
+    (tmp_path / "driftscan.toml").write_text('select = ["DBG1"]\n')
+    assert not nothing_to_read(None) and load_config(None).select == ["DBG1"]
+    assert not nothing_to_read(str(tmp_path / "driftscan.toml"))

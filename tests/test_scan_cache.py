@@ -16,31 +16,7 @@ import driftscan.inspect.scan as scan_module
 from driftscan.inspect import scan_paths
 from driftscan.inspect import scancache
 from driftscan.inspect.scancache import FORMAT, ResultCache
-
-OLD = time.time() - 3600  # older than the racy window: results may be stored
-
-FILES = {
-    "dump.py": "import torch\n\ndef forward(self, x):\n    torch.save(x, '/tmp/x.pt')\n    return x\n",
-    "dbg.py": "def f(x):\n    breakpoint()\n    return x\n",
-    "clean.py": "def g(y):\n    return y + 1\n" + "#" * 20 + "\n",
-    "broken.py": "print 'python 2'\n",
-    "pkg/sub.py": "import pdb\n\ndef h():\n    pdb.set_trace()\n",
-}
-
-
-def _tree(root, files=FILES, mtime=OLD):
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        os.utime(path, (mtime, mtime))
-    return root
-
-
-def _view(result):
-    return (result.findings, [(p.path, p.message) for p in result.errors], result.files_scanned,
-            result.bytes_scanned, result.files_parsed, result.rules)
-
+from fixtures.scantrees import FILES, view as _view, write_tree as _tree
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):

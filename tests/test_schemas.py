@@ -95,3 +95,30 @@ def test_real_plan_json_validates(scenario):
     bad["audit"]["drifts"][0]["kind"] = "renamed"
     with pytest.raises(jsonschema.ValidationError):
         check.validate(bad)
+
+
+def test_scan_json_is_the_scan_report_model_byte_for_byte():
+    """render/scan.py writes the JSON without pydantic; it must be what ``ScanReport`` gives."""
+    from driftscan.inspect.files import ScanResult
+    from driftscan.model import Finding, Problem, Severity
+    from driftscan.render.scan import render_scan_json
+    from driftscan.render.scanmodel import scan_report
+
+    odd = "caf\u00e9 \u2028 \x1b[31m \"q\" \\ \x7f \t\n"
+    result = ScanResult(
+        findings=[(f"/t/{odd}\udcff.py", Finding("DBG101", "torch-save-call", Severity.HIGH, 3, 5, f"msg {odd}", odd, None)),
+                  ("/t/b.py", Finding("DBG109", "print-call", Severity.LOW, 1, 1, "print", "", "/tmp/*.pt"))],
+        errors=[Problem(f"/t/{odd}\udcfe", f"cannot read: {odd}")],
+        files_scanned=3, bytes_scanned=12345678901, files_parsed=2, rules=("DBG101", "DBG109"))
+    assert render_scan_json(result) == scan_report(result).model_dump_json(indent=2) + "\n"
+    empty = ScanResult()
+    assert render_scan_json(empty) == scan_report(empty).model_dump_json(indent=2) + "\n"
+
+
+def test_format_names_are_the_renderers():
+    from driftscan.render import RENDERERS
+    from driftscan.render.formats import PLAN_FORMATS, REPORT_FORMATS, SCAN_FORMATS
+    from driftscan.render.planview import PLAN_RENDERERS
+    from driftscan.render.scan import SCAN_RENDERERS
+
+    assert (tuple(RENDERERS), tuple(PLAN_RENDERERS), tuple(SCAN_RENDERERS)) == (REPORT_FORMATS, PLAN_FORMATS, SCAN_FORMATS)

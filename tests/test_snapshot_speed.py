@@ -17,6 +17,7 @@ from driftscan import manifest as M
 from driftscan.api import diff, snapshot
 from driftscan.fileio import walk_relative
 from driftscan.verify import snapshot as S
+from driftscan.verify.tree import treeindex as T
 from fixtures.harness import settle, run_cli
 
 OLD = time.time_ns() - 3600 * 10**9  # an hour ago: far outside the racy window of any snapshot
@@ -185,19 +186,34 @@ def test_diff_cli_stat_system_calls_strace(tmp_path):
             (root / f"d{d:03d}" / f"f{f}.txt").write_text(f"{d} {f}\n")
     for path in root.rglob("*"):
         os.utime(path, ns=(OLD, OLD))
+    settle(root)  # every file trusted by its signature in the diffs below
     snap = tmp_path / "snap.json"
     assert run_cli("snapshot", "--model-dir", str(root), "-o", str(snap)).returncode == 0
-    files = 9000
+    files, dirs = 9000, 300
     log = tmp_path / "strace.log"
-    for extra in ((), ("--no-cache",)):
+
+    def traced(*extra: str) -> list[str]:
         proc = subprocess.run(["strace", "-f", "-qq", "-e", "trace=stat,lstat,newfstatat,statx", "-o", str(log),
                                *run_cli_args("diff", str(snap), "-q", *extra)], check=False, capture_output=True,
-                              text=True)
+                              text=True, env={**os.environ, "DRIFTSCAN_CACHE_DIR": str(tmp_path / "cache")})
         assert proc.returncode == 0, proc.stderr[-2000:]
         lines = log.read_text().splitlines()
         under = [line for line in lines if f'"{root}/' in line and "AT_EMPTY_PATH" not in line]
-        assert len({line.split()[0] for line in under}) == 2  # the walk was shared with a forked child
+        assert len({line.split()[0] for line in under}) == 2, (extra, len(under), under[:3])  # shared with a child
+        return under
+
+    for extra in ((), ("--no-cache",)):  # a snapshot written just now: no diff index
+        under = traced(*extra)
         assert files <= len(under) <= files + 2, "\n".join(under[:20])  # + the root's own checks
+    # Older than the racy window: the full walk also takes each directory's stat (for the diff
+    # index), and the next diff takes those and the files' lstats, listing no directory.
+    time.sleep(max(0.0, (os.stat(snap).st_ctime_ns + 2_100_000_000) / 1e9 - time.time()))
+    for run in ("writes the index", "uses it"):
+        under = traced()
+        assert files + dirs <= len(under) <= files + dirs + 2, (run, len(under))
+        assert not (tmp_path / "cache" / "diffindex").is_dir() or run == "uses it" or \
+            len(list((tmp_path / "cache" / "diffindex").iterdir())) == 1
+    assert len(list((tmp_path / "cache" / "diffindex").iterdir())) == 1
 
 
 def run_cli_args(*args: str) -> list[str]:
@@ -337,3 +353,215 @@ def test_a_snapshot_records_what_it_did_before(tmp_path):
     st = os.lstat(root / "script.py")
     assert entries["script.py"][1:4] == (st.st_size, st.st_mode, st.st_mtime_ns)
     assert stat.S_ISREG(entries["script.py"].mode)
+
+
+# ---- the diff index (verify/tree/treeindex.py) ---------------------------------------------------
+
+
+
+def _index_files(cache) -> list:
+    folder = cache / "diffindex"
+    return sorted(folder.iterdir()) if folder.is_dir() else []
+
+
+def _report_json(report) -> dict:
+    data = report.model_dump(mode="json")
+    data.pop("duration_seconds", None)
+    for key in ("started", "finished", "generated_at", "timings"):
+        data.pop(key, None)
+    return data
+
+
+@pytest.fixture
+def indexed(tmp_path, monkeypatch):
+    """A settled model directory, its snapshot (which may be indexed at once: no racy wait for
+    the snapshot file itself), and a diff that wrote the index."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(cache))
+    monkeypatch.setattr(S, "RACY_NS", -10**12)
+    root = make_tree(tmp_path / "m")
+    (root / "sub" / "deeper").mkdir()
+    (root / "sub" / "deeper" / "x.txt").write_text("x\n")
+    os.utime(root / "sub" / "deeper" / "x.txt", ns=(OLD, OLD))
+    os.utime(root / "sub" / "deeper", ns=(OLD, OLD))
+    os.utime(root / "sub", ns=(OLD, OLD))
+    settle(root)
+    snap = tmp_path / "snap.json"
+    assert snapshot(str(snap), model_dirs=[str(root)]) == []
+    first = diff(str(snap))
+    assert first.summary.drifts == 0 and first.summary.trusted_by_signature == 63
+    assert len(_index_files(cache)) == 1
+    return root, snap, cache
+
+
+def _full(snap, cache) -> dict:
+    """The same diff without the index (removed first; the full walk writes it again)."""
+    for path in _index_files(cache):
+        path.unlink()
+    return _report_json(diff(str(snap)))
+
+
+def test_an_unchanged_tree_is_settled_from_the_index_without_listing_a_directory(indexed, monkeypatch):
+    root, snap, cache = indexed
+    listed = []
+    real = os.scandir
+    with pytest.MonkeyPatch.context() as patch:  # not the fixture's: its cache directory stays
+        patch.setattr(os, "scandir", lambda path=".": listed.append(path) or real(path))
+        again = diff(str(snap))
+    assert [p for p in listed if str(p).startswith(str(root))] == []
+    assert again.summary.drifts == 0 and again.summary.trusted_by_signature == 63
+    assert _report_json(again) == _full(snap, cache)
+
+
+@pytest.mark.parametrize("change", ["added", "removed", "touched-back", "chmod", "new-dir", "removed-dir",
+                                    "symlink-swapped", "deep-added", "appended"])
+def test_the_index_finds_every_change_the_walk_finds(indexed, change):
+    root, snap, cache = indexed
+    if change == "added":
+        (root / "sub" / "new.bin").write_bytes(b"new")
+    elif change == "removed":
+        (root / "sub" / "f003.bin").unlink()
+    elif change == "touched-back":
+        same_size_edit_mtime_restored(root / "sub" / "f005.bin")
+    elif change == "chmod":
+        os.chmod(root / "f004.bin", 0o600)
+    elif change == "new-dir":
+        (root / "sub" / "newdir").mkdir()
+        (root / "sub" / "newdir" / "a.txt").write_text("a")
+    elif change == "removed-dir":
+        shutil.rmtree(root / "sub" / "deeper")
+    elif change == "symlink-swapped":
+        (root / "f006.bin").unlink()
+        (root / "f006.bin").symlink_to("f008.bin")
+    elif change == "deep-added":  # a file added two levels down: only its own directory changes
+        (root / "sub" / "deeper" / "y.txt").write_text("y\n")
+    elif change == "appended":
+        with open(root / "sub" / "f007.bin", "ab") as f:
+            f.write(b"more")
+    served = []
+    real_walk = T.walk
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(T, "walk", lambda *a: served.append(real_walk(*a)) or served[-1])
+        indexed_report = _report_json(diff(str(snap)))
+    # A directory changed: the full walk. Only files changed: the index, those files compared.
+    assert [w is not None for w in served] == [change in ("touched-back", "chmod", "appended")]
+    assert indexed_report["summary"]["drifts"] >= 1
+    assert indexed_report == _full(snap, cache)
+    cold = _report_json(diff(str(snap), use_cache=False))
+    assert cold["drifts"] == indexed_report["drifts"]
+
+
+def test_the_index_takes_one_lstat_per_file_and_one_stat_per_directory(indexed, monkeypatch):
+    root, snap, cache = indexed
+    (root / "link.json").unlink()  # regular files only: each costs the walk's lstat and nothing more
+    diff(str(snap))  # the full walk (the root changed), which writes the index again
+    os.utime(root, ns=(OLD, OLD))
+    time.sleep(max(0.0, (os.stat(root).st_ctime_ns + M.RACY_NS) / 1e9 - time.time() + 0.1))  # the root's ctime too
+    files = sum(1 for p in root.rglob("*") if p.is_file())
+    dirs = 1 + sum(1 for p in root.rglob("*") if p.is_dir())
+    for path in _index_files(cache):
+        path.unlink()
+    with pytest.MonkeyPatch.context() as patch:  # not the fixture's: its cache directory stays
+        full = _count_stats(patch, str(root))
+        assert diff(str(snap)).summary.drifts == 1  # link.json missing; the full walk writes the index
+    listed = []
+    real = os.scandir
+    with pytest.MonkeyPatch.context() as patch:
+        counts = _count_stats(patch, str(root))
+        patch.setattr(os, "scandir", lambda path=".": listed.append(path) or real(path))
+        report = diff(str(snap))
+    assert report.summary.drifts == 1 and report.summary.trusted_by_signature == files
+    assert not [p for p in listed if str(p).startswith(str(root))]
+    assert counts == full  # one lstat a file (and the missing link's own checks), one stat a directory
+    assert files < counts["lstat"] <= files + 3 and counts["stat"] <= dirs + 2
+
+
+def test_a_damaged_or_foreign_index_is_a_miss(indexed):
+    root, snap, cache = indexed
+    (path,) = _index_files(cache)
+    data = path.read_bytes()
+    edited = set()
+    for n, bad in enumerate((data[:-1] + bytes([data[-1] ^ 1]), b"", data[:40],
+                             T.FORMAT + b"\0" * 64)):
+        path.write_bytes(bad)
+        rel = f"sub/f{2 * n + 9:03d}.bin"
+        same_size_edit_mtime_restored(root / rel)
+        edited.add((rel, "modified"))
+        assert drifts(diff(str(snap))) == edited
+
+
+def test_no_cache_neither_reads_nor_writes_the_index(indexed, monkeypatch):
+    root, snap, _ = indexed
+    monkeypatch.setattr(T, "load", lambda *a, **k: pytest.fail("the index was read"))
+    monkeypatch.setattr(T, "save", lambda *a, **k: pytest.fail("the index was written"))
+    same_size_edit_mtime_restored(root / "sub" / "f011.bin")
+    assert drifts(diff(str(snap), use_cache=False)) == {("sub/f011.bin", "modified")}
+
+
+def test_a_rewritten_snapshot_is_not_served_by_the_old_index(indexed):
+    root, snap, _ = indexed
+    (root / "late.txt").write_text("late\n")
+    time.sleep(0.01)
+    assert snapshot(str(snap), model_dirs=[str(root)]) == []  # a new file: new inode, new identity
+    report = diff(str(snap))
+    assert report.summary.drifts == 0
+
+
+def test_a_recently_changed_directory_is_not_indexed(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(cache))
+    monkeypatch.setattr(S, "RACY_NS", -10**12)
+    root = make_tree(tmp_path / "m")
+    snap = tmp_path / "snap.json"
+    assert snapshot(str(snap), model_dirs=[str(root)]) == []
+    (root / "sub" / "fresh.txt").write_text("fresh")  # its directory changes now: within the racy window
+    assert drifts(diff(str(snap))) == {("sub/fresh.txt", "added")}
+    assert _index_files(cache) == []
+
+
+def test_modified_files_in_the_forked_walkers_share_are_reported(tmp_path, monkeypatch):
+    """A small file the forked walker could not settle comes back as its lstat, which the
+    comparison asks Manifest.trusted about again: ctime_ns included (it was missing: the diff
+    failed with "model directory audit failed: AttributeError")."""
+    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
+    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
+    root = tmp_path / "m"
+    for d in range(300):
+        (root / f"d{d:03d}").mkdir(parents=True)
+        for f in range(30):
+            (root / f"d{d:03d}" / f"f{f}.txt").write_text(f"{d} {f}\n")
+    for path in root.rglob("*"):
+        os.utime(path, ns=(OLD, OLD))
+    settle(root)
+    snap = tmp_path / "snap.json"
+    assert snapshot(str(snap), model_dirs=[str(root)]) == []
+    changed = {f"d{d:03d}/f3.txt" for d in range(0, 300, 7)}
+    for rel in changed:
+        (root / rel).write_text("changed!\n")
+    for use_cache in (True, False):
+        report = diff(str(snap), use_cache=use_cache)
+        assert not report.errors, report.errors
+        assert drifts(report) == {(rel, "modified") for rel in changed}
+
+
+def test_the_consistency_checks_run_on_an_indexed_diff(tmp_path, monkeypatch):
+    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(S, "RACY_NS", -10**12)
+    root = tmp_path / "m"
+    root.mkdir()
+    (root / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {}, "weight_map": {"a.weight": "model-00002-of-00002.safetensors"}}))
+    (root / "config.json").write_text("{}")
+    for path in (*root.iterdir(), root):
+        os.utime(path, ns=(OLD, OLD))
+    time.sleep(max(0.0, (os.stat(root).st_ctime_ns + M.RACY_NS) / 1e9 - time.time() + 0.1))
+    snap = tmp_path / "snap.json"
+    assert snapshot(str(snap), model_dirs=[str(root)]) == []
+    served = []
+    real_walk = T.walk
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(T, "walk", lambda *a: served.append(real_walk(*a)) or served[-1])
+        full, again = _report_json(diff(str(snap))), _report_json(diff(str(snap)))
+    assert [w is not None for w in served] == [True]  # the first diff wrote the index, the second used it
+    assert ("model-00002-of-00002.safetensors", "missing") in {(d["relpath"], d["kind"]) for d in full["drifts"]}
+    assert again == full

@@ -90,11 +90,18 @@ def _name_version(meta_text: str | None, dirname: str) -> tuple[str, str]:
     return name or dirname, version or "unknown"
 
 
-def _read_dist_info(path: str, site: str, containment: Containment, cache=None) -> MetadataDir:
+def _read_dist_info(path: str, site: str, containment: Containment, cache=None, records: bool = True) -> MetadataDir:
     absent = tuple(n for n in ("METADATA", "RECORD") if not os.path.lexists(os.path.join(path, n)))
     if absent:
         return MetadataDir(path, site, None, missing=absent)
     reading = _Reading(containment)
+    if not records:  # who is installed, not what: name, version and installer
+        name, version = _name_version(reading.text(os.path.join(path, "METADATA")), os.path.basename(path))
+        installer_text = reading.text(os.path.join(path, "INSTALLER"))
+        dist = Distribution(name=name, version=version, metadata_dir=path, site_packages=site,
+                            kind=MetadataKind.DIST_INFO,
+                            installer=installer_text.strip() if installer_text is not None else None)
+        return MetadataDir(path, site, dist, tuple(reading.problems))
     record_path = os.path.join(path, "RECORD")
     read_at = time.time_ns()
     record, record_stat = reading.read(record_path)
@@ -296,10 +303,12 @@ def _read_egg_info(path: str, site: str, containment: Containment) -> MetadataDi
 
 
 def find_distributions(site_packages: tuple[str, ...], cache=None,
-                       containment: Containment | None = None) -> Iterator[MetadataDir]:
+                       containment: Containment | None = None, records: bool = True) -> Iterator[MetadataDir]:
     """Yield every metadata directory in the given site-packages, sorted for stable output.
     ``cache``: a ``driftscan.cache.StatCache`` that remembers parsed RECORDs between runs;
-    ``containment``: where metadata may be read from (default: under each site-packages' root)."""
+    ``containment``: where metadata may be read from (default: under each site-packages' root);
+    ``records=False``: dist-info directories without their RECORD rows (who is installed, for a
+    diff that found nothing to attribute)."""
     if containment is None:
         containment = Containment.for_site_packages(site_packages)
     for site in site_packages:
@@ -315,7 +324,7 @@ def find_distributions(site_packages: tuple[str, ...], cache=None,
                 # that is inside the environment or a tool's directory driftscan knows.
                 if name.endswith(".dist-info") and os.path.isdir(path) \
                         and (not os.path.islink(path) or containment.resolve(path) is not None):
-                    yield _read_dist_info(path, site, containment, cache)
+                    yield _read_dist_info(path, site, containment, cache, records)
                 elif name.endswith(".egg-info"):
                     yield _read_egg_info(path, site, containment)
             except Exception as exc:  # noqa: BLE001 - one distribution fails alone, the audit goes on

@@ -12,11 +12,44 @@ Entry points for the rest of driftscan:
 * ``load_rules`` / ``select_rules`` — the rule registry (built-ins, plugins, config modules).
 """
 
-from .artifacts import ArtifactGroup, find_artifacts, is_too_broad
-from .engine import MAX_FILE_BYTES, RuleError, inspect_file, inspect_source
-from .registry import ENTRY_POINT_GROUP, default_rules, load_rules, select_rules
-from .rule import Invalid, Rule, Valid
-from .scan import ScanResult, scan_paths
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .artifacts import ArtifactGroup, find_artifacts, is_too_broad
+    from .engine import MAX_FILE_BYTES, RuleError, inspect_file, inspect_source
+    from .files import ScanResult
+    from .registry import ENTRY_POINT_GROUP, default_rules, load_rules, select_rules
+    from .rule import Invalid, Rule, Valid
+    from .warmscan import scan_paths
+
+# Imported on first use (PEP 562): a scan settled from its cache must not import libcst, which
+# the engine, the rules and the registry do.
+_WHERE = {
+    "ArtifactGroup": "artifacts", "find_artifacts": "artifacts", "is_too_broad": "artifacts",
+    "MAX_FILE_BYTES": "engine", "RuleError": "engine", "inspect_file": "engine", "inspect_source": "engine",
+    "ScanResult": "files",
+    "ENTRY_POINT_GROUP": "registry", "default_rules": "registry", "load_rules": "registry",
+    "select_rules": "registry",
+    "Invalid": "rule", "Rule": "rule", "Valid": "rule",
+    "scan_paths": "warmscan",
+}
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "ArtifactGroup",

@@ -29,34 +29,12 @@ from .walker import iter_children
 if TYPE_CHECKING:
     from .context import FileContext
 
-MARKER_WORDS = frozenset({"debug", "debugging", "dbg", "dump", "dumps", "dumped", "dumping", "dumper"})
-_WORD_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-
-# name -> (position of the path argument, its keyword)
-DUMP_FUNCTIONS = {
-    "torch.save": (1, "f"),
-    "torch.jit.save": (1, "f"),
-    "numpy.save": (0, "file"),
-    "numpy.savez": (0, "file"),
-    "numpy.savez_compressed": (0, "file"),
-    "numpy.savetxt": (0, "fname"),
-    "pickle.dump": (1, "file"),
-    "cloudpickle.dump": (1, "file"),
-    "dill.dump": (1, "file"),
-    "joblib.dump": (1, "filename"),
-    "safetensors.torch.save_file": (1, "filename"),
-    "safetensors.numpy.save_file": (1, "filename"),
-}
-DEBUGGER_FUNCTIONS = frozenset(
-    {"breakpoint", "pdb.pm", "pdb.run", "pdb.runcall", "debugpy.listen", "debugpy.wait_for_client",
-     "debugpy.breakpoint", "IPython.embed", "code.interact", "torch.distributed.breakpoint"}
-)
-DEBUGGER_METHODS = frozenset({"set_trace", "post_mortem"})
-DEBUGGER_MODULES = frozenset({"pdb", "ipdb", "pudb", "debugpy", "pydevd", "pydevd_pycharm", "wdb",
-                              "web_pdb", "remote_pdb"})
-_OPEN_FUNCTIONS = frozenset({"open", "io.open", "builtins.open", "codecs.open"})
-_SHAPE_ATTRS = frozenset({"shape", "ndim"})
-_SHAPE_METHODS = frozenset({"size", "numel", "dim"})
+from .vocabulary import (  # noqa: E402,F401 - the shared vocabulary, under the names used here
+    DEBUGGER_FUNCTIONS, DEBUGGER_METHODS, DEBUGGER_MODULES, DUMP_FUNCTIONS, MARKER_WORDS)
+from .vocabulary import EPHEMERAL as _EPHEMERAL  # noqa: E402
+from .vocabulary import OPEN_FUNCTIONS as _OPEN_FUNCTIONS  # noqa: E402
+from .vocabulary import SHAPE_ATTRS as _SHAPE_ATTRS, SHAPE_METHODS as _SHAPE_METHODS  # noqa: E402
+from .vocabulary import WORD_RE as _WORD_RE  # noqa: E402
 
 
 def words(text: str) -> list[str]:
@@ -210,8 +188,6 @@ def _file_target(expr: cst.BaseExpression, ctx: FileContext) -> cst.BaseExpressi
     return expr
 
 
-_EPHEMERAL = frozenset({"io.BytesIO", "io.StringIO", "tempfile.TemporaryFile", "tempfile.NamedTemporaryFile",
-                        "tempfile.SpooledTemporaryFile"})
 
 
 def _is_ephemeral(expr: cst.BaseExpression, ctx: FileContext) -> bool:

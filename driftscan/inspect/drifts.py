@@ -13,17 +13,24 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple, Optional
 
+from typing import TYPE_CHECKING
+
 from ..fileio import read_regular
 from ..model import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem
-from . import MAX_FILE_BYTES, find_artifacts, load_rules, scan_paths, select_rules
-from .engine import import_check
-from .rule import Rule
-from .scan import IN_PROCESS_BYTES
+from .artifacts import find_artifacts
+
+if TYPE_CHECKING:
+    from .rule import Rule
+
+# The rule engine (and libcst) is imported only when the drifted files must really be inspected:
+# an audit whose drifted files are unchanged since the last one takes their findings from its
+# memo (scancache.OutcomeMemo) and never imports it.
 
 _INSPECTED_KINDS = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.CLOBBERED}
 # Added .py files are syntax-checked up to this many (a package copied in by hand can bring
@@ -117,6 +124,9 @@ _PREFIX_LAYOUT = re.compile(r"^(?P<prefix>.+?)[\\/](?:lib(?:64)?[\\/](?:python|p
 
 
 def _unparsable(path: str, rules: Sequence[type[Rule]]) -> list[Finding]:
+    from .engine import MAX_FILE_BYTES, import_check
+    from .scan import IN_PROCESS_BYTES
+
     try:
         data = read_regular(path, MAX_FILE_BYTES)
     except OSError:
@@ -124,20 +134,27 @@ def _unparsable(path: str, rules: Sequence[type[Rule]]) -> list[Finding]:
     return import_check(data, path, rules, parse=len(data) <= IN_PROCESS_BYTES)
 
 
-def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, select: Sequence[str] = (),
-                   ignore: Sequence[str] = (), rules_modules: Sequence[str] = (),
-                   owned: Callable[[str], bool] | None = None, package_dirs: Iterable[str] = (),
-                   plugins: bool = True, dump_list: DumpLister | None = None) -> InspectOutcome:
-    """Findings on the drifted Python files, and the dumps their code left.
+def _syntax_skipped(targets: Sequence[str], edited: set[str]) -> list[Problem]:
+    added = [p for p in targets if p not in edited]
+    if len(added) <= SYNTAX_CHECK_ADDED_LIMIT:
+        return []
+    return [Problem(os.path.commonpath(added), f"syntax check skipped for {len(added)} added .py files "
+                    f"(more than {SYNTAX_CHECK_ADDED_LIMIT}); the debug rules still ran on them")]
 
-    ``owned(path)``: whether a RECORD owns ``path`` (such a file is never a dump);
-    ``package_dirs``: directories of the environment where no file counts as a dump (the
-    package directories drifts were found in always are); ``dump_list``: writes the exact list of
-    many dump files somewhere outside the audited directories and says where, for a remedy of
-    one ``xargs -0 rm`` (None, or it returning None: the remedy names every file)."""
-    targets = sorted({c.path for c in checks if _inspectable(c)})
-    if not targets:
-        return InspectOutcome(list(checks))
+
+#: Drifted files up to this many bytes in all are parsed in this process (scan.py's one-job
+#: path, which still hands any file over IN_PROCESS_BYTES to a worker): starting workers costs
+#: more than parsing a handful of edited modules.
+IN_PROCESS_TOTAL = 1 << 20
+
+
+def _inspect_files(targets: Sequence[str], edited: set[str], jobs: int | None, select: Sequence[str],
+                   ignore: Sequence[str], rules_modules: Sequence[str], plugins: bool, memo):
+    """Run the rules on ``targets``: (findings by file, dump writers by pattern, scan errors,
+    notes on what was skipped); remembered in ``memo`` when one is given and all went well."""
+    from .registry import load_rules, select_rules
+    from .scan import _code_signature, scan_paths
+
     # The prefilter never changes findings (a test holds it to that) and spares parsing files
     # that cannot match, which matters when thousands of .py files were added by hand.
     available = load_rules(rules_modules, plugins=plugins)
@@ -147,6 +164,14 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
     # searched for with every dump-writing rule's patterns (the default rules run for that, their
     # findings outside the selection dropped), so --ignore DBG10 cannot make 35 dumps vanish.
     scanned = {r.CODE: r for r in (*select_rules(available), *selected)}
+    total = 0
+    for path in targets:
+        try:
+            total += os.stat(path).st_size
+        except OSError:
+            pass
+    if total <= IN_PROCESS_TOTAL:
+        jobs = 1
     result = scan_paths(targets, select=sorted(scanned), jobs=jobs, rules=list(scanned.values()), plugins=plugins,
                         budget=PARSE_BUDGET)
     by_path: dict[str, list[Finding]] = defaultdict(list)
@@ -156,21 +181,66 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
             by_path[path].append(finding)
         if finding.artifact_pattern:
             writers[finding.artifact_pattern].append((path, finding))
-    skipped: list[Problem] = []
+    skipped = _syntax_skipped(targets, edited)
     # A file with one of these was not inspected (DBG006, an unused noqa, says nothing of that).
     file_level = {r.CODE for r in selected if r.FILE_PROBLEM in ("parse", "read", "size", "complexity")}
     if any(r.FILE_PROBLEM in ("parse", "complexity") for r in selected):
-        edited = {c.path for c in checks if _inspectable(c) and c.kind is not DriftKind.ADDED}
         added = [p for p in targets if p not in edited]
         checked = sorted(edited) + (added if len(added) <= SYNTAX_CHECK_ADDED_LIMIT else [])
-        if len(added) > SYNTAX_CHECK_ADDED_LIMIT:
-            skipped.append(Problem(os.path.commonpath(added), f"syntax check skipped for {len(added)} added .py files "
-                                   f"(more than {SYNTAX_CHECK_ADDED_LIMIT}); the debug rules still ran on them"))
         for path in checked:
             if not any(f.code in file_level for f in by_path.get(path, ())):
                 by_path[path].extend(_unparsable(path, selected))
+    # Not remembered: an error, a file that could not be read, or one not inspected (timeout,
+    # crash, too complex) — what may go differently next time is tried again.
+    transient = {r.CODE for r in scanned.values() if r.FILE_PROBLEM in ("complexity", "read")}
+    if memo is not None and not result.errors and not any(f.code in transient for _, f in result.findings):
+        signed = _code_signature(list(scanned.values()), True, None)
+        if signed is not None:
+            extra = [getattr(sys.modules.get(spec.partition(":")[0]), "__file__", None) for spec in rules_modules]
+            memo.store(by_path, [w for ws in writers.values() for w in ws], [], [*signed[1], *(f for f in extra if f)],
+                       plugins)
+    return by_path, writers, list(result.errors), skipped
+
+
+def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, select: Sequence[str] = (),
+                   ignore: Sequence[str] = (), rules_modules: Sequence[str] = (),
+                   owned: Callable[[str], bool] | None = None, package_dirs: Iterable[str] = (),
+                   plugins: bool = True, dump_list: DumpLister | None = None,
+                   memo_dir: str | None = None) -> InspectOutcome:
+    """Findings on the drifted Python files, and the dumps their code left.
+
+    ``owned(path)``: whether a RECORD owns ``path`` (such a file is never a dump);
+    ``package_dirs``: directories of the environment where no file counts as a dump (the
+    package directories drifts were found in always are); ``dump_list``: writes the exact list of
+    many dump files somewhere outside the audited directories and says where, for a remedy of
+    one ``xargs -0 rm`` (None, or it returning None: the remedy names every file); ``memo_dir``:
+    where the findings of these files with these rules are remembered (the user cache; None:
+    inspect them, remember nothing). The dumps are searched for anew every time."""
+    targets = sorted({c.path for c in checks if _inspectable(c)})
+    if not targets:
+        return InspectOutcome(list(checks))
+    edited = {c.path for c in checks if _inspectable(c) and c.kind is not DriftKind.ADDED}
+    memo = None
+    if memo_dir is not None:
+        from .scancache import OutcomeMemo
+
+        selection = repr(("audit", sys.version, list(sys.path), list(select), list(ignore), list(rules_modules), plugins,
+                          SYNTAX_CHECK_ADDED_LIMIT, PARSE_BUDGET, sorted(edited)))
+        memo = OutcomeMemo(memo_dir, selection, targets)
+    recalled = memo.recall() if memo is not None else None
+    if recalled is not None:
+        found, wrote, errors = recalled
+        by_path: dict[str, list[Finding]] = defaultdict(list, found)
+        writers: dict[str, list[tuple[str, Finding]]] = defaultdict(list)
+        for path, finding in wrote:
+            writers[finding.artifact_pattern].append((path, finding))  # type: ignore[index]
+        scan_errors = [Problem(p, m) for p, m in errors]
+        skipped = _syntax_skipped(targets, edited)
+    else:
+        by_path, writers, scan_errors, skipped = _inspect_files(targets, edited, jobs, select, ignore, rules_modules,
+                                                                plugins, memo)
     outcome = InspectOutcome([replace(c, findings=tuple(by_path.get(c.path, ()))) if _inspectable(c) else c
-                              for c in checks], errors=list(result.errors), skipped=skipped)
+                              for c in checks], errors=scan_errors, skipped=skipped)
     exclude = _package_dirs(checks) | set(package_dirs)
     # Everything the audit reads: a list of dumps is never written there.
     audited = {m.group("prefix") if (m := _PREFIX_LAYOUT.match(os.path.abspath(d))) else d for d in exclude} | \

@@ -8,7 +8,7 @@ larger than ``MAX_FILE_BYTES`` (DBG003), nested too deeply or too complex to par
 only if that rule is selected.
 
 With ``prefilter`` a file is parsed only if some selected rule's trigger matches its bytes
-(see triggers.py). The findings are the same either way: rules report nothing without
+(see triggers.py) and, on CPython's syntax tree, its ``AST_CHECK`` (see astfacts.py). The findings are the same either way: rules report nothing without
 their trigger, and DBG001 is decided by triggers in both modes (see _may_hide_debug_code).
 """
 
@@ -32,14 +32,18 @@ from .noqa import apply_noqa
 from .positions import node_starts
 from .registry import default_rules
 from .rule import Rule
-from .triggers import PYTHON2, Memo, python_ast
+from .triggers import OPTIMISTIC, PYTHON2, Memo, python_ast
 from .walker import walk
 
 #: Files larger than this are not parsed (libcst needs seconds per MB; generated files this
 #: large are tables, not code anyone patches by hand). Reported as DBG003.
-MAX_FILE_BYTES = 4 * 1024 * 1024
+from .files import MAX_FILE_BYTES  # noqa: E402,F401 - defined where the cache-only scan reads it
 
 _NEWLINE_RE = re.compile(r"\r\n?|\n")
+#: With ``defer_over``, a file this large that a tree rule's trigger holds for is deferred before
+#: its AST checks: CPython's tree takes ~40 bytes of memory per byte of source (twice that while
+#: it is built), so such a file is best scheduled by its size, as the scan does deferred files.
+AST_DEFER_BYTES = 256 * 1024
 
 
 class RuleError(DriftscanError):
@@ -77,11 +81,13 @@ def inspect_file(
 
 
 def inspect_path(
-    path: str, rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None, defer_over: int | None = None
+    path: str, rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None, defer_over: int | None = None,
+    ast_checks: bool = True,
 ) -> tuple[list[Finding] | None, int, bool]:
     """``(findings, bytes read, parsed?)`` — the scan's unit of work. With ``defer_over``, a file
     of more bytes that libcst would have to parse is left alone: ``(None, bytes, True)`` (the scan
-    schedules such files by that cost, largest first)."""
+    schedules such files by that cost, largest first). ``ast_checks=False`` skips the rules'
+    AST_CHECKs (for a deferred file, which passed them already: the findings are the same)."""
     file_rules = _file_rules(rules)
     try:
         st = os.stat(path)
@@ -92,7 +98,7 @@ def inspect_path(
         data = read_regular(path, sys.maxsize if max_bytes is None else max_bytes)
     except OSError as e:
         return _file_finding(file_rules.get("read"), f"could not read: {e.strerror or e}"), 0, False
-    findings, parsed = _inspect(data, path, rules, prefilter, max_bytes, defer_over)
+    findings, parsed = _inspect(data, path, rules, prefilter, max_bytes, defer_over, ast_checks)
     return findings, len(data), parsed
 
 
@@ -139,16 +145,16 @@ def import_check(data: bytes, path: str, rules: Sequence[type[Rule]], *, parse: 
 
 def _inspect(
     data: bytes, path: str, rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None,
-    defer_over: int | None = None,
+    defer_over: int | None = None, ast_checks: bool = True,
 ) -> tuple[list[Finding] | None, bool]:
     """The findings ``# noqa`` comments leave, and whether the file was parsed (noqa.py)."""
-    findings, parsed = _inspect_all(data, path, rules, prefilter, max_bytes, defer_over)
+    findings, parsed = _inspect_all(data, path, rules, prefilter, max_bytes, defer_over, ast_checks)
     return (None if findings is None else apply_noqa(data, findings, rules)), parsed
 
 
 def _inspect_all(
     data: bytes, path: str, rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None,
-    defer_over: int | None = None,
+    defer_over: int | None = None, ast_checks: bool = True,
 ) -> tuple[list[Finding] | None, bool]:
     if not rules:
         return [], False
@@ -158,10 +164,28 @@ def _inspect_all(
     tree_rules = [r for r in rules if not r.FILE_PROBLEM]
     memo = Memo()
     if prefilter:
+        # A file that will be deferred if a tree rule's trigger holds needs no CPython tree for
+        # that (the shape-guard trigger says yes without one): it is deferred before it is built.
+        big = defer_over is not None and len(data) > max(defer_over, AST_DEFER_BYTES)
+        if big:
+            memo[OPTIMISTIC] = True
         tree_rules = [r for r in tree_rules if _triggered(r, data, memo)]
+        memo.pop(OPTIMISTIC, None)
         problem_rules = [file_rules[k] for k in ("parse", "read", "complexity") if k in file_rules]
         if not tree_rules and not any(_triggered(r, data, memo) for r in problem_rules):
             return [], False
+        if big and tree_rules:
+            return None, True
+        # Second stage: CPython's tree says which of them could report anything (astfacts.py).
+        # A file they all pass over is still "parsed" (by CPython, below), as before. A rule that
+        # runs anyway reports nothing where its check fails: ast_checks=False (a deferred file,
+        # checked when it was deferred) skips them, but for a file deferred before them.
+        if ast_checks or len(data) > AST_DEFER_BYTES:
+            tree_rules = [r for r in tree_rules if r.AST_CHECK is None or r.AST_CHECK.matches(data, memo)]
+        if not tree_rules and python_ast(data, memo) is not None:
+            # Only whether it parses is asked (DBG001): CPython's parser says yes ten times faster
+            # (and it parsed, so the complexity scan passed it too: python_ast asks it first).
+            return [], True
     if defer_over is not None and len(data) > defer_over:
         return None, True
     # libcst must never see such a file: it can crash or stall on it (known if a trigger parsed it)
@@ -171,9 +195,7 @@ def _inspect_all(
         if not _may_hide_debug_code(data, rules, memo):
             return [], False
         return complexity_finding(file_rules, f"not parsed: {too_complex}"), True  # (the prefilter let it through)
-    if prefilter and not tree_rules and python_ast(data, memo) is not None:
-        # Only whether it parses is asked (DBG001): CPython's parser says yes ten times faster.
-        return [], True
+    memo.pop("ast", None)  # CPython's tree is not needed any more: not in memory beside libcst's
     try:
         module = cst.parse_module(data)
     except Exception as e:  # whatever the parser raises, the file is not inspectable

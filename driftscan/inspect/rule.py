@@ -60,6 +60,9 @@ class Rule:
     SEVERITY: ClassVar[Severity] = Severity.MEDIUM
     #: Necessary condition on the raw bytes (see triggers.py); None: the rule sees every file.
     TRIGGER: ClassVar[BaseTrigger | None] = None
+    #: Necessary condition on CPython's syntax tree (see astfacts.py), checked with the prefilter
+    #: once ``TRIGGER`` held: a file reaches libcst only if some rule's check holds too. None: none.
+    AST_CHECK: ClassVar[BaseTrigger | None] = None
     VALID: ClassVar[Sequence[Example]] = ()
     INVALID: ClassVar[Sequence[Example]] = ()
     #: Set by the rules that describe a file the engine could not inspect

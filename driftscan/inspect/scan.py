@@ -32,78 +32,27 @@ import pickle
 import signal
 import subprocess
 import sys
-import stat
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from multiprocessing.connection import Connection, wait
 
-from ..fileio import default_jobs, file_type, walk
-from ..model import Finding, Problem
+from ..fileio import default_jobs
+from ..model import Problem
+from .files import Row, ScanResult, collect_files, gather
 from .engine import MAX_FILE_BYTES, RuleError, complexity_finding, inspect_path
 from .noqa import with_unused_noqa
 from .registry import load_rules, select_rules
 from .rule import Rule
 
+from .scancache import selection_id
+
 if TYPE_CHECKING:
     from .scancache import ResultCache
 
 
-@dataclass
-class ScanResult:
-    findings: list[tuple[str, Finding]] = field(default_factory=list)  # (path, finding), sorted
-    errors: list[Problem] = field(default_factory=list)
-    files_scanned: int = 0
-    bytes_scanned: int = 0
-    files_parsed: int = 0  # files the prefilter let through to libcst
-    rules: tuple[str, ...] = ()  # codes of the rules that ran
-
-
-def collect_files(paths: Iterable[str], errors: list[Problem],
-                  stats: dict[str, os.stat_result] | None = None) -> list[tuple[str, int]]:
-    """``(path, size)`` of every file to scan, deduplicated, in walk order (``stats``: each
-    one's stat, by path)."""
-    seen: set[str] = set()
-    out: list[tuple[str, int]] = []
-
-    def add(path: str) -> None:
-        key = os.path.normpath(path)
-        if key in seen:
-            return
-        seen.add(key)
-        try:
-            st = os.stat(path)
-        except OSError as e:
-            errors.append(Problem(path, f"cannot stat: {e.strerror or e}"))
-            return
-        if not stat.S_ISREG(st.st_mode):  # a FIFO or device named on the command line: not scanned (bit 2)
-            errors.append(Problem(path, f"not a regular file ({file_type(st.st_mode)}): not scanned"))
-            return
-        out.append((path, st.st_size))
-        if stats is not None:
-            stats[path] = st
-
-    def onerror(e: OSError) -> None:
-        errors.append(Problem(e.filename or "?", f"cannot list directory: {e.strerror or e}"))
-
-    for top in paths:
-        if os.path.isdir(top):
-            for dirpath, dirnames, filenames in walk(top, onerror=onerror):
-                dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-                for name in sorted(filenames):
-                    if name.endswith(".py"):
-                        add(os.path.join(dirpath, name))
-        elif os.path.exists(top):
-            add(top)
-        else:
-            errors.append(Problem(top, "no such file or directory"))
-    return out
-
-
 # -- worker side ---------------------------------------------------------------------------
-Row = tuple[str, list[Finding], int, bool, "str | None"]  # path, findings, bytes, parsed, error
 
 #: Seconds a worker may spend on one file (``FILE_BUDGET_PER_MB`` more per MB): far above any
 #: real file (libcst parses ~0.3 MB/s, so a 4 MB file needs ~13 s), far below a stalled run.
@@ -127,11 +76,12 @@ RECYCLE_RSS = 96 * 1024 * 1024
 
 
 def _scan_one(path: str, rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None,
-              defer_over: int | None = None) -> Row:
+              defer_over: int | None = None, ast_checks: bool = True) -> Row:
     """The row of one file; with ``defer_over`` a row with ``None`` findings for a file that
-    libcst would get more bytes of (to be scanned later)."""
+    libcst would get more bytes of (to be scanned later). ``ast_checks=False`` for a deferred
+    file: it passed the rules' AST checks when it was deferred (engine.inspect_path)."""
     try:
-        findings, nbytes, parsed = inspect_path(path, rules, prefilter, max_bytes, defer_over)
+        findings, nbytes, parsed = inspect_path(path, rules, prefilter, max_bytes, defer_over, ast_checks)
         return (path, findings, nbytes, parsed, None)  # type: ignore[return-value]
     except RuleError as e:
         return (path, [], 0, True, str(e))
@@ -165,7 +115,8 @@ def _worker_main(inbox: Connection, outbox: Connection, rules: Sequence[type[Rul
         paths, defer_over = task
         for path in paths:
             try:
-                row = _scan_one(path, rules, prefilter, max_bytes, defer_over)
+                # A task without defer_over is a deferred file (_Queue.take): checked already.
+                row = _scan_one(path, rules, prefilter, max_bytes, defer_over, ast_checks=defer_over is not None)
             except Exception as e:  # noqa: BLE001 - one file's failure must not cost the others
                 row = (path, [], 0, True, f"could not inspect: {type(e).__name__}: {e}")
             outbox.send((row, _rss() if row[3] and row[1] is not None else 0))
@@ -199,6 +150,7 @@ class _Worker:
         self.inbox = Connection(from_child_r, writable=False)
         self.outbox = Connection(to_child_w, readable=False)
         self.proc: multiprocessing.process.BaseProcess | subprocess.Popen | None = None
+        self.asked = False
         try:
             if fork:
                 ctx = multiprocessing.get_context("fork")
@@ -245,14 +197,21 @@ class _Worker:
             except OSError:
                 pass
 
-    def stop(self, kill: bool = False) -> int | None:
-        """End the process (kill: at once); its exit code (negative: the signal that ended it)."""
-        proc = self.proc
-        if not kill:
+    def ask_to_stop(self) -> None:
+        """Tell it to exit once it is idle; ``stop`` then reaps it. Telling every worker first
+        lets them wind down side by side (a fresh interpreter takes a while to exit)."""
+        if not self.asked:
+            self.asked = True
             try:
                 self.outbox.send(None)
             except OSError:
                 pass
+
+    def stop(self, kill: bool = False) -> int | None:
+        """End the process (kill: at once); its exit code (negative: the signal that ended it)."""
+        proc = self.proc
+        if not kill:
+            self.ask_to_stop()
         code = None
         if isinstance(proc, subprocess.Popen):
             try:
@@ -379,7 +338,7 @@ def _scan_in_workers(files: list[tuple[str, int]], jobs: int, config: tuple,
 
     rules = config[0]
     rows: _Arriving = _Arriving(total if total is not None else len(files), progress, done, sink)
-    fork = may_fork()  # only where driftscan may fork its host (verify/env/fast/forked.py)
+    fork = may_fork()  # only where driftscan may fork its host (driftscan/forked.py)
     if not fork and not sys.executable:
         rows.extend(_scan_files([p for p, _ in files], *config))  # no interpreter to start
         return rows
@@ -461,6 +420,9 @@ def _scan_in_workers(files: list[tuple[str, int]], jobs: int, config: tuple,
         rows.extend(_scan_files([p for p, _ in queue.drain()], *config))  # every worker failed to start
     finally:
         for w in workers:
+            if not w.task:
+                w.ask_to_stop()
+        for w in workers:
             w.stop(kill=bool(w.task))
     return rows
 
@@ -473,11 +435,13 @@ def _picklable(rules: Sequence[type[Rule]]) -> bool:
         return False
 
 
-def _code_signature(rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int | None) -> str | None:
+def _code_signature(rules: Sequence[type[Rule]], prefilter: bool,
+                    max_bytes: int | None) -> tuple[str, list[str]] | None:
     """What a cached result depends on besides the file: the rules (each class by name and the
     signature of its source file), the prefilter, the size cap, the inspect package's own
-    sources, the interpreter and libcst. None when a rule's source cannot be told apart (a
-    class made at run time): such a scan is not cached."""
+    sources, the interpreter and libcst — as a key, and the source files it was taken from
+    (the result cache's guards, scancache.py). None when a rule's source cannot be told apart
+    (a class made at run time): such a scan is not cached."""
     import libcst
 
     parts: list = [sys.version, prefilter, max_bytes]
@@ -497,7 +461,7 @@ def _code_signature(rules: Sequence[type[Rule]], prefilter: bool, max_bytes: int
         except OSError:
             return None
         parts.append((source, st.st_size, st.st_mtime_ns, st.st_ino))
-    return repr(parts)
+    return repr(parts), sorted(sources)
 
 
 def scan_paths(
@@ -515,6 +479,7 @@ def scan_paths(
     unused_noqa: bool = False,
     progress: Callable[[int, int], None] | None = None,
     cache: ResultCache | None = None,
+    walked: tuple[list[tuple[str, int]], dict[str, os.stat_result], list[Problem]] | None = None,
 ) -> ScanResult:
     """Run the selected rules over every Python file under ``paths``.
 
@@ -524,24 +489,32 @@ def scan_paths(
     unused-noqa rule runs too, unless ``ignore`` names it (inspect/noqa.py). ``cache``: results
     of files whose signature is unchanged since an earlier scan with the same rules
     (scancache.py). Unknown selectors and broken plugins raise ``driftscan.errors.ConfigError``;
-    everything file-specific ends up in the result.
+    everything file-specific ends up in the result. ``walked``: the walk of ``paths`` already
+    made (warmscan.py's files, stats and errors), not made again.
     """
-    paths = list(paths)
+    paths, select, ignore, extra_rule_modules = list(paths), list(select), list(ignore), list(extra_rule_modules)
     available = list(rules) if rules is not None else load_rules(extra_rule_modules, plugins=plugins)
     # Rules handed over as they are run as they are (opt-in ones included) unless a selection is given too.
     chosen = list(rules) if rules is not None and not select and not ignore else select_rules(available, select, ignore)
     if unused_noqa:
         chosen = with_unused_noqa(available, chosen, ignore)
     result = ScanResult(rules=tuple(r.CODE for r in chosen))
-    stats: dict[str, os.stat_result] = {}
-    files = collect_files(paths, result.errors, stats)
+    if walked is None:
+        stats: dict[str, os.stat_result] = {}
+        files = collect_files(paths, result.errors, stats)
+    else:
+        files, stats, errors = walked
+        result.errors.extend(errors)
     jobs = default_jobs() if jobs is None else max(1, jobs)
     config = (chosen, prefilter, max_bytes)
     rows: list[Row] = []
     sink = None
     if cache is not None:
-        key = _code_signature(chosen, prefilter, max_bytes) if chosen else None
-        if key is not None and cache.open(paths, key):
+        signed = _code_signature(chosen, prefilter, max_bytes) if chosen else None
+        if signed is not None and cache.open(paths, signed[0]):
+            extra = [getattr(sys.modules.get(spec.partition(":")[0]), "__file__", None) for spec in extra_rule_modules]
+            cache.remember(selection_id(select, ignore, plugins, extra_rule_modules, unused_noqa, prefilter, max_bytes),
+                           result.rules, [*signed[1], *(os.path.abspath(f) for f in extra if f)], plugins)
             todo = []
             for path, size in files:
                 row = cache.lookup(path, stats[path])
@@ -585,13 +558,4 @@ def scan_paths(
             rows += _scan_in_workers(big, 1, config, budget, progress, total, len(rows), sink)
     if cache is not None:
         cache.save(stats)
-    for path, findings, nbytes, parsed, error in rows:
-        result.files_scanned += 1
-        result.bytes_scanned += nbytes
-        result.files_parsed += parsed
-        result.findings.extend((path, f) for f in findings)
-        if error:
-            result.errors.append(Problem(path, error))
-    result.findings.sort(key=lambda pf: (pf[0], pf[1].line, pf[1].column, pf[1].code, pf[1].message))
-    result.errors.sort(key=lambda p: (p.path, p.message))
-    return result
+    return gather(result, rows)

@@ -14,6 +14,14 @@ again next time). Rows of files that were lost (timeout, crash, budget) or had a
 never stored. The file is JSON behind a format line with a BLAKE2 checksum; anything that is
 off — damage, another format, a value of the wrong type in an entry — means a miss, never an
 error: it is only a cache. Its checksum catches damage, not forgery; ``--no-cache`` trusts nothing.
+
+The file also remembers which rules the scan's *selection* (select, ignore, plugins, extra rule
+modules, unused-noqa, prefilter, size cap, interpreter, ``sys.path``) chose and the key they made,
+with the signatures of every file that decided it (*guards*): the rules' and the inspect
+package's sources, libcst, the built-in rules directory and its modules, and with plugins each
+``sys.path`` directory and the ``entry_points.txt`` of every distribution in it. A later scan with
+the same selection whose guards all still match (``recall``) knows the key without importing a
+rule, and when every file's row is still valid (warmscan.py) nothing imports libcst at all.
 """
 
 from __future__ import annotations
@@ -21,20 +29,108 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import sys
+import time
 from collections.abc import Iterable, Mapping
+from typing import cast
 
 from ..fileio import inside, read_regular
 from ..model import Finding, Severity
 
-FORMAT = b"driftscan-scancache-1"
+FORMAT = b"driftscan-scancache-2"
 RACY_NS = 2_000_000_000
 MAX_BYTES = 256 << 20  # a cache file larger than this is not read
+MEMOS = 8  # selections remembered per cache file
 _SEVERITIES = {s.value: s for s in Severity}
 
 
 def _signature(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+_BUILTIN_RULES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules")
+
+
+def selection_id(select: Iterable[str], ignore: Iterable[str], plugins: bool, extra_rule_modules: Iterable[str],
+                 unused_noqa: bool, prefilter: bool, max_bytes: int | None) -> str:
+    """What chooses the rules and shapes each row, besides the rules' code (see ``recall``)."""
+    return repr((sys.version, list(sys.path), list(select), list(ignore), plugins, list(extra_rule_modules),
+                 unused_noqa, prefilter, max_bytes))
+
+
+def guard_paths(sources: Iterable[str], plugins: bool) -> list[str]:
+    """The files whose signatures decide the rules a selection gets: ``sources`` (the rules' and
+    the inspect package's), the built-in rules directory and its modules, and with plugins every
+    ``sys.path`` directory and the entry-point files of the distributions in it (a plugin
+    installed, removed or changed changes one of them)."""
+    paths = set(sources)
+    paths.add(_BUILTIN_RULES)
+    try:
+        paths.update(os.path.join(_BUILTIN_RULES, n) for n in os.listdir(_BUILTIN_RULES) if n.endswith(".py"))
+    except OSError:
+        pass
+    if plugins:
+        for entry in sys.path:
+            directory = os.path.abspath(entry or ".")
+            paths.add(directory)
+            try:
+                names = os.listdir(directory)
+            except OSError:
+                continue
+            paths.update(os.path.join(directory, n, "entry_points.txt") for n in names
+                         if n.endswith((".dist-info", ".egg-info")))
+    return sorted(paths)
+
+
+def _guard(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # recorded as absent: it must still be absent
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode]
+
+
+def _read_document(path: str):
+    """The JSON document behind a cache file's format line and checksum; None when there is
+    none, or it is damaged or of another format."""
+    try:
+        data = read_regular(path, MAX_BYTES, what="cache")
+    except OSError:
+        return None
+    head, _, payload = data.partition(b"\n")
+    parts = head.split(b" ")
+    if len(parts) != 2 or parts[0] != FORMAT or hashlib.blake2b(payload, digest_size=16).hexdigest().encode() != parts[1]:
+        return None
+    try:
+        return json.loads(payload)
+    except (ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _write_document(directory: str, path: str, document) -> None:
+    """Write ``document`` to ``path`` atomically behind its checksum; a cache that cannot be
+    written is silently skipped."""
+    payload = json.dumps(document, separators=(",", ":")).encode()
+    data = FORMAT + b" " + hashlib.blake2b(payload, digest_size=16).hexdigest().encode() + b"\n" + payload
+    try:
+        import tempfile  # only when something is written: a warm scan writes nothing
+
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".scancache-", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except OSError:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass
+
+
+def _guards_hold(guards) -> bool:
+    return type(guards) is list and all(
+        type(g) is list and len(g) == 2 and type(g[0]) is str and _guard(g[0]) == g[1] for g in guards)
 
 
 def _finding(raw) -> Finding | None:
@@ -60,37 +156,67 @@ class ResultCache:
         self._key = ""
         self._entries: dict[str, list] = {}
         self._dirty = False
+        self._memos: dict = {}
         self.hits = 0
         self.misses = 0
 
-    def open(self, roots: Iterable[str], key: str) -> bool:
-        """Load the cache of a scan of ``roots`` with code signature ``key``; False (no cache
-        for this scan) when the cache directory lies inside one of the roots."""
+    def _place(self, roots: Iterable[str]) -> bool:
         roots = [os.path.realpath(r) for r in roots]
         if any(inside(root, self.directory) for root in roots):
             return False
         name = hashlib.sha256("\0".join(sorted(roots)).encode("utf-8", "surrogateescape")).hexdigest()[:24]
         self.path = os.path.join(self.directory, name + ".json")
-        self._key = hashlib.sha256(f"{self.version}\0{key}".encode("utf-8", "surrogateescape")).hexdigest()
-        self._entries = self._load()
         return True
 
-    def _load(self) -> dict[str, list]:
-        try:
-            data = read_regular(self.path, MAX_BYTES, what="cache")  # type: ignore[arg-type]
-        except OSError:
+    def _hashed(self, key: str) -> str:
+        return hashlib.sha256(f"{self.version}\0{key}".encode("utf-8", "surrogateescape")).hexdigest()
+
+    def open(self, roots: Iterable[str], key: str) -> bool:
+        """Load the cache of a scan of ``roots`` with code signature ``key``; False (no cache
+        for this scan) when the cache directory lies inside one of the roots."""
+        if not self._place(roots):
+            return False
+        self._key = self._hashed(key)
+        loaded = self._load()
+        same = loaded.get("key") == self._key
+        self._entries = loaded["entries"] if same else {}
+        memos = loaded.get("memos") if same else None
+        self._memos = memos if type(memos) is dict else {}
+        return True
+
+    def recall(self, roots: Iterable[str], selection: str) -> tuple[str, ...] | None:
+        """The rule codes an earlier scan of ``roots`` with this ``selection`` chose, when every
+        file that decided them is unchanged (then the cache is open with that scan's key and
+        entries, as ``open`` would have left it); None otherwise."""
+        if not self._place(roots):
+            return None
+        loaded = self._load()
+        memos = loaded.get("memos")
+        memo = memos.get(self._hashed(selection)) if type(memos) is dict else None
+        if type(memo) is not dict:
+            return None
+        codes, guards = memo.get("codes"), memo.get("guards")
+        if type(codes) is not list or not all(type(c) is str for c in codes) or not _guards_hold(guards):
+            return None
+        self._key, self._entries, self._memos = loaded["key"], loaded["entries"], cast(dict, memos)
+        return tuple(codes)
+
+    def remember(self, selection: str, codes: Iterable[str], sources: Iterable[str], plugins: bool) -> None:
+        """Record which rules ``selection`` chose, guarded by the files that decided it
+        (``guard_paths``); the last ``MEMOS`` selections are kept (a scan from a script and one
+        from ``python -m`` differ in ``sys.path``)."""
+        memo = {"codes": list(codes), "guards": [[p, _guard(p)] for p in guard_paths(sources, plugins)]}
+        name = self._hashed(selection)
+        if self._memos.get(name) != memo:
+            others = [(k, v) for k, v in self._memos.items() if k != name][-(MEMOS - 1):]
+            self._memos, self._dirty = {**dict(others), name: memo}, True
+
+    def _load(self) -> dict:
+        """The cache file's content, ``{}`` when there is none or it is damaged; ``entries`` is a dict."""
+        loaded = _read_document(self.path)  # type: ignore[arg-type]
+        if type(loaded) is not dict or type(loaded.get("key")) is not str or type(loaded.get("entries")) is not dict:
             return {}
-        head, _, payload = data.partition(b"\n")
-        parts = head.split(b" ")
-        if len(parts) != 2 or parts[0] != FORMAT or hashlib.blake2b(payload, digest_size=16).hexdigest().encode() != parts[1]:
-            return {}
-        try:
-            loaded = json.loads(payload)
-        except (ValueError, RecursionError, MemoryError):
-            return {}
-        if type(loaded) is not dict or loaded.get("key") != self._key or type(loaded.get("entries")) is not dict:
-            return {}
-        return loaded["entries"]
+        return loaded
 
     def lookup(self, path: str, st: os.stat_result):
         """The row stored for ``path`` if its signature is ``st``'s, else None."""
@@ -109,10 +235,8 @@ class ResultCache:
         _, raw_findings, nbytes, parsed = entry
         if type(raw_findings) is not list or type(nbytes) is not int or type(parsed) is not bool:
             return None
-        findings = [_finding(f) for f in raw_findings]
-        if any(f is None for f in findings):
-            return None
-        return (path, findings, nbytes, parsed, None)
+        findings = _findings(raw_findings)
+        return None if findings is None else (path, findings, nbytes, parsed, None)
 
     def store(self, path: str, st: os.stat_result, row, started_ns: int) -> None:
         """Remember a file's row, unless the file changed too shortly before ``started_ns``."""
@@ -121,8 +245,7 @@ class ResultCache:
         _, findings, nbytes, parsed, error = row
         if error is not None or findings is None:
             return
-        self._entries[path] = [_signature(st), [[f.code, f.name, f.severity.value, f.line, f.column, f.message,
-                                                 f.snippet, f.artifact_pattern] for f in findings], nbytes, parsed]
+        self._entries[path] = [_signature(st), [_pack(f) for f in findings], nbytes, parsed]
         self._dirty = True
 
     def save(self, live: Mapping[str, object] | Iterable[str]) -> None:
@@ -133,18 +256,125 @@ class ResultCache:
         entries = {p: e for p, e in self._entries.items() if p in live}
         if not self._dirty and len(entries) == len(self._entries):
             return
-        payload = json.dumps({"key": self._key, "entries": entries}, separators=(",", ":")).encode()
-        data = FORMAT + b" " + hashlib.blake2b(payload, digest_size=16).hexdigest().encode() + b"\n" + payload
-        try:
-            os.makedirs(self.directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".scancache-", dir=self.directory)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                os.replace(tmp, self.path)
-            except OSError:
-                os.unlink(tmp)
-                raise
-        except OSError:
-            pass
+        document: dict = {"key": self._key, "entries": entries}
+        if self._memos:
+            document["memos"] = self._memos
+        _write_document(self.directory, self.path, document)
         self._entries, self._dirty = entries, False
+
+
+def _pack(finding: Finding) -> list:
+    return [finding.code, finding.name, finding.severity.value, finding.line, finding.column, finding.message,
+            finding.snippet, finding.artifact_pattern]
+
+
+def _findings(raw) -> list[Finding] | None:
+    if type(raw) is not list:
+        return None
+    found = [_finding(f) for f in raw]
+    return None if any(f is None for f in found) else found  # type: ignore[return-value]
+
+
+class OutcomeMemo:
+    """The audit's inspect stage remembered (inspect/drifts.py): for one set of drifted files and
+    one selection, each file's findings, the dump writers and the scan's errors. Used only when
+    every file's signature and every guard (``guard_paths``) is the one recorded, and stored only
+    when every file changed more than ``RACY_NS`` before the stage began; a damaged or forged
+    file is a miss. One file per selection and set of files, in the directory the caller names."""
+
+    def __init__(self, directory: str, selection: str, files: Iterable[str]) -> None:
+        files = sorted(files)
+        digest = hashlib.sha256("\0".join([selection, *files]).encode("utf-8", "surrogateescape")).hexdigest()
+        self.directory = directory
+        self.path = os.path.join(directory, digest[:32] + ".json")
+        self.files = files
+        self.started_ns = time.time_ns()
+
+    def _stats(self) -> dict[str, list[int]] | None:
+        out = {}
+        for path in self.files:
+            try:
+                out[path] = _signature(os.stat(path))
+            except OSError:
+                return None
+        return out
+
+    def recall(self) -> tuple[dict[str, list[Finding]], list[tuple[str, Finding]], list[tuple[str, str]]] | None:
+        """(findings by file, (file, finding) of every dump writer, (file, error) of the scan), or None."""
+        doc = _read_document(self.path)
+        if type(doc) is not dict or doc.get("files") != self._stats() or not _guards_hold(doc.get("guards")):
+            return None
+        by_path, writers, errors = doc.get("by_path"), doc.get("writers"), doc.get("errors")
+        if type(by_path) is not dict or type(writers) is not list or type(errors) is not list:
+            return None
+        found: dict[str, list[Finding]] = {}
+        for path, raw in by_path.items():
+            findings = _findings(raw)
+            if path not in self.files or findings is None:
+                return None
+            found[path] = findings
+        wrote: list[tuple[str, Finding]] = []
+        for item in writers:
+            if type(item) is not list or len(item) != 2 or item[0] not in self.files:
+                return None
+            finding = _finding(item[1])
+            if finding is None or not finding.artifact_pattern:
+                return None
+            wrote.append((item[0], finding))
+        if not all(type(e) is list and len(e) == 2 and all(type(x) is str for x in e) for e in errors):
+            return None
+        return found, wrote, [(e[0], e[1]) for e in errors]
+
+    def store(self, by_path: Mapping[str, Iterable[Finding]], writers: Iterable[tuple[str, Finding]],
+              errors: Iterable[tuple[str, str]], sources: Iterable[str], plugins: bool) -> None:
+        """Remember the stage's outcome (see the class docstring); silently skipped when a file is
+        too recent or the cache cannot be written."""
+        stats = self._stats()
+        if stats is None or any(max(sig[1], sig[2]) >= self.started_ns - RACY_NS for sig in stats.values()):
+            return
+        doc = {"files": stats, "guards": [[p, _guard(p)] for p in guard_paths(sources, plugins)],
+               "by_path": {p: [_pack(f) for f in fs] for p, fs in by_path.items() if p in stats},
+               "writers": [[p, _pack(f)] for p, f in writers], "errors": [list(e) for e in errors]}
+        _write_document(self.directory, self.path, doc)
+
+
+class ContentMemo:
+    """Findings by file content: for one selection of rules, ``(path, sha256 of the content)`` →
+    the findings (changes.py: the originals of drifted files, whose content RECORD vouches for).
+    The content is the key, so no racy window applies; the guards (``guard_paths``) hold for the
+    whole file, which is replaced when they do not. A damaged or forged file is empty."""
+
+    def __init__(self, directory: str, selection: str) -> None:
+        digest = hashlib.sha256(selection.encode("utf-8", "surrogateescape")).hexdigest()
+        self.directory = directory
+        self.path = os.path.join(directory, "content-" + digest[:32] + ".json")
+        self._entries: dict[str, list] = {}
+        self._guards: list | None = None
+        self._dirty = False
+        self._load()
+
+    def _load(self) -> None:
+        doc = _read_document(self.path)
+        if type(doc) is dict and type(doc.get("entries")) is dict and _guards_hold(doc.get("guards")):
+            self._entries, self._guards = doc["entries"], doc["guards"]
+
+    @staticmethod
+    def _name(path: str, content: bytes) -> str:
+        return path + "\0" + hashlib.sha256(content).hexdigest()
+
+    def get(self, path: str, content: bytes) -> list[Finding] | None:
+        return _findings(self._entries.get(self._name(path, content)))
+
+    def put(self, path: str, content: bytes, findings: Iterable[Finding], sources: Iterable[str],
+            plugins: bool) -> None:
+        guards = [[p, _guard(p)] for p in guard_paths(sources, plugins)]
+        if guards != self._guards:  # other rules' code than the entries were made with: start over
+            self._entries, self._guards = {}, guards
+        self._entries[self._name(path, content)] = [_pack(f) for f in findings]
+        self._dirty = True
+
+    def save(self) -> None:
+        if not self._dirty:
+            return
+        _write_document(self.directory, self.path, {"guards": self._guards, "entries": self._entries})
+        self._dirty = False

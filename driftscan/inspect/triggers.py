@@ -15,6 +15,7 @@ A rule whose ``TRIGGER`` is ``None`` must see every file, which turns the prefil
 
 from __future__ import annotations
 
+import gc
 import io
 import re
 import tokenize
@@ -24,6 +25,11 @@ from typing import Protocol
 
 class Memo(dict):
     """Per-file cache so triggers shared between rules are evaluated once per file."""
+
+
+#: Memo key: while set, a trigger that needs CPython's syntax tree answers yes without building
+#: it (the engine asks only whether a file is to be deferred, and defers it if so).
+OPTIMISTIC = "optimistic"
 
 
 class BaseTrigger(Protocol):
@@ -98,7 +104,8 @@ def _contains(hay: bytes, needle: bytes, memo: Memo | None, lowered: bool) -> bo
     key = (needle, lowered)
     hit = memo.get(key)
     if hit is None:
-        hit = memo[key] = needle in hay
+        # Not in the lowercased bytes: not in the bytes either (no search needed).
+        hit = memo[key] = False if not lowered and memo.get((needle.lower(), True)) is False else needle in hay
     return hit
 
 
@@ -168,13 +175,15 @@ def preceded(before: bytes, skip: bytes, *after: bytes):
     are disjoint byte classes: each match of an ``after`` (each starts with a literal, found by
     a fast search) is checked backwards — past the ``skip`` bytes, the nearest other byte must
     be one of ``before``. Overlapping matches are all tried."""
-    regexes = [re.compile(a) for a in after]
+    regexes = [(re.compile(a), re.match(rb"\w*", a).group()) for a in after]  # type: ignore[union-attr]
     before_set = frozenset(b for b in range(256) if re.fullmatch(before, bytes([b])))
     skip_set = frozenset(b for b in range(256) if re.fullmatch(skip, bytes([b])))
     assert not before_set & skip_set
 
     def search(hay: bytes, memo: Memo | None) -> bool:
-        for regex in regexes:
+        for regex, literal in regexes:
+            if literal and memo is not None and memo.get((literal, False)) is False:
+                continue  # its leading word is known not to be there (another trigger looked)
             match = regex.search(hay)
             while match is not None:
                 i = match.start() - 1
@@ -199,7 +208,8 @@ _DUMP_NAMES = rb"(?:save|savez|savez_compressed|savetxt|save_file|dump|tofile)"
 #: dot followed by whitespace, so ``.save`` is always literally there) or a from-import of
 #: such a name (``from torch import save``), the only way to call it bare.
 DUMP = AnyOf(
-    Trigger(rb"\." + _DUMP_NAMES + rb"[\s\\]*\(", (b".save", b".dump", b".tofile")),
+    # (the needles of both: one search each, the regex only where one of them is)
+    Trigger(rb"\." + _DUMP_NAMES + rb"[\s\\]*\(", (b"save", b"dump", b"tofile")),
     Trigger(
         rb"import[ \t]*\([^)]*?\b" + _DUMP_NAMES + rb"\b|import[ \t](?:[^\n\\]|\\\n)*?\b" + _DUMP_NAMES + rb"\b",
         (b"save", b"dump", b"tofile"),
@@ -314,12 +324,19 @@ def python_ast(data: bytes, memo: Memo | None = None):
     if memo is not None:
         memo["refusal"] = refused
     if refused is None:
+        # The tree is made of many small objects and holds no cycles: the cyclic collector, run
+        # again and again as they are allocated, would take 40 % of the time for nothing.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             with warnings.catch_warnings():  # SyntaxWarnings (invalid escapes) are not ours to print
                 warnings.simplefilter("ignore")
                 tree = compile(data, "<scan>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
         except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError):
             tree = None
+        finally:
+            if collecting:
+                gc.enable()
     if memo is not None:
         memo["ast"] = tree
     return tree
@@ -350,6 +367,8 @@ class ShapeGuard:
     def matches(self, data: bytes, memo: Memo | None = None) -> bool:
         if memo is not None and "shape-guard" in memo:
             return memo["shape-guard"]
+        if memo is not None and memo.get(OPTIMISTIC):
+            return True  # (not remembered)
         tree = python_ast(data, memo)
         hit = tree is None or _shape_guard(tree)
         if memo is not None:

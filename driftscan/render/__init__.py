@@ -2,23 +2,38 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..report import Report
-from .github import render_github
-from .json import render_json
-from .markdown import render_markdown
-from .sarif import render_sarif
-from .text import render_text
+if TYPE_CHECKING:
+    from ..report import Report
+    from .github import render_github
+    from .json import render_json
+    from .markdown import render_markdown
+    from .sarif import render_sarif
+    from .text import render_text
 
-RENDERERS: dict[str, Callable[[Report], str]] = {
-    "text": render_text,
-    "json": render_json,
-    "sarif": render_sarif,
-    "markdown": render_markdown,
-    "github": render_github,
-}
+    RENDERERS: dict[str, Callable[[Report], str]]
+
+#: The report formats, by name (the keys of ``RENDERERS``). A module of its own (formats.py) so
+#: that the command line names them without importing the renderers, and with them pydantic.
+from .formats import REPORT_FORMATS  # noqa: E402
+
+_LAZY = {"render_github": "github", "render_json": "json", "render_markdown": "markdown", "render_sarif": "sarif",
+         "render_text": "text"}
+
+
+def __getattr__(name: str):
+    if name == "RENDERERS":
+        value: Any = {fmt: __getattr__(f"render_{fmt}") for fmt in REPORT_FORMATS}
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
 
 SCHEMA_KINDS = ("audit", "scan", "plan", "compare")
 
@@ -44,5 +59,5 @@ def json_schema(kind: str = "audit") -> dict[str, Any]:
     raise ValueError(f"no schema for {kind!r}: one of {', '.join(SCHEMA_KINDS)}")
 
 
-__all__ = ["RENDERERS", "SCHEMA_KINDS", "json_schema", "render_github", "render_json", "render_markdown",
+__all__ = ["REPORT_FORMATS", "RENDERERS", "SCHEMA_KINDS", "json_schema", "render_github", "render_json", "render_markdown",
            "render_text"]

@@ -1,16 +1,14 @@
 """Renderers for ``driftscan scan``: linter-style text, or JSON for tools.
 
-The JSON is the ``ScanReport`` model below: ``schema_version`` "1", fields only ever added
+The JSON is the ``ScanReport`` model (scanmodel.py): ``schema_version`` "1", fields only ever added
 (its JSON Schema: ``driftscan schema --for scan``, also docs/scan-schema.json).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Literal
+import json
+from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import BaseModel, Field
-
-from ..model import Severity
 from ..paths import one_line, printable
 
 if TYPE_CHECKING:  # the rule engine (and libcst) is imported only by commands that scan
@@ -19,60 +17,33 @@ if TYPE_CHECKING:  # the rule engine (and libcst) is imported only by commands t
 SCAN_SCHEMA_VERSION: Final = "1"
 
 
-class ScanFindingOut(BaseModel):
-    path: str = Field(description="as given on the command line, or found under a directory given there")
-    code: str
-    name: str
-    severity: Severity
-    line: int = Field(description="1-based")
-    column: int = Field(description="1-based, in code points")
-    message: str
-    snippet: str = Field(default="", description="the source line of the finding")
+def __getattr__(name: str):
+    # The pydantic model (scanmodel.py) is imported only by what needs it: rendering does not.
+    if name in ("ScanReport", "ScanFindingOut", "ScanErrorOut", "ScanSummary", "scan_report", "scan_payload",
+                "scan_schema"):
+        from . import scanmodel
+
+        return getattr(scanmodel, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class ScanErrorOut(BaseModel):
-    path: str
-    message: str
-
-
-class ScanSummary(BaseModel):
-    files_scanned: int
-    bytes_scanned: int
-    files_parsed: int = Field(description="files the byte-level prefilter let through to the parser")
-    findings: int
-    rules: list[str] = Field(default_factory=list, description="codes of the rules that ran")
-
-
-class ScanReport(BaseModel):
-    """``driftscan scan --format json``."""
-
-    schema_version: Literal["1"] = SCAN_SCHEMA_VERSION
-    findings: list[ScanFindingOut] = Field(default_factory=list)
-    errors: list[ScanErrorOut] = Field(default_factory=list, description="files that could not be scanned")
-    summary: ScanSummary
-
-
-def scan_report(result: "ScanResult") -> ScanReport:
-    return ScanReport(
-        findings=[ScanFindingOut(path=printable(p), code=f.code, name=f.name, severity=f.severity, line=f.line,
-                                 column=f.column, message=f.message, snippet=f.snippet) for p, f in result.findings],
-        errors=[ScanErrorOut(path=printable(e.path), message=printable(e.message)) for e in result.errors],
-        summary=ScanSummary(files_scanned=result.files_scanned, bytes_scanned=result.bytes_scanned,
-                            files_parsed=result.files_parsed, findings=len(result.findings),
-                            rules=list(result.rules)),
-    )
-
-
-def scan_payload(result: "ScanResult") -> dict[str, Any]:
-    return scan_report(result).model_dump(mode="json")
-
-
-def scan_schema() -> dict[str, Any]:
-    return ScanReport.model_json_schema()
+def scan_document(result: "ScanResult") -> dict[str, Any]:
+    """The JSON document of ``ScanReport`` (scanmodel.py) as plain data, key for key in the
+    model's field order (tests/test_schemas.py checks both agree)."""
+    return {
+        "schema_version": SCAN_SCHEMA_VERSION,
+        "findings": [{"path": printable(p), "code": f.code, "name": f.name, "severity": f.severity.value,
+                      "line": f.line, "column": f.column, "message": f.message, "snippet": f.snippet}
+                     for p, f in result.findings],
+        "errors": [{"path": printable(e.path), "message": printable(e.message)} for e in result.errors],
+        "summary": {"files_scanned": result.files_scanned, "bytes_scanned": result.bytes_scanned,
+                    "files_parsed": result.files_parsed, "findings": len(result.findings),
+                    "rules": list(result.rules)},
+    }
 
 
 def render_scan_json(result: "ScanResult") -> str:
-    return scan_report(result).model_dump_json(indent=2) + "\n"
+    return json.dumps(scan_document(result), indent=2, ensure_ascii=False) + "\n"
 
 
 def render_scan_text(result: "ScanResult") -> str:

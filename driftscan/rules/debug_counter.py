@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from driftscan.inspect import analysis, triggers
+from driftscan.inspect import analysis, astfacts, triggers
 from driftscan.inspect.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
@@ -42,6 +42,7 @@ class DebugCounter(Rule):
     TRIGGER = triggers.AllOf(
         triggers.INCREMENT, triggers.AnyOf(triggers.MARKER_ASSIGN, triggers.LAZY_COUNTER, triggers.DEBUG_ACTION)
     )
+    AST_CHECK = astfacts.COUNTER
 
     def __init__(self, context):
         super().__init__(context)

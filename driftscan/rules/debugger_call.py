@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from driftscan.inspect import analysis, triggers
+from driftscan.inspect import analysis, astfacts, triggers
 from driftscan.inspect.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
@@ -23,6 +23,7 @@ class DebuggerCall(Rule):
     MESSAGE = "debugger call"
     SEVERITY = Severity.HIGH
     TRIGGER = triggers.DEBUGGER
+    AST_CHECK = astfacts.DEBUGGER_CALL
 
     def __init__(self, context):
         super().__init__(context)

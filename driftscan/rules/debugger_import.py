@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from driftscan.inspect import analysis, triggers
+from driftscan.inspect import analysis, astfacts, triggers
 from driftscan.inspect.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
@@ -19,6 +19,7 @@ class DebuggerImport(Rule):
     MESSAGE = "debugger module imported"
     SEVERITY = Severity.MEDIUM
     TRIGGER = triggers.DEBUGGER_MODULES
+    AST_CHECK = astfacts.DEBUGGER_IMPORT
 
     def _check(self, node: cst.CSTNode, module: str | None) -> None:
         top = (module or "").split(".", 1)[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from driftscan.inspect import analysis, triggers
+from driftscan.inspect import analysis, astfacts, triggers
 from driftscan.inspect.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
@@ -20,6 +20,7 @@ class OneShotFlag(Rule):
     MESSAGE = "one-shot flag guarding debug code"
     SEVERITY = Severity.HIGH
     TRIGGER = triggers.AnyOf(triggers.DEBUG_ACTION, triggers.MARKER_TRUE)
+    AST_CHECK = astfacts.ONE_SHOT
 
     def __init__(self, context):
         super().__init__(context)

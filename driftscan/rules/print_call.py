@@ -6,7 +6,7 @@ import os
 
 import libcst as cst
 
-from driftscan.inspect import triggers
+from driftscan.inspect import astfacts, triggers
 from driftscan.inspect.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
@@ -25,6 +25,7 @@ class PrintCall(Rule):
     # 673 of 741 findings in pristine torch + transformers were prints: off unless selected.
     DEFAULT_ENABLED = False
     TRIGGER = triggers.PRINT
+    AST_CHECK = astfacts.PRINT_STATEMENT
 
     def visit_Call(self, node: cst.Call) -> None:
         action = self.context.action(node)

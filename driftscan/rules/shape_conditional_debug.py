@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from driftscan.inspect import triggers
+from driftscan.inspect import astfacts, triggers
 from driftscan.inspect.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
@@ -22,6 +22,7 @@ class ShapeConditionalDebug(Rule):
     SEVERITY = Severity.HIGH
     TRIGGER = triggers.AllOf(triggers.AnyOf(triggers.DEBUG_ACTION, triggers.PRINT), triggers.SHAPE,
                              triggers.SHAPE_GUARD)
+    AST_CHECK = astfacts.SHAPE_GUARD
 
     def __init__(self, context):
         super().__init__(context)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from driftscan.inspect import triggers
+from driftscan.inspect import astfacts, triggers
 from driftscan.inspect.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
@@ -20,6 +20,7 @@ class TensorSaveCall(Rule):
     MESSAGE = "serialisation call; review if this file was edited"
     SEVERITY = Severity.LOW
     TRIGGER = triggers.DUMP
+    AST_CHECK = astfacts.DUMP_CALL
 
     def visit_Call(self, node: cst.Call) -> None:
         action = self.context.action(node)

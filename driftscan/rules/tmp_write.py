@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from driftscan.inspect import triggers
+from driftscan.inspect import astfacts, triggers
 from driftscan.inspect.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
@@ -21,6 +21,7 @@ class TmpWrite(Rule):
     MESSAGE = "write to a hard-coded /tmp path"
     SEVERITY = Severity.MEDIUM
     TRIGGER = triggers.TMP
+    AST_CHECK = astfacts.TMP_WRITE
 
     def visit_Call(self, node: cst.Call) -> None:
         action = self.context.action(node)

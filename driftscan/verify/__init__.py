@@ -90,7 +90,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
         unverifiable=tuple(outcome.unverifiable + managed.unverifiable + sources.unverifiable),
         errors=tuple(errors + managed.problems + outcome.errors + walk_problems + editable_problems
                      + sources.errors),
-        referenced=frozenset(own.owners),
+        referenced=own.owned_paths(),
     )
     if index_possible:
         index = None

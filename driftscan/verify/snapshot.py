@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import enum
+import functools
 import hashlib
 import itertools
 import json
@@ -43,17 +44,16 @@ from ..manifest import (
     manifest_from,
     read_manifest,
     scan_dirs,
-    scan_tree,
     write_manifest,
 )
 from ..model import Area, DriftKind, FileCheck, LayoutKind, Problem
 from ..paths import printable
-from .env.fast.forked import Child, may_fork
+from ..forked import Child, may_fork
 from .env.ownership import Ownership, bytecode_source
-from .tree import ModelDirResult, merge_checks
+from .tree import ModelDirResult, merge_checks, treeindex
 from .tree.consistency import INDEX_SUFFIX, consistency_checks
 from .tree.engine import SMALL_FILE_LIMIT, Context, KindResult, Meter
-from .tree.manifestdir import MATCHED, TRUSTED, diff_manifest, settle, walk_inside
+from .tree.manifestdir import MATCHED, TRUSTED, diff_manifest, settle, settled_by_signature, walk_inside
 
 BUNDLE_VERSION = "1"
 MAX_BUNDLE = 1 << 31
@@ -189,6 +189,9 @@ def _signature(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
+_as_entry = functools.partial(tuple.__new__, ManifestEntry)
+
+
 def _loaded_from_cache(path: str, st: os.stat_result) -> list[tuple[Root, str, Manifest]] | None:
     """The roots a previous load of this very snapshot file validated (same size, mtime, ctime,
     inode and device), from a checksummed marshal file in the user cache directory: 20 ms for
@@ -207,7 +210,9 @@ def _loaded_from_cache(path: str, st: os.stat_result) -> list[tuple[Root, str, M
             return None
         out = []
         for kind, part, root, created, tool, started, rels, entries in roots:
-            files = dict(zip(rels, map(ManifestEntry._make, entries)))
+            if len(rels) != len(entries) or (entries and set(map(len, entries)) != {len(ManifestEntry._fields)}):
+                return None
+            files = dict(zip(rels, map(_as_entry, entries)))  # as ManifestEntry._make, without a frame per entry
             if part is None:  # a plain manifest: the snapshot file itself, its kind as load_snapshot tells it now
                 kind = RootKind.VENV if os.path.isfile(os.path.join(root, "pyvenv.cfg")) else RootKind.MODEL_DIR
             out.append((Root(RootKind(kind), root), part, Manifest("", root, created, files, tool, started)))
@@ -233,14 +238,30 @@ def _remember_loaded(path: str, st: os.stat_result, roots: list[tuple[Root, str,
         pass  # a cache that cannot be written is no cache
 
 
+def _identify(path: str, st: os.stat_result, roots: list[tuple[Root, str, Manifest]]) -> list[tuple[Root, str, Manifest]]:
+    """Each manifest with its ``identity`` (the snapshot file's path and signature, the root's
+    number), if the file is older than the racy window: what the diff index is kept under."""
+    if max(st.st_mtime_ns, st.st_ctime_ns) > time.time_ns() - RACY_NS:
+        return roots
+    real = os.path.realpath(path)
+    return [(root, part, replace(m, identity=(real, *_signature(st), n))) for n, (root, part, m) in enumerate(roots)]
+
+
 def load_snapshot(path: str, workdir: str, *, use_cache: bool = False) -> list[tuple[Root, str, Manifest]]:
     """The roots of a snapshot, each with the path of its single manifest and the manifest read
     from it (a bundle's are named ``workdir/<n>.json``). Raises ManifestError with every problem found.
-    ``use_cache``: what an earlier load of the same file validated may be used (``_loaded_from_cache``)."""
+    ``use_cache``: what an earlier load of the same file validated may be used (``_loaded_from_cache``),
+    and each manifest carries its ``identity`` (for the diff index)."""
     try:
         data, st = read_regular_stat(path, MAX_BUNDLE, what="snapshot")
     except OSError as exc:
         raise ManifestError(path, [f"cannot read: {exc.strerror or exc}"]) from None
+    roots = _load_snapshot(path, workdir, use_cache, data, st)
+    return _identify(path, st, roots) if use_cache else roots
+
+
+def _load_snapshot(path: str, workdir: str, use_cache: bool, data: bytes,
+                   st: os.stat_result) -> list[tuple[Root, str, Manifest]]:
     if use_cache:
         cached = _loaded_from_cache(path, st)
         if cached is not None:
@@ -318,6 +339,7 @@ class WalkStat(NamedTuple):
     st_size: int
     st_mtime_ns: int
     st_mtime: float
+    st_ctime_ns: int  # Manifest.trusted compares it (a file the walker did not settle may still be asked)
 
 
 def _share_out(pending: list[tuple[str, str]], manifest: Manifest, limit: int) -> tuple[list, list]:
@@ -347,17 +369,19 @@ def _share_out(pending: list[tuple[str, str]], manifest: Manifest, limit: int) -
     return theirs, mine
 
 
-def _split_walk(ctx: Context, manifest: Manifest, trust: bool) -> tuple[dict, list[Problem]] | None:
+def _split_walk(ctx: Context, manifest: Manifest, trust: bool,
+                dirs: dict | None = None) -> tuple[dict, list[Problem]] | None:
     """``scan_tree(ctx.root)`` and the settling of every unchanged small file (``settle``: by
     signature, or hashed) on two cores: the first directories are listed here breadth first, the
     rest shared out (``_share_out``); a forked walker walks and settles its share and sends back
     the names of the files it settled and the lstat of every other, while this process does the
-    same with its own. None where forking is not allowed (the caller walks, and compares, alone)."""
+    same with its own. None where forking is not allowed (the caller walks, and compares, alone).
+    ``dirs``: each directory's signature, for the diff index (``scan_dirs``)."""
     if not (len(manifest.files) >= SPLIT_MIN_ENTRIES and may_fork() and walk_inside(ctx)):
         return None
     found: dict = {}
     problems: list[Problem] = []
-    pending = scan_dirs(ctx.root, [(ctx.root, "")], found, problems, expand=SPLIT_DIRS)
+    pending = scan_dirs(ctx.root, [(ctx.root, "")], found, problems, expand=SPLIT_DIRS, dirs=dirs)
     theirs, mine = _share_out(pending, manifest, ctx.limit)
 
     def settled_in(walked: dict) -> tuple[dict, int]:
@@ -372,18 +396,20 @@ def _split_walk(ctx: Context, manifest: Manifest, trust: bool) -> tuple[dict, li
     def walker(fd: int) -> None:
         got: dict = {}
         trouble: list[Problem] = []
-        scan_dirs(ctx.root, list(reversed(theirs)), got, trouble)
+        listed: dict | None = {} if dirs is not None else None
+        scan_dirs(ctx.root, list(reversed(theirs)), got, trouble, dirs=listed)
         done, hashed = settled_in(got)
         trusted = [rel for rel, v in done.items() if v is TRUSTED]
         matched = [rel for rel, v in done.items() if v is MATCHED]
-        other = [(rel, None if st is None else (st.st_mode, st.st_size, st.st_mtime_ns, st.st_mtime))
+        other = [(rel, None if st is None else (st.st_mode, st.st_size, st.st_mtime_ns, st.st_mtime, st.st_ctime_ns))
                  for rel, st in got.items() if rel not in done]
-        data = memoryview(marshal.dumps((trusted, matched, other, hashed, [(p.path, p.message) for p in trouble])))
+        data = memoryview(marshal.dumps((trusted, matched, other, hashed, [(p.path, p.message) for p in trouble],
+                                         listed)))
         while data:
             data = data[os.write(fd, data):]
 
     helper = Child(walker) if theirs else None
-    scan_dirs(ctx.root, list(reversed(mine)), found, problems)
+    scan_dirs(ctx.root, list(reversed(mine)), found, problems, dirs=dirs)
     done, hashed = settled_in(found)
     found.update(done)
     ctx.meter.note_hashed(hashed)
@@ -391,7 +417,7 @@ def _split_walk(ctx: Context, manifest: Manifest, trust: bool) -> tuple[dict, li
     try:
         if answer is None:
             raise ValueError("no answer")
-        trusted, matched, other, hashed, trouble = marshal.loads(answer)
+        trusted, matched, other, hashed, trouble, listed = marshal.loads(answer)
         for rel in trusted:
             found[rel] = TRUSTED
         for rel in matched:
@@ -400,11 +426,27 @@ def _split_walk(ctx: Context, manifest: Manifest, trust: bool) -> tuple[dict, li
             found[rel] = None if st is None else WalkStat(*st)
         problems += [Problem(path, message) for path, message in trouble]
         ctx.meter.note_hashed(hashed)
+        if dirs is not None:
+            dirs.update(listed)
     except (ValueError, EOFError, TypeError):  # the walker failed: its share, here
         more: dict = {}
-        scan_dirs(ctx.root, list(reversed(theirs)), more, problems)
+        scan_dirs(ctx.root, list(reversed(theirs)), more, problems, dirs=dirs)
         found.update(more)
     return found, problems
+
+
+def _save_index(ctx: Context, manifest: Manifest, walked: dict, dirs: dict, walk_started: int,
+                consistency: bool) -> None:
+    """Keep the diff index of this full walk: the files trusted by signature (settled so in the
+    walk, or by ``settled_by_signature`` in the comparison), and every other entry walked."""
+    trusted, others = [], []
+    files, limit = manifest.files, ctx.limit
+    for rel, st in walked.items():
+        if st is TRUSTED or (st is not MATCHED and settled_by_signature(manifest, files.get(rel), st, limit)):
+            trusted.append(rel)
+        else:
+            others.append(rel)
+    treeindex.save(manifest, ctx.root, limit, dirs, walk_started, trusted, others, consistency)
 
 
 @dataclass(frozen=True)
@@ -423,8 +465,23 @@ def diff_root(root: Root, manifest_path: str, manifest: Manifest | None = None, 
     layout = detect_layout(root.path, manifest=manifest_path)  # a named manifest: always LayoutKind.MANIFEST
     meter = Meter(progress)
     ctx = Context(layout.root, deep, SMALL_FILE_LIMIT, max(1, jobs), meter, [], contain=containment_root(layout.root))
-    split = _split_walk(ctx, manifest, trust) if manifest is not None else None
-    walked, walk_problems = split if split is not None else scan_tree(ctx.root)
+    # The diff index (treeindex): with trust, for a snapshot file it can name, inside containment.
+    indexed = trust and manifest is not None and manifest.identity is not None and walk_inside(ctx)
+    index = treeindex.load(manifest, ctx.root, ctx.limit) if indexed else None  # type: ignore[arg-type]
+    walked = treeindex.walk(ctx.root, index, TRUSTED) if index is not None else None
+    dirs: dict | None = None
+    if walked is not None:
+        walk_problems: list[Problem] = []
+    else:
+        index = None  # a directory changed: the walk, and a new index
+        dirs = {} if indexed else None
+        walk_started = time.time_ns()
+        split = _split_walk(ctx, manifest, trust, dirs) if manifest is not None else None
+        if split is not None:
+            walked, walk_problems = split
+        else:
+            walked, walk_problems = {}, []
+            scan_dirs(ctx.root, [(ctx.root, "")], walked, walk_problems, dirs=dirs)
     trusted = 0
     try:
         result, trusted = diff_manifest(ctx, layout, manifest, walked, walk_problems, trust=trust,
@@ -433,10 +490,14 @@ def diff_root(root: Root, manifest_path: str, manifest: Manifest | None = None, 
     except Exception as exc:  # noqa: BLE001 - the other roots and the report must go on
         result = KindResult()
         checks, problems = [], [Problem(layout.root, f"model directory audit failed: {type(exc).__name__}: {exc}")]
+    consistency = index.consistency if index is not None else \
+        any(rel.endswith((INDEX_SUFFIX, ".safetensors")) for rel in walked)
+    if dirs is not None and not walk_problems:
+        _save_index(ctx, manifest, walked, dirs, walk_started, consistency)  # type: ignore[arg-type]
     try:
         # The consistency checks look only at weight-map indexes and safetensors files: a tree
         # without any (a venv) has nothing for them, and their own walk is not taken.
-        if os.path.isdir(ctx.root) and any(rel.endswith((INDEX_SUFFIX, ".safetensors")) for rel in walked):
+        if os.path.isdir(ctx.root) and consistency:
             flagged = {c.path: c for c in checks}
             extra, more = consistency_checks(ctx, flagged)
             checks, problems = merge_checks(checks, extra), problems + more

@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import os
 import re
-from dataclasses import dataclass, field
+from array import array
+from collections.abc import Iterator, Mapping, Sequence, Set as AbstractSet
+from typing import cast
 
 from ...discover.dists import MetadataDir
 from ...discover.target import Containment
@@ -54,37 +56,114 @@ _VENV_BIN = re.compile(
 _LEGIT_SITE_TOP = re.compile(r"^(?:README(?:\.txt)?|easy-install\.pth|.*\.egg-link|_virtualenv\.(?:py|pth))$")
 
 
-@dataclass
 class Ownership:
-    owners: dict[str, list[tuple[Distribution, RecordEntry]]] = field(default_factory=dict)
-    # (site-packages, top-level name) claimed by a distribution that lists no files.
-    claimed: set[tuple[str, str]] = field(default_factory=set)
-    # metadata dir → its reading; orphaned ones are reported whole, not file by file
-    metadata: dict[str, MetadataDir] = field(default_factory=dict)
-    # every (distribution, entry, absolute path), in RECORD order: what verify checks
-    rows: list[tuple[Distribution, RecordEntry, str]] = field(default_factory=list)
-    # rows naming a path outside the environment (``/etc/shadow``, ``../../../../etc/shadow``):
-    # neither owned nor checked, reported
-    problems: list[Problem] = field(default_factory=list)
+    """Which RECORD rows there are and who owns each path, compactly (a cold audit of a 40,000-row
+    venv kept 15 MB here as one absolute path string, a one-item list and a pair per row).
+
+    A row is its number: ``entries[i]`` (the RecordEntry itself, shared with its distribution),
+    ``dist(i)``, ``path(i)`` (absolute, lexically normal; built on demand from the row's
+    site-packages, stored only for the rare row that needed normalising). Paths are indexed
+    relative to a site-packages (the RECORD's own path string is the key: nothing new is
+    allocated for it), the rest by absolute path; a path several rows name keeps its first
+    row in the index and the others in ``_more``. ``rows`` and ``owners`` are the old views:
+    ``rows[i]`` is ``(dist, entry, path)``, ``owners`` maps a path to its (dist, entry) pairs."""
+
+    def __init__(self) -> None:
+        # (site-packages, top-level name) claimed by a distribution that lists no files.
+        self.claimed: set[tuple[str, str]] = set()
+        # metadata dir → its reading; orphaned ones are reported whole, not file by file
+        self.metadata: dict[str, MetadataDir] = {}
+        # rows naming a path outside the environment (``/etc/shadow``, ``../../../../etc/shadow``):
+        # neither owned nor checked, reported
+        self.problems: list[Problem] = []
+        self.entries: list[RecordEntry] = []  # every checked row, in RECORD order: what verify checks
+        self.dists: list[Distribution] = []  # distribution number → distribution
+        self._prefix: list[str] = []  # distribution number → its site-packages + os.sep
+        self._dist_of = array("I")  # row → distribution number
+        self._odd: dict[int, str] = {}  # row → absolute path, where it is not prefix + entry.path
+        # Index buckets, longest prefix first: (site-packages + os.sep, relative path → first row).
+        self._buckets: list[tuple[str, dict[str, int]]] = []
+        self._by_site: dict[str, dict[str, int]] = {}
+        self._elsewhere: dict[str, int] = {}  # absolute path → first row, for paths outside every bucket
+        self._more: dict[int, list[int]] = {}  # first row → the other rows naming the same path
+        self.rows = _Rows(self)
+        self.owners = _Owners(self)
+
+    # -- rows -------------------------------------------------------------------------------
+    def path(self, i: int) -> str:
+        odd = self._odd.get(i)
+        return odd if odd is not None else self._prefix[self._dist_of[i]] + self.entries[i].path
+
+    def dist(self, i: int) -> Distribution:
+        return self.dists[self._dist_of[i]]
+
+    def shared_rows(self) -> set[int]:
+        """Rows whose path another row names too."""
+        out: set[int] = set()
+        for first, others in self._more.items():
+            out.add(first)
+            out.update(others)
+        return out
+
+    # -- the index ----------------------------------------------------------------------------
+    def _locate(self, path: str) -> tuple[dict[str, int], str]:
+        for prefix, bucket in self._buckets:
+            if path.startswith(prefix):
+                return bucket, path[len(prefix):]
+        return self._elsewhere, path
+
+    def first_row(self, path: str) -> int | None:
+        """The first row naming ``path``; -1 for a RECORD file no row lists (its distribution's
+        own all the same); None for a path no one owns."""
+        bucket, key = self._locate(path)
+        return bucket.get(key)
+
+    def rows_of(self, path: str) -> list[int]:
+        first = self.first_row(path)
+        if first is None or first < 0:
+            return []
+        more = self._more.get(first)
+        return [first, *more] if more else [first]
+
+    def _add(self, path: str, bucket: dict[str, int], key: str, row: int) -> None:
+        first = bucket.get(key)
+        if first is None or first < 0:
+            bucket[key] = row
+        else:
+            self._more.setdefault(first, []).append(row)
 
     def owns(self, path: str, stop: str) -> bool:
         """True when a RECORD lists ``path`` or a directory row above it (up to ``stop``)."""
-        if path in self.owners:
+        if self.first_row(path) is not None:
             return True
         parent = os.path.dirname(path)
         while len(parent) > len(stop):
-            if parent in self.owners:
+            if self.first_row(parent) is not None:
                 return True
             parent = os.path.dirname(parent)
         return False
+
+    def paths(self, skip: tuple[str, ...] = ()) -> Iterator[str]:
+        """Every owned path, absolute (built one by one); buckets whose prefix starts with one of
+        ``skip`` are left out (all their paths would start with it too)."""
+        for prefix, bucket in self._buckets:
+            if skip and prefix.startswith(skip):
+                continue
+            yield from (prefix + key for key in bucket)
+        yield from self._elsewhere
+
+    def owned_paths(self) -> frozenset[str]:
+        """The owned paths as ``Verification.referenced`` holds them: a set view over this index
+        (membership, iteration, length), not 40,000 new strings."""
+        return cast("frozenset[str]", OwnedView(self))
 
     @functools.cached_property
     def dir_owner(self) -> dict[str, Distribution]:
         """Directory → the first distribution with a file in it (who reinstalls that package dir).
         Built on first use: only junk in a ``__pycache__`` asks."""
         owner: dict[str, Distribution] = {}
-        for dist, _, path in self.rows:
-            owner.setdefault(path.rpartition(os.sep)[0], dist)
+        for i in range(len(self.entries)):
+            owner.setdefault(self.path(i).rpartition(os.sep)[0], self.dist(i))
         return owner
 
     def claimed_by_unlisted(self, site: str, relpath: str) -> bool:
@@ -95,25 +174,126 @@ class Ownership:
         return (site, top) in self.claimed or (site, name) in self.claimed
 
 
+class _Rows(Sequence):
+    """``Ownership.rows`` as it was: (distribution, entry, absolute path) per row, made on demand."""
+
+    def __init__(self, own: Ownership) -> None:
+        self._own = own
+
+    def __len__(self) -> int:
+        return len(self._own.entries)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        own = self._own
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(own.entries)
+        if not 0 <= i < len(own.entries):
+            raise IndexError(i)
+        return own.dist(i), own.entries[i], own.path(i)
+
+    def __iter__(self):
+        own = self._own
+        entries, dists, prefixes, odd = own.entries, own.dists, own._prefix, own._odd
+        for i, (entry, k) in enumerate(zip(entries, own._dist_of)):
+            path = odd.get(i) if odd else None
+            yield dists[k], entry, path if path is not None else prefixes[k] + entry.path
+
+
+class _Owners(Mapping):
+    """``Ownership.owners`` as it was: absolute path → [(distribution, entry)] of the rows naming it."""
+
+    def __init__(self, own: Ownership) -> None:
+        self._own = own
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self._own.first_row(path) is not None
+
+    def __getitem__(self, path: str) -> list[tuple[Distribution, RecordEntry]]:
+        own = self._own
+        if not isinstance(path, str) or own.first_row(path) is None:
+            raise KeyError(path)
+        return [(own.dist(i), own.entries[i]) for i in own.rows_of(path)]
+
+    def get(self, path, default=None):  # type: ignore[override]
+        try:
+            return self[path]
+        except KeyError:
+            return default
+
+    def __iter__(self) -> Iterator[str]:
+        return self._own.paths()
+
+    def __len__(self) -> int:
+        own = self._own
+        return sum(len(bucket) for _, bucket in own._buckets) + len(own._elsewhere)
+
+
+class OwnedView(AbstractSet):
+    """The owned paths of an ``Ownership``, as a read-only set."""
+
+    def __init__(self, own: Ownership) -> None:
+        self._own = own
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self._own.first_row(path) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return self._own.paths()
+
+    def __len__(self) -> int:
+        return len(self._own.owners)
+
+    __hash__ = AbstractSet._hash
+
+    def __reduce__(self):  # pickled (a fleet's report, multiprocessing) as the plain set it stands for
+        return frozenset, (frozenset(self),)
+
+
 def build_ownership(metadirs: list[MetadataDir], containment: Containment | None = None) -> Ownership:
     """``containment``: rows whose path is lexically outside its roots are left out and reported
     (verify checks the real location of the rest before reading anything)."""
     plain = os.sep == "/"
     own = Ownership()
-    owners, rows = own.owners, own.rows
+    dists = [md.distribution for md in metadirs if md.distribution is not None]
+    # One bucket per site-packages, longest first: a path is indexed in the first whose prefix it
+    # starts with, so that every path has exactly one place whoever looks for it.
+    sites = sorted({d.site_packages for d in dists}, key=len, reverse=True)
+    for site in sites:
+        bucket: dict[str, int] = {}
+        own._buckets.append((site + os.sep, bucket))
+        own._by_site[site] = bucket
+    # A site-packages with another inside it (rare): its rows may belong to the inner one's bucket.
+    nested = {site: tuple(other[len(site) + 1:] + os.sep for other in sites
+                          if other != site and other.startswith(site + os.sep)) for site in sites}
+    entries, dist_of, odd, add = own.entries, own._dist_of, own._odd, own._add
     for md in metadirs:
         own.metadata[md.path] = md
         dist = md.distribution
         if dist is None:
             continue
+        number = len(own.dists)
+        own.dists.append(dist)
         site = dist.site_packages
+        own._prefix.append(site + os.sep)
+        home, inner = own._by_site[site], nested[site]
         for entry in dist.entries:
             record_path = entry.path
             # entry_path's fast path, inlined (once per row of every audit): a plain relative path
             # is inside its site-packages; any other is normalised and checked.
             if plain and not record_path.startswith("/") and "./" not in record_path \
                     and "//" not in record_path and not record_path.endswith((".", "/")):
-                path = f"{site}/{record_path}"
+                row = len(entries)
+                if inner and record_path.startswith(inner):
+                    path = f"{site}/{record_path}"
+                    add(path, *own._locate(path), row)
+                else:
+                    first = home.get(record_path)  # _add, inlined
+                    if first is None or first < 0:
+                        home[record_path] = row
+                    else:
+                        own._more.setdefault(first, []).append(row)
             else:
                 path = os.path.normpath(os.path.join(site, record_path))
                 if containment is not None and _outside(containment, path):
@@ -121,16 +301,17 @@ def build_ownership(metadirs: list[MetadataDir], containment: Containment | None
                     own.problems.append(Problem(record, f"line {entry.line}: {record_path} is outside the environment "
                                                         f"({', '.join(containment.roots)}); not read"))
                     continue
-            pair = (dist, entry)
-            listed = owners.get(path)
-            if listed is None:
-                owners[path] = [pair]
-            else:
-                listed.append(pair)
-            rows.append((dist, entry, path))
+                row = len(entries)
+                if path != f"{site}/{record_path}":
+                    odd[row] = path
+                add(path, *own._locate(path), row)
+            entries.append(entry)
+            dist_of.append(number)
         if dist.kind is MetadataKind.DIST_INFO:
             # RECORD cannot hash itself; it is the distribution's own even when it does not list itself.
-            owners.setdefault(os.path.join(dist.metadata_dir, "RECORD"), [])
+            record = os.path.join(dist.metadata_dir, "RECORD")
+            bucket, key = own._locate(record)
+            bucket.setdefault(key, -1)
         if not dist.entries:
             for name in dist.top_level:
                 own.claimed.add((site, name))

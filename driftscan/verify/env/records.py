@@ -7,6 +7,8 @@ import stat
 import struct
 import threading
 from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 from dataclasses import dataclass, replace
 
 from ...cache import SIGNATURE, tag
@@ -29,6 +31,30 @@ _KIND = {
 Row = tuple  # (Distribution, RecordEntry, absolute path): Ownership.rows
 
 
+def _access(rows) -> tuple[Sequence[Any], Callable[[int], str]]:
+    """(the entry of each row, row → its absolute path): straight from the ``Ownership`` behind
+    ``rows`` (its ``rows`` view makes a tuple per access), or from a plain list of rows."""
+    own = getattr(rows, "_own", None)
+    if isinstance(own, Ownership):
+        return own.entries, own.path
+    return [row[1] for row in rows], lambda i: rows[i][2]
+
+
+class _Pairs:
+    """(entry, absolute path) of some rows, made one at a time (for the small-files child)."""
+
+    def __init__(self, entries: Sequence[Any], path_of: Callable[[int], str], indices: list[int]) -> None:
+        self._entries, self._path_of, self._indices = entries, path_of, indices
+
+    def __len__(self) -> int:
+        return len(self._indices)
+
+    def __iter__(self) -> Iterator[tuple[RecordEntry, str]]:
+        entries, path_of = self._entries, self._path_of
+        for i in self._indices:
+            yield entries[i], path_of(i)
+
+
 @dataclass(frozen=True)
 class RecordsOutcome:
     checks: list[FileCheck]
@@ -47,11 +73,23 @@ def _cache_archives(links: Containment) -> tuple[str, ...]:
 
 
 
-def presence_only(rows: list[Row], owners) -> list[bool]:
+def presence_only(rows: Sequence[Row], owners) -> list[bool]:
     """Rows checked by presence alone: no hash to compare, egg-info lists, and bytecode of an owned
     source (derived data: Python rewrites it at will, even a wheel-shipped .pyc, docs/installers.md §6a)."""
     flags: list[bool] = []
     append = flags.append
+    own = getattr(rows, "_own", None)
+    if isinstance(own, Ownership):  # without a (dist, entry, path) tuple per row
+        egg = [d.kind is MetadataKind.EGG_INFO for d in own.dists]
+        for i, (entry, number) in enumerate(zip(own.entries, own._dist_of)):
+            if entry.hash is None or egg[number]:
+                append(True)
+            elif entry.path.endswith((".pyc", ".pyo")):
+                source = bytecode_source(own.path(i))
+                append(source is not None and source in owners)
+            else:
+                append(False)
+        return flags
     for dist, entry, path in rows:
         if entry.hash is None or dist.kind is MetadataKind.EGG_INFO:
             append(True)
@@ -63,7 +101,7 @@ def presence_only(rows: list[Row], owners) -> list[bool]:
     return flags
 
 
-def _stat_pass(rows: list[Row], presence: list[bool], cache,
+def _stat_pass(rows: Sequence[Row], presence: list[bool], cache,
                links: Containment | None = None) -> tuple[list[files.EntryResult | None], list[int]]:
     """Settle, one lstat per file at most, the files the stat cache knows unchanged. Rows the cache
     knows nothing of go straight to hashing, unstat'ed (the hashing path opens and fstat's them
@@ -75,12 +113,19 @@ def _stat_pass(rows: list[Row], presence: list[bool], cache,
     lstat, is_reg, pack = os.lstat, stat.S_ISREG, SIGNATURE.pack
     plain_ok, check = files._PLAIN_OK, files.check_entry
     known = cache.entries if cache is not None else {}
-    results: list[files.EntryResult | None] = [None] * len(rows)
-    pending: list[int] = []
+    entries, path_of = _access(rows)
+    results: list[files.EntryResult | None] = [None] * len(entries)
+    if not known:  # a cold audit: every row with content goes to hashing, no path needed
+        pending = [i for i, flag in enumerate(presence) if not flag]
+        if cache is not None:
+            cache.misses += len(pending)
+        return results, pending
+    pending = []
     sha256_tag = tag("sha256", b"")
-    for i, (_, entry, path) in enumerate(rows):
+    for i, entry in enumerate(entries):
         if presence[i]:
             continue
+        path = path_of(i)
         cached = known.get(path)
         if cached is None:
             pending.append(i)
@@ -112,18 +157,19 @@ def _stat_pass(rows: list[Row], presence: list[bool], cache,
     return results, pending
 
 
-def _presence_pass(rows: list[Row], presence: list[bool], results: list, unseen: list[int], cache,
+def _presence_pass(rows: Sequence[Row], presence: list[bool], results: list, unseen: list[int], cache,
                    links: Containment | None = None) -> None:
     """Presence-only rows: those the directory walk saw as regular files are there; the rest
     (``unseen``: symlinks, other types, missing, outside the walked roots) get an lstat and, if
     odd, the full check. A hard link count only matters for a drift (uv's cache): an ok file is ok."""
     lstat, is_reg = os.lstat, stat.S_ISREG
     plain_ok, check = files._PLAIN_OK, files.check_entry
+    entries, path_of = _access(rows)
     for i, flag in enumerate(presence):
         if flag:
             results[i] = plain_ok
     for i in unseen:
-        _, entry, path = rows[i]
+        entry, path = entries[i], path_of(i)
         try:
             st = lstat(path)
         except OSError:
@@ -175,11 +221,12 @@ BATCH_BYTES = 1 << 20
 HELPER_MIN = 256 << 10  # bytes; see take_high
 
 
-def _hash_pending(rows: list[Row], presence: list[bool], pending: list[int], results: list, jobs: int,
+def _hash_pending(rows: Sequence[Row], presence: list[bool], pending: list[int], results: list, jobs: int,
                   cache, progress, links: Containment | None = None, walk=None) -> None:
     quick, check = files.quick_check, files.check_entry
-    order = sorted(pending, key=lambda i: rows[i][1].size or 0)
-    sizes = [rows[i][1].size or 0 for i in order]
+    entries, path_of = _access(rows)
+    order = sorted(pending, key=lambda i: entries[i].size or 0)
+    sizes = [entries[i].size or 0 for i in order]
     meter = ByteProgress(progress, sum(sizes))
     # Too many small files for this thread alone (no large ones to balance them): a forked child
     # takes a share. Forked before any helper thread exists.
@@ -187,7 +234,8 @@ def _hash_pending(rows: list[Row], presence: list[bool], pending: list[int], res
     start, stop = smallfiles.child_share(sizes, HELPER_MIN, jobs)
     if stop > start:
         theirs = order[start:stop]
-        child = smallfiles.SmallFilesChild([rows[i][1:] for i in theirs], links, walk, theirs)
+        child = smallfiles.SmallFilesChild(_Pairs(entries, path_of, theirs), links, walk, theirs,
+                                           record=cache is not None)
         if child.started:
             order, sizes = order[:start] + order[stop:], sizes[:start] + sizes[stop:]
         else:
@@ -199,20 +247,20 @@ def _hash_pending(rows: list[Row], presence: list[bool], pending: list[int], res
             child.abandon()
         raise
     if child is not None:
-        matched, entries = child.collect()
+        matched, earned = child.collect()
         if cache is not None:
-            cache.merge(entries)
+            cache.merge(earned)
         for k, i in enumerate(theirs):
             if matched[k]:
                 results[i] = files._PLAIN_OK
             else:  # a mismatch, an oddity, or a failed child: checked here, which describes it
-                _, entry, path = rows[i]
+                entry, path = entries[i], path_of(i)
                 results[i] = quick(path, entry, cache, links=links) or \
                     check(path, entry, presence[i], cache, lookup=False, links=links)
-        meter.add(sum(rows[i][1].size or 0 for i in theirs))
+        meter.add(sum(entries[i].size or 0 for i in theirs))
 
 
-def _share(rows: list[Row], presence: list[bool], order: list[int], sizes: list[int], results: list,
+def _share(rows: Sequence[Row], presence: list[bool], order: list[int], sizes: list[int], results: list,
            jobs: int, cache, meter: ByteProgress, links: Containment | None = None, walk=None) -> None:
     """``order`` (sizes ascending) between this thread, from the small end, and helper threads.
 
@@ -221,13 +269,14 @@ def _share(rows: list[Row], presence: list[bool], order: list[int], sizes: list[
     listing then says which rows are regular files reached without leaving the roots, and this
     thread opens those without an lstat or a containment check of its own."""
     quick, check = files.quick_check, files.check_entry
+    entries, path_of = _access(rows)
     work = _TwoEnds(sizes)
     typed: bytes | None = None  # walk.typed(), once the walk has answered
 
     def settle(span: range, typed: bytes | None = None) -> None:
         for k in span:
             i = order[k]
-            _, entry, path = rows[i]
+            entry, path = entries[i], path_of(i)
             if typed is not None and typed[i]:
                 results[i] = quick(path, entry, cache, regular=True) or \
                     check(path, entry, presence[i], cache, lookup=False, links=links)
@@ -271,11 +320,12 @@ def _share(rows: list[Row], presence: list[bool], order: list[int], sizes: list[
         raise failures[0]
 
 
-def _settle_prehashed(rows: list[Row], pending: list[int], done: dict, cache, results: list) -> list[int]:
+def _settle_prehashed(rows: Sequence[Row], pending: list[int], done: dict, cache, results: list) -> list[int]:
     """Rows a ``Prehasher`` child hashed, if the file is still as the child read it; the rest."""
     rest = []
+    entries, path_of = _access(rows)
     for i in pending:
-        _, entry, path = rows[i]
+        entry, path = entries[i], path_of(i)
         found = done.get(path)
         if found is not None:
             try:
@@ -293,7 +343,7 @@ def _settle_prehashed(rows: list[Row], pending: list[int], done: dict, cache, re
     return rest
 
 
-def _run(rows: list[Row], presence: list[bool], jobs: int, cache, progress=None, walk=None,
+def _run(rows: Sequence[Row], presence: list[bool], jobs: int, cache, progress=None, walk=None,
          early: prehash.Prehasher | None = None, links: Containment | None = None) -> list[files.EntryResult]:
     """Check every row: the stat-cache pass, what the ``early`` child hashed meanwhile, the files
     left to hash (from both ends), then the presence-only rows, which wait for the walk (running
@@ -302,8 +352,10 @@ def _run(rows: list[Row], presence: list[bool], jobs: int, cache, progress=None,
     busy: list[int] = []
     if early is not None:
         done, in_progress = early.take()
-        busy = [i for i in pending if rows[i][2] == in_progress]
-        pending = _settle_prehashed(rows, [i for i in pending if rows[i][2] != in_progress], done, cache, results)
+        path_of = _access(rows)[1]
+        busy = [i for i in pending if path_of(i) == in_progress] if in_progress is not None else []
+        pending = _settle_prehashed(rows, [i for i in pending if i not in busy] if busy else pending, done, cache,
+                                    results)
     _hash_pending(rows, presence, pending, results, jobs, cache, progress, links, walk)  # the walk goes on meanwhile
     if early is not None:
         left = _settle_prehashed(rows, busy, early.finish(), cache, results)
@@ -336,15 +388,16 @@ def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, 
     results = _run(rows, presence, jobs, cache, progress, walk, early, containment)
     if cache is not None:
         cache.retain(own.owners)
-    shared = {path for path, owners in own.owners.items() if len(owners) > 1}
+    shared = own.shared_rows()
     plain_ok = files._PLAIN_OK
     archives = _cache_archives(containment)
     errors: list[Problem] = []
     refused: dict[str, list[str]] = {}
     raw: dict[str, list[tuple[Distribution, files.EntryResult]]] = defaultdict(list)
-    for (dist, entry, path), result in zip(rows, results):
-        if result is plain_ok and path not in shared:
+    for i, result in enumerate(results):
+        if result is plain_ok and i not in shared:
             continue  # the common case: nothing to resolve
+        dist, entry, path = own.dist(i), own.entries[i], own.path(i)
         if result.status == files.ERROR:
             if result.refused:  # outside the environment: one error per reason, not per row
                 refused.setdefault(result.message, []).append(path)

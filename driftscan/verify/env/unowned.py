@@ -10,7 +10,7 @@ import mmap
 import os
 import pickle
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ...cache import signature
 from ...discover.target import environment_roots
@@ -23,9 +23,9 @@ from .ownership import Ownership, bytecode_source, is_legit_site_file, is_venv_f
 from .roots import root_of
 
 
-def _walk(root: str, problems: list[Problem], skip_dir, regular: set[str] | None,
+def _walk(root: str, problems: list[Problem], skip_dir, regular: Callable[[str], object] | None,
           listed: list[tuple[str, bytes]] | None = None) -> Iterator[os.DirEntry]:
-    """Yield every non-directory entry under ``root`` (symlinks to directories included), and add
+    """Yield every non-directory entry under ``root`` (symlinks to directories included), and pass
     the paths of regular files to ``regular``: the directory listing's file types, free of any stat.
     ``listed`` receives each directory's signature, taken *before* it is listed (an entry added
     after the listing then shows as a changed signature next time, never as a missed file)."""
@@ -58,7 +58,7 @@ def _walk(root: str, problems: list[Problem], skip_dir, regular: set[str] | None
                     stack.append(entry.path)
                 continue
             if is_file:
-                regular.add(entry.path)  # type: ignore[union-attr]
+                regular(entry.path)  # type: ignore[misc]
             yield entry
 
 
@@ -85,7 +85,7 @@ def _record_roots(target: Target, own: Ownership, roots: list[str]) -> list[str]
         return []
     prefix = target.venv.rstrip(os.sep) + os.sep
     walked = tuple(r.rstrip(os.sep) + os.sep for r in roots)
-    tops = {path[len(prefix):].split(os.sep, 1)[0] for path in own.owners
+    tops = {path[len(prefix):].split(os.sep, 1)[0] for path in own.paths(skip=walked)
             if path.startswith(prefix) and not path.startswith(walked)}
     out = []
     for top in sorted(tops):
@@ -100,11 +100,21 @@ def _record_roots(target: Target, own: Ownership, roots: list[str]) -> list[str]
     return out
 
 
-def find_unowned(target: Target, own: Ownership, regular: set[str] | None = None,
+def find_unowned(target: Target, own: Ownership, regular: set[str] | bytearray | None = None,
                  listed: list[tuple[str, bytes]] | None = None) -> tuple[list[FileCheck], list[Problem]]:
     """Files no RECORD owns, sorted by path. ``regular``, if given, receives the path of every
-    regular file met (verify settles presence-only rows with it, without a stat each); ``listed``
-    the signature of every directory listed."""
+    regular file met, or (a bytearray, one byte per row of ``own``) a 1 for each row naming one:
+    verify settles presence-only rows with it, without a stat each; ``listed`` the signature of
+    every directory listed."""
+    if isinstance(regular, bytearray):
+        marks = regular
+
+        def note(path: str) -> None:
+            for i in own.rows_of(path):
+                marks[i] = 1
+    else:
+        note = regular.add if regular is not None else None  # type: ignore[assignment]
+
     problems: list[Problem] = []
     checks: list[FileCheck] = []
 
@@ -128,7 +138,7 @@ def find_unowned(target: Target, own: Ownership, regular: set[str] | None = None
         if root in seen:
             continue
         seen.add(root)
-        for entry in _walk(root, problems, skip_dir, regular, listed):
+        for entry in _walk(root, problems, skip_dir, note, listed):
             path = entry.path
             if own.owns(path, root) or is_venv_file(target, path):
                 continue
@@ -183,12 +193,12 @@ class UnownedWalk:
         self._target, self._own, self._presence, self._signatures = target, own, presence, signatures
         self._child: Child | None = None
         self._result: tuple | None = None  # (checks, problems, unseen, listed)
-        self._regular: set[str] | None = None  # kept when walking here: ``typed()`` on demand
+        self._regular: bytearray | None = None  # per row, 1 if seen as a regular file (when walking here)
         self._typed: bytes | None = None
         # A shared page, not the pipe, carries the answer to ``typed()``: the child writes it as
         # soon as its listing is done, and a process forked after this one (the small-files
         # child) can read it too. Byte 0 says it is complete.
-        self._shared = mmap.mmap(-1, len(own.rows) + 1) if typed and may_fork() else None
+        self._shared = mmap.mmap(-1, len(own.entries) + 1) if typed and may_fork() else None
         if may_fork():
             self._fork()
         if self._child is None or not self._child.started:
@@ -196,20 +206,19 @@ class UnownedWalk:
             self._result = self._walk()
 
     def _walk(self) -> tuple:
-        regular: set[str] = set()
+        regular = bytearray(len(self._own.entries))  # per row: 1 if the walk saw its path as a regular file
         listed: list[tuple[str, bytes]] = []
         checks, problems = find_unowned(self._target, self._own, regular, listed if self._signatures else None)
-        rows = self._own.rows
-        unseen = [i for i, presence in enumerate(self._presence) if presence and rows[i][2] not in regular]
+        unseen = [i for i, presence in enumerate(self._presence) if presence and not regular[i]]
         self._regular = regular
         return checks, problems, unseen, listed
 
-    def _typed_of(self, regular: set[str]) -> bytes:
+    def _typed_of(self, regular: bytearray) -> bytes:
         # 1 for each hashed row the listing showed as a regular file: known to be one, inside the
         # roots (the walk follows no symlink), before anything opens it. 0 for the rest: symlinks,
         # FIFOs, devices, missing files, paths outside the walked roots or under a linked directory.
-        rows = self._own.rows
-        return bytes([not presence and rows[i][2] in regular for i, presence in enumerate(self._presence)])
+        presence = bytes(self._presence)  # 1 for a presence-only row
+        return bytes(seen & ~flag & 1 for seen, flag in zip(regular, presence))
 
     def _fork(self) -> None:
         self._child = Child(self._send)

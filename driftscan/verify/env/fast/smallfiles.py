@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import marshal
 import os
+from collections.abc import Sized
 
 from ....cache import StatCache
 from .. import files
@@ -39,14 +40,16 @@ def child_share(sizes: list[int], small_below: int, jobs: int) -> tuple[int, int
 class SmallFilesChild:
     """The child at work on ``rows`` (``(entry, path)`` pairs); ``collect()`` gives its answers."""
 
-    def __init__(self, rows: list[tuple], links=None, walk=None, indices=None) -> None:
-        """``links``: the audit's ``Containment`` (a row it refuses is left unmatched, for the
+    def __init__(self, rows: Sized, links=None, walk=None, indices=None, record: bool = True) -> None:
+        """``rows``: a sized iterable of them (made one at a time in the child, not beforehand).
+        ``links``: the audit's ``Containment`` (a row it refuses is left unmatched, for the
         parent to report); ``walk``: the ``UnownedWalk`` whose ``typed()`` says, by row index
-        (``indices``, one per row), which files its listing showed as regular."""
+        (``indices``, one per row), which files its listing showed as regular; ``record``: whether
+        the parent keeps a stat cache (else the child earns it no entries)."""
         self.rows = rows
         if walk is not None and indices is None:
             walk = None
-        self._child = Child(lambda fd: _child(rows, fd, links, walk, indices))
+        self._child = Child(lambda fd: _child(rows, fd, links, walk, indices, record))
 
     @property
     def started(self) -> bool:
@@ -69,8 +72,8 @@ class SmallFilesChild:
         self._child.kill()
 
 
-def _child(rows: list[tuple], out: int, links=None, walk=None, indices=None) -> None:
-    recorder = StatCache(None)  # in memory only: its entries go back to the parent
+def _child(rows, out: int, links=None, walk=None, indices=None, record: bool = True) -> None:
+    recorder = StatCache(None) if record else None  # in memory only: its entries go back to the parent
     plain_ok, quick = files._PLAIN_OK, files.quick_check
     # A file's type must be known before it is opened (a device node is never opened): an lstat
     # each, until the unowned-file walk has listed the directories (``walk.typed()``, a page
@@ -82,6 +85,6 @@ def _child(rows: list[tuple], out: int, links=None, walk=None, indices=None) -> 
             typed = walk.typed()
         known = typed is not None and typed[indices[k]]
         matched[k] = quick(path, entry, recorder, regular=known, links=None if known else links) is plain_ok
-    data = marshal.dumps((bytes(matched), recorder.entries))
+    data = marshal.dumps((bytes(matched), recorder.entries if recorder is not None else {}))
     with os.fdopen(out, "wb") as pipe:
         pipe.write(data)

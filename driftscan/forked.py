@@ -1,0 +1,103 @@
+"""Forked helper processes: the unowned-file walk, the prehash of large files, a share of the
+small files, half of the clean-index check. Each works beside this process (two processes do
+not share a GIL), sends its answer through a pipe and leaves with ``os._exit``, so that none of
+this process's exit code (atexit handlers, buffered output, a test runner's teardown) runs twice.
+
+When forking is allowed is decided in ``driftscan/forking.py``. Every caller has an in-process
+way to do the work, used when forking is not allowed or the child fails or falls silent for
+``HELPER_TIMEOUT`` seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+from collections.abc import Callable
+
+from .forking import allow_fork, fork_quietly, may_fork
+
+__all__ = ["HELPER_TIMEOUT", "Child", "allow_fork", "may_fork", "read_some"]
+
+
+HELPER_TIMEOUT = 120.0  # seconds without a byte from a child before it is given up
+
+
+def read_some(fd: int, size: int, timeout: float = HELPER_TIMEOUT) -> bytes:
+    """``os.read`` of a helper's pipe that gives up (TimeoutError) after ``timeout`` silent seconds."""
+    ready, _, _ = select.select([fd], [], [], timeout)
+    if not ready:
+        raise TimeoutError(f"a helper process sent nothing for {timeout:.0f} s")
+    return os.read(fd, size)
+
+
+class Child:
+    """A forked process running ``work(fd)``, ``fd`` the write end of a pipe to this process."""
+
+    def __init__(self, work: Callable[[int], None]) -> None:
+        self.pid: int | None = None
+        self.fd: int | None = None  # the read end
+        read_fd, write_fd = os.pipe()
+        try:
+            pid = fork_quietly()
+        except OSError:
+            os.close(read_fd)
+            os.close(write_fd)
+            return
+        if pid == 0:  # the child
+            status = 1
+            try:
+                os.close(read_fd)
+                work(write_fd)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write_fd)
+        self.pid, self.fd = pid, read_fd
+
+    @property
+    def started(self) -> bool:
+        return self.pid is not None
+
+    def wait(self, read_rest: Callable[[int], bytes] | None = None) -> bytes | None:
+        """Read the pipe to its end and reap the child: what it sent, or None if it failed."""
+        if self.pid is None:
+            return None
+        data = b""
+        status: int | None = None
+        try:
+            data = read_rest(self.fd) if read_rest is not None else _read_all(self.fd)  # type: ignore[arg-type]
+        except TimeoutError:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            data = None  # type: ignore[assignment]
+        finally:
+            os.close(self.fd)  # type: ignore[arg-type]
+            try:
+                _, status = os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass  # reaped by a host program's SIGCHLD handling: the data tells whether it finished
+            self.pid = self.fd = None
+        if data is None or (status is not None and os.waitstatus_to_exitcode(status) != 0):
+            return None
+        return data
+
+    def kill(self) -> None:
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                self.wait()
+            except OSError:
+                pass
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := read_some(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
