@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ConfigError
 from .fileio import read_regular
@@ -15,7 +13,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 TOML_MAX = 16 << 20  # configuration and expectation files are a few lines
 
 
@@ -36,6 +37,8 @@ def read_toml(path: str) -> dict[str, Any]:
 
 
 def load_toml_model(path: str, model: type[M]) -> M:
+    from pydantic import ValidationError  # only to validate: reading TOML (config discovery) needs none
+
     data = read_toml(path)
     try:
         return model.model_validate(data)

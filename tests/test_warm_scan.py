@@ -139,6 +139,13 @@ def test_cli_warm_scan_imports_neither_libcst_nor_pydantic(tmp_path):
     assert (nocache_out, nocache_exit) == (cold_out, cold_exit)
     text, _, heavy = _cli(["scan", str(tree)], cache)
     assert heavy == [] and "dbg.py:2:5: DBG" in text
+    # run from a project whose pyproject.toml names driftscan (no [tool.driftscan]): the search for
+    # a configuration reads it, with tomllib alone
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["driftscan"]\n')
+    out, _, heavy = run_cli_imports(["scan", str(tree), "--format", "json"], cache, cwd=str(project))
+    assert heavy == [] and out == cold_out
 
 
 RULE = textwrap.dedent('''
