@@ -224,9 +224,28 @@ def _wait_dead(cluster, expected_alive: int, timeout: float = 90) -> None:
         time.sleep(1)
 
 
+def _slow_venv(cluster) -> str:
+    """A copy of a node's venv whose audit takes seconds, not a fraction of one: one RECORD-listed
+    module is a 4 GiB sparse file (its RECORD row says so), which the audit must hash whole. So a
+    node removed when its audit is submitted cannot have answered before it died."""
+    slow = cluster["base"] / "slow-env"
+    if not slow.exists():
+        shutil.copytree(cluster["envs"][2], slow, symlinks=True)
+        site = venvs.site_packages_of(slow)
+        big = site / "nodepkg" / "m7.py"
+        size = 4 << 30
+        with open(big, "wb") as f:
+            f.truncate(size)
+        [record] = site.glob("nodepkg-*.dist-info/RECORD")
+        rows = [f"nodepkg/m7.py,{r.split(',')[1]},{size}" if r.startswith("nodepkg/m7.py,") else r
+                for r in record.read_text().splitlines()]
+        record.write_text("\n".join(rows) + "\n")
+    return str(slow)
+
+
 def test_a_node_stopped_during_the_run_is_unreachable(cluster):
     # Its own extra node, so the module's three stay up for any test after this one.
-    doomed = cluster["cluster"].add_node(num_cpus=1, env_vars={"VIRTUAL_ENV": str(cluster["envs"][2])})
+    doomed = cluster["cluster"].add_node(num_cpus=1, env_vars={"VIRTUAL_ENV": _slow_venv(cluster)})
     cluster["cluster"].wait_for_nodes()
     doomed_id = doomed.node_id
     import driftscan.fleet
