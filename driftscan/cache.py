@@ -30,7 +30,7 @@ import struct
 
 import xxhash
 
-from .cachedir import user_cache_dir  # noqa: F401 - re-exported
+from .cachedir import user_cache_dir, write_cache_file  # noqa: F401 - user_cache_dir re-exported
 from .fileio import LIMITS, read_regular
 from .model import Hash, RecordEntry
 from .record import ParsedRecord, RecordIssue
@@ -103,21 +103,8 @@ def _read_framed(path: str, fmt: bytes):
 
 def _write_framed(path: str, fmt: bytes, value) -> None:
     """Write atomically; a cache that cannot be written is silently skipped."""
-    import tempfile
-
     payload = marshal.dumps(value)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".statcache-", dir=os.path.dirname(path))
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(fmt + xxhash.xxh3_64_digest(payload) + payload)
-            os.replace(tmp, path)
-        except OSError:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass
+    write_cache_file(path, fmt + xxhash.xxh3_64_digest(payload) + payload, prefix=".statcache-")
 
 
 class StatCache:

@@ -15,3 +15,23 @@ def user_cache_dir() -> str:
     if sys.platform == "darwin":
         return os.path.expanduser("~/Library/Caches/driftscan")
     return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "driftscan")
+
+
+def write_cache_file(path: str, data: bytes, prefix: str = ".cache-") -> None:
+    """Write ``data`` to ``path`` atomically (a temporary file beside it, renamed over it); a
+    cache that cannot be written is silently skipped: it is only a cache."""
+    import tempfile  # only when something is written
+
+    directory = os.path.dirname(path)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=prefix, dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except OSError:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass

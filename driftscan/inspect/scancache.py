@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import cast
 
+from ..cachedir import write_cache_file
 from ..fileio import inside, read_regular
 from ..model import Finding, Severity
 
@@ -108,24 +109,11 @@ def _read_document(path: str):
 
 
 def _write_document(directory: str, path: str, document) -> None:
-    """Write ``document`` to ``path`` atomically behind its checksum; a cache that cannot be
-    written is silently skipped."""
+    """Write ``document`` to ``path`` (in ``directory``) atomically behind its checksum; a cache
+    that cannot be written is silently skipped."""
     payload = json.dumps(document, separators=(",", ":")).encode()
     data = FORMAT + b" " + hashlib.blake2b(payload, digest_size=16).hexdigest().encode() + b"\n" + payload
-    try:
-        import tempfile  # only when something is written: a warm scan writes nothing
-
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".scancache-", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except OSError:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass
+    write_cache_file(path, data, prefix=".scancache-")
 
 
 def _guards_hold(guards) -> bool:
