@@ -96,11 +96,12 @@ def measure(cmd: list[str], env: dict[str, str] | None = None, cwd: str | None =
 def round_robin(runs: int, cmds: dict[str, tuple[list[str], dict[str, str]]]) -> dict[str, dict]:
     """Each command once per round, in turn, ``runs`` rounds: a slow patch of a shared machine
     hits them all alike. name -> {median, times, peak RSS (largest of the runs), outputs}."""
-    out = {name: {"times": [], "rss": 0, "outputs": []} for name in cmds}
+    out = {name: {"times": [], "rss": 0, "rss_runs": [], "outputs": []} for name in cmds}
     for _ in range(runs):
         for name, (cmd, env) in cmds.items():
             elapsed, rss = measure(cmd, env=env, outputs=out[name]["outputs"])
             out[name]["times"].append(elapsed)
+            out[name]["rss_runs"].append(rss)
             out[name]["rss"] = max(out[name]["rss"], rss)
     for fig in out.values():
         fig["median"] = statistics.median(fig["times"])
@@ -340,6 +341,9 @@ def issue16(args, env: dict[str, str], site: str, cores: int) -> dict:
         "pool_checker_peak_rss_MB": round(d["pool_checker"]["rss"] / 1e6, 1),
         "hash_floor_peak_rss_MB": round(d["hash_floor"]["rss"] / 1e6, 1),
         "cold_rss_vs_pool_checker": round(d["cold"]["rss"] / d["pool_checker"]["rss"], 2),
+        # (the peak of the largest process: driftscan's own, or one of its forked helpers)
+        "cold_peak_rss_runs_MB": [round(r / 1e6, 1) for r in d["cold"]["rss_runs"]],
+        "pool_checker_peak_rss_runs_MB": [round(r / 1e6, 1) for r in d["pool_checker"]["rss_runs"]],
     }
     # (e) warm with drift: the copy, its index written by two audits, then round-robin.
     modified, added = plant_drift(args.venv, args.drift_copy)

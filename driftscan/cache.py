@@ -32,7 +32,7 @@ import xxhash
 
 from .cachedir import user_cache_dir, write_cache_file  # noqa: F401 - user_cache_dir re-exported
 from .fileio import LIMITS, read_regular
-from .model import Hash, RecordEntry
+from .model import Hash, RecordEntry, RecordRows
 from .record import ParsedRecord, RecordIssue
 
 FORMAT = b"driftscan-statcache-4\n"
@@ -221,17 +221,21 @@ class StatCache:
         try:
             rows, issues = known[2]
             # The file's checksum catches damage, not a foreign writer: a row of the wrong types
-            # (the path, algorithm and digest are what code calls methods of) drops out here, and
-            # then the whole parse (a size or line of another type only compares unequal or prints).
-            entries = [RecordEntry(p, Hash(a, d, e) if a is not None else None, size, line)
-                       for p, a, d, e, size, line in rows
-                       if type(p) is str and (a is None or type(a) is str and type(d) is bytes)]
-            if len(entries) != len(rows):
-                return None
-            parsed = ParsedRecord(tuple(entries),
+            # drops the whole parse (the RECORD is then parsed again).
+            entries = RecordRows()
+            append_sha256, append = entries.append_sha256, entries.append
+            for p, a, d, e, size, line in rows:
+                if type(p) is not str or not (a is None or type(a) is str and type(d) is bytes) \
+                        or not (size is None or type(size) is int) or type(line) is not int:
+                    return None
+                if a == "sha256" and e == "base64" and len(d) == 32 and (size is None or 0 <= size < 1 << 63):
+                    append_sha256(p, d, size, line)
+                else:
+                    append(RecordEntry(p, Hash(a, d, e) if a is not None else None, size, line))
+            parsed = ParsedRecord(entries.freeze(),
                                   tuple([RecordIssue(int(line), str(message), p if p is None else str(p))
                                          for line, message, p in issues]))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
         self._records[path] = (known[0], allow_hex, parsed)  # the rows as loaded are not kept twice
         return parsed

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from collections.abc import Set as AbstractSet
+from array import array
+from collections.abc import Iterable, Iterator, Sequence, Set as AbstractSet
 from typing import Any, NamedTuple
 
 
@@ -101,6 +102,168 @@ class RecordEntry(NamedTuple):
     line: int
 
 
+_new_tuple = tuple.__new__
+_NO_HASH, _SHA256, _OTHER_HASH = 0, 1, 2  # RecordRows.kinds
+_DIGEST = 32  # bytes of a sha256 digest: the width of RecordRows.digests
+_NO_SIZE = (1 << 64) - 1  # RecordRows.sizes: the row gives no size
+_ODD_SIZE = (1 << 64) - 2  # RecordRows.sizes: a size no unsigned 64-bit column holds, in ``odd_sizes``
+
+
+class RecordRows(Sequence):
+    """The rows of one RECORD, column by column: what a tuple of ``RecordEntry`` holds, in less
+    memory (a venv's 40,000 rows: ~15 MB as namedtuples, a Hash and a digest bytes each; ~6 MB
+    here, two thirds of it the path strings). ``rows[i]`` and iteration give ``RecordEntry``
+    values made on demand; the columns are for the loops that run once per row of every audit.
+
+    ``paths`` (the RECORD's own strings), ``sizes`` (2**64 - 1: none; 2**64 - 2: in ``odd_sizes``),
+    ``lines``, ``kinds`` (per row: 0 no hash, 1 a sha256 digest at ``32 * i`` in ``digests``,
+    2 another hash, in ``other``).
+    Built by appending, then ``freeze()``-d (the digests as one bytes value, sliced without a
+    copy); not changed once handed over."""
+
+    __slots__ = ("paths", "digests", "sizes", "lines", "kinds", "other", "odd_sizes")
+
+    def __init__(self, entries: Iterable[RecordEntry] = ()) -> None:
+        self.paths: list[str] = []
+        self.digests = bytearray()
+        self.sizes = array("Q")
+        self.lines = array("q")
+        self.kinds = bytearray()
+        self.other: dict[int, Hash] = {}
+        self.odd_sizes: dict[int, int] = {}  # row → a size out of the column's range (a hostile record's)
+        for entry in entries:
+            self.append(entry)
+        self.freeze()
+
+    def freeze(self) -> RecordRows:
+        """Done appending: the byte columns become bytes (no spare capacity; slices are bytes)."""
+        if type(self.digests) is not bytes:
+            self.digests = bytes(self.digests)  # type: ignore[assignment]
+            self.kinds = bytes(self.kinds)  # type: ignore[assignment]
+        return self
+
+    @classmethod
+    def of(cls, entries: Iterable[RecordEntry]) -> RecordRows:
+        """``entries`` itself when it is one already, else its rows copied into one."""
+        return entries if isinstance(entries, RecordRows) else cls(entries)
+
+    # -- building --------------------------------------------------------------------------
+    def append_sha256(self, path: str, digest: bytes, size: int | None, line: int) -> None:
+        """The common row (``digest``: 32 bytes; ``size``: None or 0 <= size < 2**64 - 2), without a
+        RecordEntry or a Hash."""
+        self._thaw()
+        self.paths.append(path)
+        self.digests += digest
+        self.sizes.append(_NO_SIZE if size is None else size)
+        self.lines.append(line)
+        self.kinds.append(_SHA256)
+
+    def append_bare(self, path: str, line: int) -> None:
+        """A row with neither hash nor size (a directory, bytecode, RECORD itself)."""
+        self._thaw()
+        self.paths.append(path)
+        self.digests += bytes(_DIGEST)
+        self.sizes.append(_NO_SIZE)
+        self.lines.append(line)
+        self.kinds.append(_NO_HASH)
+
+    def _thaw(self) -> None:
+        if type(self.digests) is bytes:  # appending after freeze(): rare (tests, a few rows)
+            self.digests, self.kinds = bytearray(self.digests), bytearray(self.kinds)
+
+    def append(self, entry: RecordEntry) -> None:
+        path, digest, size, line = entry
+        plain_size = size is None or type(size) is int and 0 <= size < _ODD_SIZE
+        if plain_size and digest is not None and digest.algorithm == "sha256" and digest.encoding == "base64" \
+                and type(digest.digest) is bytes and len(digest.digest) == _DIGEST:
+            self.append_sha256(path, digest.digest, size, line)
+            return
+        self.append_bare(path, line)
+        if size is not None:
+            if plain_size:
+                self.sizes[-1] = size
+            else:
+                self.sizes[-1] = _ODD_SIZE
+                self.odd_sizes[len(self.paths) - 1] = size
+        if digest is not None:
+            self.kinds[-1] = _OTHER_HASH
+            self.other[len(self.paths) - 1] = digest
+
+    # -- columns ---------------------------------------------------------------------------
+    def hash(self, i: int) -> Hash | None:
+        kind = self.kinds[i]
+        if kind == _SHA256:
+            return _new_tuple(Hash, ("sha256", self.digest(i), "base64"))
+        return self.other[i] if kind else None
+
+    def digest(self, i: int) -> bytes:
+        """Row ``i``'s sha256 digest (kind 1 rows only)."""
+        digest = self.digests[_DIGEST * i:_DIGEST * (i + 1)]
+        return digest if type(digest) is bytes else bytes(digest)
+
+    def has_hash(self, i: int) -> bool:
+        return self.kinds[i] != _NO_HASH
+
+    def size(self, i: int) -> int | None:
+        size = self.sizes[i]
+        return size if size < _ODD_SIZE else None if size == _NO_SIZE else self.odd_sizes[i]
+
+    # -- the tuple of RecordEntry it stands for ----------------------------------------------
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def entry(self, i: int) -> RecordEntry:
+        """Row ``i`` (0 <= i < len) as a RecordEntry: ``rows[i]`` without its checks, for the hot loops."""
+        kind = self.kinds[i]
+        if kind == _SHA256:
+            digest = self.digests[_DIGEST * i:_DIGEST * (i + 1)]
+            hash_: Hash | None = _new_tuple(Hash, ("sha256", digest if type(digest) is bytes else bytes(digest),
+                                                    "base64"))
+        else:
+            hash_ = self.other[i] if kind else None
+        size: int | None = self.sizes[i]
+        if size >= _ODD_SIZE:  # type: ignore[operator]
+            size = None if size == _NO_SIZE else self.odd_sizes[i]
+        return _new_tuple(RecordEntry, (self.paths[i], hash_, size, self.lines[i]))
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return tuple(self.entry(k) for k in range(*i.indices(len(self.paths))))
+        if i < 0:
+            i += len(self.paths)
+        if not 0 <= i < len(self.paths):
+            raise IndexError(i)
+        return self.entry(i)
+
+    def __iter__(self) -> Iterator[RecordEntry]:
+        other, digest_of, odd_sizes = self.other, self.digest, self.odd_sizes
+        for i, (path, size, line, kind) in enumerate(zip(self.paths, self.sizes, self.lines, self.kinds)):
+            if kind == _SHA256:
+                digest: Hash | None = _new_tuple(Hash, ("sha256", digest_of(i), "base64"))
+            else:
+                digest = other[i] if kind else None
+            yield _new_tuple(RecordEntry, (path, digest, size if size < _ODD_SIZE else
+                                           None if size == _NO_SIZE else odd_sizes[i], line))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RecordRows):
+            return (self.paths == other.paths and self.kinds == other.kinds and self.digests == other.digests
+                    and self.sizes == other.sizes and self.lines == other.lines and self.other == other.other
+                    and self.odd_sizes == other.odd_sizes)
+        if isinstance(other, tuple):  # what Distribution.entries used to be
+            return tuple(self) == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+    def __reduce__(self):  # pickled (a fleet's report) as the rows it holds
+        return RecordRows, (tuple(self),)
+
+
 @dataclass(frozen=True)
 class Target:
     """What to audit, resolved without running the target's interpreter."""
@@ -125,7 +288,8 @@ class Distribution:
     site_packages: str
     kind: MetadataKind = MetadataKind.DIST_INFO
     installer: str | None = None
-    entries: tuple[RecordEntry, ...] = ()
+    # The RECORD rows: a RecordRows (any other sequence of RecordEntry given here becomes one).
+    entries: Sequence[RecordEntry] = ()
     direct_url: dict[str, Any] | None = None
     requested: bool = False
     # Top-level import names (top_level.txt), used to claim files of unlisted egg-info dists.
@@ -136,6 +300,8 @@ class Distribution:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", MetadataKind(self.kind))  # API callers may pass the plain string
+        if type(self.entries) is not RecordRows:
+            object.__setattr__(self, "entries", RecordRows.of(self.entries))
 
     @property
     def editable(self) -> bool:

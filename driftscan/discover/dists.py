@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..fileio import LIMITS, read_regular, read_regular_stat
-from ..model import Distribution, MetadataKind, Problem, RecordEntry
+from ..model import Distribution, MetadataKind, Problem, RecordEntry, RecordRows
 from ..record import parse_record
 from .target import Containment, is_prefix_site_packages
 
@@ -155,7 +155,7 @@ def _read_dist_info(path: str, site: str, containment: Containment, cache=None, 
         requested=os.path.exists(os.path.join(path, "REQUESTED")),
     )
     # A RECORD with not one well-formed row (binary junk) lists nothing to check: unverifiable, not clean.
-    has_list = not parsed.issues or bool({e.line for e in parsed.entries} - {i.line for i in parsed.issues})
+    has_list = not parsed.issues or bool(set(parsed.entries.lines) - {i.line for i in parsed.issues})
     return MetadataDir(path, site, dist, tuple(problems), has_file_list=has_list)
 
 
@@ -206,11 +206,11 @@ def _app_data_record(path: str, image_record: str, reading: _Reading) -> str | N
 _PIP_TARGET_BIN = "../../bin/"
 
 
-def _target_rows(entries: tuple[RecordEntry, ...], site: str) -> tuple[RecordEntry, ...]:
+def _target_rows(entries: RecordRows, site: str) -> RecordRows:
     """RECORD rows of a ``pip install --target`` directory, pointed at where pip put the files.
     Only in a directory that is no interpreter's site-packages (whose ../../bin is the prefix's
     bin/), and only rows whose file is in DIR/bin and not where the row says."""
-    if not any(e.path.startswith(_PIP_TARGET_BIN) for e in entries) or is_prefix_site_packages(site):
+    if not any(p.startswith(_PIP_TARGET_BIN) for p in entries.paths) or is_prefix_site_packages(site):
         return entries
     out = []
     for e in entries:
@@ -218,7 +218,7 @@ def _target_rows(entries: tuple[RecordEntry, ...], site: str) -> tuple[RecordEnt
         if name and "/" not in name and name not in (".", "..") and os.path.lexists(os.path.join(site, "bin", name)):
             e = e._replace(path="bin/" + name)
         out.append(e)
-    return tuple(out)
+    return RecordRows(out)
 
 
 def _agree(a: RecordEntry, b: RecordEntry) -> bool:
@@ -227,10 +227,12 @@ def _agree(a: RecordEntry, b: RecordEntry) -> bool:
         (a.size is None or b.size is None or a.size == b.size)
 
 
-def _dedupe(entries: tuple[RecordEntry, ...]) -> tuple[tuple[RecordEntry, ...], list[str]]:
+def _dedupe(entries: RecordRows) -> tuple[RecordRows, list[str]]:
     """One entry per path, and the contradictions. A path listed hashless and hashed (pip writes
     a wheel-shipped .pyc so) keeps the hashed row; listed with two different hashes or sizes it
     is reported, and only its presence is checked: neither row can be trusted over the other."""
+    if len(set(entries.paths)) == len(entries.paths):
+        return entries, []  # the common case: every path once, the rows as parsed
     by_path: dict[str, RecordEntry] = {}
     conflicts: dict[str, list[RecordEntry]] = {}
     for entry in entries:
@@ -247,7 +249,7 @@ def _dedupe(entries: tuple[RecordEntry, ...]) -> tuple[tuple[RecordEntry, ...], 
         lines = ", ".join(str(r.line) for r in rows)
         messages.append(f"lines {lines}: {path} is listed {len(rows)} times with different hashes or sizes; "
                         "its content is not checked")
-    return tuple(by_path.values()), messages
+    return RecordRows(by_path.values()), messages
 
 
 def _direct_url(text: str) -> tuple[dict | None, str | None]:
@@ -273,7 +275,7 @@ def _read_egg_info(path: str, site: str, containment: Containment) -> MetadataDi
     is_dir = os.path.isdir(path)
     pkg_info = reading.text(os.path.join(path, "PKG-INFO") if is_dir else path)
     name, version = _name_version(pkg_info, os.path.basename(path))
-    entries: tuple[RecordEntry, ...] = ()
+    entries = RecordRows()
     top_level: tuple[str, ...] = ()
     has_list = False
     if is_dir:
@@ -282,11 +284,10 @@ def _read_egg_info(path: str, site: str, containment: Containment) -> MetadataDi
             has_list = True
             # Paths are relative to the egg-info directory; presence is all that can be checked.
             rel = os.path.basename(path)
-            entries = tuple(
-                RecordEntry(os.path.normpath(os.path.join(rel, line.strip())).replace(os.sep, "/"), None, None, n)
-                for n, line in enumerate(listing.splitlines(), 1)
-                if line.strip() and "\0" not in line  # no file has a NUL in its name
-            )
+            for n, line in enumerate(listing.splitlines(), 1):
+                if line.strip() and "\0" not in line:  # no file has a NUL in its name
+                    entries.append_bare(os.path.normpath(os.path.join(rel, line.strip())).replace(os.sep, "/"), n)
+            entries.freeze()
         top = reading.text(os.path.join(path, "top_level.txt"))
         if top:
             top_level = tuple(t.strip() for t in top.splitlines() if t.strip())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,11 +47,26 @@ def expected_of(entry: RecordEntry) -> dict[str, Any]:
     return expected
 
 
+# A file larger than this is hashed through a buffer of this size that each thread keeps: a
+# buffer of SMALL_READ (1 MiB) allocated per file put a megabyte per hashing thread on the
+# audit's peak memory (and faulted it in each time), for no speed (buffer sizes from 256 KiB to
+# 4 MiB measured alike: docs/performance.md).
+STREAM_BUFFER = 256 << 10
+_local = threading.local()
+
+
+def _buffer() -> memoryview:
+    view = getattr(_local, "view", None)
+    if view is None:
+        view = _local.view = memoryview(bytearray(STREAM_BUFFER))
+    return view
+
+
 def digest_fd(fd: int, algorithm: str, size: int) -> bytes:
     """Hash an open file, reading at most ``size + 1`` bytes (a file that grows while it is read
     has changed: one byte more says so, and a file that never stops growing cannot hold the audit).
     Small files in one read; large ones streamed (hashlib drops the GIL)."""
-    if size <= SMALL_READ:
+    if size <= STREAM_BUFFER:
         data = b""
         while len(data) <= size:  # a short read is possible on network filesystems
             chunk = os.read(fd, size + 1 - len(data))  # exactly what is left: no 1 MiB buffer
@@ -60,13 +76,11 @@ def digest_fd(fd: int, algorithm: str, size: int) -> bytes:
         return new_hash(algorithm, data).digest()
     hasher = new_hash(algorithm)
     left = size + 1
-    with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
-        # hashlib drops the GIL for each whole buffer: 1 MiB measured as good as 256 KiB or 4 MiB.
-        buffer = bytearray(SMALL_READ)
-        view = memoryview(buffer)
-        while left > 0 and (n := f.readinto(buffer if left >= SMALL_READ else view[:left])):
-            hasher.update(view[:n])
-            left -= n
+    view = _buffer()
+    readv = os.readv
+    while left > 0 and (n := readv(fd, (view if left >= STREAM_BUFFER else view[:left],))):
+        hasher.update(view[:n])
+        left -= n
     return hasher.digest()
 
 
@@ -106,12 +120,16 @@ def quick_check(path: str, entry: RecordEntry, cache=None, regular: bool = False
         if not stat.S_ISREG(st.st_mode) or st.st_size > SMALL_READ or (entry.size is not None and st.st_size != entry.size):
             return None
         started = time.time_ns()
-        # Exactly the size (+1 to see growth): asking for SMALL_READ would allocate, and fault in, 1 MiB
-        # per call (measured: 12 µs per read of a 2 KB file, against 2 µs).
-        data = os.read(fd, st.st_size + 1)
-        if len(data) != st.st_size:
-            return None
-        actual = new_hash(digest.algorithm, data).digest()  # type: ignore[union-attr]
+        if st.st_size > STREAM_BUFFER:
+            # (a file that changed size meanwhile hashes to another digest, and is checked again)
+            actual = digest_fd(fd, digest.algorithm, st.st_size)  # type: ignore[union-attr]
+        else:
+            # Exactly the size (+1 to see growth): asking for SMALL_READ would allocate, and fault in,
+            # 1 MiB per call (measured: 12 µs per read of a 2 KB file, against 2 µs).
+            data = os.read(fd, st.st_size + 1)
+            if len(data) != st.st_size:
+                return None
+            actual = new_hash(digest.algorithm, data).digest()  # type: ignore[union-attr]
     except OSError:
         return None
     finally:

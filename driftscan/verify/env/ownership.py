@@ -11,7 +11,7 @@ from typing import cast
 
 from ...discover.dists import MetadataDir
 from ...discover.target import Containment
-from ...model import Distribution, MetadataKind, Problem, RecordEntry, Target
+from ...model import Distribution, Hash, MetadataKind, Problem, RecordEntry, RecordRows, Target
 
 
 def entry_path(site: str, record_path: str) -> str:
@@ -60,7 +60,8 @@ class Ownership:
     """Which RECORD rows there are and who owns each path, compactly (a cold audit of a 40,000-row
     venv kept 15 MB here as one absolute path string, a one-item list and a pair per row).
 
-    A row is its number: ``entries[i]`` (the RecordEntry itself, shared with its distribution),
+    A row is its number: ``entries[i]`` (its RecordEntry, made on demand from its distribution's
+    ``RecordRows``; ``record_path(i)``, ``size(i)``, ``hash(i)`` read the columns without one),
     ``dist(i)``, ``path(i)`` (absolute, lexically normal; built on demand from the row's
     site-packages, stored only for the rare row that needed normalising). Paths are indexed
     relative to a site-packages (the RECORD's own path string is the key: nothing new is
@@ -76,10 +77,13 @@ class Ownership:
         # rows naming a path outside the environment (``/etc/shadow``, ``../../../../etc/shadow``):
         # neither owned nor checked, reported
         self.problems: list[Problem] = []
-        self.entries: list[RecordEntry] = []  # every checked row, in RECORD order: what verify checks
         self.dists: list[Distribution] = []  # distribution number → distribution
+        self._tables: list[RecordRows] = []  # distribution number → its rows (``dist.entries``)
         self._prefix: list[str] = []  # distribution number → its site-packages + os.sep
         self._dist_of = array("I")  # row → distribution number
+        self._index = array("I")  # row → its number in its distribution's rows
+        # every checked row, in RECORD order: what verify checks (a view: entries[i] is made on demand)
+        self.entries = _Entries(self)
         self._odd: dict[int, str] = {}  # row → absolute path, where it is not prefix + entry.path
         # Index buckets, longest prefix first: (site-packages + os.sep, relative path → first row).
         self._buckets: list[tuple[str, dict[str, int]]] = []
@@ -92,10 +96,32 @@ class Ownership:
     # -- rows -------------------------------------------------------------------------------
     def path(self, i: int) -> str:
         odd = self._odd.get(i)
-        return odd if odd is not None else self._prefix[self._dist_of[i]] + self.entries[i].path
+        if odd is not None:
+            return odd
+        k = self._dist_of[i]
+        return self._prefix[k] + self._tables[k].paths[self._index[i]]
 
     def dist(self, i: int) -> Distribution:
         return self.dists[self._dist_of[i]]
+
+    def entry(self, i: int) -> RecordEntry:
+        return self._tables[self._dist_of[i]].entry(self._index[i])
+
+    def record_path(self, i: int) -> str:
+        """The row's path as its RECORD writes it."""
+        return self._tables[self._dist_of[i]].paths[self._index[i]]
+
+    def size(self, i: int) -> int | None:
+        return self._tables[self._dist_of[i]].size(self._index[i])
+
+    def hash(self, i: int) -> Hash | None:
+        return self._tables[self._dist_of[i]].hash(self._index[i])
+
+    def columns(self) -> Iterator[tuple[int, RecordRows, int]]:
+        """(distribution number, its rows, the row's number in them) for every row, in order."""
+        tables = self._tables
+        for k, j in zip(self._dist_of, self._index):
+            yield k, tables[k], j
 
     def shared_rows(self) -> set[int]:
         """Rows whose path another row names too."""
@@ -162,7 +188,7 @@ class Ownership:
         """Directory → the first distribution with a file in it (who reinstalls that package dir).
         Built on first use: only junk in a ``__pycache__`` asks."""
         owner: dict[str, Distribution] = {}
-        for i in range(len(self.entries)):
+        for i in range(len(self._dist_of)):
             owner.setdefault(self.path(i).rpartition(os.sep)[0], self.dist(i))
         return owner
 
@@ -174,6 +200,31 @@ class Ownership:
         return (site, top) in self.claimed or (site, name) in self.claimed
 
 
+class _Entries(Sequence):
+    """``Ownership.entries``: row → its RecordEntry, made on demand from its distribution's rows."""
+
+    def __init__(self, own: Ownership) -> None:
+        self._own = own
+
+    def __len__(self) -> int:
+        return len(self._own._dist_of)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        own = self._own
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(own._dist_of)
+        if not 0 <= i < len(own._dist_of):
+            raise IndexError(i)
+        return own._tables[own._dist_of[i]].entry(own._index[i])
+
+    def __iter__(self) -> Iterator[RecordEntry]:
+        tables = self._own._tables
+        for k, j in zip(self._own._dist_of, self._own._index):
+            yield tables[k].entry(j)
+
+
 class _Rows(Sequence):
     """``Ownership.rows`` as it was: (distribution, entry, absolute path) per row, made on demand."""
 
@@ -181,22 +232,23 @@ class _Rows(Sequence):
         self._own = own
 
     def __len__(self) -> int:
-        return len(self._own.entries)
+        return len(self._own._dist_of)
 
     def __getitem__(self, i):  # type: ignore[override]
         own = self._own
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
         if i < 0:
-            i += len(own.entries)
-        if not 0 <= i < len(own.entries):
+            i += len(own._dist_of)
+        if not 0 <= i < len(own._dist_of):
             raise IndexError(i)
-        return own.dist(i), own.entries[i], own.path(i)
+        return own.dist(i), own.entry(i), own.path(i)
 
     def __iter__(self):
         own = self._own
-        entries, dists, prefixes, odd = own.entries, own.dists, own._prefix, own._odd
-        for i, (entry, k) in enumerate(zip(entries, own._dist_of)):
+        dists, prefixes, odd = own.dists, own._prefix, own._odd
+        for i, (k, table, j) in enumerate(own.columns()):
+            entry = table.entry(j)
             path = odd.get(i) if odd else None
             yield dists[k], entry, path if path is not None else prefixes[k] + entry.path
 
@@ -214,7 +266,7 @@ class _Owners(Mapping):
         own = self._own
         if not isinstance(path, str) or own.first_row(path) is None:
             raise KeyError(path)
-        return [(own.dist(i), own.entries[i]) for i in own.rows_of(path)]
+        return [(own.dist(i), own.entry(i)) for i in own.rows_of(path)]
 
     def get(self, path, default=None):  # type: ignore[override]
         try:
@@ -267,7 +319,7 @@ def build_ownership(metadirs: list[MetadataDir], containment: Containment | None
     # A site-packages with another inside it (rare): its rows may belong to the inner one's bucket.
     nested = {site: tuple(other[len(site) + 1:] + os.sep for other in sites
                           if other != site and other.startswith(site + os.sep)) for site in sites}
-    entries, dist_of, odd, add = own.entries, own._dist_of, own._odd, own._add
+    dist_of, index, odd, add = own._dist_of, own._index, own._odd, own._add
     for md in metadirs:
         own.metadata[md.path] = md
         dist = md.distribution
@@ -275,16 +327,17 @@ def build_ownership(metadirs: list[MetadataDir], containment: Containment | None
             continue
         number = len(own.dists)
         own.dists.append(dist)
+        table = RecordRows.of(dist.entries)
+        own._tables.append(table)
         site = dist.site_packages
         own._prefix.append(site + os.sep)
         home, inner = own._by_site[site], nested[site]
-        for entry in dist.entries:
-            record_path = entry.path
+        for j, record_path in enumerate(table.paths):
             # entry_path's fast path, inlined (once per row of every audit): a plain relative path
             # is inside its site-packages; any other is normalised and checked.
             if plain and not record_path.startswith("/") and "./" not in record_path \
                     and "//" not in record_path and not record_path.endswith((".", "/")):
-                row = len(entries)
+                row = len(dist_of)
                 if inner and record_path.startswith(inner):
                     path = f"{site}/{record_path}"
                     add(path, *own._locate(path), row)
@@ -298,14 +351,14 @@ def build_ownership(metadirs: list[MetadataDir], containment: Containment | None
                 path = os.path.normpath(os.path.join(site, record_path))
                 if containment is not None and _outside(containment, path):
                     record = os.path.join(dist.metadata_dir, "RECORD")
-                    own.problems.append(Problem(record, f"line {entry.line}: {record_path} is outside the environment "
-                                                        f"({', '.join(containment.roots)}); not read"))
+                    own.problems.append(Problem(record, f"line {table.lines[j]}: {record_path} is outside the "
+                                                        f"environment ({', '.join(containment.roots)}); not read"))
                     continue
-                row = len(entries)
+                row = len(dist_of)
                 if path != f"{site}/{record_path}":
                     odd[row] = path
                 add(path, *own._locate(path), row)
-            entries.append(entry)
+            index.append(j)
             dist_of.append(number)
         if dist.kind is MetadataKind.DIST_INFO:
             # RECORD cannot hash itself; it is the distribution's own even when it does not list itself.

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import stat
 import struct
 import threading
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
+from itertools import compress
 from typing import Any
 from dataclasses import dataclass, replace
 
@@ -40,10 +43,18 @@ def _access(rows) -> tuple[Sequence[Any], Callable[[int], str]]:
     return [row[1] for row in rows], lambda i: rows[i][2]
 
 
+def _size_of(rows) -> Callable[[int], int | None]:
+    """Row → the size its RECORD gives, read from the columns where there are some."""
+    own = getattr(rows, "_own", None)
+    if isinstance(own, Ownership):
+        return own.size
+    return lambda i: rows[i][1].size
+
+
 class _Pairs:
     """(entry, absolute path) of some rows, made one at a time (for the small-files child)."""
 
-    def __init__(self, entries: Sequence[Any], path_of: Callable[[int], str], indices: list[int]) -> None:
+    def __init__(self, entries: Sequence[Any], path_of: Callable[[int], str], indices: Sequence[int]) -> None:
         self._entries, self._path_of, self._indices = entries, path_of, indices
 
     def __len__(self) -> int:
@@ -79,12 +90,12 @@ def presence_only(rows: Sequence[Row], owners) -> list[bool]:
     flags: list[bool] = []
     append = flags.append
     own = getattr(rows, "_own", None)
-    if isinstance(own, Ownership):  # without a (dist, entry, path) tuple per row
+    if isinstance(own, Ownership):  # from the columns: without a (dist, entry, path) tuple per row
         egg = [d.kind is MetadataKind.EGG_INFO for d in own.dists]
-        for i, (entry, number) in enumerate(zip(own.entries, own._dist_of)):
-            if entry.hash is None or egg[number]:
+        for i, (number, table, j) in enumerate(own.columns()):
+            if not table.kinds[j] or egg[number]:
                 append(True)
-            elif entry.path.endswith((".pyc", ".pyo")):
+            elif table.paths[j].endswith((".pyc", ".pyo")):
                 source = bytecode_source(own.path(i))
                 append(source is not None and source in owners)
             else:
@@ -102,7 +113,7 @@ def presence_only(rows: Sequence[Row], owners) -> list[bool]:
 
 
 def _stat_pass(rows: Sequence[Row], presence: list[bool], cache,
-               links: Containment | None = None) -> tuple[list[files.EntryResult | None], list[int]]:
+               links: Containment | None = None) -> tuple[list[files.EntryResult | None], Sequence[int]]:
     """Settle, one lstat per file at most, the files the stat cache knows unchanged. Rows the cache
     knows nothing of go straight to hashing, unstat'ed (the hashing path opens and fstat's them
     anyway). Presence-only rows are left to ``_presence_pass``. Anything unusual goes through
@@ -116,11 +127,12 @@ def _stat_pass(rows: Sequence[Row], presence: list[bool], cache,
     entries, path_of = _access(rows)
     results: list[files.EntryResult | None] = [None] * len(entries)
     if not known:  # a cold audit: every row with content goes to hashing, no path needed
-        pending = [i for i, flag in enumerate(presence) if not flag]
+        # (row numbers in an array: a list of 26,000 int objects is 1 MB more at the hashing peak)
+        pending = array("I", compress(range(len(presence)), map(operator.not_, presence)))
         if cache is not None:
             cache.misses += len(pending)
         return results, pending
-    pending = []
+    pending = array("I")
     sha256_tag = tag("sha256", b"")
     for i, entry in enumerate(entries):
         if presence[i]:
@@ -186,7 +198,7 @@ class _TwoEnds:
     two sides meet wherever the sizes make them. A batch stops at ``BATCH_FILES`` files or
     ``BATCH_BYTES`` bytes, so neither side runs off with the other's share near the end."""
 
-    def __init__(self, sizes: list[int]) -> None:
+    def __init__(self, sizes: Sequence[int]) -> None:
         self.sizes = sizes
         self.low, self.high = 0, len(sizes)
         self.lock = threading.Lock()
@@ -221,16 +233,22 @@ BATCH_BYTES = 1 << 20
 HELPER_MIN = 256 << 10  # bytes; see take_high
 
 
-def _hash_pending(rows: Sequence[Row], presence: list[bool], pending: list[int], results: list, jobs: int,
+def _hash_pending(rows: Sequence[Row], presence: list[bool], pending: Sequence[int], results: list, jobs: int,
                   cache, progress, links: Containment | None = None, walk=None) -> None:
     quick, check = files.quick_check, files.check_entry
     entries, path_of = _access(rows)
-    order = sorted(pending, key=lambda i: entries[i].size or 0)
-    sizes = [entries[i].size or 0 for i in order]
+    size_of = _size_of(rows)
+
+    def size_key(i: int) -> int:
+        return size_of(i) or 0
+
+    # Arrays, not lists of int objects: they are held through the hashing, the audit's memory peak.
+    order = array("I", sorted(pending, key=size_key))
+    sizes = array("Q", map(size_key, order))
     meter = ByteProgress(progress, sum(sizes))
     # Too many small files for this thread alone (no large ones to balance them): a forked child
     # takes a share. Forked before any helper thread exists.
-    child, theirs = None, []
+    child, theirs = None, array("I")
     start, stop = smallfiles.child_share(sizes, HELPER_MIN, jobs)
     if stop > start:
         theirs = order[start:stop]
@@ -239,7 +257,7 @@ def _hash_pending(rows: Sequence[Row], presence: list[bool], pending: list[int],
         if child.started:
             order, sizes = order[:start] + order[stop:], sizes[:start] + sizes[stop:]
         else:
-            child, theirs = None, []
+            child, theirs = None, array("I")
     try:
         _share(rows, presence, order, sizes, results, jobs, cache, meter, links, walk)
     except BaseException:
@@ -257,10 +275,10 @@ def _hash_pending(rows: Sequence[Row], presence: list[bool], pending: list[int],
                 entry, path = entries[i], path_of(i)
                 results[i] = quick(path, entry, cache, links=links) or \
                     check(path, entry, presence[i], cache, lookup=False, links=links)
-        meter.add(sum(entries[i].size or 0 for i in theirs))
+        meter.add(sum(size_of(i) or 0 for i in theirs))
 
 
-def _share(rows: Sequence[Row], presence: list[bool], order: list[int], sizes: list[int], results: list,
+def _share(rows: Sequence[Row], presence: list[bool], order: Sequence[int], sizes: Sequence[int], results: list,
            jobs: int, cache, meter: ByteProgress, links: Containment | None = None, walk=None) -> None:
     """``order`` (sizes ascending) between this thread, from the small end, and helper threads.
 
@@ -320,9 +338,10 @@ def _share(rows: Sequence[Row], presence: list[bool], order: list[int], sizes: l
         raise failures[0]
 
 
-def _settle_prehashed(rows: Sequence[Row], pending: list[int], done: dict, cache, results: list) -> list[int]:
+def _settle_prehashed(rows: Sequence[Row], pending: Sequence[int], done: dict, cache, results: list
+                      ) -> Sequence[int]:
     """Rows a ``Prehasher`` child hashed, if the file is still as the child read it; the rest."""
-    rest = []
+    rest = array("I")
     entries, path_of = _access(rows)
     for i in pending:
         entry, path = entries[i], path_of(i)
@@ -349,13 +368,13 @@ def _run(rows: Sequence[Row], presence: list[bool], jobs: int, cache, progress=N
     left to hash (from both ends), then the presence-only rows, which wait for the walk (running
     meanwhile in a child, where it can)."""
     results, pending = _stat_pass(rows, presence, cache, links)
-    busy: list[int] = []
+    busy: Sequence[int] = []
     if early is not None:
         done, in_progress = early.take()
         path_of = _access(rows)[1]
         busy = [i for i in pending if path_of(i) == in_progress] if in_progress is not None else []
-        pending = _settle_prehashed(rows, [i for i in pending if i not in busy] if busy else pending, done, cache,
-                                    results)
+        pending = _settle_prehashed(rows, array("I", (i for i in pending if i not in busy)) if busy else pending,
+                                    done, cache, results)
     _hash_pending(rows, presence, pending, results, jobs, cache, progress, links, walk)  # the walk goes on meanwhile
     if early is not None:
         left = _settle_prehashed(rows, busy, early.finish(), cache, results)

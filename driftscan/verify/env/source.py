@@ -14,12 +14,15 @@ import os
 import shlex
 import stat
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...discover.editable import EditableSource
 from ...fileio import open_regular, read_pieces
 from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
-from .. import git as gitaccess
 from ...lfs import LFS_POINTER_MAX, parse_lfs_pointer
+
+if TYPE_CHECKING:  # imported where git runs: an audit without editable installs never needs it
+    from .. import git as gitaccess
 
 DIFF_LINES = 400
 
@@ -122,6 +125,8 @@ def commit_at(repo: gitaccess.Repository, when: float | None) -> str | None:
 
 
 def _diff(repo: gitaccess.Repository, rel: str) -> str | None:
+    from .. import git as gitaccess
+
     try:
         text = repo.run("diff", "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all", "HEAD",
                         "--", rel, what="git diff").decode("utf-8", "replace")
@@ -134,6 +139,8 @@ def _diff(repo: gitaccess.Repository, rel: str) -> str | None:
 
 
 def _open(src: EditableSource, label: str) -> tuple[gitaccess.Repository | None, SourceOutcome | None]:
+    from .. import git as gitaccess  # (subprocess, shutil, tempfile: not imported by an audit without editables)
+
     if gitaccess.git_executable() is None:
         return None, SourceOutcome([], 0, [Unverifiable(
             label, "git is not installed: the source tree cannot be verified")], [])
@@ -202,6 +209,8 @@ def _is_python_project(path: str) -> bool:
 
 
 def _verify(src: EditableSource, repo: gitaccess.Repository) -> SourceOutcome:
+    from .. import git as gitaccess
+
     root = repo.top
     spec = os.path.relpath(src.project_dir, root)
     checks: list[FileCheck] = []

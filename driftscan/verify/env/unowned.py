@@ -6,9 +6,9 @@ or cannot be listed: each becomes a Problem and the walk goes on.
 
 from __future__ import annotations
 
+import marshal
 import mmap
 import os
-import pickle
 import stat
 from collections.abc import Callable, Iterator
 
@@ -228,23 +228,26 @@ class UnownedWalk:
         if self._shared is not None:
             self._shared[1:] = self._typed_of(self._regular)  # type: ignore[arg-type]
             self._shared[0] = 1
-        plain = [(c.kind, c.path, c.root, c.distribution.metadata_dir if c.distribution else None,
+        # Plain values (marshal: pickle's import alone costs the audit half a megabyte)
+        plain = [(c.kind.value, c.path, c.root, c.distribution.metadata_dir if c.distribution else None,
                   c.expected, c.actual, c.evidence) for c in checks]  # a Distribution carries all its rows
+        data = marshal.dumps((plain, [(p.path, p.message) for p in problems], unseen, listed))
         with os.fdopen(fd, "wb") as out:
-            pickle.dump((plain, problems, unseen, listed), out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.write(data)
 
     def _collect(self) -> tuple:
         if self._result is not None:
             return self._result
         data = self._child.wait() if self._child is not None else None
         try:
-            plain, problems, unseen, listed = pickle.loads(data)  # type: ignore[arg-type]
+            plain, problems, unseen, listed = marshal.loads(data)  # type: ignore[arg-type]
+            problems = [Problem(path, message) for path, message in problems]
+            by_dir = {md.path: md.distribution for md in self._own.metadata.values()}
+            checks = [FileCheck(DriftKind(kind), path, root, by_dir.get(dist) if dist else None, expected, actual,
+                                evidence) for kind, path, root, dist, expected, actual, evidence in plain]
         except Exception:  # noqa: BLE001 - the child failed: walk here instead, the audit goes on
             self._result = self._walk()
             return self._result
-        by_dir = {md.path: md.distribution for md in self._own.metadata.values()}
-        checks = [FileCheck(kind, path, root, by_dir.get(dist) if dist else None, expected, actual, evidence)
-                  for kind, path, root, dist, expected, actual, evidence in plain]
         self._result = (checks, problems, unseen, listed)
         return self._result
 

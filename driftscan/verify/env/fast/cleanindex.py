@@ -38,8 +38,8 @@ import struct
 from array import array
 
 from ....cache import RACY_NS, SIGNATURE, signature, tag
-from ....model import (Area, Distribution, DriftKind, FileCheck, MetadataKind, Target, TargetKind, Unverifiable,
-                       Verification)
+from ....model import (Area, Distribution, DriftKind, FileCheck, MetadataKind, RecordRows, Target, TargetKind,
+                       Unverifiable, Verification)
 from .forked import Child, may_fork
 
 VERSION = 2
@@ -365,9 +365,11 @@ def _recheck(target: Target, dists: tuple, index: dict, changed: list[int], reco
             dist = _full_distribution(light, containment, cache) if light is not None else None
             if dist is None:
                 return None
-            by_path = rows[directory] = {"dist": dist, "rows": {entry_path(dist.site_packages, e.path): e
-                                                                for e in dist.entries}}
-        entry = by_path["rows"].get(path)
+            table = RecordRows.of(dist.entries)  # path → row number: no RecordEntry made for every row
+            by_path = rows[directory] = {"dist": dist, "table": table,
+                                         "rows": {entry_path(dist.site_packages, p): j for j, p in enumerate(table.paths)}}
+        j = by_path["rows"].get(path)
+        entry = by_path["table"].entry(j) if j is not None else None
         if entry is None or entry.hash is None:
             return None
         result = files.check_entry(path, entry, False, None, links=containment)

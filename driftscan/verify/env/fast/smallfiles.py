@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import marshal
 import os
-from collections.abc import Sized
+from collections.abc import Sequence, Sized
 
 from ....cache import StatCache
 from .. import files
@@ -25,7 +25,7 @@ SMALL_FILE_S = 20e-6  # one small file, open to close, measured on the 40k-file 
 LARGE_BYTES_PER_S = 1.4e9  # reading and hashing a page-cached large file, one core
 
 
-def child_share(sizes: list[int], small_below: int, jobs: int) -> tuple[int, int]:
+def child_share(sizes: Sequence[int], small_below: int, jobs: int) -> tuple[int, int]:
     """(start, stop) of the slice of ``sizes`` (ascending) for a child; empty if none is worth it."""
     n_small = next((k for k, size in enumerate(sizes) if size >= small_below), len(sizes))
     if jobs < 2 or n_small < CHILD_MIN_FILES or not may_fork():
