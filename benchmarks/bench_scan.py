@@ -1,28 +1,36 @@
 """How fast `driftscan scan` is against plain libcst and, with ``--peers``, semgrep and ruff.
 
     python benchmarks/bench_scan.py TREE [TREE...] [--repeat R] [--jobs J] [--peers] [--peer-bin DIR]
-                                    [--semgrep-runs N] [--sample N] [--seed S] [--no-unfiltered] [--json FILE]
+                                    [--semgrep-runs N] [--sample N] [--seed S] [--no-unfiltered] [--no-libcst]
+                                    [--json FILE]
 
 Each TREE is measured on its own. In one run, per tree:
 
 1. what the prefilter lets through: bytes of the files libcst parses (a selected rule's trigger
-   holds), and of those only CPython's parser checks (only the parse-error rules could report);
+   and its AST check hold, and CPython's tree cannot decide the rule: astdump.py), and of those
+   only CPython's parser sees (only the parse-error rules could report, or every rule left is
+   decided on its tree);
 2. ``--repeat`` rounds (default 3) of fresh processes, one of each tool per round, in turn, so
    that the machine's load falls on all of them alike; the median counts:
-   - ``driftscan scan TREE --format json --no-cache`` (cold: nothing reused), its peak memory
+   - ``driftscan scan TREE --format json --no-cache`` (cold: nothing reused) — the ``driftscan``
+     console script beside this interpreter, as users run it (``python -m driftscan`` only where
+     there is none) — its peak memory
      summed over the process and its workers (sampled every 20 ms: RSS, which counts the pages
      forked workers share with the parent in each, and PSS, which splits them) and exit status;
-   - the same with the result cache, filled by one scan before the rounds (the warm re-scan),
+   - the same with the result cache, filled by one scan before the rounds (the warm re-scan,
+     timed without the memory sampler, as ruff's warm runs: exact wall time for a short run),
      and ``scan_paths`` with that cache in this process (the re-scan without interpreter start
      and imports; ``--repeat`` times);
    - with ``--peers``, where found (``--peer-bin DIR``, else PATH): semgrep with rules
      equivalent to driftscan's default ones (written next to the results; ``-j J``, files up to
      4 MiB as driftscan), ruff ``--select T10,T20`` with ``--no-cache`` and with a warm cache;
 3. plain libcst: ``libcst.parse_module`` of every file (``--sample 0``, the default) or of a
-   seeded sample of N files extrapolated by bytes, on J processes — once, it is the slowest;
+   seeded sample of N files extrapolated by bytes, on J processes — once, it is the slowest
+   (``--no-libcst`` skips it, and the ratio to it, when iterating on driftscan alone);
 4. the identity check: ``scan_paths`` without the prefilter on the sample (600 files) and on
-   every file a byte trigger of a tree rule holds for but whose AST checks keep it from libcst
-   finds exactly what the prefiltered scan found there (skip with ``--no-unfiltered``).
+   every file a byte trigger of a tree rule holds for but whose AST checks, or the decisions on
+   CPython's tree, keep it from libcst finds exactly what the prefiltered scan found there (skip
+   with ``--no-unfiltered``).
 
 It prints seconds, ratios taken within the run and the load average (before and after), and
 writes all of it as JSON with ``--json``.
@@ -197,15 +205,17 @@ def _tree_rss(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
-def measured(cmd: list[str], env: dict | None = None, cwd: str | None = None) -> dict:
+def measured(cmd: list[str], env: dict | None = None, cwd: str | None = None, sample: bool = True) -> dict:
     """Wall seconds, exit status, peak RSS summed over the process tree (sampled) and the
-    largest single process's peak (wait4) of one run of ``cmd``."""
+    largest single process's peak (wait4) of one run of ``cmd``. ``sample=False``: no sampling,
+    the wall time exact (a run of a tenth of a second would otherwise be timed in 20 ms steps,
+    beside a sampler reading /proc on the same cores); peaks then 0 but the largest process's."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd)
         peak = peak_pss = 0
         while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            pid, status, usage = os.wait4(proc.pid, 0 if not sample else os.WNOHANG)
             if pid:
                 break
             rss, pss = _tree_rss(proc.pid)
@@ -217,6 +227,18 @@ def measured(cmd: list[str], env: dict | None = None, cwd: str | None = None) ->
         stderr = err.read().decode(errors="replace")
     return {"seconds": seconds, "rc": proc.returncode, "peak_rss_total": peak, "peak_pss_total": peak_pss,
             "max_rss_single": usage.ru_maxrss * 1024, "stderr_tail": stderr[-300:]}
+
+
+WARM = ("driftscan warm", "ruff warm")  # timed without memory sampling (measured)
+
+
+def driftscan_command() -> list[str]:
+    """What users run: the ``driftscan`` console script installed beside this interpreter (pip
+    writes it), else ``python -m driftscan`` (which adds runpy's work to every run)."""
+    script = os.path.join(os.path.dirname(sys.executable), "driftscan")
+    if os.access(script, os.X_OK):
+        return [script]
+    return [sys.executable, "-m", "driftscan"]
 
 
 def find_peer(name: str, peer_bin: str | None) -> str | None:
@@ -252,13 +274,14 @@ def prefilter_stats(paths: list[str]) -> dict:
     goes to libcst when a tree rule's byte trigger and its check on CPython's tree (AST_CHECK)
     hold, or when CPython cannot parse a file some trigger holds for. ``trigger_*``: the files
     some byte trigger holds for (what reached libcst before the AST checks)."""
+    from driftscan.inspect.engine import exact_findings
     from driftscan.inspect.registry import load_rules, select_rules
     from driftscan.inspect.triggers import Memo, python_ast
 
     rules = select_rules(load_rules(()), (), ())
     out = {"files": len(paths), "bytes": 0, "libcst_files": 0, "libcst_bytes": 0, "cpython_files": 0,
-           "cpython_bytes": 0, "trigger_files": 0, "trigger_bytes": 0}
-    cut: list[str] = []  # a tree rule's byte trigger holds, its AST check does not
+           "cpython_bytes": 0, "trigger_files": 0, "trigger_bytes": 0, "exact_files": 0, "exact_bytes": 0}
+    cut: list[str] = []  # a tree rule's byte trigger holds, its AST check does not or astdump decides
     for path in paths:
         with open(path, "rb") as f:
             data = f.read()
@@ -270,7 +293,13 @@ def prefilter_stats(paths: list[str]) -> dict:
             continue
         out["trigger_files"] += 1
         out["trigger_bytes"] += len(data)
-        if any(r.AST_CHECK is None or r.AST_CHECK.matches(data, memo) for r in tree):
+        checked = [r for r in tree if r.AST_CHECK is None or r.AST_CHECK.matches(data, memo)]
+        if checked and exact_findings(data, path, checked, memo) is not None:
+            cut.append(path)  # decided on CPython's tree (astdump.py): no libcst
+            out["exact_files"] += 1
+            out["exact_bytes"] += len(data)
+            kind = "cpython"
+        elif checked:
             kind = "libcst"
         else:
             if tree:
@@ -296,12 +325,13 @@ def bench_tree(tree: str, args, jobs: int, peers: dict[str, str], work: str) -> 
     print(f"1. prefilter: {stats['libcst_files']} files, {_mb(stats['libcst_bytes']):.2f} MB "
           f"({100 * stats['libcst_bytes'] / max(1, tree_bytes):.1f} % of the bytes) reach libcst; "
           f"{stats['cpython_files']} files, {_mb(stats['cpython_bytes']):.2f} MB only CPython's parser "
+          f"({stats['exact_files']} files, {_mb(stats['exact_bytes']):.2f} MB of them with rules decided on its tree) "
           f"(a byte trigger holds for {stats['trigger_files']} files, {_mb(stats['trigger_bytes']):.2f} MB)")
 
     cache_dir = tempfile.mkdtemp(prefix="cache-", dir=work)
     env = dict(os.environ, DRIFTSCAN_CACHE_DIR=cache_dir)
-    driftscan = [sys.executable, "-m", "driftscan", "scan", tree, "--format", "json", "-o", "-",
-                 "--jobs", str(jobs)]
+    driftscan = [*driftscan_command(), "scan", tree, "--format", "json", "-o", "-", "--jobs", str(jobs)]
+    out["driftscan_command"] = driftscan[0]
     tools: dict[str, list[str]] = {"driftscan cold": [*driftscan, "--no-cache"], "driftscan warm": driftscan}
     cwd = {}
     if "semgrep" in peers:
@@ -336,10 +366,11 @@ def bench_tree(tree: str, args, jobs: int, peers: dict[str, str], work: str) -> 
         for name, cmd in tools.items():
             if name == "semgrep" and round_ >= semgrep_runs:
                 continue
-            runs[name].append(measured(cmd, env=env, cwd=cwd.get(name)))
+            # The warm runs take a tenth of a second: timed exactly, their memory is not the question.
+            runs[name].append(measured(cmd, env=env, cwd=cwd.get(name), sample=name not in WARM))
         print(f"   round {round_ + 1}: " + ", ".join(f"{n} {runs[n][-1]['seconds']:.2f} s" for n in tools
                                                    if len(runs[n]) > round_), flush=True)
-    medians = {name: statistics.median(r["seconds"] for r in rs) for name, rs in runs.items()}
+    medians = {name: statistics.median(r["seconds"] for r in rs) for name, rs in runs.items() if rs}
     # The warm re-scan without interpreter start and imports: scan_paths with the cache, here.
     from driftscan._version import __version__
     from driftscan.inspect.scancache import ResultCache
@@ -367,15 +398,16 @@ def bench_tree(tree: str, args, jobs: int, peers: dict[str, str], work: str) -> 
     sample = paths
     if 0 < args.sample < len(paths):
         sample = random.Random(args.seed).sample(paths, args.sample)
-    base_bytes, base_time, failures = plain_libcst(sample, jobs)
-    full = base_time * tree_bytes / max(1, base_bytes)
-    what = "every file" if sample is paths else f"a sample of {len(sample)} files, extrapolated by bytes"
-    out["libcst"] = {"files": len(sample), "bytes": base_bytes, "seconds": base_time, "tree_seconds": full,
-                     "failures": failures}
-    medians["plain libcst"] = full
-    print(f"3. plain libcst.parse_module on {jobs} processes ({what}): {full:.1f} s, {failures} parse failures")
-
-    ratios = {"plain libcst / driftscan cold": full / medians["driftscan cold"]}
+    ratios = {}
+    if not args.no_libcst:
+        base_bytes, base_time, failures = plain_libcst(sample, jobs)
+        full = base_time * tree_bytes / max(1, base_bytes)
+        what = "every file" if sample is paths else f"a sample of {len(sample)} files, extrapolated by bytes"
+        out["libcst"] = {"files": len(sample), "bytes": base_bytes, "seconds": base_time, "tree_seconds": full,
+                         "failures": failures}
+        medians["plain libcst"] = full
+        print(f"3. plain libcst.parse_module on {jobs} processes ({what}): {full:.1f} s, {failures} parse failures")
+        ratios["plain libcst / driftscan cold"] = full / medians["driftscan cold"]
     if "semgrep" in medians:
         ratios["semgrep / driftscan cold"] = medians["semgrep"] / medians["driftscan cold"]
     if "ruff cold" in medians:
@@ -389,7 +421,8 @@ def bench_tree(tree: str, args, jobs: int, peers: dict[str, str], work: str) -> 
 
     if not args.no_unfiltered:
         check = sample if len(sample) <= 600 else random.Random(args.seed).sample(paths, 600)
-        # and every file the AST checks keep from libcst although a byte trigger holds
+        # and every file the AST checks or astdump's exact decisions keep from libcst although a
+        # byte trigger holds
         check = sorted(set(check) | set(cut))
         result = scan_paths([tree], jobs=jobs)
         start = time.perf_counter()
@@ -406,8 +439,9 @@ def bench_tree(tree: str, args, jobs: int, peers: dict[str, str], work: str) -> 
                                       for p in differ[:20]]}
         for d in out["identity"]["differ"]:
             print(f"   differs: {d['path']}: {d['filtered']} / without the prefilter {d['unfiltered']}")
-        print(f"4. no prefilter on {len(check)} files (600 sampled and the {len(cut)} the AST checks keep from "
-              f"libcst): same findings as with the prefilter: {'yes' if same else 'NO'}")
+        print(f"4. no prefilter on {len(check)} files (600 sampled and the {len(cut)} the AST checks or the "
+              f"decisions on CPython's tree keep from libcst): same findings as with the prefilter: "
+              f"{'yes' if same else 'NO'}")
     out["load_after"] = os.getloadavg()
     print(f"   load after: {' '.join(f'{x:.2f}' for x in out['load_after'])}")
     return out
@@ -425,6 +459,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-bin", metavar="DIR", help="where semgrep and ruff are (default: PATH)")
     parser.add_argument("--json", metavar="FILE", help="write every figure here")
     parser.add_argument("--semgrep-runs", type=int, metavar="N", help="semgrep in the first N rounds only (slow)")
+    parser.add_argument("--no-libcst", action="store_true",
+                        help="skip plain libcst (minutes; for iterating on driftscan alone: no ratio to it)")
     args = parser.parse_args(argv)
 
     jobs = args.jobs or default_jobs()

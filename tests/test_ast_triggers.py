@@ -209,8 +209,14 @@ def test_a_file_is_deferred_only_when_libcst_must_parse_it(tmp_path):
     cut = tmp_path / "cut.py"
     cut.write_bytes(b"import json\n" + b"x = 1\n" * 100 + b"json.dump(x, f)\n")
     assert inspect_path(str(cut), RULES, True, MAX_FILE_BYTES, defer_over=10) == ([], cut.stat().st_size, True)
+    # decided on CPython's tree (astdump.py): no libcst, so nothing to defer
+    decided = tmp_path / "decided.py"
+    decided.write_bytes(b"import torch\n" + b"x = 1\n" * 100 + b"torch.save(x, '/tmp/x.pt')\n")
+    findings, size, parsed = inspect_path(str(decided), RULES, True, MAX_FILE_BYTES, defer_over=10)
+    assert (size, parsed) == (decided.stat().st_size, True) and [f.code for f in findings] == ["DBG101"]
+    # an f-string concatenated with a plain string: only libcst can tell
     kept = tmp_path / "kept.py"
-    kept.write_bytes(b"import torch\n" + b"x = 1\n" * 100 + b"torch.save(x, '/tmp/x.pt')\n")
+    kept.write_bytes(b"import torch\n" + b"x = 1\n" * 100 + b"torch.save(x, '/tmp/' f'{x}.pt')\n")
     assert inspect_path(str(kept), RULES, True, MAX_FILE_BYTES, defer_over=10) == (None, kept.stat().st_size, True)
     findings, _, parsed = inspect_path(str(kept), RULES, True, MAX_FILE_BYTES)
     assert parsed and [f.code for f in findings] == ["DBG101"]

@@ -8,8 +8,11 @@ larger than ``MAX_FILE_BYTES`` (DBG003), nested too deeply or too complex to par
 only if that rule is selected.
 
 With ``prefilter`` a file is parsed only if some selected rule's trigger matches its bytes
-(see triggers.py) and, on CPython's syntax tree, its ``AST_CHECK`` (see astfacts.py). The findings are the same either way: rules report nothing without
-their trigger, and DBG001 is decided by triggers in both modes (see _may_hide_debug_code).
+(see triggers.py) and, on CPython's syntax tree, its ``AST_CHECK`` (see astfacts.py); when every
+rule left decides its findings exactly on CPython's tree (``AST_EXACT``, astdump.py), libcst is
+not needed at all. The findings are the same either way: rules report nothing without their
+trigger, astdump.py answers only what libcst would, and DBG001 is decided by triggers in both
+modes (see _may_hide_debug_code).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import libcst as cst
 from ..errors import DriftscanError
 from ..fileio import read_regular
 from ..model import Finding
-from .complexity import refusal
+from .astdump import dump_hits, exact_kind
+from .complexity import measure, refusal
 from .context import FileContext
 from .noqa import apply_noqa
 from .positions import node_starts
@@ -186,6 +190,12 @@ def _inspect_all(
             # Only whether it parses is asked (DBG001): CPython's parser says yes ten times faster
             # (and it parsed, so the complexity scan passed it too: python_ast asks it first).
             return [], True
+        if ast_checks or len(data) > AST_DEFER_BYTES:
+            # Third stage: rules whose findings CPython's tree decides exactly (astdump.py) need
+            # no libcst at all; where it cannot tell, libcst decides as before.
+            exact = exact_findings(data, path, tree_rules, memo)
+            if exact is not None:
+                return exact, True
     if defer_over is not None and len(data) > defer_over:
         return None, True
     # libcst must never see such a file: it can crash or stall on it (known if a trigger parsed it)
@@ -208,6 +218,22 @@ def _inspect_all(
     except Exception as e:  # a bug in a rule: say which file and rules, let the caller decide
         raise RuleError(path, tree_rules, e) from e
     return _locate(ctx, module, data), True
+
+
+def exact_findings(data: bytes, path: str, tree_rules: Sequence[type[Rule]], memo: Memo) -> list[Finding] | None:
+    """The findings of ``tree_rules`` from CPython's tree (astdump.py), when every one of them
+    is decided there and CPython parsed the file; else None (libcst's turn)."""
+    if not tree_rules or not all(exact_kind(r) for r in tree_rules):
+        return None
+    tree = python_ast(data, memo)
+    if tree is None:
+        return None
+    hits = dump_hits(data, tree, tree_rules, memo.get("complexity") or measure(data))
+    if hits is None:
+        return None
+    lines = _source_lines(data, "utf-8") if hits else []
+    return [Finding(h.code, h.name, h.severity, h.line, h.column, h.message, _snippet(lines, h.line),
+                    h.artifact_pattern) for h in hits]
 
 
 def _parse_failure(

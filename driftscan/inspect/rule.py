@@ -63,6 +63,9 @@ class Rule:
     #: Necessary condition on CPython's syntax tree (see astfacts.py), checked with the prefilter
     #: once ``TRIGGER`` held: a file reaches libcst only if some rule's check holds too. None: none.
     AST_CHECK: ClassVar[BaseTrigger | None] = None
+    #: The rule's findings, decided exactly on CPython's tree (astdump.KINDS; read from the class's
+    #: own body only, so a subclass that changes the rule falls back to libcst). None: libcst only.
+    AST_EXACT: ClassVar[str | None] = None
     VALID: ClassVar[Sequence[Example]] = ()
     INVALID: ClassVar[Sequence[Example]] = ()
     #: Set by the rules that describe a file the engine could not inspect

@@ -317,10 +317,16 @@ def python_ast(data: bytes, memo: Memo | None = None):
     import ast
     import warnings
 
-    from .complexity import refusal
+    from .complexity import measure
 
     tree = None
-    refused = memo["refusal"] if memo is not None and "refusal" in memo else refusal(data)
+    if memo is not None and "refusal" in memo:
+        refused = memo["refusal"]
+    else:
+        measured = measure(data)
+        refused = measured.refused
+        if memo is not None:
+            memo["complexity"] = measured  # its depth and chain: astdump.py asks them
     if memo is not None:
         memo["refusal"] = refused
     if refused is None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from driftscan.inspect import analysis, astfacts, triggers
+from driftscan.inspect import analysis, astdump, astfacts, triggers
 from driftscan.inspect.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
@@ -43,6 +43,7 @@ class DebugCounter(Rule):
         triggers.INCREMENT, triggers.AnyOf(triggers.MARKER_ASSIGN, triggers.LAZY_COUNTER, triggers.DEBUG_ACTION)
     )
     AST_CHECK = astfacts.COUNTER
+    AST_EXACT = astdump.DEBUG_COUNTER  # decided on CPython's tree where it can tell (astdump.py)
 
     def __init__(self, context):
         super().__init__(context)

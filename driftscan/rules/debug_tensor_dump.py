@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from driftscan.inspect import astfacts, triggers
+from driftscan.inspect import astdump, astfacts, triggers
 from driftscan.inspect.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
@@ -29,6 +29,7 @@ class DebugTensorDump(Rule):
     SEVERITY = Severity.HIGH
     TRIGGER = triggers.DUMP
     AST_CHECK = astfacts.DUMP_CALL
+    AST_EXACT = astdump.DUMP_DEBUG  # decided on CPython's tree where it can tell (astdump.py)
 
     def visit_Call(self, node: cst.Call) -> None:
         action = self.context.action(node)

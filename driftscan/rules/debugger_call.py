@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from driftscan.inspect import analysis, astfacts, triggers
+from driftscan.inspect import analysis, astdump, astfacts, triggers
 from driftscan.inspect.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
@@ -24,6 +24,7 @@ class DebuggerCall(Rule):
     SEVERITY = Severity.HIGH
     TRIGGER = triggers.DEBUGGER
     AST_CHECK = astfacts.DEBUGGER_CALL
+    AST_EXACT = astdump.DEBUGGER_CALL  # decided on CPython's tree where it can tell (astdump.py)
 
     def __init__(self, context):
         super().__init__(context)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from driftscan.inspect import analysis, astfacts, triggers
+from driftscan.inspect import analysis, astdump, astfacts, triggers
 from driftscan.inspect.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
@@ -20,6 +20,7 @@ class DebuggerImport(Rule):
     SEVERITY = Severity.MEDIUM
     TRIGGER = triggers.DEBUGGER_MODULES
     AST_CHECK = astfacts.DEBUGGER_IMPORT
+    AST_EXACT = astdump.DEBUGGER_IMPORT  # decided on CPython's tree where it can tell (astdump.py)
 
     def _check(self, node: cst.CSTNode, module: str | None) -> None:
         top = (module or "").split(".", 1)[0]
