@@ -97,7 +97,7 @@ def main() -> None:
     parser.add_argument("--no-aide", action="store_true")
     parser.add_argument("--baseline-code", metavar="DIR",
                         help="a copy of an older driftscan package's parent directory (e.g. `git archive` of a commit):"
-                             " its snapshot and diff (which hashed every file) run in the same rounds, for paired ratios")
+                             " its snapshot and diffs (warm and --no-cache) run in the same rounds, for paired ratios")
     args = parser.parse_args()
     venv = os.path.abspath(args.venv)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -140,13 +140,19 @@ def main() -> None:
         commands["baseline snapshot"] = ([*old_ds, "snapshot", "--venv", venv, "-o", old_snap], None, (0,))
         old_report = os.path.join(work, "old.json")
 
-        def baseline_check() -> None:  # the older code's report: no field it did not have
+        def baseline_check() -> None:  # the older code's report of the clean tree
             with open(old_report) as f:
                 summary = json.load(f)["summary"]
-            if "trusted_by_signature" in summary or summary["drifts"]:
-                raise SystemExit(f"the baseline diff did not run the baseline code: {summary}")
+            if summary["drifts"] or not summary["files_checked"]:
+                raise SystemExit(f"the baseline diff did not report the clean tree: {summary}")
 
-        commands["baseline diff"] = ([*old_ds, "diff", snap, "--format", "json", "-o", old_report], baseline_check, (0,))
+        # The baseline's diffs (warm: with whatever its code trusts; cold: --no-cache), in its own
+        # cache directory: the two codes' caches may not share a format.
+        old_env = ["env", f"DRIFTSCAN_CACHE_DIR={cache}-baseline"]
+        commands["baseline diff"] = ([*old_env, *old_ds[1:], "diff", snap, "--format", "json", "-o", old_report],
+                                     baseline_check, (0,))
+        commands["baseline diff --no-cache"] = ([*old_env, *old_ds[1:], "diff", snap, "--no-cache", "--format", "json",
+                                                 "-o", old_report], baseline_check, (0,))
     aide = shutil.which("aide") if not args.no_aide else None
     if aide:
         conf = aide_config(work, venv)
@@ -183,7 +189,8 @@ def main() -> None:
     }
     if args.baseline_code:
         ratios["snapshot / baseline snapshot"] = med["driftscan snapshot"] / med["baseline snapshot"]
-        ratios["diff cold / baseline diff"] = med["driftscan diff --no-cache (cold)"] / med["baseline diff"]
+        ratios["diff cold / baseline diff --no-cache"] = (med["driftscan diff --no-cache (cold)"]
+                                                          / med["baseline diff --no-cache"])
         ratios["diff warm / baseline diff"] = med["driftscan diff (warm)"] / med["baseline diff"]
     if aide:
         ratios["aide --init / snapshot"] = med["aide --init"] / med["driftscan snapshot"]

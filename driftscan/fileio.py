@@ -128,20 +128,27 @@ def read_regular_stat(path: str, limit: int, *, what: str | None = None, follow:
     the size error ("a RECORD may have at most …")."""
     fd, st = open_regular(path, follow=follow, root=root)
     try:
-        if st.st_size > limit:
-            cap = f"the {limit} bytes a {what} may have" if what else f"the {limit} expected"
-            raise _refuse(errno.EFBIG, f"{st.st_size} bytes, more than {cap}")
-        chunks = []
-        total = 0
-        while chunk := os.read(fd, min(1 << 20, limit + 1 - total) or 1):
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:  # it grew while being read
-                cap = f"the {limit} bytes a {what} may have" if what else f"the {limit} expected"
-                raise _refuse(errno.EFBIG, f"grew past {cap} while being read")
-        return b"".join(chunks), st
+        return read_opened(fd, st, limit, what=what), st
     finally:
         os.close(fd)
+
+
+def read_opened(fd: int, st: os.stat_result, limit: int, *, what: str | None = None) -> bytes:
+    """The content of an open regular file (``open_regular``'s descriptor and fstat ``st``), of at
+    most ``limit`` bytes, as ``read_regular_stat`` reads it; the caller closes ``fd``. For a caller
+    that decides from the fstat whether it needs the content at all."""
+    if st.st_size > limit:
+        cap = f"the {limit} bytes a {what} may have" if what else f"the {limit} expected"
+        raise _refuse(errno.EFBIG, f"{st.st_size} bytes, more than {cap}")
+    chunks = []
+    total = 0
+    while chunk := os.read(fd, min(1 << 20, limit + 1 - total) or 1):
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:  # it grew while being read
+            cap = f"the {limit} bytes a {what} may have" if what else f"the {limit} expected"
+            raise _refuse(errno.EFBIG, f"grew past {cap} while being read")
+    return b"".join(chunks)
 
 
 def read_regular(path: str, limit: int, *, what: str | None = None, follow: bool = True,

@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 import select
 import signal
+import struct
 from collections.abc import Callable
 
 from .forking import allow_fork, fork_quietly, may_fork
 
-__all__ = ["HELPER_TIMEOUT", "Child", "allow_fork", "may_fork", "read_some"]
+__all__ = ["HELPER_TIMEOUT", "Child", "Tokens", "allow_fork", "may_fork", "read_some"]
 
 
 HELPER_TIMEOUT = 120.0  # seconds without a byte from a child before it is given up
@@ -101,3 +102,40 @@ def _read_all(fd: int) -> bytes:
     while chunk := read_some(fd, 1 << 20):
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+class Tokens:
+    """The numbers ``0 .. n-1`` in a pipe, for this process and the children it forks next to
+    share work out as they go: each number is read by exactly one of them (a read of 4 bytes
+    from a pipe that holds only whole 4-byte numbers is atomic), so whichever process is free
+    takes the next piece, and none waits on a share fixed in advance. At most ``MAX`` numbers
+    (they are all written before the fork: the pipe's default 64 KiB)."""
+
+    MAX = 16_000
+    _NUMBER = struct.Struct("=I")
+
+    def __init__(self, n: int) -> None:
+        if not 0 <= n <= self.MAX:
+            raise ValueError(f"{n} tokens: at most {self.MAX}")
+        self.fd, write_fd = os.pipe()
+        try:
+            data = memoryview(b"".join(self._NUMBER.pack(k) for k in range(n)))
+            while data:
+                data = data[os.write(write_fd, data):]
+        finally:
+            os.close(write_fd)  # read to the end, the pipe says so
+        self.taken: list[int] = []  # the numbers this process took
+
+    def take(self) -> int | None:
+        """The next number, or None when all are taken."""
+        got = os.read(self.fd, self._NUMBER.size)
+        if len(got) != self._NUMBER.size:
+            return None
+        number = self._NUMBER.unpack(got)[0]
+        self.taken.append(number)
+        return number
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1

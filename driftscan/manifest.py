@@ -30,11 +30,9 @@ The tree walk and the list of bookkeeping paths live here too, so that a manifes
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
-import socket
 import stat
 import threading
 import time
@@ -409,15 +407,33 @@ def write_manifest(root: str, files_iter: Iterable[tuple[str, ManifestEntry]], o
     files = dict(files_iter)
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     doc = {"manifest_version": MANIFEST_VERSION, "tool": "driftscan", "created": created, "root": root,
-           "started_ns": started, "hostname": socket.gethostname(), "files": files}
+           "started_ns": started, "hostname": hostname(), "files": files}
     write_atomic(output, json_lines(doc), mode=0o644)
     return Manifest(os.path.abspath(output), root, created, files, started_ns=started)
+
+
+def hostname() -> str:
+    """This machine's name, for a snapshot (``socket`` imported here: a diff, which only reads
+    snapshots, does not pay for it)."""
+    import socket
+
+    return socket.gethostname()
+
+
+def write_members(root: str, members: dict[str, str], output: str, started_ns: int) -> None:
+    """``write_manifest`` of entries already formatted as JSON members (``format_member``), the
+    same bytes: for a snapshot whose entries were made and formatted in two processes."""
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    doc = {"manifest_version": MANIFEST_VERSION, "tool": "driftscan", "created": created,
+           "root": os.path.abspath(root), "started_ns": started_ns, "hostname": hostname(),
+           "files": members}
+    write_atomic(output, json_lines(doc, formatted=True), mode=0o644)
 
 
 _PLAIN_NAME = re.compile(r'[ !#-\[\]-~]*')  # printable ASCII but '"' and '\\': json.dumps leaves it as it is
 
 
-def _member(rel: str, entry: ManifestEntry) -> str:
+def format_member(rel: str, entry: ManifestEntry) -> str:
     """``json.dumps(rel): json.dumps(entry.to_json(), sort_keys=True)``, formatted directly for
     the common entry (a plain name, no text, no link): byte for byte what json.dumps writes
     (a test checks both), at a fifth of the cost."""
@@ -428,10 +444,11 @@ def _member(rel: str, entry: ManifestEntry) -> str:
     return f"{json.dumps(rel)}: {json.dumps(entry.to_json(), sort_keys=True)}"
 
 
-def json_lines(doc: dict[str, Any], nested: str = "files") -> Iterator[str]:
+def json_lines(doc: dict[str, Any], nested: str = "files", formatted: bool = False) -> Iterator[str]:
     """``doc`` as JSON, in pieces, with keys sorted and one member of ``doc[nested]`` (a dict of
     ManifestEntry) per line; json's C encoder for everything else (``indent=`` takes the
-    pure-Python one: 1 s for 40,000 files). ASCII escapes keep undecodable names intact."""
+    pure-Python one: 1 s for 40,000 files). ASCII escapes keep undecodable names intact.
+    ``formatted``: ``doc[nested]`` maps each path to its member already formatted (``format_member``)."""
     yield "{\n"
     keys = sorted(doc)
     for i, key in enumerate(keys):
@@ -440,8 +457,11 @@ def json_lines(doc: dict[str, Any], nested: str = "files") -> Iterator[str]:
         if key == nested and isinstance(value, dict) and value:
             yield f" {json.dumps(key)}: {{\n"
             members = sorted(value)
-            yield "".join([f"  {_member(m, value[m])},\n" for m in members[:-1]])
-            yield f"  {_member(members[-1], value[members[-1]])}\n"
+            if formatted:
+                yield "  " + ",\n  ".join(map(value.__getitem__, members)) + "\n"
+            else:
+                yield "".join([f"  {format_member(m, value[m])},\n" for m in members[:-1]])
+                yield f"  {format_member(members[-1], value[members[-1]])}\n"
             yield f" }}{comma}\n"
         else:
             yield f" {json.dumps(key)}: {json.dumps(value, sort_keys=True)}{comma}\n"
@@ -634,9 +654,14 @@ def _plain_files(raw_files: dict[str, Any]) -> dict[str, ManifestEntry] | None:
     good_dirs: set[str] = set()
     digests: list[str] = []
     b63, b32 = 1 << 63, 1 << 32
+    new_entry = tuple.__new__  # ManifestEntry(...) without the Python frame of its __new__
+    every_name = "/".join(raw_files)  # the characters no name may hold, looked for in all at once
+    if "\\" in every_name or "\0" in every_name:
+        return None
+    ascii_names = every_name.isascii()
     for rel, raw in raw_files.items():
         folder, sep, name = rel.rpartition("/")
-        if name in _BAD_PARTS or "\\" in name or "\0" in name or not (name.isascii() or _os_string(name)):
+        if name in _BAD_PARTS or not (ascii_names or name.isascii() or _os_string(name)):
             return None
         if sep and folder not in good_dirs:
             if _check_relpath(folder) is not None:
@@ -649,7 +674,11 @@ def _plain_files(raw_files: dict[str, Any]) -> dict[str, ManifestEntry] | None:
                 and type(mtime) is int and 0 <= size < b63 and 0 <= mode < b32 and 0 <= mtime < b63):
             return None
         text = link = ctime = None
-        if len(raw) > 4:  # four keys and all four above: no text, link or ctime_ns is there
+        if len(raw) == 5 and "ctime_ns" in raw:  # the usual entry: those four and ctime_ns
+            ctime = raw["ctime_ns"]
+            if not (type(ctime) is int and 0 <= ctime < b63):
+                return None
+        elif len(raw) > 4:  # four keys and all four above: no text, link or ctime_ns is there
             if "ctime_ns" in raw:
                 ctime = raw["ctime_ns"]
                 if not (type(ctime) is int and 0 <= ctime < b63):
@@ -663,7 +692,7 @@ def _plain_files(raw_files: dict[str, Any]) -> dict[str, ManifestEntry] | None:
                 if type(link) is not str or not _os_string(link):
                     return None
         digests.append(digest)
-        files[rel] = ManifestEntry(digest, size, mode, mtime, text, link, ctime)
+        files[rel] = new_entry(ManifestEntry, (digest, size, mode, mtime, text, link, ctime))
     if not _HEX.fullmatch("".join(digests)):
         return None
     return files

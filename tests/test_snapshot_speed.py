@@ -192,8 +192,8 @@ def test_diff_cli_stat_system_calls_strace(tmp_path):
     files, dirs = 9000, 300
     log = tmp_path / "strace.log"
 
-    def traced(*extra: str) -> list[str]:
-        proc = subprocess.run(["strace", "-f", "-qq", "-e", "trace=stat,lstat,newfstatat,statx", "-o", str(log),
+    def traced(*extra: str, calls: str = "stat,lstat,newfstatat,statx") -> list[str]:
+        proc = subprocess.run(["strace", "-f", "-qq", "-e", f"trace={calls}", "-o", str(log),
                                *run_cli_args("diff", str(snap), "-q", *extra)], check=False, capture_output=True,
                               text=True, env={**os.environ, "DRIFTSCAN_CACHE_DIR": str(tmp_path / "cache")})
         assert proc.returncode == 0, proc.stderr[-2000:]
@@ -202,9 +202,15 @@ def test_diff_cli_stat_system_calls_strace(tmp_path):
         assert len({line.split()[0] for line in under}) == 2, (extra, len(under), under[:3])  # shared with a child
         return under
 
-    for extra in ((), ("--no-cache",)):  # a snapshot written just now: no diff index
-        under = traced(*extra)
-        assert files <= len(under) <= files + 2, "\n".join(under[:20])  # + the root's own checks
+    # A snapshot written just now: no diff index.
+    under = traced()
+    assert files <= len(under) <= files + 2, "\n".join(under[:20])  # + the root's own checks
+    # Without trust every file is read: its open (no symlink followed) and fstat stand for the lstat.
+    under = traced("--no-cache", calls="stat,lstat,newfstatat,statx,openat")
+    stats = [line for line in under if "openat(" not in line]
+    opened = [line for line in under if "openat(" in line and "O_DIRECTORY" not in line]
+    assert len(stats) <= 2, "\n".join(stats[:20])  # the root's own checks
+    assert len(opened) == files and all("O_NOFOLLOW" in line and "O_NONBLOCK" in line for line in opened)
     # Older than the racy window: the full walk also takes each directory's stat (for the diff
     # index), and the next diff takes those and the files' lstats, listing no directory.
     time.sleep(max(0.0, (os.stat(snap).st_ctime_ns + 2_100_000_000) / 1e9 - time.time()))
@@ -256,7 +262,7 @@ def test_member_lines_are_what_json_dumps_writes():
                M.ManifestEntry("a" * 32, 5, 0o100755, 4, "text\n\"é", None)]
     for name in names:
         for entry in entries:
-            assert M._member(name, entry) == f"{json.dumps(name)}: {json.dumps(entry.to_json(), sort_keys=True)}"
+            assert M.format_member(name, entry) == f"{json.dumps(name)}: {json.dumps(entry.to_json(), sort_keys=True)}"
 
 
 class Small(enum.IntEnum):

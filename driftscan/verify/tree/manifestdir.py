@@ -9,12 +9,15 @@ regular file in the manifest and now: large ones as above, small ones by hashing
 ``diff`` without ``--no-cache``, by their signature (size, mtime and mode as recorded, outside the
 snapshot's racy window: ``Manifest.trusted``), unread. What the walk cannot settle (a file
 missing, a symlink then or now, another type) goes through engine's per-file checks as before;
-the verdicts and their wording are engine's either way.
+the verdicts and their wording are engine's either way. ``diff --no-cache`` of a large tree
+reads every file anyway: there a regular file's open and fstat stand for its lstat
+(``SettleOpened``, on two cores: ``sharedwalk.settle_shared``).
 """
 
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 from collections.abc import Callable
@@ -25,6 +28,7 @@ from ...discover.modeldir import ModelDirLayout
 from ...fileio import NOFOLLOW, file_type, os_error
 from ...manifest import (
     EMBED_LIMIT,
+    HASH_BUFFER,
     MANIFEST_NAME,
     REDO,
     Manifest,
@@ -37,15 +41,13 @@ from ...manifest import (
     scan_tree,
 )
 from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
-from .hashing import OPEN_FLAGS, open_noatime
+from .hashing import _NOATIME, OPEN_FLAGS, open_noatime
 from .engine import (
     large_unread_outcome,
     mode_outcome,
     ERROR,
     MISSING,
     MODIFIED,
-    OK,
-    STALE,
     Context,
     Expect,
     KindResult,
@@ -213,6 +215,56 @@ def settle(ctx: Context, manifest: Manifest, rel: str, st, trust: bool) -> objec
     return None
 
 
+class SettleOpened:
+    """``settle`` without trust, for a file the listing says is regular, without its lstat:
+    opened (``O_NOFOLLOW | O_NONBLOCK``, as ``_open_walked``) and checked with fstat before a
+    byte is read, as the walk's lstat and ``_read_walked`` would have. Called with the file's
+    relative path and path, it returns MATCHED when its content and mode are as recorded (its
+    bytes counted in ``hashed``); else its fstat (what the walk's lstat would have said of a
+    regular file); None for a path that is not a small regular file in the manifest, or that
+    cannot be opened as a regular file (the walk lstats it, and the comparison words it)."""
+
+    def __init__(self, ctx: Context, manifest: Manifest) -> None:
+        self.files, self.limit = manifest.files, ctx.limit
+        self.flags = OPEN_FLAGS | NOFOLLOW | _NOATIME
+        self.hashed = 0
+
+    def __call__(self, rel: str, path: str) -> object | None:
+        entry = self.files.get(rel)
+        if entry is None or entry.link is not None or stat.S_ISLNK(entry.mode):
+            return None
+        try:
+            try:
+                fd = os.open(path, self.flags)
+            except PermissionError:
+                if not _NOATIME:
+                    raise
+                fd = os.open(path, OPEN_FLAGS | NOFOLLOW)  # O_NOATIME needs ownership of the file
+        except (OSError, ValueError):
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            size = st.st_size
+            if size >= self.limit:
+                return st  # a large file: compared by size and mtime, or read by engine (--deep)
+            data = os.read(fd, size + 1) if size < HASH_BUFFER else None
+            if data is not None and len(data) == size:
+                digest = xxhash.xxh3_128_hexdigest(data)
+            else:  # larger, or it grew or shrank since the fstat
+                os.lseek(fd, 0, os.SEEK_SET)
+                digest = hash_fd(fd, size, None, keep=False)[0]
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if digest == entry.xxh3_128 and stat.S_IMODE(st.st_mode) == stat.S_IMODE(entry.mode):
+            self.hashed += size
+            return MATCHED
+        return st
+
+
 def settled_by_signature(manifest: Manifest, entry: ManifestEntry | None, st, limit: int) -> bool:
     """Whether the walk's lstat ``st`` settles ``entry`` without reading the file: a regular file
     then and now, small (a large one is settled by size and mtime anyway), its signature trusted
@@ -224,7 +276,7 @@ def settled_by_signature(manifest: Manifest, entry: ManifestEntry | None, st, li
 def compare_manifest(ctx: Context, manifest: Manifest, path: str, result: KindResult, *,
                      walked: dict[str, os.stat_result | None] | None = None,
                      walk_problems: list[Problem] | None = None, trust: bool = False,
-                     mapper: Callable = in_threads) -> int:
+                     mapper: Callable = in_threads, from_index: tuple[int, list[str]] | None = None) -> int:
     """Compare the tree with ``manifest`` (read from ``path``) into ``result``; returns how many
     files were trusted by signature.
 
@@ -233,7 +285,10 @@ def compare_manifest(ctx: Context, manifest: Manifest, path: str, result: KindRe
     lstat: a large one (no ``deep``) by size, mtime and mode as engine does; with ``trust``, a
     small one whose signature matches (``Manifest.trusted``) without reading it; any other is
     opened and hashed. Anything else (missing, a symlink then or now, another type) goes through
-    engine's checks, as every file did before."""
+    engine's checks, as every file did before.
+
+    ``from_index``: from the diff index (``treeindex.walk``), how many files are trusted by their
+    signature and are not in ``walked``, and the manifest's paths left to compare (every other)."""
     if walked is None:
         walked, walk_problems = scan_tree(ctx.root)
     source = f"the driftscan manifest ({manifest.created})"
@@ -244,12 +299,24 @@ def compare_manifest(ctx: Context, manifest: Manifest, path: str, result: KindRe
     trusted = 0
     limit, deep = ctx.limit, ctx.deep
     isreg, islnk = stat.S_ISREG, stat.S_ISLNK
-    for rel, entry in manifest.files.items():
-        st = walked.get(rel)
-        if st is TRUSTED or st is MATCHED:  # ``settle`` decided it already, where the file was walked
-            trusted += st is TRUSTED
-            result.files_checked += 1
-            continue
+    # What ``settle`` decided already, where the file was walked (nearly every file of a warm
+    # diff), counted in C; the loop below sees the rest.
+    files = manifest.files
+    if from_index is not None:  # by path alone: a loaded manifest builds only the entries asked for
+        trusted += from_index[0]
+        result.files_checked += from_index[0]
+        items = [((rel, files[rel]), walked.get(rel)) for rel in from_index[1]]
+    else:
+        found: list = list(map(walked.get, files))
+        done = found.count(TRUSTED) + found.count(MATCHED)
+        trusted += found.count(TRUSTED)
+        result.files_checked += done
+        if done:
+            rest = itertools.compress(files, [st is not TRUSTED and st is not MATCHED for st in found])
+            items = [((rel, files[rel]), walked.get(rel)) for rel in rest]
+        else:
+            items = list(zip(files.items(), found))
+    for (rel, entry), st in items:
         if fast and st is not None and entry.link is None and isreg(st.st_mode) and not islnk(entry.mode):
             if st.st_size >= limit and not deep:
                 ctx.meter.unread_large += 1
@@ -309,16 +376,21 @@ def compare_manifest(ctx: Context, manifest: Manifest, path: str, result: KindRe
         result.add_outcomes(ctx, [outcome])
     own = os.path.abspath(path)
     result.problems.extend(walk_problems or ())
-    files = manifest.files
-    for rel, st in walked.items():
-        if rel not in files and os.path.join(ctx.root, rel) != own:
-            result.checks.append(_added(ctx, rel, st, f"not in {source}"))
+    if from_index is not None or len(walked) < 64:
+        added = [rel for rel in walked if rel not in files]
+    else:
+        extra = walked.keys() - files.keys()  # in C
+        added = [rel for rel in walked if rel in extra] if extra else []  # in walk order
+    for rel in added:
+        if os.path.join(ctx.root, rel) != own:
+            result.checks.append(_added(ctx, rel, walked[rel], f"not in {source}"))
     return trusted
 
 
 def diff_manifest(ctx: Context, layout: ModelDirLayout, manifest: Manifest | None,
                   walked: dict[str, os.stat_result | None], walk_problems: list[Problem], *,
-                  trust: bool = False, mapper: Callable = in_threads) -> tuple[KindResult, int]:
+                  trust: bool = False, mapper: Callable = in_threads,
+                  from_index: tuple[int, list[str]] | None = None) -> tuple[KindResult, int]:
     """``audit_manifest`` for ``diff``: the tree walked already, the manifest read already (None:
     read it from ``layout.manifest``); also returns how many files were trusted by signature."""
     path = layout.manifest or os.path.join(ctx.root, MANIFEST_NAME)
@@ -330,5 +402,5 @@ def diff_manifest(ctx: Context, layout: ModelDirLayout, manifest: Manifest | Non
             return KindResult(problems=[Problem(path, why)], unverifiable=[Unverifiable(layout.path, why)]), 0
     result = KindResult()
     trusted = compare_manifest(ctx, manifest, path, result, walked=walked, walk_problems=walk_problems, trust=trust,
-                               mapper=mapper)
+                               mapper=mapper, from_index=from_index)
     return result, trusted

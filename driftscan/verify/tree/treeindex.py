@@ -33,12 +33,13 @@ import os
 import sys
 from array import array
 from itertools import chain
+from typing import NamedTuple
 
 import xxhash
 
 from ...manifest import RACY_NS, Manifest
 
-FORMAT = b"driftscan-diff-index-2\n"
+FORMAT = b"driftscan-diff-index-3\n"  # 3: the manifest's entries the walk did not find
 MAX_INDEX = 1 << 30
 
 DIR_SIGNATURE = operator.attrgetter("st_mtime_ns", "st_ctime_ns", "st_ino", "st_dev", "st_mode")
@@ -51,14 +52,23 @@ def dir_signature(st: os.stat_result) -> tuple[int, ...]:
 
 class TreeIndex:
     """A loaded index: directories (relative prefixes, "" the root, "a/b/" below), their
-    signatures, the trusted files and their signatures (four ``q`` values each), the others."""
+    signatures, the trusted files and their signatures (four ``q`` values each), the others,
+    and the manifest's entries the walk did not find (``missing``)."""
 
-    __slots__ = ("consistency", "dir_sigs", "dirs", "others", "trusted", "trusted_sigs")
+    __slots__ = ("consistency", "dir_sigs", "dirs", "missing", "others", "trusted", "trusted_sigs")
 
     def __init__(self, dirs: list[str], dir_sigs: list, trusted: list[str], trusted_sigs: array,
-                 others: list[str], consistency: bool) -> None:
+                 others: list[str], consistency: bool, missing: list[str]) -> None:
         self.dirs, self.dir_sigs, self.trusted, self.trusted_sigs = dirs, dir_sigs, trusted, trusted_sigs
-        self.others, self.consistency = others, consistency
+        self.others, self.consistency, self.missing = others, consistency, missing
+
+
+class Walked(NamedTuple):
+    """``walk``'s answer: how many files are still trusted (not listed), and every other entry
+    the walk would list, with its lstat (None if it cannot be taken)."""
+
+    trusted: int
+    entries: dict
 
 
 def _key(manifest: Manifest, root: str, limit: int) -> tuple | None:
@@ -93,11 +103,12 @@ def load(manifest: Manifest, root: str, limit: int) -> TreeIndex | None:
             xxhash.xxh3_64_digest(memoryview(data)[head:]) != data[len(FORMAT):head]:
         return None
     try:
-        stored, dirs, dir_sigs, trusted, trusted_sigs, others, consistency = marshal.loads(memoryview(data)[head:])
+        stored, dirs, dir_sigs, trusted, trusted_sigs, others, consistency, missing = \
+            marshal.loads(memoryview(data)[head:])
         if stored != key:
             return None
         index = TreeIndex(list(dirs), list(map(tuple, dir_sigs)), _split(trusted), array("q", trusted_sigs),
-                          list(others), bool(consistency))
+                          list(others), bool(consistency), list(missing))
         if len(index.dirs) != len(index.dir_sigs) or len(index.trusted_sigs) != 4 * len(index.trusted) \
                 or not index.dirs or index.dirs[0] != "":
             return None
@@ -107,9 +118,10 @@ def load(manifest: Manifest, root: str, limit: int) -> TreeIndex | None:
 
 
 def save(manifest: Manifest, root: str, limit: int, dirs: dict[str, tuple | None], walk_started_ns: int,
-         trusted: list[str], others: list[str], consistency: bool) -> None:
+         trusted: list[str], others: list[str], consistency: bool, missing: list[str]) -> None:
     """Write the index of a full walk (``dirs``: each listed directory's signature, taken before
-    listing it), if every directory is older than the walk's start by more than RACY_NS."""
+    listing it), if every directory is older than the walk's start by more than RACY_NS.
+    ``missing``: the manifest's entries the walk did not find."""
     key = _key(manifest, root, limit)
     if key is None or "" not in dirs:
         return
@@ -123,7 +135,7 @@ def save(manifest: Manifest, root: str, limit: int, dirs: dict[str, tuple | None
                                                for e in map(files.__getitem__, trusted)))
         order = sorted(dirs, key=lambda d: (d != "", d.count("/"), d))  # the root first, parents before children
         value = (key, order, [dirs[d] for d in order], "\0".join(trusted), sigs.tobytes(), others,
-                 consistency)
+                 consistency, missing)
         blob = marshal.dumps(value)
         target = _path(key)
         from ...atomic import write_atomic
@@ -153,9 +165,52 @@ def _mismatches(paths: list[str], want: array, offset: int) -> tuple[list[int], 
     return [offset + k for k in ks], [sts[k] for k in ks]
 
 
-def _forked_half(paths: list[str], want: array, offset: int):
-    """A forked child checking ``paths`` (``_mismatches``), sending the indices that differ
-    (the parent lstats those again); None where forking is not allowed or it cannot start."""
+def _dirs_unchanged(root: str, base: str, dirs: list[str], want: list) -> bool:
+    """Whether every directory of ``dirs`` (relative prefixes, "" the root) has the signature in
+    ``want``. OSError if one cannot be stat'ed."""
+    stat = os.stat
+    paths = [root if d == "" else base + d for d in dirs]
+    return list(map(DIR_SIGNATURE, map(stat, paths))) == want
+
+
+CHUNK_DIRS = 512  # directories stat'ed a piece of the work
+CHUNK_FILES = 1024  # trusted files lstat'ed a piece of the work
+
+
+def _pieces(index: TreeIndex) -> list[tuple[bool, int, int]]:
+    """The work of a walk from the index in pieces, the directories first: (is a directory
+    piece, start, end)."""
+    dirs, files = len(index.dirs), len(index.trusted)
+    per_dir = max(CHUNK_DIRS, -(-dirs // 4000))  # at most ``forked.Tokens.MAX`` pieces in all
+    per_file = max(CHUNK_FILES, -(-files // 8000))
+    return [(True, k, min(k + per_dir, dirs)) for k in range(0, dirs, per_dir)] + \
+        [(False, k, min(k + per_file, files)) for k in range(0, files, per_file)]
+
+
+def _check(root: str, base: str, index: TreeIndex, pieces: list[tuple[bool, int, int]], take) -> \
+        tuple[list[int], list[os.stat_result]] | None:
+    """The pieces ``take()`` hands this process: the trusted files whose signature differs
+    (indices, lstats), or None when a directory's signature differs. OSError if an entry
+    cannot be stat'ed."""
+    changed: list[int] = []
+    sts: list[os.stat_result] = []
+    while (k := take()) is not None:
+        is_dirs, start, end = pieces[k]
+        if is_dirs:
+            if not _dirs_unchanged(root, base, index.dirs[start:end], index.dir_sigs[start:end]):
+                return None
+            continue
+        more, their_sts = _mismatches(list(map(base.__add__, index.trusted[start:end])),
+                                      index.trusted_sigs[4 * start:4 * end], start)
+        changed += more
+        sts += their_sts
+    return changed, sts
+
+
+def _forked_share(root: str, base: str, index: TreeIndex, pieces: list, tokens):
+    """A forked child taking pieces beside this process (``_check``), sending the indices of
+    the files that differ (the parent lstats those again), or None for a directory changed or a
+    file gone; None where forking is not allowed or it cannot start."""
     from ...forked import Child, may_fork
 
     if not may_fork():
@@ -163,7 +218,8 @@ def _forked_half(paths: list[str], want: array, offset: int):
 
     def work(fd: int) -> None:
         try:
-            answer = _mismatches(paths, want, offset)[0]
+            got = _check(root, base, index, pieces, tokens.take)
+            answer = None if got is None else got[0]
         except (OSError, ValueError):
             answer = None  # a file vanished: the parent walks
         data = memoryview(marshal.dumps(answer))
@@ -174,30 +230,34 @@ def _forked_half(paths: list[str], want: array, offset: int):
     return child if child.started else None
 
 
-def walk(root: str, index: TreeIndex, trusted_marker: object) -> dict | None:
-    """The walk's answer from the index: every entry the walk would list, the trusted ones as
-    ``trusted_marker``, every other with its lstat (None if it cannot be taken). None when a
-    directory's signature differs or a trusted file cannot be stat'ed (the caller walks).
-    Above ``SPLIT_MIN_FILES`` trusted files, a forked child lstats half of them."""
+def walk(root: str, index: TreeIndex) -> Walked | None:
+    """The walk's answer from the index (``Walked``): the trusted files whose signature is as
+    recorded are counted; every other entry the walk would list comes with its lstat. None when
+    a directory's signature differs or a trusted file cannot be stat'ed (the caller walks).
+    Above ``SPLIT_MIN_FILES`` trusted files, a forked child takes pieces of the work (a stat a
+    directory, an lstat a file) beside this process, whichever is free taking the next."""
+    from ...forked import Tokens
+
     base = root.rstrip(os.sep) + os.sep
-    paths = list(map(base.__add__, index.trusted))
-    want = index.trusted_sigs
-    half = len(paths) // 2 if len(paths) >= SPLIT_MIN_FILES else len(paths)
-    child = _forked_half(paths[half:], want[4 * half:], half) if half < len(paths) else None
-    if child is None:
-        half = len(paths)
+    pieces = _pieces(index)
+    tokens = Tokens(len(pieces))
     try:
-        stat = os.stat
-        now = list(map(DIR_SIGNATURE, map(stat, [root] + list(map(base.__add__, index.dirs[1:])))))
-        if now != index.dir_sigs:
-            raise ValueError("a directory changed")
-        changed, sts = _mismatches(paths[:half], want[:4 * half], 0)
-    except BaseException:
+        child = _forked_share(root, base, index, pieces, tokens) if len(index.trusted) >= SPLIT_MIN_FILES else None
+        try:
+            got = _check(root, base, index, pieces, tokens.take)
+        except BaseException:
+            if child is not None:
+                child.kill()
+            if isinstance(sys.exc_info()[1], (OSError, ValueError)):
+                return None  # a file vanished: the full walk
+            raise
+    finally:
+        tokens.close()
+    if got is None:
         if child is not None:
             child.kill()
-        if isinstance(sys.exc_info()[1], (OSError, ValueError)):
-            return None  # a directory changed, or a file vanished: the full walk
-        raise
+        return None  # a directory changed: the full walk
+    changed, sts = got
     if child is not None:
         answer = child.wait()
         try:
@@ -205,13 +265,13 @@ def walk(root: str, index: TreeIndex, trusted_marker: object) -> dict | None:
         except (ValueError, EOFError, TypeError):
             theirs = None
         if not isinstance(theirs, list):
-            return None  # the child failed, or found a file gone: the full walk
+            return None  # the child failed, or found a directory changed or a file gone: the full walk
         try:
-            sts += _lstat_all([paths[k] for k in theirs])
+            sts += _lstat_all([base + index.trusted[k] for k in theirs])
             changed += theirs
         except (OSError, ValueError, IndexError, TypeError):
             return None
-    walked: dict = dict.fromkeys(index.trusted, trusted_marker)
+    walked: dict = {}
     for k, st in zip(changed, sts):
         walked[index.trusted[k]] = st  # compared as any walked file: trusted again only by Manifest.trusted
     lstat = os.lstat
@@ -220,4 +280,4 @@ def walk(root: str, index: TreeIndex, trusted_marker: object) -> dict | None:
             walked[rel] = lstat(base + rel)
         except (OSError, ValueError):
             walked[rel] = None
-    return walked
+    return Walked(len(index.trusted) - len(changed), walked)

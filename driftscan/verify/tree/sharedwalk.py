@@ -1,0 +1,472 @@
+"""Hashing a whole tree on two cores from the first directory listed: ``driftscan snapshot``
+(``hash_shared``), and ``driftscan diff --no-cache`` of a large tree (``settle_shared``).
+
+A forked child is started before the walk. This process lists the directories (``os.scandir``:
+a file's type comes from the listing, no ``lstat``) and puts the files it finds, a few dozen at
+a time, into a pipe the child reads: each message is exactly ``PIPE_BUF`` bytes, so a write is
+atomic and a read of that size takes one whole message, whichever process reads it. When the
+walk is done this process reads from the same pipe too, until it is empty; while the pipe is
+full, it hashes the files it found itself. No sequential walk before the hashing and no static
+split by size: whichever process is free takes the next message.
+
+A regular file (as the listing tells it) is opened ``O_NOFOLLOW | O_NONBLOCK`` and checked
+with ``fstat`` before a byte is read, as ``fileio.open_regular`` does after an ``lstat``: the
+type is known before the open (a device node or FIFO is never opened on purpose; one swapped
+in since is refused by the fstat), and a symlink swapped in is refused by the open. Its entry
+comes from that fstat (size, mode, mtime, ctime) and the bytes read. Any other entry (a symlink,
+a FIFO, a directory entry of unknown type that could not be stat'ed) goes through
+``manifest._entry`` as every file did before. Each process formats its own entries as JSON
+members (``manifest.format_member``); the child sends its members and errors back marshalled.
+A child that fails leaves its files to this process: every file without an answer is done here.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import marshal
+import mmap
+import os
+import select
+import stat
+import struct
+from collections.abc import Callable
+from typing import NamedTuple
+
+import xxhash
+
+from ...forked import Child, may_fork
+from ...jsondiff import as_text
+from ...manifest import (
+    HASH_BUFFER,
+    TEXT_NAMES,
+    TEXT_SUFFIXES,
+    CODE_SUFFIXES,
+    ManifestEntry,
+    _bookkeeping_file,
+    _entry,
+    format_member,
+    hash_fd,
+    is_bookkeeping,
+)
+from ...fileio import NOFOLLOW, READ_FLAGS
+from ...model import Problem
+from .manifestdir import MATCHED
+
+MAX_FILES = 32  # files a message: few enough that the last messages even the two processes out
+# Names of files that are probably large get a message of their own: a model directory's few
+# shards go to whichever process is free, one at a time.
+LIKELY_LARGE = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx", ".h5", ".msgpack", ".npz",
+                ".so", ".a", ".whl", ".zip", ".tar", ".gz")
+MESSAGE = select.PIPE_BUF  # bytes: atomic to write, and read whole
+PIPE_SIZE = 1 << 20  # room for 256 messages (the default, 64 KiB, holds 16)
+OPEN_FLAGS = READ_FLAGS | NOFOLLOW
+PROGRESS = struct.Struct("=QQ")  # the child's bytes hashed and files done, in shared memory
+# A message: its length (2 bytes), then records, NUL-separated, each a mark and a text: "/" and a
+# directory's relative prefix (for the records after it), "+" and a regular file's name, "-" and
+# any other entry's name. Names hold neither NUL nor "/".
+LENGTH = struct.Struct("=H")
+
+
+def _size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogateescape"))
+
+
+NAME_MAX = 255  # bytes: the longest file name Linux filesystems take
+
+
+class _Messages:
+    """The walk's files packed into messages of ``MESSAGE`` bytes, a directory at a time."""
+
+    def __init__(self) -> None:
+        self.records: list[str] = []
+        self.size = LENGTH.size
+        self.files = 0
+
+    def add(self, prefix: str, regular: list[str], other: list[str]) -> list[bytes]:
+        """A directory's files (``fits(prefix)``); returns the messages ready to send."""
+        records = ["+" + name for name in regular]
+        if other:
+            records += ["-" + name for name in other]
+        ready = []
+        large = [r for r in records if r.endswith(LIKELY_LARGE)]
+        if large:  # each alone, to whichever process is free
+            taken = set(large)
+            records = [r for r in records if r not in taken]
+            ready += [self._message(["/" + prefix, record]) for record in large]
+        if not records:
+            return ready
+        head = "/" + prefix
+        joined = "".join(records)
+        if joined.isascii():  # a byte a character
+            longest, total = max(map(len, records)), len(joined)
+        else:
+            sizes = [_size(r) for r in records]
+            longest, total = max(sizes), sum(sizes)
+        total += len(records) + _size(head) + 1
+        if self.files + len(records) <= MAX_FILES and self.size + total <= MESSAGE:
+            self.records.append(head)  # the whole directory fits in the message begun
+            self.records += records
+            self.size += total
+            self.files += len(records)
+            return ready
+        if self.files:
+            ready.append(self.flush())
+        per = max(1, min(MAX_FILES, (MESSAGE - LENGTH.size - _size(head) - 1) // (longest + 1)))
+        for k in range(0, len(records), per):
+            part = records[k:k + per]
+            if len(part) == per:
+                ready.append(self._message([head, *part]))
+            else:  # the rest begins the next message
+                self.records = [head, *part]
+                self.size = LENGTH.size + _size(head) + 1 + sum(map(_size, part)) + len(part)
+                self.files = len(part)
+        return ready
+
+    def flush(self) -> bytes:
+        """The message begun (not empty), and a new one begun."""
+        message = self._message(self.records)
+        self.records, self.size, self.files = [], LENGTH.size, 0
+        return message
+
+    @staticmethod
+    def _message(records: list[str]) -> bytes:
+        payload = "\0".join(records).encode("utf-8", "surrogateescape")
+        return (LENGTH.pack(len(payload)) + payload).ljust(MESSAGE, b"\0")
+
+
+def fits(prefix: str) -> bool:
+    """Whether any file of a directory fits in a message (one of 255 bytes under a prefix of a
+    few KB may not: the walker hashes those itself)."""
+    return _size(prefix) + 2 * (NAME_MAX + 2) + LENGTH.size <= MESSAGE
+
+
+def unpack(message: bytes) -> list[tuple[str, str, bool]]:
+    """A message's files: (relative prefix, name, regular by the listing)."""
+    (length,) = LENGTH.unpack_from(message)
+    files = []
+    prefix = ""
+    for record in message[LENGTH.size:LENGTH.size + length].decode("utf-8", "surrogateescape").split("\0"):
+        mark, text = record[:1], record[1:]
+        if mark == "/":
+            prefix = text
+        else:
+            files.append((prefix, text, mark == "+"))
+    return files
+
+
+class _Hasher:
+    """Makes the JSON member of each file (or its error), in one process."""
+
+    def __init__(self, root: str, embed_limit: int, embed_code: bool, contain: str) -> None:
+        self.root, self.embed_limit, self.embed_code, self.contain = root, embed_limit, embed_code, contain
+        self.base = root.rstrip(os.sep) + os.sep
+        self.text_suffixes = TEXT_SUFFIXES if embed_code else tuple(s for s in TEXT_SUFFIXES if s not in CODE_SUFFIXES)
+        self.members: dict[str, str] = {}
+        self.errors: dict[str, str] = {}
+        self.hashed = 0
+
+    def files(self, files: list[tuple[str, str, bool]]) -> None:
+        """Each file's member into ``members``, or its error into ``errors``, by relative path."""
+        members, base = self.members, self.base
+        for prefix, name, regular in files:
+            rel = prefix + name
+            try:
+                if regular:
+                    entry = self.regular_entry(base + rel, name)
+                else:  # a symlink, a FIFO...: the per-file path, lstat first
+                    entry = _entry(self.root, rel, self.embed_limit, None, self.embed_code,  # type: ignore[arg-type]
+                                   self.contain)
+            except (OSError, ValueError) as exc:
+                self.errors[rel] = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+                continue
+            self.hashed += entry.size
+            members[rel] = format_member(rel, entry)
+
+    def done(self) -> tuple[int, int]:
+        return self.hashed, len(self.members) + len(self.errors)
+
+    def answer(self) -> tuple[dict[str, str], dict[str, str]]:
+        return self.members, self.errors
+
+    def regular_entry(self, path: str, name: str) -> ManifestEntry:
+        """The entry of a file the listing says is regular: open (no symlink followed, no FIFO
+        waited on), fstat (a regular file still), read, hash."""
+        fd = os.open(path, OPEN_FLAGS)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, f"not a regular file ({stat.filemode(st.st_mode)})")
+            size = st.st_size
+            keep = size <= self.embed_limit and (name.lower().endswith(self.text_suffixes) or name in TEXT_NAMES)
+            data = None
+            if size < HASH_BUFFER and not keep:
+                data = os.read(fd, size + 1)
+            if data is not None and len(data) == size:
+                digest, kept = xxhash.xxh3_128_hexdigest(data), None
+            else:  # a larger file, one to embed, or one that grew or shrank since its fstat
+                if data is not None:
+                    os.lseek(fd, 0, os.SEEK_SET)
+                digest, kept = hash_fd(fd, size, None, keep)
+        finally:
+            os.close(fd)
+        text = as_text(kept) if kept is not None and len(kept) <= self.embed_limit else None
+        return ManifestEntry(digest, size, st.st_mode, st.st_mtime_ns, text, None, st.st_ctime_ns)
+
+
+class _Walk:
+    """This process's walk (``manifest.scan_tree(root, lstat=False)``'s: the same entries, the
+    same problems), handing files out as it goes."""
+
+    def __init__(self, root: str, worker, send: Callable[[bytes], bool]) -> None:
+        self.root, self.worker, self.send = root, worker, send
+        self.found: list[tuple[str, list[str], list[str]]] = []  # every file, for a child that fails
+        self.problems: list[Problem] = []
+        self.messages = _Messages()
+        self.files = 0
+
+    def run(self) -> None:
+        stack = [(self.root, "")]
+        join = os.path.join
+        while stack:
+            dirpath, prefix = stack.pop()
+            subdirs = self._list(dirpath, prefix)
+            subdirs.sort()
+            for name in reversed(subdirs):
+                rel = prefix + name
+                if not is_bookkeeping(rel):
+                    stack.append((join(dirpath, name), rel + "/"))
+        if self.messages.files:
+            self._hand_out(self.messages.flush())
+
+    def _list(self, dirpath: str, prefix: str) -> list[str]:
+        subdirs: list[str] = []
+        regular: list[str] = []
+        other: list[str] = []
+        try:
+            with os.scandir(dirpath) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            subdirs.append(entry.name)
+                            continue
+                    except OSError:
+                        pass
+                    try:  # d_type; DT_UNKNOWN: an lstat
+                        (regular if entry.is_file(follow_symlinks=False) else other).append(entry.name)
+                    except OSError:
+                        other.append(entry.name)  # manifest._entry's lstat tells what it is
+        except OSError as exc:
+            self.problems.append(Problem(exc.filename or self.root, f"cannot list directory: {exc.strerror or exc}"))
+            subdirs = []  # as scan_dirs: what was listed is kept, nothing below is walked
+        if not prefix or prefix == ".cache/" or ".git" in regular or ".git" in other:
+            regular = [name for name in regular if not _bookkeeping_file(prefix, name)]
+            other = [name for name in other if not _bookkeeping_file(prefix, name)]
+        if regular or other:
+            self.found.append((prefix, regular, other))
+            self.files += len(regular) + len(other)
+            if not fits(prefix):
+                self.worker.files([(prefix, name, True) for name in regular] +
+                                  [(prefix, name, False) for name in other])
+            else:
+                for message in self.messages.add(prefix, regular, other):
+                    self._hand_out(message)
+        return subdirs
+
+    def every_file(self) -> list[tuple[str, str, bool]]:
+        """Every file the walk found: (relative prefix, name, regular by the listing)."""
+        return [(prefix, name, kind) for prefix, regular, other in self.found
+                for names, kind in ((regular, True), (other, False)) for name in names]
+
+    def _hand_out(self, message: bytes) -> None:
+        """To the pipe; while it is full, this process hashes the files itself."""
+        if not self.send(message):
+            self.worker.files(unpack(message))
+
+
+def _shared_walk(root: str, worker, progress: Callable[[int, int], None] | None = None):
+    """Walk ``root`` here, handing the files out through the pipe, ``worker.files(...)`` doing
+    them in a forked child and in this process; the walk (``_Walk``), the child's
+    ``worker.answer()`` (marshalled; None if it failed) and the bytes both hashed. None where
+    the child cannot start. ``worker.done()``: its bytes hashed and files done so far."""
+    read_fd, write_fd = os.pipe()
+    shared = mmap.mmap(-1, PROGRESS.size)  # MAP_SHARED: the child's progress, seen here
+    try:
+        try:
+            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        except (OSError, AttributeError):
+            pass  # the default size: this process does more itself
+
+        def take() -> bytes | None:
+            message = os.read(read_fd, MESSAGE)
+            return message if len(message) == MESSAGE else None
+
+        def child(fd: int) -> None:
+            os.close(write_fd)  # the pipe ends when the walker closes its end
+            while (message := take()) is not None:
+                worker.files(unpack(message))
+                shared[:PROGRESS.size] = PROGRESS.pack(*worker.done())
+            data = memoryview(marshal.dumps(worker.answer()))
+            while data:
+                data = data[os.write(fd, data):]
+
+        helper = Child(child)
+        if not helper.started:
+            return None
+        try:
+            os.set_blocking(write_fd, False)
+
+            def send(message: bytes) -> bool:
+                try:
+                    return os.write(write_fd, message) == MESSAGE
+                except BlockingIOError:
+                    return False
+
+            walk = _Walk(root, worker, send)
+            walk.run()
+            os.close(write_fd)
+            write_fd = -1
+            while (message := take()) is not None:
+                worker.files(unpack(message))
+                if progress is not None:
+                    (mine, mine_files), theirs = worker.done(), PROGRESS.unpack(shared[:PROGRESS.size])
+                    _report(progress, mine + theirs[0], mine_files + theirs[1], walk.files)
+        except BaseException:
+            helper.kill()
+            raise
+        answer = helper.wait()
+        hashed = worker.done()[0] + PROGRESS.unpack(shared[:PROGRESS.size])[0]
+    finally:
+        os.close(read_fd)
+        if write_fd >= 0:
+            os.close(write_fd)
+        shared.close()
+    return walk, answer, hashed
+
+
+def hash_shared(root: str, *, embed_limit: int, embed_code: bool, contain: str,
+                progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, str], list[Problem]] | None:
+    """Every file under ``root`` as its JSON member (``manifest.format_member``), by relative
+    path, and the files and directories that could not be read, with a forked child hashing
+    beside this process from the first directory listed. None where forking is not allowed or
+    the child cannot start: ``manifest.build_manifest`` then does it."""
+    if not may_fork():
+        return None
+    hasher = _Hasher(root, embed_limit, embed_code, contain)
+    shared = _shared_walk(root, hasher, progress)
+    if shared is None:
+        return None
+    walk, data, hashed = shared
+    answer = _answers(data)
+    members, errors = hasher.members, hasher.errors
+    if answer is not None:
+        members.update(answer[0])
+        errors.update(answer[1])
+    files = walk.every_file()
+    if len(members) + len(errors) < len(files):  # the child failed: its files, here
+        hasher.files([f for f in files if f[0] + f[1] not in members and f[0] + f[1] not in errors])
+    problems = walk.problems + [Problem(os.path.join(root, rel), f"cannot read: {errors[rel]}") for rel in sorted(errors)]
+    if progress is not None:
+        progress(hashed, hashed)
+    return members, problems
+
+
+class WalkStat(NamedTuple):
+    """The fields of a forked walker's lstat (or fstat of a regular file) that a diff uses."""
+
+    st_mode: int
+    st_size: int
+    st_mtime_ns: int
+    st_mtime: float
+    st_ctime_ns: int  # Manifest.trusted compares it (a file the walker did not settle may still be asked)
+
+
+class _Settler:
+    """A cold diff's walk (no signature trusted): each small regular file of the manifest hashed
+    (``manifestdir.SettleOpened``: MATCHED, or its fstat), every other entry lstat'ed, as
+    ``manifest.scan_dirs`` and ``manifestdir.settle`` would have, in one process."""
+
+    def __init__(self, root: str, settle: Callable[[str, str], object | None]) -> None:
+        self.base = root.rstrip(os.sep) + os.sep
+        self.settle = settle
+        self.matched: list[str] = []
+        self.other: dict[str, os.stat_result | WalkStat | None] = {}
+
+    def files(self, files: list[tuple[str, str, bool]]) -> None:
+        base, settle, matched, other, lstat = self.base, self.settle, self.matched, self.other, os.lstat
+        for prefix, name, regular in files:
+            rel = prefix + name
+            path = base + rel
+            got = settle(rel, path) if regular else None
+            if got is MATCHED:
+                matched.append(rel)
+                continue
+            if got is None:
+                try:
+                    got = lstat(path)
+                except (OSError, ValueError):
+                    got = None
+            other[rel] = got  # type: ignore[assignment]
+
+    def done(self) -> tuple[int, int]:
+        return self.settle.hashed, len(self.matched) + len(self.other)  # type: ignore[attr-defined]
+
+    def answer(self) -> tuple:
+        return (self.matched, [(rel, None if st is None else (st.st_mode, st.st_size, st.st_mtime_ns, st.st_mtime,
+                                                             st.st_ctime_ns)) for rel, st in self.other.items()],
+                self.settle.hashed)  # type: ignore[attr-defined]
+
+
+def settle_shared(root: str, settle) -> tuple[dict, list[Problem], int] | None:
+    """A cold diff's walk of ``root`` on two cores (``_Settler`` in each): every entry, MATCHED
+    or with its stat, the directories that could not be listed, and the bytes hashed. None where
+    forking is not allowed or the child cannot start (the caller walks as before)."""
+    if not may_fork():
+        return None
+    settler = _Settler(root, settle)
+    shared = _shared_walk(root, settler)
+    if shared is None:
+        return None
+    walk, data, hashed = shared
+    walked: dict = dict.fromkeys(settler.matched, MATCHED)
+    walked.update(settler.other)
+    try:
+        if data is not None:
+            matched, other, _ = marshal.loads(data)
+            for rel in matched:
+                walked[rel] = MATCHED
+            for rel, st in other:
+                walked[rel] = None if st is None else WalkStat(*st)
+    except (ValueError, EOFError, TypeError):
+        pass  # the child failed: what it did not answer, here
+    missing = [f for f in walk.every_file() if f[0] + f[1] not in walked]
+    if missing:
+        before = settle.hashed
+        settler.files(missing)
+        walked.update(settler.other)
+        walked.update(dict.fromkeys(settler.matched, MATCHED))
+        hashed += settle.hashed - before
+    return walked, walk.problems, hashed
+
+
+def _answers(data: bytes | None) -> tuple[dict[str, str], dict[str, str]] | None:
+    """The child's members and errors, checked; anything amiss: None (this process does them)."""
+    if data is None:
+        return None
+    try:
+        answer = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not (type(answer) is tuple and len(answer) == 2 and all(type(part) is dict for part in answer)):
+        return None
+    for part in answer:
+        if not all(type(k) is str and type(v) is str for k, v in part.items()):
+            return None
+    return answer
+
+
+def _report(progress: Callable[[int, int], None], done: int, files_done: int, files: int) -> None:
+    """Progress without sizes known in advance (no lstat): bytes hashed, of an estimate from
+    the files done so far."""
+    estimate = done * files // max(1, files_done)
+    progress(done, max(estimate, done, 1))
