@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..model import Severity
 from .artifacts import artifact_pattern
-from .astfacts import has_marker
+from .astfacts import _dotted, _terminal, has_marker
 from .dumppaths import _BRACE_FIELD, _JOIN_FUNCS, _MAX_DEPTH, _PASS_THROUGH, _PATH_CLASSES, _PERCENT_SPEC
-from .dumppaths import WILD, PathInfo, _join, _to_glob
+from .dumppaths import WILD, PathInfo, _join, _to_glob, fill_template
 from .vocabulary import DEBUGGER_FUNCTIONS, DEBUGGER_METHODS, DEBUGGER_MODULES, DUMP_FUNCTIONS, EPHEMERAL
 from .vocabulary import OPEN_FUNCTIONS, WORD_RE
 from .vocabulary import SHAPE_ATTRS, SHAPE_METHODS
@@ -240,25 +240,6 @@ def _comment_start(line: bytes, inside: list[tuple[int, int]]) -> int | None:
 
 def _is_per_call_name(name: str) -> bool:  # analysis.is_per_call_name
     return "forward" in name.lower() or name in ("__call__", "step", "execute_model") or name.endswith("_step")
-
-
-def _terminal(expr: ast.AST) -> str | None:
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        return expr.attr
-    return None
-
-
-def _dotted(expr: ast.AST) -> str | None:
-    parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    parts.append(expr.id)
-    return ".".join(reversed(parts))
 
 
 def _pos(node: ast.AST) -> tuple[int, int]:
@@ -869,7 +850,7 @@ class _PathBuilder:
             if isinstance(expr.op, ast.Div):
                 return _join([self.parts(expr.left, d), self.parts(expr.right, d)])
             if isinstance(expr.op, ast.Mod) and self._is_plain_literal(expr.left):
-                return self._template(self.parts(expr.left, d), _PERCENT_SPEC, {"%%": "%"})
+                return fill_template(self.parts(expr.left, d), _PERCENT_SPEC, {"%%": "%"})
         if isinstance(expr, ast.Call):
             return self._call(expr, d)
         if isinstance(expr, ast.Name):
@@ -912,25 +893,11 @@ class _PathBuilder:
         self.raw.append(text.replace("{", "{{").replace("}", "}}"))  # its source text
         out.append(text)
 
-    def _template(self, parts: list, spec: re.Pattern[str], escapes: dict[str, str]) -> list:
-        out: list = []
-        for part in parts:
-            if part is WILD:
-                out.append(WILD)
-                continue
-            pos = 0
-            for m in spec.finditer(part):
-                out.append(part[pos:m.start()])
-                out.append(escapes.get(m.group(0), WILD))
-                pos = m.end()
-            out.append(part[pos:])
-        return out
-
     def _call(self, call: ast.Call, depth: int) -> list:
         func = call.func
         args = [a.value for a in _args(call) if not a.star and a.keyword is None]
         if isinstance(func, ast.Attribute) and func.attr == "format" and self._is_plain_literal(func.value):
-            return self._template(self.parts(func.value, depth), _BRACE_FIELD, {"{{": "{", "}}": "}"})
+            return fill_template(self.parts(func.value, depth), _BRACE_FIELD, {"{{": "{", "}}": "}"})
         name = self.walk.qualified(func)
         if name in _JOIN_FUNCS or name in _PATH_CLASSES:
             return _join([self.parts(a, depth) for a in args]) if args else [WILD]

@@ -100,18 +100,7 @@ class _Builder:
         return out
 
     def _template(self, parts: Parts, spec: re.Pattern[str], escapes: dict[str, str]) -> Parts:
-        out: Parts = []
-        for part in parts:
-            if part is WILD:
-                out.append(WILD)
-                continue
-            pos = 0
-            for m in spec.finditer(part):
-                out.append(part[pos:m.start()])
-                out.append(escapes.get(m.group(0), WILD))
-                pos = m.end()
-            out.append(part[pos:])
-        return out
+        return fill_template(parts, spec, escapes)
 
     def _call(self, call: cst.Call, depth: int) -> Parts:
         func = call.func
@@ -167,3 +156,20 @@ def path_info(expr: cst.BaseExpression, qualify: Resolver, lookup: NameLookup) -
     builder = _Builder(qualify, lookup)
     parts = builder.parts(expr)
     return PathInfo(_to_glob(parts), tuple(builder.raw))
+
+
+def fill_template(parts: Parts, spec: re.Pattern[str], escapes: dict[str, str]) -> Parts:
+    """A ``%`` or ``str.format`` template's literal parts with each field (``spec``) made WILD,
+    or the character an escape (``escapes``: ``%%``, ``{{``...) stands for."""
+    out: Parts = []
+    for part in parts:
+        if part is WILD:
+            out.append(WILD)
+            continue
+        pos = 0
+        for m in spec.finditer(part):
+            out.append(part[pos:m.start()])
+            out.append(escapes.get(m.group(0), WILD))
+            pos = m.end()
+        out.append(part[pos:])
+    return out

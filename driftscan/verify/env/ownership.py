@@ -200,8 +200,8 @@ class Ownership:
         return (site, top) in self.claimed or (site, name) in self.claimed
 
 
-class _Entries(Sequence):
-    """``Ownership.entries``: row → its RecordEntry, made on demand from its distribution's rows."""
+class _RowView(Sequence):
+    """A sequence with one item per ownership row, made on demand by ``_item``."""
 
     def __init__(self, own: Ownership) -> None:
         self._own = own
@@ -210,13 +210,23 @@ class _Entries(Sequence):
         return len(self._own._dist_of)
 
     def __getitem__(self, i):  # type: ignore[override]
-        own = self._own
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
         if i < 0:
-            i += len(own._dist_of)
-        if not 0 <= i < len(own._dist_of):
+            i += len(self)
+        if not 0 <= i < len(self):
             raise IndexError(i)
+        return self._item(i)
+
+    def _item(self, i: int):
+        raise NotImplementedError
+
+
+class _Entries(_RowView):
+    """``Ownership.entries``: row → its RecordEntry, made on demand from its distribution's rows."""
+
+    def _item(self, i: int) -> RecordEntry:
+        own = self._own
         return own._tables[own._dist_of[i]].entry(own._index[i])
 
     def __iter__(self) -> Iterator[RecordEntry]:
@@ -225,23 +235,11 @@ class _Entries(Sequence):
             yield tables[k].entry(j)
 
 
-class _Rows(Sequence):
+class _Rows(_RowView):
     """``Ownership.rows`` as it was: (distribution, entry, absolute path) per row, made on demand."""
 
-    def __init__(self, own: Ownership) -> None:
-        self._own = own
-
-    def __len__(self) -> int:
-        return len(self._own._dist_of)
-
-    def __getitem__(self, i):  # type: ignore[override]
+    def _item(self, i: int):
         own = self._own
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(own._dist_of)
-        if not 0 <= i < len(own._dist_of):
-            raise IndexError(i)
         return own.dist(i), own.entry(i), own.path(i)
 
     def __iter__(self):
