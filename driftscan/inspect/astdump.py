@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model import Severity
 from .artifacts import artifact_pattern
-from .astfacts import _dotted, _terminal, has_marker
+from .astfacts import _dotted, _terminal, has_marker, set_true
 from .dumppaths import _BRACE_FIELD, _JOIN_FUNCS, _MAX_DEPTH, _PASS_THROUGH, _PATH_CLASSES, _PERCENT_SPEC
 from .dumppaths import WILD, PathInfo, _join, _to_glob, fill_template
 from .vocabulary import DEBUGGER_FUNCTIONS, DEBUGGER_METHODS, DEBUGGER_MODULES, DUMP_FUNCTIONS, EPHEMERAL
@@ -732,26 +732,20 @@ class _Walk:
             return key.value if key.value.isidentifier() else None
         return None
 
+    def _setattr_true(self, call: ast.Call) -> tuple[str, ...]:
+        """``setattr(obj, "name", True)``: the name, when it is one plain string token (libcst's SimpleString)."""
+        args = _args(call)
+        if len(args) == 3 and isinstance(args[2].value, ast.Constant) and args[2].value.value is True:
+            key = args[1].value
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and len(self.source.string_tokens(key)) == 1:
+                return (key.value,)
+        return ()
+
     def set_true(self, guard: ast.If) -> set[str]:  # analysis.flags_set_true on the body
         out = self.flags.get(id(guard))
         if out is not None:
             return out
-        out = set()
-        todo: list[ast.AST] = list(guard.body)
-        while todo:
-            node = todo.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                continue
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is True:
-                out.update(filter(None, (_terminal(t) for t in node.targets)))
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
-                args = _args(node)
-                if len(args) == 3 and isinstance(args[2].value, ast.Constant) and args[2].value.value is True:
-                    key = args[1].value
-                    if (isinstance(key, ast.Constant) and isinstance(key.value, str)
-                            and len(self.source.string_tokens(key)) == 1):
-                        out.add(key.value)
-            todo.extend(ast.iter_child_nodes(node))
+        out = set_true(guard.body, self._setattr_true)
         self.flags[id(guard)] = out
         return out
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable, Iterable
 from bisect import bisect_left
 from dataclasses import dataclass
 
@@ -350,7 +351,7 @@ def _facts(tree: ast.Module) -> Facts:
     for node in ifs:
         flags = _tested_with_not(node.test)
         if flags:
-            flags &= _set_true(node.body)
+            flags &= set_true(node.body)
             if flags and (id(node) in guarding_ids or any(has_marker(f) for f in flags)):
                 one_shot = True
                 break
@@ -441,9 +442,11 @@ def _tested_with_not(test: ast.AST) -> set[str]:
     return out
 
 
-def _set_true(body: list[ast.stmt]) -> set[str]:
-    """Names a block sets to True, not in nested functions and classes (analysis.flags_set_true;
-    for setattr, every string argument)."""
+def set_true(body: list[ast.stmt], setattr_names: Callable[[ast.Call], Iterable[str]] | None = None) -> set[str]:
+    """Names a block sets to True, not in nested functions and classes (analysis.flags_set_true).
+    ``setattr_names``: what a ``setattr(...)`` call adds (default: every string argument, the
+    superset; astdump passes libcst's exact reading)."""
+    setattr_names = setattr_names or _strings
     out: set[str] = set()
     todo: list[ast.AST] = list(body)
     while todo:
@@ -453,6 +456,6 @@ def _set_true(body: list[ast.stmt]) -> set[str]:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is True:
             out.update(filter(None, (_terminal(t) for t in node.targets)))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
-            out |= _strings(node)
+            out.update(setattr_names(node))
         todo.extend(ast.iter_child_nodes(node))
     return out
