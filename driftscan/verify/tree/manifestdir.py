@@ -28,7 +28,6 @@ from ...discover.modeldir import ModelDirLayout
 from ...fileio import NOFOLLOW, file_type, os_error
 from ...manifest import (
     EMBED_LIMIT,
-    HASH_BUFFER,
     MANIFEST_NAME,
     REDO,
     Manifest,
@@ -249,12 +248,7 @@ class SettleOpened:
             size = st.st_size
             if size >= self.limit:
                 return st  # a large file: compared by size and mtime, or read by engine (--deep)
-            data = os.read(fd, size + 1) if size < HASH_BUFFER else None
-            if data is not None and len(data) == size:
-                digest = xxhash.xxh3_128_hexdigest(data)
-            else:  # larger, or it grew or shrank since the fstat
-                os.lseek(fd, 0, os.SEEK_SET)
-                digest = hash_fd(fd, size, None, keep=False)[0]
+            digest = hash_fd(fd, size, None, keep=False)[0]
         except OSError:
             return None
         finally:

@@ -33,12 +33,10 @@ import struct
 from collections.abc import Callable
 from typing import NamedTuple
 
-import xxhash
 
 from ...forked import Child, may_fork
 from ...jsondiff import as_text
 from ...manifest import (
-    HASH_BUFFER,
     TEXT_NAMES,
     TEXT_SUFFIXES,
     CODE_SUFFIXES,
@@ -199,15 +197,7 @@ class _Hasher:
                 raise OSError(errno.EINVAL, f"not a regular file ({stat.filemode(st.st_mode)})")
             size = st.st_size
             keep = size <= self.embed_limit and (name.lower().endswith(self.text_suffixes) or name in TEXT_NAMES)
-            data = None
-            if size < HASH_BUFFER and not keep:
-                data = os.read(fd, size + 1)
-            if data is not None and len(data) == size:
-                digest, kept = xxhash.xxh3_128_hexdigest(data), None
-            else:  # a larger file, one to embed, or one that grew or shrank since its fstat
-                if data is not None:
-                    os.lseek(fd, 0, os.SEEK_SET)
-                digest, kept = hash_fd(fd, size, None, keep)
+            digest, kept = hash_fd(fd, size, None, keep)
         finally:
             os.close(fd)
         text = as_text(kept) if kept is not None and len(kept) <= self.embed_limit else None
