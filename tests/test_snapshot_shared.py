@@ -115,11 +115,11 @@ def test_a_full_pipe_is_hashed_by_the_walker(tmp_path, monkeypatch, forking):
     sent = []
     real = W._Walk._hand_out
 
-    def every_other_full(self, message):
+    def every_other_full(self, message, backlog):
         sent.append(message)
         if len(sent) % 2:
-            return self.worker.files(W.unpack(message))  # as when the pipe is full
-        return real(self, message)
+            return self.worker.files(W.unpack(message))  # as when the backlog is too long
+        return real(self, message, backlog)
 
     monkeypatch.setattr(W._Walk, "_hand_out", every_other_full)
     snapshot(str(tmp_path / "two.json"), model_dirs=[str(root)])
@@ -127,12 +127,98 @@ def test_a_full_pipe_is_hashed_by_the_walker(tmp_path, monkeypatch, forking):
     assert _without_clock((tmp_path / "one.json").read_text()) == _without_clock((tmp_path / "two.json").read_text())
 
 
+def test_the_childs_answer_spooled_in_many_chunks_is_whole(tmp_path, monkeypatch, forking):
+    """A chunk every few files: the child's answer arrives in many pieces, written as it went."""
+    root = hostile_tree(tmp_path / "t")
+    monkeypatch.setenv("DRIFTSCAN_FORK", "inline")
+    snapshot(str(tmp_path / "one.json"), model_dirs=[str(root)])
+    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
+    monkeypatch.setattr(W, "SPOOL_FILES", 3)
+    read = []
+    real = W._read_spool
+    monkeypatch.setattr(W, "_read_spool", lambda fd, note: read.append(real(fd, note)) or read[-1])
+    snapshot(str(tmp_path / "two.json"), model_dirs=[str(root)])
+    assert read and read[0] is not None and len(read[0]) > 3  # several chunks came back
+    assert _without_clock((tmp_path / "one.json").read_text()) == _without_clock((tmp_path / "two.json").read_text())
+
+
+def test_a_chunk_that_is_not_an_answer_is_done_here(tmp_path, monkeypatch, forking):
+    root = hostile_tree(tmp_path / "t")
+    monkeypatch.setenv("DRIFTSCAN_FORK", "inline")
+    snapshot(str(tmp_path / "one.json"), model_dirs=[str(root)])
+    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
+    monkeypatch.setattr(W, "SPOOL_FILES", 5)
+    real = W._read_spool
+
+    def forged(fd, note):
+        chunks = real(fd, note)
+        assert chunks and all(W._valid_chunk(c) for c in chunks)
+        chunks[0] = ({"config.json": 1}, {})  # not a member: the whole chunk is refused
+        chunks[-1] = "garbage"
+        return chunks
+
+    monkeypatch.setattr(W, "_read_spool", forged)
+    snapshot(str(tmp_path / "two.json"), model_dirs=[str(root)])
+    assert _without_clock((tmp_path / "one.json").read_text()) == _without_clock((tmp_path / "two.json").read_text())
+
+
+def test_a_spool_cut_short_or_missing_is_not_read(tmp_path):
+    fd = W._spool_file()
+    try:
+        written = W._write_chunk(fd, ({"a": "b"}, {})) + W._write_chunk(fd, ({"c": "d"}, {}))
+        assert W._read_spool(fd, W.SPOOL_CHUNK.pack(written)) == [({"a": "b"}, {}), ({"c": "d"}, {})]
+        assert W._read_spool(fd, W.SPOOL_CHUNK.pack(written + 1)) is None  # longer than what is there
+        assert W._read_spool(fd, W.SPOOL_CHUNK.pack(written - 1)) is None  # a chunk cut short
+        assert W._read_spool(fd, None) is None and W._read_spool(fd, b"123") is None  # the child failed
+    finally:
+        os.close(fd)
+
+
+def test_the_backlog_hands_large_files_out_first(tmp_path, monkeypatch, forking):
+    """While the pipe is full the walk goes on into the backlog; once it is done, likely-large
+    files are handed out before the small ones, and a backlog too long is hashed as it grows."""
+    root = hostile_tree(tmp_path / "t")
+    for k in range(3):
+        (root / "many" / "d20" / f"shard-{k}.safetensors").write_bytes(os.urandom(1000))
+    monkeypatch.setenv("DRIFTSCAN_FORK", "inline")
+    snapshot(str(tmp_path / "one.json"), model_dirs=[str(root)])
+    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
+    monkeypatch.setattr(W, "MAX_BACKLOG", 12)
+    handed: list[bytes] = []
+    real_run, real_finish = W._Walk.run, W._Walk.finish
+
+    def run_with_a_full_pipe(self):
+        send = self.send
+        self.send = lambda message: False  # the pipe is full for the whole walk
+        try:
+            real_run(self)
+        finally:
+            self.send = send
+
+    def finish(self, tick):
+        send = self.send
+        self.send = lambda message: handed.append(message) or send(message)
+        assert self.large and len(self.large) + len(self.small) <= 12
+        real_finish(self, tick)
+
+    monkeypatch.setattr(W._Walk, "run", run_with_a_full_pipe)
+    monkeypatch.setattr(W._Walk, "finish", finish)
+    snapshot(str(tmp_path / "two.json"), model_dirs=[str(root)])
+    assert _without_clock((tmp_path / "one.json").read_text()) == _without_clock((tmp_path / "two.json").read_text())
+    large = [any(name.endswith(W.LIKELY_LARGE) for _, name, _ in W.unpack(m)) for m in handed]
+    assert True in large and False in large
+    assert large == sorted(large, reverse=True)  # every large one before every small one
+
+
 def test_messages_carry_every_file_whole():
     names = [f"n{k}" for k in range(100)] + ["ü" * 100, os.fsdecode(b"\xff\xfe"), "w.safetensors", "x" * 255]
     packer = W._Messages()
     messages = []
+    large = []
     for prefix, regular, other in (("", names[:50], ["link"]), ("a/b/", names[50:], []), ("c/", ["one"], ["two"])):
-        messages += packer.add(prefix, regular, other)
+        big, ready = packer.add(prefix, regular, other)
+        large += big
+        messages += big + ready
     messages.append(packer.flush())
     assert all(len(m) == W.MESSAGE for m in messages)
     got = [f for m in messages for f in W.unpack(m)]
@@ -140,7 +226,7 @@ def test_messages_carry_every_file_whole():
         [("c/", "one", True), ("c/", "two", False)]
     assert sorted(got) == sorted(want)
     assert all(len(W.unpack(m)) <= W.MAX_FILES for m in messages)
-    assert [("a/b/", "w.safetensors", True)] in [W.unpack(m) for m in messages]  # alone
+    assert [W.unpack(m) for m in large] == [[("a/b/", "w.safetensors", True)]]  # alone, and said to be large
     assert not W.fits("p" * 4000 + "/") and W.fits("p" * 3000 + "/")
 
 
@@ -162,9 +248,12 @@ def test_the_load_cache_in_columns_is_the_manifest(tmp_path, monkeypatch):
         cached["nope"]
 
 
-def test_a_cold_diff_that_opens_files_reports_what_the_lstat_walk_did(tmp_path, monkeypatch):
+@pytest.mark.parametrize("spool_files", [W.SPOOL_FILES, 4])
+def test_a_cold_diff_that_opens_files_reports_what_the_lstat_walk_did(tmp_path, monkeypatch, spool_files):
     """Without trust each file's open and fstat stand for its lstat (``SettleOpened``): the
-    report is the one-process walk's, for a tree with every kind of change."""
+    report is the one-process walk's, for a tree with every kind of change (the child's answer
+    in one chunk, and in many)."""
+    monkeypatch.setattr(W, "SPOOL_FILES", spool_files)
     monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(S, "SPLIT_MIN_ENTRIES", 10)
     monkeypatch.setattr(S, "SPLIT_DIRS", 4)  # the walk shared out after the first few directories
