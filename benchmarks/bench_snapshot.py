@@ -10,7 +10,12 @@
 - diff, warm: ``driftscan diff`` with the snapshot's signatures trusted (nothing changed since),
   from the diff index (``verify/tree/treeindex.py``) that the warm-up round's warm diff wrote:
   no directory listed, one stat a directory and one lstat a file;
-- AIDE (``aide --init`` / ``aide --check``, sha256 and the usual attributes) where installed.
+- AIDE (``aide --init`` / ``aide --check``, sha256 and the usual attributes) where installed;
+- with ``--floor``, what the snapshot could cost at best in Python, over the same files: the
+  interpreter's start with the snapshot command's imports, and ``hash_floor.py`` (open, fstat,
+  read, xxh3, close a file, nothing else) in one process and in one per core, beside
+  ``xxh128sum`` in one process: which part of the snapshot's ratio is Python's own per-file
+  cost and start-up, and which is driftscan's work around the hashing.
 
 Every command runs in a fresh process, round-robin (one run of each per round), after one
 warm-up round that also fills the page cache; the figures are medians. The load average is
@@ -95,6 +100,7 @@ def main() -> None:
     parser.add_argument("--aide-runs", type=int, default=1, help="AIDE takes 10-100 s a run: fewer rounds of it")
     parser.add_argument("--json", metavar="FILE", help="write every figure here")
     parser.add_argument("--no-aide", action="store_true")
+    parser.add_argument("--floor", action="store_true", help="also time the Python hashing floor (hash_floor.py)")
     parser.add_argument("--baseline-code", metavar="DIR",
                         help="a copy of an older driftscan package's parent directory (e.g. `git archive` of a commit):"
                              " its snapshot and diffs (warm and --no-cache) run in the same rounds, for paired ratios")
@@ -134,6 +140,14 @@ def main() -> None:
         "driftscan diff (warm)": ([*ds, "diff", snap, "--format", "json", "-o", os.path.join(work, "warm.json")],
                                   report_check(os.path.join(work, "warm.json"), True), (0,)),
     }
+    if args.floor:
+        floor = [sys.executable, os.path.join(HERE, "hash_floor.py"), listing]
+        commands["python start + snapshot imports"] = ([sys.executable, "-c", "import driftscan.cli, driftscan.api,"
+                                                        " driftscan.verify.snapshot"], None, (0,))
+        commands["xxh128sum, 1 process"] = (["sh", "-c", f"xargs -0 -n 2000 xxh128sum < '{listing}' > /dev/null"],
+                                            None, (0,))
+        commands["python hash loop, 1 process"] = ([*floor, "--procs", "1"], None, (0,))
+        commands[f"python hash loop, {cores} processes"] = ([*floor, "--procs", str(cores)], None, (0,))
     if args.baseline_code:
         old_ds = ["env", f"PYTHONPATH={baseline}", sys.executable, "-m", "driftscan"]
         old_snap = os.path.join(work, "snap-old.json")
@@ -192,6 +206,12 @@ def main() -> None:
         ratios["diff cold / baseline diff --no-cache"] = (med["driftscan diff --no-cache (cold)"]
                                                           / med["baseline diff --no-cache"])
         ratios["diff warm / baseline diff"] = med["driftscan diff (warm)"] / med["baseline diff"]
+    if args.floor:
+        ratios["python hash loop / xxh128sum, 1 process each"] = (med["python hash loop, 1 process"]
+                                                                 / med["xxh128sum, 1 process"])
+        ratios[f"python hash loop on {cores} / xxh128sum"] = med[f"python hash loop, {cores} processes"] / med["xxh128sum"]
+        ratios["snapshot / python hash loop (same cores)"] = (med["driftscan snapshot"]
+                                                              / med[f"python hash loop, {cores} processes"])
     if aide:
         ratios["aide --init / snapshot"] = med["aide --init"] / med["driftscan snapshot"]
         ratios["aide --check / diff cold"] = med["aide --check"] / med["driftscan diff --no-cache (cold)"]
@@ -211,7 +231,7 @@ def main() -> None:
     for name, value in ratios.items():
         target = targets.get(name)
         verdict = "" if target is None else ("  met" if value <= target else "  NOT met") + f" (target ≤ {target})"
-        print(f"  {name:36s} {value:7.3f}{' s' if name.endswith('(s)') else ' ×'}{verdict}")
+        print(f"  {name:44s} {value:7.3f}{' s' if name.endswith('(s)') else ' ×'}{verdict}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"venv": venv, "files": len(files), "bytes": total, "cores": cores, "runs": args.runs,
