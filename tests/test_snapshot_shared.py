@@ -63,6 +63,20 @@ def many_name(d: int, f: int) -> str:
     return f"many/d{d:02d}/file-{f:03d}-{'x' * (d % 7) * 10}.py"
 
 
+def one_process_snapshot(tmp_path, monkeypatch, tree=None):
+    """The hostile tree (or ``tree``) snapshotted by one process into one.json; forking on after."""
+    root = tree or hostile_tree(tmp_path / "t")
+    monkeypatch.setenv("DRIFTSCAN_FORK", "inline")
+    snapshot(str(tmp_path / "one.json"), model_dirs=[str(root)])
+    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
+    return root
+
+
+def assert_shared_snapshot_is_the_same(tmp_path, root):
+    snapshot(str(tmp_path / "two.json"), model_dirs=[str(root)])
+    assert _without_clock((tmp_path / "one.json").read_text()) == _without_clock((tmp_path / "two.json").read_text())
+
+
 @pytest.fixture
 def forking(monkeypatch):
     monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
@@ -91,10 +105,7 @@ def test_the_shared_snapshot_writes_what_one_process_wrote(tmp_path, monkeypatch
 
 
 def test_a_child_that_fails_leaves_its_files_to_this_process(tmp_path, monkeypatch, forking):
-    root = hostile_tree(tmp_path / "t")
-    monkeypatch.setenv("DRIFTSCAN_FORK", "inline")
-    snapshot(str(tmp_path / "one.json"), model_dirs=[str(root)])
-    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
+    root = one_process_snapshot(tmp_path, monkeypatch)
     real = W._Hasher.files
 
     def dies_in_the_child(self, files, parent=os.getpid()):
@@ -103,15 +114,11 @@ def test_a_child_that_fails_leaves_its_files_to_this_process(tmp_path, monkeypat
         return real(self, files)
 
     monkeypatch.setattr(W._Hasher, "files", dies_in_the_child)
-    snapshot(str(tmp_path / "two.json"), model_dirs=[str(root)])
-    assert _without_clock((tmp_path / "one.json").read_text()) == _without_clock((tmp_path / "two.json").read_text())
+    assert_shared_snapshot_is_the_same(tmp_path, root)
 
 
 def test_a_full_pipe_is_hashed_by_the_walker(tmp_path, monkeypatch, forking):
-    root = hostile_tree(tmp_path / "t")
-    monkeypatch.setenv("DRIFTSCAN_FORK", "inline")
-    snapshot(str(tmp_path / "one.json"), model_dirs=[str(root)])
-    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
+    root = one_process_snapshot(tmp_path, monkeypatch)
     sent = []
     real = W._Walk._hand_out
 
@@ -122,31 +129,23 @@ def test_a_full_pipe_is_hashed_by_the_walker(tmp_path, monkeypatch, forking):
         return real(self, message, backlog)
 
     monkeypatch.setattr(W._Walk, "_hand_out", every_other_full)
-    snapshot(str(tmp_path / "two.json"), model_dirs=[str(root)])
+    assert_shared_snapshot_is_the_same(tmp_path, root)
     assert len(sent) > 4
-    assert _without_clock((tmp_path / "one.json").read_text()) == _without_clock((tmp_path / "two.json").read_text())
 
 
 def test_the_childs_answer_spooled_in_many_chunks_is_whole(tmp_path, monkeypatch, forking):
     """A chunk every few files: the child's answer arrives in many pieces, written as it went."""
-    root = hostile_tree(tmp_path / "t")
-    monkeypatch.setenv("DRIFTSCAN_FORK", "inline")
-    snapshot(str(tmp_path / "one.json"), model_dirs=[str(root)])
-    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
+    root = one_process_snapshot(tmp_path, monkeypatch)
     monkeypatch.setattr(W, "SPOOL_FILES", 3)
     read = []
     real = W._read_spool
     monkeypatch.setattr(W, "_read_spool", lambda fd, note: read.append(real(fd, note)) or read[-1])
-    snapshot(str(tmp_path / "two.json"), model_dirs=[str(root)])
+    assert_shared_snapshot_is_the_same(tmp_path, root)
     assert read and read[0] is not None and len(read[0]) > 3  # several chunks came back
-    assert _without_clock((tmp_path / "one.json").read_text()) == _without_clock((tmp_path / "two.json").read_text())
 
 
 def test_a_chunk_that_is_not_an_answer_is_done_here(tmp_path, monkeypatch, forking):
-    root = hostile_tree(tmp_path / "t")
-    monkeypatch.setenv("DRIFTSCAN_FORK", "inline")
-    snapshot(str(tmp_path / "one.json"), model_dirs=[str(root)])
-    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
+    root = one_process_snapshot(tmp_path, monkeypatch)
     monkeypatch.setattr(W, "SPOOL_FILES", 5)
     real = W._read_spool
 
@@ -158,8 +157,7 @@ def test_a_chunk_that_is_not_an_answer_is_done_here(tmp_path, monkeypatch, forki
         return chunks
 
     monkeypatch.setattr(W, "_read_spool", forged)
-    snapshot(str(tmp_path / "two.json"), model_dirs=[str(root)])
-    assert _without_clock((tmp_path / "one.json").read_text()) == _without_clock((tmp_path / "two.json").read_text())
+    assert_shared_snapshot_is_the_same(tmp_path, root)
 
 
 def test_a_spool_cut_short_or_missing_is_not_read(tmp_path):
@@ -177,12 +175,10 @@ def test_a_spool_cut_short_or_missing_is_not_read(tmp_path):
 def test_the_backlog_hands_large_files_out_first(tmp_path, monkeypatch, forking):
     """While the pipe is full the walk goes on into the backlog; once it is done, likely-large
     files are handed out before the small ones, and a backlog too long is hashed as it grows."""
-    root = hostile_tree(tmp_path / "t")
+    tree = hostile_tree(tmp_path / "t")
     for k in range(3):
-        (root / "many" / "d20" / f"shard-{k}.safetensors").write_bytes(os.urandom(1000))
-    monkeypatch.setenv("DRIFTSCAN_FORK", "inline")
-    snapshot(str(tmp_path / "one.json"), model_dirs=[str(root)])
-    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
+        (tree / "many" / "d20" / f"shard-{k}.safetensors").write_bytes(os.urandom(1000))
+    root = one_process_snapshot(tmp_path, monkeypatch, tree)
     monkeypatch.setattr(W, "MAX_BACKLOG", 12)
     handed: list[bytes] = []
     real_run, real_finish = W._Walk.run, W._Walk.finish
@@ -203,8 +199,7 @@ def test_the_backlog_hands_large_files_out_first(tmp_path, monkeypatch, forking)
 
     monkeypatch.setattr(W._Walk, "run", run_with_a_full_pipe)
     monkeypatch.setattr(W._Walk, "finish", finish)
-    snapshot(str(tmp_path / "two.json"), model_dirs=[str(root)])
-    assert _without_clock((tmp_path / "one.json").read_text()) == _without_clock((tmp_path / "two.json").read_text())
+    assert_shared_snapshot_is_the_same(tmp_path, root)
     large = [any(name.endswith(W.LIKELY_LARGE) for _, name, _ in W.unpack(m)) for m in handed]
     assert True in large and False in large
     assert large == sorted(large, reverse=True)  # every large one before every small one

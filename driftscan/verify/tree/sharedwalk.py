@@ -412,7 +412,7 @@ def _spool_file() -> int | None:
         return None
 
 
-def _write_chunk(fd: int, part: object) -> int:
+def _write_chunk(fd: int, part: tuple) -> int:
     """``part`` marshalled, after its length, at the end of the spool; the bytes written."""
     data = marshal.dumps(part)
     chunk = memoryview(SPOOL_CHUNK.pack(len(data)) + data)
