@@ -160,6 +160,23 @@ def test_a_chunk_that_is_not_an_answer_is_done_here(tmp_path, monkeypatch, forki
     assert_shared_snapshot_is_the_same(tmp_path, root)
 
 
+@pytest.mark.parametrize("spool", ["temporary file", "none"])
+def test_without_memfd_the_answer_goes_elsewhere_or_the_walk_is_one_process(tmp_path, monkeypatch, forking, spool):
+    root = one_process_snapshot(tmp_path, monkeypatch)
+
+    def no_memfd(*args):
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(W.os, "memfd_create", no_memfd)
+    if spool == "none":
+        monkeypatch.setattr(W.tempfile, "TemporaryFile", no_memfd)
+    got = []
+    real = W._spool_file
+    monkeypatch.setattr(W, "_spool_file", lambda: got.append(real()) or got[-1])
+    assert_shared_snapshot_is_the_same(tmp_path, root)
+    assert len(got) == 1 and (got[0] is None) == (spool == "none")  # None: build_manifest did it
+
+
 def test_a_spool_cut_short_or_missing_is_not_read(tmp_path):
     fd = W._spool_file()
     try:
