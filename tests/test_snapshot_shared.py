@@ -301,6 +301,39 @@ def test_a_cold_diff_that_opens_files_reports_what_the_lstat_walk_did(tmp_path, 
             many_name(11, 2)} <= {rel for rel, _ in drifts(shared)}
 
 
+def test_a_cold_diff_refuses_a_chunk_that_is_not_an_answer(tmp_path, monkeypatch):
+    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(S, "SPLIT_MIN_ENTRIES", 10)
+    monkeypatch.setattr(W, "SPOOL_FILES", 4)
+    root = hostile_tree(tmp_path / "t")
+    os.unlink(root / "fifo")
+    snap = tmp_path / "snap.json"
+    snapshot(str(snap), model_dirs=[str(root)])
+    os.chmod(root / many_name(12, 3), 0o700)
+    (root / many_name(13, 0)).unlink()
+    monkeypatch.setenv("DRIFTSCAN_FORK", "inline")
+    alone = diff(str(snap), use_cache=False)
+    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
+    real = W._read_spool
+    forged_at = []
+
+    def forged(fd, note):
+        chunks = real(fd, note)
+        assert len(chunks) > 3 and all(W._valid_settled(c) for c in chunks)
+        forged_at.append(len(chunks))
+        chunks[0] = (chunks[0][0], [("x", (1, 2, 3))])  # a stat of three fields: the chunk is refused
+        chunks[1] = ([1, 2], [])  # paths that are not strings
+        chunks[-1] = "garbage"
+        return chunks
+
+    monkeypatch.setattr(W, "_read_spool", forged)
+    shared = diff(str(snap), use_cache=False)
+    assert forged_at
+    assert [d.model_dump() for d in shared.drifts] == [d.model_dump() for d in alone.drifts]
+    assert {many_name(12, 3), many_name(13, 0)} <= {rel for rel, _ in drifts(shared)}
+    assert shared.summary.files_checked == alone.summary.files_checked
+
+
 def test_tokens_are_each_taken_by_one_process():
     from driftscan.forked import Child, Tokens
 

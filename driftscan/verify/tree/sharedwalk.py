@@ -336,7 +336,11 @@ def _shared_walk(root: str, worker, progress: Callable[[int, int], None] | None 
     spool = _spool_file()
     if spool is None:
         return None
-    read_fd, write_fd = os.pipe()
+    try:
+        read_fd, write_fd = os.pipe()
+    except OSError:
+        os.close(spool)
+        raise
     shared = mmap.mmap(-1, PROGRESS.size)  # MAP_SHARED: the child's progress, seen here
     try:
         try:
@@ -541,13 +545,9 @@ def settle_shared(root: str, settle) -> tuple[dict, list[Problem], int] | None:
     walked: dict = dict.fromkeys(settler.matched, MATCHED)
     walked.update(settler.other)
     for chunk in chunks or ():
-        try:
-            matched, other = chunk
-            walked.update(dict.fromkeys(matched, MATCHED))
-            for rel, st in other:
-                walked[rel] = None if st is None else WalkStat(*st)
-        except (ValueError, TypeError):
-            pass  # what it did not answer is done here
+        if _valid_settled(chunk):  # else: its files are done here, as a failed child's
+            walked.update(dict.fromkeys(chunk[0], MATCHED))
+            walked.update((rel, None if st is None else WalkStat(*st)) for rel, st in chunk[1])
     missing = [f for f in walk.every_file() if f[0] + f[1] not in walked] if len(walked) < walk.files else []
     if missing:
         before = settle.hashed
@@ -556,6 +556,26 @@ def settle_shared(root: str, settle) -> tuple[dict, list[Problem], int] | None:
         walked.update(dict.fromkeys(settler.matched, MATCHED))
         hashed += settle.hashed - before
     return walked, walk.problems, hashed
+
+
+_STAT_TYPES = (int, int, int, float, int)  # WalkStat's fields
+
+
+def _valid_settled(chunk: object) -> bool:
+    """A chunk of the child's settled files, as ``_Settler.take`` made it: matched paths, and
+    (path, None or WalkStat's fields) for the others."""
+    if not (type(chunk) is tuple and len(chunk) == 2 and type(chunk[0]) is list and type(chunk[1]) is list):
+        return False
+    if not all(type(rel) is str for rel in chunk[0]):
+        return False
+    for item in chunk[1]:
+        if not (type(item) is tuple and len(item) == 2 and type(item[0]) is str):
+            return False
+        st = item[1]
+        if st is not None and not (type(st) is tuple and len(st) == 5
+                                   and all(type(v) is t for v, t in zip(st, _STAT_TYPES))):
+            return False
+    return True
 
 
 def _valid_chunk(chunk: object) -> bool:
