@@ -457,8 +457,10 @@ def json_lines(doc: dict[str, Any], nested: str = "files", formatted: bool = Fal
         if key == nested and isinstance(value, dict) and value:
             yield f" {json.dumps(key)}: {{\n"
             members = sorted(value)
-            if formatted:
-                yield "  " + ",\n  ".join(map(value.__getitem__, members)) + "\n"
+            if formatted:  # three pieces: "  " + joined + "\n" would copy 14 MB twice more
+                yield "  "
+                yield ",\n  ".join(map(value.__getitem__, members))
+                yield "\n"
             else:
                 yield "".join([f"  {format_member(m, value[m])},\n" for m in members[:-1]])
                 yield f"  {format_member(members[-1], value[members[-1]])}\n"
