@@ -210,7 +210,7 @@ allow_fork()
 import driftscan.api as api
 from driftscan.cache import StatCache
 from driftscan.discover import resolve_target
-from driftscan.verify import verify
+from driftscan.verify.pipeline import verify
 from driftscan.verify.env.fast.cleanindex import still_clean
 # The verification stage alone, as api.run does it for `driftscan audit`: the index, or the full path.
 started = time.perf_counter()

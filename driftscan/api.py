@@ -20,8 +20,6 @@ from .discover.uvcache import default_uv_cache
 from .errors import TargetError
 from .model import Drift, LayoutKind, Target, TargetKind, Verification
 from .fileio import default_jobs
-from .verify import verify
-from .verify.env.fast.cleanindex import still_clean
 from .verify.env.ownership import build_ownership
 
 if TYPE_CHECKING:
@@ -151,11 +149,17 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
     else:
         # The clean index settles a warm audit of an unchanged clean environment with one lstat per
         # file and directory. It rebuilds no RECORD entries: only for callers that need the report.
+        # The pipeline's modules are imported only when it runs: a clean index that settles the
+        # environment, and the snapshot, diff and scan commands, do without them.
+        from .verify.env.fast.cleanindex import still_clean
+
         index_on = os.environ.get("DRIFTSCAN_CLEAN_INDEX") != "off"  # off: to measure the path without it
         settled = still_clean(target, cache.clean_index(), cache, uv_cache) if report_only and index_on else None
         if settled is not None:
             verification = settled
         else:
+            from .verify.pipeline import verify
+
             verification = verify(target, jobs=jobs, uv_cache=uv_cache, stat_cache=cache, progress=progress,
                                   clean_index=index_on)
             cache.save()

@@ -17,6 +17,7 @@ import pytest
 import driftscan.api as api
 from driftscan import cache as cache_mod
 from driftscan.verify.env.fast import cleanindex
+from driftscan.verify import pipeline
 from fixtures import venvs
 from fixtures.harness import audit_and_whether_settled, offline
 
@@ -142,12 +143,12 @@ def test_drift_is_carried_by_the_index_and_none_used_by_no_cache_or_plan(venv):
     settled_audit(venv)
     assert audit(venv, use_cache=False)[1] is False  # --no-cache: the paranoid mode trusts no index
     full_runs = []
-    real_verify = api.verify
-    api.verify = lambda *a, **k: full_runs.append(1) or real_verify(*a, **k)
+    real_verify = pipeline.verify
+    pipeline.verify = lambda *a, **k: full_runs.append(1) or real_verify(*a, **k)
     try:
         api.plan(["six"], str(venv))
     finally:
-        api.verify = real_verify
+        pipeline.verify = real_verify
     assert full_runs == [1]  # plan needs the RECORD entries: always the full path
 
 

@@ -27,6 +27,7 @@ import driftscan.api as api
 from driftscan import TargetError, audit
 from driftscan import cache as cache_mod
 from driftscan.verify.env.fast import cleanindex
+from driftscan.verify import pipeline
 from fixtures import venvs
 from fixtures.wheels import record_hash
 from fixtures.harness import offline, run_cli
@@ -309,8 +310,8 @@ def _clean_then_add(venv: Path, monkeypatch, link: str) -> tuple[list, list, boo
     (real / "added_later.py").write_text("X = 1\n")
 
     full_runs = []
-    real_verify = api.verify
-    monkeypatch.setattr(api, "verify", lambda *a, **k: full_runs.append(1) or real_verify(*a, **k))
+    real_verify = pipeline.verify
+    monkeypatch.setattr(pipeline, "verify", lambda *a, **k: full_runs.append(1) or real_verify(*a, **k))
     warm = audit(venv=str(venv))
     cold = audit(venv=str(venv), use_cache=False)
     return sorted(drifts(warm)), sorted(drifts(cold)), not full_runs[:1]

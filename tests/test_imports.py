@@ -4,11 +4,14 @@ nor model-directory or snapshot code, nor gitpython (api.py imports them where u
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 
 HEAVY = ["libcst", "git", "driftscan.verify.tree", "driftscan.verify.snapshot", "driftscan.discover.hfcache",
-         "driftscan.inspect.engine", "driftscan.pristine", "driftscan.changes", "driftscan.patching"]
+         "driftscan.inspect.engine", "driftscan.pristine", "driftscan.changes", "driftscan.patching",
+         "driftscan.verify.pipeline", "driftscan.verify.env.records", "driftscan.verify.env.unowned"]
 
 
 def test_importing_the_cli_and_the_api_stays_light():
@@ -32,3 +35,21 @@ def test_auditing_a_venv_leaves_the_package_manager_readers_unimported(pristine_
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
+
+
+def test_a_warm_audit_settled_by_the_clean_index_does_not_import_the_pipeline(pristine_pip_venv, tmp_path):
+    """The clean index answers a warm audit of an unchanged clean venv: RECORD verification's
+    modules (half of an audit's imports) are not loaded for it."""
+    env = {**os.environ, "DRIFTSCAN_CACHE_DIR": str(tmp_path / "cache")}
+    first = subprocess.run([sys.executable, "-m", "driftscan", "audit", "--venv", str(pristine_pip_venv)],
+                           capture_output=True, text=True, cwd="/", env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    time.sleep(2.1)  # the index trusts nothing younger than the racy window
+    subprocess.run([sys.executable, "-m", "driftscan", "audit", "--venv", str(pristine_pip_venv)],
+                   capture_output=True, text=True, cwd="/", env=env, check=True)
+    code = ("import json, sys; import driftscan.api as api; "
+            f"report = api.audit(venv={str(pristine_pip_venv)!r}); "
+            "print(json.dumps([report.summary.drifts, 'driftscan.verify.pipeline' in sys.modules]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [0, False]

@@ -17,7 +17,7 @@ def test_progress_reports_every_hashed_byte(planted):
     venv, _ = planted
     import threading
 
-    from driftscan.verify import verify
+    from driftscan.verify.pipeline import verify
 
     calls: list[tuple[int, int]] = []
     lock = threading.Lock()
@@ -33,7 +33,7 @@ def test_progress_reports_every_hashed_byte(planted):
 
 
 def _verdicts_of(venv, walk_mode, monkeypatch):
-    from driftscan.verify import verify
+    from driftscan.verify.pipeline import verify
 
     monkeypatch.setenv("DRIFTSCAN_FORK", walk_mode)
     result = verify(resolve_target(str(venv)), jobs=2)
@@ -67,7 +67,7 @@ def test_a_failing_walker_child_falls_back_to_walking_here(planted, monkeypatch)
 
 def _cold(venv, monkeypatch, jobs):
     from driftscan.cache import NoCache
-    from driftscan.verify import verify
+    from driftscan.verify.pipeline import verify
 
     result = verify(resolve_target(str(venv)), jobs=jobs, stat_cache=NoCache())
     return sorted((c.kind.value, c.path, c.distribution.name if c.distribution else None) for c in result.checks)
@@ -165,7 +165,7 @@ def test_a_failing_helper_child_costs_nothing_but_time(planted, monkeypatch, req
 
 
 def test_the_small_files_child_feeds_the_stat_cache(planted, tmp_path, monkeypatch, small_files_child):
-    from driftscan.verify import verify
+    from driftscan.verify.pipeline import verify
 
     venv, _ = planted
     settle(venv)

@@ -7,7 +7,7 @@ import time
 
 from driftscan.cache import RACY_NS, StatCache
 from driftscan.discover import resolve_target
-from driftscan.verify import verify
+from driftscan.verify.pipeline import verify
 
 
 def run(venv, cache_dir):
