@@ -301,10 +301,11 @@ def test_a_cold_diff_that_opens_files_reports_what_the_lstat_walk_did(tmp_path, 
             many_name(11, 2)} <= {rel for rel, _ in drifts(shared)}
 
 
-def test_a_cold_diff_refuses_a_chunk_that_is_not_an_answer(tmp_path, monkeypatch):
+def one_process_cold_diff(tmp_path, monkeypatch):
+    """A snapshot of the hostile tree (no FIFO), a mode change and a deletion, and the one-process
+    ``diff --no-cache`` of it; forking on after."""
     monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(S, "SPLIT_MIN_ENTRIES", 10)
-    monkeypatch.setattr(W, "SPOOL_FILES", 4)
     root = hostile_tree(tmp_path / "t")
     os.unlink(root / "fifo")
     snap = tmp_path / "snap.json"
@@ -314,6 +315,12 @@ def test_a_cold_diff_refuses_a_chunk_that_is_not_an_answer(tmp_path, monkeypatch
     monkeypatch.setenv("DRIFTSCAN_FORK", "inline")
     alone = diff(str(snap), use_cache=False)
     monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
+    return snap, alone
+
+
+def test_a_cold_diff_refuses_a_chunk_that_is_not_an_answer(tmp_path, monkeypatch):
+    monkeypatch.setattr(W, "SPOOL_FILES", 4)
+    snap, alone = one_process_cold_diff(tmp_path, monkeypatch)
     real = W._read_spool
     forged_at = []
 
@@ -405,17 +412,7 @@ def test_an_index_served_diff_shared_in_pieces_reports_what_the_walk_does(tmp_pa
 
 
 def test_a_cold_diff_whose_child_fails_reports_every_file(tmp_path, monkeypatch):
-    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(S, "SPLIT_MIN_ENTRIES", 10)
-    root = hostile_tree(tmp_path / "t")
-    os.unlink(root / "fifo")
-    snap = tmp_path / "snap.json"
-    snapshot(str(snap), model_dirs=[str(root)])
-    os.chmod(root / many_name(12, 3), 0o700)
-    (root / many_name(13, 0)).unlink()
-    monkeypatch.setenv("DRIFTSCAN_FORK", "inline")
-    alone = diff(str(snap), use_cache=False)
-    monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
+    snap, alone = one_process_cold_diff(tmp_path, monkeypatch)
     real = W._Settler.files
 
     def dies_in_the_child(self, files, parent=os.getpid()):
