@@ -438,7 +438,7 @@ def _read_spool(fd: int, note: bytes | None) -> list | None:
             return None
         pieces.append(piece)
         offset += len(piece)
-    data = b"".join(pieces) if len(pieces) != 1 else pieces[0]
+    data = b"".join(pieces)  # one piece: itself, not a copy
     chunks, at = [], 0
     try:
         while at < length:
