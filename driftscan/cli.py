@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -692,6 +693,24 @@ def compare(inputs, fmt, output, verbose, exit_zero) -> None:
     sys.exit(status)
 
 
+@contextlib.contextmanager
+def _stdout_is_stderr():
+    """While Ray runs in this process, whatever it prints to stdout (its threads print cluster
+    events there, through ``sys.stdout`` or the descriptor) goes to stderr: stdout carries only
+    driftscan's own output, which a CI job may parse as JSON."""
+    sys.stdout.flush()
+    saved_fd, saved = os.dup(1), sys.stdout
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        sys.stdout = saved
+        os.dup2(saved_fd, 1)
+        os.close(saved_fd)
+
+
 class FleetProgress:
     """``fleet``'s progress on stderr, for a terminal: nodes probed, audits submitted and answered."""
 
@@ -736,8 +755,9 @@ def fleet(address, venv, venv_from_env, model_dirs, take_snapshot, timeout, repo
 
     progress = FleetProgress()
     try:
-        result = run_fleet(address, venv=venv, venv_from_env=venv_from_env, model_dirs=model_dirs,
-                           snapshot=take_snapshot, timeout=timeout, reports_dir=reports_dir, progress=progress)
+        with _stdout_is_stderr():  # Ray prints cluster events (a node marked dead) to stdout
+            result = run_fleet(address, venv=venv, venv_from_env=venv_from_env, model_dirs=model_dirs,
+                               snapshot=take_snapshot, timeout=timeout, reports_dir=reports_dir, progress=progress)
     finally:
         progress.close()
     _write(FLEET_RENDERERS[fmt](result, verbose=verbose), fmt, output)
