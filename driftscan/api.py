@@ -129,20 +129,26 @@ def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache:
     from .discover.uvcache import all_indexed_archives, archive_holding
 
     cache_dir = uv_cache or default_uv_cache()
-    if not cache_dir or (uv_cache is None and not os.path.isdir(cache_dir)):
+    if not cache_dir:
         return verification, []
     cache_dir = os.path.abspath(cache_dir)
     from .classify import uv_cache_clean
-    from .verify.env.uvarchives import archives_of, audit_archives
+    from .verify.env.uvarchives import archives_of, audit_archives, unchecked_note, uv_installed
 
+    notes = []
     if uv_cache is not None:
         archives, index = None, all_indexed_archives(cache_dir)
+    elif not os.path.isdir(cache_dir):
+        note = unchecked_note(cache_dir, uv_installed(verification.distributions), exists=False)
+        return verification, [note] if note else []
     else:
         linked = [archive_holding(cache_dir, c.uv_cache.copy) for c in verification.checks
                   if c.uv_cache is not None and c.uv_cache.copy]
-        archives, index = archives_of(cache_dir, verification.distributions, [a for a in linked if a])
+        archives, index, unfound = archives_of(cache_dir, verification.distributions, [a for a in linked if a])
+        note = unchecked_note(cache_dir, unfound, exists=True)
+        notes = [note] if note else []
         if not archives:
-            return verification, []
+            return verification, notes
     from .cache import user_cache_dir
 
     stat_cache = StatCache.for_target(cache_dir, os.path.join(user_cache_dir(), "uv-archives")) if use_cache else None
@@ -152,7 +158,7 @@ def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache:
     checks = tuple(dataclasses.replace(c, remedy_hint=uv_cache_clean(c.distribution, cache_dir))  # type: ignore[arg-type]
                    for c in found.checks)
     return dataclasses.replace(verification, checks=verification.checks + checks,
-                               errors=verification.errors + found.errors), list(found.skipped)
+                               errors=verification.errors + found.errors), notes + list(found.skipped)
 
 
 @_without_cyclic_gc

@@ -150,3 +150,18 @@ def test_hostile_archives_are_reported_not_followed(tmp_path):
 def test_a_missing_named_cache_is_an_error_not_a_crash(tmp_path):
     found = audit_archives(str(tmp_path / "nowhere"))
     assert found.checks == () and "no uv cache here" in found.errors[0].message
+
+
+def test_archives_that_cannot_be_found_are_said_unchecked(tmp_path, wheelhouse, monkeypatch):
+    cache = tmp_path / "uv-cache"
+    venv = venvs.make_uv_venv(tmp_path / "v", cache)
+    venvs.uv_install(venv, cache, *offline(wheelhouse), "six==1.17.0")
+    other = tmp_path / "another-cache"
+    other.mkdir()
+    monkeypatch.setenv("UV_CACHE_DIR", str(other))  # uv's default here is not the cache six came from
+    report = audit(venv=str(venv))
+    assert report.drifts == []
+    (note,) = [s for s in report.skipped if s.path == str(other)]
+    assert "six 1.17.0" in note.message and "were not checked" in note.message
+    monkeypatch.setenv("UV_CACHE_DIR", str(cache))
+    assert [s for s in audit(venv=str(venv)).skipped if "uv's cache" in s.message] == []

@@ -200,21 +200,39 @@ def audit_archives(cache_dir: str, archives: Iterable[str] | None = None, stat_c
     return CacheAudit(tuple(checks), tuple(errors), tuple(skipped), len(chosen), files, tuple(chosen))
 
 
+def uv_installed(distributions: Iterable[Distribution]) -> list[Distribution]:
+    return [d for d in distributions if (d.installer or "").lower() == "uv" and isinstance(d.name, str)
+            and isinstance(d.version, str)]
+
+
 def archives_of(cache_dir: str | None, distributions: Iterable[Distribution],
-                linked: Iterable[str] = ()) -> tuple[list[str], list[IndexedArchive]]:
+                linked: Iterable[str] = ()) -> tuple[list[str], list[IndexedArchive], list[Distribution]]:
     """The archives a venv's uv-installed distributions came from or would be reinstalled from: every
     archive uv's wheel index names for each name and version (the registry, an index, find-links, a
-    URL, a wheel file), plus ``linked`` (archives a drifted file was found hard-linked to)."""
+    URL, a wheel file), plus ``linked`` (archives a drifted file was found hard-linked to); and the
+    uv-installed distributions for which the index names none (their cache copies go unchecked)."""
     found: dict[str, None] = {}
     index: list[IndexedArchive] = []
+    unfound: list[Distribution] = []
     if cache_dir:
-        for dist in distributions:
-            if (dist.installer or "").lower() != "uv" or not isinstance(dist.name, str) \
-                    or not isinstance(dist.version, str):
-                continue
-            for hit in indexed_archives(cache_dir, dist.name, dist.version):
+        for dist in uv_installed(distributions):
+            hits = indexed_archives(cache_dir, dist.name, dist.version)
+            if not hits:
+                unfound.append(dist)
+            for hit in hits:
                 index.append(hit)
                 found.setdefault(hit.archive)
     for archive in linked:
         found.setdefault(archive)
-    return list(found), index
+    return list(found), index, unfound
+
+
+def unchecked_note(cache_dir: str, dists: Sequence[Distribution], exists: bool) -> Problem | None:
+    """What to say of uv-installed distributions whose cache archives were not checked."""
+    if not dists:
+        return None
+    names = ", ".join(d.key for d in dists[:3]) + (f" and {len(dists) - 3} more" if len(dists) > 3 else "")
+    why = "has no archive in its wheel index for them" if exists else "does not exist"
+    return Problem(cache_dir, f"uv's cache {cache_dir} {why}: the cache copies of {len(dists)} uv-installed "
+                              f"distribution(s) ({names}) were not checked (--uv-cache DIR names the cache they "
+                              "were installed from)")
