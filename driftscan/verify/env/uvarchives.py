@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ...discover.uvcache import IndexedArchive, indexed_archives, list_archives, MAX_ARCHIVES
-from ...fileio import LIMITS, inside, os_error, read_regular_stat
+from ...fileio import LIMITS, os_error, read_regular_stat
 from ...model import Area, Distribution, DriftKind, FileCheck, Problem
 from ...record import parse_record
 from .files import MISSING, MODIFIED, OK, TYPE_CHANGED, check_entry
@@ -70,7 +70,8 @@ def _unsafe(path: str) -> bool:
 
 
 class _Dirs:
-    """Whether a directory of the archive resolves inside it (one realpath per directory)."""
+    """Whether a directory of the archive is inside it: every directory from the archive down to
+    it is a real directory, no symlink (one lstat per directory, remembered)."""
 
     def __init__(self, archive: str) -> None:
         self.archive = archive
@@ -79,7 +80,17 @@ class _Dirs:
     def inside(self, directory: str) -> bool:
         known = self.known.get(directory)
         if known is None:
-            known = self.known[directory] = inside(self.archive, directory)
+            parent = os.path.dirname(directory)
+            if parent == directory or not directory.startswith(self.archive + os.sep):
+                known = False
+            else:
+                try:
+                    known = self.inside(parent) and stat.S_ISDIR(os.lstat(directory).st_mode)
+                except FileNotFoundError:
+                    known = self.inside(parent)  # its files are then missing, nothing is followed
+                except OSError:
+                    known = False
+            self.known[directory] = known
         return known
 
 
