@@ -141,3 +141,20 @@ def test_dumps_newer_than_every_change_stay_definite(tmp_path, wheel):
     assert definite.artifacts == written and definite.remedy.startswith("rm -- ")
     assert _kinds(report, "possible-debug-artifacts") == []
     shutil.rmtree(dumps)
+
+
+def test_a_saved_dump_list_is_rechecked_without_the_code(tmp_path):
+    """After a reinstall the writing code is gone: a list saved earlier is re-checked by the file rules."""
+    from driftscan.inspect.artifacts import recheck
+
+    dumps = tmp_path / "dumps"
+    written = _dumps(dumps, 3)
+    os.unlink(written[0])
+    tool = dumps / "run.sh"
+    tool.write_text("echo\n")
+    script = dumps / "nomla_x.pt.bin"
+    script.write_bytes(b"x")
+    os.chmod(script, 0o755)
+    group = recheck([*written, str(tool), str(script), "/etc/passwd", "relative.pt", str(dumps)])
+    assert group.paths == tuple(written[1:]) and group.total_bytes == 200
+    assert group.skipped == 5  # the .sh, the executable, /etc, a relative path, a directory

@@ -315,3 +315,38 @@ def find_artifacts(pattern: str, *, newer_than: float | None = None, owned: Call
         return None
     return ArtifactGroup(pattern, tuple(sorted(paths)), total, truncated=truncated, skipped=skipped,
                          possible=tuple(sorted(possible)), possible_bytes=possible_bytes, too_old=too_old)
+
+
+def recheck(paths: Iterable[str], *, newer_than: float | None = None, owned: Callable[[str], bool] | None = None,
+            exclude: Iterable[str] = ()) -> ArtifactGroup:
+    """Dump files listed earlier (a checkpoint's list: the code that wrote them may be gone since a
+    reinstall) that are still there and still count as dumps by the rules ``find_artifacts``
+    applies to a file: absolute, a regular file, not executable, outside the system trees, home
+    dotfiles and ``exclude``, not a code or key file by its suffix, owned by no RECORD and, with
+    ``newer_than``, not older than it. The list is data like a pattern: at most ``MAX_FILES`` paths
+    are looked at (``truncated`` says so), and a path refused is counted in ``skipped``."""
+    excluded = [os.path.realpath(e) for e in exclude]
+    kept: list[str] = []
+    total = skipped = 0
+    truncated = None
+    for i, path in enumerate(dict.fromkeys(paths)):
+        if i >= MAX_FILES:
+            truncated = f"stopped at {MAX_FILES} files"
+            break
+        if not isinstance(path, str) or not path.startswith("/") or "\0" in path or \
+                os.path.splitext(path)[1].lower() in NEVER_DUMPS:
+            skipped += 1
+            continue
+        try:
+            st = os.lstat(path)
+        except (OSError, ValueError):
+            continue  # gone: nothing left to say of it
+        real = os.path.realpath(path)
+        if (not stat.S_ISREG(st.st_mode) or st.st_mode & 0o111 or _forbidden(path) or _forbidden(real)
+                or any(_under(real, e) for e in excluded) or (owned is not None and (owned(path) or owned(real)))
+                or (newer_than is not None and st.st_mtime < newer_than)):
+            skipped += 1
+            continue
+        kept.append(path)
+        total += st.st_size
+    return ArtifactGroup("", tuple(sorted(kept)), total, truncated=truncated, skipped=skipped)
