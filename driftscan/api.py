@@ -151,10 +151,15 @@ def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache:
             return verification, notes
     from .cache import user_cache_dir
 
+    from .verify.env.uvarchives import CleanArchives
+
     stat_cache = StatCache.for_target(cache_dir, os.path.join(user_cache_dir(), "uv-archives")) if use_cache else None
-    found = audit_archives(cache_dir, archives, stat_cache, index)
+    clean = CleanArchives(stat_cache.path[:-len(".bin")] + ".archives.bin") if stat_cache and stat_cache.path else None
+    found = audit_archives(cache_dir, archives, stat_cache, index, clean)
     if stat_cache is not None:
         stat_cache.save()
+    if clean is not None:
+        clean.save(found.archive_paths if archives is None else None)
     checks = tuple(dataclasses.replace(c, remedy_hint=uv_cache_clean(c.distribution, cache_dir))  # type: ignore[arg-type]
                    for c in found.checks)
     return dataclasses.replace(verification, checks=verification.checks + checks,

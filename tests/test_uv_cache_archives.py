@@ -165,3 +165,27 @@ def test_archives_that_cannot_be_found_are_said_unchecked(tmp_path, wheelhouse, 
     assert "six 1.17.0" in note.message and "were not checked" in note.message
     monkeypatch.setenv("UV_CACHE_DIR", str(cache))
     assert [s for s in audit(venv=str(venv)).skipped if "uv's cache" in s.message] == []
+
+
+def test_an_archive_remembered_clean_is_checked_again_once_edited(tmp_path, wheelhouse, monkeypatch):
+    from driftscan.verify.env import files
+    from driftscan.verify.env.uvarchives import CleanArchives
+
+    cache = tmp_path / "uv-cache"
+    venv = venvs.make_uv_venv(tmp_path / "v", cache)
+    venvs.uv_install(venv, cache, *offline(wheelhouse), "six==1.17.0", "click==8.1.8")
+    settle(cache)
+    memo = tmp_path / "clean.bin"
+    first = CleanArchives(str(memo))
+    assert audit_archives(str(cache), clean=first).checks == ()
+    first.save()
+    checked = []
+    real = files.check_entry
+    monkeypatch.setattr("driftscan.verify.env.uvarchives.check_entry",
+                        lambda *a, **k: checked.append(a[0]) or real(*a, **k))
+    again = audit_archives(str(cache), clean=CleanArchives(str(memo)))
+    assert checked == [] and again.files_checked > 20  # settled by signatures alone
+    with open(venvs.site_packages_of(venv) / "six.py", "a") as f:  # through the hard link
+        f.write(MARK)
+    edited = audit_archives(str(cache), clean=CleanArchives(str(memo)))
+    assert [d.distribution.name for d in edited.checks] == ["six"] and checked

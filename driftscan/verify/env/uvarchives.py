@@ -23,12 +23,14 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ...cache import RACY_NS, _read_framed, _write_framed, signature
 from ...discover.uvcache import IndexedArchive, indexed_archives, list_archives, MAX_ARCHIVES
 from ...fileio import LIMITS, os_error, read_regular_stat
 from ...model import Area, Distribution, DriftKind, FileCheck, Problem
 from ...record import parse_record
 from .files import MISSING, MODIFIED, OK, TYPE_CHANGED, check_entry
 
+MEMO_FORMAT = b"driftscan-uv-archives-1\n"
 _DIST_INFO = ".dist-info"
 MAX_FILES_NAMED = 20  # edited files named in the evidence (all are in ``actual.edited``)
 
@@ -94,9 +96,79 @@ class _Dirs:
         return known
 
 
-def _audit_archive(archive: str, stat_cache, index: Sequence[IndexedArchive]) -> tuple[FileCheck | None,
-                                                                                         Problem | None, int]:
+class CleanArchives:
+    """Archives found clean, with the lstat signature of their RECORD and of every file it lists
+    (older than the racy window when checked): an archive whose signatures are all unchanged is
+    clean again without a digest lookup or a RECORD parse — one lstat per file. A file of its own
+    in driftscan's cache (``path``; None: nothing remembered)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        loaded = _read_framed(path, MEMO_FORMAT) if path else None
+        self._known: dict[str, tuple[bytes, bytes]] = {
+            k: v for k, v in (loaded.items() if type(loaded) is dict else ())
+            if type(k) is str and type(v) is tuple and len(v) == 2 and all(type(x) is bytes for x in v)}
+        self._dirty = False
+
+    @staticmethod
+    def _signatures(paths: Sequence[str], started: int | None = None) -> bytes | None:
+        out = []
+        for path in paths:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                return None
+            if started is not None and max(st.st_mtime_ns, st.st_ctime_ns) >= started - RACY_NS:
+                return None  # changed too recently to be sure of what was read
+            sig = signature(st)
+            if not sig:
+                return None
+            out.append(sig)
+        return b"".join(out)
+
+    def still_clean(self, archive: str) -> int | None:
+        """The number of files checked when ``archive`` was found clean, if nothing changed since."""
+        known = self._known.get(archive)
+        if known is None:
+            return None
+        paths = os.fsdecode(known[0]).split("\0")
+        if self._signatures(paths) != known[1]:
+            return None
+        return len(paths) - 1
+
+    def remember(self, archive: str, paths: Sequence[str], started: int) -> None:
+        if not self.path:
+            return
+        sigs = self._signatures(paths, started)
+        if sigs is not None:
+            self._known[archive] = (os.fsencode("\0".join(paths)), sigs)
+            self._dirty = True
+
+    def forget(self, archive: str) -> None:
+        if self._known.pop(archive, None) is not None:
+            self._dirty = True
+
+    def save(self, live: Sequence[str] | None = None) -> None:
+        if live is not None:
+            alive = set(live)
+            stale = [k for k in self._known if k not in alive]
+            for k in stale:
+                del self._known[k]
+            self._dirty = self._dirty or bool(stale)
+        if self.path and self._dirty:
+            _write_framed(self.path, MEMO_FORMAT, self._known)
+            self._dirty = False
+
+
+def _audit_archive(archive: str, stat_cache, index: Sequence[IndexedArchive],
+                   clean: CleanArchives | None = None) -> tuple[FileCheck | None, Problem | None, int]:
     """(the drift when files differ from RECORD, the problem when it could not be checked, files checked)."""
+    started = time.time_ns()
+    if clean is not None:
+        settled = clean.still_clean(archive)
+        if settled is not None:
+            return None, None, settled
+        clean.forget(archive)
     info, why = _dist_info(archive)
     if info is None:
         return None, Problem(archive, f"uv cache archive not checked: {why}"), 0
@@ -120,6 +192,7 @@ def _audit_archive(archive: str, stat_cache, index: Sequence[IndexedArchive]) ->
         return None, Problem(record, f"uv cache archive not checked: malformed RECORD, line {first.line}: "
                                      f"{first.message}{more}"), 0
     dirs = _Dirs(archive)
+    seen = [record]
     edited: list[dict] = []
     unsafe: list[str] = []
     checked = 0
@@ -137,6 +210,7 @@ def _audit_archive(archive: str, stat_cache, index: Sequence[IndexedArchive]) ->
             continue
         result = check_entry(path, entry, cache=stat_cache)
         checked += 1
+        seen.append(path)
         if result is None or result.status == OK:
             continue
         if result.status in (MODIFIED, MISSING, TYPE_CHANGED):
@@ -151,6 +225,8 @@ def _audit_archive(archive: str, stat_cache, index: Sequence[IndexedArchive]) ->
     else:
         problem = None
     if not edited:
+        if problem is None and clean is not None:
+            clean.remember(archive, seen, started)
         return None, problem, checked
     name, version = _name_version(info)
     dist = Distribution(name=name, version=version, metadata_dir=os.path.join(archive, info), site_packages=archive,
@@ -173,11 +249,12 @@ def _audit_archive(archive: str, stat_cache, index: Sequence[IndexedArchive]) ->
 
 
 def audit_archives(cache_dir: str, archives: Iterable[str] | None = None, stat_cache=None,
-                   index: Sequence[IndexedArchive] = ()) -> CacheAudit:
+                   index: Sequence[IndexedArchive] = (), clean: CleanArchives | None = None) -> CacheAudit:
     """Audit the archives of uv's cache at ``cache_dir``: ``archives`` (paths inside it), or every
     archive when None. ``stat_cache``: a ``driftscan.cache.StatCache`` for the digests and RECORD
     parses (None: hash everything). ``index``: the wheel index entries known to name archives,
-    cited as the sources that would install an edited one."""
+    cited as the sources that would install an edited one. ``clean``: the archives found clean
+    before, settled by their files' signatures (the caller saves it)."""
     errors: list[Problem] = []
     skipped: list[Problem] = []
     if not os.path.isdir(cache_dir):
@@ -200,7 +277,7 @@ def audit_archives(cache_dir: str, archives: Iterable[str] | None = None, stat_c
             errors.append(Problem(archive, f"uv cache archive not checked: {os_error(exc)}"))
             continue
         try:
-            check, problem, checked = _audit_archive(archive, stat_cache, index)
+            check, problem, checked = _audit_archive(archive, stat_cache, index, clean)
         except (OSError, ValueError) as exc:  # the rest of the cache, and the audit, go on
             check, problem, checked = None, Problem(archive, f"uv cache archive not checked: {exc}"), 0
         files += checked
