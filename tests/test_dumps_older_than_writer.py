@@ -158,3 +158,22 @@ def test_a_saved_dump_list_is_rechecked_without_the_code(tmp_path):
     group = recheck([*written, str(tool), str(script), "/etc/passwd", "relative.pt", str(dumps)])
     assert group.paths == tuple(written[1:]) and group.total_bytes == 200
     assert group.skipped == 5  # the .sh, the executable, /etc, a relative path, a directory
+
+
+def test_the_text_report_says_why_dumps_are_only_possible(tmp_path, wheel):
+    from fixtures.harness import run_cli
+
+    venv = _venv(tmp_path, wheel)
+    target = venvs.site_packages_of(venv) / MODULE
+    dumps = tmp_path / "dumps"
+    target.write_text(_writer(dumps))
+    _pause()
+    written = _dumps(dumps, 1)
+    _pause()
+    os.chmod(target, 0o600)
+    proc = run_cli("audit", "--venv", str(venv))
+    lines = proc.stdout.splitlines()
+    row = next(i for i, line in enumerate(lines) if "possible-debug-artifacts" in line)
+    assert "older than the code that writes them" in lines[row]
+    assert "does not offer to delete" in lines[row + 1], proc.stdout
+    assert not any("rm -- " in line and written[0] in line for line in lines)

@@ -163,7 +163,8 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
             if d.accepted:
                 lines.append(f"      ACCEPTED  {d.accepted.get('reason', '')} (accept entry {d.accepted.get('entry')})")
             if d.evidence and (verbose or (d.prediction.value != "wiped" and d.distribution
-                                           and d.scope.value == "package")):
+                                           and d.scope.value == "package")
+                               or d.kind.value in ("possible-debug-artifacts", "cache-modified")):
                 lines.append(f"      {d.evidence}")
             hidden_upstream = 0
             for f in d.findings:
