@@ -131,8 +131,8 @@ def _artifact_check(pattern: str, writers: list[tuple[str, Finding]], owned: Cal
         notes.append(f"{group.too_old} file(s) matching it not counted as dumps: older than the code that writes "
                      "them and than its distribution's install here")
     note = Problem(pattern, "; ".join(notes)) if notes else None
-    possible = _possible_check(pattern, group, writers, min(times) if times else None, min(install) if install else None,
-                               dump_list, audited)
+    possible = _possible_check(pattern, group, writers, min(times) if times else None,
+                               min(install) if install else None, dump_list, audited)
     if not group.paths:
         return DumpSearch(None, note, possible)
     where = ", ".join(f"{p}:{f.line}" for p, f in writers)
