@@ -169,40 +169,48 @@ class IndexedArchive:
     entry: str  # the wheels-v*/… symlink that names it: what a new install from that source links
 
 
-def indexed_archives(cache_dir: str | None, name: str, version: str) -> list[IndexedArchive]:
-    """The archives uv's wheel index names for ``name`` ``version`` (every source: the registry,
-    other indexes, find-links, URLs, wheel files): what a new install of it links from."""
-    if not cache_dir:
-        return []
-    roots = [os.path.normpath(r) for r in archive_dirs(cache_dir)]
-    wanted, prefix = _norm(name), f"{version}-"
-    out: list[IndexedArchive] = []
+def index_roots(cache_dir: str) -> list[str]:
+    """The directories of uv's wheel index that hold ``<name>/`` directories: ``wheels-v*/<kind>``
+    (the registry's ``pypi``) and ``wheels-v*/<kind>/<hash>`` (other indexes, find-links, URLs,
+    wheel files). Listed once, shared by every distribution looked up."""
+    roots: list[str] = []
     for wheels in _versioned(cache_dir, "wheels"):
         try:
             with os.scandir(wheels) as kinds:
                 kind_dirs = [e.path for e in kinds if e.is_dir(follow_symlinks=False)]
         except OSError:
             continue
-        name_dirs: list[str] = []
         for kind in kind_dirs:
-            name_dirs.append(os.path.join(kind, wanted))  # wheels-v*/pypi/<name>
+            roots.append(kind)  # wheels-v*/pypi/<name>
             try:
                 with os.scandir(kind) as sources:
-                    for _, source in zip(range(MAX_SOURCES), sources):
-                        if source.is_dir(follow_symlinks=False):
-                            name_dirs.append(os.path.join(source.path, wanted))  # wheels-v*/index/<hash>/<name>
+                    roots += [source.path for _, source in zip(range(MAX_SOURCES), sources)
+                              if source.is_dir(follow_symlinks=False)]  # wheels-v*/index/<hash>/<name>
             except OSError:
                 continue
-        for directory in name_dirs:
-            try:
-                with os.scandir(directory) as entries:
-                    links = [e.path for e in entries if e.name.startswith(prefix) and e.is_symlink()]
-            except OSError:
-                continue
-            for link in sorted(links):
-                archive = _archive_of(cache_dir, link, roots)
-                if archive is not None:
-                    out.append(IndexedArchive(archive, link))
+    return roots
+
+
+def indexed_archives(cache_dir: str | None, name: str, version: str,
+                     roots: list[str] | None = None) -> list[IndexedArchive]:
+    """The archives uv's wheel index names for ``name`` ``version`` (every source: the registry,
+    other indexes, find-links, URLs, wheel files): what a new install of it links from.
+    ``roots``: ``index_roots(cache_dir)``, when the caller looks up several distributions."""
+    if not cache_dir:
+        return []
+    archive_roots = [os.path.normpath(r) for r in archive_dirs(cache_dir)]
+    wanted, prefix = _norm(name), f"{version}-"
+    out: list[IndexedArchive] = []
+    for root in index_roots(cache_dir) if roots is None else roots:
+        try:
+            with os.scandir(os.path.join(root, wanted)) as entries:
+                links = [e.path for e in entries if e.name.startswith(prefix) and e.is_symlink()]
+        except OSError:
+            continue
+        for link in sorted(links):
+            archive = _archive_of(cache_dir, link, archive_roots)
+            if archive is not None:
+                out.append(IndexedArchive(archive, link))
     return out
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ...cache import RACY_NS, _read_framed, _write_framed, signature
-from ...discover.uvcache import IndexedArchive, indexed_archives, list_archives, MAX_ARCHIVES
+from ...discover.uvcache import IndexedArchive, index_roots, indexed_archives, list_archives, MAX_ARCHIVES
 from ...fileio import LIMITS, os_error, read_regular_stat
 from ...model import Area, Distribution, DriftKind, FileCheck, Problem
 from ...record import parse_record
@@ -302,9 +302,11 @@ def archives_of(cache_dir: str | None, distributions: Iterable[Distribution],
     found: dict[str, None] = {}
     index: list[IndexedArchive] = []
     unfound: list[Distribution] = []
-    if cache_dir:
-        for dist in uv_installed(distributions):
-            hits = indexed_archives(cache_dir, dist.name, dist.version)
+    wanted = uv_installed(distributions)
+    if cache_dir and wanted:
+        roots = index_roots(cache_dir)
+        for dist in wanted:
+            hits = indexed_archives(cache_dir, dist.name, dist.version, roots)
             if not hits:
                 unfound.append(dist)
             for hit in hits:
