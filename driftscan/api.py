@@ -120,6 +120,52 @@ def _inspect(verification: Verification, jobs: int | None, select: Sequence[str]
     return merged, outcome.skipped
 
 
+def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache: bool):
+    """uv's cache archives checked against their own RECORDs: with ``uv_cache`` named (--uv-cache,
+    the configuration), every archive of it; else, in uv's default cache, the archives the
+    environment's uv-installed distributions came from or would be reinstalled from, and those a
+    drifted file is hard-linked to. Each edited archive is a ``cache-modified`` drift whose remedy is
+    the exact ``uv cache clean`` line."""
+    from .discover.uvcache import all_indexed_archives, archive_holding
+
+    cache_dir = uv_cache or default_uv_cache()
+    if not cache_dir:
+        return verification, []
+    cache_dir = os.path.abspath(cache_dir)
+    from .classify import uv_cache_clean
+    from .verify.env.uvarchives import archives_of, audit_archives, unchecked_note, uv_installed
+
+    notes = []
+    if uv_cache is not None:
+        archives, index = None, all_indexed_archives(cache_dir)
+    elif not os.path.isdir(cache_dir):
+        note = unchecked_note(cache_dir, uv_installed(verification.distributions), exists=False)
+        return verification, [note] if note else []
+    else:
+        linked = [archive_holding(cache_dir, c.uv_cache.copy) for c in verification.checks
+                  if c.uv_cache is not None and c.uv_cache.copy]
+        archives, index, unfound = archives_of(cache_dir, verification.distributions, [a for a in linked if a])
+        note = unchecked_note(cache_dir, unfound, exists=True)
+        notes = [note] if note else []
+        if not archives:
+            return verification, notes
+    from .cache import user_cache_dir
+
+    from .verify.env.uvarchives import CleanArchives
+
+    stat_cache = StatCache.for_target(cache_dir, os.path.join(user_cache_dir(), "uv-archives")) if use_cache else None
+    clean = CleanArchives(stat_cache.path[:-len(".bin")] + ".archives.bin") if stat_cache and stat_cache.path else None
+    found = audit_archives(cache_dir, archives, stat_cache, index, clean)
+    if stat_cache is not None:
+        stat_cache.save()
+    if clean is not None:
+        clean.save(found.archive_paths if archives is None else None)
+    checks = tuple(dataclasses.replace(c, remedy_hint=uv_cache_clean(c.distribution, cache_dir))  # type: ignore[arg-type]
+                   for c in found.checks)
+    return dataclasses.replace(verification, checks=verification.checks + checks,
+                               errors=verification.errors + found.errors), notes + list(found.skipped)
+
+
 @_without_cyclic_gc
 def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int | None = None,
         uv_cache: str | None = None, installer: str | None = None, use_cache: bool = True,
@@ -177,6 +223,8 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
     skipped: list = []
     if inspect:
         verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins, use_cache)
+    verification, cache_skipped = _audit_uv_cache(verification, uv_cache, use_cache)
+    skipped += cache_skipped
     lookups: tuple = ()
     held = None
     if compare and (verification.checks or hold_originals):
@@ -441,7 +489,11 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
     skipped: list = []
     if inspect:  # the same rules as audit's, so one file gets the same findings from both
         verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins, use_cache)
-    drifts = [classify(check, target) for check in verification.checks]
+    from .model import DriftKind
+    from .verify.snapshot import restored_drift
+
+    drifts = [restored_drift(check) if check.kind is DriftKind.RESTORED else classify(check, target)
+              for check in verification.checks]
     from .report import build_report
 
     return build_report(verification, drifts, time.perf_counter() - started,

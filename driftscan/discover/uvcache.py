@@ -95,3 +95,165 @@ def default_virtualenv_app_data(env: dict[str, str] | None = None) -> str | None
     ~/.local/share/virtualenv. Like uv's cache, a place driftscan's own environment names."""
     return _tool_dir(env, "VIRTUALENV_OVERRIDE_APP_DATA", ("XDG_DATA_HOME", "virtualenv"),
                      (".local", "share", "virtualenv"), ("pypa", "virtualenv"))
+
+
+# -- the cache's own archives -----------------------------------------------------------------
+# uv 0.13 unpacks each wheel into ``archive-v0/<id>/`` and keeps, per source, a symlink to it:
+# ``wheels-v8/pypi/<name>/<version>-<tag>`` (the registry) or ``wheels-v8/<index|url|path>/<hash>/
+# <name>/<version>-<tag>`` (other indexes, find-links, URLs, wheel files). The suffixes change between
+# uv releases, so they are matched by pattern. Everything here is the cache's: listings are
+# bounded, no symlink is followed except the index's into this cache's own archive directories.
+
+MAX_ARCHIVES = 100_000  # archive directories listed for an audit of the whole cache
+MAX_SOURCES = 4_096  # <hash> directories of one wheels-v*/<kind>/ looked at per distribution
+
+
+def _versioned(cache_dir: str, stem: str) -> list[str]:
+    """``<cache>/<stem>-v<N>`` directories (real directories, not symlinks), newest format first."""
+    try:
+        with os.scandir(cache_dir) as entries:
+            found = [e.path for e in entries if e.name.startswith(stem + "-v") and e.name[len(stem) + 2:].isdigit()
+                     and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+    return sorted(found, key=lambda p: -int(p.rsplit("-v", 1)[1]))
+
+
+def archive_dirs(cache_dir: str) -> list[str]:
+    """The ``archive-v*`` directories of a cache."""
+    return _versioned(cache_dir, "archive")
+
+
+def list_archives(cache_dir: str, limit: int = MAX_ARCHIVES) -> tuple[list[str], bool]:
+    """Every archive directory of the cache (``archive-v*/<id>``, real directories), sorted, and
+    whether the listing stopped at ``limit``."""
+    found: list[str] = []
+    for root in archive_dirs(cache_dir):
+        try:
+            with os.scandir(root) as ids:
+                for entry in ids:
+                    if len(found) >= limit:
+                        return sorted(found), True
+                    if entry.is_dir(follow_symlinks=False):
+                        found.append(entry.path)
+        except OSError:
+            continue
+    return sorted(found), False
+
+
+def _norm(name: str) -> str:
+    return "-".join(part for part in name.lower().replace("_", "-").replace(".", "-").split("-") if part)
+
+
+def _archive_of(cache_dir: str, link: str, roots: list[str]) -> str | None:
+    """The archive directory an index symlink names, if it is one of this cache's (no other
+    target is taken: the link is the cache's data)."""
+    try:
+        if not stat.S_ISLNK(os.lstat(link).st_mode):
+            return None
+        target = os.path.normpath(os.path.join(os.path.dirname(link), os.readlink(link)))
+    except OSError:
+        return None
+    parent = os.path.dirname(target)
+    if parent not in roots or os.path.basename(target) in ("", ".", ".."):
+        return None
+    try:
+        return target if stat.S_ISDIR(os.lstat(target).st_mode) else None
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
+class IndexedArchive:
+    archive: str  # archive-v*/<id>
+    entry: str  # the wheels-v*/… symlink that names it: what a new install from that source links
+
+
+def index_roots(cache_dir: str) -> list[str]:
+    """The directories of uv's wheel index that hold ``<name>/`` directories: ``wheels-v*/<kind>``
+    (the registry's ``pypi``) and ``wheels-v*/<kind>/<hash>`` (other indexes, find-links, URLs,
+    wheel files). Listed once, shared by every distribution looked up."""
+    roots: list[str] = []
+    for wheels in _versioned(cache_dir, "wheels"):
+        try:
+            with os.scandir(wheels) as kinds:
+                kind_dirs = [e.path for e in kinds if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        for kind in kind_dirs:
+            roots.append(kind)  # wheels-v*/pypi/<name>
+            try:
+                with os.scandir(kind) as sources:
+                    roots += [source.path for _, source in zip(range(MAX_SOURCES), sources)
+                              if source.is_dir(follow_symlinks=False)]  # wheels-v*/index/<hash>/<name>
+            except OSError:
+                continue
+    return roots
+
+
+def indexed_archives(cache_dir: str | None, name: str, version: str,
+                     roots: list[str] | None = None) -> list[IndexedArchive]:
+    """The archives uv's wheel index names for ``name`` ``version`` (every source: the registry,
+    other indexes, find-links, URLs, wheel files): what a new install of it links from.
+    ``roots``: ``index_roots(cache_dir)``, when the caller looks up several distributions."""
+    if not cache_dir:
+        return []
+    archive_roots = [os.path.normpath(r) for r in archive_dirs(cache_dir)]
+    wanted, prefix = _norm(name), f"{version}-"
+    out: list[IndexedArchive] = []
+    for root in index_roots(cache_dir) if roots is None else roots:
+        try:
+            with os.scandir(os.path.join(root, wanted)) as entries:
+                links = [e.path for e in entries if e.name.startswith(prefix) and e.is_symlink()]
+        except OSError:
+            continue
+        for link in sorted(links):
+            archive = _archive_of(cache_dir, link, archive_roots)
+            if archive is not None:
+                out.append(IndexedArchive(archive, link))
+    return out
+
+
+MAX_INDEX_ENTRIES = 200_000  # wheel index entries looked at for an audit of the whole cache
+
+
+def all_indexed_archives(cache_dir: str, limit: int = MAX_INDEX_ENTRIES) -> list[IndexedArchive]:
+    """Every (archive, index symlink) pair of uv's wheel index: ``wheels-v*/pypi/<name>/*`` and
+    ``wheels-v*/<kind>/<hash>/<name>/*``, at most ``limit`` entries looked at."""
+    roots = [os.path.normpath(r) for r in archive_dirs(cache_dir)]
+    out: list[IndexedArchive] = []
+    seen = 0
+
+    def visit(directory: str, depth: int) -> None:
+        nonlocal seen
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except OSError:
+            return
+        for entry in listed:
+            seen += 1
+            if seen > limit:
+                return
+            if entry.is_symlink():
+                archive = _archive_of(cache_dir, entry.path, roots)
+                if archive is not None:
+                    out.append(IndexedArchive(archive, entry.path))
+            elif depth < 3 and entry.is_dir(follow_symlinks=False):
+                visit(entry.path, depth + 1)
+
+    for wheels in _versioned(cache_dir, "wheels"):
+        visit(wheels, 0)
+    return sorted(out, key=lambda i: (i.archive, i.entry))
+
+
+def archive_holding(cache_dir: str | None, copy: str) -> str | None:
+    """The archive directory (``<cache>/archive-v*/<id>``) a cache file ``copy`` is inside."""
+    if not cache_dir:
+        return None
+    for root in archive_dirs(cache_dir):
+        rel = os.path.relpath(copy, root)
+        if not rel.startswith(".."):
+            first = rel.split(os.sep, 1)[0]
+            return os.path.join(root, first) if first not in ("", ".") else None
+    return None

@@ -23,7 +23,8 @@ code, configuration or keys (``.py``, ``.sh``, ``.conf``, ``.pem``...).
 executable),
 resolving outside the system trees, home dotfiles and the ``exclude`` directories (the
 environment's own package directories), that no RECORD owns (``owned``), and modified no
-earlier than the code that writes it (``newer_than``). The search follows at most
+earlier than the code that writes it (``newer_than``); older ones modified no earlier than
+``possible_after`` are listed apart as possible dumps (never in a remedy that deletes). The search follows at most
 ``MAX_WILD_MATCHES`` directories per computed level, visits at most ``MAX_ENTRIES`` directory
 entries, counts at most ``MAX_FILES`` files and takes at most ``MAX_SECONDS``; a search cut
 short says so (``truncated``). The remedy names every file counted, never a pattern.
@@ -75,6 +76,11 @@ class ArtifactGroup:
     refused: str | None = None  # why the pattern was not searched (too_broad: "too broad")
     truncated: str | None = None  # why the search stopped early: what it found is listed
     skipped: int = 0  # matching files not counted (not regular, owned, older than the code...)
+    # Older than ``newer_than`` but no older than ``possible_after``: listed as possible dumps, never
+    # offered for deletion (inspect/drifts.py says why), and their bytes.
+    possible: tuple[str, ...] = ()
+    possible_bytes: int = 0
+    too_old: int = 0  # matching regular, unowned files older than both: not counted, said so
 
 
 def _split_glob(component: str) -> tuple[str, bool]:
@@ -259,11 +265,13 @@ def _candidates(pattern: str, budget: _Budget) -> Iterable[str]:
 
 
 def find_artifacts(pattern: str, *, newer_than: float | None = None, owned: Callable[[str], bool] | None = None,
-                   exclude: Iterable[str] = ()) -> ArtifactGroup | None:
+                   exclude: Iterable[str] = (), possible_after: float | None = None) -> ArtifactGroup | None:
     """The files matching ``pattern`` that count as dumps (see the module docstring); None
     when there are none and nothing was refused or cut short.
 
     ``newer_than``: the writing code's mtime (seconds); older files are not its dumps.
+    ``possible_after``: files older than ``newer_than`` but modified at or after this are listed
+    apart, in ``possible`` (never in ``paths``); older ones are only counted (``too_old``).
     ``owned(path)``: whether a RECORD owns the file. ``exclude``: directories whose files never
     count (the environment's own). A pattern not searched has ``refused`` set (and
     ``too_broad`` when that is the reason) and no paths.
@@ -274,9 +282,10 @@ def find_artifacts(pattern: str, *, newer_than: float | None = None, owned: Call
     excluded = [os.path.realpath(e) for e in exclude]
     budget = _Budget()
     paths: list[str] = []
-    total = skipped = 0
+    possible: list[str] = []
+    total = skipped = possible_bytes = too_old = 0
     for path in _candidates(pattern, budget):
-        if len(paths) >= MAX_FILES:
+        if len(paths) + len(possible) >= MAX_FILES:
             budget.stopped = f"stopped at {MAX_FILES} files"
             break
         if not budget.spend(0):
@@ -288,13 +297,56 @@ def find_artifacts(pattern: str, *, newer_than: float | None = None, owned: Call
         real = os.path.realpath(path)  # a directory on the way may be a symlink out of /tmp
         if (not stat.S_ISREG(st.st_mode) or st.st_mode & 0o111  # a dump is never executable
                 or _forbidden(real) or any(_under(real, e) for e in excluded)
-                or (owned is not None and (owned(path) or owned(real)))
-                or (newer_than is not None and st.st_mtime < newer_than)):
+                or (owned is not None and (owned(path) or owned(real)))):
             skipped += 1
+            continue
+        if newer_than is not None and st.st_mtime < newer_than:
+            skipped += 1
+            if possible_after is not None and st.st_mtime >= possible_after:
+                possible.append(path)
+                possible_bytes += st.st_size
+            else:
+                too_old += 1
             continue
         paths.append(path)
         total += st.st_size
     truncated = budget.stopped or budget.cut
-    if not paths and not truncated:
+    if not paths and not possible and not too_old and not truncated:
         return None
-    return ArtifactGroup(pattern, tuple(sorted(paths)), total, truncated=truncated, skipped=skipped)
+    return ArtifactGroup(pattern, tuple(sorted(paths)), total, truncated=truncated, skipped=skipped,
+                         possible=tuple(sorted(possible)), possible_bytes=possible_bytes, too_old=too_old)
+
+
+def recheck(paths: Iterable[str], *, newer_than: float | None = None, owned: Callable[[str], bool] | None = None,
+            exclude: Iterable[str] = ()) -> ArtifactGroup:
+    """Dump files listed earlier (a checkpoint's list: the code that wrote them may be gone since a
+    reinstall) that are still there and still count as dumps by the rules ``find_artifacts``
+    applies to a file: absolute, a regular file, not executable, outside the system trees, home
+    dotfiles and ``exclude``, not a code or key file by its suffix, owned by no RECORD and, with
+    ``newer_than``, not older than it. The list is data like a pattern: at most ``MAX_FILES`` paths
+    are looked at (``truncated`` says so), and a path refused is counted in ``skipped``."""
+    excluded = [os.path.realpath(e) for e in exclude]
+    kept: list[str] = []
+    total = skipped = 0
+    truncated = None
+    for i, path in enumerate(dict.fromkeys(paths)):
+        if i >= MAX_FILES:
+            truncated = f"stopped at {MAX_FILES} files"
+            break
+        if not isinstance(path, str) or not path.startswith("/") or "\0" in path or \
+                os.path.splitext(path)[1].lower() in NEVER_DUMPS:
+            skipped += 1
+            continue
+        try:
+            st = os.lstat(path)
+        except (OSError, ValueError):
+            continue  # gone: nothing left to say of it
+        real = os.path.realpath(path)
+        if (not stat.S_ISREG(st.st_mode) or st.st_mode & 0o111 or _forbidden(path) or _forbidden(real)
+                or any(_under(real, e) for e in excluded) or (owned is not None and (owned(path) or owned(real)))
+                or (newer_than is not None and st.st_mtime < newer_than)):
+            skipped += 1
+            continue
+        kept.append(path)
+        total += st.st_size
+    return ArtifactGroup("", tuple(sorted(kept)), total, truncated=truncated, skipped=skipped)

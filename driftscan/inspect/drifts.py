@@ -6,6 +6,9 @@ call writes and reports the files found as one ``debug-artifacts`` drift per pat
 patterns come from the audited code, so only plausible ones are searched, within bounds, and
 only regular files no RECORD owns, outside the environment's package directories and newer
 than the code that writes them count (inspect/artifacts.py); the remedy names each file.
+Matching files older than the code's last change but no older than its own mtime or its
+distribution's install (RECORD's ctime) are one ``possible-debug-artifacts`` drift, listed for
+review and never deleted; older ones are counted in a note (docs/security.md §4).
 """
 
 from __future__ import annotations
@@ -72,27 +75,66 @@ def _mtime(path: str) -> float | None:
     return max(st.st_mtime, st.st_ctime)
 
 
+def _claimed_mtime(path: str) -> float | None:
+    """The writer's own mtime: what the tree says of when the code was written (it can be set back)."""
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return None
+
+
+def installed_at(check: FileCheck) -> float | None:
+    """When the distribution owning ``check`` was installed here: its RECORD's ctime (lstat), which
+    the tree cannot set back, and which a later edit, chmod or ``cp -a`` of the code does not move."""
+    dist = check.distribution
+    if dist is None or not dist.metadata_dir:
+        return None
+    try:
+        return os.lstat(os.path.join(dist.metadata_dir, "RECORD")).st_ctime
+    except OSError:
+        return None
+
+
+def _when(t: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
 class DumpSearch(NamedTuple):
     drift: FileCheck | None  # the debug-artifacts drift, when files were found
-    note: Problem | None  # why the search was refused or cut short
+    note: Problem | None  # why the search was refused or cut short, or files not counted
+    possible: FileCheck | None = None  # the possible-debug-artifacts drift (older files, never deleted)
 
 
 def _artifact_check(pattern: str, writers: list[tuple[str, Finding]], owned: Callable[[str], bool] | None,
                     exclude: set[str], dump_list: DumpLister | None = None,
-                    audited: Iterable[str] = ()) -> DumpSearch:
+                    audited: Iterable[str] = (), installed: dict[str, float] | None = None) -> DumpSearch:
     """The debug-artifacts drift of one dump pattern, and what to say about a search refused or
-    cut short. A file counts only if it is no older than the code that writes it."""
+    cut short. A file counts only if it is no older than the code that writes it (its mtime and
+    ctime); an older one is a *possible* dump when it is no older than the code's own mtime or its
+    distribution's install (``installed``: writer path → its RECORD's ctime), listed in a drift of
+    its own that deletes nothing; older still, it is counted in a note."""
     times = [t for t in (_mtime(p) for p, _ in writers) if t is not None]
-    group = find_artifacts(pattern, newer_than=min(times) if times else None, owned=owned, exclude=exclude)
+    claimed = [t for t in (_claimed_mtime(p) for p, _ in writers) if t is not None]
+    install = [installed[p] for p, _ in writers if installed and p in installed]
+    floor = min(claimed + install) if claimed or install else None
+    group = find_artifacts(pattern, newer_than=min(times) if times else None, owned=owned, exclude=exclude,
+                           possible_after=floor)
     if group is None:
         return DumpSearch(None, None)
     if group.refused:
         return DumpSearch(None, Problem(pattern, f"dump pattern not searched: {group.refused}; "
                                                  "look for the files by hand"))
-    note = Problem(pattern, f"dump search {group.truncated}; the files found so far are listed") \
-        if group.truncated else None
+    notes = [f"dump search {group.truncated}; the files found so far are listed"] if group.truncated else []
+    if group.too_old:
+        notes.append(f"{group.too_old} file(s) matching it not counted as dumps: older than the code that writes "
+                     "them and than its distribution's install here")
+    note = Problem(pattern, "; ".join(notes)) if notes else None
+    possible = _possible_check(pattern, group, writers, min(times) if times else None,
+                               min(install) if install else None, dump_list, audited)
     if not group.paths:
-        return DumpSearch(None, note)
+        return DumpSearch(None, note, possible)
     where = ", ".join(f"{p}:{f.line}" for p, f in writers)
     size = group.total_bytes
     evidence = (f"{len(group.paths)} file(s), {size / 1e6:.1f} MB, matching {pattern}, newer than the code that "
@@ -111,7 +153,42 @@ def _artifact_check(pattern: str, writers: list[tuple[str, Finding]], owned: Cal
                       list_file=list_file)
     drift = FileCheck(DriftKind.DEBUG_ARTIFACTS, pattern, os.path.dirname(pattern), None, {}, {}, evidence,
                       area=Area.EXTERNAL, remedy_hint=remedy, dumps=found)
-    return DumpSearch(drift, note)
+    return DumpSearch(drift, note, possible)
+
+
+def _possible_check(pattern: str, group, writers: list[tuple[str, Finding]], changed: float | None,
+                    install: float | None, dump_list: DumpLister | None, audited: Iterable[str]) -> FileCheck | None:
+    """The possible-debug-artifacts drift: files matching ``pattern`` older than the code's last
+    change (``changed``: its ctime or mtime, the later) but no older than its own mtime or its
+    distribution's install. Listed for review; the remedy never deletes (the tree could have
+    backdated the code's mtime to have a victim's old files offered, so only a file newer than
+    what the tree cannot backdate is ever a definite dump)."""
+    if not group.possible:
+        return None
+    paths = tuple(group.possible)
+    where = ", ".join(f"{p}:{f.line}" for p, f in writers)
+    last = f" ({_when(changed)})" if changed is not None else ""
+    after = (f"written after its distribution was installed here ({_when(install)}) or after the code's own "
+             "recorded modification time" if install is not None else "written after the code's own recorded "
+             "modification time")
+    why = (f"older than the last change of the code that writes them{last}, {after}: the code was edited again "
+           "after writing them, or copied (cp -a, rsync) or chmod-ed since — or its modification time was set back "
+           "to make older files look like its dumps")
+    evidence = (f"{len(paths)} possible dump file(s), {group.possible_bytes / 1e6:.1f} MB, matching {pattern}, "
+                f"written by {where} ({writers[0][1].code} {writers[0][1].name}): {why}; owned by no distribution; "
+                "driftscan does not offer to delete files older than the code that writes them")
+    list_file = dump_list(paths, tuple(audited)) if dump_list is not None and len(paths) > INLINE_DUMPS else None
+    if list_file is not None:
+        remedy = (f"review them (xargs -0 ls -l -- < {shlex.quote(list_file)}); if they are the debug code's dumps, "
+                  "remove them yourself: driftscan does not offer to delete possible dumps")
+    else:
+        remedy = ("review them (ls -l -- " + " ".join(shlex.quote(p) for p in paths) + "); if they are the debug "
+                  "code's dumps, remove them yourself: driftscan does not offer to delete possible dumps")
+    actual = {"possible_artifacts": list(paths), "count": len(paths), "bytes": group.possible_bytes,
+              "why": why, "written_by": [{"path": p, "line": f.line, "code": f.code} for p, f in writers],
+              **({"list_file": list_file} if list_file else {})}
+    return FileCheck(DriftKind.POSSIBLE_DEBUG_ARTIFACTS, pattern, os.path.dirname(pattern), None, {}, actual,
+                     evidence, area=Area.EXTERNAL, remedy_hint=remedy)
 
 
 # Up to this many dump files are named in the remedy itself; more go to a list file.
@@ -245,10 +322,14 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
     # Everything the audit reads: a list of dumps is never written there.
     audited = {m.group("prefix") if (m := _PREFIX_LAYOUT.match(os.path.abspath(d))) else d for d in exclude} | \
         {c.root for c in checks if c.area is not Area.EXTERNAL and c.root}
+    installed = {c.path: t for c in checks if _inspectable(c) and (t := installed_at(c)) is not None}
     for pattern in sorted(writers):
-        check, note = _artifact_check(pattern, writers[pattern], owned, exclude, dump_list, sorted(audited))
+        check, note, possible = _artifact_check(pattern, writers[pattern], owned, exclude, dump_list,
+                                                sorted(audited), installed)
         if note is not None:
             outcome.skipped.append(note)
         if check is not None:
             outcome.artifacts.append(check)
+        if possible is not None:
+            outcome.artifacts.append(possible)
     return outcome

@@ -52,6 +52,8 @@ def workspace_path(path: str, workspace: str | None) -> str:
 
 
 def _drift_level(d: DriftOut) -> str:
+    if d.kind.value == "restored":
+        return "notice"  # (diff) back to what RECORD lists: nothing to undo
     return "error" if d.scope.value in ("package", "environment") else "warning"
 
 
@@ -70,8 +72,10 @@ def render_github(report: Report, *, workspace: str | None = None, show_upstream
         short = DRIFT_KINDS.get(d.kind.value, (d.kind.value,))[0]
         title = f"driftscan {d.kind.value}: {short}"
         # a glob is no file: a dumps drift is annotated on the first dump it found (its message has the glob)
+        possible = d.actual.get("possible_artifacts") if d.kind.value == "possible-debug-artifacts" else None
         where = d.artifacts[0] if d.kind.value == "debug-artifacts" and d.artifacts else (
-            None if d.kind.value == "debug-artifacts" else d.path)
+            str(possible[0]) if isinstance(possible, list) and possible else
+            None if d.kind.value in ("debug-artifacts", "possible-debug-artifacts") else d.path)
         accepted = accepted_reason(d) is not None  # accepted drift does not fail the job: a notice
         lines.append(command("notice" if accepted else _drift_level(d), drift_message(d),
                              file=workspace_path(where, workspace) if where else None, title=title))

@@ -99,6 +99,13 @@ def _detail(d: DriftOut, counts: tuple[int, int] | None) -> str:
         count, size = a.get("count", len(d.artifacts)), a.get("bytes", 0)
         if isinstance(count, int) and isinstance(size, (int, float)):
             return f"{_n(count, 'file')}, {size / 1e6:.1f} MB"
+    if kind == "possible-debug-artifacts":
+        count, size = a.get("count", 0), a.get("bytes", 0)
+        if isinstance(count, int) and isinstance(size, (int, float)):
+            return f"{_n(count, 'file')}, {size / 1e6:.1f} MB, older than the code that writes them"
+    if kind == "cache-modified":
+        edited = [str(x.get("path")) for x in a.get("edited", []) if isinstance(x, dict)]
+        return f"{len(edited)} edited: " + ", ".join(esc(p) for p in edited[:5]) + (", …" if len(edited) > 5 else "")
     if kind == "head-moved":
         return f"{esc(str(e.get('commit'))[:12])} → {esc(str(a.get('commit'))[:12])}"
     return ""
@@ -118,6 +125,9 @@ def _heading(d: DriftOut) -> str:
                 "(a reinstall re-links it)")
     if scope == "data":
         return f"Model directory {code(_root(d))} (no reinstall touches it)"
+    if scope == "external" and d.kind.value == "cache-modified":
+        return (f"uv's cache: the archive of {esc(dist.name) if dist else '?'} {esc(dist.version) if dist else ''} "
+                "differs from its own RECORD (a new venv installed from it gets the edit)")
     if scope == "external":
         return "Files left behind by debug code (no reinstall touches them)"
     if dist:
@@ -181,11 +191,11 @@ def _json_cell(change: dict, key: str) -> str:
 def _unit(d: DriftOut) -> _Unit:
     counts = _diff_counts(d.diff) if d.diff else None
     detail = _detail(d, counts)
-    if d.kind.value == "debug-artifacts":
+    if d.kind.value in ("debug-artifacts", "possible-debug-artifacts"):
         path = f"{code(d.path)}" + (f" ({detail})" if detail else "")
     else:
         path = code(d.relpath) + (f" ({detail})" if detail else "")
-    prediction = f"**{_MARK[d.prediction.value]}**"
+    prediction = "**PRISTINE**" if d.kind.value == "restored" else f"**{_MARK[d.prediction.value]}**"
     if d.prediction.value != "wiped" and d.distribution and d.scope.value == "package" and d.evidence:
         prediction += f"<br>{esc(d.evidence)}"
     accepted = accepted_reason(d)

@@ -84,6 +84,19 @@ DRIFT_KINDS: dict[str, tuple[str, str]] = {
                 "contradicts the files it names."),
     "head-moved": ("An editable install's repository moved from the recorded commit",
                    "The source tree's HEAD is no longer the commit recorded when it was installed."),
+    "cache-modified": ("An archive of uv's cache differs from its own RECORD",
+                       "An unpacked wheel in uv's cache (archive-v*/<id>/) whose files no longer match the RECORD "
+                       "inside it, usually edited in place through a venv's hard link: every new venv installed "
+                       "from that source gets the edit. `uv cache clean NAME` removes it."),
+    "possible-debug-artifacts": ("Files that may be left by debug code, older than the code",
+                                 "Files matching the target of a dump call in a drifted file, owned by no "
+                                 "distribution, older than that code's last change but newer than its own "
+                                 "modification time or its distribution's install (the code was edited again, "
+                                 "copied or chmod-ed since). Listed for review; driftscan does not offer to delete "
+                                 "them."),
+    "restored": ("A file back to what RECORD lists since the snapshot",
+                 "diff: the file differs from the snapshot and matches its RECORD again (a reinstall or a restore "
+                 "since the snapshot): nothing to undo."),
 }
 
 _PHRASE = {"wiped": "wiped by a reinstall", "survives": "survives a reinstall",
@@ -355,10 +368,21 @@ def accepted_reason(d: DriftOut) -> str | None:
     return str(accepted.get("reason") or "accepted")
 
 
+_DUMP_KINDS = ("debug-artifacts", "possible-debug-artifacts")
+
+
+def _dump_files(d: DriftOut) -> list[str]:
+    """The files a (possible) dump drift lists."""
+    if d.kind.value == "debug-artifacts":
+        return list(d.artifacts)
+    listed = d.actual.get("possible_artifacts")
+    return [str(p) for p in listed] if isinstance(listed, list) else []
+
+
 def drift_message(d: DriftOut) -> str:
     owner = f" ({d.distribution.name} {d.distribution.version})" if d.distribution else ""
-    if d.kind.value == "debug-artifacts":
-        count = len(d.artifacts)
+    if d.kind.value in _DUMP_KINDS:
+        count = len(_dump_files(d))
         what = f"{count} file{'s' if count != 1 else ''} matching {d.path}"
     else:
         what = d.relpath
@@ -366,7 +390,8 @@ def drift_message(d: DriftOut) -> str:
     if evidence and not evidence.endswith((".", "!", "?")):
         evidence += "."
     accepted = accepted_reason(d)
-    parts = [f"{d.kind.value}{owner}: {what}; scope {d.scope.value}, {_PHRASE[d.prediction.value]}.", evidence,
+    phrase = "back to what RECORD lists" if d.kind.value == "restored" else _PHRASE[d.prediction.value]
+    parts = [f"{d.kind.value}{owner}: {what}; scope {d.scope.value}, {phrase}.", evidence,
              f"Remedy: {d.remedy}" if d.remedy else "", f"Accepted: {accepted}" if accepted is not None else ""]
     return " ".join(p for p in parts if p)
 
@@ -376,9 +401,9 @@ MAX_ARTIFACT_LOCATIONS = 100
 
 def _drift_locations(bases: _Bases, d: DriftOut) -> tuple[list[dict[str, Any]], str]:
     prefix, description = _SCOPE_BASE.get(d.scope.value, ("ROOT", "a directory"))
-    if d.kind.value == "debug-artifacts":
+    if d.kind.value in _DUMP_KINDS:
         directory = _static_dir(d.path)
-        files = d.artifacts[:MAX_ARTIFACT_LOCATIONS] or [directory]
+        files = _dump_files(d)[:MAX_ARTIFACT_LOCATIONS] or [directory]
         locations = [_location(_artifact_location(bases, f, fallback_root=directory, prefix="EXTERNAL",
                                                   description="a directory debug code wrote to")[0])
                      for f in files]
@@ -395,7 +420,7 @@ def render_sarif(report: Report) -> str:
     occurrences = _Occurrences()
     results = []
     for d in report.drifts:
-        level = "warning" if d.prediction.value == "wiped" else "note"
+        level = "warning" if d.prediction.value == "wiped" and d.kind.value != "restored" else "note"
         rule = rules.drift_rule(d.kind.value)
         locations, where = _drift_locations(bases, d)
         owner = d.distribution.name.lower() if d.distribution else ""

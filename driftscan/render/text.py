@@ -40,6 +40,11 @@ def _detail(d: DriftOut) -> str:
         return f"{a['size']} bytes" if a.get("type") == "file" else a.get("type", "")
     if d.kind.value == "debug-artifacts":
         return f"{a.get('count', 0)} files, {a.get('bytes', 0) / 1e6:.1f} MB"
+    if d.kind.value == "cache-modified":
+        edited = [e.get("path") for e in a.get("edited", []) if isinstance(e, dict)]
+        return f"{len(edited)} edited: " + ", ".join(map(str, edited[:5])) + (", …" if len(edited) > 5 else "")
+    if d.kind.value == "possible-debug-artifacts":
+        return f"{a.get('count', 0)} files, {a.get('bytes', 0) / 1e6:.1f} MB, older than the code that writes them"
     if d.kind.value == "head-moved":
         return f"{str(e.get('commit'))[:12]} → {str(a.get('commit'))[:12]}"
     if d.kind.value == "orphaned-metadata":
@@ -48,7 +53,8 @@ def _detail(d: DriftOut) -> str:
 
 
 # What reinstalling the owning distribution does, in a fixed-width column.
-_MARK = {"wiped": "WIPED      ", "survives": "SURVIVES   ", "may-survive": "MAY SURVIVE"}
+_MARK = {"wiped": "WIPED      ", "survives": "SURVIVES   ", "may-survive": "MAY SURVIVE",
+         "restored": "PRISTINE   "}  # (a diff's restored file: back to what RECORD lists, nothing to undo)
 
 
 COLLAPSE_OVER = 10  # added files under one top-level directory shown as one line beyond this
@@ -77,11 +83,25 @@ def _group_heading(d: DriftOut) -> str:
         return f"{dist.name if dist else '?'} — editable source tree {_root(d)} (a reinstall re-links it)"
     if scope == "data":
         return f"model directory {_root(d)} (no reinstall touches it)"
+    if scope == "external" and d.kind.value == "cache-modified":
+        return (f"uv's cache: the archive of {dist.name if dist else '?'} {dist.version if dist else ''} differs from "
+                "its own RECORD (a new venv installed from it gets the edit)")
     if scope == "external":
         return "files left behind by debug code (no reinstall touches them)"
     if dist:
         return f"{dist.name} {dist.version} ({dist.installer or 'no INSTALLER'})"
     return "not owned by any distribution"
+
+
+def _section(d: DriftOut) -> tuple[int, str]:
+    """Where a drift is listed: (rank, scope); a distribution's own drifts rank with package ones."""
+    scope = d.scope.value
+    if scope == "environment" and d.distribution is not None:
+        scope = "package"
+    return _SECTIONS.index(scope) if scope in _SECTIONS else len(_SECTIONS), scope
+
+
+_SECTIONS = ["package", "environment", "source", "data", "external"]
 
 
 def _header(r: Report) -> str:
@@ -118,8 +138,11 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
     diffs = diffs or verbose
     lines = [_header(r), ""]
     width = max((len(d.kind.value) for d in r.drifts), default=8)
-    key = lambda d: (d.scope, d.distribution.name.lower() if d.distribution else "", _root(d))  # noqa: E731
-    for _, group in groupby(r.drifts, key=key):
+    # One heading per distribution: its environment drifts (junk in its __pycache__) go with its
+    # package drifts rather than under a second heading of the same name.
+    key = lambda d: (_section(d), d.distribution.name.lower() if d.distribution else "", _root(d))  # noqa: E731
+    shown = sorted(r.drifts, key=lambda d: (_section(d)[0], d.distribution.name.lower() if d.distribution else ""))
+    for _, group in groupby(shown, key=key):
         items = list(group)
         lines.append(_group_heading(items[0]))
         collapsed = _collapsible(items)
@@ -134,12 +157,14 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
             if id(d) in hidden:
                 continue
             detail = _detail(d)
-            lines.append(f"  {d.kind.value:<{width}}  {_MARK[d.prediction.value]}  {d.relpath}"
+            mark = _MARK["restored"] if d.kind.value == "restored" else _MARK[d.prediction.value]
+            lines.append(f"  {d.kind.value:<{width}}  {mark}  {d.relpath}"
                          + (f"  ({detail})" if detail else ""))
             if d.accepted:
                 lines.append(f"      ACCEPTED  {d.accepted.get('reason', '')} (accept entry {d.accepted.get('entry')})")
             if d.evidence and (verbose or (d.prediction.value != "wiped" and d.distribution
-                                           and d.scope.value == "package")):
+                                           and d.scope.value == "package")
+                               or d.kind.value in ("possible-debug-artifacts", "cache-modified")):
                 lines.append(f"      {d.evidence}")
             hidden_upstream = 0
             for f in d.findings:
@@ -160,7 +185,8 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
             source = _pristine_line(r, first.distribution.name)
             if source:
                 lines.append(source)
-        remedies = list(dict.fromkeys(d.remedy for d in items if d.scope.value == "package"))
+        remedies = list(dict.fromkeys(d.remedy for d in items if d.scope.value == "package"
+                                      and d.kind.value != "restored" or d.kind.value == "cache-modified"))
         lines += [f"  remedy: {remedy}" for remedy in remedies]
         lines.append("")
     if r.stale_accepted:

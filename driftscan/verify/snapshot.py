@@ -48,9 +48,10 @@ from ..manifest import (
     write_manifest,
     write_members,
 )
-from ..model import Area, FileCheck, LayoutKind, Problem
+from ..model import Area, Drift, DriftKind, FileCheck, LayoutKind, Prediction, Problem, Scope
 from ..paths import printable
 from ..forked import Child, may_fork
+from .env.files import OK, check_entry, expected_of
 from .env.ownership import Ownership, bytecode_source
 from .tree import ModelDirResult, merge_checks, treeindex
 from .tree.consistency import INDEX_SUFFIX, consistency_checks
@@ -472,8 +473,52 @@ def attach_ownership(checks: tuple[FileCheck, ...], own: Ownership, site_package
         owners = own.owners.get(check.path) or []
         dist = owners[0][0] if owners else None
         root = next((s for s in site_packages if check.path.startswith(s + os.sep)), check.root)
-        out.append(replace(check, area=Area.PYTHON, distribution=dist, root=root, remedy_hint=None))
+        check = replace(check, area=Area.PYTHON, distribution=dist, root=root, remedy_hint=None)
+        out.append(_against_record(check, owners) if owners else check)
     return out
+
+
+_RESTORABLE = (DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.TYPE_CHANGED)
+
+
+def _against_record(check: FileCheck, owners: list) -> FileCheck:
+    """A file a RECORD lists that differs from the snapshot, judged against RECORD as well: one
+    that matches its row's hash again is ``restored`` (back to pristine since the snapshot: a
+    reinstall or a restore); one the snapshot did not have that differs from RECORD is
+    ``modified`` (a package drift, as audit calls it), never an unowned ``added`` file."""
+    if check.kind not in _RESTORABLE:
+        return check
+    for dist, entry in owners:
+        if entry.hash is None:
+            if check.kind is not DriftKind.TYPE_CHANGED and _is_own_record(dist, check.path):
+                return replace(check, kind=DriftKind.RESTORED, distribution=dist,
+                               evidence=f"{dist.key}'s RECORD, rewritten since the snapshot: installers write it "
+                                        "when they (re)install, and it has no hash of itself to check",
+                               actual={**check.actual, "rewritten_by_installer": True})
+            continue  # a hashless row (bytecode, a directory): matching it says nothing of the content
+        result = check_entry(check.path, entry)
+        if result is not None and result.status == OK:
+            was = "not in the snapshot" if check.kind is DriftKind.ADDED else \
+                f"{check.kind.value} in the snapshot"
+            return replace(check, kind=DriftKind.RESTORED, distribution=dist,
+                           evidence=f"{was}; now matches the RECORD of {dist.key} again (back to pristine since the "
+                                    "snapshot, as a reinstall or restore leaves it)",
+                           actual={**check.actual, "matches_record": True})
+    if check.kind is DriftKind.ADDED:
+        dist, entry = owners[0]
+        return replace(check, kind=DriftKind.MODIFIED, expected=expected_of(entry),
+                       evidence=f"not in the snapshot; listed in the RECORD of {dist.key} and differs from it")
+    return check
+
+
+def _is_own_record(dist, path: str) -> bool:
+    return os.path.join(dist.metadata_dir, "RECORD") == path and dist.metadata_dir.endswith(".dist-info")
+
+
+def restored_drift(check: FileCheck) -> Drift:
+    """The drift of a ``restored`` file: nothing to undo, and a reinstall leaves it as it is."""
+    return Drift(check, Scope.PACKAGE, False, "nothing to do: it matches its RECORD again", check.evidence,
+                 Prediction.WIPED)
 
 
 SPLIT_DIRS = 256  # directories listed breadth first before the rest of the walk is shared out
