@@ -486,8 +486,9 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
     """Restore package-scope drift from verified originals: a dry run unless ``yes``; with
     ``yes``, a checkpoint is written first (``checkpoint_path``, default: see
     ``checkpoint.default_checkpoint_path``). Returns ``restore.RestoreReport``."""
-    from .checkpoint import DEFAULT_MAX_COPY, default_checkpoint_path, environment_root, write_checkpoint
-    from .restore import apply_restore, keep_unsaved, plan_restore, refuse_unchecked
+    from .checkpoint import (DEFAULT_MAX_COPY, checkpoints_base, default_checkpoint_path, environment_root,
+                             write_checkpoint)
+    from .restore import apply_restore, keep_unsaved, plan_restore, predict, refuse_unchecked
 
     started = time.perf_counter()
     result = _held_run(venv, site_packages, model_dirs, wheels=wheels, fetch=fetch, uv_cache=uv_cache, jobs=jobs,
@@ -509,6 +510,10 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
             apply_restore(planned, environment_root(result.target) or "", progress)
         elif yes:
             report.dry_run = False
+        else:  # the dry run lists exactly what --yes would write, and what it would not
+            predict(planned, max_copy or DEFAULT_MAX_COPY)
+            if planned.planned:
+                report.checkpoint_in = os.path.abspath(checkpoint_path) if checkpoint_path else checkpoints_base()
         report.duration_seconds = round(time.perf_counter() - started, 3)
         return report
     finally:

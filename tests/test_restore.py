@@ -304,10 +304,13 @@ def test_uv_hard_link_is_broken_and_the_poisoned_cache_is_left(tmp_path, wheels,
     assert "toypkg/core.py does not match RECORD" in rejected[0]["reason"]
     assert "poisoned" in rejected[0]["reason"] and "shares its inode" in rejected[0]["reason"]
 
-    # Without --wheels there is no trusted original: nothing is written, the cache is not used.
+    # Without --wheels there is no trusted original: nothing is written, the cache is not used,
+    # and exit bit 2 says the restore asked for was not done.
     proc = ds("restore", "--venv", str(venv), "--uv-cache", str(cache), "--dist", "toypkg", "--yes", env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "  modified          toypkg/core.py: no verified original" in proc.stdout
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "  NO ORIGINAL      toypkg/core.py  (toypkg 1.0, not touched): no verified original" in proc.stdout
+    assert "no longer matches" not in proc.stdout
+    assert "toypkg==1.0 -d " in proc.stdout and "--fetch" in proc.stdout
     assert installed.read_bytes() == edited and os.lstat(installed).st_ino == before.st_ino
     assert not (tmp_path / "checkpoints").exists()
 
