@@ -315,3 +315,44 @@ def test_the_dump_list_is_saved_in_the_checkpoint(tmp_path, wheels):
     writer = raw["dumps"][0]["writer"]
     assert (writer["path"], writer["line"], writer["code"]) == (str(site / "toypkg/core.py"), 7, "DBG101")
     assert "3 dump file(s) listed" in proc.stdout
+
+
+def test_the_dry_run_lists_exactly_what_yes_writes(tmp_path, wheels):
+    """A file the checkpoint cannot save (over --max-copy) is not restored, and the dry run says so
+    before; a file recreated in a deleted directory names the directory it creates."""
+    from fixtures.restoring import EXEC_FILES, snapshot_tree
+
+    venv = tmp_path / "v"
+    venvs.run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    venvs.modern_pip_install(venv, "--no-index", "--find-links", str(wheels), "toypkg", "execpkg")
+    site = site_of(venv)
+    weights = site / "execpkg/data/weights.bin"
+    with open(weights, "r+b") as f:
+        f.write(b"\xff" * 8)
+    shutil.rmtree(site / "toypkg/data")
+    _edit(site, ["toypkg/core.py"], [])
+    env = {**private_env(tmp_path), "DRIFTSCAN_CHECKPOINT_DIR": str(tmp_path / "cps")}
+    args = ["restore", "--venv", str(venv), "--wheels", str(wheels), "--max-copy", "1000", "--format", "json"]
+    before = snapshot_tree(venv)
+    dry = cli(*args, env=env)
+    assert dry.returncode == 2, dry.stdout + dry.stderr
+    assert snapshot_tree(venv) == before
+    planned = _json(dry)
+    assert _restore_lines(planned) == {"toypkg/core.py": ("rewrite", "planned"),
+                                       "toypkg/data/notes.txt": ("recreate", "planned"),
+                                       "execpkg/data/weights.bin": ("rewrite", "unsaved")}
+    [notes] = [a for a in planned["actions"] if a["relpath"] == "toypkg/data/notes.txt"]
+    assert notes["creates"] == [str(site / "toypkg/data")]
+    assert planned["checkpoint_in"] == env["DRIFTSCAN_CHECKPOINT_DIR"]
+
+    yes = cli(*args, "--yes", env=env)
+    assert yes.returncode == 2, yes.stdout + yes.stderr
+    done = _json(yes)
+    assert {r: s for r, (_, s) in _restore_lines(done).items()} == {
+        "toypkg/core.py": "restored", "toypkg/data/notes.txt": "restored", "execpkg/data/weights.bin": "unsaved"}
+    assert Path(done["checkpoint"]).parent == Path(planned["checkpoint_in"])
+    after = snapshot_tree(venv)
+    changed = {rel for rel in set(before) | set(after) if before.get(rel) != after.get(rel)}
+    sp = os.path.relpath(site, venv)
+    assert changed == {f"{sp}/toypkg/core.py", f"{sp}/toypkg/data", f"{sp}/toypkg/data/notes.txt", f"{sp}/toypkg"}
+    assert weights.read_bytes() != EXEC_FILES["execpkg/data/weights.bin"]  # the unsaved edit is still there
