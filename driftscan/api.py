@@ -506,6 +506,10 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
                                        result.drifts, result.report, originals, [r.root for r in result.model_dirs],
                                        max_copy=max_copy or DEFAULT_MAX_COPY)
             report.checkpoint = written.path
+            if written.index.partial:
+                report.notes.append(f"the checkpoint is partial: {len(written.index.incomplete)} modified package "
+                                    "file(s) saved without an original or a patch (reapply cannot tell their fix from "
+                                    "debug code); to complete it: " + " ; ".join(written.index.complete_with))
             keep_unsaved(planned, written.index)
             apply_restore(planned, environment_root(result.target) or "", progress)
         elif yes:

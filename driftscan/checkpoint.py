@@ -460,6 +460,8 @@ def _save_content(tmp: str, item: CheckpointFile, check: FileCheck, area: str, r
 def _content_edited_behind(check: FileCheck) -> bool:
     """A drift of the content a symlink leads to (the audit followed the link: its ``actual`` is
     about the content), not of the link itself (re-pointed, dangling, a link where a file was)."""
+    if check.kind is DriftKind.MODIFIED and check.uv_cache is not None and check.uv_cache.symlink:
+        return True  # uv --link-mode symlink: the edited content is the cache's file the link names
     return check.kind in (DriftKind.MODIFIED, DriftKind.CORRUPT, DriftKind.STALE_METADATA) \
         and check.expected.get("type") == "symlink" and check.actual.get("type") != "symlink" \
         and "dangling" not in check.actual and "resolves_to" not in check.actual

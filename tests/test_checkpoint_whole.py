@@ -356,3 +356,23 @@ def test_the_dry_run_lists_exactly_what_yes_writes(tmp_path, wheels):
     sp = os.path.relpath(site, venv)
     assert changed == {f"{sp}/toypkg/core.py", f"{sp}/toypkg/data", f"{sp}/toypkg/data/notes.txt", f"{sp}/toypkg"}
     assert weights.read_bytes() != EXEC_FILES["execpkg/data/weights.bin"]  # the unsaved edit is still there
+
+
+def test_an_edit_behind_a_link_out_of_the_venv_is_said_not_saved(tmp_path, wheels):
+    """uv --link-mode symlink: an edit through the link is in uv's cache, outside the venv. The
+    checkpoint never follows the link out; it records the link and says the edit is not saved."""
+    cache = tmp_path / "uv-cache"
+    venv = venvs.make_uv_venv(tmp_path / "vsym", cache)
+    venvs.uv_install(venv, cache, "--link-mode", "symlink", "--no-index", "--find-links", str(wheels), "toypkg")
+    core = site_of(venv) / "toypkg/core.py"
+    assert os.path.islink(core)
+    with open(core, "ab") as f:
+        f.write(b"# edited through the symlink\n")
+    env = {**private_env(tmp_path), "UV_CACHE_DIR": str(cache), "DRIFTSCAN_CHECKPOINT_DIR": str(tmp_path / "cps")}
+    cp = tmp_path / "cp"
+    proc = cli("checkpoint", "--venv", str(venv), "-o", str(cp), "--wheels", str(wheels), env=env)
+    assert proc.returncode & 2, proc.stdout + proc.stderr
+    [saved] = [f for f in load_index(str(cp)).files if f.record_path == "toypkg/core.py"]
+    assert (saved.type, saved.symlink_target, saved.content) == ("symlink", os.readlink(core), None)
+    assert "resolves outside the audited tree" in str(saved.not_copied)
+    assert "NOT SAVED" in proc.stdout and "not copied" in proc.stderr
