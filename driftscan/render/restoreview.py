@@ -85,9 +85,11 @@ def render_checkpoint_text(written: Written, allow_partial: bool = False) -> str
     patches = sum(1 for f in index.files if f.patch)
     copies = sum(1 for f in index.files if f.content)
     dumps = f"; {len(index.dumps)} dump file(s) listed" if index.dumps else ""
+    # Per file, never per distribution: a distribution's source may have verified some files only.
+    modified = [f for f in index.files if f.kind == "modified" and f.scope == "package"]
     lines.append(f"{len(index.files)} drifted file(s): {patches} patch(es), {copies} copie(s); "
-                 f"{sum(1 for d in index.distributions if d.pristine)} of {len(index.distributions)} "
-                 f"distribution(s) with a verified original{dumps}")
+                 f"{sum(1 for f in modified if f.has_original)} of {len(modified)} modified package file(s) "
+                 f"with a verified original{dumps}")
     if index.partial:
         verdict = "partial (--allow-partial)" if allow_partial else "PARTIAL"
         lines.append(f"{verdict}: {len(index.incomplete)} modified package file(s) with no original and no patch: "
