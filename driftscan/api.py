@@ -452,7 +452,9 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
 
 def _held_run(venv, site_packages, model_dirs, *, wheels, fetch, uv_cache, jobs, use_cache, hf_cache=None,
               select=(), ignore=(), rules_modules=(), plugins=True, include_environment=False) -> Run:
-    named = venv is not None or bool(site_packages) or not model_dirs or include_environment
+    # A model directory or a hub cache alone names no environment (as in run()).
+    named = venv is not None or bool(site_packages) or not (model_dirs or hf_cache is not None) \
+        or include_environment
     target = resolve_target(venv, tuple(site_packages)) if named else NO_PYTHON
     options = pristine_options(target, wheels, fetch, uv_cache)
     return run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=use_cache, model_dirs=model_dirs,
@@ -463,13 +465,15 @@ def _held_run(venv, site_packages, model_dirs, *, wheels, fetch, uv_cache, jobs,
 def checkpoint(output: str, venv: str | None = None, site_packages: Sequence[str] = (),
                model_dirs: Sequence[str] = (), *, wheels: Sequence[str] = (), fetch: bool = False,
                uv_cache: str | None = None, jobs: int | None = None, use_cache: bool = True,
-               max_copy: int | None = None):
+               max_copy: int | None = None, hf_cache: str | None = None):
     """Save every drift (environment and model directories) as a restorable checkpoint at ``output``
-    (a new directory outside the audited trees). Returns ``checkpoint.Written``."""
+    (a new directory outside the audited trees). ``hf_cache``: also every repository of that Hugging
+    Face cache ("" = the default one). Returns ``checkpoint.Written``; ``Written.index.partial``
+    says whether a modified package file lacks both an original and a patch."""
     from .checkpoint import DEFAULT_MAX_COPY, write_checkpoint
 
     result = _held_run(venv, site_packages, model_dirs, wheels=wheels, fetch=fetch, uv_cache=uv_cache, jobs=jobs,
-                       use_cache=use_cache)
+                       use_cache=use_cache, hf_cache=hf_cache)
     try:
         return write_checkpoint(output, result.target, result.drifts, result.report, result.originals,
                                 [r.root for r in result.model_dirs], max_copy or DEFAULT_MAX_COPY)
@@ -482,7 +486,7 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
             paths: Sequence[str] = (), wheels: Sequence[str] = (), fetch: bool = False, uv_cache: str | None = None,
             yes: bool = False, remove_added: bool = False, checkpoint_path: str | None = None,
             model_dirs: Sequence[str] = (), jobs: int | None = None, use_cache: bool = True, progress=None,
-            max_copy: int | None = None):
+            max_copy: int | None = None, hf_cache: str | None = None):
     """Restore package-scope drift from verified originals: a dry run unless ``yes``; with
     ``yes``, a checkpoint is written first (``checkpoint_path``, default: see
     ``checkpoint.default_checkpoint_path``). Returns ``restore.RestoreReport``."""
@@ -492,7 +496,7 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
 
     started = time.perf_counter()
     result = _held_run(venv, site_packages, model_dirs, wheels=wheels, fetch=fetch, uv_cache=uv_cache, jobs=jobs,
-                       use_cache=use_cache, include_environment=True)
+                       use_cache=use_cache, include_environment=True, hf_cache=hf_cache)
     originals = result.originals
     try:
         assert originals is not None

@@ -568,6 +568,9 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
 @click.option("--venv", metavar="PATH", help="The virtual environment (default: the running one).")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True, help="Also save a model directory's drift.")
+@click.option("--hf-cache", metavar="DIR", is_flag=False, flag_value="", default=None,
+              help="Also save the drift of every repository of a Hugging Face cache (default: HF_HUB_CACHE / HF_HOME "
+                   "/ ~/.cache/huggingface/hub), edited blobs included.")
 @click.option("--output", "-o", metavar="DIR", required=True, help="The checkpoint directory to create (must not exist).")
 @pristine_options
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
@@ -578,7 +581,7 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
 @click.option("--allow-partial", is_flag=True,
               help="Exit 0 even when a modified package file has no original and no patch in the checkpoint.")
 @guarded
-def checkpoint(venv, site_packages, model_dirs, output, wheels, fetch, uv_cache, max_copy, jobs, no_cache,
+def checkpoint(venv, site_packages, model_dirs, hf_cache, output, wheels, fetch, uv_cache, max_copy, jobs, no_cache,
                allow_partial) -> None:
     """Save all drift as a restorable checkpoint outside the audited tree.
 
@@ -593,7 +596,8 @@ def checkpoint(venv, site_packages, model_dirs, output, wheels, fetch, uv_cache,
     from .render.restoreview import render_checkpoint_text
 
     written = take(output, venv=venv, site_packages=site_packages, model_dirs=model_dirs, wheels=wheels,
-                   fetch=fetch, uv_cache=uv_cache, jobs=jobs, use_cache=not no_cache, max_copy=max_copy)
+                   fetch=fetch, uv_cache=uv_cache, jobs=jobs, use_cache=not no_cache, max_copy=max_copy,
+                   hf_cache=hf_cache)
     for problem in written.problems:
         click.echo(inert(f"driftscan: {problem}"), err=True)
     click.echo(inert(render_checkpoint_text(written, allow_partial)), nl=False)
@@ -610,6 +614,8 @@ def checkpoint(venv, site_packages, model_dirs, output, wheels, fetch, uv_cache,
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True,
               help="Include a model directory in the checkpoint (restore never changes it).")
+@click.option("--hf-cache", metavar="DIR", is_flag=False, flag_value="", default=None,
+              help="Include every repository of a Hugging Face cache in the checkpoint (restore never changes it).")
 @pristine_options
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
 @click.option("--yes", is_flag=True, help="Write a checkpoint, then restore (default: a dry run).")
@@ -624,7 +630,7 @@ def checkpoint(venv, site_packages, model_dirs, output, wheels, fetch, uv_cache,
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
 @click.option("--no-cache", is_flag=True, help="Trust no cache: re-hash every file.")
 @guarded
-def restore(paths, dists, venv, site_packages, model_dirs, wheels, fetch, uv_cache, yes, remove_added,
+def restore(paths, dists, venv, site_packages, model_dirs, hf_cache, wheels, fetch, uv_cache, yes, remove_added,
             checkpoint_path, max_copy, fmt, jobs, no_cache) -> None:
     """Put package-scope drift back to the verified original bytes (a dry run unless --yes).
 
@@ -640,7 +646,8 @@ def restore(paths, dists, venv, site_packages, model_dirs, wheels, fetch, uv_cac
 
     report = run_restore(venv, site_packages, dists=dists, paths=paths, wheels=wheels, fetch=fetch,
                          uv_cache=uv_cache, yes=yes, remove_added=remove_added, checkpoint_path=checkpoint_path,
-                         model_dirs=model_dirs, jobs=jobs, use_cache=not no_cache, max_copy=max_copy)
+                         model_dirs=model_dirs, jobs=jobs, use_cache=not no_cache, max_copy=max_copy,
+                         hf_cache=hf_cache)
     _write(RESTORE_RENDERERS[fmt](report), fmt, None)
     # Bit 2 when anything asked was not (or, in a dry run, would not be) done: a failure, a file
     # with no verified original, one its checkpoint could not save, a refusal, what was not checked.

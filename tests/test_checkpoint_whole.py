@@ -376,3 +376,14 @@ def test_an_edit_behind_a_link_out_of_the_venv_is_said_not_saved(tmp_path, wheel
     assert (saved.type, saved.symlink_target, saved.content) == ("symlink", os.readlink(core), None)
     assert "resolves outside the audited tree" in str(saved.not_copied)
     assert "NOT SAVED" in proc.stdout and "not copied" in proc.stderr
+
+
+def test_checkpoint_of_a_whole_hub_cache_holds_the_blob_and_no_environment(hub, tmp_path):
+    repo, link, blob, edited, env = hub
+    cp = tmp_path / "cp"
+    proc = cli("checkpoint", "--hf-cache", str(repo.parent), "-o", str(cp), env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    index = load_index(str(cp))
+    assert (index.venv, index.site_packages) == (None, [])  # a hub cache alone names no environment
+    [saved] = [f for f in index.files if f.relpath == "config.json"]
+    assert (cp / saved.content).read_bytes() == edited and saved.type == "symlink"
