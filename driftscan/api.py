@@ -519,7 +519,7 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
         elif yes:
             report.dry_run = False
         else:  # the dry run lists exactly what --yes would write, and what it would not
-            predict(planned, max_copy or DEFAULT_MAX_COPY)
+            predict(planned, max_copy or DEFAULT_MAX_COPY, environment_root(result.target))
             if planned.planned:
                 report.checkpoint_in = os.path.abspath(checkpoint_path) if checkpoint_path else checkpoints_base()
         report.duration_seconds = round(time.perf_counter() - started, 3)

@@ -314,11 +314,11 @@ def journal_path(root: str) -> str:
     return os.path.join(user_cache_dir(), "restore", f"{key}.jsonl")
 
 
-def clean_leftovers(journal: str) -> list[str]:
+def clean_leftovers(journal: str, dry_run: bool = False) -> list[str]:
     """Remove the temporary files a killed restore left, as its journal names them. Each name is
     journaled (a random name driftscan chose) before the file is created with O_EXCL, so a
     regular file at that exact path is the killed run's own; with the device and inode recorded
-    too, only that very file is removed."""
+    too, only that very file is removed. ``dry_run``: only say which (nothing is removed)."""
     removed: list[str] = []
     try:
         with open(journal, encoding="utf-8") as f:
@@ -347,9 +347,11 @@ def clean_leftovers(journal: str) -> list[str]:
             continue
         known = inodes.get(temp)
         if stat.S_ISREG(st.st_mode) and (known is None or known == (st.st_dev, st.st_ino)):
-            os.unlink(temp)
+            if not dry_run:
+                os.unlink(temp)
             removed.append(temp)
-    os.unlink(journal)
+    if not dry_run:
+        os.unlink(journal)
     return removed
 
 
@@ -518,11 +520,16 @@ def keep_unsaved(plan: RestorePlan, index) -> None:
     plan.planned = kept
 
 
-def predict(plan: RestorePlan, max_copy: int) -> None:
+def predict(plan: RestorePlan, max_copy: int, root: str | None = None) -> None:
     """For the dry run: mark what ``--yes`` would not do, found the way ``--yes`` finds it — a
     file the checkpoint could not save (bigger than ``max_copy``, unreadable) is left unsaved, a
-    file in a directory restore cannot write to would fail — so that the dry run lists exactly
-    the paths ``--yes`` writes."""
+    file in a directory restore cannot write to would fail — and name the temporary files of an
+    interrupted run ``--yes`` removes first, so that the dry run lists exactly the paths
+    ``--yes`` writes."""
+    left = clean_leftovers(journal_path(root), dry_run=True) if root and plan.planned else []
+    if left:
+        plan.report.notes.append(f"--yes first removes {len(left)} temporary file(s) an interrupted run left: "
+                                 + ", ".join(printable(p) for p in left))
     kept = []
     for p in plan.planned:
         why = _unsavable(p.path, max_copy) if p.action.action != RECREATE else None

@@ -398,6 +398,11 @@ def test_killed_restore_leaves_each_file_whole_and_a_rerun_finishes(tmp_path, ba
             f"temporary file(s) {sorted(set(leftovers) - named)} left by the killed restore are not in its journal "
             "(the kill came after mkstemp, before the journal line): no later restore will remove them")
 
+    dry = ds("restore", "--venv", str(venv), "--wheels", str(house), "--dist", "bigpkg", env=env)
+    assert find_tmp_leftovers(venv) == leftovers  # a dry run removes nothing ...
+    if leftovers:  # ... and names what --yes will remove first
+        assert f"--yes first removes {len(leftovers)} temporary file(s) an interrupted run left: " in dry.stdout
+        assert all(p in dry.stdout for p in leftovers)
     again = ds("restore", "--venv", str(venv), "--wheels", str(house), "--dist", "bigpkg", "--yes", env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"{len(blobs) - done} file(s) restored and verified against RECORD" in again.stdout
@@ -430,6 +435,9 @@ def test_kill_between_creating_the_temporary_file_and_journaling_it(venv, wheels
     stray = find_tmp_leftovers(venv)
     assert len(stray) == 1, stray  # the premise: the file was created, its inode not journaled
     assert load_index(str(tmp_path / "cp")).files  # the checkpoint was whole before anything was written
+    dry = ds("restore", "--venv", str(venv), "--wheels", str(wheels), "--dist", "toypkg", env=env)
+    assert f"--yes first removes 1 temporary file(s) an interrupted run left: {stray[0]}" in dry.stdout, dry.stdout
+    assert find_tmp_leftovers(venv) == stray
     again = ds("restore", "--venv", str(venv), "--wheels", str(wheels), "--dist", "toypkg", "--yes", env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     assert package_drift(audit_json(venv, env=env), "toypkg") == []
