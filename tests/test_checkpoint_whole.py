@@ -387,3 +387,21 @@ def test_checkpoint_of_a_whole_hub_cache_holds_the_blob_and_no_environment(hub, 
     assert (index.venv, index.site_packages) == (None, [])  # a hub cache alone names no environment
     [saved] = [f for f in index.files if f.relpath == "config.json"]
     assert (cp / saved.content).read_bytes() == edited and saved.type == "symlink"
+
+
+@pytest.mark.parametrize("name, version", [("toypkg; rm -rf ~", "1.0"), ("-rtoypkg", "1.0"), ("toypkg", "1.0 && id"),
+                                           ("toypkg", "$(id)")])
+def test_a_name_or_version_pip_could_not_be_asked_for_gets_no_download_line(tmp_path, name, version):
+    """The name and version come from the tree's METADATA: never a line a shell would run otherwise."""
+    import dataclasses
+
+    from driftscan.model import Distribution, MetadataKind
+    from driftscan.pristine.howto import download_line, ways_to_original
+
+    dist = Distribution(name=name, version=version, metadata_dir=str(tmp_path / "x.dist-info"),
+                        kind=MetadataKind.DIST_INFO, site_packages=str(tmp_path), entries=())
+    assert download_line(dist, "3.11", None, str(tmp_path / "w")) is None
+    assert "pip download" not in ways_to_original(dist, "3.11", None).text()
+    fine = dataclasses.replace(dist, name="toypkg", version="1.0")
+    assert download_line(fine, "3.11", None, str(tmp_path / "w d")) == \
+        f"pip download --no-deps --only-binary :all: toypkg==1.0 -d '{tmp_path / 'w d'}'"
