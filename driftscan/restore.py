@@ -93,7 +93,6 @@ class RestoreReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list, description="what the audit behind the plan could not check")
     duration_seconds: float | None = None
-
     checkpoint_in: str | None = Field(default=None, description="dry run: where --yes writes its checkpoint first "
                                                                 "(the --checkpoint path, or the directory a new one "
                                                                 "is made in)")
