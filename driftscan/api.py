@@ -504,7 +504,9 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
 
 def _held_run(venv, site_packages, model_dirs, *, wheels, fetch, uv_cache, jobs, use_cache, hf_cache=None,
               select=(), ignore=(), rules_modules=(), plugins=True, include_environment=False) -> Run:
-    named = venv is not None or bool(site_packages) or not model_dirs or include_environment
+    # A model directory or a hub cache alone names no environment (as in run()).
+    named = venv is not None or bool(site_packages) or not (model_dirs or hf_cache is not None) \
+        or include_environment
     target = resolve_target(venv, tuple(site_packages)) if named else NO_PYTHON
     options = pristine_options(target, wheels, fetch, uv_cache)
     return run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=use_cache, model_dirs=model_dirs,
@@ -515,13 +517,15 @@ def _held_run(venv, site_packages, model_dirs, *, wheels, fetch, uv_cache, jobs,
 def checkpoint(output: str, venv: str | None = None, site_packages: Sequence[str] = (),
                model_dirs: Sequence[str] = (), *, wheels: Sequence[str] = (), fetch: bool = False,
                uv_cache: str | None = None, jobs: int | None = None, use_cache: bool = True,
-               max_copy: int | None = None):
+               max_copy: int | None = None, hf_cache: str | None = None):
     """Save every drift (environment and model directories) as a restorable checkpoint at ``output``
-    (a new directory outside the audited trees). Returns ``checkpoint.Written``."""
+    (a new directory outside the audited trees). ``hf_cache``: also every repository of that Hugging
+    Face cache ("" = the default one). Returns ``checkpoint.Written``; ``Written.index.partial``
+    says whether a modified package file lacks both an original and a patch."""
     from .checkpoint import DEFAULT_MAX_COPY, write_checkpoint
 
     result = _held_run(venv, site_packages, model_dirs, wheels=wheels, fetch=fetch, uv_cache=uv_cache, jobs=jobs,
-                       use_cache=use_cache)
+                       use_cache=use_cache, hf_cache=hf_cache)
     try:
         return write_checkpoint(output, result.target, result.drifts, result.report, result.originals,
                                 [r.root for r in result.model_dirs], max_copy or DEFAULT_MAX_COPY)
@@ -534,16 +538,17 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
             paths: Sequence[str] = (), wheels: Sequence[str] = (), fetch: bool = False, uv_cache: str | None = None,
             yes: bool = False, remove_added: bool = False, checkpoint_path: str | None = None,
             model_dirs: Sequence[str] = (), jobs: int | None = None, use_cache: bool = True, progress=None,
-            max_copy: int | None = None):
+            max_copy: int | None = None, hf_cache: str | None = None):
     """Restore package-scope drift from verified originals: a dry run unless ``yes``; with
     ``yes``, a checkpoint is written first (``checkpoint_path``, default: see
     ``checkpoint.default_checkpoint_path``). Returns ``restore.RestoreReport``."""
-    from .checkpoint import DEFAULT_MAX_COPY, default_checkpoint_path, environment_root, write_checkpoint
-    from .restore import apply_restore, keep_unsaved, plan_restore, refuse_unchecked
+    from .checkpoint import (DEFAULT_MAX_COPY, checkpoints_base, default_checkpoint_path, environment_root,
+                             write_checkpoint)
+    from .restore import apply_restore, keep_unsaved, plan_restore, predict, refuse_unchecked
 
     started = time.perf_counter()
     result = _held_run(venv, site_packages, model_dirs, wheels=wheels, fetch=fetch, uv_cache=uv_cache, jobs=jobs,
-                       use_cache=use_cache, include_environment=True)
+                       use_cache=use_cache, include_environment=True, hf_cache=hf_cache)
     originals = result.originals
     try:
         assert originals is not None
@@ -557,10 +562,18 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
                                        result.drifts, result.report, originals, [r.root for r in result.model_dirs],
                                        max_copy=max_copy or DEFAULT_MAX_COPY)
             report.checkpoint = written.path
+            if written.index.partial:
+                report.notes.append(f"the checkpoint is partial: {len(written.index.incomplete)} modified package "
+                                    "file(s) saved without an original or a patch (reapply cannot tell their fix from "
+                                    "debug code); to complete it: " + " ; ".join(written.index.complete_with))
             keep_unsaved(planned, written.index)
             apply_restore(planned, environment_root(result.target) or "", progress)
         elif yes:
             report.dry_run = False
+        else:  # the dry run lists exactly what --yes would write, and what it would not
+            predict(planned, max_copy or DEFAULT_MAX_COPY, environment_root(result.target))
+            if planned.planned:
+                report.checkpoint_in = os.path.abspath(checkpoint_path) if checkpoint_path else checkpoints_base()
         report.duration_seconds = round(time.perf_counter() - started, 3)
         return report
     finally:

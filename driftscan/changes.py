@@ -231,11 +231,15 @@ def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet |
         if by_path is None:
             by_path = rows[dist.metadata_dir] = record_rows(dist)
         entry = by_path.get(os.path.normpath(check.path))
-        if entry is None or not lookup.copy.has(entry):
+        # Per file, never per distribution: the closest copy of a distribution may lack this very
+        # file or hold it edited (uv's cache, hard-linked with the venv), and then no original
+        # of it is at hand, whatever source the others came from.
+        copy = lookup.original(entry) if entry is not None else None
+        if entry is None or copy is None:
             out.append(check)
             continue
-        ref = PristineRef(lookup.copy.source.value, lookup.copy.path)
-        original = lookup.copy.read(entry, COMPARE_MAX) if check.kind in _COMPARED else None
+        ref = PristineRef(copy.source.value, copy.path)
+        original = copy.read(entry, COMPARE_MAX) if check.kind in _COMPARED else None
         check = replace(check, pristine=ref)
         if original is not None and check.regular_file:
             check = _compare(check, original, found, entry.path)

@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field
 from ._version import __version__
 from .discover.target import environment_roots
 from .errors import ConfigError
-from .fileio import CHUNK, file_type, open_regular, os_error
+from .fileio import CHUNK, file_type, inside, open_regular, os_error
 from .changes import record_rows
 from .model import Area, Drift, DriftKind, FileCheck, Scope, Target
 from .paths import printable
@@ -78,6 +78,14 @@ class CheckpointFile(BaseModel):
     pristine: dict[str, str] | None = None
     findings: list[FindingRef] = Field(default_factory=list)
     not_copied: str | None = Field(default=None, description="why the content was not saved")
+    link_resolves_to: str | None = Field(default=None, description="a symlink whose target's content the audit "
+                                                                   "reports as edited (a hub blob edited through "
+                                                                   "its snapshot link): what content is, relative to "
+                                                                   "the tree it was read inside (blobs/<etag>)")
+    has_patch: bool = Field(default=False, description="patch is set: an original → content diff is saved")
+    has_original: bool = Field(default=False, description="original is set: the verified original is saved")
+    no_original: str | None = Field(default=None, description="a modified package file without a saved original: "
+                                                              "why, and how to get one")
 
 
 class CheckpointDistribution(BaseModel):
@@ -86,6 +94,24 @@ class CheckpointDistribution(BaseModel):
     installer: str | None = None
     pristine: dict[str, str] | None = None
     reason: str | None = None
+
+
+class DumpWriterRef(BaseModel):
+    path: str
+    line: int
+    code: str
+
+
+class CheckpointDump(BaseModel):
+    """One file debug code left on disk (an audit's debug-artifacts drift), as it was when the
+    checkpoint was taken: a later run re-checks it after the code that wrote it is gone."""
+
+    path: str
+    size: int | None = Field(default=None, description="bytes (lstat), null when it could not be read")
+    mtime_ns: int | None = None
+    pattern: str = Field(description="the dump call's path pattern the file matched")
+    writer: DumpWriterRef | None = Field(default=None, description="the first line of code that writes it")
+    writers: list[DumpWriterRef] = Field(default_factory=list, description="every line writing that pattern")
 
 
 class CheckpointIndex(BaseModel):
@@ -100,6 +126,12 @@ class CheckpointIndex(BaseModel):
     model_dirs: list[str] = Field(default_factory=list)
     distributions: list[CheckpointDistribution] = Field(default_factory=list)
     files: list[CheckpointFile] = Field(default_factory=list)
+    dumps: list[CheckpointDump] = Field(default_factory=list, description="the dump files the audit found")
+    partial: bool = Field(default=False, description="some modified package file has neither a patch nor an "
+                                                     "original (see incomplete)")
+    incomplete: list[str] = Field(default_factory=list, description="relpaths of those files")
+    complete_with: list[str] = Field(default_factory=list, description="lines that would get the missing "
+                                                                       "originals (pip download, then --wheels)")
 
 
 @dataclass
@@ -107,6 +139,14 @@ class Written:
     path: str
     index: CheckpointIndex
     problems: list[str] = field(default_factory=list)
+
+
+def checkpoints_base() -> str:
+    """Where checkpoints go when no path is named (``DRIFTSCAN_CHECKPOINT_DIR``, else
+    ``$XDG_STATE_HOME/driftscan/checkpoints``)."""
+    from .verify.tree.remedies import checkpoints_base as base
+
+    return base()
 
 
 def environment_root(target: Target) -> str | None:
@@ -125,6 +165,8 @@ def check_destination(dest: str, audited: Sequence[str]) -> str:
     if os.path.lexists(dest):
         raise ConfigError(f"{dest}: already exists; a checkpoint never replaces anything (choose a new path)")
     parent = os.path.dirname(dest)
+    if not os.path.lexists(parent) and parent == os.path.abspath(checkpoints_base()):
+        os.makedirs(parent, mode=0o700, exist_ok=True)  # the default place, as remedies name it
     if not os.path.isdir(parent):
         raise ConfigError(f"{parent}: no such directory for the checkpoint")
     for root in audited:
@@ -183,6 +225,7 @@ def write_checkpoint(dest: str, target: Target, drifts: Sequence[Drift], report:
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(dest)}.", suffix=".partial", dir=os.path.dirname(dest))
     try:
         written = _fill(tmp, target, env_root, drifts, report, originals, model_dirs, max_copy)
+        _complete_with(written.index, target, drifts, model_dirs, dest)
         with open(os.path.join(tmp, "report.json"), "w", encoding="utf-8") as f:
             f.write(report.model_dump_json(indent=2))
         with open(os.path.join(tmp, INDEX), "w", encoding="utf-8") as f:
@@ -225,9 +268,15 @@ def _fsync_tree(top: str) -> None:
 
 def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift], report: Report,
           originals: PristineSet | None, model_dirs: Sequence[str], max_copy: int) -> Written:
+    from .discover.hfcache import containment_root
+
     index = CheckpointIndex(root=env_root, venv=target.venv, site_packages=list(target.site_packages),
                             python_version=target.python_version, model_dirs=list(model_dirs))
     written = Written(tmp, index)
+    # What a symlink may be read through to, per area: never out of the tree audited (a hub
+    # cache snapshot's links lead into its repository's blobs/, which is that tree).
+    contain = {"env": env_root, **{f"model-{i}": containment_root(root) for i, root in enumerate(model_dirs)}}
+    index.dumps = _dumps(drifts)
     rows: dict[str, dict] = {}
     dists: dict[str, CheckpointDistribution] = {}
     used: dict[str, set[str]] = defaultdict(set)
@@ -270,22 +319,90 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
             pristine=check.pristine.as_json() if check.pristine else None,
             findings=[FindingRef(code=f.code, line=f.line, origin=f.origin) for f in check.findings])
         original = None
+        lookup = originals.get(dist) if originals is not None and dist is not None else None
         try:
-            _save_content(tmp, item, check, store_area, store, max_copy)
-            if entry is not None and originals is not None and dist is not None:
-                lookup = originals.get(dist)
-                if lookup is not None and lookup.copy is not None and lookup.copy.has(entry):
-                    original = _save_original(tmp, item, lookup.copy, entry, store_area, store)
+            _save_content(tmp, item, check, store_area, store, max_copy, contain.get(area))
+            copy = lookup.original(entry) if lookup is not None and entry is not None else None
+            if copy is not None and entry is not None:
+                original = _save_original(tmp, item, copy, entry, store_area, store)
             if original is not None and item.content and area == "env" and item.size_after is not None \
                     and item.size_after <= PATCH_MAX and plain:
                 _save_patch(tmp, item, original, os.path.join(tmp, item.content), rel)
         except OSError as exc:  # one file that cannot be saved costs that file, said in the index
             item.not_copied = item.not_copied or f"cannot save it in the checkpoint: {os_error(exc)}"
+        item.has_patch, item.has_original = item.patch is not None, item.original is not None
+        if dist is not None and check.kind is DriftKind.MODIFIED and drift.scope is Scope.PACKAGE \
+                and not item.has_original:
+            from .pristine.howto import why_no_original
+
+            uv_edited = check.uv_cache is not None and bool(check.uv_cache.copy)
+            item.no_original = printable(why_no_original(lookup, entry, uv_edited) if entry is not None
+                                         else "RECORD does not list it")
+            if not item.has_patch:
+                index.incomplete.append(rel)
         if item.not_copied:
             written.problems.append(f"{check.path}: not copied: {item.not_copied}")
         index.files.append(item)
+    index.partial = bool(index.incomplete)
     index.distributions = sorted(dists.values(), key=lambda d: d.name.lower())
     return written
+
+
+def _dumps(drifts: Sequence[Drift]) -> list[CheckpointDump]:
+    """Every dump file of the audit's debug-artifacts drifts, with its size and mtime now."""
+    out: list[CheckpointDump] = []
+    seen: set[str] = set()
+    for drift in drifts:
+        found = drift.check.dumps
+        if drift.check.kind is not DriftKind.DEBUG_ARTIFACTS or found is None:
+            continue
+        writers = [DumpWriterRef(path=printable(w.path), line=w.line, code=w.code) for w in found.writers]
+        for path in found.paths:
+            if path in seen:
+                continue
+            seen.add(path)
+            try:
+                st = os.lstat(path)
+                size, mtime = st.st_size, st.st_mtime_ns
+            except OSError:
+                size, mtime = None, None
+            out.append(CheckpointDump(path=printable(path), size=size, mtime_ns=mtime, pattern=printable(found.pattern),
+                                      writer=writers[0] if writers else None, writers=writers))
+    return out
+
+
+def _target_args(target: Target, model_dirs: Sequence[str]) -> list[str]:
+    import shlex
+
+    args = ["--venv", target.venv] if target.venv else [a for s in target.site_packages for a in ("--site-packages", s)]
+    return [shlex.quote(a) for a in args] + [a for m in model_dirs for a in ("--model-dir", shlex.quote(m))]
+
+
+def _complete_with(index: CheckpointIndex, target: Target, drifts: Sequence[Drift], model_dirs: Sequence[str],
+                   dest: str) -> None:
+    """The lines that would give a partial checkpoint its missing originals: each distribution's
+    ``pip download`` into driftscan's wheels directory, then the checkpoint again (to a new
+    path) with ``--wheels`` that directory, or with ``--fetch``."""
+    import shlex
+
+    from .pristine.howto import download_line, wheels_dir
+
+    if not index.incomplete:
+        return
+    lacking = {f.distribution for f in index.files if f.relpath in index.incomplete and f.area == "env"}
+    wheels = wheels_dir()
+    seen: set[str] = set()
+    for drift in drifts:
+        dist = drift.check.distribution
+        if dist is None or dist.name not in lacking or dist.key in seen:
+            continue
+        seen.add(dist.key)
+        line = download_line(dist, target.python_version, target.venv, wheels)
+        if line:
+            index.complete_with.append(line)
+    again = " ".join(["driftscan checkpoint", *_target_args(target, model_dirs), "-o", shlex.quote(dest + "-whole")])
+    index.complete_with.append(f"{again} --wheels {shlex.quote(wheels)}")
+    index.complete_with.append(f"{again} --fetch")
 
 
 def _reference_hash(expected: dict) -> str | None:
@@ -297,7 +414,8 @@ def _reference_hash(expected: dict) -> str | None:
     return None
 
 
-def _save_content(tmp: str, item: CheckpointFile, check: FileCheck, area: str, rel: str, max_copy: int) -> None:
+def _save_content(tmp: str, item: CheckpointFile, check: FileCheck, area: str, rel: str, max_copy: int,
+                  contain: str | None = None) -> None:
     try:
         st = os.lstat(check.path)
     except FileNotFoundError:
@@ -308,22 +426,45 @@ def _save_content(tmp: str, item: CheckpointFile, check: FileCheck, area: str, r
         return
     item.mode = stat.S_IMODE(st.st_mode)
     item.type = file_type(st.st_mode)
+    source = check.path
     if stat.S_ISLNK(st.st_mode):
         try:
             item.symlink_target = printable(os.readlink(check.path))
         except OSError as exc:
             item.not_copied = os_error(exc)
-        return
-    if not stat.S_ISREG(st.st_mode):
+            return
+        if not _content_edited_behind(check):
+            return
+        # The audit followed this link and found the content behind it edited (a hub blob edited
+        # through its snapshot link): that content is the edit, saved too — read only where the
+        # link resolves inside the audited tree, never following it out.
+        real = os.path.realpath(check.path)
+        if contain is None or not inside(contain, real):
+            item.not_copied = ("the content it links to is edited, but the link resolves outside the audited tree "
+                               f"(to {printable(real)}): not followed")
+            return
+        item.link_resolves_to = printable(os.path.relpath(real, os.path.realpath(contain)).replace(os.sep, "/"))
+        source = real
+    elif not stat.S_ISREG(st.st_mode):
         item.not_copied = f"a {item.type}, not a regular file"
         return
     copy_rel = f"files/{area}/{rel}"
-    digest, size, why = _copy_file(check.path, os.path.join(tmp, copy_rel), max_copy)
+    digest, size, why = _copy_file(source, os.path.join(tmp, copy_rel), max_copy)
     item.size_after = size
     if digest is None:
         item.not_copied = why
         return
     item.content, item.hash_after = copy_rel, f"sha256={digest}"
+
+
+def _content_edited_behind(check: FileCheck) -> bool:
+    """A drift of the content a symlink leads to (the audit followed the link: its ``actual`` is
+    about the content), not of the link itself (re-pointed, dangling, a link where a file was)."""
+    if check.kind is DriftKind.MODIFIED and check.uv_cache is not None and check.uv_cache.symlink:
+        return True  # uv --link-mode symlink: the edited content is the cache's file the link names
+    return check.kind in (DriftKind.MODIFIED, DriftKind.CORRUPT, DriftKind.STALE_METADATA) \
+        and check.expected.get("type") == "symlink" and check.actual.get("type") != "symlink" \
+        and "dangling" not in check.actual and "resolves_to" not in check.actual
 
 
 def _save_original(tmp: str, item: CheckpointFile, copy, entry, area: str, rel: str) -> str | None:
@@ -389,8 +530,7 @@ def saved_path(checkpoint: str, rel: str | None) -> str | None:
 def default_checkpoint_path(target: Target) -> str:
     """Where ``restore --yes`` / ``reapply --yes`` put the checkpoint they write first when not
     told: ``$XDG_STATE_HOME/driftscan/checkpoints/<env name>-<UTC time>`` (~/.local/state)."""
-    base = os.environ.get("DRIFTSCAN_CHECKPOINT_DIR") or os.path.join(
-        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "driftscan", "checkpoints")
+    base = checkpoints_base()
     os.makedirs(base, mode=0o700, exist_ok=True)
     root = environment_root(target) or "environment"
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")

@@ -569,6 +569,9 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
 @click.option("--venv", metavar="PATH", help="The virtual environment (default: the running one).")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True, help="Also save a model directory's drift.")
+@click.option("--hf-cache", metavar="DIR", is_flag=False, flag_value="", default=None,
+              help="Also save the drift of every repository of a Hugging Face cache (default: HF_HUB_CACHE / HF_HOME "
+                   "/ ~/.cache/huggingface/hub), edited blobs included.")
 @click.option("--output", "-o", metavar="DIR", required=True, help="The checkpoint directory to create (must not exist).")
 @pristine_options
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
@@ -576,28 +579,33 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
               help="Copy files up to this size (default 1 GiB); larger ones are listed, not copied.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
 @click.option("--no-cache", is_flag=True, help="Trust no cache: re-hash every file.")
+@click.option("--allow-partial", is_flag=True,
+              help="Exit 0 even when a modified package file has no original and no patch in the checkpoint.")
 @guarded
-def checkpoint(venv, site_packages, model_dirs, output, wheels, fetch, uv_cache, max_copy, jobs, no_cache) -> None:
+def checkpoint(venv, site_packages, model_dirs, hf_cache, output, wheels, fetch, uv_cache, max_copy, jobs, no_cache,
+               allow_partial) -> None:
     """Save all drift as a restorable checkpoint outside the audited tree.
 
     DIR gets patches/ (one -p0 unified diff per modified text file, from the environment root),
     files/ (every drifted, added and model-directory file), originals/, report.json and
-    checkpoint.json. Written atomically; an existing DIR is never replaced.
+    checkpoint.json. Written atomically; an existing DIR is never replaced. Each file is listed
+    with what the checkpoint holds of it (content, patch, verified original). Exit status: bit 1
+    when a modified package file has no original and no patch (a partial checkpoint; the lines
+    that complete it are printed; --allow-partial), bit 2 when a file could not be saved.
     """
     from .api import checkpoint as take
+    from .render.restoreview import render_checkpoint_text
 
     written = take(output, venv=venv, site_packages=site_packages, model_dirs=model_dirs, wheels=wheels,
-                   fetch=fetch, uv_cache=uv_cache, jobs=jobs, use_cache=not no_cache, max_copy=max_copy)
+                   fetch=fetch, uv_cache=uv_cache, jobs=jobs, use_cache=not no_cache, max_copy=max_copy,
+                   hf_cache=hf_cache)
     for problem in written.problems:
         click.echo(inert(f"driftscan: {problem}"), err=True)
-    index = written.index
-    patches = sum(1 for f in index.files if f.patch)
-    copies = sum(1 for f in index.files if f.content)
-    click.echo(inert(f"checkpoint: {written.path}"))
-    click.echo(inert(f"{len(index.files)} drifted file(s): {patches} patch(es), {copies} copie(s); "
-                     f"{sum(1 for d in index.distributions if d.pristine)} of {len(index.distributions)} "
-                     "distribution(s) with a verified original"))
-    sys.exit(EXIT_INCOMPLETE if written.problems else EXIT_CLEAN)
+    click.echo(inert(render_checkpoint_text(written, allow_partial)), nl=False)
+    status = EXIT_INCOMPLETE if written.problems else EXIT_CLEAN
+    if written.index.partial and not allow_partial:
+        status |= EXIT_DRIFT
+    sys.exit(status)
 
 
 @main.command()
@@ -607,6 +615,8 @@ def checkpoint(venv, site_packages, model_dirs, output, wheels, fetch, uv_cache,
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True,
               help="Include a model directory in the checkpoint (restore never changes it).")
+@click.option("--hf-cache", metavar="DIR", is_flag=False, flag_value="", default=None,
+              help="Include every repository of a Hugging Face cache in the checkpoint (restore never changes it).")
 @pristine_options
 @click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
 @click.option("--yes", is_flag=True, help="Write a checkpoint, then restore (default: a dry run).")
@@ -621,23 +631,28 @@ def checkpoint(venv, site_packages, model_dirs, output, wheels, fetch, uv_cache,
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
 @click.option("--no-cache", is_flag=True, help="Trust no cache: re-hash every file.")
 @guarded
-def restore(paths, dists, venv, site_packages, model_dirs, wheels, fetch, uv_cache, yes, remove_added,
+def restore(paths, dists, venv, site_packages, model_dirs, hf_cache, wheels, fetch, uv_cache, yes, remove_added,
             checkpoint_path, max_copy, fmt, jobs, no_cache) -> None:
     """Put package-scope drift back to the verified original bytes (a dry run unless --yes).
 
     Only files a RECORD lists are rewritten, each from a source whose bytes match RECORD, through a
-    new file renamed into place (a uv hard link is broken, not written through). Environment, model
-    directory, source and dump drift is listed with how to handle it. Exit status: bit 2 when a file
-    failed or was refused.
+    new file renamed into place (a uv hard link is broken, not written through). A file with no
+    verified original of its own is listed as such with how to get one, and never touched.
+    Environment, model directory, source and dump drift is listed with how to handle it. Exit
+    status: bit 2 when a file failed, was refused, or has no verified original (in the dry run:
+    would be).
     """
     from .api import restore as run_restore
     from .render.restoreview import RESTORE_RENDERERS
 
     report = run_restore(venv, site_packages, dists=dists, paths=paths, wheels=wheels, fetch=fetch,
                          uv_cache=uv_cache, yes=yes, remove_added=remove_added, checkpoint_path=checkpoint_path,
-                         model_dirs=model_dirs, jobs=jobs, use_cache=not no_cache, max_copy=max_copy)
+                         model_dirs=model_dirs, jobs=jobs, use_cache=not no_cache, max_copy=max_copy,
+                         hf_cache=hf_cache)
     _write(RESTORE_RENDERERS[fmt](report), fmt, None)
-    sys.exit(EXIT_INCOMPLETE if report.failed or report.refused or report.errors else EXIT_CLEAN)
+    # Bit 2 when anything asked was not (or, in a dry run, would not be) done: a failure, a file
+    # with no verified original, one its checkpoint could not save, a refusal, what was not checked.
+    sys.exit(EXIT_INCOMPLETE if report.not_done or report.refused or report.errors else EXIT_CLEAN)
 
 
 @main.command()

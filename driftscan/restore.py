@@ -12,6 +12,7 @@ Environment, data, source and external drift is listed with how to handle it, ne
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import os
@@ -40,6 +41,21 @@ REWRITE, RECREATE, REMOVE = "rewrite", "recreate", "remove"
 _RESTORABLE = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}
 
 
+class Status(str, enum.Enum):
+    """What became of one action (the same word in the dry run and after ``--yes``, except
+    planned → restored/removed)."""
+
+    PLANNED = "planned"
+    RESTORED = "restored"
+    REMOVED = "removed"
+    FAILED = "failed"
+    NO_ORIGINAL = "no-original"  # no verified original of this very file: never touched
+    UNSAVED = "unsaved"  # its content cannot be saved in the checkpoint: never touched
+
+
+NOT_DONE = {Status.FAILED.value, Status.NO_ORIGINAL.value, Status.UNSAVED.value}
+
+
 class RestoreAction(BaseModel):
     path: str
     relpath: str
@@ -48,8 +64,14 @@ class RestoreAction(BaseModel):
     distribution: str | None = None
     version: str | None = None
     source: str | None = Field(default=None, description="the pristine source the bytes come from")
-    status: str = Field(default="planned", description="planned | restored | removed | failed")
+    status: str = Field(default="planned", description="planned | restored | removed | failed | no-original (no "
+                                                       "verified original of this file: not touched) | unsaved (its "
+                                                       "content cannot be saved in the checkpoint: not touched)")
     error: str | None = None
+    get_original: str | None = Field(default=None, description="no-original: how to get one (--wheels DIR, --fetch, "
+                                                               "the pip download line)")
+    creates: list[str] = Field(default_factory=list, description="directories written first (a recreated file's "
+                                                                 "missing parents), outermost first")
 
 
 class Remaining(BaseModel):
@@ -71,10 +93,18 @@ class RestoreReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list, description="what the audit behind the plan could not check")
     duration_seconds: float | None = None
+    checkpoint_in: str | None = Field(default=None, description="dry run: where --yes writes its checkpoint first "
+                                                                "(the --checkpoint path, or the directory a new one "
+                                                                "is made in)")
 
     @property
     def failed(self) -> list[RestoreAction]:
-        return [a for a in self.actions if a.status == "failed"]
+        return [a for a in self.actions if a.status == Status.FAILED.value]
+
+    @property
+    def not_done(self) -> list[RestoreAction]:
+        """Actions asked for and not carried out (or, in a dry run, that would not be)."""
+        return [a for a in self.actions if a.status in NOT_DONE]
 
 
 @dataclass(frozen=True)
@@ -162,9 +192,12 @@ def plan_restore(target: Target, drifts: Sequence[Drift], dists: Sequence[Distri
         if (names and normalize(dist.name) not in chosen_names) or (paths and not _matches(wanted_paths, check, env_root)):
             report.remaining.append(Remaining(**item, reason=f"{dist.key} not selected"))
             continue
-        planned = _plan_file(check, dist, originals, roots, rows, item)
+        planned = _plan_file(check, dist, originals, roots, rows, item, target)
         if isinstance(planned, Remaining):
             (report.refused if "outside" in planned.reason else report.remaining).append(planned)
+            continue
+        if isinstance(planned, RestoreAction):  # asked for, but no verified original: listed, never written
+            report.actions.append(planned)
             continue
         plan.planned.append(planned)
         report.actions.append(planned.action)
@@ -212,7 +245,8 @@ def _owning_package_dir(path: str, candidates: Sequence[Distribution], dists: Se
 
 
 def _plan_file(check: FileCheck, dist: Distribution, originals: PristineSet, roots: Sequence[str],
-               rows: dict[str, dict[str, RecordEntry]], item: dict) -> Planned | Remaining:
+               rows: dict[str, dict[str, RecordEntry]], item: dict,
+               target: Target | None = None) -> Planned | Remaining | RestoreAction:
     if not _inside_any(check.path, roots):
         return Remaining(**item, reason="outside the environment root: restore never writes there")
     if check.kind is DriftKind.TYPE_CHANGED and check.actual.get("type") == "directory":
@@ -225,15 +259,31 @@ def _plan_file(check: FileCheck, dist: Distribution, originals: PristineSet, roo
     lookup = originals.get(dist)
     if entry is None or entry.hash is None:
         return Remaining(**item, reason="RECORD gives no hash for it: nothing to verify an original against")
-    if lookup is None or lookup.copy is None or not lookup.copy.has(entry):
-        why = (lookup.reason if lookup is not None and lookup.reason else "no verified original found") \
-            if lookup is None or lookup.copy is None else f"{lookup.copy.source.value} {lookup.copy.path} lacks it"
-        return Remaining(**item, reason=f"no verified original ({why}); reinstall {dist.name}, or pass --wheels "
-                                        "DIR / --fetch")
+    copy = lookup.original(entry) if lookup is not None else None
+    verb = RECREATE if check.kind is DriftKind.MISSING else REWRITE
+    if copy is None:
+        from .pristine.howto import ways_to_original, why_no_original
+
+        ways = ways_to_original(dist, target.python_version if target else None, target.venv if target else None)
+        why = why_no_original(lookup, entry, uv_edited=check.uv_cache is not None and bool(check.uv_cache.copy))
+        return RestoreAction(path=item["path"], relpath=item["relpath"], kind=item["kind"], distribution=dist.name,
+                             version=dist.version, action=verb, status=Status.NO_ORIGINAL.value,
+                             error=printable(f"no verified original of this file: {why}"),
+                             get_original=printable(ways.text()))
     action = RestoreAction(path=item["path"], relpath=item["relpath"], kind=item["kind"], distribution=dist.name,
-                           version=dist.version, source=lookup.copy.source.value,
-                           action=RECREATE if check.kind is DriftKind.MISSING else REWRITE)
-    return Planned(action, check.path, entry, lookup.copy)
+                           version=dist.version, source=copy.source.value, action=verb,
+                           creates=[printable(d) for d in _missing_parents(check.path)] if verb == RECREATE else [])
+    return Planned(action, check.path, entry, copy)
+
+
+def _missing_parents(path: str) -> list[str]:
+    """The directories above ``path`` that do not exist (outermost first): what writing it creates."""
+    missing = []
+    parent = os.path.dirname(path)
+    while parent and not os.path.lexists(parent) and os.path.dirname(parent) != parent:
+        missing.append(parent)
+        parent = os.path.dirname(parent)
+    return missing[::-1]
 
 
 def _why_left(drift: Drift, remove_added: bool) -> str:
@@ -263,11 +313,11 @@ def journal_path(root: str) -> str:
     return os.path.join(user_cache_dir(), "restore", f"{key}.jsonl")
 
 
-def clean_leftovers(journal: str) -> list[str]:
+def clean_leftovers(journal: str, dry_run: bool = False) -> list[str]:
     """Remove the temporary files a killed restore left, as its journal names them. Each name is
     journaled (a random name driftscan chose) before the file is created with O_EXCL, so a
     regular file at that exact path is the killed run's own; with the device and inode recorded
-    too, only that very file is removed."""
+    too, only that very file is removed. ``dry_run``: only say which (nothing is removed)."""
     removed: list[str] = []
     try:
         with open(journal, encoding="utf-8") as f:
@@ -296,9 +346,11 @@ def clean_leftovers(journal: str) -> list[str]:
             continue
         known = inodes.get(temp)
         if stat.S_ISREG(st.st_mode) and (known is None or known == (st.st_dev, st.st_ino)):
-            os.unlink(temp)
+            if not dry_run:
+                os.unlink(temp)
             removed.append(temp)
-    os.unlink(journal)
+    if not dry_run:
+        os.unlink(journal)
     return removed
 
 
@@ -433,7 +485,8 @@ def apply_restore(plan: RestorePlan, root: str, progress: Callable[[int, int], N
     journal = open_journal(root, report.notes)
     for i, p in enumerate(plan.planned):
         why = _remove_one(p) if p.action.action == REMOVE else _write_one(p, journal)
-        p.action.status = "failed" if why else ("removed" if p.action.action == REMOVE else "restored")
+        p.action.status = Status.FAILED.value if why else (
+            Status.REMOVED.value if p.action.action == REMOVE else Status.RESTORED.value)
         p.action.error = printable(why) if why else None
         if progress:
             progress(i + 1, len(plan.planned))
@@ -458,12 +511,62 @@ def keep_unsaved(plan: RestorePlan, index) -> None:
     for p in plan.planned:
         why = unsaved.get(p.action.path)
         if why and p.action.action != RECREATE:
-            p.action.status = "failed"
+            p.action.status = Status.UNSAVED.value
             p.action.error = (f"not restored: its content could not be saved in the checkpoint ({why}); "
                               "raise --max-copy or save it by hand")
             continue
         kept.append(p)
     plan.planned = kept
+
+
+def predict(plan: RestorePlan, max_copy: int, root: str | None = None) -> None:
+    """For the dry run: mark what ``--yes`` would not do, found the way ``--yes`` finds it — a
+    file the checkpoint could not save (bigger than ``max_copy``, unreadable) is left unsaved, a
+    file in a directory restore cannot write to would fail — and name the temporary files of an
+    interrupted run ``--yes`` removes first, so that the dry run lists exactly the paths
+    ``--yes`` writes."""
+    left = clean_leftovers(journal_path(root), dry_run=True) if root and plan.planned else []
+    if left:
+        plan.report.notes.append(f"--yes first removes {len(left)} temporary file(s) an interrupted run left: "
+                                 + ", ".join(printable(p) for p in left))
+    kept = []
+    for p in plan.planned:
+        why = _unsavable(p.path, max_copy) if p.action.action != RECREATE else None
+        if why is not None:
+            p.action.status = Status.UNSAVED.value
+            p.action.error = (f"would not be restored: its content cannot be saved in the checkpoint ({why}); "
+                              "raise --max-copy or save it by hand")
+            continue
+        blocked = _unwritable(p.path)
+        if blocked is not None:
+            p.action.status = Status.FAILED.value
+            p.action.error = f"would fail: {blocked}"
+            continue
+        kept.append(p)
+    plan.planned = kept
+
+
+def _unsavable(path: str, max_copy: int) -> str | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None  # gone: nothing to save (recreated)
+    if not stat.S_ISREG(st.st_mode):
+        return None  # a symlink or directory is recorded, not copied
+    if st.st_size > max_copy:
+        return f"{st.st_size} bytes, more than the {max_copy} copied per file (--max-copy)"
+    if not os.access(path, os.R_OK):
+        return "not readable"
+    return None
+
+
+def _unwritable(path: str) -> str | None:
+    parent = os.path.dirname(path)
+    while parent and not os.path.lexists(parent) and os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent)
+    if parent and not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot write in {printable(parent)} (permission denied)"
+    return None
 
 
 def refuse_unchecked(plan: RestorePlan, errors, env_root: str | None) -> None:

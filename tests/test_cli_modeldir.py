@@ -33,7 +33,8 @@ def test_seed_local_dir_edit_shows_exactly_the_two_configs(tmp_path):
         # Nothing in the directory names its repository: the remedy says how to find it, and its
         # placeholder cannot be pasted by mistake (quoted, and not a repository id hf accepts).
         assert d["remedy"].startswith("the repository id is recorded nowhere here")
-        assert f"then: hf download '<ORG/NAME: see above>' {d['relpath']} --revision " in d["remedy"]
+        assert f"then: checkpoint first: driftscan checkpoint --model-dir {model} -o " in d["remedy"]
+        assert f" && hf download '<ORG/NAME: see above>' {d['relpath']} --revision " in d["remedy"]
     # A --local-dir download keeps only hashes: the original text is not at hand, so no json_changes.
     assert all(d["json_changes"] == [] for d in report["drifts"])
 
@@ -47,7 +48,8 @@ def test_git_clone_with_uncommitted_sm120_edit(tmp_path):
     assert config["scope"] == "data"
     assert any(c["pointer"] == "/quantization_config/kv_cache_scheme" and c["op"] == "removed"
                for c in config["json_changes"])
-    assert config["remedy"].startswith(f"git -C {model} checkout HEAD -- config.json")
+    assert config["remedy"].startswith(f"checkpoint first: driftscan checkpoint --model-dir {model} -o ")
+    assert f" && git -C {model} checkout HEAD -- config.json" in config["remedy"]
 
 
 def test_hf_cache_flag_audits_every_repository(tmp_path):

@@ -193,6 +193,14 @@ def _config_remedy(root: Path):
     return _drift(report, "config.json")
 
 
+def _after_checkpoint(command: str, root: Path) -> str:
+    """A remedy that replaces the file saves it first: the checkpoint line, then `&&` the rest."""
+    head, sep, rest = command.partition(" && ")
+    assert sep and head.startswith(f"checkpoint first: driftscan checkpoint --model-dir {shlex.quote(str(root))} -o "), \
+        command
+    return rest
+
+
 @pytest.mark.parametrize("card, repo_id, source", [
     (CARD, "nvidia/Kimi-K2.5-NVFP4", "model-index name"),  # the card's own model first
     ("---\nbase_model:\n  - 'moonshotai/Kimi-K2.5'\n---\n", "moonshotai/Kimi-K2.5", "base_model"),
@@ -200,7 +208,8 @@ def _config_remedy(root: Path):
 def test_repo_id_from_the_model_card(tmp_path, card, repo_id, source):
     root = _local_dir(tmp_path, **{"README.md": card.encode()})
     drift = _config_remedy(root)
-    assert drift.remedy == f"hf download {repo_id} config.json --revision {COMMIT} --local-dir {root} --force-download"
+    assert _after_checkpoint(drift.remedy, root) == (f"hf download {repo_id} config.json --revision {COMMIT} "
+                                                     f"--local-dir {root} --force-download")
     # A guess, said so; the pinned revision makes a wrong guess fail rather than fetch another repo's file.
     assert f"{repo_id} in the remedy comes from README.md's {source}, a guess" in drift.evidence
 
@@ -211,7 +220,8 @@ def test_repo_id_from_config_name_or_path(tmp_path):
     config["_name_or_path"] = "nvidia/Kimi-K2.5-NVFP4"
     root = _local_dir(tmp_path, **{"config.json": dump_json(config)})
     drift = _config_remedy(root)
-    assert drift.remedy.startswith(f"hf download nvidia/Kimi-K2.5-NVFP4 config.json --revision {COMMIT} ")
+    assert _after_checkpoint(drift.remedy, root).startswith(f"hf download nvidia/Kimi-K2.5-NVFP4 config.json "
+                                                            f"--revision {COMMIT} ")
     assert "config.json's _name_or_path" in drift.evidence
 
 
@@ -222,7 +232,8 @@ def test_repo_id_from_the_hub_cache_holding_that_commit_is_certain(tmp_path, mon
     monkeypatch.setenv("HF_HUB_CACHE", str(hub))
     root = _local_dir(tmp_path, **{"README.md": CARD.encode()})
     drift = _config_remedy(root)
-    assert drift.remedy.startswith(f"hf download acme/kimi-mirror config.json --revision {COMMIT} ")
+    assert _after_checkpoint(drift.remedy, root).startswith(f"hf download acme/kimi-mirror config.json "
+                                                            f"--revision {COMMIT} ")
     assert "a guess" not in drift.evidence
     found = find_repo_id(str(root), COMMIT)
     assert found is not None and found.certain and found.repo_type == "model"
@@ -233,6 +244,7 @@ def test_no_repo_id_on_disk_says_how_to_find_it_and_cannot_be_pasted_by_mistake(
     remedy = _config_remedy(root).remedy
     assert "<repo-id>" not in remedy
     why, _, command = remedy.partition(", then: ")
+    command = _after_checkpoint(command, root)
     assert why.startswith("the repository id is recorded nowhere here (the download metadata holds only the commit "
                           f"{COMMIT[:12]}; no model card or config names one): find the id")
     assert command == (f"hf download {REPO_PLACEHOLDER} config.json --revision {COMMIT} --local-dir {root} "

@@ -304,10 +304,13 @@ def test_uv_hard_link_is_broken_and_the_poisoned_cache_is_left(tmp_path, wheels,
     assert "toypkg/core.py does not match RECORD" in rejected[0]["reason"]
     assert "poisoned" in rejected[0]["reason"] and "shares its inode" in rejected[0]["reason"]
 
-    # Without --wheels there is no trusted original: nothing is written, the cache is not used.
+    # Without --wheels there is no trusted original: nothing is written, the cache is not used,
+    # and exit bit 2 says the restore asked for was not done.
     proc = ds("restore", "--venv", str(venv), "--uv-cache", str(cache), "--dist", "toypkg", "--yes", env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "  modified          toypkg/core.py: no verified original" in proc.stdout
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "  NO ORIGINAL      toypkg/core.py  (toypkg 1.0, not touched): no verified original" in proc.stdout
+    assert "no longer matches" not in proc.stdout
+    assert "toypkg==1.0 -d " in proc.stdout and "--fetch" in proc.stdout
     assert installed.read_bytes() == edited and os.lstat(installed).st_ino == before.st_ino
     assert not (tmp_path / "checkpoints").exists()
 
@@ -395,6 +398,11 @@ def test_killed_restore_leaves_each_file_whole_and_a_rerun_finishes(tmp_path, ba
             f"temporary file(s) {sorted(set(leftovers) - named)} left by the killed restore are not in its journal "
             "(the kill came after mkstemp, before the journal line): no later restore will remove them")
 
+    dry = ds("restore", "--venv", str(venv), "--wheels", str(house), "--dist", "bigpkg", env=env)
+    assert find_tmp_leftovers(venv) == leftovers  # a dry run removes nothing ...
+    if leftovers:  # ... and names what --yes will remove first
+        assert f"--yes first removes {len(leftovers)} temporary file(s) an interrupted run left: " in dry.stdout
+        assert all(p in dry.stdout for p in leftovers)
     again = ds("restore", "--venv", str(venv), "--wheels", str(house), "--dist", "bigpkg", "--yes", env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"{len(blobs) - done} file(s) restored and verified against RECORD" in again.stdout
@@ -427,6 +435,9 @@ def test_kill_between_creating_the_temporary_file_and_journaling_it(venv, wheels
     stray = find_tmp_leftovers(venv)
     assert len(stray) == 1, stray  # the premise: the file was created, its inode not journaled
     assert load_index(str(tmp_path / "cp")).files  # the checkpoint was whole before anything was written
+    dry = ds("restore", "--venv", str(venv), "--wheels", str(wheels), "--dist", "toypkg", env=env)
+    assert f"--yes first removes 1 temporary file(s) an interrupted run left: {stray[0]}" in dry.stdout, dry.stdout
+    assert find_tmp_leftovers(venv) == stray
     again = ds("restore", "--venv", str(venv), "--wheels", str(wheels), "--dist", "toypkg", "--yes", env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     assert package_drift(audit_json(venv, env=env), "toypkg") == []

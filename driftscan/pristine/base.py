@@ -197,3 +197,18 @@ class Lookup:
     reason: str | None  # when copy is None: why none was found, one line naming what was tried
     # RECORD paths of needed rows the copy cannot give (a partial copy, unhashed rows, scripts)
     lacking: tuple[str, ...] = ()
+    # RECORD paths whose bytes in ``copy`` verified during the search: a copy chosen as the
+    # closest of several (``reason`` says "no source has every file") lacks the others.
+    verified: frozenset[str] = frozenset()
+
+    def original(self, entry: RecordEntry) -> PristineCopy | None:
+        """The copy to take ``entry``'s original from, only when that row's own bytes verify
+        there: checked in the search, else checked now. None for a row the copy lacks or has
+        edited (a uv cache copy hard-linked with the venv), whatever the distribution's source."""
+        if self.copy is None or entry.hash is None:
+            return None
+        if entry.path in self.verified:
+            return self.copy
+        if entry.path in self.lacking:
+            return None
+        return self.copy if self.copy.check(entry) is None else None

@@ -159,7 +159,7 @@ def _look_up(dist: Distribution, rows: Sequence[RecordEntry], sources: _Sources)
             if best is not None:
                 best[0].close()
             reason = "; ".join([n for n in (candidate.note,) if n] + caveats) or None
-            return Lookup(dist, candidate, tuple(rejected), reason, lacking)
+            return Lookup(dist, candidate, tuple(rejected), reason, lacking, frozenset(r.path for r in wanted))
         more = f" (and {len(failures) - 1} more of the {len(wanted)} files)" if len(failures) > 1 else ""
         rejected.append(Rejected(candidate.source, candidate.path, candidate.explain(*failures[0]) + more))
         if len(failures) < len(wanted) and (best is None or len(failures) < len(best[1])):
@@ -173,7 +173,8 @@ def _look_up(dist: Distribution, rows: Sequence[RecordEntry], sources: _Sources)
         missing = [entry.path for entry, _ in failures]
         reason = (f"no source has every file: {copy.source.label} {copy.path}, the closest, has no verified copy "
                   f"of {len(missing)} of the {len(wanted)} ({_paths(missing)})")
-        return Lookup(dist, copy, tuple(rejected), "; ".join([reason, *caveats]), tuple(missing) + lacking)
+        verified = frozenset(r.path for r in wanted) - set(missing)
+        return Lookup(dist, copy, tuple(rejected), "; ".join([reason, *caveats]), tuple(missing) + lacking, verified)
     tried = notes + [f"{r.source.label} {r.path} (rejected: {r.reason})" for r in rejected]
     reason = f"no original of {dist.name} {dist.version} found; tried " + "; ".join(tried)
     return Lookup(dist, None, tuple(rejected), "; ".join([reason, *caveats]), tuple(r.path for r in wanted) + lacking)

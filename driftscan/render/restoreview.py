@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..checkpoint import Written
 from ..restore import RestoreReport
 
 _DONE = {"planned": "would", "restored": "", "removed": "", "failed": "FAILED"}
@@ -13,14 +14,23 @@ def render_restore_text(r: RestoreReport) -> str:
     if r.checkpoint:
         lines.append(f"checkpoint: {r.checkpoint}")
     width = max((len(a.relpath) for a in r.actions), default=0)
+    ways: dict[str, tuple[int, str]] = {}
     for a in r.actions:
         status = {"planned": f"would {a.action}", "restored": "restored", "removed": "removed",
-                  "failed": f"FAILED to {a.action}"}[a.status]
-        origin = f"from {a.source}" if a.source else "added file"
+                  "failed": f"{'would FAIL' if r.dry_run else 'FAILED'} to {a.action}",
+                  "no-original": "NO ORIGINAL", "unsaved": "NOT SAVED"}.get(a.status, a.status)
+        origin = f"from {a.source}" if a.source else ("not touched" if a.status in ("no-original", "unsaved")
+                                                      else "added file")
         who = f"{a.distribution} {a.version}" if a.distribution else ""
         lines.append(f"  {status:<16} {a.relpath:<{width}}  ({who}, {origin})" + (f": {a.error}" if a.error else ""))
+        lines += [f"      creates the directory {d}" for d in a.creates]
+        if a.get_original and a.distribution:
+            count, _ = ways.get(a.distribution, (0, ""))
+            ways[a.distribution] = (count + 1, a.get_original)
     if not r.actions:
         lines.append("  nothing to restore")
+    for name, (count, how) in ways.items():
+        lines.append(f"to restore {name}'s {count} file(s) without a verified original: {how}")
     for title, items in (("refused", r.refused), ("left as they are", r.remaining)):
         if items:
             lines.append(f"{title} ({len(items)}):")
@@ -31,15 +41,85 @@ def render_restore_text(r: RestoreReport) -> str:
     lines += [f"note: {n}" for n in r.notes]
     done = sum(a.status == "restored" for a in r.actions)
     removed = sum(a.status == "removed" for a in r.actions)
+    no_original = sum(a.status == "no-original" for a in r.actions)
+    unsaved = sum(a.status == "unsaved" for a in r.actions)
+    untouched = "".join([f"; {no_original} not touched: no verified original" if no_original else "",
+                         f"; {unsaved} not touched: not saved in the checkpoint" if unsaved else ""])
     took = f" in {r.duration_seconds:.2f} s" if r.duration_seconds is not None else ""
     if r.dry_run:
-        lines.append(f"{len(r.actions)} file(s) would be restored{took}; run again with --yes "
-                     "(a checkpoint of all drift is written first)" if r.actions else f"nothing to do{took}")
+        planned = [a for a in r.actions if a.status == "planned"]
+        rewrite = sum(a.action != "remove" for a in planned)
+        gone = sum(a.action == "remove" for a in planned)
+        failing = f"; {len(r.failed)} would fail" if r.failed else ""
+        into = f" into {r.checkpoint_in}" if r.checkpoint_in else ""
+        if planned:
+            lines.append(f"{rewrite} file(s) would be restored" + (f", {gone} added file(s) removed" if gone else "")
+                         + f"{untouched}{failing}{took}; run again with --yes (a checkpoint of all drift is written "
+                         f"first{into})")
+        else:
+            lines.append(f"nothing to do{untouched}{failing}{took}")
     else:
-        gone = f", {removed} added file(s) removed" if removed else ""
-        lines.append(f"{done} file(s) restored and verified against RECORD{gone}{took}; {len(r.failed)} failed; "
-                     f"{len(r.remaining)} left as they are")
+        removals = f", {removed} added file(s) removed" if removed else ""
+        lines.append(f"{done} file(s) restored and verified against RECORD{removals}{took}; {len(r.failed)} failed"
+                     f"{untouched}; {len(r.remaining)} left as they are")
     return "\n".join(lines) + "\n"
+
+
+def render_checkpoint_text(written: Written, allow_partial: bool = False) -> str:
+    """What the checkpoint holds, file by file: for a modified file, whether a patch and a
+    verified original are saved; a partial checkpoint ends with the lines that complete it."""
+    index = written.index
+    lines = [f"checkpoint: {written.path}"]
+    shown_added = 0
+    added = [f for f in index.files if f.kind == "added"]
+    for f in index.files:
+        where = f.relpath if f.area == "env" else f.path
+        if f.kind == "added":
+            shown_added += 1
+            if shown_added > ADDED_SHOWN:
+                continue
+        held = _held(f)
+        lines.append(f"  {f.kind:<17} {where}: {held}")
+    if shown_added > ADDED_SHOWN:
+        lines.append(f"  ... and {len(added) - ADDED_SHOWN} more added file(s) (checkpoint.json lists them)")
+    patches = sum(1 for f in index.files if f.patch)
+    copies = sum(1 for f in index.files if f.content)
+    dumps = f"; {len(index.dumps)} dump file(s) listed" if index.dumps else ""
+    # Per file, never per distribution: a distribution's source may have verified some files only.
+    modified = [f for f in index.files if f.kind == "modified" and f.scope == "package"]
+    lines.append(f"{len(index.files)} drifted file(s): {patches} patch(es), {copies} copie(s); "
+                 f"{sum(1 for f in modified if f.has_original)} of {len(modified)} modified package file(s) "
+                 f"with a verified original{dumps}")
+    if index.partial:
+        verdict = "partial (--allow-partial)" if allow_partial else "PARTIAL"
+        lines.append(f"{verdict}: {len(index.incomplete)} modified package file(s) with no original and no patch: "
+                     "reapply cannot tell their fix from injected debug code, nor merge them onto a new release")
+        lines.append("complete it (a new checkpoint, the same drift, with the originals):")
+        lines += [f"  {line}" for line in index.complete_with]
+    return "\n".join(lines) + "\n"
+
+
+ADDED_SHOWN = 20
+
+
+def _held(f) -> str:
+    if f.not_copied:
+        return f"NOT SAVED ({f.not_copied})"
+    parts = []
+    if f.type == "symlink":
+        parts.append(f"symlink to {f.symlink_target}")
+        if f.content:
+            parts.append(f"its edited content ({f.link_resolves_to})")
+    elif f.type == "missing":
+        parts.append("missing (nothing to copy)")
+    elif f.content:
+        parts.append("content")
+    if f.kind == "modified" and f.scope == "package":
+        parts.append("patch" if f.has_patch else "no patch")
+        parts.append("original" if f.has_original else "NO ORIGINAL")
+    elif f.has_original:
+        parts.append("original")
+    return ", ".join(parts) + (f" — {f.no_original}" if f.no_original else "")
 
 
 def render_restore_json(r: RestoreReport) -> str:

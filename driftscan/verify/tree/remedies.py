@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -22,6 +23,33 @@ CONFIG_MAX = 4 << 20
 # What the remedy shows where no repository id was found: visibly not one, quoted (unquoted, its
 # angle brackets would be redirections), and refused by hf as a repository id if pasted unread.
 REPO_PLACEHOLDER = "'<ORG/NAME: see above>'"
+
+
+def checkpoints_base() -> str:
+    """Where checkpoints go when no path is named: ``DRIFTSCAN_CHECKPOINT_DIR``, else
+    ``$XDG_STATE_HOME/driftscan/checkpoints`` (``~/.local/state``). ``driftscan checkpoint``
+    creates it when a path inside it is asked for."""
+    return os.environ.get("DRIFTSCAN_CHECKPOINT_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "driftscan", "checkpoints")
+
+
+# A remedy that deletes or replaces a file destroys the edit in it: before that part, the exact
+# line that saves it, chained with && so that nothing is deleted when the checkpoint fails.
+CHECKPOINT_FIRST = "checkpoint first: "
+
+
+def checkpoint_line(model_root: str, check: FileCheck) -> str:
+    """``driftscan checkpoint --model-dir ROOT -o DIR`` saving this drift (and the directory's
+    others) before a remedy destroys it. DIR is new for each state of the file (named by the
+    path and what is on disk now), in ``checkpoints_base()``: run again after another edit, the
+    line names another checkpoint; the same line twice refuses to replace the first."""
+    state = json.dumps([check.path, check.kind.value, check.actual], sort_keys=True, default=str)
+    name = os.path.basename(model_root.rstrip(os.sep)) or "model"
+    repo = os.path.dirname(os.path.dirname(model_root.rstrip(os.sep)))
+    if os.path.basename(os.path.dirname(model_root.rstrip(os.sep))) == "snapshots" and repo:
+        name = f"{os.path.basename(repo)}-{name[:12]}"  # models--org--name-<commit>, not the bare commit
+    dest = os.path.join(checkpoints_base(), f"{name}-{hashlib.sha256(state.encode()).hexdigest()[:12]}")
+    return f"driftscan checkpoint --model-dir {shlex.quote(model_root)} -o {shlex.quote(dest)}"
 
 
 def valid_repo_id(value: object) -> str | None:
@@ -160,6 +188,30 @@ def _local_dir(q_rel: str, q_root: str, commit: str | None, repo: RepoId | None)
 
 def _remedy(kind: LayoutKind, root: str, repo_dir: str | None, commit: str | None, check: FileCheck,
             repo: RepoId | None = None) -> str:
+    """The way back, with the checkpoint line first wherever it deletes or replaces content."""
+    way = _way_back(kind, root, repo_dir, commit, check, repo)
+    if check.kind in (DriftKind.MISSING, DriftKind.STALE_METADATA):
+        return way  # nothing on disk to lose (a dangling link, a file only re-read)
+    if kind not in _SELF_AUDITED:
+        return way  # a checkpoint of the directory alone would not see this drift (a snapshot's diff)
+    first = checkpoint_line(root, check)
+    command = _DESTRUCTIVE.search(way)  # the destructive part, wherever the text puts it
+    if command is not None:
+        at = command.start(1)
+        return f"{way[:at]}{CHECKPOINT_FIRST}{first} && {way[at:]}"
+    return f"{CHECKPOINT_FIRST}{first}; then {way}"
+
+
+# Layouts whose own provenance an audit finds (so ``driftscan checkpoint --model-dir`` sees the
+# same drift); a manifest given to ``diff`` is not one of them.
+_SELF_AUDITED = {LayoutKind.HF_CACHE_REPO, LayoutKind.HF_LOCAL_DIR, LayoutKind.GIT}
+
+# The command a remedy's text starts with, or that follows its explanation's ": ".
+_DESTRUCTIVE = re.compile(r"(?:\A|: )(rm |git -C |hf download )")
+
+
+def _way_back(kind: LayoutKind, root: str, repo_dir: str | None, commit: str | None, check: FileCheck,
+              repo: RepoId | None = None) -> str:
     rel = relpath(check.path, check.root)
     q_rel, q_root, q_path = shlex.quote(rel), shlex.quote(root), shlex.quote(check.path)
     if check.kind is DriftKind.ADDED:
