@@ -431,8 +431,9 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
             same = read_regular(path, READ_MAX, follow=False) == data
         except OSError:
             same = False
-        item.status, item.reason = ("already", "present with the saved content") if same else \
-            ("skipped", "a different file is there now; not replaced")
+        note = f"{item.reason}; " if item.reason else ""
+        item.status, item.reason = ("already", note + "present with the saved content") if same else \
+            ("skipped", note + "a different file is there now; not replaced")
         return
     text = _text(data)
     if text is not None:
@@ -450,8 +451,7 @@ def _plan_missing(plan: ReapplyPlan, f: CheckpointFile, root: str, roots: Sequen
     path = _begin(plan, item, f, root, roots)
     if path is None:
         return
-    moved_to = [a.relpath for a in index.files if a.kind == "added" and a.hash_after and f.hash_before
-                and a.hash_after == f.hash_before]
+    moved_to = [a.relpath for a in index.files if a.kind == "added" and _same_hash(a.hash_after, f.hash_before)]
     why = f"renamed to {', '.join(moved_to)}" if moved_to else "deleted in the checkpoint"
     try:
         st = os.lstat(path)
@@ -476,6 +476,18 @@ def _plan_missing(plan: ReapplyPlan, f: CheckpointFile, root: str, roots: Sequen
     version = f" (the version changed {f.version} → {dist.version})" if dist and f.version and f.version != dist.version else ""
     item.reason = f"{why}: the installed file is the verified original{version}"
     plan.writes.append(Write(item, path, None, 0, entry=entry))
+
+
+def _same_hash(a: str | None, b: str | None) -> bool:
+    from .record import parse_hash
+
+    if not a or not b:
+        return False
+    try:
+        x, y = parse_hash(a, allow_hex=True), parse_hash(b, allow_hex=True)
+    except ValueError:
+        return False
+    return (x.algorithm, x.digest) == (y.algorithm, y.digest)
 
 
 def _plan_copied(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
@@ -761,7 +773,7 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
             w.item.status, w.item.reason = "failed", why
             continue
         w.item.status = "partial" if w.rej is not None else "applied"
-        if w.ledger is not None:
+        if w.ledger is not None and w.rej is None:  # a partial write does not carry all the changes
             ledger[w.ledger[0]] = {"key": w.ledger[1], "written": _sha(data)}
     close_journal(journal)
     _save_ledger(root, ledger)
