@@ -269,54 +269,70 @@ def excise(base: str, ours: str, findings: Sequence[tuple[int, int]]) -> Excisio
             p = p.parent
         return False
 
-    while True:
-        more: dict[int, str] = {}
-        live = [s for s in stmts if not gone(s)]
-        kept_reads: Counter[str] = Counter()
-        own: dict[int, Counter[str]] = {}
-        for s in live:
-            reads = _reads(s.node)
-            if id(s.node) in guards and isinstance(s.node, (ast.If, ast.While)):
-                reads = Counter()  # a guard's test is debug code's own use, not a kept one
-            own[id(s.node)] = reads
-            kept_reads.update(reads)
-        debug_mentions: Counter[str] = Counter()
-        for s in stmts:
-            if gone(s):
-                debug_mentions.update(_mentions(s.node))
-            elif id(s.node) in guards:
-                debug_mentions.update(_mentions(s.node))
-        removed_binds = {n for s in stmts if gone(s) for n in _binds(s.node)}
-        live_binds = {n for s in live for n in _binds(s.node)}
-        for s in live:
-            if not all_added(s):
-                continue
-            key = id(s.node)
-            if s.blocks:
-                if all(all(id(x) in dropped or gone(by_id[id(x)]) for x in block) for block in s.blocks):
-                    more[key] = "a block whose body was only debug code" if key not in guards \
-                        else f"a guard of debug code ({guards[key]}) whose body was only debug code"
-                continue
-            names = _defines(s.node)
-            if names:
-                rest = kept_reads - own[key]
-                if all(rest[n] == 0 and debug_mentions[n] > 0 for n in names):
-                    more[key] = f"defines {', '.join(dict.fromkeys(names))}, used only by removed code"
+    seeds = dict(dropped)
+    while True:  # a guard that stays (its body keeps other code) reads its flags like kept code
+        dropped = dict(seeds)
+        while True:
+            more: dict[int, str] = {}
+            live = [s for s in stmts if not gone(s)]
+            kept_reads: Counter[str] = Counter()
+            own: dict[int, Counter[str]] = {}
+            for s in live:
+                reads = _reads(s.node)
+                if id(s.node) in guards and isinstance(s.node, (ast.If, ast.While)):
+                    reads = Counter()  # a guard's test is debug code's own use, not a kept one
+                own[id(s.node)] = reads
+                kept_reads.update(reads)
+            debug_mentions: Counter[str] = Counter()
+            for s in stmts:
+                if gone(s):
+                    debug_mentions.update(_mentions(s.node))
+                elif id(s.node) in guards:
+                    debug_mentions.update(_mentions(s.node))
+            removed_binds = {n for s in stmts if gone(s) for n in _binds(s.node)}
+            live_binds = {n for s in live for n in _binds(s.node)}
+            for s in live:
+                if not all_added(s):
                     continue
-            if isinstance(s.node, ast.Expr) and isinstance(s.node.value, ast.Call):
-                func = s.node.value.func
-                name = func.id if isinstance(func, ast.Name) else None
-                if name and name in removed_binds and name not in live_binds:
-                    more[key] = f"calls {name}, which was removed"
-        if not more:
+                key = id(s.node)
+                if s.blocks:
+                    if all(all(id(x) in dropped or gone(by_id[id(x)]) for x in block) for block in s.blocks):
+                        more[key] = "a block whose body was only debug code" if key not in guards \
+                            else f"a guard of debug code ({guards[key]}) whose body was only debug code"
+                    continue
+                names = _defines(s.node)
+                if names:
+                    rest = kept_reads - own[key]
+                    if all(rest[n] == 0 and debug_mentions[n] > 0 for n in names):
+                        more[key] = f"defines {', '.join(dict.fromkeys(names))}, used only by removed code"
+                        continue
+                if isinstance(s.node, ast.Expr) and isinstance(s.node.value, ast.Call):
+                    func = s.node.value.func
+                    name = func.id if isinstance(func, ast.Name) else None
+                    if name and name in removed_binds and name not in live_binds:
+                        more[key] = f"calls {name}, which was removed"
+            if not more:
+                break
+            dropped.update(more)
+        staying = [g for g in guards if not gone(by_id[g])]
+        if not staying:
             break
-        dropped.update(more)
+        for g in staying:
+            del guards[g]
 
     # Outermost removed statements and their lines.
     top = [s for s in stmts if id(s.node) in dropped and not (s.parent is not None and gone(s.parent))]
     remove: set[int] = set()
     for s in top:
         remove.update(range(s.first, s.last + 1))
+    for s in stmts:  # a line is removed whole: it must not hold a statement that stays
+        if gone(s):
+            continue
+        span = range(s.first, max(_first_line(s.blocks[0][0]), s.first + 1)) if s.blocks else range(s.first, s.last + 1)
+        shared = sorted(n for n in span if n in remove)
+        if shared:
+            return Excision(None, refused=f"line {shared[0]} holds both debug code and code that stays "
+                                          f"(lines {s.first}-{s.last}); merge by hand", left=tuple(left))
     code: set[int] = set()
     for s in stmts:
         if s.blocks:
@@ -359,7 +375,10 @@ def excise(base: str, ours: str, findings: Sequence[tuple[int, int]]) -> Excisio
     if dangling:
         return Excision(None, removed, kept, refused="kept code uses " + ", ".join(dangling)
                         + ", defined only by the removed debug code; merge by hand", left=tuple(left))
-    return Excision(result, removed, kept, left=tuple(left))
+    if left:
+        return Excision(None, removed, kept, refused="debug code that cannot be removed statement by statement: "
+                        + "; ".join(f"line {n}: {why}" for n, why in left), left=tuple(left))
+    return Excision(result, removed, kept)
 
 
 def _reads_in(text: str, name: str) -> bool:
