@@ -13,6 +13,7 @@ reinstall from the wheel file and the real ``driftscan reapply`` command.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 import shutil
@@ -370,6 +371,22 @@ def test_no_original_is_refused_then_found_in_wheels_and_merged_onto_an_upgrade(
     assert code == 0, report
     assert contents(site) == first
     assert {by_rel(report)[r]["status"] for r in (WEIGHTS, LOADER, CONFIG)} == {"already"}
+    # The original found in --wheels was kept in driftscan's cache, named by its verified digest.
+    original = version_files("1.0")[CONFIG].encode()
+    kept = Path(env["DRIFTSCAN_CACHE_DIR"]) / "originals" / f"sha256-{hashlib.sha256(original).hexdigest()}"
+    assert kept.read_bytes() == original
+    # Without the ledger of what reapply wrote, the merge of the wanted changes onto the merged
+    # file is a no-op: still "already", no false conflict.
+    shutil.rmtree(Path(env["DRIFTSCAN_CACHE_DIR"]) / "reapply")
+    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", "--yes", env=env)
+    assert code == 0, report
+    assert {by_rel(report)[r]["status"] for r in (WEIGHTS, LOADER, CONFIG)} == {"already"}, report
+    assert "kept from an earlier run" in by_rel(report)[CONFIG]["original"]
+    assert contents(site) == first
+    # A kept original that no longer matches its name is not used: the origin is unknown again.
+    kept.write_bytes(original + b"# forged\n")
+    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", "--only", by_rel_path(venv, CONFIG), env=env)
+    assert code & EXIT_INCOMPLETE and report["files"][0]["status"] == "refused", report
 
 
 def test_partial_applies_the_clean_hunks_and_writes_the_rej_beside_the_checkpoint(tmp_path, tmp_path_factory, house):
@@ -419,3 +436,28 @@ def test_partial_applies_the_clean_hunks_and_writes_the_rej_beside_the_checkpoin
 
 def by_rel_path(venv: Path, rel: str) -> str:
     return os.path.relpath(site_of(venv) / rel, venv).replace(os.sep, "/")
+
+
+def test_fetch_downloads_the_old_original_with_pip(tmp_path, tmp_path_factory, house):
+    """--fetch: ``pip download`` of the checkpoint's release (here from a local find-links
+    directory through pip's own environment settings, so no network), verified and merged."""
+    env = own_env(tmp_path)
+    venv = pip_venv(tmp_path_factory, "seed-fetch")
+    wheels = str(house["1.0"].parent)
+    install(venv, wheels, "seedpkg==1.0")
+    site = site_of(venv)
+    path = site / CONFIG
+    path.write_text(edit_config(path.read_text()))
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        api.checkpoint(str(tmp_path / "cp"), str(venv))
+    install(venv, wheels, "--upgrade", "seedpkg==1.1")
+    only = ("--only", by_rel_path(venv, CONFIG))
+    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", *only, "--yes", env=env)
+    assert code & EXIT_INCOMPLETE and report["files"][0]["status"] == "refused", report
+    fetch_env = {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": wheels}
+    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", "--fetch", *only, "--yes", env=fetch_env)
+    assert code == 0, report
+    assert report["files"][0]["status"] == "applied" and "--fetch" in report["files"][0]["original"], report
+    assert path.read_text() == expected("1.1")[CONFIG]
