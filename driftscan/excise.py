@@ -223,6 +223,9 @@ def _contains(node: ast.stmt, line: int, col: int, first: int) -> bool:
 def excise(base: str, ours: str, findings: Sequence[tuple[int, int]]) -> Excision:
     """``ours`` without the statements of the injected ``findings`` ((line, 1-based column) in
     ``ours``) and the added code only they used (see the module docstring)."""
+    if re.search(r"\r(?!\n)", ours):  # Python ends a line there, the patch's lines do not: numbers would differ
+        return Excision(None, refused="the saved content has a carriage return that does not end a line: "
+                                      "statements cannot be matched to lines safely; merge by hand")
     try:
         tree = ast.parse(ours)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:

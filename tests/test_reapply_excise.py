@@ -121,3 +121,12 @@ def test_a_one_shot_guard_of_only_debug_code_goes_with_its_flags():
 ''')
     result = cut(base, ours)
     assert result.text == base, result
+
+
+def test_crlf_lines_are_matched_and_a_lone_carriage_return_is_refused():
+    ours = BASE.replace("    y = x * 2\n", '    y = x * 2\n    torch.save(y, "/tmp/y.pt")\n')
+    result = cut(BASE.replace("\n", "\r\n"), ours.replace("\n", "\r\n"))
+    assert result.text == BASE.replace("\n", "\r\n"), result
+    lone = ours.replace("import torch\n", "import torch\r# a comment after a lone CR\n")
+    result = cut(BASE, lone)
+    assert result.text is None and "carriage return" in (result.refused or "")
