@@ -75,44 +75,87 @@ def keep(hash_before: str | None, data: bytes) -> bool:
     return kept(hash_before) is not None
 
 
-def find_in_wheels(name: str, version: str, record_path: str, hash_before: str, *, wheels: Sequence[str] = (),
-                   fetch: bool = False, like: Distribution | None = None, python_version: str | None = None,
-                   venv: str | None = None) -> tuple[bytes | None, str, list[str]]:
-    """The original of ``record_path`` in ``name`` ``version``'s wheel from ``--wheels`` dirs, then
-    (``fetch``) a download: ``(bytes or None, where it came from, what was tried)``. ``like``: the
-    installed distribution of that name (its WHEEL tags pick the wheel to download)."""
-    from .pristine.fetch import fetch_candidates
-    from .pristine.wheelhouse import Wheelhouse
+class OriginalFinder:
+    """Originals of a checkpoint's releases from ``--wheels`` dirs and (``fetch``) downloads: each
+    release is looked for once per run (one ``pip download``, however many of its files are
+    wanted), the wheels found are reopened for the next file, and the downloads are removed on
+    ``close``."""
 
-    h = _hash(hash_before)
-    notes: list[str] = []
-    if h is None:
-        return None, "", ["the checkpoint gives no usable hash_before"]
-    entry = RecordEntry(record_path, h, None, 0)
-    site = like.site_packages if like is not None else "/nonexistent"
-    broad = Distribution(name, version, os.path.join(site, f".{name}-{version}.dist-info"), site)
-    work = tempfile.mkdtemp(prefix="driftscan-reapply-")
-    try:
-        candidates = list(Wheelhouse(wheels).candidates(broad, notes)) if wheels else []
-        if fetch:
+    def __init__(self, wheels: Sequence[str] = (), fetch: bool = False, python_version: str | None = None,
+                 venv: str | None = None) -> None:
+        self.wheels = tuple(wheels)
+        self.fetch = fetch
+        self.python_version = python_version
+        self.venv = venv
+        self._found: dict[tuple[str, str], tuple[list[tuple[object, str]], list[str]]] = {}
+        self._work: str | None = None
+
+    def close(self) -> None:
+        if self._work is not None:
+            shutil.rmtree(self._work, ignore_errors=True)
+            self._work = None
+
+    def _workdir(self) -> str:
+        if self._work is None:
+            self._work = tempfile.mkdtemp(prefix="driftscan-reapply-")
+        return self._work
+
+    def _wheels_of(self, name: str, version: str, like: Distribution | None) -> tuple[list[tuple[object, str]], list[str]]:
+        from .pristine.fetch import fetch_candidates
+        from .pristine.wheelhouse import Wheelhouse
+
+        key = (name.lower(), version)
+        if key in self._found:
+            return self._found[key]
+        notes: list[str] = []
+        site = like.site_packages if like is not None else "/nonexistent"
+        broad = Distribution(name, version, os.path.join(site, f".{name}-{version}.dist-info"), site)
+        candidates = list(Wheelhouse(self.wheels).candidates(broad, notes)) if self.wheels else []
+        if self.fetch:
             tagged = Distribution(name, version, like.metadata_dir, like.site_packages) if like is not None else broad
-            candidates += list(fetch_candidates(tagged, python_version, venv, lambda: work, notes))
+            candidates += list(fetch_candidates(tagged, self.python_version, self.venv, self._workdir, notes))
+        found: list[tuple[object, str]] = []
         for c in candidates:
             if not hasattr(c, "read"):
                 notes.append(f"{c.source.label} {c.path} (rejected: {c.reason})")  # type: ignore[union-attr]
                 continue
+            found.append((c.source, c.path))  # type: ignore[union-attr]
+            c.close()  # type: ignore[union-attr]
+        if not self.wheels:
+            notes.append("--wheels (not given)")
+        if not self.fetch:
+            notes.append("--fetch (not asked for)")
+        self._found[key] = (found, notes)
+        return found, notes
+
+    def find(self, name: str, version: str, record_path: str, hash_before: str,
+             like: Distribution | None = None) -> tuple[bytes | None, str, list[str]]:
+        """The original of ``record_path`` in ``name`` ``version``'s wheel: ``(bytes or None, where
+        it came from, what was tried)``; what is found is kept (``keep``). ``like``: the installed
+        distribution of that name (its WHEEL tags pick the wheel to download)."""
+        from .pristine.wheel import open_wheel
+
+        h = _hash(hash_before)
+        if h is None:
+            return None, "", ["the checkpoint gives no usable hash_before"]
+        entry = RecordEntry(record_path, h, None, 0)
+        found, notes = self._wheels_of(name, version, like)
+        tried = list(notes)
+        site = like.site_packages if like is not None else "/nonexistent"
+        dist = Distribution(name, version, os.path.join(site, f".{name}-{version}.dist-info"), site)
+        for source, path in found:
             try:
-                data = c.read(entry, READ_MAX)  # type: ignore[union-attr]
+                # A wheel of --wheels DIR may be a link into a wheelhouse; a download is driftscan's own.
+                copy = open_wheel(path, source, dist, follow=getattr(source, "value", "") != "fetch")  # type: ignore[arg-type]
+            except Exception as exc:  # noqa: BLE001 - a wheel that vanished or broke: a reason
+                tried.append(f"{path} ({type(exc).__name__})")
+                continue
+            try:
+                data = copy.read(entry, READ_MAX)
             finally:
-                c.close()  # type: ignore[union-attr]
+                copy.close()
             if data is not None and matches(hash_before, data):
                 keep(hash_before, data)
-                return data, f"{c.source.label} {c.path}", notes  # type: ignore[union-attr]
-            notes.append(f"{c.source.label} {c.path} (no member of {record_path} with the checkpoint's hash)")  # type: ignore[union-attr]
-        if not wheels:
-            notes.append("--wheels (not given)")
-        if not fetch:
-            notes.append("--fetch (not asked for)")
-        return None, "", notes
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+                return data, f"{copy.source.label} {path}", tried
+            tried.append(f"{copy.source.label} {path} (no member {record_path} with the checkpoint's hash)")
+        return None, "", tried

@@ -48,7 +48,7 @@ from .discover.target import environment_roots
 from .errors import ConfigError
 from .excise import excise
 from .fileio import inside, os_error, read_regular
-from .keptoriginals import find_in_wheels, keep, kept, matches
+from .keptoriginals import OriginalFinder, keep, kept, matches
 from .model import Distribution, Finding, Target
 from .patching import (PatchError, added_line_numbers, apply_hunks, diff_hunks, format_hunks, make_patch, merge3,
                        parse_patch, reverse_hunks)
@@ -144,8 +144,7 @@ class Options:
     partial: bool = False
     wheels: tuple[str, ...] = ()
     fetch: bool = False
-    python_version: str | None = None
-    venv: str | None = None
+    finder: OriginalFinder | None = None  # --wheels / --fetch, when given
 
 
 @dataclass
@@ -264,7 +263,7 @@ def decide_origins(current: Sequence[Finding], original: Sequence[Finding], adde
 
 
 def _find_original(checkpoint: str, f: CheckpointFile, ours: str | None, path: str, dist: Distribution | None,
-                   options: Options) -> tuple[bytes | None, str, list[str]]:
+                   finder: OriginalFinder | None) -> tuple[bytes | None, str, list[str]]:
     """(the verified original the checkpoint's file was changed from, where it came from, what was
     tried). Every candidate is checked against ``hash_before``; a file without one has none."""
     tried: list[str] = []
@@ -302,10 +301,8 @@ def _find_original(checkpoint: str, f: CheckpointFile, ours: str | None, path: s
     if found is not None:
         return found, "an original kept from an earlier run (driftscan's cache)", tried
     tried.append("originals kept by earlier runs (none)")
-    if f.distribution and f.version and f.record_path and (options.wheels or options.fetch):
-        data, where, notes = find_in_wheels(f.distribution, f.version, f.record_path, f.hash_before,
-                                            wheels=options.wheels, fetch=options.fetch, like=dist,
-                                            python_version=options.python_version, venv=options.venv)
+    if f.distribution and f.version and f.record_path and finder is not None:
+        data, where, notes = finder.find(f.distribution, f.version, f.record_path, f.hash_before, like=dist)
         if data is not None:
             return data, where, tried
         tried += notes
@@ -374,7 +371,8 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
     if root is None:
         raise ConfigError("reapply needs an environment (--venv or --site-packages)")
     roots = environment_roots(target)
-    options = Options(exclude_findings, partial, tuple(wheels), fetch, target.python_version, target.venv)
+    finder = OriginalFinder(wheels, fetch, target.python_version, target.venv) if wheels or fetch else None
+    options = Options(exclude_findings, partial, tuple(wheels), fetch, finder)
     plan = ReapplyPlan(ReapplyReport(dry_run=True, source=checkpoint))
     ledger = _load_ledger(root)
     wanted = [o.strip("/") for o in only]
@@ -382,25 +380,35 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
               and (not wanted or any(f.relpath == w or f.relpath.startswith(w + "/") for w in wanted))]
     # A rename is a missing package file plus an added file with its very content.
     originals_moved = {f.hash_before: f for f in index.files if f.kind == "missing" and f.hash_before}
-    for f in chosen:
-        saved = _read_saved(checkpoint, f.content) if f.content else None
-        if f.patch or (f.kind == "modified" and saved is not None and _text(saved) is not None):
-            _plan_patched(plan, checkpoint, f, root, roots, dists, options, ledger)
-        elif f.kind == "added" and f.content:
-            _plan_added(plan, checkpoint, f, root, roots, options, originals_moved)
-        elif f.kind == "modified" and f.content:
-            _plan_copied(plan, checkpoint, f, root, roots, dists)
-        elif f.kind == "missing":
-            _plan_missing(plan, f, root, roots, dists, index)
-        elif f.kind == "modified":
-            plan.report.files.append(ReapplyFile(
-                relpath=f.relpath, path="", action="copy", distribution=f.distribution, version_then=f.version,
-                status="skipped", reason=f"its content was not saved in the checkpoint ({f.not_copied or 'no copy'})"))
+    try:
+        for f in chosen:
+            _plan_one(plan, checkpoint, f, root, roots, dists, options, ledger, originals_moved, index)
+    finally:
+        if finder is not None:
+            finder.close()
     skipped_model = sum(1 for f in index.files if f.area != "env")
     if skipped_model:
         plan.report.notes.append(f"{skipped_model} model-directory file(s) not re-applied: no reinstall touches "
                                  "a model directory (their copies are in the checkpoint's files/)")
     return plan
+
+
+def _plan_one(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
+              dists: Sequence[Distribution], options: Options, ledger: dict, moved: dict[str, CheckpointFile],
+              index: CheckpointIndex) -> None:
+    saved = _read_saved(checkpoint, f.content) if f.content else None
+    if f.patch or (f.kind == "modified" and saved is not None and _text(saved) is not None):
+        _plan_patched(plan, checkpoint, f, root, roots, dists, options, ledger)
+    elif f.kind == "added" and f.content:
+        _plan_added(plan, checkpoint, f, root, roots, options, moved)
+    elif f.kind == "modified" and f.content:
+        _plan_copied(plan, checkpoint, f, root, roots, dists)
+    elif f.kind == "missing":
+        _plan_missing(plan, f, root, roots, dists, index)
+    elif f.kind == "modified":
+        plan.report.files.append(ReapplyFile(
+            relpath=f.relpath, path="", action="copy", distribution=f.distribution, version_then=f.version,
+            status="skipped", reason=f"its content was not saved in the checkpoint ({f.not_copied or 'no copy'})"))
 
 
 def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
@@ -566,7 +574,7 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
     if current is None:
         item.status, item.reason = "failed", "the installed file is not UTF-8 text now"
         return
-    base_data, where, tried = _find_original(checkpoint, f, ours, path, dist, options)
+    base_data, where, tried = _find_original(checkpoint, f, ours, path, dist, options.finder)
     base = _text(base_data) if base_data is not None else None
     key = _sha(ours) + ("-x" if options.exclude_findings else "")
     done = ledger.get(f.relpath)

@@ -438,26 +438,42 @@ def by_rel_path(venv: Path, rel: str) -> str:
     return os.path.relpath(site_of(venv) / rel, venv).replace(os.sep, "/")
 
 
-def test_fetch_downloads_the_old_original_with_pip(tmp_path, tmp_path_factory, house):
+def test_fetch_downloads_the_old_original_with_pip_once_per_release(tmp_path, tmp_path_factory, house):
     """--fetch: ``pip download`` of the checkpoint's release (here from a local find-links
-    directory through pip's own environment settings, so no network), verified and merged."""
+    directory through pip's own environment settings, so no network), verified and merged; one
+    download for the two files that need it."""
     env = own_env(tmp_path)
     venv = pip_venv(tmp_path_factory, "seed-fetch")
     wheels = str(house["1.0"].parent)
     install(venv, wheels, "seedpkg==1.0")
     site = site_of(venv)
-    path = site / CONFIG
-    path.write_text(edit_config(path.read_text()))
+    for rel in (CONFIG, WEIGHTS):
+        (site / rel).write_text(EDITS[rel]((site / rel).read_text()))
     with pytest.MonkeyPatch.context() as mp:
         for k, v in env.items():
             mp.setenv(k, v)
         api.checkpoint(str(tmp_path / "cp"), str(venv))
     install(venv, wheels, "--upgrade", "seedpkg==1.1")
-    only = ("--only", by_rel_path(venv, CONFIG))
-    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", *only, "--yes", env=env)
-    assert code & EXIT_INCOMPLETE and report["files"][0]["status"] == "refused", report
-    fetch_env = {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": wheels}
-    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", "--fetch", *only, "--yes", env=fetch_env)
-    assert code == 0, report
-    assert report["files"][0]["status"] == "applied" and "--fetch" in report["files"][0]["original"], report
-    assert path.read_text() == expected("1.1")[CONFIG]
+    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", "--yes", env=env)
+    assert code & EXIT_INCOMPLETE and {f["status"] for f in report["files"]} == {"refused"}, report
+
+    import driftscan.pristine.fetch as fetch_module
+
+    calls = []
+    real = fetch_module.fetch_candidates
+
+    def counted(*args, **kwargs):
+        calls.append(args[0].key)
+        return real(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": wheels}.items():
+            mp.setenv(k, v)
+        mp.setattr(fetch_module, "fetch_candidates", counted)
+        result = json.loads(api.reapply(str(tmp_path / "cp"), exclude_findings=True, fetch=True,
+                                        yes=True).model_dump_json())
+    assert calls == ["seedpkg 1.0"], calls
+    files = by_rel(result)
+    for rel in (CONFIG, WEIGHTS):
+        assert files[rel]["status"] == "applied" and "--fetch" in files[rel]["original"], files[rel]
+        assert (site / rel).read_text() == expected("1.1")[rel]
