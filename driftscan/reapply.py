@@ -690,8 +690,8 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
             result = partial_text
             rej = (rej_file, rej_text)
             item.rej = printable(rej_file)
-            item.reason = (f"{len(clean)} clean hunk(s) applied, {len(merged.conflicts)} conflicting one(s) "
-                           f"written to {printable(rej_file)} (--partial)")
+            item.reason = (f"--partial: the {len(clean)} clean hunk(s) go into the file, the "
+                           f"{len(merged.conflicts)} conflicting one(s) to {printable(rej_file)}")
         else:
             result = merged.text
     if result == current:
