@@ -583,10 +583,14 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
 
 def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequence[str] = (), *,
             only: Sequence[str] = (), exclude_findings: bool = False, yes: bool = False,
-            checkpoint_path: str | None = None, jobs: int | None = None, use_cache: bool = True):
-    """Re-apply a checkpoint's patches (and recreate its added files) onto the environment: by
-    default the one the checkpoint was taken of. A dry run unless ``yes``; with ``yes`` a new
-    checkpoint of the current drift is written first. Returns ``reapply.ReapplyReport``."""
+            checkpoint_path: str | None = None, jobs: int | None = None, use_cache: bool = True,
+            partial: bool = False, wheels: Sequence[str] = (), fetch: bool = False):
+    """Re-apply a checkpoint's patches (recreate its added files, delete again the package files it
+    recorded as missing) onto the environment: by default the one the checkpoint was taken of. A
+    dry run unless ``yes``; with ``yes`` a new checkpoint of the current drift is written first.
+    ``partial``: a file with conflicting hunks gets its clean ones, the others go to a ``.rej``
+    beside the checkpoint. ``wheels``/``fetch``: where to find the originals the checkpoint lacks.
+    Returns ``reapply.ReapplyReport``."""
     from .checkpoint import default_checkpoint_path, environment_root, load_index, write_checkpoint
     from .reapply import apply_reapply, plan_reapply
 
@@ -596,11 +600,11 @@ def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequenc
         venv, site_packages = index.venv, (() if index.venv else tuple(index.site_packages))
         if venv is None and not site_packages:
             raise TargetError(f"{checkpoint_dir}: the checkpoint names no environment; pass --venv")
-    result = _held_run(venv, site_packages, (), wheels=(), fetch=False, uv_cache=None, jobs=jobs,
+    result = _held_run(venv, site_packages, (), wheels=wheels, fetch=False, uv_cache=None, jobs=jobs,
                        use_cache=use_cache, include_environment=True)
     try:
         plan = plan_reapply(os.path.abspath(checkpoint_dir), index, result.target, result.verification.distributions,
-                            only=only, exclude_findings=exclude_findings)
+                            only=only, exclude_findings=exclude_findings, partial=partial, wheels=wheels, fetch=fetch)
         if yes and plan.writes:
             written = write_checkpoint(checkpoint_path or default_checkpoint_path(result.target), result.target,
                                        result.drifts, result.report, result.originals)

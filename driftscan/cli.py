@@ -662,27 +662,37 @@ def restore(paths, dists, venv, site_packages, model_dirs, hf_cache, wheels, fet
 @click.option("--only", "only", metavar="PATH", multiple=True,
               help="Re-apply only these files (relative to the environment root, as in the checkpoint; repeatable).")
 @click.option("--exclude-findings", is_flag=True,
-              help="Leave out the hunks that add injected debug code (and the names only they used).")
+              help="Remove the injected debug code statement by statement (and the added code only it used); a "
+                   "file whose findings' origin cannot be decided is refused.")
+@click.option("--partial", is_flag=True,
+              help="On a file with conflicting hunks, apply the clean ones and write the conflicting ones to "
+                   "CHECKPOINT.rej/<relpath>.rej (beside the checkpoint, never in the environment).")
+@pristine_options
 @click.option("--yes", is_flag=True, help="Write a checkpoint of the current drift, then write (default: a dry run).")
 @click.option("--checkpoint", "checkpoint_path", metavar="DIR", help="Where --yes writes its checkpoint.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
 @guarded
-def reapply(checkpoint_dir, venv, site_packages, only, exclude_findings, yes, checkpoint_path, fmt, jobs) -> None:
+def reapply(checkpoint_dir, venv, site_packages, only, exclude_findings, partial, wheels, fetch, yes,
+            checkpoint_path, fmt, jobs) -> None:
     """Re-apply a checkpoint's patches after a reinstall or upgrade (a dry run unless --yes).
 
-    Where the version is unchanged the patch applies as it was; where it changed, a three-way
-    merge onto the new original, and a file with a conflicting hunk is left untouched. Exit
-    status: bit 1 for a conflict, bit 2 for a failure.
+    Each file's original is verified (the checkpoint's copy, the installed file, a kept one,
+    --wheels or --fetch), and the debug findings' origins are decided against it. Where the version
+    is unchanged the patch applies as it was; where it changed, a three-way merge onto the new
+    original, and a file with a conflicting hunk is left untouched (--partial: its clean hunks are
+    applied). A file already carrying the changes is "already". The dry run shows each resulting
+    diff. Exit status: bit 1 for a conflict (also one --partial wrote to a .rej), bit 2 for a
+    failure or a refusal.
     """
     from .api import reapply as run_reapply
     from .render.restoreview import REAPPLY_RENDERERS
 
     report = run_reapply(checkpoint_dir, venv, site_packages, only=only, exclude_findings=exclude_findings, yes=yes,
-                         checkpoint_path=checkpoint_path, jobs=jobs)
+                         checkpoint_path=checkpoint_path, jobs=jobs, partial=partial, wheels=wheels, fetch=fetch)
     _write(REAPPLY_RENDERERS[fmt](report), fmt, None)
-    status = EXIT_DRIFT if any(f.status == "conflict" for f in report.files) else EXIT_CLEAN
-    if any(f.status == "failed" for f in report.files):
+    status = EXIT_DRIFT if any(f.status in ("conflict", "partial") for f in report.files) else EXIT_CLEAN
+    if any(f.status in ("failed", "refused") for f in report.files):
         status |= EXIT_INCOMPLETE
     sys.exit(status)
 

@@ -34,6 +34,7 @@ __all__ = [
     "Hunk",
     "MergeResult",
     "PatchError",
+    "added_line_numbers",
     "apply_hunks",
     "diff_hunks",
     "format_hunks",
@@ -364,6 +365,13 @@ def diff_hunks(old: str, new: str, context: int = 3) -> list[Hunk]:
     a, b = split_lines(old), split_lines(new)
     changes = _changes(a, b)
     return [_build_hunk(a, b, [changes[i] for i in group], context) for group in _group(changes, context)]
+
+
+def added_line_numbers(old: str, new: str) -> set[int]:
+    """The 1-based numbers of the lines of ``new`` that the change ``old`` → ``new`` added (or
+    changed): every line of ``new`` that the alignment with ``old`` does not match."""
+    a, b = split_lines(old), split_lines(new)
+    return {j + 1 for _, _, j1, j2 in _changes(a, b) for j in range(j1, j2)}
 
 
 # ------------------------------------------------------------------------------------ patch text

@@ -1,41 +1,65 @@
 """``driftscan reapply CHECKPOINT``: bring a checkpoint's patches back after a reinstall or upgrade.
 
-For each patched file of the checkpoint, the installed file must now be the verified original
-of its distribution (it matches its RECORD row): where it is the same original the patch was
-made against, the patch applies as it was; where the version changed, the edit is carried over
-by a three-way merge (old original → saved content, onto the new original), and a file with any
-conflicting hunk is left untouched and its conflicts are listed. ``exclude_findings`` drops the
-hunks that add an injected debug finding, and then the hunks that only define names nothing
-else uses any more (the one-shot flags and counters those blocks used), so the loader fix comes
-back without the ``torch.save``. Added files of the checkpoint that are gone are recreated.
+For each patched file of the checkpoint, the original it was changed from is looked for and
+verified against the checkpoint's ``hash_before``: the checkpoint's ``originals/`` copy (or the
+reverse of its patch), the installed file when it is that very original (its RECORD row
+matches it and carries that hash), an original kept from an earlier run (``keptoriginals``), or
+the member of the checkpoint's release in ``--wheels DIR`` / a ``--fetch`` download. The debug
+rules run on the saved content and on that original *now*, and each finding's origin is decided
+against it (the checkpoint's own findings list is not trusted: it may be stale, unknown or
+tampered). Without a verified original the origin is unknown, and ``exclude_findings`` refuses
+the file.
+
+``exclude_findings`` removes the injected debug code statement by statement (``excise``): the
+statements that make up each finding, then what only they used; every other added line stays,
+the result must parse, and the rules run once more on the result: a file that would still carry
+injected debug code is refused. The installed file must then be the verified original of its
+distribution (it matches its RECORD row): the same original as the checkpoint's takes the
+changes as they are; a new version gets them by a three-way merge. A file with a conflicting
+hunk gets nothing, unless ``partial``: then its clean hunks are applied and the conflicting ones
+are written as a ``.rej`` beside the checkpoint (``<CHECKPOINT>.rej/<relpath>.rej``). A file
+that already carries the wanted changes is ``already`` (the merge of them onto it changes
+nothing, or it is byte for byte what reapply wrote last: a ledger in the user cache dir).
+
+Added files of the checkpoint that are gone are recreated (with ``exclude_findings``, not when
+the rules find debug code in them, unless they are a renamed original); a package file the
+checkpoint recorded as missing is deleted again when the installed file is its verified
+original (a RECORD of the environment lists it and it matches).
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import os
-import re
+import stat
 import time
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel, Field
 
+from .cachedir import user_cache_dir, write_cache_file
+from .changes import record_rows
 from .checkpoint import CheckpointFile, CheckpointIndex, environment_root, saved_path
 from .discover.target import environment_roots
 from .errors import ConfigError
+from .excise import excise
 from .fileio import inside, os_error, read_regular
-from .changes import record_rows
-from .model import Distribution, Target
-from .patching import Hunk, PatchError, apply_hunks, diff_hunks, merge3, parse_patch, reverse_hunks, without_hunks
+from .keptoriginals import OriginalFinder, keep, kept, matches
+from .model import Distribution, Finding, Target
+from .patching import (PatchError, added_line_numbers, apply_hunks, diff_hunks, format_hunks, make_patch, merge3,
+                       parse_patch, reverse_hunks)
 from .paths import printable
 from .plan import normalize
 from .restore import close_journal, mode_for, open_journal, replace_file, verify_file
 
 READ_MAX = 64 << 20
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# ``x = …``, ``self.x = …``, ``x: T = …``, ``x += …``: a line that only sets one name.
-_SETS_NAME = re.compile(r"^\s*(?:(?:self|cls|[A-Z]\w*)\.)?([A-Za-z_]\w*)\s*(?::[^=]*)?(?:[-+*/|&]?=)(?!=)")
+DIFF_MAX_LINES = 400  # lines of each resulting diff shown (the JSON's ``diff`` is cut there, and says so)
+# File-level problems (not parsed, not read, too large, too complex): the findings are not known.
+_PROBLEMS = ("DBG001", "DBG002", "DBG003", "DBG004")
 
 
 class ConflictOut(BaseModel):
@@ -44,18 +68,50 @@ class ConflictOut(BaseModel):
     reason: str
 
 
+class FindingOut(BaseModel):
+    code: str
+    line: int
+    origin: str | None = Field(default=None, description="injected | upstream, decided at reapply time against "
+                                                          "the verified original; null: no original")
+
+
+class RemovedOut(BaseModel):
+    start_line: int = Field(description="first line of the statement in the saved content")
+    end_line: int
+    text: str = Field(description="its first line, whitespace collapsed")
+    reason: str
+
+
+class LineRange(BaseModel):
+    start_line: int
+    end_line: int
+
+
 class ReapplyFile(BaseModel):
     relpath: str
     path: str
     distribution: str | None = None
     version_then: str | None = None
     version_now: str | None = None
-    action: str = Field(description="apply (same original) | merge (the version changed) | recreate (an added file)")
-    status: str = Field(default="planned", description="planned | applied | already | unchanged | conflict | skipped | failed")
+    action: str = Field(description="apply (same original) | merge (the version changed) | recreate (an added "
+                                    "file) | copy (binary) | delete (a file the checkpoint recorded as missing)")
+    status: str = Field(default="planned", description="planned | applied | partial | already | unchanged | "
+                                                       "conflict | skipped | refused | failed")
     reason: str = ""
     hunks: int = 0
-    dropped: int = Field(default=0, description="hunks left out by --exclude-findings")
+    dropped: int = Field(default=0, description="hunks left out entirely by --exclude-findings")
     conflicts: list[ConflictOut] = Field(default_factory=list)
+    original: str | None = Field(default=None, description="where the verified original the changes are "
+                                                           "measured from came from")
+    findings: list[FindingOut] = Field(default_factory=list,
+                                       description="debug findings of the saved content, origins decided now")
+    removed: list[RemovedOut] = Field(default_factory=list,
+                                      description="statements --exclude-findings removed from the saved content")
+    kept: list[LineRange] = Field(default_factory=list,
+                                  description="lines the patch added that stay (numbered as in the saved content)")
+    diff: str | None = Field(default=None, description="the change this file gets: current → result, a -p0 "
+                                                       "unified diff (the dry run's preview; also after --yes)")
+    rej: str | None = Field(default=None, description="the .rej file with the conflicting hunks (--partial)")
 
 
 class ReapplyReport(BaseModel):
@@ -68,21 +124,34 @@ class ReapplyReport(BaseModel):
 
     @property
     def failed(self) -> list[ReapplyFile]:
-        return [f for f in self.files if f.status in ("conflict", "failed")]
+        return [f for f in self.files if f.status in ("conflict", "failed", "refused", "partial")]
 
 
 @dataclass(frozen=True)
 class Write:
     item: ReapplyFile
     path: str
-    data: bytes
+    data: bytes | None  # None: delete the file (it must still be ``original``'s verified bytes)
     mode: int
+    ledger: tuple[str, str] | None = None  # (relpath, digest of what was wanted)
+    rej: tuple[str, str] | None = None  # (path of the .rej, its text)
+    entry: object = None  # the RECORD row a deletion verifies against first
+
+
+@dataclass(frozen=True)
+class Options:
+    exclude_findings: bool = False
+    partial: bool = False
+    wheels: tuple[str, ...] = ()
+    fetch: bool = False
+    finder: OriginalFinder | None = None  # --wheels / --fetch, when given
 
 
 @dataclass
 class ReapplyPlan:
     report: ReapplyReport
     writes: list[Write] = field(default_factory=list)
+    ledger_key: str = ""
 
 
 def _text(data: bytes) -> str | None:
@@ -104,39 +173,6 @@ def _read_saved(checkpoint: str, rel: str | None) -> bytes | None:
         return read_regular(path, READ_MAX, what="checkpoint file", follow=False)
     except OSError:
         return None
-
-
-def _names(lines: Sequence[str]) -> list[str]:
-    return [n for line in lines for n in _NAME.findall(line.split("#", 1)[0])]
-
-
-def _count(text: str, name: str) -> int:
-    return len(re.findall(rf"(?<![\w.]){re.escape(name)}\b|(?<=\.){re.escape(name)}\b", text))
-
-
-def hunks_to_drop(base: str, ours: str, finding_lines: Sequence[int]) -> set[Hunk]:
-    """The base→ours hunks that add a line with an injected finding, then (to a fixed point) the
-    hunks that only set names which the dropped hunks use and the remaining text no longer does."""
-    hunks = diff_hunks(base, ours)
-    drop = {h for h in hunks if any(line in h.added_range() for line in finding_lines)}
-    while True:
-        used = set(_names([line for h in drop for line in h.added_lines()]))
-        kept = without_hunks(base, ours, lambda h: h in drop)
-        more = set()
-        for h in hunks:
-            if h in drop:
-                continue
-            added = [line for line in h.added_lines() if line.strip() and not line.strip().startswith("#")]
-            targets = [m.group(1) if (m := _SETS_NAME.match(line)) else None for line in added]
-            if not added or any(t is None or t not in used for t in targets):
-                continue
-            # Dead once the debug code is gone: no more uses in what is kept than the original had
-            # plus this hunk's own assignments.
-            if all(_count(kept, t) - _count("".join(added), t) <= _count(base, t) for t in targets if t):
-                more.add(h)
-        if not more:
-            return drop
-        drop |= more
 
 
 def _parses(path: str, text: str) -> str | None:
@@ -186,175 +222,100 @@ def _target_path(root: str, roots: Sequence[str], rel: str) -> str:
     return path
 
 
-def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists: Sequence[Distribution],
-                 only: Sequence[str] = (), exclude_findings: bool = False) -> ReapplyPlan:
-    root = environment_root(target)
-    if root is None:
-        raise ConfigError("reapply needs an environment (--venv or --site-packages)")
-    roots = environment_roots(target)
-    plan = ReapplyPlan(ReapplyReport(dry_run=True, source=checkpoint))
-    wanted = [o.strip("/") for o in only]
-    for f in index.files:
-        if f.area != "env" or (wanted and not any(f.relpath == w or f.relpath.startswith(w + "/") for w in wanted)):
-            continue
-        saved = _read_saved(checkpoint, f.content) if f.content else None
-        if f.patch or (f.kind == "modified" and saved is not None and _text(saved) is not None):
-            _plan_patched(plan, checkpoint, f, root, roots, dists, exclude_findings)
-        elif f.kind == "added" and f.content:
-            _plan_added(plan, checkpoint, f, root, roots, exclude_findings)
-        elif f.kind == "modified" and f.content:
-            _plan_copied(plan, checkpoint, f, root, roots, dists)
-        elif f.kind == "modified":
-            plan.report.files.append(ReapplyFile(
-                relpath=f.relpath, path="", action="copy", distribution=f.distribution, version_then=f.version,
-                status="skipped", reason=f"its content was not saved in the checkpoint ({f.not_copied or 'no copy'})"))
-    skipped_model = sum(1 for f in index.files if f.area != "env")
-    if skipped_model:
-        plan.report.notes.append(f"{skipped_model} model-directory file(s) not re-applied: no reinstall touches "
-                                 "a model directory (their copies are in the checkpoint's files/)")
-    return plan
+# ---- findings and origins ------------------------------------------------------------------
 
 
-def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
-                exclude_findings: bool) -> None:
-    item = ReapplyFile(relpath=f.relpath, path="", action="recreate", distribution=f.distribution)
-    path = _begin(plan, item, f, root, roots)
-    if path is None:
-        return
-    if exclude_findings and any(x.origin != "upstream" for x in f.findings):
-        item.status, item.reason = "skipped", "an added file with debug findings (--exclude-findings)"
-        return
-    data = _read_saved(checkpoint, f.content)
-    if data is None:
-        item.status, item.reason = "failed", "its copy in the checkpoint is unreadable"
-        return
-    if os.path.lexists(path):
-        try:
-            same = read_regular(path, READ_MAX, follow=False) == data
-        except OSError:
-            same = False
-        item.status, item.reason = ("already", "present with the saved content") if same else \
-            ("skipped", "a different file is there now; not replaced")
-        return
-    plan.writes.append(Write(item, path, data, f.mode if f.mode is not None else 0o644))
+def findings_of(data: bytes | str, path: str) -> list[Finding] | None:
+    """The debug rules' findings (audit's default selection) on ``data``; None when the file
+    could not be inspected (does not parse, too large, a rule failed): its findings are unknown."""
+    from .inspect import RuleError, inspect_source
 
-
-def _plan_copied(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
-                 dists: Sequence[Distribution]) -> None:
-    """A modified file with no patch (binary): its saved content goes back only over the very
-    original it was changed from; a new version of it is not merged."""
-    item = ReapplyFile(relpath=f.relpath, path="", action="copy", distribution=f.distribution, version_then=f.version)
-    path = _begin(plan, item, f, root, roots)
-    if path is None:
-        return
-    saved, original = _read_saved(checkpoint, f.content), _read_saved(checkpoint, f.original)
     try:
-        current = read_regular(path, READ_MAX, follow=False)
-    except OSError as exc:
-        item.status, item.reason = "skipped", f"cannot read it: {os_error(exc)}"
-        return
-    if original is None and _same_original(path, f, _dist_now(f.distribution, dists)):
-        original = current  # no original was saved, but the installed file is that very original
-    if saved is None:
-        item.status, item.reason = "failed", "its saved copy in the checkpoint is unreadable"
-    elif original is None:
-        item.status, item.reason = "conflict", ("no original was saved and the installed file is not the one it was "
-                                                "changed from: not replaced; its saved copy is in the checkpoint")
-    elif current == saved:
-        item.status, item.reason = "already", "the installed file already has the saved content"
-    elif current != original:
-        item.status, item.reason = "conflict", ("binary, and not the original it was changed from (a new version?): "
-                                                "not merged; its saved copy is in the checkpoint")
-    else:
-        plan.writes.append(Write(item, path, saved, mode_for(path)))
+        found = inspect_source(data, path, prefilter=True)
+    except RuleError:
+        return None
+    if any(f.code in _PROBLEMS for f in found):
+        return None
+    return [f for f in found if f.code.startswith("DBG1")]
 
 
-def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
-                  dists: Sequence[Distribution], exclude_findings: bool) -> None:
-    dist = _dist_now(f.distribution, dists)
-    item = ReapplyFile(relpath=f.relpath, path="", distribution=f.distribution, version_then=f.version,
-                       version_now=dist.version if dist else None, action="apply")
-    path = _begin(plan, item, f, root, roots)
-    if path is None:
-        return
-    ours_data = _read_saved(checkpoint, f.content)
-    ours = _text(ours_data) if ours_data is not None else None
-    if ours is None:
-        item.status, item.reason = "failed", "the saved content is missing or not UTF-8 text"
-        return
-    base = _base_of(checkpoint, f, ours)
-    try:
-        current_data = read_regular(path, READ_MAX, follow=False)
-    except FileNotFoundError:
-        item.status, item.reason = "skipped", "the file is gone from the installed version"
-        return
-    except OSError as exc:
-        item.status, item.reason = "failed", f"cannot read it: {os_error(exc)}"
-        return
-    current = _text(current_data)
-    if current is None:
-        item.status, item.reason = "failed", "the installed file is not UTF-8 text now"
-        return
-    if base is None and _same_original(path, f, dist):
-        base = current  # no original was saved, but the installed file is that very original
-    if base is None:
-        item.status, item.reason = "conflict", ("no original was saved and the installed file is not the one it was "
-                                                "changed from: merge by hand from the checkpoint's saved copy")
-        return
-    findings = [x.line for x in f.findings if x.origin == "injected"] if exclude_findings else []
-    drop = hunks_to_drop(base, ours, findings) if findings else set()
-    item.hunks = len(diff_hunks(base, ours))
-    item.dropped = len(drop)
-    wanted = without_hunks(base, ours, lambda h: h in drop) if drop else ours
-    if drop and wanted == base:
-        item.status, item.reason = "unchanged", "every hunk adds debug code (--exclude-findings): nothing to apply"
-        return
-    if current == wanted:
-        item.status, item.reason = "already", "the installed file already has these changes"
-        return
-    if not _is_original(path, f, dist):
-        item.status = "conflict"
-        item.reason = (f"the installed file is not the original of {dist.key if dist else f.distribution} "
-                       "(changed since the reinstall): not touched")
-        return
-    if current == base:
-        result = wanted
-    else:
-        item.action = "merge"
-        merged = merge3(base, wanted, current)
-        if merged.text is None:
-            item.status = "conflict"
-            # Numbered as in the checkpoint's patch (base → saved content), not the filtered one.
-            numbers = {h.old_start: i for i, h in enumerate(diff_hunks(base, ours), 1)}
-            kept = diff_hunks(base, wanted)
-            item.conflicts = [ConflictOut(hunk=numbers.get(kept[c.hunk - 1].old_start, c.hunk) if c.hunk <= len(kept)
-                                          else c.hunk, base_start=c.base_start, reason=c.reason)
-                              for c in merged.conflicts]
-            item.reason = f"{len(merged.conflicts)} conflicting hunk(s): nothing applied to this file"
-            return
-        result = merged.text
-    if result == current:
-        item.status, item.reason = "unchanged", "every hunk was left out"
-        return
-    broken = _parses(path, result)
-    if broken:
-        item.status, item.reason = "failed", broken
-        return
-    plan.writes.append(Write(item, path, result.encode("utf-8"), mode_for(path)))
+def decide_origins(current: Sequence[Finding], original: Sequence[Finding], added: set[int]) -> list[Finding]:
+    """Each finding ``upstream`` while the original has as many of the same code and normalised
+    line, else ``injected`` — the extra ones counted on lines the patch added first, so a copy
+    of an upstream line pasted elsewhere is the injected one, not the original's."""
+    norm = lambda f: (f.code, " ".join(f.snippet.split()))  # noqa: E731
+    have = Counter(norm(f) for f in original)
+    wanted = Counter(norm(f) for f in current)
+    extra = {k: max(0, n - have[k]) for k, n in wanted.items()}
+    order = sorted(range(len(current)), key=lambda i: (current[i].line not in added, current[i].line))
+    origin: dict[int, str] = {}
+    for i in order:
+        k = norm(current[i])
+        if extra[k] > 0:
+            extra[k] -= 1
+            origin[i] = "injected"
+        else:
+            origin[i] = "upstream"
+    return [replace(f, origin=origin[i]) for i, f in enumerate(current)]
 
 
-def _base_of(checkpoint: str, f: CheckpointFile, ours: str) -> str | None:
+# ---- originals -----------------------------------------------------------------------------
+
+
+def _find_original(checkpoint: str, f: CheckpointFile, ours: str | None, path: str, dist: Distribution | None,
+                   finder: OriginalFinder | None) -> tuple[bytes | None, str, list[str]]:
+    """(the verified original the checkpoint's file was changed from, where it came from, what was
+    tried). Every candidate is checked against ``hash_before``; a file without one has none."""
+    tried: list[str] = []
+    if not f.hash_before:
+        return None, "", ["the checkpoint gives no hash of the original (hash_before)"]
     saved = _read_saved(checkpoint, f.original)
-    if saved is not None and (text := _text(saved)) is not None:
-        return text
-    patch_data = _read_saved(checkpoint, f.patch)
-    if patch_data is None or (patch := _text(patch_data)) is None:
-        return None
-    try:
-        (file_patch,) = parse_patch(patch)
-        return apply_hunks(ours, reverse_hunks(file_patch.hunks))
-    except (PatchError, ValueError):
-        return None
+    if saved is not None:
+        if matches(f.hash_before, saved):
+            keep(f.hash_before, saved)
+            return saved, "the checkpoint's originals/", tried
+        tried.append("the checkpoint's originals/ copy (does not match hash_before: not used)")
+    else:
+        tried.append("the checkpoint's originals/ (none saved)")
+    if ours is not None:
+        patch_data = _read_saved(checkpoint, f.patch)
+        if patch_data is not None and (patch := _text(patch_data)) is not None:
+            try:
+                (file_patch,) = parse_patch(patch)
+                base = apply_hunks(ours, reverse_hunks(file_patch.hunks)).encode("utf-8")
+            except (PatchError, ValueError):
+                base = None
+            if base is not None and matches(f.hash_before, base):
+                keep(f.hash_before, base)
+                return base, "the checkpoint's patch, reversed", tried
+    if _same_original(path, f, dist):
+        try:
+            current = read_regular(path, READ_MAX, follow=False)
+        except OSError:
+            current = None
+        if current is not None and matches(f.hash_before, current):
+            keep(f.hash_before, current)
+            return current, f"the installed file (the verified original of {dist.key if dist else '?'})", tried
+    tried.append("the installed file (not the original it was changed from)")
+    found = kept(f.hash_before)
+    if found is not None:
+        return found, "an original kept from an earlier run (driftscan's cache)", tried
+    tried.append("originals kept by earlier runs (none)")
+    if f.distribution and f.version and f.record_path and finder is not None:
+        data, where, notes = finder.find(f.distribution, f.version, f.record_path, f.hash_before, like=dist)
+        if data is not None:
+            return data, where, tried
+        tried += notes
+    else:
+        tried += ["--wheels (not given)", "--fetch (not asked for)"]
+    return None, "", tried
+
+
+def _how_to_get(f: CheckpointFile) -> str:
+    if f.distribution and f.version:
+        return (f"pass --wheels DIR holding {f.distribution} {f.version}'s wheel (pip download --no-deps "
+                f"{f.distribution}=={f.version} -d DIR) or --fetch")
+    return "pass --wheels DIR or --fetch"
 
 
 def _same_original(path: str, f: CheckpointFile, dist: Distribution | None) -> bool:
@@ -369,11 +330,428 @@ def _same_original(path: str, f: CheckpointFile, dist: Distribution | None) -> b
         and verify_file(path, entry)
 
 
-def _is_original(path: str, f: CheckpointFile, dist: Distribution | None) -> bool:
+def _is_original(path: str, dist: Distribution | None) -> bool:
     if dist is None:
         return False
     entry = record_rows(dist).get(os.path.normpath(path))
     return entry is not None and verify_file(path, entry)
+
+
+# ---- the ledger of what reapply wrote ------------------------------------------------------
+
+
+def _sha(data: str | bytes) -> str:
+    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
+
+
+def ledger_path(root: str) -> str:
+    key = hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()[:24]
+    return os.path.join(user_cache_dir(), "reapply", f"{key}.json")
+
+
+def _load_ledger(root: str) -> dict:
+    try:
+        data = json.loads(read_regular(ledger_path(root), 16 << 20, follow=False))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_ledger(root: str, rows: dict) -> None:
+    write_cache_file(ledger_path(root), json.dumps(rows, sort_keys=True).encode("utf-8"), prefix=".ledger-")
+
+
+# ---- planning ------------------------------------------------------------------------------
+
+
+def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists: Sequence[Distribution],
+                 only: Sequence[str] = (), exclude_findings: bool = False, *, partial: bool = False,
+                 wheels: Sequence[str] = (), fetch: bool = False) -> ReapplyPlan:
+    root = environment_root(target)
+    if root is None:
+        raise ConfigError("reapply needs an environment (--venv or --site-packages)")
+    roots = environment_roots(target)
+    finder = OriginalFinder(wheels, fetch, target.python_version, target.venv) if wheels or fetch else None
+    options = Options(exclude_findings, partial, tuple(wheels), fetch, finder)
+    plan = ReapplyPlan(ReapplyReport(dry_run=True, source=checkpoint))
+    ledger = _load_ledger(root)
+    wanted = [o.strip("/") for o in only]
+    chosen = [f for f in index.files if f.area == "env"
+              and (not wanted or any(f.relpath == w or f.relpath.startswith(w + "/") for w in wanted))]
+    # A rename is a missing package file plus an added file with its very content.
+    originals_moved = {f.hash_before: f for f in index.files if f.kind == "missing" and f.hash_before}
+    try:
+        for f in chosen:
+            _plan_one(plan, checkpoint, f, root, roots, dists, options, ledger, originals_moved, index)
+    finally:
+        if finder is not None:
+            finder.close()
+    skipped_model = sum(1 for f in index.files if f.area != "env")
+    if skipped_model:
+        plan.report.notes.append(f"{skipped_model} model-directory file(s) not re-applied: no reinstall touches "
+                                 "a model directory (their copies are in the checkpoint's files/)")
+    return plan
+
+
+def _plan_one(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
+              dists: Sequence[Distribution], options: Options, ledger: dict, moved: dict[str, CheckpointFile],
+              index: CheckpointIndex) -> None:
+    saved = _read_saved(checkpoint, f.content) if f.content else None
+    if f.patch or (f.kind == "modified" and saved is not None and _text(saved) is not None):
+        _plan_patched(plan, checkpoint, f, root, roots, dists, options, ledger)
+    elif f.kind == "added" and f.content:
+        _plan_added(plan, checkpoint, f, root, roots, options, moved)
+    elif f.kind == "modified" and f.content:
+        _plan_copied(plan, checkpoint, f, root, roots, dists)
+    elif f.kind == "missing":
+        _plan_missing(plan, f, root, roots, dists, index)
+    elif f.kind == "modified":
+        plan.report.files.append(ReapplyFile(
+            relpath=f.relpath, path="", action="copy", distribution=f.distribution, version_then=f.version,
+            status="skipped", reason=f"its content was not saved in the checkpoint ({f.not_copied or 'no copy'})"))
+
+
+def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
+                options: Options, moved: dict[str, CheckpointFile]) -> None:
+    item = ReapplyFile(relpath=f.relpath, path="", action="recreate", distribution=f.distribution)
+    path = _begin(plan, item, f, root, roots)
+    if path is None:
+        return
+    data = _read_saved(checkpoint, f.content)
+    if data is None:
+        item.status, item.reason = "failed", "its copy in the checkpoint is unreadable"
+        return
+    renamed = next((m for h, m in moved.items() if matches(h, data)), None)
+    if renamed is not None:
+        item.reason = f"renamed from {renamed.relpath} (its original content)"
+    if options.exclude_findings and renamed is None and path.endswith((".py", ".pyw")):
+        found = findings_of(data, path)
+        if found is None:
+            item.status, item.reason = "refused", ("an added file the debug rules cannot inspect (it does not parse "
+                                                   "or is too large): not recreated with --exclude-findings")
+            return
+        item.findings = [FindingOut(code=x.code, line=x.line, origin="injected") for x in found]
+        if found:
+            item.status, item.reason = "skipped", "an added file with debug findings (--exclude-findings)"
+            return
+    if os.path.lexists(path):
+        try:
+            same = read_regular(path, READ_MAX, follow=False) == data
+        except OSError:
+            same = False
+        note = f"{item.reason}; " if item.reason else ""
+        item.status, item.reason = ("already", note + "present with the saved content") if same else \
+            ("skipped", note + "a different file is there now; not replaced")
+        return
+    text = _text(data)
+    if text is not None:
+        item.diff = _diff("", text, f.relpath)
+    plan.writes.append(Write(item, path, data, f.mode if f.mode is not None else 0o644))
+
+
+def _plan_missing(plan: ReapplyPlan, f: CheckpointFile, root: str, roots: Sequence[str],
+                  dists: Sequence[Distribution], index: CheckpointIndex) -> None:
+    """A package file the user deleted (or renamed): deleted again only when the installed file
+    is the verified original of a RECORD of this environment, a regular file inside it."""
+    dist = _dist_now(f.distribution, dists)
+    item = ReapplyFile(relpath=f.relpath, path="", action="delete", distribution=f.distribution,
+                       version_then=f.version, version_now=dist.version if dist else None)
+    path = _begin(plan, item, f, root, roots)
+    if path is None:
+        return
+    moved_to = [a.relpath for a in index.files if a.kind == "added" and _same_hash(a.hash_after, f.hash_before)]
+    why = f"renamed to {', '.join(moved_to)}" if moved_to else "deleted in the checkpoint"
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        item.status, item.reason = "already", f"{why}; already absent"
+        return
+    except OSError as exc:
+        item.status, item.reason = "failed", f"cannot look at it: {os_error(exc)}"
+        return
+    entry = record_rows(dist).get(os.path.normpath(path)) if dist is not None else None
+    if entry is None or entry.hash is None:
+        item.status, item.reason = "skipped", (f"{why}; no RECORD of this environment lists it with a hash now: "
+                                               "not deleted")
+        return
+    if not stat.S_ISREG(st.st_mode):
+        item.status, item.reason = "skipped", f"{why}; now a {stat.filemode(st.st_mode)}, not a regular file: not deleted"
+        return
+    if not verify_file(path, entry):
+        item.status, item.reason = "conflict", (f"{why}; the installed file is not the original of {dist.key if dist else '?'}"
+                                                " (changed since the reinstall): not deleted")
+        return
+    version = f" (the version changed {f.version} → {dist.version})" if dist and f.version and f.version != dist.version else ""
+    item.reason = f"{why}: the installed file is the verified original{version}"
+    plan.writes.append(Write(item, path, None, 0, entry=entry))
+
+
+def _same_hash(a: str | None, b: str | None) -> bool:
+    from .record import parse_hash
+
+    if not a or not b:
+        return False
+    try:
+        x, y = parse_hash(a, allow_hex=True), parse_hash(b, allow_hex=True)
+    except ValueError:
+        return False
+    return (x.algorithm, x.digest) == (y.algorithm, y.digest)
+
+
+def _plan_copied(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
+                 dists: Sequence[Distribution]) -> None:
+    """A modified file with no patch (binary): its saved content goes back only over the very
+    original it was changed from; a new version of it is not merged."""
+    item = ReapplyFile(relpath=f.relpath, path="", action="copy", distribution=f.distribution, version_then=f.version)
+    path = _begin(plan, item, f, root, roots)
+    if path is None:
+        return
+    saved, original = _read_saved(checkpoint, f.content), _read_saved(checkpoint, f.original)
+    if original is not None and f.hash_before and not matches(f.hash_before, original):
+        original = None  # not the original the checkpoint says: not trusted
+    try:
+        current = read_regular(path, READ_MAX, follow=False)
+    except OSError as exc:
+        item.status, item.reason = "skipped", f"cannot read it: {os_error(exc)}"
+        return
+    if original is None and _same_original(path, f, _dist_now(f.distribution, dists)):
+        original = current  # no original was saved, but the installed file is that very original
+    if saved is None:
+        item.status, item.reason = "failed", "its saved copy in the checkpoint is unreadable"
+    elif current == saved:
+        item.status, item.reason = "already", "the installed file already has the saved content"
+    elif original is None:
+        item.status, item.reason = "conflict", ("no original was saved and the installed file is not the one it was "
+                                                "changed from: not replaced; its saved copy is in the checkpoint")
+    elif current != original:
+        item.status, item.reason = "conflict", ("binary, and not the original it was changed from (a new version?): "
+                                                "not merged; its saved copy is in the checkpoint")
+    else:
+        plan.writes.append(Write(item, path, saved, mode_for(path)))
+
+
+def _diff(old: str, new: str, rel: str) -> str:
+    try:
+        text = make_patch(old, new, rel)
+    except PatchError:
+        text = make_patch(old, new, "file")
+    lines = text.splitlines(keepends=True)
+    if len(lines) > DIFF_MAX_LINES:
+        return "".join(lines[:DIFF_MAX_LINES]) + f"... ({len(lines) - DIFF_MAX_LINES} more diff lines not shown)\n"
+    return text
+
+
+def rej_path(checkpoint: str, rel: str) -> str:
+    """Where ``--partial`` writes a file's conflicting hunks: beside the checkpoint, never in it."""
+    return os.path.join(os.path.abspath(checkpoint).rstrip(os.sep) + ".rej", *rel.split("/")) + ".rej"
+
+
+def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
+                  dists: Sequence[Distribution], options: Options, ledger: dict) -> None:
+    dist = _dist_now(f.distribution, dists)
+    item = ReapplyFile(relpath=f.relpath, path="", distribution=f.distribution, version_then=f.version,
+                       version_now=dist.version if dist else None, action="apply")
+    path = _begin(plan, item, f, root, roots)
+    if path is None:
+        return
+    ours_data = _read_saved(checkpoint, f.content)
+    ours = _text(ours_data) if ours_data is not None else None
+    if ours is None:
+        item.status, item.reason = "failed", "the saved content is missing or not UTF-8 text"
+        return
+    if f.hash_after and not matches(f.hash_after, ours_data or b""):
+        item.status, item.reason = "failed", "the saved content does not match the checkpoint's hash_after (changed?)"
+        return
+    try:
+        current_data = read_regular(path, READ_MAX, follow=False)
+    except FileNotFoundError:
+        item.status, item.reason = "skipped", "the file is gone from the installed version"
+        return
+    except OSError as exc:
+        item.status, item.reason = "failed", f"cannot read it: {os_error(exc)}"
+        return
+    current = _text(current_data)
+    if current is None:
+        item.status, item.reason = "failed", "the installed file is not UTF-8 text now"
+        return
+    base_data, where, tried = _find_original(checkpoint, f, ours, path, dist, options.finder)
+    base = _text(base_data) if base_data is not None else None
+    key = _sha(ours) + ("-x" if options.exclude_findings else "")
+    done = ledger.get(f.relpath)
+    if isinstance(done, dict) and done.get("key") == key and done.get("written") == _sha(current_data):
+        item.status, item.reason = "already", "the installed file is what an earlier reapply of these changes wrote"
+        item.original = where or None
+        return
+    if base is None:
+        why = "; ".join(tried)
+        if options.exclude_findings:
+            item.status = "refused"
+            item.reason = (f"the origin of its debug findings cannot be decided: no verified original of "
+                           f"{f.distribution or 'it'} {f.version or ''} {f.relpath} (tried: {why}); "
+                           f"{_how_to_get(f)}")
+        else:
+            item.status = "conflict"
+            item.reason = ("no original was saved and the installed file is not the one it was changed from: merge "
+                           f"by hand from the checkpoint's saved copy, or {_how_to_get(f)} (tried: {why})")
+        return
+    item.original = where
+    is_py = path.endswith((".py", ".pyw"))
+    added = added_line_numbers(base, ours)
+    wanted = ours
+    if is_py:
+        found_ours = findings_of(ours, path)
+        found_base = findings_of(base, path)
+        if found_ours is None or found_base is None:
+            if options.exclude_findings:
+                item.status = "refused"
+                item.reason = ("the debug rules cannot inspect the " + ("saved content" if found_ours is None
+                               else "original") + " (it does not parse, or is too large): the origin of its "
+                               "findings cannot be decided")
+                return
+            decided: list[Finding] = []
+        else:
+            decided = decide_origins(found_ours, found_base, added)
+        item.findings = [FindingOut(code=x.code, line=x.line, origin=x.origin) for x in decided]
+        injected = [(x.line, x.column) for x in decided if x.origin == "injected"]
+        if options.exclude_findings and injected:
+            cut = excise(base, ours, injected)
+            item.removed = [RemovedOut(start_line=r.start, end_line=r.end, text=r.text, reason=r.reason)
+                            for r in cut.removed]
+            item.kept = [LineRange(start_line=a, end_line=b) for a, b in cut.kept]
+            if cut.left:
+                item.status = "refused"
+                item.reason = "debug code that cannot be removed statement by statement: " + "; ".join(
+                    f"line {line}: {why}" for line, why in cut.left) + " (nothing written; merge by hand)"
+                return
+            if cut.text is None:
+                item.status, item.reason = "refused", cut.refused or "the debug code could not be removed"
+                return
+            wanted = cut.text
+            still = {n for a, b in cut.kept for n in range(a, b + 1)}
+            item.dropped = sum(1 for h in diff_hunks(base, ours)
+                               if (mine := added & set(h.added_range())) and not mine & still)
+    item.hunks = len(diff_hunks(base, ours))
+    if wanted == base:
+        item.status, item.reason = "unchanged", "every change is debug code (--exclude-findings): nothing to apply"
+        return
+    if current == wanted:
+        item.status, item.reason = "already", "the installed file already has these changes"
+        return
+    if current != base:
+        again = merge3(base, wanted, current)
+        if again.text == current and not again.conflicts:
+            item.status, item.reason = "already", "the installed file already carries these changes"
+            return
+    if not _is_original(path, dist):
+        item.status = "conflict"
+        item.reason = (f"the installed file is not the original of {dist.key if dist else f.distribution} "
+                       "(changed since the reinstall): not touched")
+        return
+    rej: tuple[str, str] | None = None
+    if current == base:
+        result = wanted
+    else:
+        item.action = "merge"
+        merged = merge3(base, wanted, current)
+        if merged.text is None:
+            # Numbered as in the checkpoint's patch (base → saved content), not the filtered one.
+            numbers = {h.old_start: i for i, h in enumerate(diff_hunks(base, ours), 1)}
+            kept_hunks = diff_hunks(base, wanted)
+            item.conflicts = [ConflictOut(hunk=numbers.get(kept_hunks[c.hunk - 1].old_start, c.hunk)
+                                          if c.hunk <= len(kept_hunks) else c.hunk,
+                                          base_start=c.base_start, reason=c.reason)
+                              for c in merged.conflicts]
+            bad = {c.hunk for c in merged.conflicts}
+            clean = [h for i, h in enumerate(kept_hunks, 1) if i not in bad]
+            partial_text = None
+            if clean:
+                try:
+                    partial_text = merge3(base, apply_hunks(base, clean, allow_offset=False), current).text
+                except PatchError:
+                    partial_text = None
+            rej_file = rej_path(checkpoint, f.relpath)
+            try:
+                rej_text = format_hunks(f.relpath, [h for i, h in enumerate(kept_hunks, 1) if i in bad])
+            except PatchError:
+                rej_text = "".join(h.text() for i, h in enumerate(kept_hunks, 1) if i in bad)
+            if not options.partial or partial_text is None or partial_text == current:
+                item.status = "conflict"
+                if partial_text is not None and partial_text != current:
+                    item.reason = (f"{len(merged.conflicts)} conflicting hunk(s): nothing applied to this file; "
+                                   f"--partial would apply the {len(clean)} clean hunk(s) and write the conflicting "
+                                   f"one(s) to {printable(rej_file)}")
+                elif partial_text is not None and options.partial:
+                    item.reason = (f"{len(merged.conflicts)} conflicting hunk(s); the {len(clean)} clean hunk(s) "
+                                   "are already applied: nothing to write")
+                    item.rej = printable(rej_file) if os.path.exists(rej_file) else None
+                else:
+                    item.reason = f"{len(merged.conflicts)} conflicting hunk(s) and no clean one: nothing applied"
+                return
+            result = partial_text
+            rej = (rej_file, rej_text)
+            item.rej = printable(rej_file)
+            item.reason = (f"--partial: the {len(clean)} clean hunk(s) go into the file, the "
+                           f"{len(merged.conflicts)} conflicting one(s) to {printable(rej_file)}")
+        else:
+            result = merged.text
+    if result == current:
+        item.status, item.reason = "unchanged", "every hunk was left out"
+        return
+    broken = _parses(path, result)
+    if broken:
+        item.status, item.reason = "failed", broken
+        return
+    if is_py and options.exclude_findings:
+        # The rules once more, on what would be written, against the installed original now.
+        after, now = findings_of(result, path), findings_of(current, path)
+        if after is None or now is None:
+            item.status, item.reason = "refused", "the result cannot be inspected by the debug rules: not written"
+            return
+        left = [x for x in decide_origins(after, now, added_line_numbers(current, result)) if x.origin == "injected"]
+        if left:
+            item.status = "refused"
+            item.reason = ("the result would still carry injected debug code (" + ", ".join(
+                f"{x.code} line {x.line}" for x in left) + "): not written")
+            return
+    item.diff = _diff(current, result, f.relpath)
+    plan.writes.append(Write(item, path, result.encode("utf-8"), mode_for(path), ledger=(f.relpath, key), rej=rej))
+
+
+# ---- applying ------------------------------------------------------------------------------
+
+
+def _write_rej(path: str, text: str, checkpoint: str) -> str | None:
+    """Write a .rej file beside the checkpoint (atomically; never through a symlink)."""
+    from .atomic import write_atomic
+
+    top = os.path.abspath(checkpoint).rstrip(os.sep) + ".rej"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.realpath(path) != os.path.abspath(path) or not os.path.abspath(path).startswith(top + os.sep):
+            return f"{path}: a symlink on the way; not written"
+        write_atomic(path, text)
+    except (OSError, ConfigError) as exc:
+        return f"cannot write {path}: {os_error(exc) if isinstance(exc, OSError) else exc}"
+    return None
+
+
+def _delete(w: Write) -> str | None:
+    """Delete a package file again: still a regular file matching its RECORD row, not followed."""
+    try:
+        st = os.lstat(w.path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return os_error(exc)
+    if not stat.S_ISREG(st.st_mode):
+        return f"now a {stat.filemode(st.st_mode)}: not deleted"
+    if not verify_file(w.path, w.entry):  # type: ignore[arg-type]
+        return "no longer the verified original (changed meanwhile): not deleted"
+    try:
+        os.unlink(w.path)
+    except OSError as exc:
+        return os_error(exc)
+    return None
 
 
 def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
@@ -381,7 +759,17 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
     report = plan.report
     report.dry_run = False
     journal = open_journal(root, report.notes)
+    ledger = _load_ledger(root)
     for w in plan.writes:
+        if w.data is None:
+            why = _delete(w)
+            w.item.status, w.item.reason = ("failed", why) if why else ("applied", w.item.reason)
+            continue
+        if w.rej is not None:
+            why = _write_rej(w.rej[0], w.rej[1], report.source)
+            if why:
+                w.item.status, w.item.reason = "failed", why + " (so the clean hunks were not applied either)"
+                continue
         data = w.data
 
         def fill(out, data=data) -> bool:
@@ -389,7 +777,13 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
             return True
 
         why = replace_file(w.path, fill, w.mode, journal)
-        w.item.status, w.item.reason = ("failed", why) if why else ("applied", w.item.reason)
+        if why:
+            w.item.status, w.item.reason = "failed", why
+            continue
+        w.item.status = "partial" if w.rej is not None else "applied"
+        if w.ledger is not None and w.rej is None:  # a partial write does not carry all the changes
+            ledger[w.ledger[0]] = {"key": w.ledger[1], "written": _sha(data)}
     close_journal(journal)
+    _save_ledger(root, ledger)
     report.duration_seconds = round(time.perf_counter() - started, 3)
     return report

@@ -7,6 +7,7 @@ the output is the point, api.reapply / api.checkpoint in-process elsewhere (the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -430,6 +431,8 @@ def test_a_merge_that_would_not_parse_is_failed_and_not_written(tmp_path, tmp_pa
     saved = crafted / entry["content"]
     # The saved content parses no more: its helper hunk leaves a bracket open.
     saved.write_text(saved.read_text().replace("for v in _finite(values)]", "for v in _finite(values)"))
+    entry["hash_after"] = "sha256=" + hashlib.sha256(saved.read_bytes()).hexdigest()  # consistent, as written
+    (crafted / "checkpoint.json").write_text(json.dumps(index))
     venv, site = fresh(tmp_path_factory, house, "1.1", "reapply-noparse")
     model = site / MODEL
     before = snapshot(model)

@@ -134,24 +134,38 @@ def render_reapply_text(r) -> str:
     if r.checkpoint:
         lines.append(f"checkpoint: {r.checkpoint}")
     for f in r.files:
-        status = {"planned": f"would {f.action}", "applied": f"{f.action} done"}.get(f.status, f.status)
+        status = {"planned": f"would {f.action}", "applied": f"{f.action} done",
+                  "partial": "partly applied"}.get(f.status, f.status)
         versions = ""
         if f.version_then and f.version_now and f.version_then != f.version_now:
             versions = f" {f.distribution} {f.version_then} → {f.version_now}"
         dropped = f", {f.dropped} of {f.hunks} hunks left out (debug findings)" if f.dropped else ""
         reason = f": {f.reason}" if f.reason else ""
         lines.append(f"  {status:<14} {f.relpath}{versions}{dropped}{reason}")
+        if f.original:
+            lines.append(f"      original: {f.original}")
         for c in f.conflicts:
             lines.append(f"      hunk {c.hunk} (line {c.base_start}): {c.reason}")
+        for d in f.removed:
+            where = f"line {d.start_line}" if d.start_line == d.end_line else f"lines {d.start_line}-{d.end_line}"
+            lines.append(f"      removed {where}: {d.text}  ({d.reason})")
+        if f.removed:
+            kept = ", ".join(str(k.start_line) if k.start_line == k.end_line else f"{k.start_line}-{k.end_line}"
+                             for k in f.kept)
+            lines.append(f"      kept added lines: {kept or 'none'}")
+        if f.rej:
+            lines.append(f"      conflicting hunks: {f.rej}")
+        if r.dry_run and f.diff and f.status == "planned":
+            lines += ["      " + line for line in f.diff.rstrip("\n").split("\n")]
     lines += [f"note: {n}" for n in r.notes]
-    done = sum(f.status == "applied" for f in r.files)
+    done = sum(f.status in ("applied", "partial") for f in r.files)
     planned = sum(f.status == "planned" for f in r.files)
     took = f" in {r.duration_seconds:.2f} s" if r.duration_seconds is not None else ""
     if r.dry_run:
         lines.append(f"{planned} file(s) would be written{took}; run again with --yes" if planned
                      else f"nothing to write{took}")
     else:
-        lines.append(f"{done} file(s) written{took}; {len(r.failed)} conflict(s) or failure(s)")
+        lines.append(f"{done} file(s) written{took}; {len(r.failed)} conflict(s), refusal(s) or failure(s)")
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,132 @@
+"""Statement-level removal of injected debug code (driftscan.excise), on the rules' own findings."""
+
+from __future__ import annotations
+
+import ast
+
+from driftscan.excise import excise
+from driftscan.inspect import inspect_source
+
+
+def cut(base: str, ours: str):
+    found = [(f.line, f.column) for f in inspect_source(ours, "m.py") if f.code.startswith("DBG1")]
+    assert found, "the rules find no debug code in the example"
+    return excise(base, ours, found)
+
+
+BASE = '''import torch
+
+
+def forward(self, x):
+    y = x * 2
+    return y
+'''
+
+
+def test_the_finding_s_statement_and_what_only_it_used_go_the_rest_stays():
+    ours = '''import os
+import torch
+
+
+def forward(self, x):
+    path = os.path.join("/tmp", f"x_{self.step}.pt")
+    y = x * 2
+    y = y.clamp(0, 1)
+    torch.save(y, path)
+    return y
+'''
+    result = cut(BASE, ours)
+    assert result.refused is None, result
+    assert result.text == BASE.replace("    y = x * 2\n", "    y = x * 2\n    y = y.clamp(0, 1)\n")
+    assert [(r.start, r.text) for r in result.removed] == [
+        (1, "import os"), (6, 'path = os.path.join("/tmp", f"x_{self.step}.pt")'), (9, "torch.save(y, path)")]
+    assert result.kept == ((8, 8),)
+
+
+def test_an_assignment_with_an_effect_stays_even_if_only_debug_code_read_it():
+    base = 'def load(cfg):\n    return cfg\n'
+    ours = ('import json\n\n\ndef load(cfg):\n    scheme = cfg.pop("kv_cache_scheme", None)\n'
+            '    json.dump(scheme, open("/tmp/scheme.json", "w"))\n    return cfg\n')
+    result = cut(base, ours)
+    assert result.text == 'def load(cfg):\n    scheme = cfg.pop("kv_cache_scheme", None)\n    return cfg\n', result
+    assert 'cfg.pop("kv_cache_scheme", None)' in result.text and "json" not in result.text
+    ast.parse(result.text)
+
+
+def test_a_guard_whose_body_keeps_a_fix_stays_with_the_fix():
+    ours = BASE.replace("    y = x * 2\n", '''    y = x * 2
+    if x.shape[0] == 7:
+        torch.save(x, "/tmp/a.pt")
+        y = y.clamp(0, 1)
+''')
+    result = cut(BASE, ours)
+    assert result.text is not None, result
+    assert "torch.save" not in result.text and "y = y.clamp(0, 1)" in result.text and "if x.shape[0] == 7:" in result.text
+
+
+def test_a_removed_helper_takes_its_calls_along():
+    ours = BASE.replace("    return y\n", "    _dump(y)\n    return y\n") + '''
+
+def _dump(t):
+    torch.save(t, "/tmp/t.pt")
+'''
+    result = cut(BASE, ours)
+    assert result.text == BASE, result
+
+
+def test_a_statement_holding_an_original_line_is_never_removed():
+    base = 'import torch\n\n\ndef f(x, path):\n    torch.save(\n        x,\n        path,\n    )\n'
+    ours = base.replace("        path,\n", '        "/tmp/x.pt",\n')
+    result = cut(base, ours)
+    assert result.text is None and result.left and "holds lines of the original" in result.left[0][1]
+
+
+def test_a_result_that_would_not_parse_is_refused():
+    base = 'import torch\n\n\ndef f(x):\n    if x:\n        return 1\n    else:\n        pass\n'
+    ours = base.replace("        pass\n", '        torch.save(x, "/tmp/x.pt")\n')
+    result = cut(base, ours)
+    assert result.text is None and "does not parse" in (result.refused or ""), result
+
+
+def test_a_line_shared_by_debug_code_and_a_kept_statement_is_refused():
+    ours = BASE.replace("    y = x * 2\n", '    y = x * 2; torch.save(x, "/tmp/a.pt")\n')
+    result = cut(BASE, ours)
+    assert result.text is None and "holds both" in (result.refused or ""), result
+
+
+def test_a_one_shot_guard_that_stays_keeps_the_flags_it_reads():
+    base = 'import torch\n\n\nclass Model:\n    name = "m"\n\n    def forward(self, x):\n        y = x\n        return y\n'
+    ours = base.replace('    name = "m"\n', '    name = "m"\n    _dumped_once = False\n').replace(
+        "        y = x\n", '''        y = x
+        if not Model._dumped_once:
+            torch.save(x, "/tmp/x.pt")
+            Model._dumped_once = True
+            y = y.clamp(0, 1)
+''')
+    result = cut(base, ours)
+    assert result.text is not None, result
+    assert "torch.save" not in result.text
+    for stays in ("_dumped_once = False", "if not Model._dumped_once:", "Model._dumped_once = True", "y.clamp(0, 1)"):
+        assert stays in result.text, stays
+
+
+def test_a_one_shot_guard_of_only_debug_code_goes_with_its_flags():
+    base = 'import torch\n\n\nclass Model:\n    name = "m"\n\n    def forward(self, x):\n        y = x\n        return y\n'
+    ours = base.replace('    name = "m"\n', '    name = "m"\n    _dumped_once = False\n').replace(
+        "        y = x\n", '''        y = x
+        # one dump, then never again
+        if not Model._dumped_once:
+            torch.save(x, "/tmp/x.pt")
+            Model._dumped_once = True
+''')
+    result = cut(base, ours)
+    assert result.text == base, result
+
+
+def test_crlf_lines_are_matched_and_a_lone_carriage_return_is_refused():
+    ours = BASE.replace("    y = x * 2\n", '    y = x * 2\n    torch.save(y, "/tmp/y.pt")\n')
+    result = cut(BASE.replace("\n", "\r\n"), ours.replace("\n", "\r\n"))
+    assert result.text == BASE.replace("\n", "\r\n"), result
+    lone = ours.replace("import torch\n", "import torch\r# a comment after a lone CR\n")
+    result = cut(BASE, lone)
+    assert result.text is None and "carriage return" in (result.refused or "")
