@@ -393,6 +393,12 @@ def _names(values: tuple[str, ...]) -> list[str]:
               help="The distributions you are about to reinstall (repeatable, comma-separated).")
 @click.option("--installer", type=click.Choice(["pip", "uv"]),
               help="Predict for this installer (default: each distribution's INSTALLER).")
+@click.option("--from", "source", metavar="WHEEL|DIR|index",
+              help="Where the reinstall installs from: a wheel file, a find-links directory, or the index "
+                   "(default: the source each distribution was installed from, as direct_url.json, INSTALLER "
+                   "and uv's cache tell).")
+@click.option("--checkpoint", "checkpoint", metavar="DIR",
+              help="A checkpoint already taken: no checkpoint step for the content it holds.")
 @click.option("--venv", metavar="PATH", help="The virtual environment (default: the running one).")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--expect", "expect", metavar="FILE", help="TOML expectations to check now and after the reinstall.")
@@ -407,8 +413,8 @@ def _names(values: tuple[str, ...]) -> list[str]:
 @policy_options
 @config_option
 @guarded
-def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, uv_cache, no_cache, model_dirs,
-         hf_cache, wheels, fetch, select, ignore, no_plugins, fail_on, exit_zero, config_file) -> None:
+def plan(reinstall, installer, source, checkpoint, venv, site_packages, expect, fmt, output, jobs, uv_cache, no_cache,
+         model_dirs, hf_cache, wheels, fetch, select, ignore, no_plugins, fail_on, exit_zero, config_file) -> None:
     """What will reinstalling NAME undo, and what will survive it?
 
     Each drift is marked WIPED, SURVIVES or MAY SURVIVE with the reason, followed by the steps:
@@ -426,7 +432,8 @@ def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, u
                       model_dirs=dirs, hf_cache=hub, include_environment=include_environment,
                       pristine=_pristine(venv, site_packages, wheels, fetch, uv_cache or config.uv_cache),
                       select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
-                      rules_modules=config.rules_modules, plugins=not no_plugins)
+                      rules_modules=config.rules_modules, plugins=not no_plugins, source=source,
+                      checkpoint=checkpoint)
     result.audit = _apply_accepted(result.audit, config)  # accepted drift never counts toward the status
     from .render.planview import PLAN_RENDERERS
 

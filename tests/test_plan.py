@@ -58,19 +58,30 @@ unchanged = true
 def test_plan_marks_every_drift_and_lists_the_steps(scenario):
     venv, cache, site, project, expect = scenario
     result = plan(["six", "click", "requests"], venv=str(venv), expect=str(expect), uv_cache=str(cache))
-    status = {os.path.relpath(i.path, site) if i.scope != "source" else i.relpath: i.status for i in result.items}
+    status = {os.path.relpath(i.path, site) if i.scope != "source" else i.relpath: (i.status, i.status_without_steps)
+              for i in result.items}
     assert status == {
-        "six.py": "SURVIVES",  # hard-linked with uv's cache, which has the edit too
-        "click/core.py": "WIPED",
-        "requests/help.py": "WIPED",
-        "requests/debug_patch.py": "SURVIVES",
-        "requests/__pycache__/ghost.cpython-311.pyc": "WIPED",  # uv empties the package's __pycache__
-        "src/mypkg/util.py": "SURVIVES",
+        # hard-linked with uv's cache, which has the edit too: the same-source reinstall alone links it
+        # back; the plan cleans the cache first, so after its steps it is wiped
+        "six.py": ("WIPED", "SURVIVES"),
+        "click/core.py": ("WIPED", "WIPED"),
+        "requests/help.py": ("WIPED", "WIPED"),
+        "requests/debug_patch.py": ("SURVIVES", "SURVIVES"),
+        "requests/__pycache__/ghost.cpython-311.pyc": ("WIPED", "WIPED"),  # uv empties the package's __pycache__
+        "src/mypkg/util.py": ("SURVIVES", "SURVIVES"),
     }
     assert result.installer == "uv"
+    six = next(i for i in result.items if i.path.endswith("six.py"))
+    assert six.reason.startswith(f"after step 2 (`uv cache clean --cache-dir {cache} six`)"), six.reason
     commands = [s.command for s in result.steps if s.command]
-    assert commands[0] == f"uv cache clean --cache-dir {cache} six"  # the cache the edit is in
-    assert commands[1] == f"uv pip install --python {venv} --reinstall --no-deps six==1.17.0 click==8.1.8 requests==2.32.3"
+    # something the reinstall wipes is in no checkpoint: the checkpoint comes first
+    assert commands[0].startswith(f"driftscan checkpoint --venv {venv} -o "), commands[0]
+    assert commands[1] == f"uv cache clean --cache-dir {cache} six"  # the cache the edit is in
+    assert commands[2] == f"uv pip install --python {venv} --reinstall --no-deps six==1.17.0 click==8.1.8 requests==2.32.3"
+    assert [(s.distribution, s.kind, s.told_by) for s in result.sources] == [
+        ("six", "index", ["INSTALLER", "direct_url.json", "uv-cache"]),
+        ("click", "index", ["INSTALLER", "direct_url.json"]), ("requests", "index", ["INSTALLER", "direct_url.json"])]
+    assert result.estimate.installer == "uv" and "after the cache clean" in result.estimate.basis
     expectations = {e.name: (e.holds_now, e.holds_after) for e in result.expectations}
     assert expectations == {
         "SM120: no kv_cache_scheme": (True, True),  # a model-directory file: survives as it is
@@ -83,17 +94,23 @@ def test_plan_marks_every_drift_and_lists_the_steps(scenario):
     assert sorted(result.wiped) == sorted(i.path for i in result.items if i.status == "WIPED")
 
 
-def test_plan_predictions_match_the_real_reinstall(scenario, wheelhouse):
+@pytest.mark.parametrize("with_steps", [False, True], ids=["reinstall-alone", "plan-steps"])
+def test_plan_predictions_match_the_real_reinstall(scenario, wheelhouse, with_steps):
     venv, cache, site, project, expect = scenario
     result = plan(["six", "click", "requests"], venv=str(venv), uv_cache=str(cache))
-    reinstall = next(s.command for s in result.steps if s.command and "--reinstall" in s.command)
-    argv = shlex.split(reinstall)
-    subprocess.run([venvs.uv_bin(), *argv[1:], *offline(wheelhouse)], check=True, capture_output=True,
-                   env={**os.environ, **venvs.uv_env(cache)})
+    env = {**os.environ, **venvs.uv_env(cache)}
+    for step in result.steps:
+        command = step.command or ""
+        if command.startswith("uv cache clean") and with_steps:
+            subprocess.run([venvs.uv_bin(), *shlex.split(command)[1:]], check=True, capture_output=True, env=env)
+        if "--reinstall" in command:
+            subprocess.run([venvs.uv_bin(), *shlex.split(command)[1:], *offline(wheelhouse)], check=True,
+                           capture_output=True, env=env)
     after = plan(["six"], venv=str(venv), uv_cache=str(cache))
     remaining = {i.path for i in after.items}
-    assert remaining == set(result.survives) | set(result.may_survive)
-    assert not remaining & set(result.wiped)
+    predicted = {i.path: i.status if with_steps else i.status_without_steps for i in result.items}
+    assert remaining == {p for p, s in predicted.items() if s != "WIPED"}
+    assert all(s != "MAY SURVIVE" for s in predicted.values())
 
 
 def test_plan_cli_text_and_json(scenario):
@@ -104,14 +121,16 @@ def test_plan_cli_text_and_json(scenario):
     assert text.returncode == 1, text.stderr  # "click patch present" will not hold after the reinstall
     lines = text.stdout.splitlines()
     assert lines[0] == "Plan: reinstall six, click, requests with uv"
+    assert lines[1].startswith("  from: six: index (told by INSTALLER, direct_url.json, uv-cache")
     assert any(line.strip().startswith("WIPED") and "click/core.py" in line for line in lines)
-    assert any(line.strip().startswith("SURVIVES") and "six.py" in line for line in lines)
+    assert any(line.strip().startswith("WIPED") and "six.py" in line for line in lines)  # after the cache clean
     assert f"       $ uv cache clean --cache-dir {cache} six" in lines
-    assert lines[-1] == "3 wiped, 3 survive, 0 may survive"
+    assert lines[-1] == "4 wiped, 2 survive, 0 may survive"
     data = json.loads(run_cli(*args, "--format", "json").stdout)
-    assert set(data) >= {"reinstall", "wiped", "survives", "may_survive", "steps"}
+    assert set(data) >= {"reinstall", "wiped", "survives", "may_survive", "steps", "sources", "estimate"}
     assert data["reinstall"] == ["six", "click", "requests"]
-    assert len(data["wiped"]) == 3 and len(data["survives"]) == 3
+    assert len(data["wiped"]) == 4 and len(data["survives"]) == 2
+    assert data["source"] is None  # no --from: each distribution's own source
 
 
 def test_plan_unknown_distribution_is_a_clear_error(pristine_pip_venv):
@@ -121,10 +140,30 @@ def test_plan_unknown_distribution_is_a_clear_error(pristine_pip_venv):
     assert proc.returncode == 2 and proc.stderr.startswith("driftscan: error: not installed here: sx")
 
 
-def test_plan_with_pip_override_predicts_the_cache_stays_poisoned(scenario):
+def test_plan_with_pip_override_on_a_venv_without_pip_runs_uv(scenario):
+    """``uv venv`` makes a venv with no pip: ``V/bin/python -m pip`` cannot run there, so the plan
+    is for uv (``uv pip install --python V/bin/python``) and says why."""
     venv, cache, site, project, expect = scenario
+    assert not list(site.glob("pip-*.dist-info"))
+    result = plan(["six"], venv=str(venv), installer="pip", uv_cache=str(cache))
+    assert result.installer == "uv" and "has no pip installed" in result.installer_reason
+    reinstall = next(s.command for s in result.steps if s.command and "--reinstall" in s.command)
+    assert reinstall == f"uv pip install --python {venv}/bin/python --reinstall --no-deps six==1.17.0"
+    assert not any("-m pip" in (s.command or "") for s in result.steps)
+    assert not any("-m pip" in d.remedy for d in plan(["six"], venv=str(venv), installer="pip").audit.drifts)
+
+
+def test_plan_with_pip_override_predicts_the_cache_stays_poisoned(scenario, wheelhouse):
+    venv, cache, site, project, expect = scenario
+    import ensurepip
+
+    bundled = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled")
+    venvs.uv_install(venv, cache, "--no-index", "--find-links", bundled, "pip")  # now pip can run in it
     result = plan(["six"], venv=str(venv), installer="pip", uv_cache=str(cache))
     six = next(i for i in result.items if i.path.endswith("six.py"))
+    assert result.installer == "pip" and result.installer_reason is None
     assert six.status == "WIPED" and "cache" in six.reason
-    assert result.steps[0].command == f"uv cache clean --cache-dir {cache} six"
-    assert "pip rewrites six's files" in result.steps[0].step
+    clean = next(s for s in result.steps if (s.command or "").startswith("uv cache clean"))
+    assert clean.command == f"uv cache clean --cache-dir {cache} six"
+    assert "pip rewrites six's files" in clean.step
+    assert result.estimate.installer == "pip"

@@ -19,7 +19,14 @@ def _yes_no(value: bool | None) -> str:
 
 
 def render_plan_text(plan: "Plan") -> str:
-    lines = [f"Plan: reinstall {', '.join(plan.reinstall)} with {plan.installer}", ""]
+    lines = [f"Plan: reinstall {', '.join(plan.reinstall)} with {plan.installer}"]
+    if plan.installer_reason:
+        lines.append(f"  ({plan.installer_reason})")
+    for src in plan.sources:
+        where = f" {src.path}" if src.path else ""
+        lines.append(f"  from: {src.distribution}: {src.kind}{where} (told by {', '.join(src.told_by) or 'nothing'}"
+                     f"{': ' + src.detail if src.detail else ''})")
+    lines.append("")
     if plan.items:
         width = max(len(i.status) for i in plan.items)
         for item in sorted(plan.items, key=lambda i: (_ORDER[i.status], i.scope, i.distribution or "", i.path)):
