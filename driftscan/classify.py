@@ -201,8 +201,10 @@ def _package(check: FileCheck, target: Target, installer: str | None) -> Drift:
         if cache.copy:
             how = "is a symlink to" if cache.symlink else f"shares its inode ({cache.links} links) with"
             evidence = (f"{how} uv's cache copy {cache.copy}: the edit is in the cache, so a uv reinstall "
-                        "links the edited file back and every venv sharing this cache has it; a pip "
-                        "--force-reinstall would fix this venv but leave the cache edited")
+                        "from the source it was installed from links the edited file back and every venv sharing "
+                        "this cache has it (one from another source, such as a wheel file, unpacks afresh and "
+                        "wipes it: `driftscan plan --from` tells which); a pip --force-reinstall would fix this "
+                        "venv but leave the cache edited")
             return Drift(check, Scope.PACKAGE, True, _then(note, f"{clean} && {command}"), evidence,
                          Prediction.SURVIVES)
         evidence = (f"hard-linked ({cache.links} links) but no copy found in uv's cache "

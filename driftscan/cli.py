@@ -417,8 +417,10 @@ def plan(reinstall, installer, source, checkpoint, venv, site_packages, expect, 
          model_dirs, hf_cache, wheels, fetch, select, ignore, no_plugins, fail_on, exit_zero, config_file) -> None:
     """What will reinstalling NAME undo, and what will survive it?
 
-    Each drift is marked WIPED, SURVIVES or MAY SURVIVE with the reason, followed by the steps:
-    the exact reinstall command, `uv cache clean` first where needed, dumps to delete, and the
+    Each drift is marked WIPED, SURVIVES or MAY SURVIVE with the reason, for a reinstall from
+    --from (default: where each distribution was installed from), followed by the steps: a
+    checkpoint first when the reinstall destroys content, `uv cache clean` first where the
+    reinstall would link an edited file back, the exact reinstall command, dumps to delete, and the
     expectations that already hold and survive (steps you can skip).
     Exit status: bit 1 when an expectation is not known to hold after the reinstall, or when what
     survives (or may survive) the reinstall meets --fail-on (default: any drift); bit 2 as for audit.

@@ -351,7 +351,7 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
             steps.append(PlanStep(step=f"remove the orphaned {os.path.basename(d.check.path)}: installers think "
                                        "its package is installed and may refuse to reinstall it",
                                   command=f"rm -r {shlex.quote(d.check.path)}"))
-    relinks = any(s == SURVIVES for s, _ in alone.values()) and not to_clean
+    relinks = not to_clean and not after_only and source is None and all(map(_linked_from_cache, chosen_dists))
     plan.estimate = _estimate(chosen_dists, who, sources, cleaned=bool(to_clean), relinks=relinks,
                               unpacks=bool(after_only))
     note, reinstall = reinstall_parts(target, chosen_dists, installer,
@@ -366,7 +366,7 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
                                    "afresh here, but the edited archive stays there and a later install from the "
                                    "source it was unpacked for (other venvs too) links it back",
                               command=uv_cache_clean(dist, cache_dir)))
-    faster = _restore_alternative(drifts, chosen_dists, chosen, target, plan.estimate)
+    faster = _restore_alternative(drifts, chosen_dists, chosen, target, plan.estimate, originals)
     if faster is not None:
         steps.append(faster)
     steps += _later_steps(plan, drifts)
@@ -410,6 +410,20 @@ def _cache_entries(drifts: list[Drift], chosen: set[str]) -> dict:
     return out
 
 
+def _linked_from_cache(dist: Distribution) -> bool:
+    """Whether ``dist``'s files are still hard links (its first package file has more than one
+    link): uv's cache holds the archive it was installed from, so a same-source reinstall links."""
+    if (dist.installer or "").lower() != "uv":
+        return False
+    for entry in dist.entries:
+        if entry.hash is not None and ".dist-info/" not in entry.path and not entry.path.startswith(".."):
+            try:
+                return os.lstat(os.path.join(dist.site_packages, entry.path)).st_nlink > 1
+            except OSError:
+                return False
+    return False
+
+
 def _pip_poisoned(drifts: list[Drift], chosen: set[str]) -> dict[str, str | None]:
     poisoned: dict[str, str | None] = {}
     for d in drifts:
@@ -420,8 +434,8 @@ def _pip_poisoned(drifts: list[Drift], chosen: set[str]) -> dict[str, str | None
     return poisoned
 
 
-_HAS_CONTENT = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED,
-                DriftKind.ORPHANED_BYTECODE}
+# Drift whose content a reinstall destroys (ghost bytecode is derived: nothing to keep).
+_HAS_CONTENT = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED}
 
 
 def _checkpoint_step(lost: list[Drift], target: Target, checkpoint_dir: str | None, model_dirs: Sequence[str],
@@ -430,9 +444,9 @@ def _checkpoint_step(lost: list[Drift], target: Target, checkpoint_dir: str | No
         f" --site-packages {shlex.quote(s)}" for s in target.site_packages)
     models = "".join(f" --model-dir {shlex.quote(m)}" for m in model_dirs)
     dest = shlex.quote(checkpoint_dir) if checkpoint_dir else "CHECKPOINT_DIR"
-    held = "the checkpoint given holds" if given else "no checkpoint was given that holds"
+    held = "the checkpoint given does not hold" if given else "no checkpoint holds (none given: --checkpoint DIR)"
     return PlanStep(step=f"checkpoint first: the reinstall wipes {len(lost)} drifted file(s) whose content "
-                         f"{held} not (e.g. {printable(relpath(lost[0].check.path, lost[0].check.root))}); "
+                         f"{held} (e.g. {printable(relpath(lost[0].check.path, lost[0].check.root))}); "
                          "`driftscan reapply` brings the wanted changes back from it afterwards",
                     command=f"driftscan checkpoint{where}{models} -o {dest}")
 
@@ -477,8 +491,25 @@ def _estimate(chosen_dists: list[Distribution], who: str, sources: dict[str, Rei
                               f"(about {UV_LINK_SPEEDUP:.0f}x less when its cache already holds the archive)")
 
 
+def _has_original(drift: Drift, originals) -> bool:
+    """Whether a verified original of this very file is at hand: the distribution's source (the
+    drift's ``pristine``) gives bytes matching its RECORD row. A source that has some of the
+    distribution's files, not this one (uv's cache with this file edited through a hard link), does
+    not count."""
+    check, dist = drift.check, drift.check.distribution
+    if check.pristine is None or dist is None:
+        return False
+    lookup = originals.get(dist) if originals is not None else None
+    if lookup is None or lookup.copy is None:
+        return False
+    path = os.path.normpath(check.path)
+    entry = next((e for e in dist.entries if os.path.normpath(os.path.join(dist.site_packages, e.path)) == path),
+                 None)
+    return entry is not None and entry.path not in lookup.lacking and lookup.copy.check(entry) is None
+
+
 def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], chosen: set[str],
-                         target: Target, estimate: PlanEstimate) -> PlanStep | None:
+                         target: Target, estimate: PlanEstimate, originals=None) -> PlanStep | None:
     """``driftscan restore`` in place of the reinstall, when every package drift of the chosen
     distributions has a verified original of that very file at hand; with both times estimated.
     When some lack one, the step says how many and how to get them, and promises nothing."""
@@ -487,13 +518,11 @@ def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], 
     restorable = [d for d in mine if d.check.kind in _RESTORABLE]
     if not restorable or len(restorable) != len(mine):
         return None
-    with_original = [d for d in restorable if d.check.pristine is not None]
-    if not with_original:
-        return None
+    with_original = [d for d in restorable if _has_original(d, originals)]
     where = f" --venv {shlex.quote(target.venv)}" if target.venv else "".join(
         f" --site-packages {shlex.quote(s)}" for s in target.site_packages)
     names = "".join(f" --dist {shlex.quote(d.name)}" for d in chosen_dists)
-    lacking = [d for d in restorable if d.check.pristine is None]
+    lacking = [d for d in restorable if d not in with_original]
     if lacking:
         owners = sorted({d.check.distribution.key for d in lacking if d.check.distribution})
         reqs = " ".join(sorted({requirement(d.check.distribution) for d in lacking if d.check.distribution}))
@@ -506,7 +535,7 @@ def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], 
     size = sum(int(d.check.expected.get("size") or 0) for d in restorable)
     restore_s = size / RESTORE_BYTES_PER_S + len(restorable) * RESTORE_SECONDS_PER_FILE
     refs = [d.check.pristine for d in restorable if d.check.pristine]
-    sources = sorted({r.source for r in refs})
+    sources = sorted({r.source for r in refs})  # (every one of them has its original, checked above)
     # The restore must find the originals where this audit found them.
     wheels = sorted({os.path.dirname(r.path) for r in refs if r.source == "wheels"})
     found = "".join(f" --wheels {shlex.quote(w)}" for w in wheels) + (" --fetch" if "fetch" in sources else "")

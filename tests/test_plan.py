@@ -167,3 +167,63 @@ def test_plan_with_pip_override_predicts_the_cache_stays_poisoned(scenario, whee
     assert clean.command == f"uv cache clean --cache-dir {cache} six"
     assert "pip rewrites six's files" in clean.step
     assert result.estimate.installer == "pip"
+
+
+def test_plan_restore_alternative_counts_originals_file_by_file(scenario):
+    """uv's cache holds verified originals of click's and requests' files, but six's archive carries
+    the in-place edit: the plan says 2 of 3 and how to get the third, and offers no restore."""
+    venv, cache, site, project, expect = scenario
+    result = plan(["six", "click", "requests"], venv=str(venv), uv_cache=str(cache))
+    assert not any((s.command or "").startswith("driftscan restore") for s in result.steps)
+    (step,) = [s for s in result.steps if "restore cannot replace the reinstall" in s.step]
+    assert "2 of 3 drifted file(s) have a verified original, 1 have none (e.g. six.py, six 1.17.0)" in step.step
+    assert "--wheels DIR" in step.step and "--fetch" in step.step
+    assert step.command == "pip download --no-deps --only-binary :all: --dest WHEELS_DIR six==1.17.0"
+
+
+def test_plan_asks_for_a_checkpoint_only_for_content_no_checkpoint_holds(scenario, tmp_path):
+    from driftscan.api import checkpoint
+
+    venv, cache, site, project, expect = scenario
+    first = plan(["click"], venv=str(venv), uv_cache=str(cache))
+    assert first.steps[0].command.startswith(f"driftscan checkpoint --venv {venv} -o ")
+    assert "wipes 1 drifted file(s)" in first.steps[0].step and "click/core.py" in first.steps[0].step
+    taken = tmp_path / "cp"
+    checkpoint(str(taken), venv=str(venv), uv_cache=str(cache))
+    held = plan(["click"], venv=str(venv), uv_cache=str(cache), checkpoint=str(taken))
+    assert not any((s.command or "").startswith("driftscan checkpoint") for s in held.steps)
+    # Edited again after the checkpoint: the checkpoint no longer holds what the reinstall destroys.
+    replace_by_rename(site / "click/core.py", (site / "click/core.py").read_text() + "# second edit\n")
+    again = plan(["click"], venv=str(venv), uv_cache=str(cache), checkpoint=str(taken))
+    assert again.steps[0].command.startswith("driftscan checkpoint")
+    assert "whose content the checkpoint given does not hold" in again.steps[0].step
+
+
+def test_plan_from_bad_values_is_a_clear_error(scenario, wheelhouse):
+    venv, cache, site, project, expect = scenario
+    missing = run_cli("plan", "--reinstall", "six", "--venv", str(venv), "--from", str(venv / "nope.whl"))
+    assert missing.returncode == 2
+    assert missing.stderr.startswith(f"driftscan: error: --from {venv / 'nope.whl'}: No such file or directory")
+    other = next(wheelhouse.glob("click-*.whl"))
+    wrong = run_cli("plan", "--reinstall", "six", "--venv", str(venv), "--from", str(other))
+    assert wrong.returncode == 2 and "a wheel of none of the distributions to reinstall (six)" in wrong.stderr
+    not_wheel = run_cli("plan", "--reinstall", "six", "--venv", str(venv), "--from", str(expect))
+    assert not_wheel.returncode == 2 and "neither a .whl file nor a directory" in not_wheel.stderr
+    assert "Traceback" not in missing.stderr + wrong.stderr + not_wheel.stderr
+
+
+def test_plan_from_a_wheel_file_predicts_the_fresh_unpack_and_says_how_it_was_told(scenario, wheelhouse):
+    venv, cache, site, project, expect = scenario
+    wheel = next(wheelhouse.glob("six-1.17.0-*.whl"))
+    result = plan(["six"], venv=str(venv), uv_cache=str(cache), source=str(wheel))
+    six = next(i for i in result.items if i.path.endswith("six.py"))
+    assert (six.status, six.status_without_steps) == ("WIPED", "WIPED")
+    assert f"a reinstall from the wheel file {wheel} uses another cache entry" in six.reason
+    assert result.source.kind == "wheel" and result.source.told_by == ["--from"]
+    assert result.source.path == str(wheel)
+    commands = [s.command for s in result.steps if s.command]
+    reinstall = f"uv pip install --python {venv} --reinstall --no-deps {wheel}"
+    assert reinstall in commands
+    # The edited archive stays in uv's cache: cleaning it comes after the reinstall, not before.
+    assert commands.index(f"uv cache clean --cache-dir {cache} six") > commands.index(reinstall)
+    assert "uv unpacking the wheel" in result.estimate.basis

@@ -93,3 +93,23 @@ def test_uv_reinstall_wipes_junk_in_its_pycache(tmp_path, wheelhouse):
     assert predicted == {"requests/__pycache__/ghost.cpython-311.pyc": "wiped", "requests/extra.py": "survives"}
     venvs.uv_install(venv, cache, *offline(wheelhouse), "--reinstall", "--no-deps", "requests==2.32.3")
     assert {d.relpath for d in audit(venv=str(venv), uv_cache=str(cache)).drifts} == {"requests/extra.py"}
+
+
+def test_uv_edit_whose_source_cannot_be_told_may_survive_with_both_cases(tmp_path):
+    """Installed from a wheel file that is gone since: whether a reinstall relinks the edited archive
+    cannot be told, and the plan spells out both outcomes."""
+    from driftscan.api import plan
+    from fixtures.wheels import build_wheel
+
+    wheel = build_wheel(tmp_path / "w", "gonepkg", "1.0", {"gonepkg/__init__.py": "X = 1\n"})
+    cache = tmp_path / "uv-cache"
+    venv = venvs.make_uv_venv(tmp_path / "v", cache)
+    venvs.uv_install(venv, cache, "--no-deps", str(wheel))
+    wheel.unlink()
+    with open(venvs.site_packages_of(venv) / "gonepkg/__init__.py", "a") as f:
+        f.write("# edit\n")
+    result = plan(["gonepkg"], venv=str(venv), uv_cache=str(cache))
+    (item,) = result.items
+    assert item.status_without_steps == "MAY SURVIVE"
+    assert "uv links the edited archive back" in item.reason and "otherwise it unpacks afresh" in item.reason
+    assert [(s.kind, s.told_by) for s in result.sources] == [("wheel", ["direct_url.json"])]

@@ -89,7 +89,7 @@ class CacheEntry:
 def parse_source(value: str) -> ReinstallSource:
     """``--from``'s value: a path to a ``.whl``, a directory of wheels, or the literal ``index``."""
     if value == "index":
-        return ReinstallSource(SourceKind.INDEX, None, (ToldBy.FLAG,), "--from index")
+        return ReinstallSource(SourceKind.INDEX, None, (ToldBy.FLAG,), "the index, named by --from")
     path = os.path.abspath(value)
     try:
         st = os.stat(path)
@@ -97,9 +97,9 @@ def parse_source(value: str) -> ReinstallSource:
         raise ConfigError(f"--from {value}: {exc.strerror or exc} (give a wheel file, a directory of wheels, "
                           "or index)") from None
     if stat.S_ISDIR(st.st_mode):
-        return ReinstallSource(SourceKind.FIND_LINKS, path, (ToldBy.FLAG,), f"--from {value}: a find-links directory")
+        return ReinstallSource(SourceKind.FIND_LINKS, path, (ToldBy.FLAG,), "a find-links directory, named by --from")
     if stat.S_ISREG(st.st_mode) and path.endswith(".whl"):
-        return ReinstallSource(SourceKind.WHEEL, path, (ToldBy.FLAG,), f"--from {value}: a wheel file")
+        return ReinstallSource(SourceKind.WHEEL, path, (ToldBy.FLAG,), "a wheel file, named by --from")
     raise ConfigError(f"--from {value}: neither a .whl file nor a directory (give a wheel file, a directory of "
                       "wheels, or index)")
 
