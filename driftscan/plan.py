@@ -356,9 +356,8 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
                               unpacks=bool(after_only))
     note, reinstall = reinstall_parts(target, chosen_dists, installer,
                                       [sources[normalize(d.name)] for d in chosen_dists] if source else ())
-    took = f"; {_seconds(plan.estimate.seconds)} ({plan.estimate.basis})"
-    steps.append(PlanStep(step=f"reinstall {', '.join(plan.reinstall)} with {who}" + (f" ({note})" if note else "")
-                          + took, command=reinstall))
+    steps.append(PlanStep(step=f"reinstall {', '.join(plan.reinstall)} with {who}" + (f" ({note})" if note else ""),
+                          command=reinstall))
     for name, cache_dir in sorted(after_only.items()):
         dist = next(x for x in chosen_dists if x.name == name)
         where = f" ({cache_dir})" if cache_dir else ""
@@ -518,6 +517,8 @@ def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], 
     restorable = [d for d in mine if d.check.kind in _RESTORABLE]
     if not restorable or len(restorable) != len(mine):
         return None
+    if any(d.kind is not MetadataKind.DIST_INFO for d in chosen_dists):
+        return None  # a system package manager's files go back through it (restore is for wheels' files)
     with_original = [d for d in restorable if _has_original(d, originals)]
     where = f" --venv {shlex.quote(target.venv)}" if target.venv else "".join(
         f" --site-packages {shlex.quote(s)}" for s in target.site_packages)

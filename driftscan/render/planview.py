@@ -40,6 +40,10 @@ def render_plan_text(plan: "Plan") -> str:
         for e in plan.expectations:
             lines.append(f"  {_yes_no(e.holds_now):>7} → {_yes_no(e.holds_after):<7}  {e.name}")
             lines.append(f"  {'':>19}{e.reason}")
+    if plan.estimate is not None:
+        seconds = plan.estimate.seconds
+        took = "under a second" if seconds < 1 else f"about {seconds:.0f} s"
+        lines += ["", f"Reinstall time: {took} with {plan.estimate.installer} ({plan.estimate.basis}; an estimate)"]
     lines += ["", "Steps:"]
     for n, step in enumerate(plan.steps, 1):
         lines.append(f"  {n}. {step.step}")
