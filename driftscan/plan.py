@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from .classify import effective_installer, reinstall_parts, requirement, uv_cache_clean
 from .discover.reinstall_source import (CacheEntry, Relink, ReinstallSource, SourceKind, cache_entry,
-                                        installed_source, relink)
+                                        confirmed, installed_source, relink)
 from .discover.target import site_packages_prefix
 from .discover.uvcache import find_pristine_copy
 from .errors import ConfigError
@@ -65,7 +65,7 @@ class PlanSource(BaseModel):
     kind: str = Field(description="wheel | find-links | index | unknown")
     path: str | None = Field(default=None, description="the wheel file or find-links directory")
     told_by: list[str] = Field(default_factory=list,
-                               description="--from, direct_url.json, INSTALLER, uv-cache, or nothing")
+                               description="--from, direct_url.json, INSTALLER, uv-cache, uv_cache.json, or nothing")
     detail: str = ""
     distribution: str | None = Field(default=None, description="the distribution this source is for (None: all)")
 
@@ -245,9 +245,9 @@ def _sources_for(chosen_dists: list[Distribution], source: ReinstallSource | Non
     for dist in chosen_dists:
         key = normalize(dist.name)
         if source is not None and (source.kind is not SourceKind.WHEEL or _wheel_name(source.path or "") == key):
-            out[key] = source
+            out[key] = confirmed(source, dist)
         else:
-            out[key] = installed_source(dist, entries.get(key))
+            out[key] = confirmed(installed_source(dist, entries.get(key)), dist)
     return out
 
 

@@ -221,6 +221,10 @@ def test_plan_from_a_wheel_file_predicts_the_fresh_unpack_and_says_how_it_was_to
     assert f"a reinstall from the wheel file {wheel} uses another cache entry" in six.reason
     assert result.source.kind == "wheel" and result.source.told_by == ["--from"]
     assert result.source.path == str(wheel)
+    # It is the very wheel uv installed six from (through the find-links directory): uv_cache.json
+    # says so, and still the reinstall from the file unpacks afresh (another cache entry).
+    assert result.sources[0].told_by == ["--from", "uv_cache.json"]
+    assert "is the very file uv installed it from" in result.sources[0].detail
     commands = [s.command for s in result.steps if s.command]
     reinstall = f"uv pip install --python {venv} --reinstall --no-deps {wheel}"
     assert reinstall in commands

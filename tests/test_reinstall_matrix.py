@@ -108,6 +108,11 @@ def run_case(case: Case, tmp: Path, links: Path, wheel: Path) -> dict[str, tuple
         _run(f"uv cache clean {NAME}", case, cache, links)
     source = {"dir": str(links), "wheel": str(wheel), "index": "index"}.get(case.source)
     result = plan([NAME], venv=str(venv), uv_cache=str(cache), source=source)
+    (told,) = result.sources
+    # uv records the ctime of the wheel it installed from (uv_cache.json): the directory's wheel and
+    # the wheel file are that very file here; pip records nothing of the kind.
+    if case.source in ("dir", "wheel"):
+        assert ("uv_cache.json" in told.told_by) is (case.installer != "pip"), told
     items = {os.path.relpath(i.path, site): i for i in result.items}
     assert set(items) == set(EDITS.values()), items
     with_steps = case.source == "plan-steps"

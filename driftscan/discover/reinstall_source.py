@@ -20,7 +20,7 @@ import enum
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import ConfigError
 from ..model import Distribution
@@ -42,6 +42,7 @@ class ToldBy(str, enum.Enum):
     DIRECT_URL = "direct_url.json"
     INSTALLER = "INSTALLER"
     UV_CACHE = "uv-cache"
+    UV_CACHE_JSON = "uv_cache.json"  # its timestamp is the ctime of the wheel file uv installed from
     NOTHING = "nothing"
 
 
@@ -134,6 +135,56 @@ def installed_source(dist: Distribution, entry: CacheEntry | None = None) -> Rei
                                f"INSTALLER {installer}, no direct_url.json, and uv's cache entry is for {what}")
     return ReinstallSource(SourceKind.INDEX, None, told,
                            f"INSTALLER {installer} and no direct_url.json: an index or a find-links directory")
+
+
+def installed_ctime(dist: Distribution) -> int | None:
+    """The ctime (ns) of the wheel file uv installed ``dist`` from, as its ``uv_cache.json`` records
+    it (``{"timestamp": {"secs_since_epoch", "nanos_since_epoch"}}``); None without one."""
+    import json
+
+    from ..fileio import read_regular
+
+    try:
+        data = json.loads(read_regular(os.path.join(dist.metadata_dir, "uv_cache.json"), 64 << 10,
+                                       what="uv_cache.json"))
+        stamp = data["timestamp"]
+        secs, nanos = stamp["secs_since_epoch"], stamp["nanos_since_epoch"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if type(secs) is not int or type(nanos) is not int or not 0 <= nanos < 10**9 or secs < 0:
+        return None
+    return secs * 1_000_000_000 + nanos
+
+
+def _wheel_of(directory: str, dist: Distribution) -> str | None:
+    """The wheel of ``dist`` (its name and version) in ``directory``, when there is exactly one."""
+    stem = f"{re.sub(r'[-_.]+', '_', dist.name).lower()}-{dist.version}-"
+    try:
+        found = [e.path for e in os.scandir(directory) if e.name.lower().startswith(stem) and e.name.endswith(".whl")
+                 and e.is_file()]
+    except OSError:
+        return None
+    return found[0] if len(found) == 1 else None
+
+
+def confirmed(source: ReinstallSource, dist: Distribution) -> ReinstallSource:
+    """``source``, with ``uv_cache.json`` among what told when its wheel is the very file uv
+    installed ``dist`` from (the same ctime, to the nanosecond), and said so when it is not."""
+    if source.kind not in (SourceKind.WHEEL, SourceKind.FIND_LINKS) or source.path is None:
+        return source
+    stamp = installed_ctime(dist)
+    if stamp is None:
+        return source
+    wheel = source.path if source.kind is SourceKind.WHEEL else _wheel_of(source.path, dist)
+    ctime = _ctime_ns(wheel) if wheel else None
+    if ctime is None:
+        return source
+    if ctime == stamp:
+        return replace(source, told_by=(*source.told_by, ToldBy.UV_CACHE_JSON),
+                       detail=f"{source.detail}; {os.path.basename(wheel or '')} is the very file uv installed it "
+                              "from (uv_cache.json records its ctime)")
+    return replace(source, detail=f"{source.detail}; {os.path.basename(wheel or '')} is not the file uv installed "
+                                  "it from, or changed since (uv_cache.json records another ctime)")
 
 
 _REV_INT = {0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8}
