@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from .classify import effective_installer, reinstall_parts, requirement, uv_cache_clean
 from .discover.reinstall_source import (CacheEntry, Relink, ReinstallSource, SourceKind, cache_entry,
-                                        confirmed, installed_source, relink)
+                                        confirmed, installed_source, mismatch, relink)
 from .discover.target import site_packages_prefix
 from .discover.uvcache import find_pristine_copy
 from .errors import ConfigError
@@ -333,6 +333,10 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
             and (held is None or d.check.path not in held)]
     if lost:
         steps.append(_checkpoint_step(lost, target, checkpoint_dir, model_dirs, held is not None))
+    for dist in chosen_dists:
+        odd = mismatch(sources[normalize(dist.name)], dist)
+        if odd is not None:
+            steps.append(PlanStep(step=f"note: {printable(odd)}"))
     for name, cache_dir in sorted(to_clean.items()):
         dist = next(x for x in chosen_dists if x.name == name)
         where = f" ({cache_dir})" if cache_dir else ""

@@ -231,3 +231,17 @@ def test_plan_from_a_wheel_file_predicts_the_fresh_unpack_and_says_how_it_was_to
     # The edited archive stays in uv's cache: cleaning it comes after the reinstall, not before.
     assert commands.index(f"uv cache clean --cache-dir {cache} six") > commands.index(reinstall)
     assert "uv unpacking the wheel" in result.estimate.basis
+
+
+def test_plan_from_a_source_that_is_no_reinstall_says_so(scenario, wheelhouse, tmp_path):
+    venv, cache, site, project, expect = scenario
+    empty = tmp_path / "no-wheels"
+    empty.mkdir()
+    result = plan(["six"], venv=str(venv), uv_cache=str(cache), source=str(empty))
+    assert any(s.step.startswith(f"note: {empty} holds no wheel of six 1.17.0: the reinstall below fails")
+               for s in result.steps)
+    other = tmp_path / "six-1.16.0-py2.py3-none-any.whl"
+    other.write_bytes(next(wheelhouse.glob("six-1.17.0-*.whl")).read_bytes())
+    result = plan(["six"], venv=str(venv), uv_cache=str(cache), source=str(other))
+    assert any("is version 1.16.0, and six 1.17.0 is installed" in s.step for s in result.steps)
+    assert result.steps[0].command.startswith("driftscan checkpoint")  # still the first step

@@ -156,15 +156,41 @@ def installed_ctime(dist: Distribution) -> int | None:
     return secs * 1_000_000_000 + nanos
 
 
-def _wheel_of(directory: str, dist: Distribution) -> str | None:
-    """The wheel of ``dist`` (its name and version) in ``directory``, when there is exactly one."""
-    stem = f"{re.sub(r'[-_.]+', '_', dist.name).lower()}-{dist.version}-"
+def wheels_of(directory: str, dist: Distribution) -> list[str]:
+    """The wheels of ``dist`` (its name and installed version) in ``directory``."""
+    stem = f"{re.sub(r'[-_.]+', '_', dist.name).lower()}-{str(dist.version).lower()}-"
     try:
-        found = [e.path for e in os.scandir(directory) if e.name.lower().startswith(stem) and e.name.endswith(".whl")
-                 and e.is_file()]
+        return sorted(e.path for e in os.scandir(directory) if e.name.lower().startswith(stem)
+                      and e.name.endswith(".whl") and e.is_file())
     except OSError:
-        return None
+        return []
+
+
+def _wheel_of(directory: str, dist: Distribution) -> str | None:
+    """The wheel of ``dist`` in ``directory``, when there is exactly one."""
+    found = wheels_of(directory, dist)
     return found[0] if len(found) == 1 else None
+
+
+def wheel_version(path: str) -> str | None:
+    """The version a wheel file's name gives (``name-version-…whl``)."""
+    parts = os.path.basename(path).split("-")
+    return parts[1] if len(parts) >= 5 else None
+
+
+def mismatch(source: ReinstallSource, dist: Distribution) -> str | None:
+    """Why the reinstall from ``source`` is not a reinstall of ``dist`` as installed (another
+    version, no wheel of it in the directory), or None."""
+    if source.kind is SourceKind.WHEEL and source.path:
+        version = wheel_version(source.path)
+        if version is not None and version.lower() != str(dist.version).lower():
+            return (f"{os.path.basename(source.path)} is version {version}, and {dist.name} {dist.version} is "
+                    "installed: that is a change of version, not a reinstall, and these predictions are for a "
+                    "reinstall of the same version (the new version's files replace the old ones)")
+    if source.kind is SourceKind.FIND_LINKS and source.path and not wheels_of(source.path, dist):
+        return (f"{source.path} holds no wheel of {dist.name} {dist.version}: the reinstall below fails as given "
+                "(it changes nothing); put the wheel there or name another source with --from")
+    return None
 
 
 def confirmed(source: ReinstallSource, dist: Distribution) -> ReinstallSource:
