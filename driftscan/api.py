@@ -368,14 +368,23 @@ def plan(
     ignore: Sequence[str] = (),
     rules_modules: Sequence[str] = (),
     plugins: bool = True,
+    source: str | None = None,
+    checkpoint: str | None = None,
 ) -> "Plan":
     """What reinstalling ``reinstall`` (distribution names) undoes and what survives it.
 
     ``installer`` ("pip" or "uv") asks "what if I used this installer"; by default each
     distribution's own INSTALLER decides. ``expect`` is a TOML file of expectations.
+    ``source`` is what ``plan --from`` takes: a path to a ``.whl``, a directory of wheels
+    (find-links), or the literal ``"index"``; None: each distribution's source as installed
+    (direct_url.json, INSTALLER, uv's cache). ``checkpoint``: a checkpoint directory already
+    taken; the plan then asks for a checkpoint first only for wiped content it does not hold.
     """
+    from .discover.reinstall_source import parse_source
     from .expect import load_expectations
     from .plan import build_plan
+
+    told = parse_source(source) if source is not None else None
 
     result = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, installer=installer, use_cache=use_cache,
                  model_dirs=model_dirs, hf_cache=hf_cache, include_environment=include_environment, pristine=pristine,
@@ -389,13 +398,55 @@ def plan(
     target = result.target
     placeholders = {"venv": target.venv or "", "site_packages": target.site_packages[0] if target.site_packages else ""}
     expectations = load_expectations(expect, placeholders) if expect else []
+    held = _held_by_checkpoint(checkpoint, result.drifts) if checkpoint is not None else None
     try:
         return build_plan(result.report, result.drifts, target, result.verification.distributions, reinstall,
                           installer, expectations, uv_cache or default_uv_cache(),
-                          referenced=referenced, originals=result.originals)
+                          referenced=referenced, originals=result.originals, source=told, held=held,
+                          checkpoint_dir=_suggested_checkpoint(target),
+                          model_dirs=[r.root for r in result.model_dirs])
     finally:
         if result.originals is not None:
             result.originals.__exit__(None, None, None)
+
+
+def _held_by_checkpoint(path: str, drifts) -> frozenset[str]:
+    """The drifted paths whose current content ``path`` (a checkpoint) holds byte for byte."""
+    import hashlib
+
+    from .checkpoint import load_index, saved_path
+    from .fileio import read_regular
+
+    def digest(file: str) -> bytes | None:
+        try:
+            return hashlib.sha256(read_regular(file, 1 << 36, what="checkpointed file")).digest()
+        except OSError:
+            return None
+
+    index = load_index(path)
+    saved = {os.path.normpath(f.path): f.content for f in index.files if f.content}
+    held = set()
+    for drift in drifts:
+        rel = saved.get(os.path.normpath(drift.check.path))
+        if rel is None:
+            continue
+        copy = saved_path(path, rel)
+        now = digest(drift.check.path)
+        if copy is not None and now is not None and digest(copy) == now:
+            held.add(drift.check.path)
+    return frozenset(held)
+
+
+def _suggested_checkpoint(target: Target) -> str:
+    """Where ``plan`` suggests the checkpoint goes: the place ``restore --yes`` writes its own
+    (``checkpoint.default_checkpoint_path``), named without creating anything."""
+    from datetime import datetime, timezone
+
+    base = os.environ.get("DRIFTSCAN_CHECKPOINT_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "driftscan", "checkpoints")
+    root = target.venv or (target.site_packages[0] if target.site_packages else "environment")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return os.path.join(base, f"{os.path.basename(root.rstrip(os.sep)) or 'root'}-{stamp}")
 
 
 def snapshot_roots(venv: str | None, site_packages: Sequence[str], model_dirs: Sequence[str]) -> list[Root]:

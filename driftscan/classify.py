@@ -12,6 +12,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from .discover.reinstall_source import ReinstallSource, SourceKind, pip_installed
 from .discover.target import PYTHON_PLACEHOLDER, install_location
 from .discover.uvcache import default_uv_cache
 from .model import Area, Distribution, Drift, DriftKind, MetadataKind, FileCheck, Prediction, Scope, Target
@@ -99,17 +100,65 @@ def _words(args: Sequence[str]) -> str:
     return "".join(f" {w if w == PYTHON_PLACEHOLDER else shlex.quote(w)}" for w in args)
 
 
-def reinstall_parts(target: Target, dists: list[Distribution], installer: str | None = None) -> tuple[str | None, str]:
-    """(what to know before running it, or None; the reinstall command)."""
+def pipless_venv(target: Target, dists: list[Distribution]) -> str | None:
+    """The venv's site-packages when ``dists`` live in a venv that has no pip installed (no
+    ``pip-*.dist-info`` there): ``V/bin/python -m pip`` cannot run in it."""
+    if not target.venv or not dists or any(d.kind is not MetadataKind.DIST_INFO for d in dists):
+        return None
+    site = dists[0].site_packages
+    if not _under(os.path.abspath(site), os.path.abspath(target.venv)):
+        return None
+    return None if pip_installed(site) else site
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def effective_installer(target: Target, dists: list[Distribution], override: str | None = None) -> tuple[str, str | None]:
+    """(the installer that will run, why it is not the one asked for): pip asked for (or the
+    environment's INSTALLER) in a venv without pip means uv runs instead (``uv pip install --python``
+    installs into any venv)."""
+    who = installer_of(dists, override)
+    if who == "pip" and pipless_venv(target, dists) is not None:
+        return "uv", (f"{target.venv} has no pip installed (no pip-*.dist-info in its site-packages), so "
+                      "pip cannot run from it: uv installs into it instead")
+    return who, None
+
+
+def _requirement_from(dist: Distribution, source: ReinstallSource | None) -> str:
+    """The requirement for ``dist`` when the reinstall takes it from ``source`` (None: as installed)."""
+    if source is None or source.kind is SourceKind.UNKNOWN:
+        return requirement(dist)
+    if source.kind is SourceKind.WHEEL and source.path:
+        return shlex.quote(source.path)
+    name = safe_name(dist)
+    if name is None or not (isinstance(dist.version, str) and _VERSION.match(dist.version)):
+        return UNSAFE
+    return shlex.quote(f"{name}=={dist.version}")
+
+
+def reinstall_parts(target: Target, dists: list[Distribution], installer: str | None = None,
+                    sources: Sequence[ReinstallSource | None] = ()) -> tuple[str | None, str]:
+    """(what to know before running it, or None; the reinstall command). ``sources``: where each
+    of ``dists`` is taken from (``plan --from``; missing or None: as installed)."""
     system = _system_command(dists, target.venv)
     if system is not None:
         return None, system
-    reqs = " ".join(requirement(d) for d in dists)
+    chosen = list(sources) + [None] * (len(dists) - len(sources))
+    reqs = " ".join(_requirement_from(d, s) for d, s in zip(dists, chosen))
+    dirs = sorted({s.path for s in chosen if s is not None and s.kind is SourceKind.FIND_LINKS and s.path})
+    links = "".join(f" --find-links {shlex.quote(d)}" for d in dirs)
+    if dirs:
+        links = " --no-index" + links
     where = install_location(target, dists[0].site_packages if dists else None)
-    if installer_of(dists, installer) == "uv":
-        return where.note, f"uv pip install{_words(where.uv)} --reinstall --no-deps {reqs}"
+    who, pipless = effective_installer(target, dists, installer)
+    if who == "uv":
+        python = ("--python", where.python) if pipless else where.uv
+        note = "; ".join(n for n in (where.note, pipless) if n) or None
+        return note, f"uv pip install{_words(python)} --reinstall --no-deps{links} {reqs}"
     return where.note, (f"{shlex.quote(where.python)} -m pip{_words(where.pip_global)} install{_words(where.pip)} "
-                        f"--force-reinstall --no-deps {reqs}")
+                        f"--force-reinstall --no-deps{links} {reqs}")
 
 
 def reinstall_command(target: Target, dists: list[Distribution], installer: str | None = None) -> str:
@@ -142,8 +191,8 @@ def uv_cache_clean(dist: Distribution, cache_dir: str | None = None) -> str:
 def _package(check: FileCheck, target: Target, installer: str | None) -> Drift:
     dist = check.distribution
     assert dist is not None
-    who = installer_of([dist], installer)
-    note, command = reinstall_parts(target, [dist], who)
+    who, _ = effective_installer(target, [dist], installer)
+    note, command = reinstall_parts(target, [dist], installer)
     reinstall = _then(note, command)
     evidence = check.evidence or f"listed in the RECORD of {dist.key}; a reinstall rewrites it"
     cache = check.uv_cache
@@ -152,8 +201,10 @@ def _package(check: FileCheck, target: Target, installer: str | None) -> Drift:
         if cache.copy:
             how = "is a symlink to" if cache.symlink else f"shares its inode ({cache.links} links) with"
             evidence = (f"{how} uv's cache copy {cache.copy}: the edit is in the cache, so a uv reinstall "
-                        "links the edited file back and every venv sharing this cache has it; a pip "
-                        "--force-reinstall would fix this venv but leave the cache edited")
+                        "from the source it was installed from links the edited file back and every venv sharing "
+                        "this cache has it (one from another source, such as a wheel file, unpacks afresh and "
+                        "wipes it: `driftscan plan --from` tells which); a pip --force-reinstall would fix this "
+                        "venv but leave the cache edited")
             return Drift(check, Scope.PACKAGE, True, _then(note, f"{clean} && {command}"), evidence,
                          Prediction.SURVIVES)
         evidence = (f"hard-linked ({cache.links} links) but no copy found in uv's cache "

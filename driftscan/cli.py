@@ -394,6 +394,12 @@ def _names(values: tuple[str, ...]) -> list[str]:
               help="The distributions you are about to reinstall (repeatable, comma-separated).")
 @click.option("--installer", type=click.Choice(["pip", "uv"]),
               help="Predict for this installer (default: each distribution's INSTALLER).")
+@click.option("--from", "source", metavar="WHEEL|DIR|index",
+              help="Where the reinstall installs from: a wheel file, a find-links directory, or the index "
+                   "(default: the source each distribution was installed from, as direct_url.json, INSTALLER "
+                   "and uv's cache tell).")
+@click.option("--checkpoint", "checkpoint", metavar="DIR",
+              help="A checkpoint already taken: no checkpoint step for the content it holds.")
 @click.option("--venv", metavar="PATH", help="The virtual environment (default: the running one).")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--expect", "expect", metavar="FILE", help="TOML expectations to check now and after the reinstall.")
@@ -408,12 +414,14 @@ def _names(values: tuple[str, ...]) -> list[str]:
 @policy_options
 @config_option
 @guarded
-def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, uv_cache, no_cache, model_dirs,
-         hf_cache, wheels, fetch, select, ignore, no_plugins, fail_on, exit_zero, config_file) -> None:
+def plan(reinstall, installer, source, checkpoint, venv, site_packages, expect, fmt, output, jobs, uv_cache, no_cache,
+         model_dirs, hf_cache, wheels, fetch, select, ignore, no_plugins, fail_on, exit_zero, config_file) -> None:
     """What will reinstalling NAME undo, and what will survive it?
 
-    Each drift is marked WIPED, SURVIVES or MAY SURVIVE with the reason, followed by the steps:
-    the exact reinstall command, `uv cache clean` first where needed, dumps to delete, and the
+    Each drift is marked WIPED, SURVIVES or MAY SURVIVE with the reason, for a reinstall from
+    --from (default: where each distribution was installed from), followed by the steps: a
+    checkpoint first when the reinstall destroys content, `uv cache clean` first where the
+    reinstall would link an edited file back, the exact reinstall command, dumps to delete, and the
     expectations that already hold and survive (steps you can skip).
     Exit status: bit 1 when an expectation is not known to hold after the reinstall, or when what
     survives (or may survive) the reinstall meets --fail-on (default: any drift); bit 2 as for audit.
@@ -427,7 +435,8 @@ def plan(reinstall, installer, venv, site_packages, expect, fmt, output, jobs, u
                       model_dirs=dirs, hf_cache=hub, include_environment=include_environment,
                       pristine=_pristine(venv, site_packages, wheels, fetch, uv_cache or config.uv_cache),
                       select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
-                      rules_modules=config.rules_modules, plugins=not no_plugins)
+                      rules_modules=config.rules_modules, plugins=not no_plugins, source=source,
+                      checkpoint=checkpoint)
     result.audit = _apply_accepted(result.audit, config)  # accepted drift never counts toward the status
     from .render.planview import PLAN_RENDERERS
 

@@ -10,12 +10,14 @@ import hashlib
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Sequence, Set as AbstractSet
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .classify import installer_of, reinstall_parts, uv_cache_clean
+from .classify import effective_installer, reinstall_parts, requirement, uv_cache_clean
+from .discover.reinstall_source import (CacheEntry, Relink, ReinstallSource, SourceKind, cache_entry,
+                                        confirmed, installed_source, mismatch, relink)
 from .discover.target import site_packages_prefix
 from .discover.uvcache import find_pristine_copy
 from .errors import ConfigError
@@ -35,8 +37,12 @@ class PlanItem(BaseModel):
     kind: str
     scope: str
     distribution: str | None
-    status: str = Field(description="WIPED | SURVIVES | MAY SURVIVE")
+    status: str = Field(description="WIPED | SURVIVES | MAY SURVIVE: after the plan's steps before the reinstall "
+                                    "(a uv cache clean) and the reinstall")
     reason: str
+    status_without_steps: str | None = Field(
+        default=None, description="WIPED | SURVIVES | MAY SURVIVE for the reinstall command run alone, without "
+                                  "the plan's preparatory steps (what `driftscan guard` checks a bare command with)")
 
 
 class PlanStep(BaseModel):
@@ -53,10 +59,34 @@ class ExpectationResult(BaseModel):
     reason: str
 
 
+class PlanSource(BaseModel):
+    """What the reinstall is assumed to install from, and how driftscan was told."""
+
+    kind: str = Field(description="wheel | find-links | index | unknown")
+    path: str | None = Field(default=None, description="the wheel file or find-links directory")
+    told_by: list[str] = Field(default_factory=list,
+                               description="--from, direct_url.json, INSTALLER, uv-cache, uv_cache.json, or nothing")
+    detail: str = ""
+    distribution: str | None = Field(default=None, description="the distribution this source is for (None: all)")
+
+
+class PlanEstimate(BaseModel):
+    installer: str
+    seconds: float
+    files: int
+    bytes: int
+    basis: str
+
+
 class Plan(BaseModel):
     schema_version: Literal["1"] = "1"
     reinstall: list[str]
     installer: str
+    installer_reason: str | None = Field(default=None, description="why the installer that runs is not the one "
+                                                                   "asked for (a venv without pip)")
+    source: PlanSource | None = Field(default=None, description="the source --from named (None: as installed)")
+    sources: list[PlanSource] = Field(default_factory=list, description="the source assumed per distribution")
+    estimate: PlanEstimate | None = None
     wiped: list[str] = Field(default_factory=list)
     survives: list[str] = Field(default_factory=list)
     may_survive: list[str] = Field(default_factory=list)
@@ -106,6 +136,8 @@ def _status(drift: Drift, chosen: set[str]) -> tuple[str, str]:
     check = drift.check
     dist = check.distribution
     in_set = dist is not None and normalize(dist.name) in chosen
+    if check.kind is DriftKind.CACHE_MODIFIED:  # no reinstall touches uv's cache; a clean step may
+        return SURVIVES, drift.evidence
     if drift.scope is Scope.PACKAGE:
         if not in_set:
             return SURVIVES, f"{dist.key if dist else 'its distribution'} is not part of this reinstall"
@@ -195,105 +227,367 @@ def _expectation(exp: Expectation, drifts: dict[str, tuple[Drift, str]], referen
                              reason=f"{why_now} now; after the reinstall (verified original at hand): {why_after}")
 
 
+
+def _source_json(source: ReinstallSource, dist: str | None = None) -> PlanSource:
+    return PlanSource(kind=source.kind.value, path=printable(source.path) if source.path else None,
+                      told_by=[t.value for t in source.told_by], detail=printable(source.detail), distribution=dist)
+
+
+def _wheel_name(path: str) -> str | None:
+    """The normalized distribution name a wheel file's name gives."""
+    stem = os.path.basename(path).split("-", 1)[0]
+    return normalize(stem) if stem else None
+
+
+def _sources_for(chosen_dists: list[Distribution], source: ReinstallSource | None,
+                 entries: dict[str, CacheEntry | None]) -> dict[str, ReinstallSource]:
+    """Each distribution's source: ``source`` (``--from``) where it applies (a wheel file applies to
+    the distribution it is a wheel of), else the one it was installed from."""
+    out = {}
+    for dist in chosen_dists:
+        key = normalize(dist.name)
+        if source is not None and (source.kind is not SourceKind.WHEEL or _wheel_name(source.path or "") == key):
+            out[key] = confirmed(source, dist)
+        else:
+            out[key] = confirmed(installed_source(dist, entries.get(key)), dist)
+    return out
+
+
 def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Sequence[Distribution],
                names: Sequence[str], installer: str | None, expectations: Sequence[Expectation] = (),
-               uv_cache: str | None = None, referenced=lambda path: False, originals=None) -> Plan:
-    """``referenced(path)``: whether the audit compared ``path`` with a reference (RECORD, metadata...)."""
+               uv_cache: str | None = None, referenced=lambda path: False, originals=None,
+               source: ReinstallSource | None = None, held: AbstractSet[str] | None = None,
+               checkpoint_dir: str | None = None, model_dirs: Sequence[str] = ()) -> Plan:
+    """``referenced(path)``: whether the audit compared ``path`` with a reference (RECORD, metadata...).
+    ``source``: where the reinstall installs from (``--from``; None: as each distribution was installed).
+    ``held``: the drifted paths whose current content a checkpoint given holds (None: no checkpoint given)."""
     chosen_dists = select_distributions(names, dists)
     chosen = {normalize(d.name) for d in chosen_dists}
-    who = installer_of(chosen_dists, installer)
-    plan = Plan(reinstall=[d.name for d in chosen_dists], installer=who, audit=report)
+    if source is not None and source.kind is SourceKind.WHEEL and _wheel_name(source.path or "") not in chosen:
+        raise ConfigError(f"--from {source.path}: a wheel of none of the distributions to reinstall "
+                          f"({', '.join(d.name for d in chosen_dists)})")
+    who, why_installer = effective_installer(target, chosen_dists, installer)
+    plan = Plan(reinstall=[d.name for d in chosen_dists], installer=who, installer_reason=why_installer, audit=report)
+    entries = _cache_entries(drifts, chosen)
+    sources = _sources_for(chosen_dists, source, entries)
+    plan.source = _source_json(source) if source is not None else None
+    plan.sources = [_source_json(sources[normalize(d.name)], d.name) for d in chosen_dists]
+    # What the reinstall alone does to each uv-linked file, then which distributions the plan
+    # cleans from uv's cache first (the reinstall would link an edited file back).
+    alone: dict[str, tuple[str, str]] = {}
+    to_clean: dict[str, str | None] = {}  # name -> the cache holding the edited copy
+    after_only: dict[str, str | None] = {}  # edited archive left in the cache, wiped from this venv anyway
+    for drift in drifts:
+        dist, link = drift.check.distribution, drift.check.uv_cache
+        if drift.scope is not Scope.PACKAGE or dist is None or link is None or normalize(dist.name) not in chosen:
+            continue
+        key = normalize(dist.name)
+        if who != "uv":
+            continue
+        if not link.copy:
+            alone[drift.check.path] = (MAY_SURVIVE, drift.evidence)
+            to_clean.setdefault(dist.name, link.cache_dir)
+            continue
+        entry = entries.get((link.cache_dir or "", _archive_id(link)))
+        outcome, why = relink(entry, sources[key])
+        how = "is a symlink to" if link.symlink else f"shares its inode ({link.links} links) with"
+        why = f"{how} uv's cache copy {link.copy}, which carries the edit; {why}"
+        status = {Relink.RELINKS: SURVIVES, Relink.UNPACKS: WIPED, Relink.UNKNOWN: MAY_SURVIVE}[outcome]
+        alone[drift.check.path] = (status, why)
+        if status == WIPED:
+            after_only.setdefault(dist.name, link.cache_dir)
+        elif to_clean.get(dist.name) is None:
+            to_clean[dist.name] = link.cache_dir
+    for name in to_clean:
+        after_only.pop(name, None)
+    steps: list[PlanStep] = []
+    clean_step: dict[str, int] = {}
+    pending: list[tuple[PlanItem, Drift, str, str]] = []
     by_path: dict[str, tuple[Drift, str]] = {}
     replaced = _replaced_whole(chosen_dists, who)
     for drift in drifts:
         status, reason = _status(drift, chosen)
-        whole = next((d for d in replaced if drift.check.path.startswith(d + os.sep)), None)
-        if whole is not None and drift.scope is Scope.ENVIRONMENT and status == SURVIVES:
-            status, reason = WIPED, (f"pip install --target --upgrade replaces {whole} whole, files no RECORD "
-                                     "lists included")
         check = drift.check
+        alone_status, alone_reason = alone.get(check.path, (status, reason))
+        status, reason = alone_status, alone_reason
+        dist = check.distribution
+        if dist is not None and dist.name in to_clean and check.path in alone:
+            if check.uv_cache is not None and check.uv_cache.copy:
+                status = WIPED  # the reason names the step once the steps are numbered
+            else:
+                status = MAY_SURVIVE
+        whole = next((d for d in replaced if check.path.startswith(d + os.sep)), None)
+        if whole is not None and drift.scope is Scope.ENVIRONMENT and status == SURVIVES:
+            status = alone_status = WIPED
+            reason = alone_reason = (f"pip install --target --upgrade replaces {whole} whole, files no RECORD "
+                                     "lists included")
         by_path[os.path.normpath(check.path)] = (drift, status)
         item = PlanItem(path=printable(check.path), relpath=printable(relpath(check.path, check.root)),
                         kind=check.kind.value, scope=drift.scope.value,
-                        distribution=check.distribution.name if check.distribution else None,
-                        status=status, reason=printable(reason))
+                        distribution=dist.name if dist else None,
+                        status=status, reason=printable(reason), status_without_steps=alone_status)
         plan.items.append(item)
+        pending.append((item, drift, alone_status, alone_reason))
         {WIPED: plan.wiped, SURVIVES: plan.survives, MAY_SURVIVE: plan.may_survive}[status].append(item.path)
     plan.expectations = [_expectation(e, by_path, referenced, uv_cache, originals) for e in expectations]
-    plan.steps = _steps(plan, drifts, chosen_dists, chosen, target, who)
-    return plan
-
-
-# Throughputs behind the time estimates (docs/checkpoint.md: measured on the seed's vLLM venv).
-RESTORE_BYTES_PER_S = 200e6
-RESTORE_SECONDS_PER_FILE = 0.002
-REINSTALL_BYTES_PER_S = 32e6  # vLLM 0.33: 837 MB, 9,036 files, 30.8 s with pip (docs/checkpoint.md)
-REINSTALL_SECONDS_PER_FILE = 0.0005
-_RESTORABLE = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}
-
-
-def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], chosen: set[str],
-                         target: Target) -> PlanStep | None:
-    """``driftscan restore`` in place of the reinstall, when every package drift of the chosen
-    distributions has a verified original at hand; with both times estimated."""
-    mine = [d for d in drifts if d.scope is Scope.PACKAGE and d.check.distribution is not None
-            and normalize(d.check.distribution.name) in chosen]
-    restorable = [d for d in mine if d.check.kind in _RESTORABLE]
-    if not restorable or any(d.check.pristine is None for d in restorable) or len(restorable) != len(mine):
-        return None
-    size = sum(int(d.check.expected.get("size") or 0) for d in restorable)
-    restore_s = size / RESTORE_BYTES_PER_S + len(restorable) * RESTORE_SECONDS_PER_FILE
-    rows = [e for dist in chosen_dists for e in dist.entries]
-    total = sum(e.size or 0 for e in rows)
-    reinstall_s = total / REINSTALL_BYTES_PER_S + len(rows) * REINSTALL_SECONDS_PER_FILE
-    refs = [d.check.pristine for d in restorable if d.check.pristine]
-    sources = sorted({r.source for r in refs})
-    where = f" --venv {shlex.quote(target.venv)}" if target.venv else "".join(
-        f" --site-packages {shlex.quote(s)}" for s in target.site_packages)
-    names = "".join(f" --dist {shlex.quote(d.name)}" for d in chosen_dists)
-    # The restore must find the originals where this audit found them.
-    wheels = sorted({os.path.dirname(r.path) for r in refs if r.source == "wheels"})
-    found = "".join(f" --wheels {shlex.quote(w)}" for w in wheels) + (" --fetch" if "fetch" in sources else "")
-    restore_time = "under a second" if restore_s < 1 else f"about {restore_s:.0f} s"
-    return PlanStep(
-        step=(f"faster alternative to the reinstall: restore the {len(restorable)} drifted file(s) "
-              f"({size / 1e6:.1f} MB) from verified originals ({', '.join(sources)}): {restore_time} "
-              f"after the audit, against about {reinstall_s:.0f} s for the reinstall to rewrite {len(rows)} files "
-              f"({total / 1e6:.0f} MB) (estimates, docs/checkpoint.md); it writes a checkpoint of the drift first"),
-        command=f"driftscan restore{names}{where}{found} --yes")
-
-
-def _steps(plan: Plan, drifts: list[Drift], chosen_dists: list[Distribution], chosen: set[str],
-           target: Target, who: str) -> list[PlanStep]:
-    steps: list[PlanStep] = []
-    # name -> the cache holding the edited copy (the one a plain "uv cache clean" may not be)
-    poisoned: dict[str, str | None] = {}
-    for d in drifts:
-        dist, link = d.check.distribution, d.check.uv_cache
-        if dist is not None and normalize(dist.name) in chosen and link:
-            if poisoned.get(dist.name) is None:
-                poisoned[dist.name] = link.cache_dir
-    for name, cache_dir in sorted(poisoned.items()):
+    # Steps: the checkpoint first when the reinstall would destroy content no checkpoint holds.
+    lost = [d for item, d, _, _ in pending if item.status == WIPED and d.check.kind in _HAS_CONTENT
+            and (held is None or d.check.path not in held)]
+    if lost:
+        steps.append(_checkpoint_step(lost, target, checkpoint_dir, model_dirs, held is not None))
+    for dist in chosen_dists:
+        odd = mismatch(sources[normalize(dist.name)], dist)
+        if odd is not None:
+            steps.append(PlanStep(step=f"note: {printable(odd)}"))
+    for name, cache_dir in sorted(to_clean.items()):
         dist = next(x for x in chosen_dists if x.name == name)
         where = f" ({cache_dir})" if cache_dir else ""
-        if who == "uv":
-            steps.append(PlanStep(step=f"clean {name} from uv's cache{where} first: an edited file is hard-linked "
-                                       "there and a reinstall would link it back",
-                                  command=uv_cache_clean(dist, cache_dir)))
-        else:
+        steps.append(PlanStep(step=f"clean {name} from uv's cache{where} first: an edited file is hard-linked "
+                                   "there and the reinstall from this source would link it back",
+                              command=uv_cache_clean(dist, cache_dir)))
+        clean_step[name] = len(steps)
+    if who != "uv":
+        for name, cache_dir in sorted(_pip_poisoned(drifts, chosen).items()):
+            dist = next(x for x in chosen_dists if x.name == name)
+            where = f" ({cache_dir})" if cache_dir else ""
             steps.append(PlanStep(step=f"pip rewrites {name}'s files, but uv's cache{where} keeps the edited copy "
                                        "for other venvs: clean it too", command=uv_cache_clean(dist, cache_dir)))
+            clean_step[name] = len(steps)
     for d in drifts:
         if d.check.kind is DriftKind.ORPHANED_METADATA:
             steps.append(PlanStep(step=f"remove the orphaned {os.path.basename(d.check.path)}: installers think "
                                        "its package is installed and may refuse to reinstall it",
                                   command=f"rm -r {shlex.quote(d.check.path)}"))
-    note, reinstall = reinstall_parts(target, chosen_dists, who)
+    relinks = not to_clean and not after_only and source is None and all(map(_linked_from_cache, chosen_dists))
+    plan.estimate = _estimate(chosen_dists, who, sources, cleaned=bool(to_clean), relinks=relinks,
+                              unpacks=bool(after_only))
+    note, reinstall = reinstall_parts(target, chosen_dists, installer,
+                                      [sources[normalize(d.name)] for d in chosen_dists] if source else ())
     steps.append(PlanStep(step=f"reinstall {', '.join(plan.reinstall)} with {who}" + (f" ({note})" if note else ""),
                           command=reinstall))
-    faster = _restore_alternative(drifts, chosen_dists, chosen, target)
+    for name, cache_dir in sorted(after_only.items()):
+        dist = next(x for x in chosen_dists if x.name == name)
+        where = f" ({cache_dir})" if cache_dir else ""
+        steps.append(PlanStep(step=f"then clean {name} from uv's cache{where}: the reinstall unpacks the wheel "
+                                   "afresh here, but the edited archive stays there and a later install from the "
+                                   "source it was unpacked for (other venvs too) links it back",
+                              command=uv_cache_clean(dist, cache_dir)))
+        clean_step.setdefault(name, len(steps))
+    # An edited archive of uv's cache that no venv file links to any more is a drift of its own
+    # (the cache audit's): the plan cleans it after the reinstall, so no later install links it back.
+    for item, drift, _, _ in pending:
+        dist = drift.check.distribution
+        if drift.check.kind is DriftKind.CACHE_MODIFIED and dist is not None and normalize(dist.name) in chosen \
+                and _step_of(clean_step, dist.name) is None:
+            steps.append(PlanStep(step=f"then clean {dist.name} from uv's cache ({drift.check.root}): its archive "
+                                       "there differs from its own RECORD, and an install from the source it was "
+                                       "unpacked for links the edit back",
+                                  command=uv_cache_clean(dist, drift.check.root)))
+            clean_step[dist.name] = len(steps)
+    faster = _restore_alternative(drifts, chosen_dists, chosen, target, plan.estimate, originals)
     if faster is not None:
         steps.append(faster)
+    steps += _later_steps(plan, drifts)
+    plan.steps = steps
+    # Now that the steps are numbered, the predictions that depend on one name it.
+    for item, drift, alone_status, alone_reason in pending:
+        dist = drift.check.distribution
+        n = _step_of(clean_step, dist.name) if dist is not None else None
+        if drift.check.kind is DriftKind.CACHE_MODIFIED and n is not None:
+            _move(plan, item, WIPED)
+            item.reason = printable(f"step {n} (`{steps[n - 1].command}`) removes the edited archive from uv's "
+                                    f"cache; without that step it survives: {alone_reason}")
+            continue
+        n = clean_step.get(dist.name) if dist is not None and drift.check.path in alone else None
+        if n is None:
+            continue
+        command = steps[n - 1].command
+        if item.status == WIPED:
+            item.reason = printable(f"after step {n} (`{command}`) removes the edited archive, the reinstall "
+                                    f"unpacks the wheel afresh and writes the original; without that step: "
+                                    f"{alone_status.lower()} ({alone_reason})")
+        else:
+            item.reason = printable(f"step {n} (`{command}`) cleans the cache named there, but the edited copy "
+                                    f"was not found in it; {alone_reason}")
+    return plan
+
+
+def _step_of(steps: dict[str, int], name: str) -> int | None:
+    return next((n for k, n in steps.items() if normalize(k) == normalize(name)), None)
+
+
+def _move(plan: Plan, item: PlanItem, status: str) -> None:
+    """Change an item's status after the steps are known, keeping the three path lists in step."""
+    lists = {WIPED: plan.wiped, SURVIVES: plan.survives, MAY_SURVIVE: plan.may_survive}
+    lists[item.status].remove(item.path)
+    item.status = status
+    lists[status].append(item.path)
+
+
+def _archive_id(link) -> str:
+    if not link.copy or not link.cache_dir:
+        return ""
+    return os.path.relpath(link.copy, os.path.join(link.cache_dir, "archive-v0")).split(os.sep, 1)[0]
+
+
+def _cache_entries(drifts: list[Drift], chosen: set[str]) -> dict:
+    """uv cache entries of the chosen distributions' linked drifts, by (cache, archive id), and the
+    first per distribution name (to tell where it was installed from)."""
+    out: dict = {}
+    for drift in drifts:
+        dist, link = drift.check.distribution, drift.check.uv_cache
+        if dist is None or link is None or not link.copy or not link.cache_dir or normalize(dist.name) not in chosen:
+            continue
+        key = (link.cache_dir, _archive_id(link))
+        if key not in out:
+            out[key] = cache_entry(link.cache_dir, link.copy, dist.name)
+        if out[key] is not None:
+            out.setdefault(normalize(dist.name), out[key])
+    return out
+
+
+def _linked_from_cache(dist: Distribution) -> bool:
+    """Whether ``dist``'s files are still hard links (its first package file has more than one
+    link): uv's cache holds the archive it was installed from, so a same-source reinstall links."""
+    if (dist.installer or "").lower() != "uv":
+        return False
+    for entry in dist.entries:
+        if entry.hash is not None and ".dist-info/" not in entry.path and not entry.path.startswith(".."):
+            try:
+                return os.lstat(os.path.join(dist.site_packages, entry.path)).st_nlink > 1
+            except OSError:
+                return False
+    return False
+
+
+def _pip_poisoned(drifts: list[Drift], chosen: set[str]) -> dict[str, str | None]:
+    poisoned: dict[str, str | None] = {}
+    for d in drifts:
+        dist, link = d.check.distribution, d.check.uv_cache
+        if dist is not None and normalize(dist.name) in chosen and link and link.copy:
+            if poisoned.get(dist.name) is None:
+                poisoned[dist.name] = link.cache_dir
+    return poisoned
+
+
+# Drift whose content a reinstall destroys (ghost bytecode is derived: nothing to keep).
+_HAS_CONTENT = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED}
+
+
+def _checkpoint_step(lost: list[Drift], target: Target, checkpoint_dir: str | None, model_dirs: Sequence[str],
+                     given: bool) -> PlanStep:
+    where = f" --venv {shlex.quote(target.venv)}" if target.venv else "".join(
+        f" --site-packages {shlex.quote(s)}" for s in target.site_packages)
+    models = "".join(f" --model-dir {shlex.quote(m)}" for m in model_dirs)
+    dest = shlex.quote(checkpoint_dir) if checkpoint_dir else "CHECKPOINT_DIR"
+    held = "the checkpoint given does not hold" if given else "no checkpoint holds (none given: --checkpoint DIR)"
+    return PlanStep(step=f"checkpoint first: the reinstall wipes {len(lost)} drifted file(s) whose content "
+                         f"{held} (e.g. {printable(relpath(lost[0].check.path, lost[0].check.root))}); "
+                         "`driftscan reapply` brings the wanted changes back from it afterwards",
+                    command=f"driftscan checkpoint{where}{models} -o {dest}")
+
+
+# Throughputs behind the time estimates (docs/reinstall-matrix.md, "Time estimates").
+RESTORE_BYTES_PER_S = 200e6
+RESTORE_SECONDS_PER_FILE = 0.002
+REINSTALL_BYTES_PER_S = 32e6  # pip: vLLM 0.33, 837 MB, 9,036 files, 30.8 s (docs/checkpoint.md)
+REINSTALL_SECONDS_PER_FILE = 0.0005
+UV_UNPACK_SPEEDUP = 4.0  # uv unpacking the same wheel: 7.4 s against pip's 29-31 s
+UV_LINK_SPEEDUP = 3.0  # uv linking from its cache against uv unpacking (toy: 0.13 s against 0.43 s)
+_RESTORABLE = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}
+
+
+def _seconds(value: float) -> str:
+    return "under a second" if value < 1 else f"about {value:.0f} s"
+
+
+def _estimate(chosen_dists: list[Distribution], who: str, sources: dict[str, ReinstallSource], *, cleaned: bool,
+              relinks: bool, unpacks: bool) -> PlanEstimate:
+    rows = [e for dist in chosen_dists for e in dist.entries]
+    total = sum(e.size or 0 for e in rows)
+    pip_s = total / REINSTALL_BYTES_PER_S + len(rows) * REINSTALL_SECONDS_PER_FILE
+    if who != "uv":
+        return PlanEstimate(installer=who, seconds=round(pip_s, 1), files=len(rows), bytes=total,
+                            basis=f"{who} unpacking and byte-compiling {len(rows)} files, {total / 1e6:.0f} MB, "
+                                  "at the rate measured for pip")
+    unpack_s = pip_s / UV_UNPACK_SPEEDUP
+    wheel = any(s.kind is SourceKind.WHEEL for s in sources.values())
+    if cleaned or unpacks or (wheel and not relinks):
+        why = "after the cache clean" if cleaned else "from a source uv has no archive for" if not unpacks \
+            else "from a source whose cache entry is not the installed one"
+        return PlanEstimate(installer="uv", seconds=round(unpack_s, 1), files=len(rows), bytes=total,
+                            basis=f"uv unpacking the wheel {why}: {len(rows)} files, {total / 1e6:.0f} MB, "
+                                  f"{UV_UNPACK_SPEEDUP:.0f}x pip's rate")
+    if relinks:
+        return PlanEstimate(installer="uv", seconds=round(unpack_s / UV_LINK_SPEEDUP, 1), files=len(rows),
+                            bytes=total, basis=f"uv linking {len(rows)} files from its cache, "
+                                               f"{UV_UNPACK_SPEEDUP * UV_LINK_SPEEDUP:.0f}x pip's rate")
+    return PlanEstimate(installer="uv", seconds=round(unpack_s, 1), files=len(rows), bytes=total,
+                        basis=f"uv unpacking the wheel, {len(rows)} files, {total / 1e6:.0f} MB, at most "
+                              f"(about {UV_LINK_SPEEDUP:.0f}x less when its cache already holds the archive)")
+
+
+def _has_original(drift: Drift, originals) -> bool:
+    """Whether a verified original of this very file is at hand: the distribution's source (the
+    drift's ``pristine``) gives bytes matching its RECORD row. A source that has some of the
+    distribution's files, not this one (uv's cache with this file edited through a hard link), does
+    not count."""
+    check, dist = drift.check, drift.check.distribution
+    if check.pristine is None or dist is None:
+        return False
+    lookup = originals.get(dist) if originals is not None else None
+    if lookup is None or lookup.copy is None:
+        return False
+    path = os.path.normpath(check.path)
+    entry = next((e for e in dist.entries if os.path.normpath(os.path.join(dist.site_packages, e.path)) == path),
+                 None)
+    return entry is not None and entry.path not in lookup.lacking and lookup.copy.check(entry) is None
+
+
+def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], chosen: set[str],
+                         target: Target, estimate: PlanEstimate, originals=None) -> PlanStep | None:
+    """``driftscan restore`` in place of the reinstall, when every package drift of the chosen
+    distributions has a verified original of that very file at hand; with both times estimated.
+    When some lack one, the step says how many and how to get them, and promises nothing."""
+    mine = [d for d in drifts if d.scope is Scope.PACKAGE and d.check.distribution is not None
+            and normalize(d.check.distribution.name) in chosen]
+    restorable = [d for d in mine if d.check.kind in _RESTORABLE]
+    if not restorable or len(restorable) != len(mine):
+        return None
+    if any(d.kind is not MetadataKind.DIST_INFO for d in chosen_dists):
+        return None  # a system package manager's files go back through it (restore is for wheels' files)
+    with_original = [d for d in restorable if _has_original(d, originals)]
+    where = f" --venv {shlex.quote(target.venv)}" if target.venv else "".join(
+        f" --site-packages {shlex.quote(s)}" for s in target.site_packages)
+    names = "".join(f" --dist {shlex.quote(d.name)}" for d in chosen_dists)
+    lacking = [d for d in restorable if d not in with_original]
+    if lacking:
+        owners = sorted({d.check.distribution.key for d in lacking if d.check.distribution})
+        reqs = " ".join(sorted({requirement(d.check.distribution) for d in lacking if d.check.distribution}))
+        first = printable(relpath(lacking[0].check.path, lacking[0].check.root))
+        return PlanStep(step=(f"restore cannot replace the reinstall yet: {len(with_original)} of {len(restorable)} "
+                              f"drifted file(s) have a verified original, {len(lacking)} have none (e.g. {first}, "
+                              f"{', '.join(owners)}); give a directory holding the wheel with --wheels DIR, or "
+                              "--fetch to download it (the pip download line below), then plan again"),
+                        command=f"pip download --no-deps --only-binary :all: --dest WHEELS_DIR {reqs}")
+    size = sum(int(d.check.expected.get("size") or 0) for d in restorable)
+    restore_s = size / RESTORE_BYTES_PER_S + len(restorable) * RESTORE_SECONDS_PER_FILE
+    refs = [d.check.pristine for d in restorable if d.check.pristine]
+    sources = sorted({r.source for r in refs})  # (every one of them has its original, checked above)
+    # The restore must find the originals where this audit found them.
+    wheels = sorted({os.path.dirname(r.path) for r in refs if r.source == "wheels"})
+    found = "".join(f" --wheels {shlex.quote(w)}" for w in wheels) + (" --fetch" if "fetch" in sources else "")
+    return PlanStep(
+        step=(f"faster alternative to the reinstall: restore the {len(restorable)} drifted file(s) "
+              f"({size / 1e6:.1f} MB), each from a verified original of that file ({', '.join(sources)}): "
+              f"{_seconds(restore_s)} after the audit, against {_seconds(estimate.seconds)} for {estimate.installer} "
+              f"to rewrite {estimate.files} files ({estimate.bytes / 1e6:.0f} MB) (estimates, "
+              "docs/reinstall-matrix.md); it writes a checkpoint of the drift first"),
+        command=f"driftscan restore{names}{where}{found} --yes")
+
+
+def _later_steps(plan: Plan, drifts: list[Drift]) -> list[PlanStep]:
+    steps: list[PlanStep] = []
     dumps = [d for d in drifts if d.check.kind is DriftKind.DEBUG_ARTIFACTS]
     for d in dumps:
         found = d.check.dumps

@@ -58,22 +58,35 @@ unchanged = true
 def test_plan_marks_every_drift_and_lists_the_steps(scenario):
     venv, cache, site, project, expect = scenario
     result = plan(["six", "click", "requests"], venv=str(venv), expect=str(expect), uv_cache=str(cache))
-    status = {os.path.relpath(i.path, site) if i.scope != "source" else i.relpath: i.status for i in result.items
-              if i.kind != "cache-modified"}
-    # uv's cache archive of six, edited through the link, is a drift of its own (outside the venv).
-    assert [i.status for i in result.items if i.kind == "cache-modified"] == ["SURVIVES"]
+    status = {os.path.relpath(i.path, site) if i.scope != "source" else i.relpath: (i.status, i.status_without_steps)
+              for i in result.items if i.kind != "cache-modified"}
+    # uv's cache archive of six, edited through the link, is a drift of its own (outside the venv):
+    # the reinstall alone leaves it; the plan's uv cache clean step removes it.
+    archive = [i for i in result.items if i.kind == "cache-modified"]
+    assert [(i.status, i.status_without_steps) for i in archive] == [("WIPED", "SURVIVES")]
+    assert archive[0].reason.startswith(f"step 2 (`uv cache clean --cache-dir {cache} six`) removes"), archive[0].reason
     assert status == {
-        "six.py": "SURVIVES",  # hard-linked with uv's cache, which has the edit too
-        "click/core.py": "WIPED",
-        "requests/help.py": "WIPED",
-        "requests/debug_patch.py": "SURVIVES",
-        "requests/__pycache__/ghost.cpython-311.pyc": "WIPED",  # uv empties the package's __pycache__
-        "src/mypkg/util.py": "SURVIVES",
+        # hard-linked with uv's cache, which has the edit too: the same-source reinstall alone links it
+        # back; the plan cleans the cache first, so after its steps it is wiped
+        "six.py": ("WIPED", "SURVIVES"),
+        "click/core.py": ("WIPED", "WIPED"),
+        "requests/help.py": ("WIPED", "WIPED"),
+        "requests/debug_patch.py": ("SURVIVES", "SURVIVES"),
+        "requests/__pycache__/ghost.cpython-311.pyc": ("WIPED", "WIPED"),  # uv empties the package's __pycache__
+        "src/mypkg/util.py": ("SURVIVES", "SURVIVES"),
     }
     assert result.installer == "uv"
+    six = next(i for i in result.items if i.path.endswith("six.py"))
+    assert six.reason.startswith(f"after step 2 (`uv cache clean --cache-dir {cache} six`)"), six.reason
     commands = [s.command for s in result.steps if s.command]
-    assert commands[0] == f"uv cache clean --cache-dir {cache} six"  # the cache the edit is in
-    assert commands[1] == f"uv pip install --python {venv} --reinstall --no-deps six==1.17.0 click==8.1.8 requests==2.32.3"
+    # something the reinstall wipes is in no checkpoint: the checkpoint comes first
+    assert commands[0].startswith(f"driftscan checkpoint --venv {venv} -o "), commands[0]
+    assert commands[1] == f"uv cache clean --cache-dir {cache} six"  # the cache the edit is in
+    assert commands[2] == f"uv pip install --python {venv} --reinstall --no-deps six==1.17.0 click==8.1.8 requests==2.32.3"
+    assert [(s.distribution, s.kind, s.told_by) for s in result.sources] == [
+        ("six", "index", ["INSTALLER", "direct_url.json", "uv-cache"]),
+        ("click", "index", ["INSTALLER", "direct_url.json"]), ("requests", "index", ["INSTALLER", "direct_url.json"])]
+    assert result.estimate.installer == "uv" and "after the cache clean" in result.estimate.basis
     expectations = {e.name: (e.holds_now, e.holds_after) for e in result.expectations}
     assert expectations == {
         "SM120: no kv_cache_scheme": (True, True),  # a model-directory file: survives as it is
@@ -86,17 +99,23 @@ def test_plan_marks_every_drift_and_lists_the_steps(scenario):
     assert sorted(result.wiped) == sorted(i.path for i in result.items if i.status == "WIPED")
 
 
-def test_plan_predictions_match_the_real_reinstall(scenario, wheelhouse):
+@pytest.mark.parametrize("with_steps", [False, True], ids=["reinstall-alone", "plan-steps"])
+def test_plan_predictions_match_the_real_reinstall(scenario, wheelhouse, with_steps):
     venv, cache, site, project, expect = scenario
     result = plan(["six", "click", "requests"], venv=str(venv), uv_cache=str(cache))
-    reinstall = next(s.command for s in result.steps if s.command and "--reinstall" in s.command)
-    argv = shlex.split(reinstall)
-    subprocess.run([venvs.uv_bin(), *argv[1:], *offline(wheelhouse)], check=True, capture_output=True,
-                   env={**os.environ, **venvs.uv_env(cache)})
+    env = {**os.environ, **venvs.uv_env(cache)}
+    for step in result.steps:
+        command = step.command or ""
+        if command.startswith("uv cache clean") and with_steps:
+            subprocess.run([venvs.uv_bin(), *shlex.split(command)[1:]], check=True, capture_output=True, env=env)
+        if "--reinstall" in command:
+            subprocess.run([venvs.uv_bin(), *shlex.split(command)[1:], *offline(wheelhouse)], check=True,
+                           capture_output=True, env=env)
     after = plan(["six"], venv=str(venv), uv_cache=str(cache))
     remaining = {i.path for i in after.items}
-    assert remaining == set(result.survives) | set(result.may_survive)
-    assert not remaining & set(result.wiped)
+    predicted = {i.path: i.status if with_steps else i.status_without_steps for i in result.items}
+    assert remaining == {p for p, s in predicted.items() if s != "WIPED"}
+    assert all(s != "MAY SURVIVE" for s in predicted.values())
 
 
 def test_plan_cli_text_and_json(scenario):
@@ -107,14 +126,16 @@ def test_plan_cli_text_and_json(scenario):
     assert text.returncode == 1, text.stderr  # "click patch present" will not hold after the reinstall
     lines = text.stdout.splitlines()
     assert lines[0] == "Plan: reinstall six, click, requests with uv"
+    assert lines[1].startswith("  from: six: index (told by INSTALLER, direct_url.json, uv-cache")
     assert any(line.strip().startswith("WIPED") and "click/core.py" in line for line in lines)
-    assert any(line.strip().startswith("SURVIVES") and "six.py" in line for line in lines)
+    assert any(line.strip().startswith("WIPED") and "six.py" in line for line in lines)  # after the cache clean
     assert f"       $ uv cache clean --cache-dir {cache} six" in lines
-    assert lines[-1] == "3 wiped, 4 survive, 0 may survive"  # six.py and its edited cache archive among them
+    assert lines[-1] == "5 wiped, 2 survive, 0 may survive"  # six.py and its edited cache archive among them
     data = json.loads(run_cli(*args, "--format", "json").stdout)
-    assert set(data) >= {"reinstall", "wiped", "survives", "may_survive", "steps"}
+    assert set(data) >= {"reinstall", "wiped", "survives", "may_survive", "steps", "sources", "estimate"}
     assert data["reinstall"] == ["six", "click", "requests"]
-    assert len(data["wiped"]) == 3 and len(data["survives"]) == 4
+    assert len(data["wiped"]) == 5 and len(data["survives"]) == 2
+    assert data["source"] is None  # no --from: each distribution's own source
 
 
 def test_plan_unknown_distribution_is_a_clear_error(pristine_pip_venv):
@@ -124,10 +145,108 @@ def test_plan_unknown_distribution_is_a_clear_error(pristine_pip_venv):
     assert proc.returncode == 2 and proc.stderr.startswith("driftscan: error: not installed here: sx")
 
 
-def test_plan_with_pip_override_predicts_the_cache_stays_poisoned(scenario):
+def test_plan_with_pip_override_on_a_venv_without_pip_runs_uv(scenario):
+    """``uv venv`` makes a venv with no pip: ``V/bin/python -m pip`` cannot run there, so the plan
+    is for uv (``uv pip install --python V/bin/python``) and says why."""
     venv, cache, site, project, expect = scenario
+    assert not list(site.glob("pip-*.dist-info"))
+    result = plan(["six"], venv=str(venv), installer="pip", uv_cache=str(cache))
+    assert result.installer == "uv" and "has no pip installed" in result.installer_reason
+    reinstall = next(s.command for s in result.steps if s.command and "--reinstall" in s.command)
+    assert reinstall == f"uv pip install --python {venv}/bin/python --reinstall --no-deps six==1.17.0"
+    assert not any("-m pip" in (s.command or "") for s in result.steps)
+    assert not any("-m pip" in d.remedy for d in plan(["six"], venv=str(venv), installer="pip").audit.drifts)
+
+
+def test_plan_with_pip_override_predicts_the_cache_stays_poisoned(scenario, wheelhouse):
+    venv, cache, site, project, expect = scenario
+    import ensurepip
+
+    bundled = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled")
+    venvs.uv_install(venv, cache, "--no-index", "--find-links", bundled, "pip")  # now pip can run in it
     result = plan(["six"], venv=str(venv), installer="pip", uv_cache=str(cache))
     six = next(i for i in result.items if i.path.endswith("six.py"))
+    assert result.installer == "pip" and result.installer_reason is None
     assert six.status == "WIPED" and "cache" in six.reason
-    assert result.steps[0].command == f"uv cache clean --cache-dir {cache} six"
-    assert "pip rewrites six's files" in result.steps[0].step
+    clean = next(s for s in result.steps if (s.command or "").startswith("uv cache clean"))
+    assert clean.command == f"uv cache clean --cache-dir {cache} six"
+    assert "pip rewrites six's files" in clean.step
+    assert result.estimate.installer == "pip"
+
+
+def test_plan_restore_alternative_counts_originals_file_by_file(scenario):
+    """uv's cache holds verified originals of click's and requests' files, but six's archive carries
+    the in-place edit: the plan says 2 of 3 and how to get the third, and offers no restore."""
+    venv, cache, site, project, expect = scenario
+    result = plan(["six", "click", "requests"], venv=str(venv), uv_cache=str(cache))
+    assert not any((s.command or "").startswith("driftscan restore") for s in result.steps)
+    (step,) = [s for s in result.steps if "restore cannot replace the reinstall" in s.step]
+    assert "2 of 3 drifted file(s) have a verified original, 1 have none (e.g. six.py, six 1.17.0)" in step.step
+    assert "--wheels DIR" in step.step and "--fetch" in step.step
+    assert step.command == "pip download --no-deps --only-binary :all: --dest WHEELS_DIR six==1.17.0"
+
+
+def test_plan_asks_for_a_checkpoint_only_for_content_no_checkpoint_holds(scenario, tmp_path):
+    from driftscan.api import checkpoint
+
+    venv, cache, site, project, expect = scenario
+    first = plan(["click"], venv=str(venv), uv_cache=str(cache))
+    assert first.steps[0].command.startswith(f"driftscan checkpoint --venv {venv} -o ")
+    assert "wipes 1 drifted file(s)" in first.steps[0].step and "click/core.py" in first.steps[0].step
+    taken = tmp_path / "cp"
+    checkpoint(str(taken), venv=str(venv), uv_cache=str(cache))
+    held = plan(["click"], venv=str(venv), uv_cache=str(cache), checkpoint=str(taken))
+    assert not any((s.command or "").startswith("driftscan checkpoint") for s in held.steps)
+    # Edited again after the checkpoint: the checkpoint no longer holds what the reinstall destroys.
+    replace_by_rename(site / "click/core.py", (site / "click/core.py").read_text() + "# second edit\n")
+    again = plan(["click"], venv=str(venv), uv_cache=str(cache), checkpoint=str(taken))
+    assert again.steps[0].command.startswith("driftscan checkpoint")
+    assert "whose content the checkpoint given does not hold" in again.steps[0].step
+
+
+def test_plan_from_bad_values_is_a_clear_error(scenario, wheelhouse):
+    venv, cache, site, project, expect = scenario
+    missing = run_cli("plan", "--reinstall", "six", "--venv", str(venv), "--from", str(venv / "nope.whl"))
+    assert missing.returncode == 2
+    assert missing.stderr.startswith(f"driftscan: error: --from {venv / 'nope.whl'}: No such file or directory")
+    other = next(wheelhouse.glob("click-*.whl"))
+    wrong = run_cli("plan", "--reinstall", "six", "--venv", str(venv), "--from", str(other))
+    assert wrong.returncode == 2 and "a wheel of none of the distributions to reinstall (six)" in wrong.stderr
+    not_wheel = run_cli("plan", "--reinstall", "six", "--venv", str(venv), "--from", str(expect))
+    assert not_wheel.returncode == 2 and "neither a .whl file nor a directory" in not_wheel.stderr
+    assert "Traceback" not in missing.stderr + wrong.stderr + not_wheel.stderr
+
+
+def test_plan_from_a_wheel_file_predicts_the_fresh_unpack_and_says_how_it_was_told(scenario, wheelhouse):
+    venv, cache, site, project, expect = scenario
+    wheel = next(wheelhouse.glob("six-1.17.0-*.whl"))
+    result = plan(["six"], venv=str(venv), uv_cache=str(cache), source=str(wheel))
+    six = next(i for i in result.items if i.path.endswith("six.py"))
+    assert (six.status, six.status_without_steps) == ("WIPED", "WIPED")
+    assert f"a reinstall from the wheel file {wheel} uses another cache entry" in six.reason
+    assert result.source.kind == "wheel" and result.source.told_by == ["--from"]
+    assert result.source.path == str(wheel)
+    # It is the very wheel uv installed six from (through the find-links directory): uv_cache.json
+    # says so, and still the reinstall from the file unpacks afresh (another cache entry).
+    assert result.sources[0].told_by == ["--from", "uv_cache.json"]
+    assert "is the very file uv installed it from" in result.sources[0].detail
+    commands = [s.command for s in result.steps if s.command]
+    reinstall = f"uv pip install --python {venv} --reinstall --no-deps {wheel}"
+    assert reinstall in commands
+    # The edited archive stays in uv's cache: cleaning it comes after the reinstall, not before.
+    assert commands.index(f"uv cache clean --cache-dir {cache} six") > commands.index(reinstall)
+    assert "uv unpacking the wheel" in result.estimate.basis
+
+
+def test_plan_from_a_source_that_is_no_reinstall_says_so(scenario, wheelhouse, tmp_path):
+    venv, cache, site, project, expect = scenario
+    empty = tmp_path / "no-wheels"
+    empty.mkdir()
+    result = plan(["six"], venv=str(venv), uv_cache=str(cache), source=str(empty))
+    assert any(s.step.startswith(f"note: {empty} holds no wheel of six 1.17.0: the reinstall below fails")
+               for s in result.steps)
+    other = tmp_path / "six-1.16.0-py2.py3-none-any.whl"
+    other.write_bytes(next(wheelhouse.glob("six-1.17.0-*.whl")).read_bytes())
+    result = plan(["six"], venv=str(venv), uv_cache=str(cache), source=str(other))
+    assert any("is version 1.16.0, and six 1.17.0 is installed" in s.step for s in result.steps)
+    assert result.steps[0].command.startswith("driftscan checkpoint")  # still the first step

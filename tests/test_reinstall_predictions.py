@@ -5,6 +5,8 @@ from __future__ import annotations
 import shlex
 import subprocess
 
+import pytest
+
 from driftscan import audit
 from fixtures import venvs
 from fixtures.harness import offline, replace_by_rename
@@ -97,3 +99,48 @@ def test_uv_reinstall_wipes_junk_in_its_pycache(tmp_path, wheelhouse):
     assert predicted == {"requests/__pycache__/ghost.cpython-311.pyc": "wiped", "requests/extra.py": "survives"}
     venvs.uv_install(venv, cache, *offline(wheelhouse), "--reinstall", "--no-deps", "requests==2.32.3")
     assert {d.relpath for d in audit(venv=str(venv), uv_cache=str(cache)).drifts} == {"requests/extra.py"}
+
+
+def test_uv_edit_whose_source_cannot_be_told_may_survive_with_both_cases(tmp_path):
+    """Installed from a wheel file that is gone since: whether a reinstall relinks the edited archive
+    cannot be told, and the plan spells out both outcomes."""
+    from driftscan.api import plan
+    from fixtures.wheels import build_wheel
+
+    wheel = build_wheel(tmp_path / "w", "gonepkg", "1.0", {"gonepkg/__init__.py": "X = 1\n"})
+    cache = tmp_path / "uv-cache"
+    venv = venvs.make_uv_venv(tmp_path / "v", cache)
+    venvs.uv_install(venv, cache, "--no-deps", str(wheel))
+    wheel.unlink()
+    with open(venvs.site_packages_of(venv) / "gonepkg/__init__.py", "a") as f:
+        f.write("# edit\n")
+    result = plan(["gonepkg"], venv=str(venv), uv_cache=str(cache))
+    (item,) = result.items
+    assert item.status_without_steps == "MAY SURVIVE"
+    assert "uv links the edited archive back" in item.reason and "otherwise it unpacks afresh" in item.reason
+    assert [(s.kind, s.told_by) for s in result.sources] == [("wheel", ["direct_url.json"])]
+
+
+@pytest.mark.network
+def test_uv_registry_wheel_edited_in_place_is_wiped_by_the_reinstall_from_the_index(tmp_path):
+    """A wheel from the package registry: ``--reinstall`` fetches it again and unpacks it afresh, so
+    the in-place edit (which is in uv's archive too) is wiped, as the plan predicts."""
+    from driftscan.api import plan
+    from conftest import skip_or_fail_without_network
+
+    cache = tmp_path / "uv-cache"  # private: poisoned on purpose
+    venv = venvs.make_uv_venv(tmp_path / "v", cache)
+    try:
+        venvs.uv_install(venv, cache, "--no-deps", "six==1.17.0")
+    except venvs.InstallError as exc:
+        skip_or_fail_without_network(f"package index unreachable: {exc}")
+    six = venvs.site_packages_of(venv) / "six.py"
+    with open(six, "a") as f:
+        f.write("# edit\n")
+    assert six.stat().st_nlink > 1
+    result = plan(["six"], venv=str(venv), uv_cache=str(cache), source="index")
+    (item,) = result.items
+    assert item.status_without_steps == "WIPED" and "package registry" in item.reason, item.reason
+    reinstall = next(s.command for s in result.steps if s.command and "--reinstall" in s.command)
+    venvs.run([venvs.uv_bin(), *shlex.split(reinstall)[1:]], env=venvs.uv_env(cache))
+    assert "# edit" not in six.read_text()

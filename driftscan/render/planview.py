@@ -19,7 +19,14 @@ def _yes_no(value: bool | None) -> str:
 
 
 def render_plan_text(plan: "Plan") -> str:
-    lines = [f"Plan: reinstall {', '.join(plan.reinstall)} with {plan.installer}", ""]
+    lines = [f"Plan: reinstall {', '.join(plan.reinstall)} with {plan.installer}"]
+    if plan.installer_reason:
+        lines.append(f"  ({plan.installer_reason})")
+    for src in plan.sources:
+        where = f" {src.path}" if src.path else ""
+        lines.append(f"  from: {src.distribution}: {src.kind}{where} (told by {', '.join(src.told_by) or 'nothing'}"
+                     f"{': ' + src.detail if src.detail else ''})")
+    lines.append("")
     if plan.items:
         width = max(len(i.status) for i in plan.items)
         for item in sorted(plan.items, key=lambda i: (_ORDER[i.status], i.scope, i.distribution or "", i.path)):
@@ -33,6 +40,10 @@ def render_plan_text(plan: "Plan") -> str:
         for e in plan.expectations:
             lines.append(f"  {_yes_no(e.holds_now):>7} → {_yes_no(e.holds_after):<7}  {e.name}")
             lines.append(f"  {'':>19}{e.reason}")
+    if plan.estimate is not None:
+        seconds = plan.estimate.seconds
+        took = "under a second" if seconds < 1 else f"about {seconds:.0f} s"
+        lines += ["", f"Reinstall time: {took} with {plan.estimate.installer} ({plan.estimate.basis}; an estimate)"]
     lines += ["", "Steps:"]
     for n, step in enumerate(plan.steps, 1):
         lines.append(f"  {n}. {step.step}")
