@@ -17,6 +17,7 @@ import pytest
 from driftscan.guard import GuardReport, Tool, recognise
 from fixtures import venvs
 from fixtures.harness import replace_by_rename
+from fixtures.modeldirs import build_local_dir, seed_files, sm120_edit
 from fixtures.restoring import cli, snapshot_tree
 from fixtures.upgrades import pip_venv
 from fixtures.wheels import build_wheel
@@ -104,10 +105,12 @@ def test_guard_around_uv_force_reinstall_of_a_wheel_file(tmp_path, house):
     cache = tmp_path / "uv-cache"
     venv, site = uv_venv(tmp_path, house, cache)
     edited = patch_venv(site, tmp_path / "dumps")
+    model = build_local_dir(tmp_path / "model", seed_files())  # hf download --local-dir, then edited
+    sm120_edit(model)
     env = env_for(tmp_path, cache)
     command = [venvs.uv_bin(), "pip", "install", "--python", str(venv / "bin/python"), "--force-reinstall",
                "--no-deps", str(wheel(house))]
-    code, report, stderr = guard(venv, env, *command)
+    code, report, stderr = guard(venv, env, *command, args=("--model-dir", str(model)))
     assert code == 0, (report, stderr)
     validate(report)
     assert "Installed 1 package" in stderr  # the command's own output, passed through (to stderr: JSON mode)
@@ -117,6 +120,8 @@ def test_guard_around_uv_force_reinstall_of_a_wheel_file(tmp_path, house):
     preds = by_relpath(report)
     assert {k: v["prediction"] for k, v in preds.items() if k.startswith("toypkg/")} == {
         "toypkg/core.py": "WIPED", "toypkg/fix.py": "WIPED", "toypkg/gone.py": "WIPED", "toypkg/helper.py": "SURVIVES"}
+    assert {k: (v["prediction"], v["outcome"]) for k, v in preds.items() if k.endswith("config.json")} == {
+        "config.json": ("SURVIVES", "survived"), "hf_quant_config.json": ("SURVIVES", "survived")}
     dump = next(p for p in report["predictions"] if p["kind"] == "debug-artifacts")
     assert dump["prediction"] == "SURVIVES" and dump["outcome"] == "survived"
     assert_all_held(report)
@@ -323,3 +328,63 @@ def test_requirements_files_are_read_for_names_only(tmp_path):
     loop = tmp_path / "loop.txt"
     loop.write_text("-r loop.txt\nsix\n")
     assert [r.name for r in recognise(["pip", "install", "-r", str(loop)], env={"PATH": ""}).requested] == ["six"]
+
+
+@pytest.fixture(scope="module")
+def newer(tmp_path_factory) -> Path:
+    """toypkg 1.1 (core.py changed) and otherpkg 2.1, in a directory of their own."""
+    house = tmp_path_factory.mktemp("guard-newer")
+    build_wheel(house, "toypkg", "1.1", {**FILES, "toypkg/core.py": "def f():\n    return 11\n"})
+    build_wheel(house, "otherpkg", "2.1", OTHER)
+    return house
+
+
+def test_upgrade_versions_and_expectations_before_and_after(tmp_path, house, newer):
+    cache = tmp_path / "uv-cache"
+    venv, site = uv_venv(tmp_path, house, cache)
+    patch_venv(site, tmp_path / "dumps")
+    expect = tmp_path / "checks.toml"
+    expect.write_text('[[expect]]\nname = "the fix is in"\nfile = "{site_packages}/toypkg/fix.py"\n'
+                      'contains = "v == v"\n\n'
+                      '[[expect]]\nname = "util untouched"\nfile = "{site_packages}/toypkg/util.py"\n'
+                      'unchanged = true\n')
+    env = env_for(tmp_path, cache)
+    code, report, _ = guard(venv, env, venvs.uv_bin(), "pip", "install", "--python", str(venv / "bin/python"),
+                            "--no-deps", "--no-index", "--find-links", str(newer), "toypkg==1.1",
+                            args=("--expect", str(expect)))
+    assert code == 0, report
+    validate(report)
+    assert report["command"]["reinstalls"] == ["toypkg"] and report["command"]["forced"] is False
+    assert report["versions"] == [{"name": "toypkg", "before": "1.0", "after": "1.1", "asked": True}]
+    assert by_relpath(report)["toypkg/fix.py"]["prediction"] == "WIPED"
+    assert (site / "toypkg/core.py").read_text() == "def f():\n    return 11\n"
+    assert_all_held(report)
+    fix, util = report["expectations"]
+    assert (fix["before"], fix["predicted_after"], fix["after"], fix["held"]) == (True, False, False, True)
+    assert (util["before"], util["after"], util["held"]) == (True, True, True)
+
+
+def test_an_unnamed_version_move_and_the_default_target(tmp_path, house, newer):
+    cache = tmp_path / "uv-cache"
+    venv, site = uv_venv(tmp_path, house, cache)
+    env = {**env_for(tmp_path, cache), "VIRTUAL_ENV": str(venv)}
+    script = (f"import subprocess; subprocess.run([{venvs.uv_bin()!r}, 'pip', 'install', '--quiet', '--python', "
+              f"{str(venv / 'bin/python')!r}, '--no-deps', '--no-index', '-f', {str(newer)!r}, 'otherpkg==2.1'], "
+              "check=True)")
+    proc = cli("guard", "--", sys.executable, "-c", script, env=env)  # no --venv: $VIRTUAL_ENV
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines()[0] == f"driftscan guard: target: {venv} (VIRTUAL_ENV is set)"
+    assert f"guard: {venv} (VIRTUAL_ENV is set)" in proc.stdout
+    assert "otherpkg: 2.0 → 2.1   ! the command did not name it" in proc.stdout
+
+
+def test_refuses_a_command_that_installs_into_another_environment(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    venv, site = uv_venv(tmp_path, house, cache, "otherpkg")
+    other = venvs.make_uv_venv(tmp_path / "other", cache)
+    env = env_for(tmp_path, cache)
+    code, report, _ = guard(venv, env, venvs.uv_bin(), "pip", "install", "--python", str(other / "bin/python"),
+                            "--no-index", "--find-links", str(house), "otherpkg")
+    assert code == EXIT_REFUSED and report["ran"] is False, report
+    assert f"installs into {other}" in report["refused"][0]["reason"]
+    assert not list(venvs.site_packages_of(other).glob("otherpkg*"))

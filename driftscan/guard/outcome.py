@@ -187,7 +187,9 @@ class Fingerprint:
         return self.type not in ("absent", "error")
 
 
-def fingerprint(path: str) -> Fingerprint:
+def fingerprint(path: str, root: str | None = None) -> Fingerprint:
+    """``root``: a symlink is also hashed through, when what it leads to is a regular file inside
+    ``root`` (a hub snapshot's link to its blob: an edit through the link changes the blob)."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -196,9 +198,24 @@ def fingerprint(path: str) -> Fingerprint:
         return Fingerprint("error", os_error(exc))
     if stat.S_ISLNK(st.st_mode):
         try:
-            return Fingerprint("symlink", os.readlink(path))
+            link = os.readlink(path)
         except OSError as exc:
             return Fingerprint("error", os_error(exc))
+        through = ""
+        if root is not None:
+            try:
+                fd, fst = open_regular(path, follow=True, root=root)
+            except OSError:
+                pass  # dangling, outside the root, or not a file: the link's own target says it
+            else:
+                try:
+                    through = " -> " + (record_digest(fd, fst.st_size) if fst.st_size <= HASH_MAX else
+                                        f"size={fst.st_size} mtime={fst.st_mtime_ns} ino={fst.st_ino}")
+                except OSError:
+                    pass
+                finally:
+                    os.close(fd)
+        return Fingerprint("symlink", link + through)
     if stat.S_ISDIR(st.st_mode):
         return Fingerprint("dir")
     if not stat.S_ISREG(st.st_mode):
@@ -226,8 +243,14 @@ def fingerprints(predicted: Iterable[Predicted], plan: Plan) -> dict[str, Finger
         if drift is not None and drift.kind.value == DEBUG_ARTIFACTS:
             out[p.item.path] = tuple(a for a in drift.artifacts if os.path.lexists(a))
         else:
-            out[p.item.path] = fingerprint(p.item.path)
+            out[p.item.path] = fingerprint(p.item.path, _root(p.item))
     return out
+
+
+def _root(item: PlanItem) -> str | None:
+    """The directory an item's relpath is relative to."""
+    tail = "/" + item.relpath
+    return item.path[:-len(tail)] if item.path.endswith(tail) else None
 
 
 def not_run(predicted: Iterable[Predicted]) -> list[GuardPrediction]:
@@ -271,7 +294,7 @@ def judge(predicted: Sequence[Predicted], before: dict, after: Report, judged: b
             else:
                 outcome, detail = Outcome.CHANGED, f"{len(still)} of {len(was)} dump file(s) still there"
         else:
-            now = fingerprint(path)
+            now = fingerprint(path, _root(p.item))
             assert isinstance(was, Fingerprint)
             if was.type == "error" or now.type == "error":
                 outcome, detail = Outcome.UNCHECKED, f"cannot read it: {now.value or was.value}"
