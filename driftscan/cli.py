@@ -714,7 +714,16 @@ def guard(command, venv, site_packages, model_dirs, hf_cache, source, checkpoint
         if not os.path.isdir(directory):
             raise DriftscanError(f"--wheels {directory}: not a directory")
     dirs, hub, _ = _targets(config, venv, site_packages, model_dirs, hf_cache)
-    venv, chosen_because = _default_venv(venv, site_packages)  # model directories add to it, never replace it
+    chosen_because = None
+    if venv is None and not site_packages:  # none named: where the command installs, else as for audit
+        from .guard import recognise
+
+        where = recognise(list(command)).environment
+        if where and (os.path.isfile(os.path.join(where, "pyvenv.cfg")) or os.path.isdir(os.path.join(where,
+                                                                                                     "conda-meta"))):
+            venv, chosen_because = where, "the command installs into it"
+    if chosen_because is None:
+        venv, chosen_because = _default_venv(venv, site_packages)  # model directories add to it, never replace it
 
     def say(text: str) -> None:
         click.echo(inert(f"driftscan guard: {text}"), err=True)

@@ -146,12 +146,15 @@ def test_guard_around_pip_force_reinstall_text_report(tmp_path_factory, tmp_path
     edited = patch_venv(site, tmp_path / "dumps")
     env = env_for(tmp_path, tmp_path / "uv-cache")
     cp = tmp_path / "cp"
-    proc = cli("guard", "--venv", str(venv), "--checkpoint", str(cp), "--", str(venv / "bin/python"), "-m", "pip",
-               "install", "--no-cache-dir", "--force-reinstall", "--no-deps", str(wheel(house)), env=env)
+    # No --venv: the environment the command installs into (its interpreter's), said with why.
+    proc = cli("guard", "--checkpoint", str(cp), "--", str(venv / "bin/python"), "-m", "pip",
+               "install", "--no-cache-dir", "--force-reinstall", "--no-deps", str(wheel(house)),
+               env={**env, "VIRTUAL_ENV": ""})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    assert proc.stderr.splitlines()[0] == f"driftscan guard: target: {venv}"  # guard's first word, before the command
-    assert f"\nguard: {venv}\n" in out  # and the report's first line
+    why = "the command installs into it"
+    assert proc.stderr.splitlines()[0] == f"driftscan guard: target: {venv} ({why})"  # first, before the command
+    assert f"\nguard: {venv} ({why})\n" in out  # and the report's first line
     assert "Successfully installed toypkg-1.0" in out  # pip's output, passed through before the report
     assert out.index("Successfully installed") < out.index("Predictions (prediction → what happened):")
     assert "✓ WIPED    → wiped     [package] toypkg: toypkg/core.py (modified)" in out
