@@ -655,8 +655,6 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
                              [r for r in (root, *target.site_packages, *models) if r])
     say(f"target: {root or ', '.join(target.site_packages)}" + (f" ({chosen_because})" if chosen_because else ""))
     notes = list(recognised.notes)
-    if not recognised.recognised:
-        notes.append("not an install guard recognises: every prediction is may_survive")
     say("command: " + (f"{recognised.tool.value}, reinstalls {', '.join([*sure, *maybe]) or 'nothing installed'}"
                        f", source {chosen_source or 'as installed'}" if recognised.recognised
                        else "not recognised: every drift may survive it"))

@@ -673,7 +673,8 @@ def reapply(checkpoint_dir, venv, site_packages, only, exclude_findings, yes, ch
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
-@click.option("--venv", metavar="PATH", help="The environment the command changes (default: as for audit).")
+@click.option("--venv", metavar="PATH",
+              help="The environment the command changes (default: the one the command names, else as for audit).")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @model_options
 @click.option("--from", "source", metavar="WHEEL|DIR|index",

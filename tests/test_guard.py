@@ -391,3 +391,21 @@ def test_refuses_a_command_that_installs_into_another_environment(tmp_path, hous
     assert code == EXIT_REFUSED and report["ran"] is False, report
     assert f"installs into {other}" in report["refused"][0]["reason"]
     assert not list(venvs.site_packages_of(other).glob("otherpkg*"))
+
+
+def test_an_upgrade_that_finds_nothing_newer_may_survive(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    venv, site = uv_venv(tmp_path, house, cache)
+    patch_venv(site, tmp_path / "dumps")
+    env = env_for(tmp_path, cache)
+    code, report, _ = guard(venv, env, venvs.uv_bin(), "pip", "install", "--python", str(venv / "bin/python"),
+                            "--upgrade", "--no-deps", "--no-index", "--find-links", str(house), "toypkg",
+                            args=("--from", str(house)))
+    assert code == 0, report
+    assert report["command"]["source"] == str(house) and report["command"]["from_given"] is True
+    preds = by_relpath(report)
+    # -U reinstalls only when the source has a newer version: both outcomes are possible, so MAY SURVIVE
+    assert preds["toypkg/core.py"]["prediction"] == "MAY SURVIVE" and "may find nothing" in preds["toypkg/core.py"]["reason"]
+    assert preds["toypkg/core.py"]["outcome"] == "survived" and "torch.save" in (site / "toypkg/core.py").read_text()
+    assert_all_held(report)
+    assert report["versions"] == []
