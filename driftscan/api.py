@@ -631,9 +631,11 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
     import shlex
 
     from .checkpoint import check_destination, default_checkpoint_path, environment_root
+    from .errors import DriftscanError
     from .guard import (GuardCommand, GuardReport, Refusal, Tool, checkpoint_summary, debug_comes_back,
                         expectations, fingerprints, judge, leftovers, normalize, not_run,
-                        other_environment, predict, recognise, reapply_line, reinstalled, summarise, versions)
+                        other_environment, predict, recognise, reapply_line, reinstalled, summarise, unchecked,
+                        versions)
 
     started = time.perf_counter()
     say = on_event or (lambda text: None)
@@ -708,13 +710,21 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
     report.ran, report.exit_code = True, code
     if why:
         report.notes.append(why)
-    after = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=use_cache, model_dirs=models,
-                select=select, ignore=ignore, rules_modules=rules_modules, plugins=plugins, compare=False,
-                include_environment=True, report_only=expect is None)
     judged = code == 0
     if not judged:
         report.notes.append(f"the command failed (exit {code}): the predictions were for a command that completes, "
                             "so none is held to what happened; each drift's outcome is listed")
+    report.reapply = reapply_line(written.path, written.index, target.venv, target.site_packages)
+    try:
+        after = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=use_cache, model_dirs=models,
+                    select=select, ignore=ignore, rules_modules=rules_modules, plugins=plugins, compare=False,
+                    include_environment=True, report_only=expect is None)
+    except (DriftscanError, OSError) as exc:  # the command ran: say what is known, never lose the report
+        report.errors.append(f"after: the audit after the command could not run: {exc}")
+        report.predictions = unchecked(predicted, f"the audit after the command could not run: {exc}")
+        summarise(report)
+        report.duration_seconds = round(time.perf_counter() - started, 3)
+        return report
     report.predictions = judge(predicted, before, after.report, judged)
     asked = {r.name for r in recognised.requested} | set(sure) | set(maybe)
     report.versions = versions(planned.audit, after.report, asked)
@@ -722,8 +732,8 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
     if expect:
         placeholders = {"venv": target.venv or "",
                         "site_packages": target.site_packages[0] if target.site_packages else ""}
-        report.expectations = expectations(planned, _expectations_now(expect, after, placeholders), judged)
-    report.reapply = reapply_line(written.path, written.index, target.venv, target.site_packages)
+        report.expectations = expectations(planned, _expectations_now(expect, after, placeholders), judged,
+                                           predicted, recognised.recognised)
     report.errors += [f"after: {e.path}: {e.message}" for e in after.report.errors]
     summarise(report)
     report.duration_seconds = round(time.perf_counter() - started, 3)

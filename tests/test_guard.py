@@ -409,3 +409,16 @@ def test_an_upgrade_that_finds_nothing_newer_may_survive(tmp_path, house):
     assert preds["toypkg/core.py"]["outcome"] == "survived" and "torch.save" in (site / "toypkg/core.py").read_text()
     assert_all_held(report)
     assert report["versions"] == []
+
+
+def test_a_command_that_removes_the_environment_still_gets_its_report(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    venv, site = uv_venv(tmp_path, house, cache)
+    patch_venv(site, tmp_path / "dumps")
+    env = env_for(tmp_path, cache)
+    code, report, _ = guard(venv, env, sys.executable, "-c", f"import shutil; shutil.rmtree({str(venv)!r})")
+    assert report["ran"] is True and report["exit_code"] == 0
+    assert code == EXIT_REFUSED  # bit 2: nothing after the command could be checked
+    assert any("could not run" in e for e in report["errors"])
+    assert {p["outcome"] for p in report["predictions"]} == {"unchecked"}
+    assert report["reapply"] and Path(report["checkpoint"]["path"], "checkpoint.json").is_file()

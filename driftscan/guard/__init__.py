@@ -13,11 +13,11 @@ from .model import (GuardCheckpoint, GuardCommand, GuardExpectation, GuardPredic
                     LeftArchive, LeftDump, Leftovers, Outcome, Refusal, VersionMove)
 from .outcome import (Predicted, checkpoint_summary, debug_comes_back, exit_status, expectations, fingerprint,
                       fingerprints, installed_versions, judge, leftovers, not_run, other_environment, predict,
-                      reapply_line, reinstalled, summarise, versions)
+                      reapply_line, reinstalled, summarise, unchecked, versions)
 
 __all__ = ["Change", "GuardCheckpoint", "GuardCommand", "GuardExpectation", "GuardPrediction", "GuardReport",
            "GuardSummary", "LeftArchive", "LeftDump", "Leftovers", "Outcome", "Predicted", "Recognised", "Refusal",
            "Requested", "Tool", "VersionMove", "checkpoint_summary", "debug_comes_back", "exit_status",
            "expectations", "fingerprint", "fingerprints", "installed_versions", "judge", "leftovers", "normalize",
            "not_run", "other_environment", "predict", "reapply_line", "recognise", "reinstalled", "summarise",
-           "versions", "wheel_name"]
+           "unchecked", "versions", "wheel_name"]

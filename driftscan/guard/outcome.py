@@ -257,6 +257,10 @@ def not_run(predicted: Iterable[Predicted]) -> list[GuardPrediction]:
     return [_prediction(p, Outcome.NOT_RUN, "the command was not run", None) for p in predicted]
 
 
+def unchecked(predicted: Iterable[Predicted], why: str) -> list[GuardPrediction]:
+    return [_prediction(p, Outcome.UNCHECKED, why, None) for p in predicted]
+
+
 def _prediction(p: Predicted, outcome: Outcome, detail: str, held: bool | None) -> GuardPrediction:
     i = p.item
     return GuardPrediction(path=i.path, relpath=i.relpath, kind=i.kind, scope=i.scope, distribution=i.distribution,
@@ -368,15 +372,23 @@ def leftovers(plan: Plan, after: Report, uv_cache: str | None) -> Leftovers:
     return left
 
 
-def expectations(plan: Plan, after: Sequence[tuple[bool | None, str]], judged: bool) -> list[GuardExpectation]:
+def expectations(plan: Plan, after: Sequence[tuple[bool | None, str]], judged: bool,
+                 predicted: Sequence[Predicted] = (), recognised: bool = True) -> list[GuardExpectation]:
     """Each expectation now, as predicted for after the command, and after it (``after``: (holds, why)
-    per expectation, in order)."""
+    per expectation, in order). A file whose drift guard made MAY SURVIVE (or any file, around a
+    command guard does not recognise) has no predicted state after."""
+    uncertain = {os.path.normpath(p.item.path) for p in predicted if p.status == MAY_SURVIVE != p.item.status}
     out = []
     for e, (holds, why) in zip(plan.expectations, after):
-        held = None if not judged or e.holds_after is None or holds is None else e.holds_after == holds
+        predicted_after, reason = e.holds_after, e.reason
+        if not recognised or os.path.normpath(e.file) in uncertain:
+            predicted_after = None
+            reason += ("; but guard does not know what this command changes" if not recognised
+                       else "; but the command may or may not reinstall it")
+        held = None if not judged or predicted_after is None or holds is None else predicted_after == holds
         out.append(GuardExpectation(name=e.name, file=e.file, check=e.check, before=e.holds_now,
-                                    predicted_after=e.holds_after, after=holds, held=held,
-                                    reason=f"before: {e.reason}; after: {why}"))
+                                    predicted_after=predicted_after, after=holds, held=held,
+                                    reason=f"before: {reason}; after: {why}"))
     return out
 
 
