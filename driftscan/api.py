@@ -632,8 +632,9 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
 
     from .checkpoint import check_destination, default_checkpoint_path, environment_root
     from .errors import DriftscanError
+    from .model import MetadataKind
     from .guard import (GuardCommand, GuardReport, Refusal, Tool, checkpoint_summary, debug_comes_back,
-                        expectations, fingerprints, judge, leftovers, normalize, not_run,
+                        expectations, fingerprints, judge, leftovers, new_drifts, normalize, not_run,
                         other_environment, predict, recognise, reapply_line, reinstalled, summarise, unchecked,
                         versions)
 
@@ -649,7 +650,8 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
     chosen_source = _valid_source(source) if source is not None else recognised.source
     models = model_dir_paths(model_dirs, hf_cache)
     metadirs = find_distributions(target.site_packages, records=False)
-    installed = {normalize(md.distribution.name): md.distribution.version for md in metadirs if md.distribution}
+    installed = {normalize(md.distribution.name): md.distribution.version for md in metadirs
+                 if md.distribution is not None and md.distribution.kind is not MetadataKind.EGG_LINK}
     sure, maybe = reinstalled(recognised, installed)
     installer = {Tool.PIP: "pip", Tool.UV_PIP: "uv", Tool.UV_SYNC: "uv"}.get(recognised.tool)
     originals_in = [*wheels, *recognised.wheel_dirs]  # the command's own wheels are originals too (verified)
@@ -729,6 +731,7 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
     asked = {r.name for r in recognised.requested} | set(sure) | set(maybe)
     report.versions = versions(planned.audit, after.report, asked)
     report.leftovers = leftovers(planned, after.report, uv_cache)
+    report.new_drifts = new_drifts(planned.audit, after.report)
     if expect:
         placeholders = {"venv": target.venv or "",
                         "site_packages": target.site_packages[0] if target.site_packages else ""}

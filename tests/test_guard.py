@@ -422,3 +422,21 @@ def test_a_command_that_removes_the_environment_still_gets_its_report(tmp_path, 
     assert any("could not run" in e for e in report["errors"])
     assert {p["outcome"] for p in report["predictions"]} == {"unchecked"}
     assert report["reapply"] and Path(report["checkpoint"]["path"], "checkpoint.json").is_file()
+
+
+def test_drift_the_command_brings_in_is_reported_as_new(tmp_path, house):
+    """uv links an edited cache copy into a venv that was clean (docs/installers.md: a reinstall can add drift)."""
+    cache = tmp_path / "uv-cache"
+    poisoned, site = uv_venv(tmp_path, house, cache, "toypkg")
+    clean = venvs.make_uv_venv(tmp_path / "clean", cache)  # copies, taken while the cache is still clean
+    venvs.uv_install(clean, cache, "--link-mode", "copy", "--no-index", "--find-links", str(house), "toypkg")
+    with open(site / "toypkg/util.py", "a") as f:  # in place, through the hard link: the cache copy too
+        f.write(f"import torch\ntorch.save(A, '{tmp_path}/u.pt')\n")
+    env = env_for(tmp_path, cache)
+    code, report, _ = guard(clean, env, venvs.uv_bin(), "pip", "install", "--python", str(clean / "bin/python"),
+                            "--reinstall", "--no-deps", "--no-index", "--find-links", str(house), "toypkg")
+    assert code == 0 and report["predictions"] == [], report
+    [new] = report["new_drifts"]
+    assert (new["relpath"], new["kind"], new["distribution"]) == ("toypkg/util.py", "modified", "toypkg")
+    assert new["findings"] >= 1
+    assert [a["relpath"] for a in report["leftovers"]["uv_cache"]] == ["toypkg/util.py"]

@@ -78,6 +78,18 @@ class VersionMove(BaseModel):
     asked: bool = Field(description="the command names this distribution")
 
 
+class NewDrift(BaseModel):
+    """A drift the audit after the command found that was not there before: the command made it."""
+
+    path: str
+    relpath: str
+    kind: str
+    scope: str
+    distribution: str | None = None
+    findings: int = Field(default=0, description="debug findings in it")
+    evidence: str = ""
+
+
 class LeftDump(BaseModel):
     pattern: str
     files: list[str] = Field(description="the dump files listed before the command that are still there (lstat)")
@@ -135,6 +147,9 @@ class GuardReport(BaseModel):
     predictions: list[GuardPrediction] = Field(default_factory=list)
     versions: list[VersionMove] = Field(default_factory=list, description="distributions whose version moved")
     leftovers: Leftovers = Field(default_factory=Leftovers)
+    new_drifts: list[NewDrift] = Field(default_factory=list, description="drift that appeared while the command ran "
+                                                                         "(e.g. an edited uv cache copy linked into "
+                                                                         "a venv that was clean)")
     expectations: list[GuardExpectation] = Field(default_factory=list)
     reapply: str | None = Field(default=None, description="the line that brings the kept work back")
     summary: GuardSummary = Field(default_factory=GuardSummary)

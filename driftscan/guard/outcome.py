@@ -22,7 +22,7 @@ from ..report import DriftOut, Report
 from ..verify.content import record_digest
 from .command import Change, Recognised, Tool, normalize
 from .model import (GuardCheckpoint, GuardExpectation, GuardPrediction, GuardReport, LeftArchive, LeftDump,
-                    Leftovers, Outcome, Refusal, VersionMove)
+                    Leftovers, NewDrift, Outcome, Refusal, VersionMove)
 
 HASH_MAX = 256 << 20  # a drifted file bigger than this is compared by size, mtime and inode
 DEBUG_ARTIFACTS = "debug-artifacts"
@@ -317,6 +317,14 @@ def judge(predicted: Sequence[Predicted], before: dict, after: Report, judged: b
                 detail = "absent, as its reference says" if not now.exists else "matches its reference again"
         out.append(_prediction(p, outcome, detail, _held(p.status, outcome) if judged else None))
     return out
+
+
+def new_drifts(before: Report, after: Report) -> list[NewDrift]:
+    known = {d.path for d in before.drifts}
+    return [NewDrift(path=d.path, relpath=d.relpath, kind=d.kind.value, scope=d.scope.value,
+                     distribution=d.distribution.name if d.distribution else None,
+                     findings=sum(1 for f in d.findings if f.origin != "upstream"), evidence=d.evidence)
+            for d in after.drifts if d.path not in known]
 
 
 def versions(before: Report, after: Report, asked: set[str]) -> list[VersionMove]:

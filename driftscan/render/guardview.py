@@ -72,6 +72,12 @@ def render_guard_text(report: "GuardReport") -> str:
         for v in report.versions:
             flag = "" if v.asked else "   ! the command did not name it"
             lines.append(f"  {v.name}: {v.before or '(absent)'} → {v.after or '(absent)'}{flag}")
+    if report.new_drifts:
+        lines += ["", "New drift (not there before the command):"]
+        for new in report.new_drifts:
+            owner = f"{new.distribution}: " if new.distribution else ""
+            debug = f", {new.findings} debug finding(s)" if new.findings else ""
+            lines.append(f"  ! [{new.scope}] {owner}{new.relpath} ({new.kind}{debug})")
     left = report.leftovers
     if left.dumps or left.uv_cache or left.added:
         lines += ["", "Left on disk:"]
