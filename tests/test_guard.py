@@ -328,6 +328,13 @@ def test_requirements_files_are_read_for_names_only(tmp_path):
     assert {(r.name, r.version) for r in cmd.requested} >= {("six", None), ("otherpkg", "2.0")}
     assert cmd.source == str(tmp_path / "wh") and "./local/project" in cmd.unnamed
     assert not marker.exists()
+    # A requirements file that names one outside its own directory does not get it read.
+    (tmp_path / "sub").mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("topsecret-token\n")
+    (tmp_path / "sub" / "reqs.txt").write_text(f"-r {secret}\nsix\n")
+    cmd = recognise(["pip", "install", "-r", str(tmp_path / "sub" / "reqs.txt")], env={"PATH": ""})
+    assert [r.name for r in cmd.requested] == ["six"] and "topsecret" not in repr(cmd)
     loop = tmp_path / "loop.txt"
     loop.write_text("-r loop.txt\nsix\n")
     assert [r.name for r in recognise(["pip", "install", "-r", str(loop)], env={"PATH": ""}).requested] == ["six"]

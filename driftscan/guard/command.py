@@ -181,7 +181,7 @@ class _Reading:
     notes: list[str] = field(default_factory=list)
 
     def requirement(self, text: str, base: str) -> None:
-        text = text.strip()
+        text = text.strip()[:300]  # a name, a path or a URL; never more than a line of a report
         if not text:
             return
         if text.endswith(".whl"):
@@ -211,7 +211,9 @@ class _Reading:
             return
         self.unnamed.append(text)
 
-    def requirements_file(self, path: str, base: str, depth: int = 0, seen: set[str] | None = None) -> None:
+    def requirements_file(self, path: str, base: str, depth: int = 0, seen: set[str] | None = None,
+                          top: str | None = None) -> None:
+        """``top``: the directory of the file the command names, which the files it names must be in."""
         seen = set() if seen is None else seen
         full = os.path.abspath(os.path.join(base, path))
         if "://" in path:
@@ -219,6 +221,14 @@ class _Reading:
             self.unnamed.append(path)
             return
         if full in seen or depth > REQUIREMENTS_DEPTH:
+            return
+        if depth == 0 or top is None:
+            top = os.path.dirname(full)  # a file the command names: read, and the one directory read from
+        elif not _under(full, top):
+            # a file a requirements file names outside its own directory: data does not steer reads
+            self.notes.append(f"{full}: named by a requirements file, outside its directory: not read; its "
+                              "requirements are not known")
+            self.unnamed.append(full)
             return
         seen.add(full)
         try:
@@ -236,17 +246,17 @@ class _Reading:
                 continue
             if line.startswith("-"):
                 opts, args = _options(line.split(), _PIP_VALUES | _UV_VALUES)
-                self.options(opts, here, depth + 1, seen)
+                self.options(opts, here, depth + 1, seen, top)
                 for arg in args:
                     self.requirement(arg, here)
             else:
                 self.requirement(line, here)
 
     def options(self, opts: list[tuple[str, str | None]], base: str, depth: int = 0,
-                seen: set[str] | None = None) -> None:
+                seen: set[str] | None = None, top: str | None = None) -> None:
         for key, value in opts:
             if key in ("-r", "--requirement", "--requirements") and value:
-                self.requirements_file(value, base, depth, seen)
+                self.requirements_file(value, base, depth, seen, top)
             elif key in ("-e", "--editable") and value:
                 self.unnamed.append(f"-e {value}")
             elif key in ("-f", "--find-links") and value:
@@ -255,6 +265,11 @@ class _Reading:
                 self.index = False
             elif key in ("-i", "--index-url", "--extra-index-url", "--index", "--default-index") and value:
                 self.custom_index.append(value)
+
+
+def _under(path: str, root: str) -> bool:
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _source(reading: _Reading, user_said: list[str]) -> tuple[str | None, str, tuple[str, ...]]:
