@@ -693,11 +693,12 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
         return refuse()
     written = checkpoint(dest, venv, site_packages, models, wheels=originals_in, fetch=fetch, uv_cache=uv_cache,
                          jobs=jobs, use_cache=use_cache)
-    report.checkpoint = checkpoint_summary(written.path, written.index, written.problems, planned)
+    report.checkpoint = checkpoint_summary(written.path, written.index, written.problems, predicted)
     say(f"checkpoint: {written.path}" + (" (partial)" if report.checkpoint.partial else ""))
-    if report.checkpoint.partial:
-        lacking = report.checkpoint.without_original + report.checkpoint.not_saved
-        refusals.append(Refusal(reason=(f"the checkpoint is partial: {len(lacking)} file(s) it cannot restore "
+    if report.checkpoint.at_risk:
+        lacking = report.checkpoint.at_risk
+        refusals.append(Refusal(reason=(f"the checkpoint is partial: {len(lacking)} file(s) the command may wipe "
+                                        "that it could not bring back "
                                         f"({'; '.join(lacking[:5])}{' …' if len(lacking) > 5 else ''})"),
                                 command=report.checkpoint.complete_with[0] if report.checkpoint.complete_with
                                 else None))

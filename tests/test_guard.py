@@ -262,7 +262,7 @@ def test_refuses_a_partial_checkpoint_and_says_how_to_complete_it(tmp_path_facto
     assert code == EXIT_REFUSED and report["ran"] is False, report
     cp = report["checkpoint"]
     assert cp["partial"] is True and len(cp["without_original"]) == 1, cp
-    assert cp["without_original"][0].endswith("/site-packages/toypkg/fix.py")
+    assert cp["without_original"][0].endswith("/site-packages/toypkg/fix.py") and cp["at_risk"] == cp["without_original"]
     assert cp["complete_with"][0] == "pip download --no-deps --only-binary :all: --dest WHEELS toypkg==1.0"
     assert "partial" in report["refused"][0]["reason"]
     assert (site / "toypkg/fix.py").read_text() != FILES["toypkg/fix.py"]  # not run

@@ -53,6 +53,9 @@ class GuardCheckpoint(BaseModel):
                                                                           "patch nor an original")
     not_saved: list[str] = Field(default_factory=list, description="drifted files whose content was not saved, "
                                                                    "with why")
+    at_risk: list[str] = Field(default_factory=list, description="of those, the files the command may wipe (not "
+                                                                 "predicted to survive it): guard refuses to start "
+                                                                 "while there are any")
     complete_with: list[str] = Field(default_factory=list, description="how to get a whole checkpoint")
 
 

@@ -143,11 +143,14 @@ def other_environment(command: Recognised, target_root: str | None) -> Refusal |
 # ------------------------------------------------------------------------------ checkpoint
 
 def checkpoint_summary(path: str, index: CheckpointIndex, problems: Sequence[str],
-                       plan: Plan) -> GuardCheckpoint:
-    """Whether the checkpoint holds every edited byte, and how to complete it when it does not."""
+                       predicted: Sequence[Predicted] = ()) -> GuardCheckpoint:
+    """Whether the checkpoint holds every edited byte, and how to complete it when it does not;
+    ``at_risk``: the files it lacks that the command may wipe (``predicted`` not to survive it)."""
     lacking = [f for f in index.files if f.area == "env" and f.scope == "package" and f.kind == "modified"
                and not f.patch and not f.original]
     not_saved = [f"{f.relpath}: {f.not_copied}" for f in index.files if f.not_copied]
+    surviving = {p.item.path for p in predicted if p.status == SURVIVES}
+    at_risk = [f.relpath for f in index.files if (f in lacking or f.not_copied) and f.path not in surviving]
     complete = []
     if lacking:
         wanted = sorted({(f.distribution or "?", f.version or "?") for f in lacking})
@@ -160,7 +163,7 @@ def checkpoint_summary(path: str, index: CheckpointIndex, problems: Sequence[str
     return GuardCheckpoint(path=path, files=len(index.files), patches=sum(1 for f in index.files if f.patch),
                            partial=bool(lacking or not_saved), without_original=[f.relpath for f in lacking],
                            not_saved=not_saved + [p for p in problems if p not in not_saved],
-                           complete_with=complete)
+                           at_risk=at_risk, complete_with=complete)
 
 
 def reapply_line(checkpoint: str, index: CheckpointIndex, target_venv: str | None,
