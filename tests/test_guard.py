@@ -447,3 +447,16 @@ def test_drift_the_command_brings_in_is_reported_as_new(tmp_path, house):
     assert (new["relpath"], new["kind"], new["distribution"]) == ("toypkg/util.py", "modified", "toypkg")
     assert new["findings"] >= 1
     assert [a["relpath"] for a in report["leftovers"]["uv_cache"]] == ["toypkg/util.py"]
+
+
+def test_report_to_a_file_and_the_commands_output_to_the_terminal(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    venv, _ = uv_venv(tmp_path, house, cache, "otherpkg")
+    out = tmp_path / "guard.json"
+    proc = cli("guard", "--venv", str(venv), "--format", "json", "-o", str(out), "--", sys.executable, "-c",
+               "print('from the command')", env=env_for(tmp_path, cache))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "from the command\n"  # with -o, the command's stdout stays on stdout
+    report = json.loads(out.read_text())
+    validate(report)
+    assert report["ran"] and report["predictions"] == [] and f"report written to {out}" in proc.stderr
