@@ -668,3 +668,196 @@ def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequenc
     finally:
         if result.originals is not None:
             result.originals.__exit__(None, None, None)
+
+
+def _run_command(argv: Sequence[str], stdout: int | None) -> tuple[int, str | None]:
+    """Run ``argv`` (no shell) with the terminal's stdin and stderr, stdout to ``stdout`` when given;
+    (its exit status as a shell reports it — 128+N when killed by signal N, 127 not found, 126 not
+    runnable —, why it did not start). Ctrl-C goes to the command, which decides; guard waits."""
+    import signal
+    import subprocess
+    import threading
+
+    try:
+        proc = subprocess.Popen(list(argv), stdout=stdout)
+    except FileNotFoundError:
+        return 127, f"{argv[0]}: command not found"
+    except PermissionError:
+        return 126, f"{argv[0]}: permission denied"
+    except OSError as exc:
+        return 126, f"{argv[0]}: cannot run it ({exc.strerror or exc})"
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code = proc.wait()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    return (128 - code if code < 0 else code), None
+
+
+def _expectations_now(expect: str, result: Run, placeholders: dict[str, str]) -> list[tuple[bool | None, str]]:
+    """Each expectation of ``expect`` judged on the files as they are (``result``: a full audit of them)."""
+    from .expect import evaluate, load_expectations
+    from .fileio import read_regular
+    from .plan import EXPECT_MAX
+
+    drifted = {os.path.normpath(c.path) for c in result.verification.checks}
+    roots = [r.root for r in result.model_dirs if r.kind is not LayoutKind.UNKNOWN]
+    out: list[tuple[bool | None, str]] = []
+    for exp in load_expectations(expect, placeholders):
+        path = os.path.normpath(exp.file)
+        known = path in result.verification.referenced or any(path.startswith(r.rstrip(os.sep) + os.sep)
+                                                              for r in roots)
+        state = True if path in drifted or os.path.realpath(path) in drifted else (False if known else None)
+        try:
+            content: bytes | None = read_regular(path, EXPECT_MAX, what="file an expectation checks")
+        except FileNotFoundError:
+            content = None
+        except OSError as exc:
+            out.append((None, f"not checked: cannot read it: {exc.strerror or exc}"))
+            continue
+        out.append(evaluate(exp, content, state))
+    return out
+
+
+def _valid_source(source: str) -> str:
+    if source == "index":
+        return source
+    path = os.path.abspath(source)
+    if source.endswith(".whl") and os.path.isfile(path):
+        return path
+    if os.path.isdir(path):
+        return path
+    raise TargetError(f"--from {source}: not a wheel file, a directory, or 'index'")
+
+
+def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequence[str] = (), *,
+          model_dirs: Sequence[str] = (), hf_cache: str | None = None, source: str | None = None,
+          checkpoint_path: str | None = None, expect: str | None = None, wheels: Sequence[str] = (),
+          fetch: bool = False, uv_cache: str | None = None, jobs: int | None = None, use_cache: bool = True,
+          force: bool = False, select: Sequence[str] = (), ignore: Sequence[str] = (),
+          rules_modules: Sequence[str] = (), plugins: bool = True, chosen_because: str | None = None,
+          command_stdout: int | None = None, on_event=None, env: dict[str, str] | None = None,
+          cwd: str | None = None):
+    """Audit and predict for ``command`` (an install: pip, uv, conda, pixi; anything else is
+    predicted ``may_survive``), write a whole checkpoint, refuse to start a command that would
+    bring debug code back or that the checkpoint cannot undo (unless ``force``), run it (no shell;
+    its stdout to ``command_stdout`` when given), audit again and say, per drift, whether the
+    prediction held. ``on_event(text)`` hears each step before the command runs.
+    Returns ``guard.GuardReport``; ``guard.exit_status`` gives its exit status."""
+    import shlex
+
+    from .checkpoint import check_destination, default_checkpoint_path, environment_root
+    from .errors import DriftscanError
+    from .model import MetadataKind
+    from .guard import (GuardCommand, GuardReport, Refusal, Tool, checkpoint_summary, debug_comes_back,
+                        expectations, fingerprints, judge, leftovers, new_drifts, normalize, not_run,
+                        other_environment, predict, recognise, reapply_line, reinstalled, summarise, unchecked,
+                        versions)
+
+    started = time.perf_counter()
+    say = on_event or (lambda text: None)
+    if not command:
+        raise TargetError("guard needs a command after --")
+    target = resolve_target(venv, tuple(site_packages))
+    if venv is None and not site_packages:  # the running interpreter's: named, so model directories add to it
+        venv, site_packages = target.venv, (() if target.venv else target.site_packages)
+    root = environment_root(target)
+    recognised = recognise(command, env, cwd)
+    chosen_source = _valid_source(source) if source is not None else recognised.source
+    models = model_dir_paths(model_dirs, hf_cache)
+    metadirs = find_distributions(target.site_packages, records=False)
+    installed = {normalize(md.distribution.name): md.distribution.version for md in metadirs
+                 if md.distribution is not None and md.distribution.kind is not MetadataKind.EGG_LINK}
+    sure, maybe = reinstalled(recognised, installed)
+    installer = {Tool.PIP: "pip", Tool.UV_PIP: "uv", Tool.UV_SYNC: "uv"}.get(recognised.tool)
+    originals_in = [*wheels, *recognised.wheel_dirs]  # the command's own wheels are originals too (verified)
+    dest = check_destination(checkpoint_path or default_checkpoint_path(target),
+                             [r for r in (root, *target.site_packages, *models) if r])
+    say(f"target: {root or ', '.join(target.site_packages)}" + (f" ({chosen_because})" if chosen_because else ""))
+    notes = list(recognised.notes)
+    say("command: " + (f"{recognised.tool.value}, reinstalls {', '.join([*sure, *maybe]) or 'nothing installed'}"
+                       f", source {chosen_source or 'as installed'}" if recognised.recognised
+                       else "not recognised: every drift may survive it"))
+    planned = plan([*sure, *maybe], venv, site_packages, installer=installer, expect=expect, jobs=jobs,
+                   uv_cache=uv_cache, use_cache=use_cache, model_dirs=models, include_environment=True,
+                   pristine=pristine_options(target, originals_in, fetch, uv_cache), select=select, ignore=ignore,
+                   rules_modules=rules_modules, plugins=plugins, source=chosen_source)
+    predicted = predict(planned, recognised, sure, maybe, source is not None)
+    report = GuardReport(
+        target=root or ", ".join(target.site_packages), chosen_because=chosen_because,
+        command=GuardCommand(argv=list(command), tool=recognised.tool.value, recognised=recognised.recognised,
+                             requested=sorted({r.name for r in recognised.requested}), reinstalls=[*sure, *maybe],
+                             forced=recognised.forced, no_deps=recognised.no_deps, source=chosen_source,
+                             source_why="--from" if source is not None else recognised.source_why,
+                             from_given=source is not None, environment=recognised.environment,
+                             notes=notes),
+        ran=False, notes=[f"unnamed requirement: {u}" for u in recognised.unnamed])
+    report.errors += [f"before: {e.path}: {e.message}" for e in planned.audit.errors]
+    counts = {s: sum(1 for p in predicted if p.status == s) for s in ("WIPED", "SURVIVES", "MAY SURVIVE")}
+    say(f"predictions: {counts['WIPED']} wiped, {counts['SURVIVES']} survive, {counts['MAY SURVIVE']} may survive")
+    refusals = [r for r in (other_environment(recognised, target.venv or root),) if r is not None]
+    refusals += debug_comes_back(predicted, planned, sure, recognised, uv_cache)
+
+    def refuse() -> GuardReport:
+        report.refused = refusals
+        report.predictions = not_run(predicted)
+        summarise(report)
+        report.duration_seconds = round(time.perf_counter() - started, 3)
+        return report
+
+    if refusals and not force:
+        return refuse()
+    written = checkpoint(dest, venv, site_packages, models, wheels=originals_in, fetch=fetch, uv_cache=uv_cache,
+                         jobs=jobs, use_cache=use_cache)
+    report.checkpoint = checkpoint_summary(written.path, written.index, written.problems, predicted)
+    say(f"checkpoint: {written.path}" + (" (partial)" if report.checkpoint.partial else ""))
+    if report.checkpoint.at_risk:
+        lacking = report.checkpoint.at_risk
+        refusals.append(Refusal(reason=(f"the checkpoint is partial: {len(lacking)} file(s) the command may wipe "
+                                        "that it could not bring back "
+                                        f"({'; '.join(lacking[:5])}{' …' if len(lacking) > 5 else ''})"),
+                                command=report.checkpoint.complete_with[0] if report.checkpoint.complete_with
+                                else None))
+    if refusals and not force:
+        return refuse()
+    report.refused, report.forced = refusals, bool(refusals)
+    before = fingerprints(predicted, planned)
+    say(f"running: {shlex.join(command)}")
+    t0 = time.perf_counter()
+    code, why = _run_command(command, command_stdout)
+    report.command_seconds = round(time.perf_counter() - t0, 3)
+    report.ran, report.exit_code = True, code
+    if why:
+        report.notes.append(why)
+    judged = code == 0
+    if not judged:
+        report.notes.append(f"the command failed (exit {code}): the predictions were for a command that completes, "
+                            "so none is held to what happened; each drift's outcome is listed")
+    report.reapply = reapply_line(written.path, written.index, target.venv, target.site_packages)
+    try:
+        after = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=use_cache, model_dirs=models,
+                    select=select, ignore=ignore, rules_modules=rules_modules, plugins=plugins, compare=False,
+                    include_environment=True, report_only=expect is None)
+    except (DriftscanError, OSError) as exc:  # the command ran: say what is known, never lose the report
+        report.errors.append(f"after: the audit after the command could not run: {exc}")
+        report.predictions = unchecked(predicted, f"the audit after the command could not run: {exc}")
+        summarise(report)
+        report.duration_seconds = round(time.perf_counter() - started, 3)
+        return report
+    report.predictions = judge(predicted, before, after.report, judged)
+    asked = {r.name for r in recognised.requested} | set(sure) | set(maybe)
+    report.versions = versions(planned.audit, after.report, asked)
+    report.leftovers = leftovers(planned, after.report, uv_cache)
+    report.new_drifts = new_drifts(planned.audit, after.report)
+    if expect:
+        placeholders = {"venv": target.venv or "",
+                        "site_packages": target.site_packages[0] if target.site_packages else ""}
+        report.expectations = expectations(planned, _expectations_now(expect, after, placeholders), judged,
+                                           predicted, recognised.recognised)
+    report.errors += [f"after: {e.path}: {e.message}" for e in after.report.errors]
+    summarise(report)
+    report.duration_seconds = round(time.perf_counter() - started, 3)
+    return report

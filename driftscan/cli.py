@@ -706,6 +706,77 @@ def reapply(checkpoint_dir, venv, site_packages, only, exclude_findings, partial
     sys.exit(status)
 
 
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
+@click.option("--venv", metavar="PATH",
+              help="The environment the command changes (default: the one the command names, else as for audit).")
+@click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
+@model_options
+@click.option("--from", "source", metavar="WHEEL|DIR|index",
+              help="Where the reinstall comes from (default: read from the command; else as installed).")
+@click.option("--checkpoint", "checkpoint_path", metavar="DIR",
+              help="Where to write the checkpoint (default: where restore --yes puts its own).")
+@click.option("--expect", "expect", metavar="FILE", help="TOML expectations to check before and after.")
+@pristine_options
+@click.option("--uv-cache", metavar="DIR", help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")
+@click.option("--force", is_flag=True,
+              help="Run the command even when guard would refuse (debug code would come back, a partial "
+                   "checkpoint, another environment); the report lists what was overridden.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output", "-o", metavar="FILE", help="Write the report here (atomically) instead of stdout.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
+@click.option("--no-cache", is_flag=True, help="Trust no cache: re-hash every file (paranoid mode).")
+@rule_options
+@config_option
+@guarded
+def guard(command, venv, site_packages, model_dirs, hf_cache, source, checkpoint_path, expect, wheels, fetch,
+          uv_cache, force, fmt, output, jobs, no_cache, select, ignore, no_plugins, config_file) -> None:
+    """Run an install command with the checkpoint before it and the check after it.
+
+    Audits and predicts for the command (pip, uv pip, uv sync, conda/mamba/micromamba, pixi;
+    anything else: every drift may survive), writes a whole checkpoint, refuses to start when the
+    command would bring debug code back or the checkpoint could not undo it (--force overrides),
+    runs the command without a shell (its output passed through; with --format json and no
+    --output, its stdout goes to stderr), audits again and reports each prediction against what
+    happened. Exit status: the command's own when it fails; else bit 1 when a prediction did not
+    hold, bit 2 when guard refused to start it or something could not be checked.
+    """
+    from .api import guard as run_guard
+    from .guard import exit_status as guard_status
+    from .render.guardview import GUARD_RENDERERS
+
+    config = _load_config(config_file)
+    for directory in wheels:
+        if not os.path.isdir(directory):
+            raise DriftscanError(f"--wheels {directory}: not a directory")
+    dirs, hub, _ = _targets(config, venv, site_packages, model_dirs, hf_cache)
+    chosen_because = None
+    if venv is None and not site_packages:  # none named: where the command installs, else as for audit
+        from .guard import recognise
+
+        where = recognise(list(command)).environment
+        if where and (os.path.isfile(os.path.join(where, "pyvenv.cfg")) or os.path.isdir(os.path.join(where,
+                                                                                                     "conda-meta"))):
+            venv, chosen_because = where, "the command installs into it"
+    if chosen_because is None:
+        venv, chosen_because = _default_venv(venv, site_packages)  # model directories add to it, never replace it
+
+    def say(text: str) -> None:
+        click.echo(inert(f"driftscan guard: {text}"), err=True)
+
+    to_file = bool(output and output != "-")
+    report = run_guard(list(command), venv, site_packages, model_dirs=dirs, hf_cache=hub, source=source,
+                       checkpoint_path=checkpoint_path, expect=expect, wheels=wheels, fetch=fetch,
+                       uv_cache=uv_cache or config.uv_cache, jobs=jobs, use_cache=not no_cache, force=force,
+                       select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
+                       rules_modules=config.rules_modules, plugins=not no_plugins, chosen_because=chosen_because,
+                       command_stdout=2 if fmt == "json" and not to_file else None, on_event=say)
+    if _write(GUARD_RENDERERS[fmt](_for_text(report, fmt)), fmt, output):
+        s = report.summary
+        say(f"report written to {output}: {s.held} held, {s.failed} failed, {s.unjudged} not judged")
+    sys.exit(guard_status(report))
+
+
 @main.command()
 @click.argument("inputs", metavar="REPORT_OR_SNAPSHOT...", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
@@ -802,18 +873,23 @@ def fleet(address, venv, venv_from_env, model_dirs, take_snapshot, timeout, repo
 
 
 @main.command()
-@click.option("--for", "kind", type=click.Choice(["audit", "scan", "plan", "compare", "fleet"]), default="audit",
-              show_default=True, help="Whose JSON: audit's (and diff's) report, scan, plan, compare or fleet "
-                                      "--format json.")
+@click.option("--for", "kind", type=click.Choice(["audit", "scan", "plan", "compare", "fleet", "guard"]),
+              default="audit", show_default=True,
+              help="Whose JSON: audit's (and diff's) report, scan, plan, compare, fleet or guard --format json.")
 @guarded
 def schema(kind) -> None:
-    """Print the JSON Schema of the audit report (or of scan's, plan's, compare's or fleet's JSON output)."""
+    """Print the JSON Schema of the audit report (or of scan's, plan's, compare's, fleet's or guard's JSON output)."""
     from .render import json_schema
 
     if kind == "fleet":
         from .fleet.model import FleetResult  # pydantic only: Ray is not imported
 
         click.echo(json.dumps(FleetResult.model_json_schema(), indent=2))
+        return
+    if kind == "guard":
+        from .guard import GuardReport
+
+        click.echo(json.dumps(GuardReport.model_json_schema(), indent=2))
         return
     from .report import report_schema
 

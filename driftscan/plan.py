@@ -43,6 +43,7 @@ class PlanItem(BaseModel):
     status_without_steps: str | None = Field(
         default=None, description="WIPED | SURVIVES | MAY SURVIVE for the reinstall command run alone, without "
                                   "the plan's preparatory steps (what `driftscan guard` checks a bare command with)")
+    reason_without_steps: str | None = Field(default=None, description="why, for the reinstall command run alone")
 
 
 class PlanStep(BaseModel):
@@ -325,7 +326,8 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
         item = PlanItem(path=printable(check.path), relpath=printable(relpath(check.path, check.root)),
                         kind=check.kind.value, scope=drift.scope.value,
                         distribution=dist.name if dist else None,
-                        status=status, reason=printable(reason), status_without_steps=alone_status)
+                        status=status, reason=printable(reason), status_without_steps=alone_status,
+                        reason_without_steps=printable(alone_reason))
         plan.items.append(item)
         pending.append((item, drift, alone_status, alone_reason))
         {WIPED: plan.wiped, SURVIVES: plan.survives, MAY_SURVIVE: plan.may_survive}[status].append(item.path)

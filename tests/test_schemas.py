@@ -20,7 +20,7 @@ from fixtures.harness import run_cli
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PUBLISHED = {"scan": DOCS / "scan-schema.json", "plan": DOCS / "plan-schema.json", "audit": DOCS / "report-schema.json",
-             "compare": DOCS / "compare-schema.json"}
+             "compare": DOCS / "compare-schema.json", "guard": DOCS / "guard-schema.json"}
 
 
 def validator(kind: str):
@@ -47,6 +47,19 @@ def test_cli_schema_for(kind):
     proc = run_cli("schema", "--for", kind)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == json_schema(kind)
+
+
+def test_committed_guard_schema_is_current():
+    """guard's JSON (``GuardReport``; a real run validates in tests/test_guard.py) has its published schema."""
+    from driftscan.guard import GuardReport
+
+    with open(PUBLISHED["guard"]) as f:
+        assert json.load(f) == GuardReport.model_json_schema(), \
+            "regenerate with: driftscan schema --for guard > docs/guard-schema.json"
+    proc = run_cli("schema", "--for", "guard")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == GuardReport.model_json_schema()
+    assert list(GuardReport.model_fields)[0] == "schema_version"
 
 
 def test_schema_defaults_to_the_audit_report():

@@ -1,0 +1,23 @@
+"""``driftscan guard``: the checkpoint before a reinstall, automated — recognise the command,
+predict, checkpoint, run it, and check every prediction against what happened.
+
+``command.py`` reads an install command's argv; ``outcome.py`` decides the predictions, the
+refusals and what happened; ``model.py`` is the result (its JSON Schema is published). The
+pipeline runs are wired by ``driftscan.api.guard``.
+"""
+
+from __future__ import annotations
+
+from .command import Change, Recognised, Requested, Tool, normalize, recognise, wheel_name
+from .model import (GuardCheckpoint, GuardCommand, GuardExpectation, GuardPrediction, GuardReport, GuardSummary,
+                    LeftArchive, LeftDump, Leftovers, NewDrift, Outcome, Refusal, VersionMove)
+from .outcome import (Predicted, checkpoint_summary, debug_comes_back, exit_status, expectations, fingerprint,
+                      fingerprints, installed_versions, judge, leftovers, new_drifts, not_run, other_environment,
+                      predict, reapply_line, reinstalled, summarise, unchecked, versions)
+
+__all__ = ["Change", "GuardCheckpoint", "GuardCommand", "GuardExpectation", "GuardPrediction", "GuardReport",
+           "GuardSummary", "LeftArchive", "LeftDump", "Leftovers", "NewDrift", "Outcome", "Predicted", "Recognised",
+           "Refusal", "Requested", "Tool", "VersionMove", "checkpoint_summary", "debug_comes_back", "exit_status",
+           "expectations", "fingerprint", "fingerprints", "installed_versions", "judge", "leftovers", "new_drifts",
+           "normalize", "not_run", "other_environment", "predict", "reapply_line", "recognise", "reinstalled",
+           "summarise", "unchecked", "versions", "wheel_name"]

@@ -1,0 +1,468 @@
+"""What an install command will reinstall, and from where: read from its argv, never run.
+
+``pip install``, ``python -m pip install``, ``uv pip install``, ``uv sync``, ``conda`` / ``mamba``
+/ ``micromamba install``, ``pixi reinstall``: the distributions named (``name``, ``name==ver``, a
+wheel file, the names in a ``-r`` file), whether the command forces a reinstall, and its source
+as ``--from`` takes it (a wheel file, a find-links directory, or ``index``). A requirements file
+is read as data for its names and source options only (a size cap, a depth cap, nothing in it is
+run or followed to the network). Anything else is ``Tool.OTHER``: guard predicts nothing certain
+for it.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..fileio import read_regular
+
+REQUIREMENTS_MAX = 4 << 20  # a requirements file is a list of names, not a data set
+REQUIREMENTS_DEPTH = 8  # -r inside -r inside ...
+
+
+class Tool(str, enum.Enum):
+    PIP = "pip"
+    UV_PIP = "uv pip"
+    UV_SYNC = "uv sync"
+    CONDA = "conda"  # conda, mamba, micromamba
+    PIXI = "pixi"
+    OTHER = "other"
+
+
+class Change(str, enum.Enum):
+    """What the command does to one installed distribution it names."""
+
+    REINSTALL = "reinstall"  # certain: a forced reinstall, or another version asked for
+    MAYBE = "maybe"  # --upgrade (only if a newer one is found), a wheel file of the installed version
+    NONE = "none"  # already satisfied: the installer leaves it as it is
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
+class Requested:
+    """One requirement the command names."""
+
+    name: str  # normalized
+    version: str | None = None  # an exact pin (==), or the wheel file's version
+    wheel: str | None = None  # the wheel file, absolute, when the requirement is one
+
+
+@dataclass(frozen=True)
+class Recognised:
+    tool: Tool
+    requested: tuple[Requested, ...] = ()
+    forced: bool = False  # --force-reinstall / --reinstall: every requested distribution
+    upgrade: bool = False  # -U / --upgrade
+    reinstall_all: bool = False  # uv sync --reinstall, pixi reinstall with no names: everything installed
+    reinstall_packages: tuple[str, ...] = ()  # --reinstall-package NAME (normalized)
+    upgrade_packages: tuple[str, ...] = ()  # uv's --upgrade-package NAME
+    no_deps: bool = False
+    no_cache: bool = False  # uv --no-cache: a temporary cache, every wheel unpacked afresh
+    source: str | None = None  # as --from takes it: a .whl path, a directory, "index"; None: as installed
+    source_why: str = ""
+    wheel_dirs: tuple[str, ...] = ()  # local directories the command installs from (originals may be there)
+    environment: str | None = None  # the environment the command names (a venv or prefix), when it names one
+    environment_why: str = ""
+    unnamed: tuple[str, ...] = ()  # requirements whose distribution guard cannot tell (a project dir, an sdist)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def recognised(self) -> bool:
+        return self.tool is not Tool.OTHER
+
+    def names(self) -> set[str]:
+        return {r.name for r in self.requested} | set(self.reinstall_packages) | set(self.upgrade_packages)
+
+    def change(self, name: str, installed_version: str | None) -> Change:
+        """What the command does to the installed distribution ``name`` (normalized)."""
+        if self.reinstall_all or name in self.reinstall_packages:
+            return Change.REINSTALL
+        wanted = [r for r in self.requested if r.name == name]
+        if not wanted:
+            return Change.MAYBE if name in self.upgrade_packages else Change.NONE
+        if self.forced:
+            return Change.REINSTALL
+        if any(r.version is not None and installed_version is not None and r.version != installed_version
+               for r in wanted):
+            return Change.REINSTALL
+        if self.upgrade or name in self.upgrade_packages:
+            return Change.MAYBE
+        if any(r.wheel for r in wanted):
+            return Change.MAYBE  # the same version from a file: installers differ on reinstalling it
+        return Change.NONE
+
+
+_WHEEL = re.compile(r"(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._]*[A-Za-z0-9])?)-(?P<version>[A-Za-z0-9_.!+]+)"
+                    r"(?:-[0-9][^-]*)?-[^-]+-[^-]+-[^-]+\.whl\Z")
+_REQ = re.compile(r"\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*(?P<rest>.*)\Z", re.S)
+_PIN = re.compile(r"\s*===?\s*(?P<version>[A-Za-z0-9_.!+-]+)\s*\Z")
+_PYTHON = re.compile(r"python(?:\d+(?:\.\d+)?)?\Z")
+
+
+def wheel_name(path: str) -> tuple[str, str] | None:
+    """(normalized name, version) from a wheel's file name (PEP 427), or None."""
+    m = _WHEEL.match(os.path.basename(path))
+    if not m:
+        return None
+    return normalize(m["name"]), m["version"].replace("_", "-")
+
+
+# Options of each installer that take a value (--opt VALUE or --opt=VALUE); every other option is a flag.
+_PIP_VALUES = {"-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url",
+               "--extra-index-url", "-f", "--find-links", "-t", "--target", "--prefix", "--root", "--python",
+               "--platform", "--python-version", "--implementation", "--abi", "--src", "--upgrade-strategy",
+               "--progress-bar", "--log", "--cache-dir", "--trusted-host", "--cert", "--client-cert", "--proxy",
+               "--timeout", "--retries", "--exists-action", "--global-option", "--config-settings", "-C",
+               "--report", "--no-binary", "--only-binary", "--root-user-action", "--keyring-provider",
+               "--use-feature", "--use-deprecated", "--group", "--log-file", "--local-log", "--build-option",
+               "--install-option", "--resume-retries"}
+_UV_VALUES = {"-r", "--requirement", "--requirements", "-c", "--constraint", "--constraints", "--override",
+              "--overrides", "-e", "--editable", "--extra", "-i", "--index-url", "--extra-index-url", "--index",
+              "--default-index", "-f", "--find-links", "-p", "--python", "--target", "--prefix",
+              "--reinstall-package", "-P", "--upgrade-package", "--no-build-package", "--no-binary-package",
+              "--no-binary", "--only-binary", "--only-binary-package", "--python-version", "--python-platform",
+              "--index-strategy", "--keyring-provider", "--resolution", "--prerelease", "--exclude-newer",
+              "--link-mode", "-C", "--config-setting", "--config-settings", "--cache-dir", "--color",
+              "--config-file", "--directory", "--project", "-b", "--build-constraint", "--build-constraints",
+              "--torch-backend", "--group", "--refresh-package", "--no-sources-package", "--package",
+              "--no-install-package", "--only-group", "--no-group", "--allow-insecure-host",
+              "--trusted-host", "--fork-strategy", "--dependency-metadata", "--build-constraints",
+              "--exclude", "--excludes", "--no-extra", "--only-extra"}
+_CONDA_VALUES = {"-n", "--name", "-p", "--prefix", "-c", "--channel", "--file", "--repodata-fn", "--solver",
+                 "--experimental", "--strict-channel-priority"}
+
+
+def _options(argv: Sequence[str], takes_value: set[str]) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """(options with their values, positional arguments); ``--`` ends the options."""
+    opts: list[tuple[str, str | None]] = []
+    args: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            args += argv[i + 1:]
+            break
+        if word.startswith("--") and "=" in word:
+            key, _, value = word.partition("=")
+            opts.append((key, value))
+        elif word in takes_value:
+            opts.append((word, argv[i + 1] if i + 1 < len(argv) else None))
+            i += 1
+        elif len(word) > 2 and word[0] == "-" and word[1] != "-" and word[:2] in takes_value:
+            opts.append((word[:2], word[2:]))  # -rreqs.txt, -fDIR
+        elif word.startswith("-") and word != "-":
+            if word[1] != "-" and len(word) > 2:  # bundled short flags: -Uq
+                opts += [(f"-{c}", None) for c in word[1:]]
+            else:
+                opts.append((word, None))
+        else:
+            args.append(word)
+        i += 1
+    return opts, args
+
+
+@dataclass
+class _Reading:
+    """What a pip or uv command says, gathered over its argv and its requirements files."""
+
+    cwd: str
+    requested: list[Requested] = field(default_factory=list)
+    unnamed: list[str] = field(default_factory=list)
+    find_links: list[str] = field(default_factory=list)
+    index: bool = True  # --no-index turns it off
+    custom_index: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def requirement(self, text: str, base: str) -> None:
+        text = text.strip()[:300]  # a name, a path or a URL; never more than a line of a report
+        if not text:
+            return
+        if text.endswith(".whl"):
+            path = text if "://" in text else os.path.abspath(os.path.join(base, text.removeprefix("file:")))
+            named = wheel_name(text)
+            if named is None:
+                self.unnamed.append(text)
+                return
+            self.requested.append(Requested(named[0], named[1], path if "://" not in text else None))
+            return
+        at = text.split(";", 1)[0]
+        if " @ " in at:  # name @ url: a direct reference, named
+            name = at.split(" @ ", 1)[0].strip()
+            m = _REQ.match(name)
+            if m:
+                url = at.split(" @ ", 1)[1].strip()
+                named = wheel_name(url) if url.endswith(".whl") else None
+                self.requested.append(Requested(normalize(m["name"]), named[1] if named else None))
+                return
+        looks_like_path = os.sep in text or text.startswith(".") or "://" in text or \
+            text.endswith((".tar.gz", ".zip", ".tar.bz2", ".tgz"))
+        m = _REQ.match(at)
+        if m and not looks_like_path:
+            pin = _PIN.match(m["rest"]) if m["rest"] else None
+            self.requested.append(Requested(normalize(m["name"]), pin["version"] if pin and "*" not in pin["version"]
+                                            else None))
+            return
+        self.unnamed.append(text)
+
+    def requirements_file(self, path: str, base: str, depth: int = 0, seen: set[str] | None = None,
+                          top: str | None = None) -> None:
+        """``top``: the directory of the file the command names, which the files it names must be in."""
+        seen = set() if seen is None else seen
+        full = os.path.abspath(os.path.join(base, path))
+        if "://" in path:
+            self.notes.append(f"{path}: a requirements file at a URL is not read; its requirements are not known")
+            self.unnamed.append(path)
+            return
+        if full in seen or depth > REQUIREMENTS_DEPTH:
+            return
+        if depth == 0 or top is None:
+            top = os.path.dirname(full)  # a file the command names: read, and the one directory read from
+        elif not _under(full, top):
+            # a file a requirements file names outside its own directory: data does not steer reads
+            self.notes.append(f"{full}: named by a requirements file, outside its directory: not read; its "
+                              "requirements are not known")
+            self.unnamed.append(full)
+            return
+        seen.add(full)
+        try:
+            text = read_regular(full, REQUIREMENTS_MAX, what="requirements file").decode("utf-8", "replace")
+        except OSError as exc:
+            self.notes.append(f"{full}: cannot read the requirements file ({exc.strerror or exc}); its "
+                              "requirements are not known")
+            self.unnamed.append(full)
+            return
+        here = os.path.dirname(full)
+        lines = re.sub(r"\\\r?\n", " ", text).splitlines()
+        for line in lines:
+            line = re.sub(r"(^|\s)#.*", "", line).strip()
+            if not line:
+                continue
+            if line.startswith("-"):
+                opts, args = _options(line.split(), _PIP_VALUES | _UV_VALUES)
+                self.options(opts, here, depth + 1, seen, top)
+                for arg in args:
+                    self.requirement(arg, here)
+            else:
+                self.requirement(line, here)
+
+    def options(self, opts: list[tuple[str, str | None]], base: str, depth: int = 0,
+                seen: set[str] | None = None, top: str | None = None) -> None:
+        for key, value in opts:
+            if key in ("-r", "--requirement", "--requirements") and value:
+                self.requirements_file(value, base, depth, seen, top)
+            elif key in ("-e", "--editable") and value:
+                self.unnamed.append(f"-e {value}")
+            elif key in ("-f", "--find-links") and value:
+                self.find_links.append(value if "://" in value else os.path.abspath(os.path.join(base, value)))
+            elif key == "--no-index":
+                self.index = False
+            elif key in ("-i", "--index-url", "--extra-index-url", "--index", "--default-index") and value:
+                self.custom_index.append(value)
+
+
+def _under(path: str, root: str) -> bool:
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _source(reading: _Reading, user_said: list[str]) -> tuple[str | None, str, tuple[str, ...]]:
+    """(the --from string, why, local directories to look for originals in)."""
+    wheels = [r.wheel for r in reading.requested if r.wheel]
+    local_links = [f for f in reading.find_links if "://" not in f]
+    dirs = tuple(dict.fromkeys([os.path.dirname(w) for w in wheels] + [d for d in local_links if os.path.isdir(d)]))
+    if len(wheels) == 1 and len(reading.requested) == 1:
+        return wheels[0], "the command installs this wheel file", dirs
+    if wheels:
+        user_said.append("several requirements, some of them wheel files: the predictions are for the source each "
+                         "was installed from (pass --from to choose one)")
+        return None, "several sources", dirs
+    if local_links and not reading.index:
+        if len(local_links) > 1:
+            user_said.append("several --find-links directories: the prediction is for the first")
+        return local_links[0], "--find-links with --no-index", dirs
+    if local_links:
+        user_said.append(f"--find-links {local_links[0]} and the index: either may provide a wheel")
+        return local_links[0], "--find-links (the index may provide it too)", dirs
+    if not reading.index:
+        return None, "--no-index without --find-links: only what is installed satisfies it", dirs
+    return "index", ("the index" + (f" ({reading.custom_index[0]})" if reading.custom_index else "")), dirs
+
+
+def _venv_of_interpreter(path: str) -> str:
+    """The environment an interpreter (or a venv directory) belongs to: the directory above its bin/."""
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        return path
+    return os.path.dirname(os.path.dirname(path))
+
+
+def _located(word: str, env: dict[str, str]) -> str | None:
+    if os.sep in word:
+        return os.path.abspath(word)
+    return shutil.which(word, path=env.get("PATH", os.defpath))
+
+
+def _pip(words: Sequence[str], environment: str | None, why: str, cwd: str) -> Recognised:
+    """``pip [global options] install ...``."""
+    opts, args = _options(list(words), _PIP_VALUES)
+    if not args or args[0] != "install":
+        return Recognised(Tool.OTHER, notes=(f"pip {args[0] if args else ''}: not an install",))
+    # Options before and after "install": re-read the part after it for the requirements.
+    before = opts
+    opts, args = _options(list(words)[list(words).index("install") + 1:], _PIP_VALUES)
+    for key, value in before + opts:
+        if key == "--python" and value:
+            environment, why = _venv_of_interpreter(value), f"pip --python {value}"
+        elif key in ("--prefix", "--root") and value:
+            environment, why = os.path.abspath(value), f"pip {key} {value}"
+        elif key in ("-t", "--target") and value:
+            environment, why = os.path.abspath(value), f"pip --target {value}"
+    reading = _Reading(cwd)
+    reading.options(opts, cwd)
+    for arg in args:
+        reading.requirement(arg, cwd)
+    keys = {k for k, _ in opts}
+    notes: list[str] = list(reading.notes)
+    source, source_why, dirs = _source(reading, notes)
+    return Recognised(Tool.PIP, tuple(reading.requested), forced="--force-reinstall" in keys or "--ignore-installed"
+                      in keys or "-I" in keys, upgrade="-U" in keys or "--upgrade" in keys,
+                      no_deps="--no-deps" in keys, source=source, source_why=source_why, wheel_dirs=dirs,
+                      environment=environment, environment_why=why, unnamed=tuple(reading.unnamed),
+                      notes=tuple(notes))
+
+
+def _uv_environment(opts: list[tuple[str, str | None]], env: dict[str, str], cwd: str) -> tuple[str | None, str]:
+    for key, value in opts:
+        if key in ("-p", "--python") and value:
+            if os.sep in value or os.path.exists(value):
+                return _venv_of_interpreter(value), f"uv --python {value}"
+            return None, f"uv --python {value} (an interpreter request, not a path)"
+        if key in ("--prefix", "--target") and value:
+            return os.path.abspath(value), f"uv {key} {value}"
+    if any(k == "--system" for k, _ in opts):
+        return None, "uv --system"
+    if env.get("VIRTUAL_ENV"):
+        return os.path.abspath(env["VIRTUAL_ENV"]), "uv uses VIRTUAL_ENV"
+    here = cwd
+    while True:
+        if os.path.isfile(os.path.join(here, ".venv", "pyvenv.cfg")):
+            return os.path.join(here, ".venv"), "uv uses the .venv it finds from the working directory"
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None, "uv finds no environment from here"
+        here = parent
+
+
+def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
+    opts, args = _options(list(words), _UV_VALUES)
+    keys = {k for k, _ in opts}
+    no_cache = "--no-cache" in keys or "-n" in keys or env.get("UV_NO_CACHE", "").lower() in ("1", "true", "yes")
+    reinstall_packages = tuple(normalize(v) for k, v in opts if k == "--reinstall-package" and v)
+    upgrade_packages = tuple(normalize(v) for k, v in opts if k in ("-P", "--upgrade-package") and v)
+    if args[:2] == ["pip", "install"]:
+        environment, why = _uv_environment(opts, env, cwd)
+        reading = _Reading(cwd)
+        reading.options(opts, cwd)
+        for arg in args[2:]:
+            reading.requirement(arg, cwd)
+        notes: list[str] = list(reading.notes)
+        source, source_why, dirs = _source(reading, notes)
+        return Recognised(Tool.UV_PIP, tuple(reading.requested),
+                          forced="--reinstall" in keys or "--force-reinstall" in keys,
+                          upgrade="-U" in keys or "--upgrade" in keys, reinstall_packages=reinstall_packages,
+                          upgrade_packages=upgrade_packages, no_deps="--no-deps" in keys, no_cache=no_cache,
+                          source=source, source_why=source_why, wheel_dirs=dirs, environment=environment,
+                          environment_why=why, unnamed=tuple(reading.unnamed), notes=tuple(notes))
+    if args[:1] == ["sync"]:
+        environment, why = _uv_environment([(k, v) for k, v in opts if k in ("-p", "--python")], env, cwd)
+        project = next((v for k, v in opts if k in ("--project", "--directory") and v), None)
+        if env.get("UV_PROJECT_ENVIRONMENT"):
+            environment, why = os.path.abspath(env["UV_PROJECT_ENVIRONMENT"]), "UV_PROJECT_ENVIRONMENT"
+        elif "--active" not in keys:
+            root = os.path.abspath(project) if project else cwd
+            environment, why = os.path.join(root, ".venv"), "uv sync installs into the project's .venv"
+        return Recognised(Tool.UV_SYNC, forced="--reinstall" in keys, reinstall_all="--reinstall" in keys,
+                          reinstall_packages=reinstall_packages, upgrade_packages=upgrade_packages,
+                          upgrade="-U" in keys or "--upgrade" in keys, no_cache=no_cache, source="index",
+                          source_why="uv sync installs from the lock file's index", environment=environment,
+                          environment_why=why,
+                          notes=("uv sync installs what the lock file says and removes what it does not list: "
+                                 "which distributions change is not known before it runs",))
+    return Recognised(Tool.OTHER, notes=(f"uv {' '.join(args[:2])}: not an install guard knows",))
+
+
+_CONDA_SPEC = re.compile(r"(?:[^:\s]+::)?(?P<name>[A-Za-z0-9_][A-Za-z0-9._-]*)(?:\s*(?P<op>==|=)\s*"
+                         r"(?P<version>[A-Za-z0-9_.!+]+)(?:=[^\s]*)?)?\Z")
+
+
+def _conda(words: Sequence[str], cwd: str) -> Recognised:
+    opts, args = _options(list(words), _CONDA_VALUES)
+    if not args or args[0] not in ("install", "update", "upgrade"):
+        return Recognised(Tool.OTHER, notes=(f"conda {args[0] if args else ''}: not an install",))
+    keys = {k for k, _ in opts}
+    environment, why = None, ""
+    for key, value in opts:
+        if key in ("-p", "--prefix") and value:
+            environment, why = os.path.abspath(value), f"{key} {value}"
+    requested, unnamed = [], []
+    for spec in args[1:]:
+        m = _CONDA_SPEC.match(spec)
+        if m:
+            requested.append(Requested(normalize(m["name"]), m["version"] if m["version"] and "*" not in
+                                       m["version"] else None))
+        else:
+            unnamed.append(spec)
+    unnamed += [f"--file {v}" for k, v in opts if k == "--file" and v]
+    upgrade = args[0] != "install" or "--update-all" in keys or "--all" in keys
+    return Recognised(Tool.CONDA, tuple(requested), forced="--force-reinstall" in keys, upgrade=upgrade,
+                      no_deps="--no-deps" in keys, source=None, source_why="the channels (as installed)",
+                      environment=environment, environment_why=why, unnamed=tuple(unnamed))
+
+
+def _pixi(words: Sequence[str]) -> Recognised:
+    opts, args = _options(list(words), {"-e", "--environment", "--manifest-path"})
+    if args[:1] == ["reinstall"]:
+        names = tuple(Requested(normalize(a)) for a in args[1:])
+        return Recognised(Tool.PIXI, names, forced=True, reinstall_all=not names,
+                          source_why="pixi reinstalls from its lock file")
+    if args[:1] in (["install"], ["update"], ["upgrade"], ["add"]):
+        return Recognised(Tool.PIXI, tuple(Requested(normalize(a)) for a in args[1:] if _CONDA_SPEC.match(a)),
+                          upgrade=True, source_why="pixi installs from its lock file",
+                          notes=(f"pixi {args[0]}: which packages change is not known before it runs",))
+    return Recognised(Tool.OTHER, notes=(f"pixi {' '.join(args[:1])}: not an install guard knows",))
+
+
+def recognise(argv: Sequence[str], env: dict[str, str] | None = None, cwd: str | None = None) -> Recognised:
+    """What ``argv`` installs. Only its words (and the requirements files it names) are read."""
+    env = dict(os.environ) if env is None else env
+    cwd = os.path.abspath(cwd or os.getcwd())
+    if not argv:
+        return Recognised(Tool.OTHER, notes=("no command",))
+    words = list(argv)
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):  # FOO=bar cmd: not a shell here
+        return Recognised(Tool.OTHER, notes=(f"{words[0]}: guard runs the command without a shell; "
+                                             "set variables in guard's own environment",))
+    head = os.path.basename(words[0])
+    if re.fullmatch(r"pip(?:3(?:\.\d+)?)?", head):
+        located = _located(words[0], env)
+        environment = _venv_of_interpreter(located) if located else None
+        return _pip(words[1:], environment, f"{words[0]} is {located}" if located else f"{words[0]} not found", cwd)
+    if _PYTHON.match(head) and words[1:3] == ["-m", "pip"]:
+        located = _located(words[0], env)
+        environment = _venv_of_interpreter(located) if located else None
+        return _pip(words[3:], environment, f"{words[0]} -m pip" + (f" ({located})" if located and os.sep not in
+                                                                      words[0] else ""), cwd)
+    if head == "uv" or (_PYTHON.match(head) and words[1:3] == ["-m", "uv"]):
+        return _uv(words[1:] if head == "uv" else words[3:], env, cwd)
+    if head in ("conda", "mamba", "micromamba"):
+        return _conda(words[1:], cwd)
+    if head == "pixi":
+        return _pixi(words[1:])
+    return Recognised(Tool.OTHER, notes=(f"{head}: not an installer guard knows",))
