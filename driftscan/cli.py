@@ -382,6 +382,14 @@ def _default_venv(venv: str | None, site_packages, *others) -> tuple[str | None,
     return default_environment()
 
 
+def _say_target(command: str, venv: str | None, why: str | None) -> None:
+    """The first line of a command run on an environment nobody named: which one, and why (the same
+    rule for every command: discover/default.py)."""
+    if why:
+        where = venv or sys.prefix
+        click.echo(inert(f"driftscan {command}: target {where} ({why})"), err=True)
+
+
 def _names(values: tuple[str, ...]) -> list[str]:
     names = [n.strip() for v in values for n in v.split(",") if n.strip()]
     if not names:
@@ -400,7 +408,7 @@ def _names(values: tuple[str, ...]) -> list[str]:
                    "and uv's cache tell).")
 @click.option("--checkpoint", "checkpoint", metavar="DIR",
               help="A checkpoint already taken: no checkpoint step for the content it holds.")
-@click.option("--venv", metavar="PATH", help="The virtual environment (default: the running one).")
+@click.option("--venv", metavar="PATH", help="The virtual environment (default as for audit: VIRTUAL_ENV, CONDA_PREFIX, the python3 on PATH, else driftscan's own).")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--expect", "expect", metavar="FILE", help="TOML expectations to check now and after the reinstall.")
 @click.option("--format", "fmt", type=click.Choice(sorted(PLAN_FORMATS)), default="text", show_default=True)
@@ -430,6 +438,8 @@ def plan(reinstall, installer, source, checkpoint, venv, site_packages, expect, 
 
     config = _load_config(config_file)
     dirs, hub, include_environment = _targets(config, venv, site_packages, model_dirs, hf_cache)
+    venv, chosen_because = _default_venv(venv, site_packages)  # a reinstall is always of an environment
+    _say_target("plan", venv, chosen_because)
     result = run_plan(_names(reinstall), venv=venv, site_packages=site_packages, installer=installer,
                       expect=expect, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                       model_dirs=dirs, hf_cache=hub, include_environment=include_environment,
@@ -437,6 +447,8 @@ def plan(reinstall, installer, source, checkpoint, venv, site_packages, expect, 
                       select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
                       rules_modules=config.rules_modules, plugins=not no_plugins, source=source,
                       checkpoint=checkpoint)
+    if chosen_because:
+        result.audit.target.chosen_because = chosen_because
     result.audit = _apply_accepted(result.audit, config)  # accepted drift never counts toward the status
     from .render.planview import PLAN_RENDERERS
 
@@ -460,11 +472,13 @@ def plan(reinstall, installer, source, checkpoint, venv, site_packages, expect, 
 def snapshot(venv, site_packages, model_dirs, output, jobs) -> None:
     """Record every file (xxh3-128, size, mode, mtime; small text files embedded) as a baseline.
 
-    With no target, records the running environment. One root gives a plain manifest (also
+    With no target, records the environment audit would (VIRTUAL_ENV, CONDA_PREFIX, ...). One root gives a plain manifest (also
     usable as `audit --model-dir DIR --manifest FILE`); several give a bundle.
     """
     from .api import snapshot as take
 
+    venv, chosen_because = _default_venv(venv, site_packages, model_dirs)
+    _say_target("snapshot", venv, chosen_because)
     problems = take(output, venv=venv, site_packages=site_packages, model_dirs=model_dirs, jobs=jobs,
                     progress=Progress())
     for p in problems:
@@ -504,6 +518,8 @@ def diff(snapshot_file, venv, site_packages, model_dirs, fmt, output, deep, jobs
                       deep=deep, progress=Progress(), select=_codes(select) or config.select,
                       ignore=_codes(ignore) or config.ignore, rules_modules=config.rules_modules,
                       plugins=not no_plugins, use_cache=not no_cache)
+    if venv is None and not site_packages and not model_dirs:
+        report.target.chosen_because = "every root the snapshot recorded (no --venv, --site-packages or --model-dir)"
     report = _apply_accepted(report, config)
     emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet)
     if report.summary.trusted_by_signature and fmt == "text" and not quiet:
@@ -575,7 +591,7 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
 
 
 @main.command()
-@click.option("--venv", metavar="PATH", help="The virtual environment (default: the running one).")
+@click.option("--venv", metavar="PATH", help="The virtual environment (default as for audit: VIRTUAL_ENV, CONDA_PREFIX, the python3 on PATH, else driftscan's own).")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True, help="Also save a model directory's drift.")
 @click.option("--hf-cache", metavar="DIR", is_flag=False, flag_value="", default=None,
@@ -605,6 +621,8 @@ def checkpoint(venv, site_packages, model_dirs, hf_cache, output, wheels, fetch,
     from .api import checkpoint as take
     from .render.restoreview import render_checkpoint_text
 
+    venv, chosen_because = _default_venv(venv, site_packages, model_dirs, hf_cache is not None)
+    _say_target("checkpoint", venv, chosen_because)
     written = take(output, venv=venv, site_packages=site_packages, model_dirs=model_dirs, wheels=wheels,
                    fetch=fetch, uv_cache=uv_cache, jobs=jobs, use_cache=not no_cache, max_copy=max_copy,
                    hf_cache=hf_cache)
@@ -620,7 +638,7 @@ def checkpoint(venv, site_packages, model_dirs, hf_cache, output, wheels, fetch,
 @main.command()
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @click.option("--dist", "dists", metavar="NAME", multiple=True, help="Restore this distribution's drift (repeatable).")
-@click.option("--venv", metavar="PATH", help="The virtual environment (default: the running one).")
+@click.option("--venv", metavar="PATH", help="The virtual environment (default as for audit: VIRTUAL_ENV, CONDA_PREFIX, the python3 on PATH, else driftscan's own).")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True,
               help="Include a model directory in the checkpoint (restore never changes it).")
@@ -654,6 +672,8 @@ def restore(paths, dists, venv, site_packages, model_dirs, hf_cache, wheels, fet
     from .api import restore as run_restore
     from .render.restoreview import RESTORE_RENDERERS
 
+    venv, chosen_because = _default_venv(venv, site_packages)  # restore rewrites an environment's files
+    _say_target("restore", venv, chosen_because)
     report = run_restore(venv, site_packages, dists=dists, paths=paths, wheels=wheels, fetch=fetch,
                          uv_cache=uv_cache, yes=yes, remove_added=remove_added, checkpoint_path=checkpoint_path,
                          model_dirs=model_dirs, jobs=jobs, use_cache=not no_cache, max_copy=max_copy,
@@ -697,6 +717,9 @@ def reapply(checkpoint_dir, venv, site_packages, only, exclude_findings, partial
     from .api import reapply as run_reapply
     from .render.restoreview import REAPPLY_RENDERERS
 
+    if venv is None and not site_packages:
+        click.echo(inert(f"driftscan reapply: target the environment {checkpoint_dir} was taken of (no --venv "
+                         "named)"), err=True)
     report = run_reapply(checkpoint_dir, venv, site_packages, only=only, exclude_findings=exclude_findings, yes=yes,
                          checkpoint_path=checkpoint_path, jobs=jobs, partial=partial, wheels=wheels, fetch=fetch)
     _write(REAPPLY_RENDERERS[fmt](report), fmt, None)

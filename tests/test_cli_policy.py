@@ -184,3 +184,30 @@ def test_scan_reports_progress_as_files_arrive(tmp_path):
         result = scan_paths([str(tmp_path)], jobs=jobs, progress=lambda d, t: seen.append((d, t)))
         assert result.files_scanned == 30
         assert seen[-1] == (30, 30) and [d for d, _ in seen] == sorted(d for d, _ in seen), seen
+
+
+def test_every_command_takes_the_activated_venv_and_says_why_first(drifted, tmp_path):
+    """In an activated venv, plan, checkpoint, restore and snapshot act on it (not on driftscan's own
+    environment), and the first line they print says which target and why."""
+    venv, site, house = drifted
+    env = {"VIRTUAL_ENV": str(venv), "CONDA_PREFIX": ""}
+    said = f"target {venv} (VIRTUAL_ENV is set)"
+    cp = tmp_path / "cp"
+    proc = run_cli("checkpoint", "-o", str(cp), "--allow-partial", env=env, cwd=str(tmp_path))
+    assert proc.returncode in (0, 2) and proc.stderr.splitlines()[0] == f"driftscan checkpoint: {said}", proc.stderr
+    index = json.loads((cp / "checkpoint.json").read_text())
+    assert index["venv"] == str(venv)
+    assert {f["relpath"].split("/", 3)[-1] for f in index["files"]} >= {"polpkg/core.py", "polpkg/config.json"}
+    proc = run_cli("plan", "--reinstall", "polpkg", "--format", "json", env=env, cwd=str(tmp_path))
+    assert proc.stderr.splitlines()[0] == f"driftscan plan: {said}", proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["audit"]["target"]["chosen_because"] == "VIRTUAL_ENV is set"
+    assert "polpkg" in result["reinstall"]
+    proc = run_cli("restore", "--dist", "polpkg", env=env, cwd=str(tmp_path))
+    assert proc.stderr.splitlines()[0] == f"driftscan restore: {said}", proc.stderr
+    assert "polpkg/core.py" in proc.stdout
+    proc = run_cli("snapshot", "-o", str(tmp_path / "snap.json"), env=env, cwd=str(tmp_path))
+    assert proc.returncode == 0 and proc.stderr.splitlines()[0] == f"driftscan snapshot: {said}", proc.stderr
+    assert str(venv) in (tmp_path / "snap.json").read_text()[:4000]
+    proc = run_cli("reapply", str(cp), env=env, cwd=str(tmp_path))
+    assert proc.stderr.splitlines()[0].startswith(f"driftscan reapply: target the environment {cp} was taken of")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,14 @@ def test_virtualenv_symlink_app_data(tmp_path, monkeypatch):
     site = venvs.site_packages_of(venv)
     pip_dir = site / "pip"
     assert pip_dir.is_symlink() and os.path.realpath(pip_dir).startswith(str(app_data))
+    # virtualenv 21.15.13 names an image by its wheel's sha256 and keeps the wheel as
+    # house/<index>/<file>.whl, written by a background process after virtualenv itself exits.
+    seeded = [d.name[: -len(".dist-info")] for d in site.glob("*.dist-info")]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all(
+            list((app_data / "wheel/house").glob(f"{s}-*.whl")) or list((app_data / "wheel/house").glob(f"*/{s}-*.whl"))
+            for s in seeded):
+        time.sleep(0.2)
 
     pristine = audit(venv=str(venv))
     assert _drifts(pristine) == [] and pristine.errors == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -169,6 +170,32 @@ _IMAGE = re.compile(r"^(?P<wheel>.+)[\\/]\d+\.\d+[\\/]image[\\/]\d+[\\/]SymlinkP
 _WHEEL_LIMIT = 256 << 20  # pip's and setuptools' wheels are 1-2 MB
 
 
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}\Z")
+
+
+def _house_wheel(house: str, dist_info: str, digest: str, reading: _Reading) -> str:
+    """The wheel an image is made of, for virtualenv versions that name an image by the wheel's
+    sha256 and keep the wheel as ``house/<index>/<name>-<version>-<tags>.whl``: the one wheel of
+    that name and version there (its digest is checked by the caller)."""
+    name_version = dist_info[: -len(".dist-info")] if dist_info.endswith(".dist-info") else dist_info
+    try:
+        indexes = sorted(os.listdir(house))
+    except OSError as exc:
+        raise OSError(f"{house}: {exc.strerror or exc}") from None
+    for index in indexes[:64]:
+        folder = os.path.join(house, index)
+        if reading.containment.resolve(folder) is None:
+            continue
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(name_version + "-") and name.endswith(".whl"):
+                return os.path.join(folder, name)
+    raise OSError(f"no {name_version} wheel in {house} (the image is named by its sha256 {digest})")
+
+
 def _app_data_record(path: str, image_record: str, reading: _Reading) -> str | None:
     """A symlinked dist-info's RECORD taken from the wheel virtualenv's image was made of: the
     wheel's rows, plus the image's rows outside site-packages (bin/ scripts) and its
@@ -180,12 +207,18 @@ def _app_data_record(path: str, image_record: str, reading: _Reading) -> str | N
         return None
     import zipfile  # (only virtualenv app-data links need it)
 
-    wheel = os.path.join(match.group("wheel"), "house", match.group("stem") + ".whl")
+    house, stem = os.path.join(match.group("wheel"), "house"), match.group("stem")
+    wheel = os.path.join(house, stem + ".whl")
     member = f"{os.path.basename(path)}/RECORD"
     try:
+        if not os.path.lexists(wheel) and _SHA256_HEX.match(stem):
+            wheel = _house_wheel(house, os.path.basename(path), stem, reading)
         if reading.containment.resolve(wheel) is None:
             raise OSError(f"{wheel} resolves outside the environment and the caches driftscan knows")
         data = read_regular(wheel, _WHEEL_LIMIT, what="wheel")
+        if _SHA256_HEX.match(stem) and os.path.basename(os.path.dirname(wheel)) != "house" \
+                and hashlib.sha256(data).hexdigest() != stem:
+            raise OSError(f"its sha256 is not the image's name {stem}")
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             info = archive.getinfo(member)
             if info.file_size > LIMITS["RECORD"]:
