@@ -155,14 +155,19 @@ def _target_names(target: ast.expr) -> list[str] | None:
     if isinstance(target, ast.Attribute):
         return [target.attr]
     if isinstance(target, (ast.Tuple, ast.List)):
-        names: list[str] = []
-        for t in target.elts:
-            sub = _target_names(t)
-            if sub is None:
-                return None
-            names += sub
-        return names
+        return _all_names(target.elts)
     return None  # a subscript: a mutation of something else, not a definition
+
+
+def _all_names(targets: Sequence[ast.expr]) -> list[str] | None:
+    """Every name the targets bind, or None when one of them is not a plain definition."""
+    names: list[str] = []
+    for t in targets:
+        sub = _target_names(t)
+        if sub is None:
+            return None
+        names += sub
+    return names
 
 
 def _pure(value: ast.AST | None) -> bool:
@@ -184,13 +189,7 @@ def _defines(node: ast.stmt) -> list[str] | None:
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return [(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"] or None
     if isinstance(node, ast.Assign) and _pure(node.value):
-        names: list[str] = []
-        for t in node.targets:
-            sub = _target_names(t)
-            if sub is None:
-                return None
-            names += sub
-        return names
+        return _all_names(node.targets)
     if isinstance(node, ast.AnnAssign) and _pure(node.value):
         return _target_names(node.target)
     if isinstance(node, ast.AugAssign) and _pure(node.value):

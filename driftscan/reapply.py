@@ -52,6 +52,7 @@ from .keptoriginals import OriginalFinder, keep, kept, matches
 from .model import Distribution, Finding, Target
 from .patching import (PatchError, added_line_numbers, apply_hunks, diff_hunks, format_hunks, make_patch, merge3,
                        parse_patch, reverse_hunks)
+from .inspect.artifacts import recheck
 from .paths import printable
 from .plan import normalize
 from .restore import close_journal, mode_for, open_journal, replace_file, verify_file
@@ -390,6 +391,14 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
     if skipped_model:
         plan.report.notes.append(f"{skipped_model} model-directory file(s) not re-applied: no reinstall touches "
                                  "a model directory (their copies are in the checkpoint's files/)")
+    if index.dumps:
+        # The code that wrote them may be gone since the reinstall: the checkpoint's list says where.
+        left = recheck(d.path for d in index.dumps)
+        if left.paths:
+            shown = ", ".join(printable(p) for p in left.paths[:3]) + (", …" if len(left.paths) > 3 else "")
+            plan.report.notes.append(f"{len(left.paths)} of the {len(index.dumps)} dump file(s) the checkpoint "
+                                     f"lists are still on disk ({left.total_bytes / 1e6:.1f} MB: {shown}); no "
+                                     "reinstall or reapply removes them (review, then delete)")
     return plan
 
 

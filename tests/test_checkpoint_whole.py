@@ -316,6 +316,15 @@ def test_the_dump_list_is_saved_in_the_checkpoint(tmp_path, wheels):
     assert (writer["path"], writer["line"], writer["code"]) == (str(site / "toypkg/core.py"), 7, "DBG101")
     assert "3 dump file(s) listed" in proc.stdout
 
+    # After the reinstall the code that wrote them is gone; reapply re-checks the saved list.
+    venvs.modern_pip_install(venv, "--force-reinstall", "--no-deps", "--no-index", "--find-links", str(wheels),
+                             "toypkg")
+    (dumps / "nomla_0.pt").unlink()
+    os.chmod(dumps / "nomla_1.pt", 0o755)  # executable now: not a dump by the file rules
+    notes = json.loads(cli("reapply", str(cp), "--venv", str(venv), "--format", "json", env=env).stdout)["notes"]
+    [note] = [n for n in notes if "dump file(s)" in n]
+    assert note.startswith("1 of the 3 dump file(s) the checkpoint lists are still on disk") and "nomla_2.pt" in note
+
 
 def test_the_dry_run_lists_exactly_what_yes_writes(tmp_path, wheels):
     """A file the checkpoint cannot save (over --max-copy) is not restored, and the dry run says so

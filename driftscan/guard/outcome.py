@@ -17,6 +17,7 @@ from ..checkpoint import CheckpointIndex
 from ..classify import uv_cache_clean
 from ..errors import DriftscanError
 from ..fileio import open_regular, os_error
+from ..inspect.artifacts import recheck
 from ..model import Distribution
 from ..plan import MAY_SURVIVE, SURVIVES, WIPED, Plan, PlanItem
 from ..report import DriftOut, Report
@@ -393,16 +394,13 @@ def leftovers(plan: Plan, after: Report, uv_cache: str | None) -> Leftovers:
     left = Leftovers()
     for drift in plan.audit.drifts:
         if drift.kind.value == DEBUG_ARTIFACTS and drift.artifacts:
-            still = [a for a in drift.artifacts if os.path.lexists(a)]
-            size = 0
-            for a in still:
-                try:
-                    size += os.lstat(a).st_size
-                except OSError:
-                    pass
+            # Re-checked by the rules the audit applied to each file (the code that wrote them may be
+            # gone): a listed path that is now a link, executable or owned is no dump to remove.
+            group = recheck(drift.artifacts)
+            still = list(group.paths)
             if still:
                 left.dumps.append(LeftDump(pattern=drift.path, files=still, gone=len(drift.artifacts) - len(still),
-                                           bytes=size, remedy=drift.remedy or None))
+                                           bytes=group.total_bytes, remedy=drift.remedy or None))
     seen: set[str] = set()
     for drift in [*plan.audit.drifts, *after.drifts]:
         link = _uv_link(drift)
