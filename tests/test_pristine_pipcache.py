@@ -249,8 +249,11 @@ def test_fetch_arguments(tmp_path):
     assert tag_arguments(frozenset({"cp312-cp312-manylinux_2_17_x86_64", "cp312-cp312-manylinux2014_x86_64"}), None) \
         == ["--implementation", "cp", "--python-version", "3.12", "--abi", "cp312",
             "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64"]
+    # an abi3 wheel's cp38 is its oldest Python: the environment's version picks the wheel
     assert tag_arguments(frozenset({"cp38-abi3-win_amd64"}), "3.12")[:4] == ["--implementation", "cp",
-                                                                            "--python-version", "3.8"]
+                                                                            "--python-version", "3.12"]
+    assert tag_arguments(frozenset({"cp38-abi3-win_amd64"}), None)[:4] == ["--implementation", "cp",
+                                                                          "--python-version", "3.8"]
     assert tag_arguments(frozenset({"cp312-cp312-linux;rm -rf"}), None) == []
     (tmp_path / "pip.conf").write_text(
         "[global]\nindex-url = https://mirror.example/simple\nextra-index-url = file:///etc https://b.example/s\n"
@@ -318,3 +321,21 @@ def test_fetch_downloads_and_verifies(tmp_path):
         download = Path(lookup.copy.path)
         assert download.name == "six-1.17.0-py2.py3-none-any.whl" and download.is_file()
     assert not download.exists()  # the temporary directory went with the set
+
+
+def test_the_download_line_finds_a_wheel_whose_inner_tag_is_linux_but_whose_name_is_manylinux(tmp_path):
+    """auditwheel leaves ``linux_x86_64`` in the WHEEL file and renames the file to manylinux (vLLM
+    0.33's cp38-abi3 wheel): the arguments made from the installed tags must still find that file,
+    for an environment of another Python than the wheel's oldest. Checked with a real pip download."""
+    house = tmp_path / "house"
+    built = build_wheel(house, "abipkg", "1.0", {"abipkg/__init__.py": "X = 1\n"}, tag="cp38-abi3-linux_x86_64")
+    served = built.with_name("abipkg-1.0-cp38-abi3-manylinux_2_28_x86_64.whl")
+    built.rename(served)
+    args = tag_arguments(frozenset({"cp38-abi3-linux_x86_64"}), "3.11")
+    assert args[:4] == ["--implementation", "cp", "--python-version", "3.11"]
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", *args,
+                           "--no-index", "--find-links", str(house), "abipkg==1.0", "-d", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in out.iterdir()] == [served.name]

@@ -40,6 +40,10 @@ def timeout() -> float:
         return 300.0
 
 
+_LINUX_PLATFORM = re.compile(r"linux_([A-Za-z0-9_]+)")
+_MANYLINUX_GLIBC = (17, 24, 27, 28, 31, 34, 35, 39)  # manylinux2014 is manylinux_2_17
+
+
 def tag_arguments(tags: frozenset[str] | None, python_version: str | None) -> list[str]:
     """``--implementation/--python-version/--abi/--platform`` for the installed wheel's tags;
     none for a pure wheel (``py3-none-any``) or when the tags are unknown."""
@@ -54,14 +58,25 @@ def tag_arguments(tags: frozenset[str] | None, python_version: str | None) -> li
         return []
     args: list[str] = []
     interpreter = next((m for p in split if (m := _INTERPRETER.fullmatch(p[0]))), None)
+    known = python_version if python_version and _PYTHON_VERSION.fullmatch(python_version) else None
     if interpreter is not None:
-        args += ["--implementation", interpreter[1], "--python-version", f"{interpreter[2]}.{interpreter[3]}"]
-    elif python_version and _PYTHON_VERSION.fullmatch(python_version):
-        args += ["--python-version", python_version]
+        # An abi3 wheel's cpXY is the oldest Python it runs on, not the one installed (vLLM's
+        # cp38-abi3 wheel requires 3.11): the environment's own version picks the wheel.
+        version = known if known and "abi3" in abis else f"{interpreter[2]}.{interpreter[3]}"
+        args += ["--implementation", interpreter[1], "--python-version", version]
+    elif known:
+        args += ["--python-version", known]
     for abi in abis:
         args += ["--abi", abi]
     for platform in platforms:
         args += ["--platform", platform]
+        # auditwheel renames linux_ARCH to manylinux_* in the file name only (the WHEEL file inside
+        # keeps linux_ARCH), and indexes serve the manylinux file; pip takes each --platform as
+        # given (no widening to older glibc versions), so the glibc levels wheels are built for.
+        linux = _LINUX_PLATFORM.fullmatch(platform)
+        if linux is not None:
+            for glibc in _MANYLINUX_GLIBC:
+                args += ["--platform", f"manylinux_2_{glibc}_{linux[1]}"]
     return args
 
 
