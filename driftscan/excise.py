@@ -31,6 +31,7 @@ from .patching import added_line_numbers, split_lines
 
 # Calls whose value an assignment may hold and still be removed as unused: they read, format or
 # convert, and change nothing (a ``cfg.pop(...)`` or ``x.update(...)`` is never among them).
+_NAME_STRING = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 PURE_CALLS = frozenset({
     "str", "repr", "int", "float", "bool", "len", "getattr", "hasattr", "isinstance", "type", "id", "format",
     "tuple", "list", "dict", "set", "frozenset", "sorted", "min", "max", "sum", "abs", "round", "range",
@@ -41,7 +42,6 @@ PURE_CALLS = frozenset({
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef,
              ast.AsyncFunctionDef, ast.ClassDef) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ()) \
     + ((ast.Match,) if hasattr(ast, "Match") else ())
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -131,8 +131,10 @@ def _reads(node: ast.stmt) -> Counter[str]:
             out[n.id] += 1
         elif isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Store):
             out[n.attr] += 1
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-            out.update(_WORD.findall(n.value))
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and _NAME_STRING.fullmatch(n.value):
+            # a name handed over as a string (getattr(self, "_n"), import_module("json")) is a use;
+            # prose and patterns ("*.json", "the model's config.json") are not
+            out.update(n.value.split("."))
     if isinstance(node, (ast.Global, ast.Nonlocal)):
         out.update(node.names)
     return out

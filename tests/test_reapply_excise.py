@@ -130,3 +130,20 @@ def test_crlf_lines_are_matched_and_a_lone_carriage_return_is_refused():
     lone = ours.replace("import torch\n", "import torch\r# a comment after a lone CR\n")
     result = cut(BASE, lone)
     assert result.text is None and "carriage return" in (result.refused or "")
+
+
+def test_a_name_in_prose_or_a_pattern_is_no_use_but_a_name_string_is():
+    """Kept code that mentions "config.json" in a message does not keep the ``import json`` and the
+    copy only the removed dump used; ``getattr(self, "_calls")`` does keep the flag it names."""
+    base = 'def load(cfg):\n    print("reading the model\'s config.json")\n    return cfg\n'
+    ours = ('import json\n\n\ndef load(cfg):\n    print("reading the model\'s config.json")\n'
+            '    cfg.pop("kv_cache_scheme", None)\n    snapshot = dict(cfg)\n'
+            '    json.dump(snapshot, open("/tmp/cfg.json", "w"))\n    return cfg\n')
+    result = cut(base, ours)
+    assert result.text == base.replace("    return cfg\n", '    cfg.pop("kv_cache_scheme", None)\n    return cfg\n'), \
+        result
+    base2 = "class A:\n    def f(self, x):\n        return x\n"
+    ours2 = ('class A:\n    _calls = 0\n\n    def f(self, x):\n        n = getattr(self, "_calls")\n'
+             '        torch.save(x, "/tmp/x.pt")\n        return x\n')
+    result2 = cut(base2, ours2)
+    assert result2.text is not None and "_calls = 0" in result2.text and "torch.save" not in result2.text, result2
