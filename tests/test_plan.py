@@ -68,7 +68,7 @@ def test_plan_marks_every_drift_and_lists_the_steps(scenario):
     assert status == {
         # hard-linked with uv's cache, which has the edit too: the same-source reinstall alone links it
         # back; the plan cleans the cache first, so after its steps it is wiped
-        "six.py": ("WIPED", "SURVIVES"),
+        "six.py": ("WIPED", "MAY SURVIVE"),
         "click/core.py": ("WIPED", "WIPED"),
         "requests/help.py": ("WIPED", "WIPED"),
         "requests/debug_patch.py": ("SURVIVES", "SURVIVES"),
@@ -114,8 +114,14 @@ def test_plan_predictions_match_the_real_reinstall(scenario, wheelhouse, with_st
     after = plan(["six"], venv=str(venv), uv_cache=str(cache))
     remaining = {i.path for i in after.items}
     predicted = {i.path: i.status if with_steps else i.status_without_steps for i in result.items}
-    assert remaining == {p for p, s in predicted.items() if s != "WIPED"}
-    assert all(s != "MAY SURVIVE" for s in predicted.values())
+    reasons = {i.path: i.reason_without_steps or i.reason for i in result.items}
+    assert {p for p, s in predicted.items() if s == "SURVIVES"} <= remaining
+    assert not remaining & {p for p, s in predicted.items() if s == "WIPED"}
+    # Installed from a find-links directory, reinstalled from "the index": whether that is the same
+    # source is not known, so the in-place edit through uv's link may survive, with both cases said.
+    unsure = {p for p, s in predicted.items() if s == "MAY SURVIVE"}
+    assert {os.path.relpath(p, site) for p in unsure} == (set() if with_steps else {"six.py"})
+    assert all("survives" in reasons[p] and "wiped" in reasons[p] for p in unsure)
 
 
 def test_plan_cli_text_and_json(scenario):

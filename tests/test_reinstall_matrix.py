@@ -136,6 +136,9 @@ def run_case(case: Case, tmp: Path, links: Path, wheel: Path) -> dict[str, tuple
         predicted = item.status if with_steps else item.status_without_steps
         out[style] = (predicted, _outcome(site, rel))
         assert item.reason, item
+        if (case.key, style) in UNTOLD:
+            why = item.reason_without_steps or item.reason
+            assert predicted == "MAY SURVIVE" and "survives" in why and "wiped" in why, item
     return out
 
 
@@ -149,11 +152,20 @@ def doc_rows() -> dict[tuple[str, str], tuple[str, str]]:
     return rows
 
 
+# Installed from a find-links directory and reinstalled from "the index" (as installed, or
+# --from index): whether the index is that directory depends on the installer's configuration when
+# the command runs, so an in-place edit through uv's link MAY SURVIVE (here the index is played by
+# the same directory, and it survives; from the package registry it is wiped).
+UNTOLD = {("uv / dir / index", "in place"), ("uv / dir / as-installed", "in place")}
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.key.replace(" / ", "-") for c in CASES])
 def test_prediction_matches_the_real_reinstall(case, house, tmp_path):
     links, wheel = house
     observed = run_case(case, tmp_path, links, wheel)
     for style, (predicted, outcome) in observed.items():
+        if (case.key, style) in UNTOLD:
+            continue  # MAY SURVIVE, checked in run_case: both outcomes said
         assert predicted == outcome, f"{case.key}, {style}: predicted {predicted}, the reinstall left it {outcome}"
     # The document's table says what the real reinstall did.
     table = doc_rows()

@@ -346,9 +346,14 @@ def relink(entry: CacheEntry | None, source: ReinstallSource) -> tuple[Relink, s
                                     "afresh (wiped), while a reinstall uv serves from its cache (--offline) links "
                                     "the edited archive back (survives); not measured for other indexes")
         if entry.bucket is Bucket.INDEX:
-            return Relink.RELINKS, (f"the edited archive was unpacked from a local find-links directory or index "
-                                    f"({where}); a reinstall from that same source links it back (from another "
-                                    "directory or index uv unpacks afresh: name the directory with --from DIR)")
+            # "The index" is whatever the installer is set up with when the command runs: the same
+            # find-links directory, or the package registry (a real reinstall from PyPI of a
+            # distribution installed from a find-links directory unpacked afresh).
+            return Relink.UNKNOWN, (f"the edited archive was unpacked from a local find-links directory or index "
+                                    f"({where}): if the reinstall's index is that same source, uv links it back "
+                                    "and the edit survives; from the package registry or another directory or "
+                                    "index uv unpacks the wheel afresh and the edit is wiped; name the directory "
+                                    "with --from DIR to know")
         return Relink.UNPACKS, (f"the edited archive was unpacked for a wheel file or URL ({where}); a reinstall "
                                 "from an index uses another cache entry and unpacks the wheel afresh")
     assert source.path is not None
