@@ -94,10 +94,17 @@ def test_a_line_shared_by_debug_code_and_a_kept_statement_is_refused():
     assert result.text is None and "holds both" in (result.refused or ""), result
 
 
+MODEL = 'import torch\n\n\nclass Model:\n    name = "m"\n\n    def forward(self, x):\n        y = x\n        return y\n'
+
+
+def with_flag(body: str) -> str:
+    """MODEL with a class-level one-shot flag and ``body`` in place of forward's first line."""
+    return MODEL.replace('    name = "m"\n', '    name = "m"\n    _dumped_once = False\n').replace("        y = x\n", body)
+
+
 def test_a_one_shot_guard_that_stays_keeps_the_flags_it_reads():
-    base = 'import torch\n\n\nclass Model:\n    name = "m"\n\n    def forward(self, x):\n        y = x\n        return y\n'
-    ours = base.replace('    name = "m"\n', '    name = "m"\n    _dumped_once = False\n').replace(
-        "        y = x\n", '''        y = x
+    base = MODEL
+    ours = with_flag('''        y = x
         if not Model._dumped_once:
             torch.save(x, "/tmp/x.pt")
             Model._dumped_once = True
@@ -111,9 +118,8 @@ def test_a_one_shot_guard_that_stays_keeps_the_flags_it_reads():
 
 
 def test_a_one_shot_guard_of_only_debug_code_goes_with_its_flags():
-    base = 'import torch\n\n\nclass Model:\n    name = "m"\n\n    def forward(self, x):\n        y = x\n        return y\n'
-    ours = base.replace('    name = "m"\n', '    name = "m"\n    _dumped_once = False\n').replace(
-        "        y = x\n", '''        y = x
+    base = MODEL
+    ours = with_flag('''        y = x
         # one dump, then never again
         if not Model._dumped_once:
             torch.save(x, "/tmp/x.pt")
