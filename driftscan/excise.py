@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from .patching import added_line_numbers, split_lines
@@ -221,9 +221,12 @@ def _contains(node: ast.stmt, line: int, col: int, first: int) -> bool:
     return start <= (line, col) < end or (line, col) == start
 
 
-def excise(base: str, ours: str, findings: Sequence[tuple[int, int]]) -> Excision:
+def excise(base: str, ours: str, findings: Sequence[tuple[int, int]], *,
+           keep_names: Collection[str] = ()) -> Excision:
     """``ours`` without the statements of the injected ``findings`` ((line, 1-based column) in
-    ``ours``) and the added code only they used (see the module docstring)."""
+    ``ours``) and the added code only they used (see the module docstring). ``keep_names``: names
+    other modules read (a patch's ``RETRIES = 5`` another file imports): what defines them stays."""
+    keep = frozenset(keep_names)
     if re.search(r"\r(?!\n)", ours):  # Python ends a line there, the patch's lines do not: numbers would differ
         return Excision(None, refused="the saved content has a carriage return that does not end a line: "
                                       "statements cannot be matched to lines safely; merge by hand")
@@ -307,7 +310,7 @@ def excise(base: str, ours: str, findings: Sequence[tuple[int, int]]) -> Excisio
                 names = _defines(s.node)
                 if names:
                     rest = kept_reads - own[key]
-                    if all(rest[n] == 0 and debug_mentions[n] > 0 for n in names):
+                    if all(rest[n] == 0 and debug_mentions[n] > 0 and n not in keep for n in names):
                         more[key] = f"defines {', '.join(dict.fromkeys(names))}, used only by removed code"
                         continue
                 if isinstance(s.node, ast.Expr) and isinstance(s.node.value, ast.Call):

@@ -153,3 +153,11 @@ def test_a_name_in_prose_or_a_pattern_is_no_use_but_a_name_string_is():
              '        torch.save(x, "/tmp/x.pt")\n        return x\n')
     result2 = cut(base2, ours2)
     assert result2.text is not None and "_calls = 0" in result2.text and "torch.save" not in result2.text, result2
+
+
+def test_a_definition_another_module_reads_stays():
+    ours = BASE.replace("    return y\n", '    RETRIES = 5\n    torch.save(y, f"/tmp/y_{RETRIES}.pt")\n    return y\n')
+    assert "RETRIES" not in cut(BASE, ours).text
+    found = [(f.line, f.column) for f in inspect_source(ours, "m.py") if f.code.startswith("DBG1")]
+    kept = excise(BASE, ours, found, keep_names={"RETRIES"})
+    assert kept.text is not None and "RETRIES = 5" in kept.text and "torch.save" not in kept.text, kept
