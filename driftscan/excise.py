@@ -22,10 +22,12 @@ kept. The result must parse. Pure: ``str`` in, values out, no I/O; the syntax tr
 from __future__ import annotations
 
 import ast
+import copy
+import difflib
 import re
 from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .patching import added_line_numbers, split_lines
 
@@ -37,8 +39,15 @@ PURE_CALLS = frozenset({
     "tuple", "list", "dict", "set", "frozenset", "sorted", "min", "max", "sum", "abs", "round", "range",
     "join", "basename", "dirname", "abspath", "getpid", "time", "perf_counter", "monotonic", "Path",
     "detach", "cpu", "clone", "numpy", "tolist", "item", "size", "dim", "float", "contiguous", "to",
-    "getenv", "get",
+    "getenv", "get", "enumerate", "zip", "items", "keys", "values", "exists", "isdir", "environ",
 })
+# Methods that convert in place when called on an ``nn.Module`` (``model.to("cuda")``, ``model.float()``):
+# pure only on a chain that already copied.
+_CONVERSIONS = frozenset({"to", "float", "half", "double", "bfloat16", "cuda", "type"})
+_COPIES = frozenset({"detach", "cpu", "clone", "numpy", "tolist", "copy", "deepcopy"})
+# Bounds: beyond them the file is refused (merge by hand) rather than worked on without end.
+MAX_STATEMENTS = 50_000
+MAX_WORK = 2_000_000  # statements visited, summed over the passes
 _COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef,
              ast.AsyncFunctionDef, ast.ClassDef) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ()) \
     + ((ast.Match,) if hasattr(ast, "Match") else ())
@@ -71,6 +80,10 @@ class _Stmt:
     depth: int
     parent: _Stmt | None
     blocks: list[list[ast.stmt]]  # the statement lists it holds (body, orelse, handlers' bodies, ...)
+    pos: int = 0  # its index in the pre-order list of statements
+    end: int = 0  # one past the index of its last descendant
+    children: list[int] = field(default_factory=list)  # indexes of the statements its blocks hold
+    added: bool = False  # every line of it was added by the change
 
 
 def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
@@ -96,10 +109,14 @@ def _index(tree: ast.Module) -> list[_Stmt]:
 
     def visit(stmts: Sequence[ast.stmt], depth: int, parent: _Stmt | None) -> None:
         for node in stmts:
-            info = _Stmt(node, _first_line(node), node.end_lineno or node.lineno, depth, parent, _blocks(node))
+            info = _Stmt(node, _first_line(node), node.end_lineno or node.lineno, depth, parent, _blocks(node),
+                         pos=len(out))
             out.append(info)
+            if parent is not None:
+                parent.children.append(info.pos)
             for block in info.blocks:
                 visit(block, depth + 1, info)
+            info.end = len(out)
 
     visit(tree.body, 0, None)
     return out
@@ -183,7 +200,22 @@ def _pure(value: ast.AST | None) -> bool:
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
             if name not in PURE_CALLS:
                 return False
+            if name in _CONVERSIONS and isinstance(func, ast.Attribute) and not _copied(func.value):
+                return False  # ``model.to("cuda")`` moves the module itself
     return True
+
+
+def _copied(node: ast.expr) -> bool:
+    """Whether a method chain already made a copy (``x.detach().cpu()``), so a conversion after it
+    changes nothing else."""
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr in _COPIES:
+                return True
+            node = node.func
+        else:
+            node = node.value
+    return False
 
 
 def _defines(node: ast.stmt) -> list[str] | None:
@@ -221,6 +253,226 @@ def _contains(node: ast.stmt, line: int, col: int, first: int) -> bool:
     return start <= (line, col) < end or (line, col) == start
 
 
+class _OverBudget(Exception):
+    pass
+
+
+# What may sit next to removed debug code in a block that goes with it: it serves the dump.
+_FILLER_CALLS = frozenset({"print", "makedirs", "mkdir"})
+_DIR_CALLS = frozenset({"makedirs", "mkdir"})
+_PATH_WORDS = frozenset({"os", "path", "Path", "pathlib", "makedirs", "mkdir", "join", "exist_ok", "parents"})
+_CONTEXTS = frozenset({"no_grad", "inference_mode", "enable_grad", "set_grad_enabled", "open"})
+_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def _call_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Call):
+        func = node.func
+        return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    return None
+
+
+def _filler(node: ast.stmt) -> bool:
+    if isinstance(node, ast.Pass):
+        return True
+    if isinstance(node, ast.Expr):
+        return isinstance(node.value, ast.Constant) or _call_name(node.value) in _FILLER_CALLS
+    return False
+
+
+def _header_pure(node: ast.stmt) -> bool:
+    """Whether a compound statement's own header has no effect of its own (it may go with its body)."""
+    if isinstance(node, (ast.If, ast.While)):
+        return _pure(node.test)
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return _pure(node.iter)
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return all(_call_name(i.context_expr) in _CONTEXTS or _pure(i.context_expr) for i in node.items)
+    return True
+
+
+class _Work:
+    """Use counts computed once per statement, and a worklist over them: dropping a statement
+    updates the counts of the names it read and revisits only what defines or calls those."""
+
+    def __init__(self, stmts: list[_Stmt], keep: frozenset[str], budget: int) -> None:
+        self.stmts = stmts
+        self.keep = keep
+        self.budget = budget
+        self.steps = 0
+        self.reads = [Counter() if isinstance(s.node, (ast.Global, ast.Nonlocal)) else _reads(s.node) for s in stmts]
+        self.mentions = [_mentions(s.node) for s in stmts]
+        self.defines = [_defines(s.node) for s in stmts]
+        self.binds = [_binds(s.node) for s in stmts]
+        self.definers: dict[str, list[int]] = {}
+        self.callers: dict[str, list[int]] = {}
+        self.dirs: list[int] = []
+        for s in stmts:
+            if not s.added:
+                continue
+            node = s.node
+            names = self.defines[s.pos] or (node.names if isinstance(node, ast.Global) else ())
+            for name in names:
+                self.definers.setdefault(name, []).append(s.pos)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                if isinstance(node.value.func, ast.Name):
+                    self.callers.setdefault(node.value.func.id, []).append(s.pos)
+                if _call_name(node.value) in _DIR_CALLS:
+                    self.dirs.append(s.pos)
+
+    def _step(self, n: int = 1) -> None:
+        self.steps += n
+        if self.steps > self.budget:
+            raise _OverBudget
+
+    def run(self, seeds: dict[int, str], tested: dict[int, str], never: set[int]) -> dict[int, str]:
+        n = len(self.stmts)
+        self._step(n)
+        self.gone = [False] * n
+        self.counted = list(self.reads)  # what each live statement contributes to ``kept``
+        self.kept: Counter[str] = Counter()
+        for c in self.reads:
+            self.kept.update(c)
+        self.debug: Counter[str] = Counter()
+        self.live_binds: Counter[str] = Counter(b for bs in self.binds for b in bs)
+        self.gone_binds: set[str] = set()
+        self.guards: dict[int, str] = {}
+        self.never = never
+        self.dropped: dict[int, str] = {}
+        self.queue: list[int] = []
+        for g, why in tested.items():
+            self._guard(g, why)
+        for i, why in seeds.items():
+            self._drop(i, why)
+        while True:
+            self._drain()
+            before = len(self.dropped)
+            for d in self.dirs:
+                self._check_dir(d)
+            if len(self.dropped) == before:
+                return self.dropped
+
+    def _enqueue_name(self, name: str) -> None:
+        self.queue.extend(self.definers.get(name, ()))
+
+    def _guard(self, g: int, why: str) -> None:
+        if g in self.guards or g in self.never or self.gone[g]:
+            return
+        self.guards[g] = why
+        for name, count in self.counted[g].items():
+            self.kept[name] -= count
+            if self.kept[name] == 0:
+                self._enqueue_name(name)
+        self.counted[g] = Counter()  # a guard's test is debug code's own use, not a kept one
+        for name in self.mentions[g]:
+            if self.debug[name] == 0:
+                self._enqueue_name(name)
+            self.debug[name] += 1
+        self.queue.append(g)
+
+    def _drop(self, i: int, why: str) -> None:
+        if self.gone[i]:
+            return
+        self.dropped[i] = why
+        s = self.stmts[i]
+        for j in range(i, s.end):
+            if self.gone[j]:
+                continue
+            self._step()
+            self.gone[j] = True
+            for name, count in self.counted[j].items():
+                self.kept[name] -= count
+                if self.kept[name] == 0:
+                    self._enqueue_name(name)
+            self.counted[j] = Counter()
+            for name in self.mentions[j]:
+                if self.debug[name] == 0:
+                    self._enqueue_name(name)
+                self.debug[name] += 1
+            for name in self.binds[j]:
+                self.live_binds[name] -= 1
+                self.gone_binds.add(name)
+                if self.live_binds[name] == 0:
+                    self.queue.extend(self.callers.get(name, ()))
+        p = s.parent
+        if p is not None:
+            self.queue.append(p.pos)
+        while p is not None and not isinstance(p.node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            # an if/while around removed debug code is a guard of it, while its body may yet go too
+            if isinstance(p.node, (ast.If, ast.While)) and p.added and not p.node.orelse and _pure(p.node.test):
+                self._guard(p.pos, f"it held the debug code at line {s.first}")
+            p = p.parent
+
+    def _unused(self, k: int, names: Sequence[str]) -> bool:
+        own = self.counted[k]
+        return all(self.kept[n] - own[n] == 0 and self.debug[n] > 0 and n not in self.keep for n in names)
+
+    def _drain(self) -> None:
+        while self.queue:
+            k = self.queue.pop()
+            self._step()
+            s = self.stmts[k]
+            if self.gone[k] or not s.added:
+                continue
+            node = s.node
+            if s.blocks:
+                children = [self.stmts[c] for c in s.children]
+                if _header_pure(node) and any(self.gone[c.pos] for c in children) \
+                        and all(self.gone[c.pos] or _filler(c.node) for c in children):
+                    self._drop(k, "a block whose body was only debug code" if k not in self.guards
+                               else f"a guard of debug code ({self.guards[k]}) whose body was only debug code")
+                continue
+            if isinstance(node, ast.Global):
+                if self._unused(k, node.names) and not self._used_in_scope(s, set(node.names)):
+                    self._drop(k, f"declares {', '.join(node.names)}, used only by removed code")
+                continue
+            names = self.defines[k]
+            if names and self._unused(k, names):
+                self._drop(k, f"defines {', '.join(dict.fromkeys(names))}, used only by removed code")
+                continue
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+                name = node.value.func.id
+                if name in self.gone_binds and self.live_binds[name] == 0:
+                    self._drop(k, f"calls {name}, which was removed")
+
+    def _used_in_scope(self, s: _Stmt, names: set[str]) -> bool:
+        scope = s.parent
+        while scope is not None and not isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope = scope.parent
+        span = range(scope.pos + 1, scope.end) if scope is not None else range(len(self.stmts))
+        self._step(len(span))
+        return any(not self.gone[j] and j != s.pos and not isinstance(self.stmts[j].node, ast.Global)
+                   and names & self.mentions[j].keys() for j in span)
+
+    def _check_dir(self, k: int) -> None:
+        """An added ``os.makedirs``/``mkdir`` for a /tmp path or for a path only removed code used."""
+        if self.gone[k]:
+            return
+        self._step()
+        call = self.stmts[k].node.value  # type: ignore[attr-defined]
+        strings = [n.value for n in ast.walk(call) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        names = sorted({x.id for x in ast.walk(call) if isinstance(x, ast.Name)} - _PATH_WORDS)
+        if any(v.startswith(_TMP) for v in strings) or (names and self._unused(k, names)):
+            self._drop(k, "creates the directory of the removed dump")
+
+    def feeds_kept(self, i: int) -> bool:
+        return bool(self.fed(i))
+
+    def fed(self, i: int) -> list[str]:
+        """Names a removed statement stores that code that stays reads (or another module does)."""
+        node = self.stmts[i].node
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        names = _all_names(targets) or []
+        return [n for n in dict.fromkeys(names) if self.kept[n] > 0 or n in self.keep]
+
+    def removed_binds(self) -> set[str]:
+        return {n for n in self.gone_binds if self.live_binds[n] == 0}
+
+
 def excise(base: str, ours: str, findings: Sequence[tuple[int, int]], *,
            keep_names: Collection[str] = ()) -> Excision:
     """``ours`` without the statements of the injected ``findings`` ((line, 1-based column) in
@@ -237,13 +489,15 @@ def excise(base: str, ours: str, findings: Sequence[tuple[int, int]], *,
     lines = split_lines(ours)
     added = added_line_numbers(base, ours)
     stmts = _index(tree)
+    if len(stmts) > MAX_STATEMENTS:
+        return Excision(None, refused=f"{len(stmts)} statements, more than the {MAX_STATEMENTS} debug code is "
+                                      "removed from automatically; merge by hand")
     by_id = {id(s.node): s for s in stmts}
+    for s in stmts:
+        s.added = all(n in added for n in range(s.first, s.last + 1))
 
-    def all_added(s: _Stmt) -> bool:
-        return all(n in added for n in range(s.first, s.last + 1))
-
-    dropped: dict[int, str] = {}  # id(node) → why
-    guards: dict[int, str] = {}
+    seeds: dict[int, str] = {}  # index of a finding's statement → why
+    tested: dict[int, str] = {}  # if/while with a finding in its test → why
     left: list[tuple[int, str]] = []
     for line, column in findings:
         text = lines[line - 1] if 0 < line <= len(lines) else ""
@@ -257,83 +511,44 @@ def excise(base: str, ours: str, findings: Sequence[tuple[int, int]], *,
         s = max(holding, key=lambda h: h.depth)
         header = bool(s.blocks)
         if header and isinstance(s.node, (ast.If, ast.While)):
-            guards[id(s.node)] = f"finding at line {line}"
+            tested.setdefault(s.pos, f"finding at line {line}")
             continue
         if header and not isinstance(s.node, (ast.With, ast.AsyncWith, ast.For, ast.AsyncFor)):
             left.append((line, f"in the header of a {type(s.node).__name__.lower()} statement (lines "
                                f"{s.first}-{s.last}): which part is debug code cannot be told"))
             continue
-        if not all_added(s):
+        if not s.added:
             left.append((line, f"its statement (lines {s.first}-{s.last}) holds lines of the original"))
             continue
-        dropped.setdefault(id(s.node), f"debug finding at line {line}")
+        seeds.setdefault(s.pos, f"debug finding at line {line}")
 
-    def gone(s: _Stmt) -> bool:
-        p: _Stmt | None = s
-        while p is not None:
-            if id(p.node) in dropped:
-                return True
-            p = p.parent
-        return False
-
-    seeds = dict(dropped)
-    while True:  # a guard that stays (its body keeps other code) reads its flags like kept code
-        dropped = dict(seeds)
-        while True:
-            more: dict[int, str] = {}
-            live = [s for s in stmts if not gone(s)]
-            kept_reads: Counter[str] = Counter()
-            own: dict[int, Counter[str]] = {}
-            for s in live:
-                reads = _reads(s.node)
-                if id(s.node) in guards and isinstance(s.node, (ast.If, ast.While)):
-                    reads = Counter()  # a guard's test is debug code's own use, not a kept one
-                own[id(s.node)] = reads
-                kept_reads.update(reads)
-            debug_mentions: Counter[str] = Counter()
-            for s in stmts:
-                if gone(s):
-                    debug_mentions.update(_mentions(s.node))
-                elif id(s.node) in guards:
-                    debug_mentions.update(_mentions(s.node))
-            removed_binds = {n for s in stmts if gone(s) for n in _binds(s.node)}
-            live_binds = {n for s in live for n in _binds(s.node)}
-            for s in live:
-                if not all_added(s):
-                    continue
-                key = id(s.node)
-                if s.blocks:
-                    if all(all(id(x) in dropped or gone(by_id[id(x)]) for x in block) for block in s.blocks):
-                        more[key] = "a block whose body was only debug code" if key not in guards \
-                            else f"a guard of debug code ({guards[key]}) whose body was only debug code"
-                    continue
-                names = _defines(s.node)
-                if names:
-                    rest = kept_reads - own[key]
-                    if all(rest[n] == 0 and debug_mentions[n] > 0 and n not in keep for n in names):
-                        more[key] = f"defines {', '.join(dict.fromkeys(names))}, used only by removed code"
-                        continue
-                if isinstance(s.node, ast.Expr) and isinstance(s.node.value, ast.Call):
-                    func = s.node.value.func
-                    name = func.id if isinstance(func, ast.Name) else None
-                    if name and name in removed_binds and name not in live_binds:
-                        more[key] = f"calls {name}, which was removed"
-            if not more:
-                break
-            dropped.update(more)
-        staying = [g for g in guards if not gone(by_id[g])]
+    work = _Work(stmts, keep, MAX_WORK)
+    never_guards: set[int] = set()  # guards that stayed: their tests are kept code
+    while True:
+        try:
+            dropped = work.run(seeds, tested, never_guards)
+        except _OverBudget:
+            return Excision(None, refused=f"removing the debug code needs more than {MAX_WORK} steps; "
+                                          "merge by hand", left=tuple(left))
+        fixes = [i for i in seeds if work.feeds_kept(i)]
+        staying = [g for g in work.guards if not work.gone[g]]
+        if fixes:  # a finding on a statement whose value kept code reads: a fix, never deleted
+            for i in fixes:
+                s = stmts[i]
+                left.append((s.first, f"{seeds.pop(i)}: its statement (lines {s.first}-{s.last}) sets "
+                             f"{', '.join(work.fed(i))}, which code that stays reads: it may be a fix"))
+            continue
         if not staying:
             break
-        for g in staying:
-            del guards[g]
+        never_guards.update(staying)
 
-    # Outermost removed statements and their lines.
-    top = [s for s in stmts if id(s.node) in dropped and not (s.parent is not None and gone(s.parent))]
+    gone = work.gone
+    top = [s for s in stmts if s.pos in dropped and not (s.parent is not None and gone[s.parent.pos])]
     remove: set[int] = set()
     for s in top:
         remove.update(range(s.first, s.last + 1))
     for s in stmts:  # a line is removed whole: it must not hold a statement that stays
-        if gone(s):
+        if gone[s.pos]:
             continue
         span = range(s.first, max(_first_line(s.blocks[0][0]), s.first + 1)) if s.blocks else range(s.first, s.last + 1)
         shared = sorted(n for n in span if n in remove)
@@ -367,30 +582,135 @@ def excise(base: str, ours: str, findings: Sequence[tuple[int, int]], *,
         while n in added and n not in code and n not in remove and lines[n - 1].strip().startswith("#"):
             remove.add(n)
             n -= 1
+    removed = [Removed(s.first, s.last, " ".join(lines[s.first - 1].split())[:100], dropped[s.pos])
+               for s in sorted(top, key=lambda t: t.first)]
     assert remove <= added, "only added lines are removed"
     result = "".join(line for n, line in enumerate(lines, 1) if n not in remove)
-    removed = tuple(Removed(s.first, s.last, " ".join(lines[s.first - 1].split())[:100], dropped[id(s.node)])
-                    for s in sorted(top, key=lambda t: t.first))
+    if remove:
+        result, remove, reverted = _revert_scaffolding(base, lines, added, remove)
+        removed += reverted
+        removed.sort(key=lambda r: r.start)
+        assert remove <= added, "only added lines are put back to the original's"
     kept = tuple(_ranges(sorted(added - remove)))
+    removed_t = tuple(removed)
     try:
-        ast.parse(result)
+        result_tree = ast.parse(result)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        return Excision(None, removed, kept, refused=f"without the debug code the file does not parse "
-                                                     f"({type(exc).__name__}: {exc}); merge by hand",
+        return Excision(None, removed_t, kept, refused=f"without the debug code the file does not parse "
+                                                       f"({type(exc).__name__}: {exc}); merge by hand",
                         left=tuple(left))
-    dangling = sorted(n for n in removed_binds - live_binds if _reads_in(result, n))
+    loaded = {n.id for n in ast.walk(result_tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    dangling = sorted(n for n in work.removed_binds() if n in loaded)
     if dangling:
-        return Excision(None, removed, kept, refused="kept code uses " + ", ".join(dangling)
+        return Excision(None, removed_t, kept, refused="kept code uses " + ", ".join(dangling)
                         + ", defined only by the removed debug code; merge by hand", left=tuple(left))
     if left:
-        return Excision(None, removed, kept, refused="debug code that cannot be removed statement by statement: "
-                        + "; ".join(f"line {n}: {why}" for n, why in left), left=tuple(left))
-    return Excision(result, removed, kept)
+        return Excision(None, removed_t, kept, refused="debug code that cannot be removed statement by statement: "
+                        + "; ".join(f"line {n}: {why}" for n, why in sorted(left)), left=tuple(sorted(left)))
+    return Excision(result, removed_t, kept)
 
 
-def _reads_in(text: str, name: str) -> bool:
-    tree = ast.parse(text)
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(tree))
+MAX_REVERTS = 50  # hunks tried for scaffolding per file: each try parses the file twice
+
+
+def _revert_scaffolding(base: str, lines: list[str], added: set[int], remove: set[int]
+                        ) -> tuple[str, set[int], list[Removed]]:
+    """The result, with each hunk whose only change left is scaffolding of the removed debug code
+    (``out = f(x)`` / ``return out`` for the original's ``return f(x)``) put back to the original's
+    lines: (text, the lines of ``ours`` that went, a ``Removed`` for each hunk put back)."""
+    numbers: list[int | None] = [n for n in range(1, len(lines) + 1) if n not in remove]
+    current = [lines[n - 1] for n in numbers]  # type: ignore[index]
+    original = split_lines(base)
+    reverted: list[Removed] = []
+    opcodes = difflib.SequenceMatcher(None, original, current, autojunk=False).get_opcodes()
+    candidates = []
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag == "equal" or j1 == j2 or not all(numbers[j] in added for j in range(j1, j2)):
+            continue
+        low = (numbers[j1 - 1] or 0) + 1 if j1 > 0 else 1
+        high = (numbers[j2] or len(lines) + 1) - 1 if j2 < len(numbers) else len(lines)
+        if any(n in remove for n in range(low, high + 1)):  # the debug edit was there
+            candidates.append((i1, i2, j1, j2))
+    try:
+        now = ast.parse("".join(current))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "".join(current), remove, reverted
+    gone = set(remove)
+    for i1, i2, j1, j2 in reversed(candidates[-MAX_REVERTS:]):
+        trial = current[:j1] + original[i1:i2] + current[j2:]
+        try:
+            other = ast.parse("".join(trial))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        if ast.dump(now) == ast.dump(other) or _normal(now) != _normal(other):
+            continue
+        first, last = numbers[j1], numbers[j2 - 1]
+        assert first is not None and last is not None
+        reverted.append(Removed(first, last, " ".join(lines[first - 1].split())[:100],
+                                "scaffolding of the removed debug code: with its temporary inlined it is "
+                                "the original's code, which is put back"))
+        gone.update(n for n in numbers[j1:j2] if n is not None)
+        current = trial
+        numbers = numbers[:j1] + [None] * (i2 - i1) + numbers[j2:]
+        now = ast.parse("".join(current))
+    return "".join(current), gone, reverted
+
+
+def _head(node: ast.stmt) -> ast.expr | None:
+    """The expression a simple statement evaluates first, when that is clear."""
+    value = node.value if isinstance(node, (ast.Return, ast.Expr, ast.Assign)) else None
+    while value is not None:
+        if isinstance(value, ast.Name):
+            return value
+        if isinstance(value, (ast.Attribute, ast.Subscript)):
+            value = value.value
+        elif isinstance(value, ast.Call):
+            value = value.func
+        elif isinstance(value, ast.BinOp):
+            value = value.left
+        elif isinstance(value, ast.Compare):
+            value = value.left
+        else:
+            return None
+    return None
+
+
+class _Inline(ast.NodeTransformer):
+    def __init__(self, name: str, value: ast.expr) -> None:
+        self.name, self.value = name, value
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return self.value if node.id == self.name and isinstance(node.ctx, ast.Load) else node
+
+
+def _normal(tree: ast.Module) -> str:
+    """``ast.dump`` of a tree in which each temporary assigned once and read exactly once, first
+    thing, by the next statement is inlined there: ``out = f(x)`` / ``return out`` is ``return f(x)``."""
+    tree = copy.deepcopy(tree)
+    scopes: list[ast.AST] = [tree] + [n for n in ast.walk(tree)
+                                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+    for scope in scopes:
+        counts = Counter(n.id for n in ast.walk(scope) if isinstance(n, ast.Name))
+        declared = {name for n in ast.walk(scope) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+        blocks = [b for n in ast.walk(scope) for b in _blocks(n)] if scope is not tree else [tree.body]
+        if scope is tree:
+            blocks += [b for n in ast.walk(tree) if not isinstance(n, ast.Module)
+                       and not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       for b in _blocks(n)]
+        for block in blocks:
+            i = 0
+            while i < len(block) - 1:
+                a, b = block[i], block[i + 1]
+                head = _head(b)
+                if (isinstance(a, ast.Assign) and len(a.targets) == 1 and isinstance(a.targets[0], ast.Name)
+                        and head is not None and head.id == a.targets[0].id and counts[head.id] == 2
+                        and head.id not in declared):
+                    block[i + 1] = _Inline(head.id, a.value).visit(b)
+                    del block[i]
+                    counts[head.id] = 0
+                else:
+                    i += 1
+    return ast.dump(tree)
 
 
 def _ranges(numbers: Sequence[int]) -> Iterator[tuple[int, int]]:
