@@ -610,49 +610,65 @@ def excise(base: str, ours: str, findings: Sequence[tuple[int, int]], *,
     return Excision(result, removed_t, kept)
 
 
-MAX_REVERTS = 50  # hunks tried for scaffolding per file: each try parses the file twice
+MAX_TRIALS = 100  # reverts tried per file: each parses the file once
+SPLIT_LINES = 8  # a changed region up to this long is also tried in two parts (a fix next to scaffolding)
 
 
 def _revert_scaffolding(base: str, lines: list[str], added: set[int], remove: set[int]
                         ) -> tuple[str, set[int], list[Removed]]:
-    """The result, with each hunk whose only change left is scaffolding of the removed debug code
-    (``out = f(x)`` / ``return out`` for the original's ``return f(x)``) put back to the original's
-    lines: (text, the lines of ``ours`` that went, a ``Removed`` for each hunk put back)."""
+    """The result, with each change whose only difference left is scaffolding of the removed debug
+    code (``out = f(x)`` / ``return out`` for the original's ``return f(x)``) put back to the
+    original's lines: (text, the lines of ``ours`` that went, a ``Removed`` for each change put back)."""
     numbers: list[int | None] = [n for n in range(1, len(lines) + 1) if n not in remove]
     current = [lines[n - 1] for n in numbers]  # type: ignore[index]
     original = split_lines(base)
     reverted: list[Removed] = []
     opcodes = difflib.SequenceMatcher(None, original, current, autojunk=False).get_opcodes()
-    candidates = []
+    regions = []
     for tag, i1, i2, j1, j2 in opcodes:
-        if tag == "equal" or j1 == j2 or not all(numbers[j] in added for j in range(j1, j2)):
+        if tag == "equal" or j1 == j2:
             continue
         low = (numbers[j1 - 1] or 0) + 1 if j1 > 0 else 1
         high = (numbers[j2] or len(lines) + 1) - 1 if j2 < len(numbers) else len(lines)
         if any(n in remove for n in range(low, high + 1)):  # the debug edit was there
-            candidates.append((i1, i2, j1, j2))
+            regions.append((i1, i2, j1, j2))
     try:
         now = ast.parse("".join(current))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "".join(current), remove, reverted
     gone = set(remove)
-    for i1, i2, j1, j2 in reversed(candidates[-MAX_REVERTS:]):
-        trial = current[:j1] + original[i1:i2] + current[j2:]
-        try:
-            other = ast.parse("".join(trial))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        if ast.dump(now) == ast.dump(other) or _normal(now) != _normal(other):
-            continue
-        first, last = numbers[j1], numbers[j2 - 1]
-        assert first is not None and last is not None
-        reverted.append(Removed(first, last, " ".join(lines[first - 1].split())[:100],
-                                "scaffolding of the removed debug code: with its temporary inlined it is "
-                                "the original's code, which is put back"))
-        gone.update(n for n in numbers[j1:j2] if n is not None)
-        current = trial
-        numbers = numbers[:j1] + [None] * (i2 - i1) + numbers[j2:]
-        now = ast.parse("".join(current))
+    normal_now = _normal(now)
+    trials = 0
+    for i1, i2, j1, j2 in reversed(regions):  # from the end: the indexes of earlier regions stay valid
+        tries = [(i1, i2, j1, j2)]
+        if i2 - i1 <= SPLIT_LINES and j2 - j1 <= SPLIT_LINES:  # the fix above or below, scaffolding the rest
+            for k in range(i2 - i1 + 1):
+                for m in range(1, j2 - j1):
+                    tries += [(i1 + k, i2, j1 + m, j2), (i1, i1 + k, j1, j1 + m)]
+        for a1, a2, b1, b2 in tries:
+            if b1 == b2 or not all(numbers[j] in added for j in range(b1, b2)):
+                continue
+            trials += 1
+            if trials > MAX_TRIALS:
+                return "".join(current), gone, reverted
+            trial = current[:b1] + original[a1:a2] + current[b2:]
+            try:
+                other = ast.parse("".join(trial))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            if ast.dump(now) == ast.dump(other) or normal_now != _normal(other):
+                continue
+            first, last = numbers[b1], numbers[b2 - 1]
+            assert first is not None and last is not None
+            reverted.append(Removed(first, last, " ".join(lines[first - 1].split())[:100],
+                                    "scaffolding of the removed debug code: with its temporary inlined it "
+                                    "is the original's code, which is put back"))
+            gone.update(n for n in numbers[b1:b2] if n is not None)
+            current = trial
+            numbers = numbers[:b1] + [None] * (a2 - a1) + numbers[b2:]
+            now = other
+            normal_now = _normal(now)
+            break
     return "".join(current), gone, reverted
 
 
