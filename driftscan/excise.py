@@ -276,7 +276,11 @@ def _filler(node: ast.stmt) -> bool:
     if isinstance(node, ast.Pass):
         return True
     if isinstance(node, ast.Expr):
-        return isinstance(node.value, ast.Constant) or _call_name(node.value) in _FILLER_CALLS
+        call = node.value
+        if isinstance(call, ast.Constant):
+            return True
+        return isinstance(call, ast.Call) and _call_name(call) in _FILLER_CALLS \
+            and all(_pure(a) for a in [*call.args, *(k.value for k in call.keywords)])
     return False
 
 
@@ -307,6 +311,8 @@ class _Work:
         self.definers: dict[str, list[int]] = {}
         self.callers: dict[str, list[int]] = {}
         self.dirs: list[int] = []
+        # per compound statement: how many statements its blocks hold that are not filler
+        self.solid = [sum(not _filler(stmts[c].node) for c in s.children) for s in stmts]
         for s in stmts:
             if not s.added:
                 continue
@@ -340,6 +346,8 @@ class _Work:
         self.never = never
         self.dropped: dict[int, str] = {}
         self.queue: list[int] = []
+        self.open = list(self.solid)  # children still there that are not filler
+        self.closed = [0] * n  # children gone
         for g, why in tested.items():
             self._guard(g, why)
         for i, why in seeds.items():
@@ -347,8 +355,12 @@ class _Work:
         while True:
             self._drain()
             before = len(self.dropped)
-            for d in self.dirs:
-                self._check_dir(d)
+            if before and self.dirs:
+                strings = {n.value for i in self.dropped for n in ast.walk(self.stmts[i].node)
+                           if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+                self._step(len(self.stmts))
+                for d in self.dirs:
+                    self._check_dir(d, strings)
             if len(self.dropped) == before:
                 return self.dropped
 
@@ -380,6 +392,10 @@ class _Work:
                 continue
             self._step()
             self.gone[j] = True
+            up = self.stmts[j].parent
+            if up is not None:
+                self.closed[up.pos] += 1
+                self.open[up.pos] -= not _filler(self.stmts[j].node)
             for name, count in self.counted[j].items():
                 self.kept[name] -= count
                 if self.kept[name] == 0:
@@ -416,9 +432,7 @@ class _Work:
                 continue
             node = s.node
             if s.blocks:
-                children = [self.stmts[c] for c in s.children]
-                if _header_pure(node) and any(self.gone[c.pos] for c in children) \
-                        and all(self.gone[c.pos] or _filler(c.node) for c in children):
+                if self.open[k] == 0 and self.closed[k] > 0 and _header_pure(node):
                     self._drop(k, "a block whose body was only debug code" if k not in self.guards
                                else f"a guard of debug code ({self.guards[k]}) whose body was only debug code")
                 continue
@@ -444,15 +458,18 @@ class _Work:
         return any(not self.gone[j] and j != s.pos and not isinstance(self.stmts[j].node, ast.Global)
                    and names & self.mentions[j].keys() for j in span)
 
-    def _check_dir(self, k: int) -> None:
-        """An added ``os.makedirs``/``mkdir`` for a /tmp path or for a path only removed code used."""
-        if self.gone[k]:
+    def _check_dir(self, k: int, removed_strings: set[str]) -> None:
+        """An added ``os.makedirs``/``mkdir`` of a /tmp directory a removed dump wrote into, or of a
+        path only removed code used."""
+        if self.gone[k] or not _filler(self.stmts[k].node):
             return
         self._step()
         call = self.stmts[k].node.value  # type: ignore[attr-defined]
         strings = [n.value for n in ast.walk(call) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        tmp = [v for v in strings if v.startswith(_TMP)]
         names = sorted({x.id for x in ast.walk(call) if isinstance(x, ast.Name)} - _PATH_WORDS)
-        if any(v.startswith(_TMP) for v in strings) or (names and self._unused(k, names)):
+        if (tmp and not names and all(any(r.startswith(v) for r in removed_strings) for v in tmp)) \
+                or (names and self._unused(k, names)):
             self._drop(k, "creates the directory of the removed dump")
 
     def feeds_kept(self, i: int) -> bool:

@@ -161,3 +161,100 @@ def test_a_definition_another_module_reads_stays():
     found = [(f.line, f.column) for f in inspect_source(ours, "m.py") if f.code.startswith("DBG1")]
     kept = excise(BASE, ours, found, keep_names={"RETRIES"})
     assert kept.text is not None and "RETRIES = 5" in kept.text and "torch.save" not in kept.text, kept
+
+
+def test_a_whole_one_shot_block_goes_directory_flag_and_all():
+    base = 'import torch\n\n\nclass L:\n    def forward(self, h, r):\n        h = r + h\n        return h\n'
+    ours = ('import os\nimport torch\n\n\nclass L:\n    _dumped_once = False\n\n    def forward(self, h, r):\n'
+            '        h = r + h.to(r.dtype)  # wanted fix\n'
+            '        if not L._dumped_once and h.shape[1] > 1:\n'
+            '            os.makedirs("/tmp/dumps", exist_ok=True)\n'
+            '            torch.save(h.detach().cpu(), f"/tmp/dumps/layer{self.layer_idx}.pt")\n'
+            '            L._dumped_once = True\n'
+            '        return h\n')
+    result = cut(base, ours)
+    assert result.text == base.replace("h = r + h\n", "h = r + h.to(r.dtype)  # wanted fix\n"), result
+    assert any("guard" in r.reason for r in result.removed)
+
+
+def test_a_global_one_shot_at_module_level_goes_with_its_declaration():
+    base = 'def f(x):\n    return x\n'
+    ours = ('import json\n\n_DUMPED = False\n\n\ndef f(x):\n    global _DUMPED\n    if not _DUMPED:\n'
+            '        _DUMPED = True\n        json.dump(x, open("/tmp/x.json", "w"))\n    return x\n')
+    assert cut(base, ours).text == base
+
+
+def test_a_counter_a_finding_points_at_that_kept_code_reads_is_left_never_deleted():
+    base = 'import torch\n\n\ndef f(x, y):\n    return y\n'
+    ours = base.replace("    return y\n", '    y = y + 1\n    torch.save(x, f"/tmp/x_{y}.pt")\n    return y\n')
+    result = cut(base, ours)
+    assert result.text is None and result.left, result
+    assert any("code that stays reads" in why for _, why in result.left)
+    assert "y = y + 1" not in " ".join(r.text for r in result.removed)
+
+
+def test_definitions_kept_code_in_the_file_reads_stay():
+    base = 'import torch\n\n\nclass A:\n    def f(self, x):\n        return x\n'
+    ours = base.replace("        return x\n", '        self.enabled = True\n        RETRIES = 5\n'
+                        '        torch.save(x, f"/tmp/x_{self.enabled}_{RETRIES}.pt")\n'
+                        '        return x if self.enabled else RETRIES\n')
+    result = cut(base, ours)
+    assert result.text is not None and "torch.save" not in result.text, result
+    assert "self.enabled = True" in result.text and "RETRIES = 5" in result.text
+
+
+def test_to_is_pure_only_on_a_chain_that_already_copied():
+    ours = BASE.replace("    return y\n", '    moved = self.model.to("cuda")\n    t = y.detach().cpu().to(torch.float32)\n'
+                        '    torch.save((moved, t), "/tmp/t.pt")\n    return y\n')
+    result = cut(BASE, ours)
+    assert result.text == BASE.replace("    return y\n", '    moved = self.model.to("cuda")\n    return y\n'), result
+
+
+def test_a_scaffolding_only_change_is_put_back_to_the_original_lines():
+    base = 'import torch\n\n\ndef f(self, x):\n    x = x + 1\n    return self.attn(x)\n'
+    ours = base.replace("    return self.attn(x)\n", '    out = self.attn(x)\n    torch.save(out, "/tmp/o.pt")\n'
+                        '    return out\n')
+    result = cut(base, ours)
+    assert result.text == base, result
+    assert [r.start for r in result.removed if "scaffolding" in r.reason] == [6], result.removed
+    assert result.kept == ()
+
+
+def test_a_temporary_that_is_not_read_first_is_not_inlined():
+    """``out = g(x); return h(y) + out``: inlining would call g after h: not the original."""
+    base = 'import torch\n\n\ndef f(x, y):\n    return h(y) + g(x)\n'
+    ours = base.replace("    return h(y) + g(x)\n", '    out = g(x)\n    torch.save(out, "/tmp/o.pt")\n'
+                        '    return h(y) + out\n')
+    result = cut(base, ours)
+    assert result.text is not None and "out = g(x)" in result.text, result
+
+
+def test_an_if_with_an_effect_in_its_test_is_not_removed():
+    base = 'import torch\n\n\ndef f(cfg, x):\n    return x\n'
+    ours = base.replace("    return x\n", '    if cfg.pop("dump", False):\n        torch.save(x, "/tmp/x.pt")\n'
+                        '    return x\n')
+    result = cut(base, ours)
+    assert result.text is None or 'cfg.pop("dump", False)' in result.text, result
+
+
+def chain(n: int) -> str:
+    body = "".join(f"    a{i} = a{i - 1} + 1\n" if i else "    a0 = x\n" for i in range(n))
+    return BASE.replace("    return y\n", body + f'    torch.save(a{n - 1}, "/tmp/a.pt")\n    return y\n')
+
+
+def test_a_thousand_statement_chain_feeding_one_dump_goes_whole():
+    ours = chain(1000)
+    result = cut(BASE, ours)
+    assert result.text == BASE, result.refused
+    assert len(result.removed) == 1001
+
+
+def test_beyond_the_budget_the_file_is_refused(monkeypatch):
+    import driftscan.excise as module
+
+    monkeypatch.setattr(module, "MAX_WORK", 200)
+    result = cut(BASE, chain(300))
+    assert result.text is None and "more than 200 steps" in (result.refused or ""), result
+    monkeypatch.setattr(module, "MAX_STATEMENTS", 100)
+    result = cut(BASE, chain(300))
+    assert result.text is None and "more than the 100" in (result.refused or ""), result
