@@ -6,17 +6,37 @@ positions of the injected debug findings in ``ours``, and removes from ``ours``:
 1. the statement that makes up each finding — the innermost statement holding its position
    (the ``torch.save(...)`` call, the counter increment); a finding in the header of a ``with``
    or ``for`` (``with open("/tmp/…") as f:``) takes the whole block; a finding in the test of an
-   ``if``/``while`` (a one-shot flag, a shape condition) marks that statement as a *guard*;
-2. then, to a fixed point: a block every statement of which is removed (a guard whose body was
-   only debug code, a ``with`` whose body is gone); an added import, assignment or counter whose
-   names nothing kept reads any more but removed code (or a guard's test) did — the one-shot
-   class-level flags, ``self._n = 0``, ``import json`` — when its value has no visible effect
-   (no call but to a short list of pure ones); an added bare call of a function removed above;
-3. the added comment and blank lines left alone around what was removed.
+   ``if``/``while`` (a one-shot flag, a shape condition) marks that statement as a *guard*, and so
+   does removed code inside an added ``if``/``while`` without ``else`` and with a test that has no
+   effect (``if os.environ.get("DUMP"):``). A guard's test is debug code's own use of the names
+   it reads. A finding on an assignment whose value code that stays reads (``y = y + 1`` that is
+   also returned) is a fix: it stays, in ``left``, and the caller refuses the file;
+2. then, over a worklist (reads and binds are counted once per statement; dropping a statement
+   updates the counts and revisits only what defines or calls the names it touched): a block
+   whose statements are all removed or mere *filler* — ``pass``, a constant, a ``print`` or an
+   ``os.makedirs``/``mkdir`` with plain arguments — and whose header has no effect (a guard, a
+   ``with torch.no_grad():``, a ``try`` whose handlers only ``pass``, a ``for`` over a tuple); an
+   added import, assignment, counter or ``global`` whose names nothing kept reads any more but
+   removed code (or a guard's test) did — the one-shot flag set in the guard and its class-level
+   ``False``, ``self._n = 0``, the dump's path, ``import json`` — when its value has no visible
+   effect (no call but to a short list of pure ones; ``.to()`` only after ``.detach()``/
+   ``.cpu()``/``.clone()``, as ``model.to("cuda")`` moves the module itself); an added
+   ``os.makedirs`` of the directory a removed dump wrote into, or of a path only removed code
+   used; an added bare call of a function removed above (a helper only debug code called).
+   A guard that stays (its body keeps other code) reads its names like kept code: the removal
+   is redone without it;
+3. the added comment and blank lines left alone around what was removed;
+4. a change whose only difference from the original left is scaffolding of the debug code
+   (``out = self.attn(x)`` / ``return out`` where the original has ``return self.attn(x)``) is
+   put back to the original's lines, when the two are the same syntax tree once a function's
+   temporary, assigned once and read once as the first thing the next statement evaluates, is
+   inlined; a ``Removed`` says so.
 
 Only lines the change base → ours added may go: a statement holding an original line is never
 removed (the finding stays, and the caller refuses the file). Everything else the patch added is
-kept. The result must parse. Pure: ``str`` in, values out, no I/O; the syntax tree is ``ast``'s.
+kept. The result must parse. The work is bounded: more than ``MAX_STATEMENTS`` statements or
+``MAX_WORK`` visits and the file is refused (merge by hand). Pure: ``str`` in, values out, no
+I/O; the syntax tree is ``ast``'s.
 """
 
 from __future__ import annotations
@@ -717,19 +737,16 @@ class _Inline(ast.NodeTransformer):
 
 
 def _normal(tree: ast.Module) -> str:
-    """``ast.dump`` of a tree in which each temporary assigned once and read exactly once, first
-    thing, by the next statement is inlined there: ``out = f(x)`` / ``return out`` is ``return f(x)``."""
+    """``ast.dump`` of a tree in which, inside functions, each temporary assigned once and read
+    exactly once, first thing, by the next statement is inlined there: ``out = f(x)`` / ``return out``
+    is ``return f(x)``. Module and class bodies are left as they are: a name bound there is an
+    attribute others may read."""
     tree = copy.deepcopy(tree)
-    scopes: list[ast.AST] = [tree] + [n for n in ast.walk(tree)
-                                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
-    for scope in scopes:
+    for scope in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+        # Counted over the whole function, nested ones included: a name used anywhere else is no temporary.
         counts = Counter(n.id for n in ast.walk(scope) if isinstance(n, ast.Name))
         declared = {name for n in ast.walk(scope) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
-        blocks = [b for n in ast.walk(scope) for b in _blocks(n)] if scope is not tree else [tree.body]
-        if scope is tree:
-            blocks += [b for n in ast.walk(tree) if not isinstance(n, ast.Module)
-                       and not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                       for b in _blocks(n)]
+        blocks = [b for n in ast.walk(scope) if not isinstance(n, ast.ClassDef) for b in _blocks(n)]
         for block in blocks:
             i = 0
             while i < len(block) - 1:

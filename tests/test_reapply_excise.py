@@ -258,3 +258,11 @@ def test_beyond_the_budget_the_file_is_refused(monkeypatch):
     monkeypatch.setattr(module, "MAX_STATEMENTS", 100)
     result = cut(BASE, chain(300))
     assert result.text is None and "more than the 100" in (result.refused or ""), result
+
+
+def test_a_module_level_name_is_no_temporary():
+    """``OUT = t`` after ``t = f()`` at module level also makes ``t`` an attribute of the module."""
+    base = 'import torch\n\nOUT = f()\n'
+    ours = 'import torch\n\nt = f()\ntorch.save(t, "/tmp/t.pt")\nOUT = t\n'
+    result = cut(base, ours)
+    assert result.text == 'import torch\n\nt = f()\nOUT = t\n', result
