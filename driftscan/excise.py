@@ -292,9 +292,11 @@ def _call_name(node: ast.AST) -> str | None:
     return None
 
 
-def _filler(node: ast.stmt) -> bool:
+def _filler(node: ast.stmt, parent: ast.stmt | None = None) -> bool:
     if isinstance(node, ast.Pass):
         return True
+    if isinstance(node, (ast.Break, ast.Continue)):  # only where it leaves the loop that goes with it
+        return isinstance(parent, (ast.While, ast.For, ast.AsyncFor)) and not parent.orelse
     if isinstance(node, ast.Expr):
         call = node.value
         if isinstance(call, ast.Constant):
@@ -332,7 +334,7 @@ class _Work:
         self.callers: dict[str, list[int]] = {}
         self.dirs: list[int] = []
         # per compound statement: how many statements its blocks hold that are not filler
-        self.solid = [sum(not _filler(stmts[c].node) for c in s.children) for s in stmts]
+        self.solid = [sum(not _filler(stmts[c].node, s.node) for c in s.children) for s in stmts]
         for s in stmts:
             if not s.added:
                 continue
@@ -415,7 +417,7 @@ class _Work:
             up = self.stmts[j].parent
             if up is not None:
                 self.closed[up.pos] += 1
-                self.open[up.pos] -= not _filler(self.stmts[j].node)
+                self.open[up.pos] -= not _filler(self.stmts[j].node, up.node)
             for name, count in self.counted[j].items():
                 self.kept[name] -= count
                 if self.kept[name] == 0:

@@ -40,3 +40,10 @@ def test_the_shapes_are_distinct_and_each_module_parses():
         for text in (s.base, s.ours, s.expected):
             if text is not None:
                 ast.parse(text)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
+def test_shape_with_crlf_lines(shape: Shape):
+    base, ours = shape.base.replace("\n", "\r\n"), shape.ours.replace("\n", "\r\n")
+    result = excise(base, ours, findings(ours), keep_names=shape.keep_names)
+    assert result.text == (shape.expected.replace("\n", "\r\n") if shape.expected is not None else None), result

@@ -266,3 +266,14 @@ def test_a_module_level_name_is_no_temporary():
     ours = 'import torch\n\nt = f()\ntorch.save(t, "/tmp/t.pt")\nOUT = t\n'
     result = cut(base, ours)
     assert result.text == 'import torch\n\nt = f()\nOUT = t\n', result
+
+
+def test_a_debug_loop_goes_with_its_break_an_if_with_an_else_is_refused():
+    base = 'import torch\n\n\ndef f(x):\n    return x\n'
+    loop = base.replace("    return x\n", '    while x.shape[0] == 7:\n        torch.save(x, "/tmp/a.pt")\n'
+                        '        break\n    return x\n')
+    assert cut(base, loop).text == base
+    branches = base.replace("    return x\n", '    if x.shape[0] == 7:\n        torch.save(x, "/tmp/a.pt")\n'
+                            '    else:\n        x = x.clamp(0, 1)\n    return x\n')
+    result = cut(base, branches)
+    assert result.text is None and result.refused, result
