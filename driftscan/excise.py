@@ -60,6 +60,10 @@ PURE_CALLS = frozenset({
     "join", "basename", "dirname", "abspath", "getpid", "time", "perf_counter", "monotonic", "Path",
     "detach", "cpu", "clone", "numpy", "tolist", "item", "size", "dim", "float", "contiguous", "to",
     "getenv", "get", "enumerate", "zip", "items", "keys", "values", "exists", "isdir", "environ",
+    # read-only tests a debug guard is made of (``if name.endswith(".weight"):``)
+    "startswith", "endswith", "lower", "upper", "strip", "lstrip", "rstrip", "split", "replace", "count",
+    "find", "any", "all", "numel", "isnan", "isinf", "is_floating_point", "is_contiguous", "allclose",
+    "equal", "norm", "mean", "std",
 })
 # Methods that convert in place when called on an ``nn.Module`` (``model.to("cuda")``, ``model.float()``):
 # pure only on a chain that already copied.

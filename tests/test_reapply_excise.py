@@ -277,3 +277,10 @@ def test_a_debug_loop_goes_with_its_break_an_if_with_an_else_is_refused():
                             '    else:\n        x = x.clamp(0, 1)\n    return x\n')
     result = cut(base, branches)
     assert result.text is None and result.refused, result
+
+
+def test_an_added_if_on_a_read_only_test_goes_with_the_dump_it_guards():
+    base = 'import torch\n\n\ndef rename(name):\n    return name\n'
+    ours = base.replace("    return name\n", '    if name.endswith(".weight"):\n        torch.save(name, "/tmp/n.pt")\n'
+                        '    return name\n')
+    assert cut(base, ours).text == base
