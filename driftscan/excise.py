@@ -539,6 +539,9 @@ def excise(base: str, ours: str, findings: Sequence[tuple[int, int]], *,
     for s in stmts:
         s.added = all(n in added for n in range(s.first, s.last + 1))
 
+    if len(findings) * len(stmts) > MAX_WORK:  # each finding is looked up among all statements
+        return Excision(None, refused=f"{len(findings)} findings in {len(stmts)} statements: more than the "
+                                      f"{MAX_WORK} steps debug code is removed in automatically; merge by hand")
     seeds: dict[int, str] = {}  # index of a finding's statement → why
     tested: dict[int, str] = {}  # if/while with a finding in its test → why
     left: list[tuple[int, str]] = []
@@ -571,8 +574,8 @@ def excise(base: str, ours: str, findings: Sequence[tuple[int, int]], *,
         try:
             dropped = work.run(seeds, tested, never_guards)
         except _OverBudget:
-            return Excision(None, refused=f"removing the debug code needs more than {MAX_WORK} steps; "
-                                          "merge by hand", left=tuple(left))
+            return Excision(None, refused=f"removing the debug code needs more than the {MAX_WORK} steps it is "
+                                          "done in automatically; merge by hand", left=tuple(left))
         fixes = [i for i in seeds if work.feeds_kept(i)]
         staying = [g for g in work.guards if not work.gone[g]]
         if fixes:  # a finding on a statement whose value kept code reads: a fix, never deleted
@@ -662,8 +665,9 @@ def _revert_scaffolding(base: str, lines: list[str], added: set[int], remove: se
     """The result, with each change whose only difference left is scaffolding of the removed debug
     code (``out = f(x)`` / ``return out`` for the original's ``return f(x)``) put back to the
     original's lines: (text, the lines of ``ours`` that went, a ``Removed`` for each change put back)."""
-    numbers: list[int | None] = [n for n in range(1, len(lines) + 1) if n not in remove]
-    current = [lines[n - 1] for n in numbers]  # type: ignore[index]
+    staying = [n for n in range(1, len(lines) + 1) if n not in remove]
+    current = [lines[n - 1] for n in staying]
+    numbers: list[int | None] = list(staying)  # the line of ``ours`` each line of ``current`` is, or None
     original = split_lines(base)
     reverted: list[Removed] = []
     opcodes = difflib.SequenceMatcher(None, original, current, autojunk=False).get_opcodes()
@@ -715,7 +719,7 @@ def _revert_scaffolding(base: str, lines: list[str], added: set[int], remove: se
     return "".join(current), gone, reverted
 
 
-def _head(node: ast.stmt) -> ast.expr | None:
+def _head(node: ast.stmt) -> ast.Name | None:
     """The expression a simple statement evaluates first, when that is clear."""
     value = node.value if isinstance(node, (ast.Return, ast.Expr, ast.Assign)) else None
     while value is not None:

@@ -254,7 +254,7 @@ def test_beyond_the_budget_the_file_is_refused(monkeypatch):
 
     monkeypatch.setattr(module, "MAX_WORK", 200)
     result = cut(BASE, chain(300))
-    assert result.text is None and "more than 200 steps" in (result.refused or ""), result
+    assert result.text is None and "more than the 200 steps" in (result.refused or ""), result
     monkeypatch.setattr(module, "MAX_STATEMENTS", 100)
     result = cut(BASE, chain(300))
     assert result.text is None and "more than the 100" in (result.refused or ""), result
