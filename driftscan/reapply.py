@@ -168,6 +168,7 @@ class Options:
     wheels: tuple[str, ...] = ()
     fetch: bool = False
     finder: OriginalFinder | None = None  # --wheels / --fetch, when given
+    sites: tuple[str, ...] = ()  # the target's site-packages: where a .pth's imports must resolve
 
 
 @dataclass
@@ -553,8 +554,8 @@ def pth_imports(text: str) -> list[str] | None:
 
 
 def _module_resolves(name: str, roots: Sequence[str], coming: set[str]) -> bool:
-    """``name`` found on disk in the environment's site directories (or about to be written
-    there: ``coming``), or a standard-library / built-in module."""
+    """``name`` found on disk in the environment's site directories ``roots`` (or about to be
+    written there: ``coming``), or a standard-library / built-in module."""
     import sys
 
     top = name.split(".")[0]
@@ -601,7 +602,7 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
     roots = environment_roots(target)
     exclude = exclude_findings and not keep_findings
     finder = OriginalFinder(wheels, fetch, target.python_version, target.venv) if wheels or fetch else None
-    options = Options(exclude, partial, tuple(wheels), fetch, finder)
+    options = Options(exclude, partial, tuple(wheels), fetch, finder, tuple(target.site_packages))
     plan = ReapplyPlan(ReapplyReport(dry_run=True, source=checkpoint, keep_findings=not exclude,
                                      target=printable(target.venv or root),
                                      other_target=_other_environment(target, index)))
@@ -687,7 +688,7 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
             item.status, item.reason = "refused", "a .pth whose import lines are not plain Python: not recreated"
             return
         coming = {os.path.normpath(w.path) for w in plan.writes if w.data is not None}
-        missing = [m for m in mods if not _module_resolves(m, roots, coming)]
+        missing = [m for m in mods if not _module_resolves(m, options.sites, coming)]
         if missing:
             debug = [p.relpath for p in plan.report.files if p.excluded_debug]
             item.status = "skipped"
@@ -696,7 +697,7 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
                                           for r in debug) for m in missing)
             item.reason = (f"it imports {', '.join(missing)}, which will not be in the environment"
                            + (" (it only served injected debug code left out)" if item.excluded_debug else "")
-                           + ": recreated, every interpreter start would print ModuleNotFoundError")
+                           + ": not recreated (each interpreter start would print ModuleNotFoundError)")
             return
     if os.path.lexists(path):
         try:
