@@ -412,6 +412,11 @@ def test_partial_applies_the_clean_hunks_and_writes_the_rej_beside_the_checkpoin
     assert (site / WEIGHTS).read_text() == now
     assert not Path(str(cp) + ".rej").exists()
 
+    # The dry run exits as --yes does for the same .rej (bit 1), and names it.
+    code, report = reapply(str(cp), "--partial", env=env)
+    assert code == EXIT_DRIFT, report
+    assert by_rel(report)[WEIGHTS]["status"] == "planned" and by_rel(report)[WEIGHTS]["rej"], report
+    assert not Path(str(cp) + ".rej").exists()
     code, report = reapply(str(cp), "--partial", "--yes", env=env)
     assert code == EXIT_DRIFT, report
     item = by_rel(report)[WEIGHTS]
@@ -433,6 +438,10 @@ def test_partial_applies_the_clean_hunks_and_writes_the_rej_beside_the_checkpoin
     assert by_rel(report)[WEIGHTS]["rej"] == str(rej), report
     assert (site / WEIGHTS).read_text() == text
     assert by_rel(report)[CONFIG]["status"] == "already"
+    # Without --partial too, in the text: partly applied, the .rej named, bit 1.
+    proc = cli("reapply", str(cp), "--only", by_rel_path(venv, WEIGHTS), env=env)
+    assert proc.returncode == EXIT_DRIFT, proc.stdout + proc.stderr
+    assert "partly applied" in proc.stdout and str(rej) in proc.stdout, proc.stdout
 
 
 def by_rel_path(venv: Path, rel: str) -> str:
