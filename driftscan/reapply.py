@@ -448,7 +448,7 @@ def _save_ledger(root: str, rows: dict) -> None:
 
 NAMES_FILE_MAX = 1 << 20  # bytes of one module read for the names it reads elsewhere
 NAMES_FILES_MAX = 5000  # modules of one distribution read
-NAMES_TOTAL_MAX = 64 << 20  # bytes read for one distribution
+NAMES_TOTAL_MAX = 32 << 20  # bytes read for one distribution
 
 
 def names_read(data: bytes) -> set[str]:
@@ -458,40 +458,79 @@ def names_read(data: bytes) -> set[str]:
     import tokenize
 
     out: set[str] = set()
-    prev, in_from = "", False
+    prev, state = "", ""  # state: "from" (a from-import's module), "import" (its names)
     try:
         for tok in tokenize.tokenize(io.BytesIO(data).readline):
-            if tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER):
-                in_from = False
+            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                state = ""
             elif tok.type == tokenize.NAME:
-                if prev == "." and not in_from:
+                if tok.string == "from" and prev in ("", "\n", ";", ":"):  # a statement's start, not yield/raise
+                    state = "from"
+                elif tok.string == "import" and state == "from":
+                    state = "import"
+                elif state == "import" and prev in ("import", ",", "("):
                     out.add(tok.string)
-                elif prev == "from":
-                    in_from = True
-                elif in_from and tok.string not in ("import", "as"):
-                    if prev in ("import", ",", "("):
-                        out.add(tok.string)
-            if tok.type not in (tokenize.NL, tokenize.COMMENT):
-                prev = tok.string
+                elif prev == "." and state != "from":
+                    out.add(tok.string)
+            if tok.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING):
+                prev = "\n" if tok.type == tokenize.NEWLINE else tok.string
     except (tokenize.TokenError, SyntaxError, UnicodeDecodeError, LookupError, RecursionError):
         pass  # what was read up to there counts
+    return out
+
+
+def names_defined(text: str, lines: set[int]) -> set[str]:
+    """The names statements starting on ``lines`` of ``text`` define (assigned names and
+    attributes, functions, classes, imports, ``with … as``/``for`` targets): what excise might
+    remove that another module could read."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    out: set[str] = set()
+
+    def target(node: ast.AST) -> None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                out.add(sub.id)
+            elif isinstance(sub, ast.Attribute):
+                out.add(sub.attr)
+
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) not in lines:
+            continue
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                target(t)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+            target(node.target)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    target(item.optional_vars)
     return out
 
 
 class NameIndex:
     """The names other modules read, for ``excise``'s ``keep_names``: every other ``.py`` of the
     file's installed distribution (its RECORD list) and every saved or added ``.py`` of the
-    checkpoint. Bounded: files over NAMES_FILE_MAX, or past NAMES_FILES_MAX / NAMES_TOTAL_MAX per
-    distribution, are not read."""
+    checkpoint but added files of debug code. Read as data, bounded: files over NAMES_FILE_MAX,
+    or past NAMES_FILES_MAX / NAMES_TOTAL_MAX per distribution, are not read; only the modules a
+    plain byte search finds a candidate name in are tokenized."""
 
     def __init__(self, checkpoint: str, index: CheckpointIndex, root: str) -> None:
         self._checkpoint = checkpoint
-        self._root = root
         self._index = index
-        self._by_dist: dict[str, dict[str, set[str]]] = {}
-        self._saved: dict[str, set[str]] | None = None
+        self._root = root
+        self._by_dist: dict[str, dict[str, bytes]] = {}
+        self._saved: dict[str, bytes] | None = None
+        self._read: dict[tuple[str, int], set[str]] = {}
 
-    def _dist_names(self, dist: Distribution) -> dict[str, set[str]]:
+    def _dist_files(self, dist: Distribution) -> dict[str, bytes]:
         got = self._by_dist.get(dist.metadata_dir)
         if got is None:
             got, total = {}, 0
@@ -503,31 +542,42 @@ class NameIndex:
                 except (OSError, ConfigError):
                     continue
                 total += len(data)
-                got[path] = names_read(data)
+                got[path] = data
             self._by_dist[dist.metadata_dir] = got
         return got
 
-    def _saved_names(self) -> dict[str, set[str]]:
+    def _saved_files(self) -> dict[str, bytes]:
         if self._saved is None:
             self._saved = {}
             for f in self._index.files:
                 if f.area != "env" or not f.content or not _is_py(f.relpath):
                     continue
                 data = _read_saved(self._checkpoint, f.content)
-                if data is not None and len(data) <= NAMES_FILE_MAX:
-                    self._saved[os.path.normpath(os.path.join(self._root, *f.relpath.split("/")))] = names_read(data)
+                if data is None or len(data) > NAMES_FILE_MAX:
+                    continue
+                if f.kind == "added" and findings_of(data, f.relpath) != []:
+                    continue  # a debug helper left out: what it reads is no reason to keep anything
+                self._saved[os.path.normpath(os.path.join(self._root, *f.relpath.split("/")))] = data
         return self._saved
 
-    def read_elsewhere(self, path: str, dist: Distribution | None) -> set[str]:
+    def read_elsewhere(self, path: str, dist: Distribution | None, candidates: set[str]) -> set[str]:
+        """Those of ``candidates`` another module reads."""
+        import re
+
+        if not candidates:
+            return set()
         here = os.path.normpath(path)
+        hit = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(candidates)) + rb")\b")
         out: set[str] = set()
-        sources = [self._saved_names()]
-        if dist is not None:
-            sources.append(self._dist_names(dist))
-        for names in sources:
-            for other, found in names.items():
-                if other != here:
-                    out |= found
+        sources = [self._saved_files()] + ([self._dist_files(dist)] if dist is not None else [])
+        for i, files in enumerate(sources):
+            for other, data in files.items():
+                if other == here or not hit.search(data):
+                    continue
+                found = self._read.get((other, i))
+                if found is None:
+                    found = self._read[(other, i)] = names_read(data)
+                out |= found & candidates
         return out
 
 
@@ -886,7 +936,7 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
         injected = [x for x in decided if x.origin == "injected"]
         if options.exclude_findings and injected:
             cut = excise(base, ours, [(x.line, x.column) for x in injected],
-                         keep_names=names.read_elsewhere(path, dist))
+                         keep_names=names.read_elsewhere(path, dist, names_defined(ours, added)))
             item.removed = [RemovedOut(start_line=r.start, end_line=r.end, text=r.text, reason=r.reason)
                             for r in cut.removed]
             item.kept = [LineRange(start_line=a, end_line=b) for a, b in cut.kept]

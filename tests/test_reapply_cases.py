@@ -265,3 +265,14 @@ def test_a_result_its_declared_encoding_cannot_hold_is_refused():
     assert _encode('x = "\u00e9"\n', "m.py", "utf-8-sig")[0] == b"\xef\xbb\xbf" + 'x = "\u00e9"\n'.encode()
     assert _decode(b"# coding: klingon\nx = 1\n", "m.py")[0] is None  # an unknown encoding: not guessed
     assert _decode(b"\xe9\n", "notes.txt")[0] is None  # not Python: UTF-8 only
+
+
+def test_names_another_module_reads_are_attributes_and_from_imports_not_prose():
+    from driftscan.reapply import names_defined, names_read
+
+    data = (b'from .a import RETRIES, LIMIT as L\nimport json\n# cfg.enabled in a comment\n'
+            b'x = "config.json"\nif obj.enabled:\n    from b import (TAIL,\n        HEAD)\n    raise E from err\n')
+    assert names_read(data) >= {"RETRIES", "LIMIT", "enabled", "TAIL", "HEAD"}
+    assert not names_read(data) & {"json", "L", "x", "obj", "err"}
+    text = 'import os\nX = 1\nself_enabled = 2\nwith open(p) as f:\n    self.on = True\n'
+    assert names_defined(text, {1, 2, 4, 5}) == {"os", "X", "f", "on", "self"}
