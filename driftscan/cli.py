@@ -694,7 +694,8 @@ def restore(paths, dists, venv, site_packages, model_dirs, hf_cache, wheels, fet
               help="Write injected debug code back too (default: it is removed statement by statement, with the "
                    "added code only it used; a file whose findings' origin cannot be decided is refused). Every "
                    "finding written back is listed.")
-@click.option("--exclude-findings", is_flag=True, help="The default: injected debug code is left out (accepted for older scripts).")
+@click.option("--exclude-findings", is_flag=True,
+              help="The default: injected debug code is left out (accepted for older scripts).")
 @click.option("--partial", is_flag=True,
               help="On a file with conflicting hunks, apply the clean ones and write the conflicting ones to "
                    "CHECKPOINT.rej/<relpath>.rej (beside the checkpoint, never in the environment).")

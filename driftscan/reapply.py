@@ -4,27 +4,35 @@ For each patched file of the checkpoint, the original it was changed from is loo
 verified against the checkpoint's ``hash_before``: the checkpoint's ``originals/`` copy (or the
 reverse of its patch), the installed file when it is that very original (its RECORD row
 matches it and carries that hash), an original kept from an earlier run (``keptoriginals``), or
-the member of the checkpoint's release in ``--wheels DIR`` / a ``--fetch`` download. The debug
-rules run on the saved content and on that original *now*, and each finding's origin is decided
-against it (the checkpoint's own findings list is not trusted: it may be stale, unknown or
-tampered). Without a verified original the origin is unknown, and ``exclude_findings`` refuses
-the file.
+the member of the checkpoint's release in ``--wheels DIR`` / a ``--fetch`` download. Every debug
+rule (every DBG1 code, opt-in ones too) runs on the saved content and on that original *now*,
+and each finding's origin is decided against it (the checkpoint's own findings list is not
+trusted: it may be stale, unknown or tampered). Without a verified original the origin is
+unknown, and the file is refused unless ``keep_findings``. A ``.py`` file is read and written in
+the encoding it declares (BOM, PEP 263 cookie), never copied as binary.
 
-``exclude_findings`` removes the injected debug code statement by statement (``excise``): the
-statements that make up each finding, then what only they used; every other added line stays,
-the result must parse, and the rules run once more on the result: a file that would still carry
-injected debug code is refused. The installed file must then be the verified original of its
-distribution (it matches its RECORD row): the same original as the checkpoint's takes the
+By default (``exclude_findings``) the injected debug code is removed statement by statement
+(``excise``): the statements that make up each finding, then what only they used — but a name
+another module reads (the distribution's other modules, the checkpoint's saved files) stays
+defined; every other added line stays, the result must parse, and the rules run once more on
+the result: a file that would still carry injected debug code is refused. ``keep_findings``
+writes it back, each such finding listed. The installed file must then be the verified original
+of its distribution (it matches its RECORD row): the same original as the checkpoint's takes the
 changes as they are; a new version gets them by a three-way merge. A file with a conflicting
 hunk gets nothing, unless ``partial``: then its clean hunks are applied and the conflicting ones
-are written as a ``.rej`` beside the checkpoint (``<CHECKPOINT>.rej/<relpath>.rej``). A file
-that already carries the wanted changes is ``already`` (the merge of them onto it changes
-nothing, or it is byte for byte what reapply wrote last: a ledger in the user cache dir).
+are written as a ``.rej`` beside the checkpoint (``<CHECKPOINT>.rej/<relpath>.rej``); a file
+holding the clean hunks without the conflicting ones is ``partial`` again on a later run. A file
+that already carries the wanted changes is ``already`` — decided from its content alone (the
+wanted result is the file, or merging it changes nothing); the ledger of what reapply wrote
+(user cache dir) only words the answer. A file still holding the checkpoint's saved content (no
+reinstall since) is ``already`` too.
 
-Added files of the checkpoint that are gone are recreated (with ``exclude_findings``, not when
-the rules find debug code in them, unless they are a renamed original); a package file the
-checkpoint recorded as missing is deleted again when the installed file is its verified
-original (a RECORD of the environment lists it and it matches).
+Added files of the checkpoint that are gone are recreated (not when the rules find debug code in
+them, unless they are a renamed original or ``keep_findings``; a ``.pth`` only when every module
+its import lines name resolves afterwards); a package file the checkpoint recorded as missing is
+deleted again when the installed file is its verified original (a RECORD of the environment
+lists it and it matches). A file not applied (gone, its distribution not installed, its place
+taken) is ``skipped`` with the reason: the report's ``not_applied`` lists it.
 """
 
 from __future__ import annotations
@@ -100,14 +108,14 @@ class ReapplyFile(BaseModel):
                                                        "conflict | skipped | refused | failed")
     reason: str = ""
     hunks: int = 0
-    dropped: int = Field(default=0, description="hunks left out entirely by --exclude-findings")
+    dropped: int = Field(default=0, description="hunks left out entirely (debug code only)")
     conflicts: list[ConflictOut] = Field(default_factory=list)
     original: str | None = Field(default=None, description="where the verified original the changes are "
                                                            "measured from came from")
     findings: list[FindingOut] = Field(default_factory=list,
                                        description="debug findings of the saved content, origins decided now")
     removed: list[RemovedOut] = Field(default_factory=list,
-                                      description="statements --exclude-findings removed from the saved content")
+                                      description="debug statements removed from the saved content")
     kept: list[LineRange] = Field(default_factory=list,
                                   description="lines the patch added that stay (numbered as in the saved content)")
     diff: str | None = Field(default=None, description="the change this file gets: current → result, a -p0 "
@@ -743,8 +751,8 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
             debug = [p.relpath for p in plan.report.files if p.excluded_debug]
             item.status = "skipped"
             # Not a failure when every missing module is an added file left out as debug code.
-            item.excluded_debug = all(any(r.endswith((m.replace(".", "/") + ".py", m.replace(".", "/") + "/__init__.py"))
-                                          for r in debug) for m in missing)
+            item.excluded_debug = all(any(r.endswith((m.replace(".", "/") + ".py", m.replace(".", "/") +
+                                                      "/__init__.py")) for r in debug) for m in missing)
             item.reason = (f"it imports {', '.join(missing)}, which will not be in the environment"
                            + (" (it only served injected debug code left out)" if item.excluded_debug else "")
                            + ": not recreated (each interpreter start would print ModuleNotFoundError)")
