@@ -738,7 +738,15 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
                                                   "brings it back)"
             item.excluded_debug = True
             return
-        item.written_findings = list(item.findings)
+    if os.path.lexists(path):
+        try:
+            same = read_regular(path, READ_MAX, follow=False) == data
+        except OSError:
+            same = False
+        note = f"{item.reason}; " if item.reason else ""
+        item.status, item.reason = ("already", note + "present with the saved content") if same else \
+            ("skipped", note + "a different file is there now; not replaced")
+        return
     if renamed is None and path.endswith(".pth"):
         text = _text(data)
         mods = pth_imports(text) if text is not None else None
@@ -757,18 +765,10 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
                            + (" (it only served injected debug code left out)" if item.excluded_debug else "")
                            + ": not recreated (each interpreter start would print ModuleNotFoundError)")
             return
-    if os.path.lexists(path):
-        try:
-            same = read_regular(path, READ_MAX, follow=False) == data
-        except OSError:
-            same = False
-        note = f"{item.reason}; " if item.reason else ""
-        item.status, item.reason = ("already", note + "present with the saved content") if same else \
-            ("skipped", note + "a different file is there now; not replaced")
-        return
     text = _decode(data, path)[0]
     if text is not None:
         item.diff = _diff("", text, f.relpath)
+    item.written_findings = list(item.findings)  # what --keep-findings brings back with it
     plan.writes.append(Write(item, path, data, f.mode if f.mode is not None else 0o644))
 
 
