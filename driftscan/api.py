@@ -633,12 +633,14 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
 
 
 def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequence[str] = (), *,
-            only: Sequence[str] = (), exclude_findings: bool = False, yes: bool = False,
-            checkpoint_path: str | None = None, jobs: int | None = None, use_cache: bool = True,
-            partial: bool = False, wheels: Sequence[str] = (), fetch: bool = False):
+            only: Sequence[str] = (), exclude_findings: bool = True, keep_findings: bool = False,
+            yes: bool = False, checkpoint_path: str | None = None, jobs: int | None = None,
+            use_cache: bool = True, partial: bool = False, wheels: Sequence[str] = (), fetch: bool = False):
     """Re-apply a checkpoint's patches (recreate its added files, delete again the package files it
     recorded as missing) onto the environment: by default the one the checkpoint was taken of. A
     dry run unless ``yes``; with ``yes`` a new checkpoint of the current drift is written first.
+    Injected debug code is left out (``exclude_findings``, the default) unless ``keep_findings``
+    (or ``exclude_findings=False``): then the report lists every finding written back.
     ``partial``: a file with conflicting hunks gets its clean ones, the others go to a ``.rej``
     beside the checkpoint. ``wheels``/``fetch``: where to find the originals the checkpoint lacks.
     Returns ``reapply.ReapplyReport``."""
@@ -655,7 +657,8 @@ def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequenc
                        use_cache=use_cache, include_environment=True)
     try:
         plan = plan_reapply(os.path.abspath(checkpoint_dir), index, result.target, result.verification.distributions,
-                            only=only, exclude_findings=exclude_findings, partial=partial, wheels=wheels, fetch=fetch)
+                            only=only, exclude_findings=exclude_findings, keep_findings=keep_findings,
+                            partial=partial, wheels=wheels, fetch=fetch)
         if yes and plan.writes:
             written = write_checkpoint(checkpoint_path or default_checkpoint_path(result.target), result.target,
                                        result.drifts, result.report, result.originals)

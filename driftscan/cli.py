@@ -690,9 +690,12 @@ def restore(paths, dists, venv, site_packages, model_dirs, hf_cache, wheels, fet
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--only", "only", metavar="PATH", multiple=True,
               help="Re-apply only these files (relative to the environment root, as in the checkpoint; repeatable).")
+@click.option("--keep-findings", is_flag=True,
+              help="Write injected debug code back too (default: it is removed statement by statement, with the "
+                   "added code only it used; a file whose findings' origin cannot be decided is refused). Every "
+                   "finding written back is listed.")
 @click.option("--exclude-findings", is_flag=True,
-              help="Remove the injected debug code statement by statement (and the added code only it used); a "
-                   "file whose findings' origin cannot be decided is refused.")
+              help="The default: injected debug code is left out (accepted for older scripts).")
 @click.option("--partial", is_flag=True,
               help="On a file with conflicting hunks, apply the clean ones and write the conflicting ones to "
                    "CHECKPOINT.rej/<relpath>.rej (beside the checkpoint, never in the environment).")
@@ -702,7 +705,7 @@ def restore(paths, dists, venv, site_packages, model_dirs, hf_cache, wheels, fet
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel hashing workers (default: cores).")
 @guarded
-def reapply(checkpoint_dir, venv, site_packages, only, exclude_findings, partial, wheels, fetch, yes,
+def reapply(checkpoint_dir, venv, site_packages, only, keep_findings, exclude_findings, partial, wheels, fetch, yes,
             checkpoint_path, fmt, jobs) -> None:
     """Re-apply a checkpoint's patches after a reinstall or upgrade (a dry run unless --yes).
 
@@ -710,9 +713,11 @@ def reapply(checkpoint_dir, venv, site_packages, only, exclude_findings, partial
     --wheels or --fetch), and the debug findings' origins are decided against it. Where the version
     is unchanged the patch applies as it was; where it changed, a three-way merge onto the new
     original, and a file with a conflicting hunk is left untouched (--partial: its clean hunks are
-    applied). A file already carrying the changes is "already". The dry run shows each resulting
-    diff. Exit status: bit 1 for a conflict (also one --partial wrote to a .rej), bit 2 for a
-    failure or a refusal.
+    applied). A file already carrying the changes is "already". Injected debug code is left out
+    unless --keep-findings. The dry run shows each resulting diff. Exit status: bit 1 when anything
+    is (or, in a dry run, would be) not applied — a conflict, a --partial write to a .rej, a file
+    skipped (gone, its distribution not installed, its place taken) —, bit 2 for a failure or a
+    refusal.
     """
     from .api import reapply as run_reapply
     from .render.restoreview import REAPPLY_RENDERERS
@@ -720,11 +725,13 @@ def reapply(checkpoint_dir, venv, site_packages, only, exclude_findings, partial
     if venv is None and not site_packages:
         click.echo(inert(f"driftscan reapply: target the environment {checkpoint_dir} was taken of (no --venv "
                          "named)"), err=True)
-    report = run_reapply(checkpoint_dir, venv, site_packages, only=only, exclude_findings=exclude_findings, yes=yes,
+    if keep_findings and exclude_findings:
+        raise click.UsageError("--keep-findings and --exclude-findings contradict each other")
+    report = run_reapply(checkpoint_dir, venv, site_packages, only=only, keep_findings=keep_findings, yes=yes,
                          checkpoint_path=checkpoint_path, jobs=jobs, partial=partial, wheels=wheels, fetch=fetch)
     _write(REAPPLY_RENDERERS[fmt](report), fmt, None)
-    status = EXIT_DRIFT if any(f.status in ("conflict", "partial") for f in report.files) else EXIT_CLEAN
-    if any(f.status in ("failed", "refused") for f in report.files):
+    status = EXIT_DRIFT if report.not_applied else EXIT_CLEAN
+    if report.refused_or_failed:
         status |= EXIT_INCOMPLETE
     sys.exit(status)
 

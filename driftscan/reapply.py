@@ -4,27 +4,35 @@ For each patched file of the checkpoint, the original it was changed from is loo
 verified against the checkpoint's ``hash_before``: the checkpoint's ``originals/`` copy (or the
 reverse of its patch), the installed file when it is that very original (its RECORD row
 matches it and carries that hash), an original kept from an earlier run (``keptoriginals``), or
-the member of the checkpoint's release in ``--wheels DIR`` / a ``--fetch`` download. The debug
-rules run on the saved content and on that original *now*, and each finding's origin is decided
-against it (the checkpoint's own findings list is not trusted: it may be stale, unknown or
-tampered). Without a verified original the origin is unknown, and ``exclude_findings`` refuses
-the file.
+the member of the checkpoint's release in ``--wheels DIR`` / a ``--fetch`` download. Every debug
+rule (every DBG1 code, opt-in ones too) runs on the saved content and on that original *now*,
+and each finding's origin is decided against it (the checkpoint's own findings list is not
+trusted: it may be stale, unknown or tampered). Without a verified original the origin is
+unknown, and the file is refused unless ``keep_findings``. A ``.py`` file is read and written in
+the encoding it declares (BOM, PEP 263 cookie), never copied as binary.
 
-``exclude_findings`` removes the injected debug code statement by statement (``excise``): the
-statements that make up each finding, then what only they used; every other added line stays,
-the result must parse, and the rules run once more on the result: a file that would still carry
-injected debug code is refused. The installed file must then be the verified original of its
-distribution (it matches its RECORD row): the same original as the checkpoint's takes the
+By default (``exclude_findings``) the injected debug code is removed statement by statement
+(``excise``): the statements that make up each finding, then what only they used — but a name
+another module reads (the distribution's other modules, the checkpoint's saved files) stays
+defined; every other added line stays, the result must parse, and the rules run once more on
+the result: a file that would still carry injected debug code is refused. ``keep_findings``
+writes it back, each such finding listed. The installed file must then be the verified original
+of its distribution (it matches its RECORD row): the same original as the checkpoint's takes the
 changes as they are; a new version gets them by a three-way merge. A file with a conflicting
 hunk gets nothing, unless ``partial``: then its clean hunks are applied and the conflicting ones
-are written as a ``.rej`` beside the checkpoint (``<CHECKPOINT>.rej/<relpath>.rej``). A file
-that already carries the wanted changes is ``already`` (the merge of them onto it changes
-nothing, or it is byte for byte what reapply wrote last: a ledger in the user cache dir).
+are written as a ``.rej`` beside the checkpoint (``<CHECKPOINT>.rej/<relpath>.rej``); a file
+holding the clean hunks without the conflicting ones is ``partial`` again on a later run. A file
+that already carries the wanted changes is ``already`` — decided from its content alone (the
+wanted result is the file, or merging it changes nothing); the ledger of what reapply wrote
+(user cache dir) only words the answer. A file still holding the checkpoint's saved content (no
+reinstall since) is ``already`` too.
 
-Added files of the checkpoint that are gone are recreated (with ``exclude_findings``, not when
-the rules find debug code in them, unless they are a renamed original); a package file the
-checkpoint recorded as missing is deleted again when the installed file is its verified
-original (a RECORD of the environment lists it and it matches).
+Added files of the checkpoint that are gone are recreated (not when the rules find debug code in
+them, unless they are a renamed original or ``keep_findings``; a ``.pth`` only when every module
+its import lines name resolves afterwards); a package file the checkpoint recorded as missing is
+deleted again when the installed file is its verified original (a RECORD of the environment
+lists it and it matches). A file not applied (gone, its distribution not installed, its place
+taken) is ``skipped`` with the reason: the report's ``not_applied`` lists it.
 """
 
 from __future__ import annotations
@@ -100,24 +108,34 @@ class ReapplyFile(BaseModel):
                                                        "conflict | skipped | refused | failed")
     reason: str = ""
     hunks: int = 0
-    dropped: int = Field(default=0, description="hunks left out entirely by --exclude-findings")
+    dropped: int = Field(default=0, description="hunks left out entirely (debug code only)")
     conflicts: list[ConflictOut] = Field(default_factory=list)
     original: str | None = Field(default=None, description="where the verified original the changes are "
                                                            "measured from came from")
     findings: list[FindingOut] = Field(default_factory=list,
                                        description="debug findings of the saved content, origins decided now")
     removed: list[RemovedOut] = Field(default_factory=list,
-                                      description="statements --exclude-findings removed from the saved content")
+                                      description="debug statements removed from the saved content")
     kept: list[LineRange] = Field(default_factory=list,
                                   description="lines the patch added that stay (numbered as in the saved content)")
     diff: str | None = Field(default=None, description="the change this file gets: current → result, a -p0 "
                                                        "unified diff (the dry run's preview; also after --yes)")
     rej: str | None = Field(default=None, description="the .rej file with the conflicting hunks (--partial)")
+    written_findings: list[FindingOut] = Field(
+        default_factory=list, description="injected debug findings this file gets back (--keep-findings)")
+    excluded_debug: bool = Field(default=False, description="skipped because it is (or only serves) injected debug "
+                                                            "code: left out on purpose, not a failure")
+    encoding: str | None = Field(default=None, description="the source encoding it is read and written in, when "
+                                                           "not UTF-8 (PEP 263)")
 
 
 class ReapplyReport(BaseModel):
     dry_run: bool
     source: str = Field(description="the checkpoint re-applied")
+    keep_findings: bool = Field(default=False, description="injected debug code is written back (--keep-findings)")
+    target: str | None = Field(default=None, description="the environment written to")
+    other_target: str | None = Field(default=None, description="set when the target is not the environment the "
+                                                               "checkpoint was taken of: that one")
     checkpoint: str | None = Field(default=None, description="the checkpoint written first (with --yes)")
     files: list[ReapplyFile] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
@@ -126,6 +144,18 @@ class ReapplyReport(BaseModel):
     @property
     def failed(self) -> list[ReapplyFile]:
         return [f for f in self.files if f.status in ("conflict", "failed", "refused", "partial")]
+
+    @property
+    def not_applied(self) -> list[ReapplyFile]:
+        """What was (or, in a dry run, would be) left undone: a conflict, a partial write (planned
+        or done), a file skipped for any reason but being injected debug code."""
+        return [f for f in self.files if f.status in ("conflict", "partial")
+                or (f.status == "planned" and f.rej)
+                or (f.status == "skipped" and not f.excluded_debug)]
+
+    @property
+    def refused_or_failed(self) -> list[ReapplyFile]:
+        return [f for f in self.files if f.status in ("failed", "refused")]
 
 
 @dataclass(frozen=True)
@@ -141,11 +171,12 @@ class Write:
 
 @dataclass(frozen=True)
 class Options:
-    exclude_findings: bool = False
+    exclude_findings: bool = True
     partial: bool = False
     wheels: tuple[str, ...] = ()
     fetch: bool = False
     finder: OriginalFinder | None = None  # --wheels / --fetch, when given
+    sites: tuple[str, ...] = ()  # the target's site-packages: where a .pth's imports must resolve
 
 
 @dataclass
@@ -161,6 +192,51 @@ def _text(data: bytes) -> str | None:
     except UnicodeDecodeError:
         return None
     return None if "\0" in text else text
+
+
+def _is_py(path: str) -> bool:
+    return path.endswith((".py", ".pyw"))
+
+
+def source_encoding(data: bytes) -> str | None:
+    """The encoding Python reads ``data`` in (BOM, PEP 263 cookie; default UTF-8), or None when
+    the declaration is invalid. Only the bytes are looked at; nothing is run."""
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except (SyntaxError, LookupError):
+        return None
+    return encoding
+
+
+def _decode(data: bytes, path: str) -> tuple[str | None, str]:
+    """(``data`` as text, its encoding): a Python source by its declared encoding, else UTF-8."""
+    encoding = (source_encoding(data) or "") if _is_py(path) else "utf-8"
+    if not encoding:
+        return None, ""
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None, encoding
+    return (None if "\0" in text else text), encoding
+
+
+def _encode(text: str, path: str, encoding: str) -> tuple[bytes | None, str]:
+    """``text`` encoded as Python will read it back: the encoding its own BOM/cookie declares
+    (``encoding`` tells whether it had a BOM); (None, why) when it cannot be."""
+    if _is_py(path):
+        bom = b"\xef\xbb\xbf" if encoding == "utf-8-sig" else b""
+        head = "".join(text.splitlines(keepends=True)[:2]).encode("utf-8", "replace")
+        declared = source_encoding(bom + head)
+        if declared is None:
+            return None, "the result declares an encoding Python does not accept: not written"
+        encoding = declared
+    try:
+        return text.encode(encoding), ""
+    except (UnicodeEncodeError, LookupError) as exc:
+        return None, f"the result cannot be encoded in {encoding} (its declared encoding): {exc}; not written"
 
 
 def _read_saved(checkpoint: str, rel: str | None) -> bytes | None:
@@ -226,13 +302,27 @@ def _target_path(root: str, roots: Sequence[str], rel: str) -> str:
 # ---- findings and origins ------------------------------------------------------------------
 
 
-def findings_of(data: bytes | str, path: str) -> list[Finding] | None:
-    """The debug rules' findings (audit's default selection) on ``data``; None when the file
-    could not be inspected (does not parse, too large, a rule failed): its findings are unknown."""
+def _debug_rules() -> list:
+    """Every DBG1 rule, opt-in ones too (a debug ``print`` is injected code to leave out even
+    though audit does not report it by default), and the file-level problem rules."""
+    from .inspect import default_rules
+
+    return [r for r in default_rules() if r.CODE.startswith("DBG1") or r.CODE in _PROBLEMS]
+
+
+def findings_of(data: bytes | str, path: str, encoding: str = "utf-8") -> list[Finding] | None:
+    """Every debug rule's findings on ``data`` (text: encoded in ``encoding`` first, so its
+    cookie reads true); None when the file could not be inspected (does not parse, too large, a
+    rule failed): its findings are unknown."""
     from .inspect import RuleError, inspect_source
 
+    if isinstance(data, str):
+        try:
+            data = data.encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            return None
     try:
-        found = inspect_source(data, path, prefilter=True)
+        found = inspect_source(data, path, _debug_rules(), prefilter=True)
     except RuleError:
         return None
     if any(f.code in _PROBLEMS for f in found):
@@ -362,28 +452,230 @@ def _save_ledger(root: str, rows: dict) -> None:
     write_cache_file(ledger_path(root), json.dumps(rows, sort_keys=True).encode("utf-8"), prefix=".ledger-")
 
 
+# ---- names other modules read --------------------------------------------------------------
+
+NAMES_FILE_MAX = 1 << 20  # bytes of one module read for the names it reads elsewhere
+NAMES_FILES_MAX = 5000  # modules of one distribution read
+NAMES_TOTAL_MAX = 32 << 20  # bytes read for one distribution
+
+
+def names_read(data: bytes) -> set[str]:
+    """The names a module reads from another one: attributes (``a.RETRIES``, ``obj.enabled``)
+    and ``from … import NAME``. Tokens only (data, never run; strings and comments are no use)."""
+    import io
+    import tokenize
+
+    out: set[str] = set()
+    prev, state = "", ""  # state: "from" (a from-import's module), "import" (its names)
+    try:
+        for tok in tokenize.tokenize(io.BytesIO(data).readline):
+            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                state = ""
+            elif tok.type == tokenize.NAME:
+                if tok.string == "from" and prev in ("", "\n", ";", ":"):  # a statement's start, not yield/raise
+                    state = "from"
+                elif tok.string == "import" and state == "from":
+                    state = "import"
+                elif state == "import" and prev in ("import", ",", "("):
+                    out.add(tok.string)
+                elif prev == "." and state != "from":
+                    out.add(tok.string)
+            if tok.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING):
+                prev = "\n" if tok.type == tokenize.NEWLINE else tok.string
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError, LookupError, RecursionError):
+        pass  # what was read up to there counts
+    return out
+
+
+def names_defined(text: str, lines: set[int]) -> set[str]:
+    """The names statements starting on ``lines`` of ``text`` define (assigned names and
+    attributes, functions, classes, imports, ``with … as``/``for`` targets): what excise might
+    remove that another module could read."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    out: set[str] = set()
+
+    def target(node: ast.AST) -> None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                out.add(sub.id)
+            elif isinstance(sub, ast.Attribute):
+                out.add(sub.attr)
+
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) not in lines:
+            continue
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                target(t)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+            target(node.target)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    target(item.optional_vars)
+    return out
+
+
+class NameIndex:
+    """The names other modules read, for ``excise``'s ``keep_names``: every other ``.py`` of the
+    file's installed distribution (its RECORD list) and every saved or added ``.py`` of the
+    checkpoint but added files of debug code. Read as data, bounded: files over NAMES_FILE_MAX,
+    or past NAMES_FILES_MAX / NAMES_TOTAL_MAX per distribution, are not read; only the modules a
+    plain byte search finds a candidate name in are tokenized."""
+
+    def __init__(self, checkpoint: str, index: CheckpointIndex, root: str) -> None:
+        self._checkpoint = checkpoint
+        self._index = index
+        self._root = root
+        self._by_dist: dict[str, dict[str, bytes]] = {}
+        self._saved: dict[str, bytes] | None = None
+        self._read: dict[tuple[str, int], set[str]] = {}
+
+    def _dist_files(self, dist: Distribution) -> dict[str, bytes]:
+        got = self._by_dist.get(dist.metadata_dir)
+        if got is None:
+            got, total = {}, 0
+            for path in record_rows(dist):
+                if not _is_py(path) or len(got) >= NAMES_FILES_MAX or total >= NAMES_TOTAL_MAX:
+                    continue
+                try:
+                    data = read_regular(path, NAMES_FILE_MAX, follow=False)
+                except (OSError, ConfigError):
+                    continue
+                total += len(data)
+                got[path] = data
+            self._by_dist[dist.metadata_dir] = got
+        return got
+
+    def _saved_files(self) -> dict[str, bytes]:
+        if self._saved is None:
+            self._saved = {}
+            for f in self._index.files:
+                if f.area != "env" or not f.content or not _is_py(f.relpath):
+                    continue
+                data = _read_saved(self._checkpoint, f.content)
+                if data is None or len(data) > NAMES_FILE_MAX:
+                    continue
+                if f.kind == "added" and findings_of(data, f.relpath) != []:
+                    continue  # a debug helper left out: what it reads is no reason to keep anything
+                self._saved[os.path.normpath(os.path.join(self._root, *f.relpath.split("/")))] = data
+        return self._saved
+
+    def read_elsewhere(self, path: str, dist: Distribution | None, candidates: set[str]) -> set[str]:
+        """Those of ``candidates`` another module reads."""
+        import re
+
+        if not candidates:
+            return set()
+        here = os.path.normpath(path)
+        hit = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(candidates)) + rb")\b")
+        out: set[str] = set()
+        sources = [self._saved_files()] + ([self._dist_files(dist)] if dist is not None else [])
+        for i, files in enumerate(sources):
+            for other, data in files.items():
+                if other == here or not hit.search(data):
+                    continue
+                found = self._read.get((other, i))
+                if found is None:
+                    found = self._read[(other, i)] = names_read(data)
+                out |= found & candidates
+        return out
+
+
+# ---- .pth files ------------------------------------------------------------------------------
+
+
+def pth_imports(text: str) -> list[str] | None:
+    """The modules the ``import`` lines of a .pth import (site.py runs those lines); None when one
+    of them is not plain Python. Parsed as data, never run."""
+    mods: list[str] = []
+    for line in text.splitlines():
+        if not line.startswith(("import ", "import\t")):
+            continue
+        try:
+            tree = ast.parse(line)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                mods += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                mods.append(node.module)
+    return mods
+
+
+def _module_resolves(name: str, roots: Sequence[str], coming: set[str]) -> bool:
+    """``name`` found on disk in the environment's site directories ``roots`` (or about to be
+    written there: ``coming``), or a standard-library / built-in module."""
+    import sys
+
+    top = name.split(".")[0]
+    if top in sys.builtin_module_names or top in getattr(sys, "stdlib_module_names", ()):
+        return True
+    parts = name.split(".")
+    for root in roots:
+        base = os.path.join(root, *parts)
+        if os.path.isdir(base) or os.path.isfile(base + ".py") or base + ".py" in coming \
+                or os.path.join(base, "__init__.py") in coming:
+            return True
+        folder = os.path.dirname(base)
+        try:
+            listing = os.listdir(folder)
+        except OSError:
+            listing = []
+        if any(n.startswith(parts[-1] + ".") and n.endswith((".so", ".pyd", ".pyc")) for n in listing):
+            return True
+    return False
+
+
 # ---- planning ------------------------------------------------------------------------------
 
 
+def _other_environment(target: Target, index: CheckpointIndex) -> str | None:
+    """The checkpoint's environment when ``target`` is another one, else None."""
+    same = lambda a, b: os.path.realpath(a) == os.path.realpath(b)  # noqa: E731
+    if index.venv:
+        return None if target.venv and same(target.venv, index.venv) else index.venv
+    if index.site_packages:
+        mine = environment_roots(target)
+        return None if any(same(s, m) for s in index.site_packages for m in mine) else ", ".join(index.site_packages)
+    return None
+
+
 def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists: Sequence[Distribution],
-                 only: Sequence[str] = (), exclude_findings: bool = False, *, partial: bool = False,
-                 wheels: Sequence[str] = (), fetch: bool = False) -> ReapplyPlan:
+                 only: Sequence[str] = (), exclude_findings: bool = True, *, keep_findings: bool = False,
+                 partial: bool = False, wheels: Sequence[str] = (), fetch: bool = False) -> ReapplyPlan:
+    """Plan the reapply. Injected debug code is left out unless ``keep_findings`` (or the older
+    ``exclude_findings=False``)."""
     root = environment_root(target)
     if root is None:
         raise ConfigError("reapply needs an environment (--venv or --site-packages)")
     roots = environment_roots(target)
+    exclude = exclude_findings and not keep_findings
     finder = OriginalFinder(wheels, fetch, target.python_version, target.venv) if wheels or fetch else None
-    options = Options(exclude_findings, partial, tuple(wheels), fetch, finder)
-    plan = ReapplyPlan(ReapplyReport(dry_run=True, source=checkpoint))
+    options = Options(exclude, partial, tuple(wheels), fetch, finder, tuple(target.site_packages))
+    plan = ReapplyPlan(ReapplyReport(dry_run=True, source=checkpoint, keep_findings=not exclude,
+                                     target=printable(target.venv or root),
+                                     other_target=_other_environment(target, index)))
     ledger = _load_ledger(root)
+    names = NameIndex(checkpoint, index, root)
     wanted = [o.strip("/") for o in only]
     chosen = [f for f in index.files if f.area == "env"
               and (not wanted or any(f.relpath == w or f.relpath.startswith(w + "/") for w in wanted))]
+    # A .pth last: whether what it imports is there after the reapply depends on the other files.
+    chosen.sort(key=lambda f: f.relpath.endswith(".pth"))
     # A rename is a missing package file plus an added file with its very content.
     originals_moved = {f.hash_before: f for f in index.files if f.kind == "missing" and f.hash_before}
     try:
         for f in chosen:
-            _plan_one(plan, checkpoint, f, root, roots, dists, options, ledger, originals_moved, index)
+            _plan_one(plan, checkpoint, f, root, roots, dists, options, ledger, originals_moved, index, names)
     finally:
         if finder is not None:
             finder.close()
@@ -404,10 +696,11 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
 
 def _plan_one(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
               dists: Sequence[Distribution], options: Options, ledger: dict, moved: dict[str, CheckpointFile],
-              index: CheckpointIndex) -> None:
+              index: CheckpointIndex, names: NameIndex) -> None:
     saved = _read_saved(checkpoint, f.content) if f.content else None
-    if f.patch or (f.kind == "modified" and saved is not None and _text(saved) is not None):
-        _plan_patched(plan, checkpoint, f, root, roots, dists, options, ledger)
+    # A Python source in any declared encoding takes the statement-level path, never the copy.
+    if f.patch or (f.kind == "modified" and saved is not None and _decode(saved, f.relpath)[0] is not None):
+        _plan_patched(plan, checkpoint, f, root, roots, dists, options, ledger, names)
     elif f.kind == "added" and f.content:
         _plan_added(plan, checkpoint, f, root, roots, options, moved)
     elif f.kind == "modified" and f.content:
@@ -433,15 +726,17 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
     renamed = next((m for h, m in moved.items() if matches(h, data)), None)
     if renamed is not None:
         item.reason = f"renamed from {renamed.relpath} (its original content)"
-    if options.exclude_findings and renamed is None and path.endswith((".py", ".pyw")):
+    if renamed is None and _is_py(path):
         found = findings_of(data, path)
-        if found is None:
+        if found is None and options.exclude_findings:
             item.status, item.reason = "refused", ("an added file the debug rules cannot inspect (it does not parse "
-                                                   "or is too large): not recreated with --exclude-findings")
+                                                   "or is too large): not recreated (--keep-findings brings it back)")
             return
-        item.findings = [FindingOut(code=x.code, line=x.line, origin="injected") for x in found]
-        if found:
-            item.status, item.reason = "skipped", "an added file with debug findings (--exclude-findings)"
+        item.findings = [FindingOut(code=x.code, line=x.line, origin="injected") for x in found or []]
+        if found and options.exclude_findings:
+            item.status, item.reason = "skipped", "an added file with debug findings: left out (--keep-findings " \
+                                                  "brings it back)"
+            item.excluded_debug = True
             return
     if os.path.lexists(path):
         try:
@@ -452,9 +747,28 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
         item.status, item.reason = ("already", note + "present with the saved content") if same else \
             ("skipped", note + "a different file is there now; not replaced")
         return
-    text = _text(data)
+    if renamed is None and path.endswith(".pth"):
+        text = _text(data)
+        mods = pth_imports(text) if text is not None else None
+        if mods is None:
+            item.status, item.reason = "refused", "a .pth whose import lines are not plain Python: not recreated"
+            return
+        coming = {os.path.normpath(w.path) for w in plan.writes if w.data is not None}
+        missing = [m for m in mods if not _module_resolves(m, options.sites, coming)]
+        if missing:
+            debug = [p.relpath for p in plan.report.files if p.excluded_debug]
+            item.status = "skipped"
+            # Not a failure when every missing module is an added file left out as debug code.
+            item.excluded_debug = all(any(r.endswith((m.replace(".", "/") + ".py", m.replace(".", "/") +
+                                                      "/__init__.py")) for r in debug) for m in missing)
+            item.reason = (f"it imports {', '.join(missing)}, which will not be in the environment"
+                           + (" (it only served injected debug code left out)" if item.excluded_debug else "")
+                           + ": not recreated (each interpreter start would print ModuleNotFoundError)")
+            return
+    text = _decode(data, path)[0]
     if text is not None:
         item.diff = _diff("", text, f.relpath)
+    item.written_findings = list(item.findings)  # what --keep-findings brings back with it
     plan.writes.append(Write(item, path, data, f.mode if f.mode is not None else 0o644))
 
 
@@ -556,7 +870,7 @@ def rej_path(checkpoint: str, rel: str) -> str:
 
 
 def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
-                  dists: Sequence[Distribution], options: Options, ledger: dict) -> None:
+                  dists: Sequence[Distribution], options: Options, ledger: dict, names: NameIndex) -> None:
     dist = _dist_now(f.distribution, dists)
     item = ReapplyFile(relpath=f.relpath, path="", distribution=f.distribution, version_then=f.version,
                        version_now=dist.version if dist else None, action="apply")
@@ -564,33 +878,39 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
     if path is None:
         return
     ours_data = _read_saved(checkpoint, f.content)
-    ours = _text(ours_data) if ours_data is not None else None
-    if ours is None:
-        item.status, item.reason = "failed", "the saved content is missing or not UTF-8 text"
+    ours, encoding = _decode(ours_data, path) if ours_data is not None else (None, "")
+    if ours is None or ours_data is None:
+        item.status, item.reason = "failed", ("the saved content is missing or not text (in its declared "
+                                              "encoding)")
         return
-    if f.hash_after and not matches(f.hash_after, ours_data or b""):
+    if encoding != "utf-8":
+        item.encoding = encoding
+    if f.hash_after and not matches(f.hash_after, ours_data):
         item.status, item.reason = "failed", "the saved content does not match the checkpoint's hash_after (changed?)"
+        return
+    if f.distribution and dist is None:
+        item.status, item.reason = "skipped", (f"{f.distribution} is not installed in this environment: nothing "
+                                               "to apply the changes to")
         return
     try:
         current_data = read_regular(path, READ_MAX, follow=False)
     except FileNotFoundError:
-        item.status, item.reason = "skipped", "the file is gone from the installed version"
+        item.status, item.reason = "skipped", (f"the file is gone from the installed version"
+                                               f"{f' ({dist.key})' if dist else ''}: its changes are not applied")
         return
     except OSError as exc:
         item.status, item.reason = "failed", f"cannot read it: {os_error(exc)}"
         return
-    current = _text(current_data)
+    current, current_encoding = _decode(current_data, path)
     if current is None:
-        item.status, item.reason = "failed", "the installed file is not UTF-8 text now"
+        item.status, item.reason = "failed", "the installed file is not text (in its declared encoding) now"
+        return
+    if current_data == ours_data:
+        # No reinstall since the checkpoint: its debug code, if any, is the user's to remove.
+        item.status, item.reason = "already", "the file still holds the checkpoint's content: nothing to do"
         return
     base_data, where, tried = _find_original(checkpoint, f, ours, path, dist, options.finder)
-    base = _text(base_data) if base_data is not None else None
-    key = _sha(ours) + ("-x" if options.exclude_findings else "")
-    done = ledger.get(f.relpath)
-    if isinstance(done, dict) and done.get("key") == key and done.get("written") == _sha(current_data):
-        item.status, item.reason = "already", "the installed file is what an earlier reapply of these changes wrote"
-        item.original = where or None
-        return
+    base = _decode(base_data, path)[0] if base_data is not None else None
     if base is None:
         why = "; ".join(tried)
         if options.exclude_findings:
@@ -604,12 +924,12 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
                            f"by hand from the checkpoint's saved copy, or {_how_to_get(f)} (tried: {why})")
         return
     item.original = where
-    is_py = path.endswith((".py", ".pyw"))
+    is_py = _is_py(path)
     added = added_line_numbers(base, ours)
     wanted = ours
     if is_py:
-        found_ours = findings_of(ours, path)
-        found_base = findings_of(base, path)
+        found_ours = findings_of(ours_data, path)
+        found_base = findings_of(base_data or b"", path)
         if found_ours is None or found_base is None:
             if options.exclude_findings:
                 item.status = "refused"
@@ -621,9 +941,10 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
         else:
             decided = decide_origins(found_ours, found_base, added)
         item.findings = [FindingOut(code=x.code, line=x.line, origin=x.origin) for x in decided]
-        injected = [(x.line, x.column) for x in decided if x.origin == "injected"]
+        injected = [x for x in decided if x.origin == "injected"]
         if options.exclude_findings and injected:
-            cut = excise(base, ours, injected)
+            cut = excise(base, ours, [(x.line, x.column) for x in injected],
+                         keep_names=names.read_elsewhere(path, dist, names_defined(ours, added)))
             item.removed = [RemovedOut(start_line=r.start, end_line=r.end, text=r.text, reason=r.reason)
                             for r in cut.removed]
             item.kept = [LineRange(start_line=a, end_line=b) for a, b in cut.kept]
@@ -639,70 +960,66 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
             still = {n for a, b in cut.kept for n in range(a, b + 1)}
             item.dropped = sum(1 for h in diff_hunks(base, ours)
                                if (mine := added & set(h.added_range())) and not mine & still)
+        elif injected:
+            item.written_findings = [FindingOut(code=x.code, line=x.line, origin=x.origin) for x in injected]
     item.hunks = len(diff_hunks(base, ours))
+    key = _sha(ours) + ("-x" if options.exclude_findings else "")
+    done = ledger.get(f.relpath)
+    # The ledger only words the answer: "already" is decided by the content alone.
+    by_us = isinstance(done, dict) and done.get("key") == key and done.get("written") == _sha(current_data)
     if wanted == base:
-        item.status, item.reason = "unchanged", "every change is debug code (--exclude-findings): nothing to apply"
+        item.status, item.reason = "unchanged", "every change is injected debug code: nothing to apply"
         return
     if current == wanted:
-        item.status, item.reason = "already", "the installed file already has these changes"
+        item.status, item.reason = "already", ("the installed file is what an earlier reapply of these changes wrote"
+                                               if by_us else "the installed file already has these changes")
         return
-    if current != base:
-        again = merge3(base, wanted, current)
-        if again.text == current and not again.conflicts:
-            item.status, item.reason = "already", "the installed file already carries these changes"
-            return
+    merged = merge3(base, wanted, current) if current != base else None
+    if merged is not None and merged.text == current and not merged.conflicts:
+        item.status, item.reason = "already", "the installed file already carries these changes"
+        return
+    split = _split(checkpoint, f, base, ours, wanted, current, merged) if merged is not None and \
+        merged.text is None else None
+    if split is not None and split.partial_text is not None and split.partial_text == current:
+        # The clean hunks are in, the conflicting ones not: what a --partial write leaves.
+        item.action, item.conflicts = "merge", split.conflicts
+        item.status = "partial"
+        there = os.path.exists(split.rej_file)
+        item.rej = printable(split.rej_file) if there else None
+        item.reason = (f"the file already holds the {split.clean} clean hunk(s) (an earlier --partial); the "
+                       f"{len(split.conflicts)} conflicting hunk(s) are not applied: "
+                       + (f"they are in {printable(split.rej_file)}" if there else
+                          "their .rej is gone (the checkpoint's patch has them)"))
+        return
     if not _is_original(path, dist):
         item.status = "conflict"
         item.reason = (f"the installed file is not the original of {dist.key if dist else f.distribution} "
                        "(changed since the reinstall): not touched")
         return
     rej: tuple[str, str] | None = None
-    if current == base:
+    if merged is None:
         result = wanted
     else:
         item.action = "merge"
-        merged = merge3(base, wanted, current)
-        if merged.text is None:
-            # Numbered as in the checkpoint's patch (base → saved content), not the filtered one.
-            numbers = {h.old_start: i for i, h in enumerate(diff_hunks(base, ours), 1)}
-            kept_hunks = diff_hunks(base, wanted)
-            item.conflicts = [ConflictOut(hunk=numbers.get(kept_hunks[c.hunk - 1].old_start, c.hunk)
-                                          if c.hunk <= len(kept_hunks) else c.hunk,
-                                          base_start=c.base_start, reason=c.reason)
-                              for c in merged.conflicts]
-            bad = {c.hunk for c in merged.conflicts}
-            clean = [h for i, h in enumerate(kept_hunks, 1) if i not in bad]
-            partial_text = None
-            if clean:
-                try:
-                    partial_text = merge3(base, apply_hunks(base, clean, allow_offset=False), current).text
-                except PatchError:
-                    partial_text = None
-            rej_file = rej_path(checkpoint, f.relpath)
-            try:
-                rej_text = format_hunks(f.relpath, [h for i, h in enumerate(kept_hunks, 1) if i in bad])
-            except PatchError:
-                rej_text = "".join(h.text() for i, h in enumerate(kept_hunks, 1) if i in bad)
-            if not options.partial or partial_text is None or partial_text == current:
+        if split is not None:
+            item.conflicts = split.conflicts
+            n = len(split.conflicts)
+            if not options.partial or split.partial_text is None:
                 item.status = "conflict"
-                if partial_text is not None and partial_text != current:
-                    item.reason = (f"{len(merged.conflicts)} conflicting hunk(s): nothing applied to this file; "
-                                   f"--partial would apply the {len(clean)} clean hunk(s) and write the conflicting "
-                                   f"one(s) to {printable(rej_file)}")
-                elif partial_text is not None and options.partial:
-                    item.reason = (f"{len(merged.conflicts)} conflicting hunk(s); the {len(clean)} clean hunk(s) "
-                                   "are already applied: nothing to write")
-                    item.rej = printable(rej_file) if os.path.exists(rej_file) else None
+                if split.partial_text is not None:
+                    item.reason = (f"{n} conflicting hunk(s): nothing applied to this file; --partial would apply "
+                                   f"the {split.clean} clean hunk(s) and write the conflicting one(s) to "
+                                   f"{printable(split.rej_file)}")
                 else:
-                    item.reason = f"{len(merged.conflicts)} conflicting hunk(s) and no clean one: nothing applied"
+                    item.reason = f"{n} conflicting hunk(s) and no clean one: nothing applied"
                 return
-            result = partial_text
-            rej = (rej_file, rej_text)
-            item.rej = printable(rej_file)
-            item.reason = (f"--partial: the {len(clean)} clean hunk(s) go into the file, the "
-                           f"{len(merged.conflicts)} conflicting one(s) to {printable(rej_file)}")
+            result = split.partial_text
+            rej = (split.rej_file, split.rej_text)
+            item.rej = printable(split.rej_file)
+            item.reason = (f"--partial: the {split.clean} clean hunk(s) go into the file, the {n} conflicting "
+                           f"one(s) to {printable(split.rej_file)}")
         else:
-            result = merged.text
+            result = merged.text or ""
     if result == current:
         item.status, item.reason = "unchanged", "every hunk was left out"
         return
@@ -710,9 +1027,13 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
     if broken:
         item.status, item.reason = "failed", broken
         return
+    out, why = _encode(result, path, current_encoding)
+    if out is None:
+        item.status, item.reason = "refused", why
+        return
     if is_py and options.exclude_findings:
         # The rules once more, on what would be written, against the installed original now.
-        after, now = findings_of(result, path), findings_of(current, path)
+        after, now = findings_of(out, path), findings_of(current_data, path)
         if after is None or now is None:
             item.status, item.reason = "refused", "the result cannot be inspected by the debug rules: not written"
             return
@@ -723,7 +1044,40 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
                 f"{x.code} line {x.line}" for x in left) + "): not written")
             return
     item.diff = _diff(current, result, f.relpath)
-    plan.writes.append(Write(item, path, result.encode("utf-8"), mode_for(path), ledger=(f.relpath, key), rej=rej))
+    plan.writes.append(Write(item, path, out, mode_for(path), ledger=(f.relpath, key), rej=rej))
+
+
+@dataclass
+class _Split:
+    conflicts: list[ConflictOut]
+    clean: int
+    partial_text: str | None  # the clean hunks merged onto the installed file; None: none applies
+    rej_file: str
+    rej_text: str
+
+
+def _split(checkpoint: str, f: CheckpointFile, base: str, ours: str, wanted: str, current: str, merged) -> _Split:
+    """A conflicting merge split into its clean hunks (merged onto ``current``) and the
+    conflicting ones (the .rej's text)."""
+    # Numbered as in the checkpoint's patch (base → saved content), not the filtered one.
+    numbers = {h.old_start: i for i, h in enumerate(diff_hunks(base, ours), 1)}
+    kept_hunks = diff_hunks(base, wanted)
+    conflicts = [ConflictOut(hunk=numbers.get(kept_hunks[c.hunk - 1].old_start, c.hunk)
+                             if c.hunk <= len(kept_hunks) else c.hunk, base_start=c.base_start, reason=c.reason)
+                 for c in merged.conflicts]
+    bad = {c.hunk for c in merged.conflicts}
+    clean = [h for i, h in enumerate(kept_hunks, 1) if i not in bad]
+    partial_text = None
+    if clean:
+        try:
+            partial_text = merge3(base, apply_hunks(base, clean, allow_offset=False), current).text
+        except PatchError:
+            partial_text = None
+    try:
+        rej_text = format_hunks(f.relpath, [h for i, h in enumerate(kept_hunks, 1) if i in bad])
+    except PatchError:
+        rej_text = "".join(h.text() for i, h in enumerate(kept_hunks, 1) if i in bad)
+    return _Split(conflicts, len(clean), partial_text, rej_path(checkpoint, f.relpath), rej_text)
 
 
 # ---- applying ------------------------------------------------------------------------------

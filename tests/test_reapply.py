@@ -146,8 +146,8 @@ def test_upgrade_merge_then_exclude_findings_on_a_fresh_install(tmp_path, tmp_pa
     assert snapshot(model) == untouched
     assert listing() == before_auto
 
-    # --yes: a checkpoint of the current state first, then v1.1 with both of the user's hunks.
-    report = reapply_api(cp, yes=True)
+    # --yes --keep-findings: a checkpoint of the current state first, then v1.1 with all of the user's hunks.
+    report = reapply_api(cp, yes=True, keep_findings=True)
     assert report["dry_run"] is False
     assert report["checkpoint"] and Path(report["checkpoint"]).parent == auto
     assert (Path(report["checkpoint"]) / "checkpoint.json").is_file()
@@ -156,11 +156,13 @@ def test_upgrade_merge_then_exclude_findings_on_a_fresh_install(tmp_path, tmp_pa
         ("merge", "applied", "1.0", "1.1")
     assert model.read_text() == edit_model(VERSIONS["1.1"][MODEL])
     assert 'return "tail 1.1"' in model.read_text()  # the upgrade's own change is kept
+    # Every finding written back is listed.
+    assert {x["code"] for x in item["written_findings"]} == {"DBG101", "DBG104"}, item
 
-    # A fresh install of 1.0 (the checkpoint's own version), then --exclude-findings.
+    # A fresh install of 1.0 (the checkpoint's own version), then the default: debug code left out.
     install(venv, house, "--force-reinstall", "--no-deps", "toypkg==1.0")
     assert model.read_text() == VERSIONS["1.0"][MODEL]
-    code, report = reapply(str(cp), "--exclude-findings", "--yes", env=env)
+    code, report = reapply(str(cp), "--yes", env=env)
     assert code == 0, report
     item = next(f for f in report["files"] if f["relpath"].endswith(MODEL))
     assert (item["action"], item["status"]) == ("apply", "applied")
@@ -218,7 +220,7 @@ def test_conflict_hunk_numbers_are_the_patch_s_with_exclude_findings(tmp_path_fa
     patch = (cp / "patches" / (rel["model"] + ".patch")).read_text()
     headers = [ln for ln in patch.splitlines() if ln.startswith("@@")]
     assert len(headers) == 4
-    for args in ({}, {"exclude_findings": True}):
+    for args in ({"keep_findings": True}, {}):
         item = by_relpath(reapply_api(cp, venv, **args))[rel["model"]]
         assert item["status"] == "conflict", (args, item)
         assert [(c["hunk"], c["base_start"]) for c in item["conflicts"]] == \
@@ -229,20 +231,22 @@ def test_conflict_hunk_numbers_are_the_patch_s_with_exclude_findings(tmp_path_fa
 def test_added_files_are_recreated_and_debug_ones_left_out(tmp_path_factory, house, env, shared_checkpoint):
     cp, rel = shared_checkpoint
     venv, site = fresh(tmp_path_factory, house, "1.0", "reapply-added")
-    report = reapply_api(cp, venv, exclude_findings=True, yes=True)
+    report = reapply_api(cp, venv, yes=True)
     files = by_relpath(report)
     assert (files[rel["notes"]]["action"], files[rel["notes"]]["status"]) == ("recreate", "applied")
     assert (site / NOTES).read_text() == NOTES_SOURCE
     assert os.stat(site / NOTES).st_mode & 0o777 == 0o600  # the mode it had
     assert (files[rel["probe"]]["action"], files[rel["probe"]]["status"]) == ("recreate", "skipped")
+    assert files[rel["probe"]]["excluded_debug"] is True  # left out on purpose: not counted as undone
     assert not (site / PROBE).exists()
     assert (site / MODEL).read_text() == edit_kept(VERSIONS["1.0"][MODEL])
 
-    # Again without --exclude-findings: the probe comes back, the notes are already there, and
+    # Again with --keep-findings: the probe comes back, the notes are already there, and
     # model.py is no longer the original (it has the kept hunks): not touched.
-    report = reapply_api(cp, venv, yes=True)
+    report = reapply_api(cp, venv, keep_findings=True, yes=True)
     files = by_relpath(report)
     assert files[rel["probe"]]["status"] == "applied" and (site / PROBE).read_text() == PROBE_SOURCE
+    assert [x["code"] for x in files[rel["probe"]]["written_findings"]] == ["DBG101"]
     assert files[rel["notes"]]["status"] == "already"
     assert files[rel["util"]]["status"] == "already"
     assert files[rel["model"]]["status"] == "conflict" and "not the original" in files[rel["model"]]["reason"]
@@ -289,7 +293,7 @@ def test_hostile_relpaths_fail_and_nothing_is_written_outside(tmp_path, tmp_path
     existed = os.path.lexists("/tmp/evil")
     before = Path("/tmp/evil").read_bytes() if existed and os.path.isfile("/tmp/evil") else None
 
-    code, report = reapply(str(crafted), "--venv", str(venv), "--yes", env=env)
+    code, report = reapply(str(crafted), "--venv", str(venv), "--keep-findings", "--yes", env=env)
     assert code & EXIT_INCOMPLETE, report
     files = by_relpath(report)
     for relpath in hostile:
@@ -413,7 +417,7 @@ def test_uv_reinstall_then_reapply(tmp_path, house, env, monkeypatch):
     cached = list((cache / "archive-v0").glob(f"*/{MODEL}"))
     assert cached and all(p.read_text() == original for p in cached)
 
-    report = reapply_api(tmp_path / "cp", yes=True)
+    report = reapply_api(tmp_path / "cp", keep_findings=True, yes=True)
     item = next(f for f in report["files"] if f["relpath"].endswith(MODEL))
     assert (item["action"], item["status"]) == ("apply", "applied"), item
     assert model.read_text() == edited
@@ -437,12 +441,15 @@ def test_a_merge_that_would_not_parse_is_failed_and_not_written(tmp_path, tmp_pa
     model = site / MODEL
     before = snapshot(model)
 
-    report = reapply_api(crafted, venv)
+    # By default the rules cannot inspect it: refused; with --keep-findings the merge does not parse.
+    item = by_relpath(reapply_api(crafted, venv))[rel["model"]]
+    assert item["status"] == "refused" and "cannot inspect" in item["reason"], item
+    report = reapply_api(crafted, venv, keep_findings=True)
     item = by_relpath(report)[rel["model"]]
     assert (item["action"], item["status"]) == ("merge", "failed"), item
     assert "does not parse" in item["reason"]
 
-    code, report = reapply(str(crafted), "--venv", str(venv), "--yes", env=env)
+    code, report = reapply(str(crafted), "--venv", str(venv), "--keep-findings", "--yes", env=env)
     assert by_relpath(report)[rel["model"]]["status"] == "failed"
     assert code & EXIT_INCOMPLETE
     assert snapshot(model) == before

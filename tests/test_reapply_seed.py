@@ -1,4 +1,4 @@
-"""``reapply --exclude-findings`` on seed-like patches, across real reinstalls with pip and uv.
+"""``reapply`` (injected debug code left out, the default) on seed-like patches, across real reinstalls with pip and uv.
 
 ``seedpkg`` has four edited files, as the seed's vLLM had: a debug-only file (a counter, class-level
 one-shot flags, a ``torch.save`` to /tmp), a fix-only file (two hunks: a name table and a scale-name
@@ -156,7 +156,7 @@ POPS = '    quantization_config.pop("kv_cache_scheme", None)\n    cfg.pop("kv_ca
 
 
 def fix_config(text: str) -> str:
-    """What --exclude-findings must keep of the one-hunk edit: the two pop lines."""
+    """What reapply must keep of the one-hunk edit: the two pop lines."""
     return _sub(text, '    quantization_config = cfg.get("quantization_config") or {}\n',
                 '    quantization_config = cfg.get("quantization_config") or {}\n' + POPS)
 
@@ -261,7 +261,7 @@ def test_pip_checkpoint_with_originals_reinstall_from_the_wheel_then_reapply_twi
 
     # The dry run: the resulting diff of each file, the deletion and the rename said, nothing written.
     before = contents(site)
-    code, report = reapply(str(cp), "--exclude-findings", env=env)
+    code, report = reapply(str(cp), "--exclude-findings", env=env)  # the default, still accepted
     assert code == 0, report
     files = by_rel(report)
     assert contents(site) == before
@@ -277,15 +277,15 @@ def test_pip_checkpoint_with_originals_reinstall_from_the_wheel_then_reapply_twi
     assert files[LEGACY]["action"] == "delete" and files[LEGACY]["status"] == "planned"
     assert files[WARMUP]["action"] == "delete" and "renamed to" in files[WARMUP]["reason"]
     assert files[DISABLED]["action"] == "recreate" and "renamed from" in files[DISABLED]["reason"]
-    text = cli("reapply", str(cp), "--exclude-findings", env=env).stdout
+    text = cli("reapply", str(cp), env=env).stdout
     assert '+    quantization_config.pop("kv_cache_scheme", None)' in text and "would delete" in text
 
-    code, report = reapply(str(cp), "--exclude-findings", "--yes", env=env)
+    code, report = reapply(str(cp), "--yes", env=env)
     assert code == 0, report
     assert_result(site, "1.0")
     first = contents(site)
 
-    code, report = reapply(str(cp), "--exclude-findings", "--yes", env=env)
+    code, report = reapply(str(cp), "--yes", env=env)
     assert code == 0, report
     assert contents(site) == first
     statuses = {rel: f["status"] for rel, f in by_rel(report).items()}
@@ -300,7 +300,7 @@ def test_pip_checkpoint_with_originals_reinstall_from_the_wheel_then_reapply_twi
         f["findings"] = [] if i % 2 else [{**x, "origin": "upstream"} for x in f["findings"]]
     (forged / "checkpoint.json").write_text(json.dumps(index))
     venvs.pip_install(venv, "--no-cache-dir", "--no-index", "--force-reinstall", "--no-deps", str(house["1.0"]))
-    code, report = reapply(str(forged), "--exclude-findings", "--yes", env=env)
+    code, report = reapply(str(forged), "--yes", env=env)
     assert code == 0, report
     assert_result(site, "1.0")
 
@@ -327,12 +327,12 @@ def test_uv_in_place_edit_without_originals_then_reinstall_from_the_wheel(tmp_pa
     for rel in EDITS:
         assert (site / rel).read_text() == version_files("1.0")[rel], rel  # the wheel file wiped the edits
 
-    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", "--yes", env=env)
+    code, report = reapply(str(tmp_path / "cp"), "--yes", env=env)
     assert code == 0, report
     assert "the installed file" in by_rel(report)[CONFIG]["original"]
     assert_result(site, "1.0")
     first = contents(site)
-    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", "--yes", env=env)
+    code, report = reapply(str(tmp_path / "cp"), "--yes", env=env)
     assert code == 0, report
     assert contents(site) == first
     assert by_rel(report)[CONFIG]["status"] == "already" and by_rel(report)[WEIGHTS]["status"] == "already"
@@ -353,21 +353,21 @@ def test_no_original_is_refused_then_found_in_wheels_and_merged_onto_an_upgrade(
     install(venv, wheels, "--upgrade", "seedpkg==1.1")
     upgraded = contents(site)
 
-    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", "--yes", env=env)
+    code, report = reapply(str(tmp_path / "cp"), "--yes", env=env)
     assert code & EXIT_INCOMPLETE, report
     item = by_rel(report)[CONFIG]
     assert item["status"] == "refused" and "cannot be decided" in item["reason"] and "--wheels" in item["reason"]
     for rel in EDITS:
         assert (site / rel).read_text() == upgraded[rel], rel  # nothing written to a refused file
 
-    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", "--wheels", wheels, "--yes", env=env)
+    code, report = reapply(str(tmp_path / "cp"), "--wheels", wheels, "--yes", env=env)
     assert code == 0, report
     assert by_rel(report)[CONFIG]["action"] == "merge" and by_rel(report)[CONFIG]["status"] == "applied"
     assert "--wheels" in by_rel(report)[CONFIG]["original"]
     assert_result(site, "1.1")
     first = contents(site)
     # Twice, and without --wheels: the kept original and the merge say "already", no false conflict.
-    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", "--yes", env=env)
+    code, report = reapply(str(tmp_path / "cp"), "--yes", env=env)
     assert code == 0, report
     assert contents(site) == first
     assert {by_rel(report)[r]["status"] for r in (WEIGHTS, LOADER, CONFIG)} == {"already"}
@@ -378,14 +378,14 @@ def test_no_original_is_refused_then_found_in_wheels_and_merged_onto_an_upgrade(
     # Without the ledger of what reapply wrote, the merge of the wanted changes onto the merged
     # file is a no-op: still "already", no false conflict.
     shutil.rmtree(Path(env["DRIFTSCAN_CACHE_DIR"]) / "reapply")
-    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", "--yes", env=env)
+    code, report = reapply(str(tmp_path / "cp"), "--yes", env=env)
     assert code == 0, report
     assert {by_rel(report)[r]["status"] for r in (WEIGHTS, LOADER, CONFIG)} == {"already"}, report
     assert "kept from an earlier run" in by_rel(report)[CONFIG]["original"]
     assert contents(site) == first
     # A kept original that no longer matches its name is not used: the origin is unknown again.
     kept.write_bytes(original + b"# forged\n")
-    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", "--only", by_rel_path(venv, CONFIG), env=env)
+    code, report = reapply(str(tmp_path / "cp"), "--only", by_rel_path(venv, CONFIG), env=env)
     assert code & EXIT_INCOMPLETE and report["files"][0]["status"] == "refused", report
 
 
@@ -405,14 +405,19 @@ def test_partial_applies_the_clean_hunks_and_writes_the_rej_beside_the_checkpoin
     now = (site / WEIGHTS).read_text()
     cp_listing = sorted(str(p.relative_to(cp)) for p in cp.rglob("*"))
 
-    code, report = reapply(str(cp), "--exclude-findings", "--only", by_rel_path(venv, WEIGHTS), "--yes", env=env)
+    code, report = reapply(str(cp), "--only", by_rel_path(venv, WEIGHTS), "--yes", env=env)
     assert code == EXIT_DRIFT, report
     item = report["files"][0]
     assert item["status"] == "conflict" and "--partial would apply the 1 clean hunk" in item["reason"], item
     assert (site / WEIGHTS).read_text() == now
     assert not Path(str(cp) + ".rej").exists()
 
-    code, report = reapply(str(cp), "--exclude-findings", "--partial", "--yes", env=env)
+    # The dry run exits as --yes does for the same .rej (bit 1), and names it.
+    code, report = reapply(str(cp), "--partial", env=env)
+    assert code == EXIT_DRIFT, report
+    assert by_rel(report)[WEIGHTS]["status"] == "planned" and by_rel(report)[WEIGHTS]["rej"], report
+    assert not Path(str(cp) + ".rej").exists()
+    code, report = reapply(str(cp), "--partial", "--yes", env=env)
     assert code == EXIT_DRIFT, report
     item = by_rel(report)[WEIGHTS]
     assert item["status"] == "partial" and item["rej"], item
@@ -427,11 +432,16 @@ def test_partial_applies_the_clean_hunks_and_writes_the_rej_beside_the_checkpoin
     assert not list(Path(venv).rglob("*.rej"))  # nothing into the environment
     # The other files merged cleanly onto 1.2.
     assert (site / CONFIG).read_text() == expected("1.2")[CONFIG]
-    # Again: the clean hunk is there, the conflict remains (exit 1), nothing rewritten.
-    code, report = reapply(str(cp), "--exclude-findings", "--partial", "--yes", env=env)
-    assert code == EXIT_DRIFT and by_rel(report)[WEIGHTS]["status"] == "conflict", report
+    # Again: its own partial write recognised (partial, the .rej named), exit 1, nothing rewritten.
+    code, report = reapply(str(cp), "--partial", "--yes", env=env)
+    assert code == EXIT_DRIFT and by_rel(report)[WEIGHTS]["status"] == "partial", report
+    assert by_rel(report)[WEIGHTS]["rej"] == str(rej), report
     assert (site / WEIGHTS).read_text() == text
     assert by_rel(report)[CONFIG]["status"] == "already"
+    # Without --partial too, in the text: partly applied, the .rej named, bit 1.
+    proc = cli("reapply", str(cp), "--only", by_rel_path(venv, WEIGHTS), env=env)
+    assert proc.returncode == EXIT_DRIFT, proc.stdout + proc.stderr
+    assert "partly applied" in proc.stdout and str(rej) in proc.stdout, proc.stdout
 
 
 def by_rel_path(venv: Path, rel: str) -> str:
@@ -454,7 +464,7 @@ def test_fetch_downloads_the_old_original_with_pip_once_per_release(tmp_path, tm
             mp.setenv(k, v)
         api.checkpoint(str(tmp_path / "cp"), str(venv))
     install(venv, wheels, "--upgrade", "seedpkg==1.1")
-    code, report = reapply(str(tmp_path / "cp"), "--exclude-findings", "--yes", env=env)
+    code, report = reapply(str(tmp_path / "cp"), "--yes", env=env)
     assert code & EXIT_INCOMPLETE and {f["status"] for f in report["files"]} == {"refused"}, report
 
     import driftscan.pristine.fetch as fetch_module

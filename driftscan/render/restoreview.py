@@ -130,7 +130,11 @@ RESTORE_RENDERERS = {"text": render_restore_text, "json": render_restore_json}
 
 
 def render_reapply_text(r) -> str:
-    lines = [f"reapply {r.source}" + (" (dry run: nothing written)" if r.dry_run else "")]
+    lines = [f"reapply {r.source}" + (f" onto {r.target}" if r.target else "")
+             + (f" — NOT the environment the checkpoint was taken of ({r.other_target})" if r.other_target else "")
+             + (" (dry run: nothing written)" if r.dry_run else "")]
+    if r.keep_findings:
+        lines.append("--keep-findings: injected debug code is written back (listed under each file)")
     if r.checkpoint:
         lines.append(f"checkpoint: {r.checkpoint}")
     for f in r.files:
@@ -153,6 +157,8 @@ def render_reapply_text(r) -> str:
             kept = ", ".join(str(k.start_line) if k.start_line == k.end_line else f"{k.start_line}-{k.end_line}"
                              for k in f.kept)
             lines.append(f"      kept added lines: {kept or 'none'}")
+        for x in f.written_findings:
+            lines.append(f"      debug code written back: {x.code} line {x.line} ({x.origin or 'origin unknown'})")
         if f.rej:
             lines.append(f"      conflicting hunks: {f.rej}")
         if r.dry_run and f.diff and f.status == "planned":
@@ -161,11 +167,13 @@ def render_reapply_text(r) -> str:
     done = sum(f.status in ("applied", "partial") for f in r.files)
     planned = sum(f.status == "planned" for f in r.files)
     took = f" in {r.duration_seconds:.2f} s" if r.duration_seconds is not None else ""
+    left = len(r.not_applied) + len(r.refused_or_failed)
+    undone = f"; {left} file(s) not applied (see above)" if left else ""
     if r.dry_run:
-        lines.append(f"{planned} file(s) would be written{took}; run again with --yes" if planned
-                     else f"nothing to write{took}")
+        lines.append(f"{planned} file(s) would be written{took}{undone}; run again with --yes" if planned
+                     else f"nothing to write{took}{undone}")
     else:
-        lines.append(f"{done} file(s) written{took}; {len(r.failed)} conflict(s), refusal(s) or failure(s)")
+        lines.append(f"{done} file(s) written{took}{undone}")
     return "\n".join(lines) + "\n"
 
 
