@@ -444,9 +444,10 @@ def _suggested_checkpoint(target: Target) -> str:
 
     base = os.environ.get("DRIFTSCAN_CHECKPOINT_DIR") or os.path.join(
         os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "driftscan", "checkpoints")
-    root = target.venv or (target.site_packages[0] if target.site_packages else "environment")
+    from .checkpoint import checkpoint_name, environment_root
+
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return os.path.join(base, f"{os.path.basename(root.rstrip(os.sep)) or 'root'}-{stamp}")
+    return os.path.join(base, f"{checkpoint_name(environment_root(target))}-{stamp}")
 
 
 def snapshot_roots(venv: str | None, site_packages: Sequence[str], model_dirs: Sequence[str]) -> list[Root]:

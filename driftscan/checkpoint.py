@@ -527,11 +527,28 @@ def saved_path(checkpoint: str, rel: str | None) -> str | None:
     return os.path.join(checkpoint, *parts)
 
 
+# A checkpoint's default name keeps at most this many characters of its environment's path.
+NAME_MAX = 96
+
+
+def checkpoint_name(root: str | None) -> str:
+    """A checkpoint's default name, before its time: the environment's absolute path as a slug
+    (``/home/me/proj/.venv`` → ``home-me-proj-.venv``): never hidden, and two projects' ``.venv``
+    differ. Safe characters only; a longer path keeps its tail and gains a hash of the whole."""
+    import re
+
+    path = os.path.abspath(root) if root else "environment"
+    slug = re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9._+-]+", "-", path)).strip("-.") or "root"
+    if len(slug) > NAME_MAX:
+        digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:10]
+        slug = digest + "-" + slug[-(NAME_MAX - 11):].lstrip("-.")
+    return slug
+
+
 def default_checkpoint_path(target: Target) -> str:
     """Where ``restore --yes`` / ``reapply --yes`` put the checkpoint they write first when not
-    told: ``$XDG_STATE_HOME/driftscan/checkpoints/<env name>-<UTC time>`` (~/.local/state)."""
+    told: ``$XDG_STATE_HOME/driftscan/checkpoints/<env path slug>-<UTC time>`` (~/.local/state)."""
     base = checkpoints_base()
     os.makedirs(base, mode=0o700, exist_ok=True)
-    root = environment_root(target) or "environment"
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    return os.path.join(base, f"{os.path.basename(root.rstrip(os.sep)) or 'root'}-{stamp}")
+    return os.path.join(base, f"{checkpoint_name(environment_root(target))}-{stamp}")
