@@ -806,7 +806,8 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
     originals_in = [*wheels, *recognised.wheel_dirs]  # the command's own wheels are originals too (verified)
     dest = check_destination(checkpoint_path or default_checkpoint_path(target),
                              [r for r in (root, *target.site_packages, *models) if r])
-    say(f"target: {root or ', '.join(target.site_packages)}" + (f" ({chosen_because})" if chosen_because else ""))
+    say(f"target: {root or ', '.join(target.site_packages)}" + (f" ({chosen_because})" if chosen_because else "")
+        + "".join(f" + model directory {m}" for m in models))  # they add to the environment, as everywhere
     notes = list(recognised.notes)
     say("command: " + (f"{recognised.tool.value}, reinstalls {', '.join([*sure, *maybe]) or 'nothing installed'}"
                        f", source {chosen_source or 'as installed'}" if recognised.recognised

@@ -378,15 +378,18 @@ def _default_venv(venv: str | None, site_packages, models: bool = False,
                   include_environment: bool = False) -> tuple[str | None, str | None]:
     """(venv, why): the environment a command means when none is named (discover/default.py).
     Model directories named (``models``) add to that environment; only when the one found is
-    driftscan's own (None) do they stay alone, unless ``include_environment`` (the configuration's)."""
+    driftscan's own do they stay alone (venv None), unless ``include_environment`` (the configuration's)."""
     if venv is not None or site_packages:
         return venv, None
     from .discover.default import default_environment
 
     venv, why = default_environment()
-    if venv is None and models and not include_environment:
-        why = "the model directories alone: no environment of yours found (" + why.split(": ", 1)[-1] + \
-            "); driftscan's own is not audited"
+    if models and not include_environment:
+        if venv is None:
+            return None, ("the model directories alone: no environment of yours found (" + why.split(": ", 1)[-1]
+                          + "); driftscan's own is not audited")
+        if os.path.realpath(venv) == os.path.realpath(sys.prefix):  # e.g. driftscan's venv activated
+            return None, f"the model directories alone: the environment found ({why}) is driftscan's own, not audited"
     return venv, why
 
 

@@ -159,3 +159,12 @@ def test_default_checkpoint_names_tell_projects_apart(project, tmp_path, monkeyp
         "driftscan checkpoint")]
     slug = str(venv).strip("/").replace("/", "-")
     assert steps and f"/{slug}-" in steps[0], steps
+
+
+def test_model_dir_alone_when_the_activated_venv_is_driftscans_own(model, tmp_path):
+    env = clean_env(tmp_path, VIRTUAL_ENV=sys.prefix)
+    proc = run_cli("audit", "--model-dir", str(model), "--format", "json", env=env, cwd=str(tmp_path))
+    report = json.loads(proc.stdout)
+    assert report["target"]["venv"] is None and not report["target"]["site_packages"], proc.stderr
+    assert report["target"]["chosen_because"].startswith("the model directories alone: the environment found "
+                                                         "(VIRTUAL_ENV is set) is driftscan's own")
