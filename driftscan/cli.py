@@ -337,8 +337,8 @@ def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, mo
 
     Lists files no RECORD owns, debug code in drifted Python files and the dumps it left. With no
     --venv or --site-packages: the activated venv (VIRTUAL_ENV), CONDA_PREFIX, the uv project's
-    .venv, the python3 on PATH, else driftscan's own; --model-dir and --hf-cache add to it. Exit status: bit 1 drift found, bit 2
-    something could not be checked (or a usage error).
+    .venv, the python3 on PATH, else driftscan's own; --model-dir and --hf-cache add to it. Exit
+    status: bit 1 drift found, bit 2 something could not be checked (or a usage error).
     """
     from .api import run
 

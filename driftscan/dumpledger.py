@@ -76,7 +76,8 @@ def _load(root: str) -> tuple[list[dict], str | None]:
                 and isinstance(writer.get("line"), int) and not isinstance(writer.get("line"), bool) \
                 and _text(writer.get("code")) is not None
             dumps.append({"path": d["path"], "pattern": _text(d.get("pattern")) or "", "possible": d["possible"],
-                          "writer": {k: writer[k] for k in ("path", "line", "code")} if ok_writer else None})
+                          "writer": {k: writer[k] for k in ("path", "line", "code")}
+                          if ok_writer and isinstance(writer, dict) else None})
         out.append({"checkpoint": entry["checkpoint"], "created_at": _text(entry.get("created_at")) or "",
                     "dumps": dumps})
     return out, None

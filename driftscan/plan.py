@@ -415,7 +415,8 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
     relinks = not to_clean and not after_only and source is None and all(map(_linked_from_cache, chosen_dists))
     other = _other_version(source, chosen_dists)
     plan.estimate = _estimate(chosen_dists, who, sources, cleaned=bool(to_clean), relinks=relinks,
-                              unpacks=bool(after_only), other=other, wheel=source.path if other and source else None)
+                              unpacks=bool(after_only), other=other,
+                              given_wheel=source.path if other and source else None)
     note, reinstall = reinstall_parts(target, chosen_dists, installer,
                                       [sources[normalize(d.name)] for d in chosen_dists] if source else ())
     steps.append(PlanStep(step=f"reinstall {', '.join(plan.reinstall)} with {who}" + (f" ({note})" if note else ""),
@@ -558,11 +559,11 @@ def _seconds(value: float) -> str:
 
 def _estimate(chosen_dists: list[Distribution], who: str, sources: dict[str, ReinstallSource], *, cleaned: bool,
               relinks: bool, unpacks: bool, other: tuple[Distribution, str] | None = None,
-              wheel: str | None = None) -> PlanEstimate:
+              given_wheel: str | None = None) -> PlanEstimate:
     """Seconds for the reinstall, from the installed files' sizes; a ``--from`` wheel of another
     version (``other``) counts with its own files' sizes instead of the installed version's."""
     sizes = [e.size or 0 for dist in chosen_dists for e in dist.entries if other is None or dist is not other[0]]
-    given = _wheel_sizes(wheel) if other is not None and wheel else None
+    given = _wheel_sizes(given_wheel) if other is not None and given_wheel else None
     if other is not None:
         sizes += given if given is not None else [e.size or 0 for e in other[0].entries]
     rows = sizes
