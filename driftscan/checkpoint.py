@@ -556,7 +556,7 @@ def checkpoint_name(root: str | None) -> str:
     import re
 
     path = os.path.abspath(root) if root else "environment"
-    slug = re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9._+-]+", "-", path)).strip("-.") or "root"
+    slug = re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9_.+-]+", "-", path)).strip("-.") or "root"
     if len(slug) > NAME_MAX:
         digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:10]
         slug = digest + "-" + slug[-(NAME_MAX - 11):].lstrip("-.")
