@@ -81,6 +81,11 @@ def test_checkpoint_saves_possible_dumps_too_marked(dumped, tmp_path):
 def test_recorded_dumps_stay_named_after_a_real_reinstall(dumped, tmp_path):
     venv, cache, install, definite, possible = dumped
     cp = checkpoint(str(tmp_path / "cp"), venv=str(venv), use_cache=False).path
+    # While the code still names them, each dump is reported once, by the code's own drift.
+    before = audit(venv=str(venv), use_cache=False)
+    assert [d.artifacts for d in _kind(before, "debug-artifacts")] == [definite]
+    assert [d.actual["possible_artifacts"] for d in _kind(before, "possible-debug-artifacts")] == [possible]
+    assert not any("recorded_by" in d.actual for d in before.drifts)
     venvs.uv_install(venv, cache, "--reinstall", *install)  # the code that named the dumps is gone
     report = audit(venv=str(venv), use_cache=False)
     (named,) = _kind(report, "debug-artifacts")
