@@ -76,6 +76,9 @@ def test_checkpoint_saves_possible_dumps_too_marked(dumped, tmp_path):
     marks = {d.path: d.possible for d in load_index(written.path).dumps}
     assert marks == {**{p: False for p in definite}, **{p: True for p in possible}}
     assert all(d.writer is not None and d.writer.path.endswith(MODULE) for d in written.index.dumps)
+    from driftscan.render.restoreview import render_checkpoint_text
+
+    assert "4 dump file(s) listed (2 possible)" in render_checkpoint_text(written, True)
 
 
 def test_recorded_dumps_stay_named_after_a_real_reinstall(dumped, tmp_path):
