@@ -120,6 +120,33 @@ def _inspect(verification: Verification, jobs: int | None, select: Sequence[str]
     return merged, outcome.skipped
 
 
+def _recorded_dumps(verification: Verification):
+    """The dumps earlier checkpoints of this environment recorded that are still on disk and that
+    this audit did not name itself (the code that named them may be gone since): dumpledger.py."""
+    from .discover.target import environment_roots
+
+    target = verification.target
+    roots = environment_roots(target) if target is not NO_PYTHON else ()
+    if not roots:
+        return verification, []
+    from .cache import write_dump_list
+    from .dumpledger import recorded_checks
+    from .model import DriftKind
+
+    named: set[str] = set()
+    for c in verification.checks:
+        if c.kind is DriftKind.DEBUG_ARTIFACTS and c.dumps is not None:
+            named.update(c.dumps.paths)
+        elif c.kind is DriftKind.POSSIBLE_DEBUG_ARTIFACTS:
+            named.update(p for p in c.actual.get("possible_artifacts") or () if isinstance(p, str))
+    package_dirs = (*target.site_packages, *target.extra_roots, *((target.bin_dir,) if target.bin_dir else ()))
+    checks, notes = recorded_checks(roots[0], named, verification.referenced.__contains__, package_dirs,
+                                    write_dump_list)
+    if checks:
+        verification = dataclasses.replace(verification, checks=verification.checks + tuple(checks))
+    return verification, notes
+
+
 def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache: bool):
     """uv's cache archives checked against their own RECORDs: with ``uv_cache`` named (--uv-cache,
     the configuration), every archive of it; else, in uv's default cache, the archives the
@@ -223,6 +250,8 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
     skipped: list = []
     if inspect:
         verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins, use_cache)
+        verification, recorded_notes = _recorded_dumps(verification)
+        skipped += recorded_notes
     verification, cache_skipped = _audit_uv_cache(verification, uv_cache, use_cache)
     skipped += cache_skipped
     lookups: tuple = ()
@@ -444,9 +473,10 @@ def _suggested_checkpoint(target: Target) -> str:
 
     base = os.environ.get("DRIFTSCAN_CHECKPOINT_DIR") or os.path.join(
         os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "driftscan", "checkpoints")
-    root = target.venv or (target.site_packages[0] if target.site_packages else "environment")
+    from .checkpoint import checkpoint_name, environment_root
+
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return os.path.join(base, f"{os.path.basename(root.rstrip(os.sep)) or 'root'}-{stamp}")
+    return os.path.join(base, f"{checkpoint_name(environment_root(target))}-{stamp}")
 
 
 def snapshot_roots(venv: str | None, site_packages: Sequence[str], model_dirs: Sequence[str]) -> list[Root]:
@@ -779,7 +809,8 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
     originals_in = [*wheels, *recognised.wheel_dirs]  # the command's own wheels are originals too (verified)
     dest = check_destination(checkpoint_path or default_checkpoint_path(target),
                              [r for r in (root, *target.site_packages, *models) if r])
-    say(f"target: {root or ', '.join(target.site_packages)}" + (f" ({chosen_because})" if chosen_because else ""))
+    say(f"target: {root or ', '.join(target.site_packages)}" + (f" ({chosen_because})" if chosen_because else "")
+        + "".join(f" + model directory {m}" for m in models))  # they add to the environment, as everywhere
     notes = list(recognised.notes)
     say("command: " + (f"{recognised.tool.value}, reinstalls {', '.join([*sure, *maybe]) or 'nothing installed'}"
                        f", source {chosen_source or 'as installed'}" if recognised.recognised

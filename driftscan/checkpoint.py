@@ -112,6 +112,9 @@ class CheckpointDump(BaseModel):
     pattern: str = Field(description="the dump call's path pattern the file matched")
     writer: DumpWriterRef | None = Field(default=None, description="the first line of code that writes it")
     writers: list[DumpWriterRef] = Field(default_factory=list, description="every line writing that pattern")
+    possible: bool = Field(default=False, description="a possible dump (possible-debug-artifacts: older than the "
+                                                      "last change of the code that writes it), never offered for "
+                                                      "deletion")
 
 
 class CheckpointIndex(BaseModel):
@@ -126,7 +129,8 @@ class CheckpointIndex(BaseModel):
     model_dirs: list[str] = Field(default_factory=list)
     distributions: list[CheckpointDistribution] = Field(default_factory=list)
     files: list[CheckpointFile] = Field(default_factory=list)
-    dumps: list[CheckpointDump] = Field(default_factory=list, description="the dump files the audit found")
+    dumps: list[CheckpointDump] = Field(default_factory=list, description="the dump files the audit found, and its "
+                                                                          "possible dumps (possible: true)")
     partial: bool = Field(default=False, description="some modified package file has neither a patch nor an "
                                                      "original (see incomplete)")
     incomplete: list[str] = Field(default_factory=list, description="relpaths of those files")
@@ -239,6 +243,10 @@ def write_checkpoint(dest: str, target: Target, drifts: Sequence[Drift], report:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     written.path = dest
+    if env_root:  # the dumps stay named after a reinstall removes the code that names them
+        from .dumpledger import record
+
+        record(env_root, dest, written.index.created_at, written.index.dumps)
     return written
 
 
@@ -349,15 +357,25 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
 
 
 def _dumps(drifts: Sequence[Drift]) -> list[CheckpointDump]:
-    """Every dump file of the audit's debug-artifacts drifts, with its size and mtime now."""
+    """Every dump file of the audit's debug-artifacts drifts, and every possible one of its
+    possible-debug-artifacts drifts (marked ``possible``), with its size and mtime now."""
     out: list[CheckpointDump] = []
     seen: set[str] = set()
     for drift in drifts:
-        found = drift.check.dumps
-        if drift.check.kind is not DriftKind.DEBUG_ARTIFACTS or found is None:
+        check = drift.check
+        if check.kind is DriftKind.DEBUG_ARTIFACTS and check.dumps is not None:
+            found = check.dumps
+            paths, pattern, possible = found.paths, found.pattern, False
+            writers = [DumpWriterRef(path=printable(w.path), line=w.line, code=w.code) for w in found.writers]
+        elif check.kind is DriftKind.POSSIBLE_DEBUG_ARTIFACTS:
+            listed = check.actual.get("possible_artifacts")
+            paths = tuple(p for p in listed if isinstance(p, str)) if isinstance(listed, list) else ()
+            pattern, possible = check.path, True
+            writers = [DumpWriterRef(path=printable(w["path"]), line=w["line"], code=w["code"])
+                       for w in check.actual.get("written_by") or () if isinstance(w, dict)]
+        else:
             continue
-        writers = [DumpWriterRef(path=printable(w.path), line=w.line, code=w.code) for w in found.writers]
-        for path in found.paths:
+        for path in paths:
             if path in seen:
                 continue
             seen.add(path)
@@ -366,8 +384,8 @@ def _dumps(drifts: Sequence[Drift]) -> list[CheckpointDump]:
                 size, mtime = st.st_size, st.st_mtime_ns
             except OSError:
                 size, mtime = None, None
-            out.append(CheckpointDump(path=printable(path), size=size, mtime_ns=mtime, pattern=printable(found.pattern),
-                                      writer=writers[0] if writers else None, writers=writers))
+            out.append(CheckpointDump(path=printable(path), size=size, mtime_ns=mtime, pattern=printable(pattern),
+                                      writer=writers[0] if writers else None, writers=writers, possible=possible))
     return out
 
 
@@ -527,11 +545,28 @@ def saved_path(checkpoint: str, rel: str | None) -> str | None:
     return os.path.join(checkpoint, *parts)
 
 
+# A checkpoint's default name keeps at most this many characters of its environment's path.
+NAME_MAX = 96
+
+
+def checkpoint_name(root: str | None) -> str:
+    """A checkpoint's default name, before its time: the environment's absolute path as a slug
+    (``/home/me/proj/.venv`` → ``home-me-proj-.venv``): never hidden, and two projects' ``.venv``
+    differ. Safe characters only; a longer path keeps its tail and gains a hash of the whole."""
+    import re
+
+    path = os.path.abspath(root) if root else "environment"
+    slug = re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9_.+-]+", "-", path)).strip("-.") or "root"
+    if len(slug) > NAME_MAX:
+        digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:10]
+        slug = digest + "-" + slug[-(NAME_MAX - 11):].lstrip("-.")
+    return slug
+
+
 def default_checkpoint_path(target: Target) -> str:
     """Where ``restore --yes`` / ``reapply --yes`` put the checkpoint they write first when not
-    told: ``$XDG_STATE_HOME/driftscan/checkpoints/<env name>-<UTC time>`` (~/.local/state)."""
+    told: ``$XDG_STATE_HOME/driftscan/checkpoints/<env path slug>-<UTC time>`` (~/.local/state)."""
     base = checkpoints_base()
     os.makedirs(base, mode=0o700, exist_ok=True)
-    root = environment_root(target) or "environment"
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    return os.path.join(base, f"{os.path.basename(root.rstrip(os.sep)) or 'root'}-{stamp}")
+    return os.path.join(base, f"{checkpoint_name(environment_root(target))}-{stamp}")

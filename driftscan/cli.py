@@ -336,8 +336,9 @@ def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, mo
     """Check installed files against their RECORDs and model directories against their provenance.
 
     Lists files no RECORD owns, debug code in drifted Python files and the dumps it left. With no
-    target, audits the environment driftscan runs in. Exit status: bit 1 drift found, bit 2
-    something could not be checked (or a usage error).
+    --venv or --site-packages: the activated venv (VIRTUAL_ENV), CONDA_PREFIX, the uv project's
+    .venv, the python3 on PATH, else driftscan's own; --model-dir and --hf-cache add to it. Exit
+    status: bit 1 drift found, bit 2 something could not be checked (or a usage error).
     """
     from .api import run
 
@@ -346,7 +347,7 @@ def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, mo
     for flag, value in (("--revision", revision), ("--manifest", manifest)):
         if value and not dirs and hub is None:
             raise click.UsageError(f"{flag} applies to model directories: give --model-dir (or --hf-cache) too")
-    venv, chosen_because = _default_venv(venv, site_packages, model_dirs, hf_cache is not None)
+    venv, chosen_because = _default_venv(venv, site_packages, bool(dirs) or hub is not None, include_environment)
     report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                  model_dirs=dirs, hf_cache=hub, deep=deep, revision=revision, manifest=manifest, progress=Progress(),
                  select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
@@ -373,21 +374,40 @@ def _pristine(venv, site_packages, wheels, fetch, uv_cache):
     return pristine_options(resolve_target(venv, tuple(site_packages)), wheels, fetch, uv_cache)
 
 
-def _default_venv(venv: str | None, site_packages, *others) -> tuple[str | None, str | None]:
-    """(venv, why): the environment a command means when none is named (discover/default.py)."""
-    if venv is not None or site_packages or any(others):
+def _default_venv(venv: str | None, site_packages, models: bool = False,
+                  include_environment: bool = False) -> tuple[str | None, str | None]:
+    """(venv, why): the environment a command means when none is named (discover/default.py).
+    Model directories named (``models``) add to that environment; only when the one found is
+    driftscan's own do they stay alone (venv None), unless ``include_environment`` (the configuration's)."""
+    if venv is not None or site_packages:
         return venv, None
     from .discover.default import default_environment
 
-    return default_environment()
+    venv, why = default_environment()
+    if models and not include_environment:
+        if venv is None:
+            return None, ("the model directories alone: no environment of yours found (" + why.split(": ", 1)[-1]
+                          + "); driftscan's own is not audited")
+        if os.path.realpath(venv) == os.path.realpath(sys.prefix):  # e.g. driftscan's venv activated
+            return None, f"the model directories alone: the environment found ({why}) is driftscan's own, not audited"
+    return venv, why
 
 
-def _say_target(command: str, venv: str | None, why: str | None) -> None:
-    """The first line of a command run on an environment nobody named: which one, and why (the same
-    rule for every command: discover/default.py)."""
-    if why:
-        where = venv or sys.prefix
-        click.echo(inert(f"driftscan {command}: target {where} ({why})"), err=True)
+def _say_target(command: str, venv: str | None, why: str | None, models=(), hf_cache: str | None = None,
+                alone: bool = False) -> None:
+    """The first line of a command run on an environment nobody named: what it covers (the
+    environment and why that one, plus the model directories), the same rule for every command
+    (discover/default.py)."""
+    if not why:
+        return
+    names = [f"model directory {m}" for m in models]
+    if hf_cache is not None:
+        names.append(f"the Hugging Face cache {hf_cache or '(the default one)'}")
+    if alone and names:
+        click.echo(inert(f"driftscan {command}: target {', '.join(names)} ({why})"), err=True)
+        return
+    also = (" + " + ", ".join(names)) if names else ""
+    click.echo(inert(f"driftscan {command}: target {venv or sys.prefix} ({why}){also}"), err=True)
 
 
 def _names(values: tuple[str, ...]) -> list[str]:
@@ -408,7 +428,7 @@ def _names(values: tuple[str, ...]) -> list[str]:
                    "and uv's cache tell).")
 @click.option("--checkpoint", "checkpoint", metavar="DIR",
               help="A checkpoint already taken: no checkpoint step for the content it holds.")
-@click.option("--venv", metavar="PATH", help="The virtual environment (default as for audit: VIRTUAL_ENV, CONDA_PREFIX, the python3 on PATH, else driftscan's own).")
+@click.option("--venv", metavar="PATH", help="The virtual environment (default as for audit: VIRTUAL_ENV, CONDA_PREFIX, the uv project's .venv, the python3 on PATH, else driftscan's own).")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--expect", "expect", metavar="FILE", help="TOML expectations to check now and after the reinstall.")
 @click.option("--format", "fmt", type=click.Choice(sorted(PLAN_FORMATS)), default="text", show_default=True)
@@ -439,10 +459,10 @@ def plan(reinstall, installer, source, checkpoint, venv, site_packages, expect, 
     config = _load_config(config_file)
     dirs, hub, include_environment = _targets(config, venv, site_packages, model_dirs, hf_cache)
     venv, chosen_because = _default_venv(venv, site_packages)  # a reinstall is always of an environment
-    _say_target("plan", venv, chosen_because)
+    _say_target("plan", venv, chosen_because, dirs, hub)
     result = run_plan(_names(reinstall), venv=venv, site_packages=site_packages, installer=installer,
                       expect=expect, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
-                      model_dirs=dirs, hf_cache=hub, include_environment=include_environment,
+                      model_dirs=dirs, hf_cache=hub, include_environment=True,  # model directories add to it
                       pristine=_pristine(venv, site_packages, wheels, fetch, uv_cache or config.uv_cache),
                       select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,
                       rules_modules=config.rules_modules, plugins=not no_plugins, source=source,
@@ -477,8 +497,8 @@ def snapshot(venv, site_packages, model_dirs, output, jobs) -> None:
     """
     from .api import snapshot as take
 
-    venv, chosen_because = _default_venv(venv, site_packages, model_dirs)
-    _say_target("snapshot", venv, chosen_because)
+    venv, chosen_because = _default_venv(venv, site_packages, bool(model_dirs))
+    _say_target("snapshot", venv, chosen_because, model_dirs, alone=venv is None and bool(model_dirs))
     problems = take(output, venv=venv, site_packages=site_packages, model_dirs=model_dirs, jobs=jobs,
                     progress=Progress())
     for p in problems:
@@ -591,7 +611,7 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
 
 
 @main.command()
-@click.option("--venv", metavar="PATH", help="The virtual environment (default as for audit: VIRTUAL_ENV, CONDA_PREFIX, the python3 on PATH, else driftscan's own).")
+@click.option("--venv", metavar="PATH", help="The virtual environment (default as for audit: VIRTUAL_ENV, CONDA_PREFIX, the uv project's .venv, the python3 on PATH, else driftscan's own).")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True, help="Also save a model directory's drift.")
 @click.option("--hf-cache", metavar="DIR", is_flag=False, flag_value="", default=None,
@@ -621,8 +641,9 @@ def checkpoint(venv, site_packages, model_dirs, hf_cache, output, wheels, fetch,
     from .api import checkpoint as take
     from .render.restoreview import render_checkpoint_text
 
-    venv, chosen_because = _default_venv(venv, site_packages, model_dirs, hf_cache is not None)
-    _say_target("checkpoint", venv, chosen_because)
+    venv, chosen_because = _default_venv(venv, site_packages, bool(model_dirs) or hf_cache is not None)
+    _say_target("checkpoint", venv, chosen_because, model_dirs, hf_cache,
+                alone=venv is None and bool(model_dirs or hf_cache is not None))
     written = take(output, venv=venv, site_packages=site_packages, model_dirs=model_dirs, wheels=wheels,
                    fetch=fetch, uv_cache=uv_cache, jobs=jobs, use_cache=not no_cache, max_copy=max_copy,
                    hf_cache=hf_cache)
@@ -638,7 +659,7 @@ def checkpoint(venv, site_packages, model_dirs, hf_cache, output, wheels, fetch,
 @main.command()
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @click.option("--dist", "dists", metavar="NAME", multiple=True, help="Restore this distribution's drift (repeatable).")
-@click.option("--venv", metavar="PATH", help="The virtual environment (default as for audit: VIRTUAL_ENV, CONDA_PREFIX, the python3 on PATH, else driftscan's own).")
+@click.option("--venv", metavar="PATH", help="The virtual environment (default as for audit: VIRTUAL_ENV, CONDA_PREFIX, the uv project's .venv, the python3 on PATH, else driftscan's own).")
 @click.option("--site-packages", "site_packages", metavar="DIR", multiple=True, help="A bare site-packages.")
 @click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True,
               help="Include a model directory in the checkpoint (restore never changes it).")
@@ -673,7 +694,7 @@ def restore(paths, dists, venv, site_packages, model_dirs, hf_cache, wheels, fet
     from .render.restoreview import RESTORE_RENDERERS
 
     venv, chosen_because = _default_venv(venv, site_packages)  # restore rewrites an environment's files
-    _say_target("restore", venv, chosen_because)
+    _say_target("restore", venv, chosen_because, model_dirs, hf_cache)
     report = run_restore(venv, site_packages, dists=dists, paths=paths, wheels=wheels, fetch=fetch,
                          uv_cache=uv_cache, yes=yes, remove_added=remove_added, checkpoint_path=checkpoint_path,
                          model_dirs=model_dirs, jobs=jobs, use_cache=not no_cache, max_copy=max_copy,
@@ -979,7 +1000,7 @@ def accept(paths, reason, any_content, expires, venv, site_packages, model_dirs,
     # --config naming a file that does not exist yet: it is created, with the defaults until then.
     config = _load_config(config_file) if not config_file or os.path.lexists(config_file) else Config()
     dirs, hub, include_environment = _targets(config, venv, site_packages, model_dirs, hf_cache)
-    venv, _ = _default_venv(venv, site_packages, model_dirs, hf_cache is not None)
+    venv, _ = _default_venv(venv, site_packages, bool(dirs) or hub is not None, include_environment)
     report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                  model_dirs=dirs, hf_cache=hub, select=config.select, ignore=config.ignore,
                  rules_modules=config.rules_modules, include_environment=include_environment, report_only=True,

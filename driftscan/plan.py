@@ -240,6 +240,58 @@ def _wheel_name(path: str) -> str | None:
     return normalize(stem) if stem else None
 
 
+def _wheel_version(path: str) -> str | None:
+    """The version a wheel file's name gives (``name-version[-build]-py-abi-plat.whl``)."""
+    parts = os.path.basename(path).split("-")
+    return parts[1] if len(parts) >= 5 and parts[1] else None
+
+
+def _same_version(a: str, b: str) -> bool:
+    try:
+        from packaging.version import InvalidVersion, Version
+    except ImportError:  # packaging is not a dependency: the spelling decides
+        return a.replace("_", "-").lower() == b.replace("_", "-").lower()
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
+def _other_version(source: ReinstallSource | None, chosen_dists: Sequence[Distribution]) \
+        -> tuple[Distribution, str] | None:
+    """(the installed distribution, the version the ``--from`` wheel installs) when they differ."""
+    if source is None or source.kind is not SourceKind.WHEEL or not source.path:
+        return None
+    name, version = _wheel_name(source.path), _wheel_version(source.path)
+    dist = next((d for d in chosen_dists if normalize(d.name) == name), None)
+    if dist is None or version is None or _same_version(version, dist.version):
+        return None
+    return dist, version
+
+
+WHEEL_MAX_MEMBERS = 1_000_000  # a wheel's central directory read for the estimate, at most
+
+
+def _wheel_sizes(path: str) -> list[int] | None:
+    """The uncompressed size of each file of a wheel (its zip directory only: nothing is unpacked
+    or run); None when it cannot be read."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            infos = z.infolist()
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return None
+    if len(infos) > WHEEL_MAX_MEMBERS:
+        return None
+    return [i.file_size for i in infos if not i.is_dir()]
+
+
+def files_count(n: int) -> str:
+    """"1 file", "2 files"."""
+    return f"{n} file" if n == 1 else f"{n} files"
+
+
 def _sources_for(chosen_dists: list[Distribution], source: ReinstallSource | None,
                  entries: dict[str, CacheEntry | None]) -> dict[str, ReinstallSource]:
     """Each distribution's source: ``source`` (``--from``) where it applies (a wheel file applies to
@@ -361,8 +413,10 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
                                        "its package is installed and may refuse to reinstall it",
                                   command=f"rm -r {shlex.quote(d.check.path)}"))
     relinks = not to_clean and not after_only and source is None and all(map(_linked_from_cache, chosen_dists))
+    other = _other_version(source, chosen_dists)
     plan.estimate = _estimate(chosen_dists, who, sources, cleaned=bool(to_clean), relinks=relinks,
-                              unpacks=bool(after_only))
+                              unpacks=bool(after_only), other=other,
+                              given_wheel=source.path if other and source else None)
     note, reinstall = reinstall_parts(target, chosen_dists, installer,
                                       [sources[normalize(d.name)] for d in chosen_dists] if source else ())
     steps.append(PlanStep(step=f"reinstall {', '.join(plan.reinstall)} with {who}" + (f" ({note})" if note else ""),
@@ -386,7 +440,7 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
                                        "unpacked for links the edit back",
                                   command=uv_cache_clean(dist, drift.check.root)))
             clean_step[dist.name] = len(steps)
-    faster = _restore_alternative(drifts, chosen_dists, chosen, target, plan.estimate, originals)
+    faster = _restore_alternative(drifts, chosen_dists, chosen, target, plan.estimate, originals, other)
     if faster is not None:
         steps.append(faster)
     steps += _later_steps(plan, drifts)
@@ -504,28 +558,37 @@ def _seconds(value: float) -> str:
 
 
 def _estimate(chosen_dists: list[Distribution], who: str, sources: dict[str, ReinstallSource], *, cleaned: bool,
-              relinks: bool, unpacks: bool) -> PlanEstimate:
-    rows = [e for dist in chosen_dists for e in dist.entries]
-    total = sum(e.size or 0 for e in rows)
+              relinks: bool, unpacks: bool, other: tuple[Distribution, str] | None = None,
+              given_wheel: str | None = None) -> PlanEstimate:
+    """Seconds for the reinstall, from the installed files' sizes; a ``--from`` wheel of another
+    version (``other``) counts with its own files' sizes instead of the installed version's."""
+    sizes = [e.size or 0 for dist in chosen_dists for e in dist.entries if other is None or dist is not other[0]]
+    given = _wheel_sizes(given_wheel) if other is not None and given_wheel else None
+    if other is not None:
+        sizes += given if given is not None else [e.size or 0 for e in other[0].entries]
+    rows = sizes
+    total = sum(sizes)
     pip_s = total / REINSTALL_BYTES_PER_S + len(rows) * REINSTALL_SECONDS_PER_FILE
+    of = (f" ({other[0].name} {other[1]}: the --from wheel's files)" if given is not None
+          else f" ({other[0].name} {other[1]}'s wheel unreadable: the installed version's files)") if other else ""
     if who != "uv":
         return PlanEstimate(installer=who, seconds=round(pip_s, 1), files=len(rows), bytes=total,
-                            basis=f"{who} unpacking and byte-compiling {len(rows)} files, {total / 1e6:.0f} MB, "
-                                  "at the rate measured for pip")
+                            basis=f"{who} unpacking and byte-compiling {files_count(len(rows))}{of}, "
+                                  f"{total / 1e6:.0f} MB, at the rate measured for pip")
     unpack_s = pip_s / UV_UNPACK_SPEEDUP
     wheel = any(s.kind is SourceKind.WHEEL for s in sources.values())
     if cleaned or unpacks or (wheel and not relinks):
         why = "after the cache clean" if cleaned else "from a source uv has no archive for" if not unpacks \
             else "from a source whose cache entry is not the installed one"
         return PlanEstimate(installer="uv", seconds=round(unpack_s, 1), files=len(rows), bytes=total,
-                            basis=f"uv unpacking the wheel {why}: {len(rows)} files, {total / 1e6:.0f} MB, "
+                            basis=f"uv unpacking the wheel {why}: {files_count(len(rows))}{of}, {total / 1e6:.0f} MB, "
                                   f"{UV_UNPACK_SPEEDUP:.0f}x pip's rate")
     if relinks:
         return PlanEstimate(installer="uv", seconds=round(unpack_s / UV_LINK_SPEEDUP, 1), files=len(rows),
-                            bytes=total, basis=f"uv linking {len(rows)} files from its cache, "
+                            bytes=total, basis=f"uv linking {files_count(len(rows))}{of} from its cache, "
                                                f"{UV_UNPACK_SPEEDUP * UV_LINK_SPEEDUP:.0f}x pip's rate")
     return PlanEstimate(installer="uv", seconds=round(unpack_s, 1), files=len(rows), bytes=total,
-                        basis=f"uv unpacking the wheel, {len(rows)} files, {total / 1e6:.0f} MB, at most "
+                        basis=f"uv unpacking the wheel, {files_count(len(rows))}{of}, {total / 1e6:.0f} MB, at most "
                               f"(about {UV_LINK_SPEEDUP:.0f}x less when its cache already holds the archive)")
 
 
@@ -547,15 +610,22 @@ def _has_original(drift: Drift, originals) -> bool:
 
 
 def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], chosen: set[str],
-                         target: Target, estimate: PlanEstimate, originals=None) -> PlanStep | None:
+                         target: Target, estimate: PlanEstimate, originals=None,
+                         other: tuple[Distribution, str] | None = None) -> PlanStep | None:
     """``driftscan restore`` in place of the reinstall, when every package drift of the chosen
     distributions has a verified original of that very file at hand; with both times estimated.
-    When some lack one, the step says how many and how to get them, and promises nothing."""
+    When some lack one, the step says how many and how to get them, and promises nothing. Never
+    when the reinstall installs another version (``other``): restore puts the installed one back."""
     mine = [d for d in drifts if d.scope is Scope.PACKAGE and d.check.distribution is not None
             and normalize(d.check.distribution.name) in chosen]
     restorable = [d for d in mine if d.check.kind in _RESTORABLE]
     if not restorable or len(restorable) != len(mine):
         return None
+    if other is not None:
+        dist, version = other
+        return PlanStep(step=f"no faster alternative: the --from wheel installs {dist.name} {version}, and restore "
+                             f"would only put the installed {dist.name} {dist.version}'s original files back (no "
+                             "change of version); reinstall from the wheel")
     if any(d.kind is not MetadataKind.DIST_INFO for d in chosen_dists):
         return None  # a system package manager's files go back through it (restore is for wheels' files)
     with_original = [d for d in restorable if _has_original(d, originals)]
@@ -583,7 +653,7 @@ def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], 
         step=(f"faster alternative to the reinstall: restore the {len(restorable)} drifted file(s) "
               f"({size / 1e6:.1f} MB), each from a verified original of that file ({', '.join(sources)}): "
               f"{_seconds(restore_s)} after the audit, against {_seconds(estimate.seconds)} for {estimate.installer} "
-              f"to rewrite {estimate.files} files ({estimate.bytes / 1e6:.0f} MB) (estimates, "
+              f"to rewrite {files_count(estimate.files)} ({estimate.bytes / 1e6:.0f} MB) (estimates, "
               "docs/reinstall-matrix.md); it writes a checkpoint of the drift first"),
         command=f"driftscan restore{names}{where}{found} --yes")
 

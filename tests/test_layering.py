@@ -11,7 +11,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "driftscan"
 
 LAYERS = ["_version", "errors", "model", "paths", "datamodel", "fileio", "cachedir", "forking", "forked", "lfs", "atomic", "tomlfile", "record", "jsondiff", "patching", "excise", "manifest", "cache", "discover", "verify", "pristine", "inspect", "rules",
-          "changes", "classify", "report", "compare", "expect", "plan", "accept", "checkpoint", "restore", "keptoriginals", "reapply", "guard", "render", "configfind", "config", "api", "fleet", "__init__", "cli", "__main__"]
+          "dumpledger", "changes", "classify", "report", "compare", "expect", "plan", "accept", "checkpoint", "restore", "keptoriginals", "reapply", "guard", "render", "configfind", "config", "api", "fleet", "__init__", "cli", "__main__"]
 # rules and inspect are one layer: rules are loaded by the inspect registry and subclass its Rule.
 SAME_LAYER = {"rules": "inspect"}
 

@@ -62,3 +62,31 @@ def test_plan_cli_takes_wheels(patched):
     assert any((s["command"] or "").startswith("driftscan restore --dist planpkg") for s in steps)
     audit = json.loads(proc.stdout)["audit"]
     assert [p["source"] for p in audit["pristine"]] == ["wheels"]
+
+
+def test_plan_from_a_wheel_of_another_version_offers_no_restore(patched, tmp_path):
+    """Restore puts the installed version back: no alternative to installing another one. The
+    estimate counts the given wheel's files, not the installed version's."""
+    venv, house, _ = patched
+    big = {"planpkg/__init__.py": "", "planpkg/core.py": MODULE, "planpkg/weights.bin": "0" * 4_000_000,
+           **{f"planpkg/extra{i}.py": "X = 1\n" for i in range(20)}}
+    newer = build_wheel(tmp_path / "newer", "planpkg", "2.0", big)
+    pristine = pristine_options(resolve_target(str(venv)), [str(house)])
+    same = plan(["planpkg"], str(venv), pristine=pristine, source=str(house / "planpkg-1.0-py3-none-any.whl"))
+    assert any(s.command and s.command.startswith("driftscan restore") for s in same.steps)
+    result = plan(["planpkg"], str(venv), pristine=pristine, source=str(newer))
+    assert not any(s.command and s.command.startswith("driftscan restore") for s in result.steps)
+    (why,) = [s.step for s in result.steps if s.step.startswith("no faster alternative")]
+    assert "installs planpkg 2.0" in why and "planpkg 1.0" in why
+    import zipfile
+
+    assert result.estimate.files == len(zipfile.ZipFile(newer).namelist()) and result.estimate.bytes > 4_000_000
+    assert "planpkg 2.0: the --from wheel's files" in result.estimate.basis
+    assert same.estimate.bytes < 1_000_000
+
+
+def test_one_file_is_not_files():
+    from driftscan.plan import files_count
+    from driftscan.render.text import _n
+
+    assert files_count(1) == "1 file" and files_count(2) == "2 files" and _n(1, "file") == "1 file"

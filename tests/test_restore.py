@@ -182,7 +182,9 @@ def test_dry_run_changes_nothing(venv, wheels, env, tmp_path):
 
 def test_restore_yes_restores_only_the_named_distribution(restored):
     r = restored
-    assert r.checkpoint.parent == r.checkpoint_base and r.checkpoint.name.startswith("v-")
+    # Named after the environment's whole path (its basename alone, "v", told two projects' .venv not apart).
+    slug = str(r.venv).strip("/").replace("/", "-")
+    assert r.checkpoint.parent == r.checkpoint_base and r.checkpoint.name.startswith(f"{slug}-")
     for rel in TOY_RESTORABLE:
         assert f"  restored         {rel}" in r.proc.stdout
         assert (r.site / rel).read_bytes() == TOY_FILES[rel], rel

@@ -84,7 +84,9 @@ def render_checkpoint_text(written: Written, allow_partial: bool = False) -> str
         lines.append(f"  ... and {len(added) - ADDED_SHOWN} more added file(s) (checkpoint.json lists them)")
     patches = sum(1 for f in index.files if f.patch)
     copies = sum(1 for f in index.files if f.content)
-    dumps = f"; {len(index.dumps)} dump file(s) listed" if index.dumps else ""
+    possible = sum(1 for d in index.dumps if d.possible)
+    dumps = (f"; {len(index.dumps)} dump file(s) listed" + (f" ({possible} possible)" if possible else "")
+             if index.dumps else "")
     # Per file, never per distribution: a distribution's source may have verified some files only.
     modified = [f for f in index.files if f.kind == "modified" and f.scope == "package"]
     lines.append(f"{len(index.files)} drifted file(s): {patches} patch(es), {copies} copie(s); "

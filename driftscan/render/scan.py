@@ -52,7 +52,7 @@ def render_scan_text(result: "ScanResult") -> str:
     lines += [f"{one_line(printable(e.path))}: error: {one_line(e.message)}" for e in result.errors]
     files = len({p for p, _ in result.findings})
     lines.append(f"{len(result.findings)} finding{'s' if len(result.findings) != 1 else ''} in {files} "
-                 f"file{'s' if files != 1 else ''}; {result.files_scanned} files scanned "
+                 f"file{'s' if files != 1 else ''}; {result.files_scanned} file{'s' if result.files_scanned != 1 else ''} scanned "
                  f"({result.bytes_scanned / 1e6:.1f} MB), {result.files_parsed} parsed; {len(result.errors)} errors")
     return "\n".join(lines) + "\n"
 

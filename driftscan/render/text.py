@@ -39,12 +39,12 @@ def _detail(d: DriftOut) -> str:
     if d.kind.value in ("added", "orphaned-bytecode") and "size" in a:
         return f"{a['size']} bytes" if a.get("type") == "file" else a.get("type", "")
     if d.kind.value == "debug-artifacts":
-        return f"{a.get('count', 0)} files, {a.get('bytes', 0) / 1e6:.1f} MB"
+        return f"{_n(a.get('count', 0), 'file')}, {a.get('bytes', 0) / 1e6:.1f} MB"
     if d.kind.value == "cache-modified":
         edited = [e.get("path") for e in a.get("edited", []) if isinstance(e, dict)]
         return f"{len(edited)} edited: " + ", ".join(map(str, edited[:5])) + (", …" if len(edited) > 5 else "")
     if d.kind.value == "possible-debug-artifacts":
-        return f"{a.get('count', 0)} files, {a.get('bytes', 0) / 1e6:.1f} MB, older than the code that writes them"
+        return f"{_n(a.get('count', 0), 'file')}, {a.get('bytes', 0) / 1e6:.1f} MB, older than the code that writes them"
     if d.kind.value == "head-moved":
         return f"{str(e.get('commit'))[:12]} → {str(a.get('commit'))[:12]}"
     if d.kind.value == "orphaned-metadata":
@@ -151,7 +151,7 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
             codes = Counter(f.code for m in members for f in m.findings)
             found = "; findings: " + ", ".join(f"{c} ×{n}" for c, n in sorted(codes.items())) if codes else ""
             lines.append(f"  {'added':<{width}}  {_MARK[members[0].prediction.value]}  {directory}/  "
-                         f"({len(members)} files, {size / 1e6:.1f} MB{found}; listed one by one in --format json)")
+                         f"({_n(len(members), 'file')}, {size / 1e6:.1f} MB{found}; listed one by one in --format json)")
         hidden = {id(m) for members in collapsed.values() for m in members}
         for d in items:
             if id(d) in hidden:
