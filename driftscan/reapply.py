@@ -487,6 +487,53 @@ def names_read(data: bytes) -> set[str]:
     return out
 
 
+def names_read_by_kept_code(data: bytes, path: str) -> set[str]:
+    """``names_read`` of a saved file of the checkpoint, without what its own debug code reads: a
+    statement holding a debug finding (and a guard whose test holds one) is skipped, and an
+    assignment's target is no read. Another file's ``LlamaDecoderLayer._dumped_once`` flag
+    is then no reason to keep this file's flag. None of it is run."""
+    encoding = source_encoding(data) or "utf-8"
+    try:
+        tree = ast.parse(data.decode(encoding))
+    except (SyntaxError, ValueError, RecursionError, MemoryError, UnicodeDecodeError, LookupError):
+        return names_read(data)
+    found = findings_of(data, path, encoding)
+    if found is None:
+        return names_read(data)
+    debug_lines = {f.line for f in found}
+    out: set[str] = set()
+
+    def header_lines(node: ast.stmt) -> range:
+        body = getattr(node, "body", None)
+        first_inner = body[0].lineno if isinstance(body, list) and body and isinstance(body[0], ast.stmt) else None
+        return range(node.lineno, (first_inner or (node.end_lineno or node.lineno) + 1))
+
+    def visit(stmts: list[ast.stmt]) -> None:
+        for node in stmts:
+            inner = [v for name in ("body", "orelse", "finalbody") for v in [getattr(node, name, None)]
+                     if isinstance(v, list) and v and isinstance(v[0], ast.stmt)]
+            inner += [h.body for h in getattr(node, "handlers", None) or ()]
+            inner += [c.body for c in getattr(node, "cases", None) or ()]
+            own = header_lines(node) if inner else range(node.lineno, (node.end_lineno or node.lineno) + 1)
+            if not debug_lines.intersection(own):
+                nested = {id(s) for block in inner for s in block}
+                stack: list[ast.AST] = [c for c in ast.iter_child_nodes(node) if id(c) not in nested]
+                while stack:
+                    n = stack.pop()
+                    if isinstance(n, ast.stmt):
+                        continue
+                    if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+                        out.add(n.attr)
+                    stack.extend(ast.iter_child_nodes(n))
+                if isinstance(node, ast.ImportFrom):
+                    out.update(a.name for a in node.names)
+            for block in inner:
+                visit(block)
+
+    visit(tree.body)
+    return out
+
+
 def names_defined(text: str, lines: set[int]) -> set[str]:
     """The names statements starting on ``lines`` of ``text`` define (assigned names and
     attributes, functions, classes, imports, ``with … as``/``for`` targets): what excise might
@@ -584,7 +631,8 @@ class NameIndex:
                     continue
                 found = self._read.get((other, i))
                 if found is None:
-                    found = self._read[(other, i)] = names_read(data)
+                    found = self._read[(other, i)] = names_read_by_kept_code(data, other) if i == 0 \
+                        else names_read(data)
                 out |= found & candidates
         return out
 
