@@ -173,9 +173,10 @@ def _reads(node: ast.stmt) -> Counter[str]:
         elif isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Store):
             out[n.attr] += 1
         elif isinstance(n, ast.Constant) and isinstance(n.value, str) and _NAME_STRING.fullmatch(n.value):
-            # a name handed over as a string (getattr(self, "_n"), import_module("json")) is a use;
-            # prose and patterns ("*.json", "the model's config.json") are not
-            out.update(n.value.split("."))
+            # a name handed over as a string (getattr(self, "_n"), import_module("json.decoder")) is
+            # a use of its first part; prose, patterns and file names ("*.json", "params.json":
+            # params, not json) are no use of the rest
+            out[n.value.split(".")[0]] += 1
     if isinstance(node, (ast.Global, ast.Nonlocal)):
         out.update(node.names)
     return out

@@ -535,38 +535,58 @@ def names_read_by_kept_code(data: bytes, path: str) -> set[str]:
 
 
 def names_defined(text: str, lines: set[int]) -> set[str]:
-    """The names statements starting on ``lines`` of ``text`` define (assigned names and
-    attributes, functions, classes, imports, ``with … as``/``for`` targets): what excise might
-    remove that another module could read."""
+    """The names statements starting on ``lines`` of ``text`` define that another module could
+    read: module-level and class-level names (assigned, functions, classes, ``for``/``with``
+    targets), a function's ``global`` names, and attributes (``self.enabled = True``). A
+    function's locals and an import's module name are no other module's business: counting them
+    would keep ``import json`` for every ``response.json()`` in the distribution."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     out: set[str] = set()
 
-    def target(node: ast.AST) -> None:
+    def target(node: ast.AST, names: bool, globals_: set[str]) -> None:
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Name):
+            if isinstance(sub, ast.Name) and (names or sub.id in globals_):
                 out.add(sub.id)
             elif isinstance(sub, ast.Attribute):
                 out.add(sub.attr)
 
-    for node in ast.walk(tree):
-        if getattr(node, "lineno", None) not in lines:
-            continue
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                target(t)
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
-            target(node.target)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            out.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                if item.optional_vars is not None:
-                    target(item.optional_vars)
+    def visit(stmts: list[ast.stmt], in_function: bool, globals_: set[str]) -> None:
+        for node in stmts:
+            here = node.lineno in lines
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if here and not in_function:
+                    out.add(node.name)
+                declared = {n for sub in ast.walk(node) if isinstance(sub, ast.Global) for n in sub.names}
+                visit(node.body, True, declared)
+                continue
+            if isinstance(node, ast.ClassDef):
+                if here and not in_function:
+                    out.add(node.name)
+                visit(node.body, in_function, globals_)
+                continue
+            if here:
+                if isinstance(node, ast.Assign):
+                    for t in node.targets:
+                        target(t, not in_function, globals_)
+                elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+                    target(node.target, not in_function, globals_)
+                elif isinstance(node, (ast.With, ast.AsyncWith)):
+                    for item in node.items:
+                        if item.optional_vars is not None:
+                            target(item.optional_vars, not in_function, globals_)
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(node, name, None)
+                if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                    visit(block, in_function, globals_)
+            for handler in getattr(node, "handlers", None) or ():
+                visit(handler.body, in_function, globals_)
+            for case in getattr(node, "cases", None) or ():
+                visit(case.body, in_function, globals_)
+
+    visit(tree.body, False, set())
     return out
 
 

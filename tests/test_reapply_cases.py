@@ -275,4 +275,14 @@ def test_names_another_module_reads_are_attributes_and_from_imports_not_prose():
     assert names_read(data) >= {"RETRIES", "LIMIT", "enabled", "TAIL", "HEAD"}
     assert not names_read(data) & {"json", "L", "x", "obj", "err"}
     text = 'import os\nX = 1\nself_enabled = 2\nwith open(p) as f:\n    self.on = True\n'
-    assert names_defined(text, {1, 2, 4, 5}) == {"os", "X", "f", "on", "self"}
+    assert names_defined(text, {1, 2, 4, 5}) == {"X", "f", "on", "self"}  # an import is no definition
+
+
+def test_only_names_another_module_can_read_are_candidates_to_keep():
+    from driftscan.reapply import names_defined
+
+    text = ("import json\nRETRIES = 5\n\n\nclass A:\n    flag = False\n\n    def f(self):\n        global COUNT\n"
+            "        out = 1\n        self.enabled = True\n        COUNT = out\n        for i in range(3):\n"
+            "            pass\n")
+    got = names_defined(text, set(range(1, 15)))
+    assert got == {"RETRIES", "A", "flag", "f", "enabled", "COUNT"}, got  # no import, no local

@@ -284,3 +284,11 @@ def test_an_added_if_on_a_read_only_test_goes_with_the_dump_it_guards():
     ours = base.replace("    return name\n", '    if name.endswith(".weight"):\n        torch.save(name, "/tmp/n.pt")\n'
                         '    return name\n')
     assert cut(base, ours).text == base
+
+
+def test_a_file_name_in_a_string_is_no_use_of_its_extension_s_module():
+    base = 'NAME = "params.json"\n\n\ndef load(cfg):\n    return cfg\n'
+    ours = ('import json\nNAME = "params.json"\n\n\ndef load(cfg):\n    cfg.pop("kv_cache_scheme", None)\n'
+            '    json.dump(cfg, open("/tmp/cfg.json", "w"))\n    return cfg\n')
+    result = cut(base, ours)
+    assert result.text == base.replace("    return cfg\n", '    cfg.pop("kv_cache_scheme", None)\n    return cfg\n'), result
