@@ -297,10 +297,14 @@ class _Walk:
         self.found: list[Hit] = []
         self.debugger_calls: list[tuple[ast.Call, str, str | None]] = []  # DebuggerCall.calls
         self.defines_breakpoint = False
-        # DebugCounter's: (node, name, lazy, per-call function, scope), in walk order
-        self.increments: list[tuple[ast.stmt, str, bool, str | None, int]] = []
+        # DebugCounter's: (node, name, lazy, per-call function, scope, attribute), in walk order
+        self.increments: list[tuple[ast.stmt, str, bool, str | None, int, bool]] = []
         self.resets: set[tuple[int, str]] = set()
         self.feeds: set[str] = set()
+        self.globals: set[tuple[int, str]] = set()  # (scope, name) declared global or nonlocal there
+        self.debug_calls: set[int] = set()  # the debug actions' calls and print statements
+        self.debug_guards: set[int] = set()  # the ifs without an else that guard one of them
+        self.statement_call: ast.Call | None = None  # the call an expression statement is
 
     def hits(self) -> list[Hit]:
         self.counter_hits()
@@ -417,7 +421,12 @@ class _Walk:
         elif isinstance(node, ast.AnnAssign):
             if isinstance(node.target, ast.Name) and node.value is not None:
                 self._remember(node.target.id, node.value)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            self.globals.update((self.scope(), name) for name in node.names)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _pos(node) == _pos(node.value):
+            self.statement_call = node.value  # analysis._is_statement: not in parentheses either
         self.expressions(node)
+        self.statement_call = None
 
     def _remember(self, name: str, value: ast.expr) -> None:  # FileContext._remember
         stringish = isinstance(value, (ast.JoinedStr, ast.BinOp, ast.Call)) or (
@@ -492,6 +501,8 @@ class _Walk:
             self.feed(call)
             return
         if isinstance(func, ast.Name) and func.id == "print" and "print" not in self.aliases:
+            if call is self.statement_call and DEBUG_COUNTER in self.kinds:
+                self.debug_region(call)  # a print statement: DebugCounter.visit_Call
             return
         if name in OPEN_FUNCTIONS:
             args = _args(call)
@@ -508,10 +519,15 @@ class _Walk:
         """DebugCounter.visit_Call for an action that counts: what its arguments and guards use."""
         if DEBUG_COUNTER not in self.kinds:
             return
+        self.debug_region(call)
         for arg in _args(call):
             _identifiers(arg.value, self.feeds, lambdas=False)
         for guard in self.guards:
             _identifiers(guard.test, self.feeds, lambdas=True)  # classify_condition's names
+
+    def debug_region(self, call: ast.Call) -> None:  # DebugCounter._debug_region
+        self.debug_calls.add(id(call))
+        self.debug_guards.update(id(g) for g in self.guards if not g.orelse)
 
     def scope(self) -> int:
         return id(self.functions[-1]) if self.functions else 0
@@ -520,7 +536,7 @@ class _Walk:
         name = _terminal(target)
         if name:
             per_call = next((f.name for f in reversed(self.functions) if _is_per_call_name(f.name)), None)
-            self.increments.append((node, name, lazy, per_call, self.scope()))
+            self.increments.append((node, name, lazy, per_call, self.scope(), isinstance(target, ast.Attribute)))
 
     def counter_assign(self, node: ast.Assign) -> None:  # DebugCounter.visit_Assign
         if len(node.targets) != 1:
@@ -566,13 +582,23 @@ class _Walk:
         if rule is None:
             return
         seen: set[tuple[int, str]] = set()
-        for node, name, lazy, per_call, scope in self.increments:
+        reads: dict[str, list[tuple[int, ...]]] | None = None
+        for node, name, lazy, per_call, scope, attribute in self.increments:
             if (scope, name) in seen:
                 continue
             seen.add((scope, name))
             verdict = self.counter_verdict(name, lazy, per_call, (scope, name) in self.resets)
-            if verdict:
-                self.report(rule, node, f"debug counter: {verdict[0]}", verdict[1], None)
+            if not verdict:
+                continue
+            if reads is None:
+                reads = {}
+                own = {id(inc[0]): inc[1] for inc in self.increments}
+                _KeptReads(reads, self.debug_calls, self.debug_guards, own).walk(self.tree, (0,), False, None)
+            chains = reads.get(name, ())
+            everywhere = attribute or scope == 0 or (scope, name) in self.globals
+            if chains and (everywhere or any(scope in chain for chain in chains)):
+                continue  # kept code reads its value (DebugCounter.leave_Module)
+            self.report(rule, node, f"debug counter: {verdict[0]}", verdict[1], None)
 
     def counter_verdict(self, name: str, lazy: bool, per_call: str | None, reset: bool):
         if name in self.feeds:
@@ -642,7 +668,10 @@ class _Walk:
             reasons.append(("debug-path", f"writes to a debug path {info.glob}"))
         for func in reversed(self.functions):
             if _is_per_call_name(func.name):
-                reasons.append(("per-call", f"runs on every call of {func.name}()"))
+                if any(self.condition(g.test).one_shot & self.set_true(g) for g in self.guards):
+                    reasons.append(("per-call", f"in {func.name}(), behind a one-shot flag: runs once per process"))
+                else:
+                    reasons.append(("per-call", f"runs on every call of {func.name}()"))
                 break
         for guard in reversed(self.guards):
             cond = self.condition(guard.test)
@@ -748,6 +777,45 @@ class _Walk:
         out = set_true(guard.body, self._setattr_true)
         self.flags[id(guard)] = out
         return out
+
+
+class _KeptReads:
+    """debug_counter._Reads on CPython's tree: the scope chains of the loads of each name (a
+    ``Name`` or an ``Attribute`` in ``Load`` context) outside debug calls, the tests of the ifs
+    guarding them and the counters' own increments."""
+
+    def __init__(self, out: dict[str, list[tuple[int, ...]]], calls: set[int], guards: set[int], own: dict[int, str]):
+        self.out, self.calls, self.guards, self.own = out, calls, guards, own
+
+    def walk(self, node: ast.AST, chain: tuple[int, ...], debug: bool, skip: str | None) -> None:
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load) and not debug and node.id != skip:
+                self.out.setdefault(node.id, []).append(chain)
+            return
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.ctx, ast.Load) and not debug and node.attr != skip:
+                self.out.setdefault(node.attr, []).append(chain)
+            self.walk(node.value, chain, debug, skip)
+            return
+        if isinstance(node, ast.Match):
+            raise Unsure("match patterns: which names libcst's tree reads there")
+        if isinstance(node, ast.Call) and id(node) in self.calls:
+            debug = True
+        elif isinstance(node, ast.If):
+            self.walk(node.test, chain, debug or id(node) in self.guards, skip)
+            for stmt in (*node.body, *node.orelse):
+                self.walk(stmt, chain, debug, skip)
+            return
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for part in (*node.decorator_list, node.args, *([node.returns] if node.returns else [])):
+                self.walk(part, chain, debug, skip)
+            for stmt in node.body:
+                self.walk(stmt, (*chain, id(node)), debug, skip)
+            return
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            skip = self.own.get(id(node), skip)
+        for child in ast.iter_child_nodes(node):
+            self.walk(child, chain, debug, skip)
 
 
 _SIMPLE = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Delete, ast.Pass, ast.Break,
