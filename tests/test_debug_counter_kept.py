@@ -271,3 +271,90 @@ def test_a_dump_in_forward_without_a_flag_still_runs_on_every_call():
     )
     (dump,) = [f for f in both_paths(data) if f.code == "DBG101"]
     assert "runs on every call of forward()" in dump.message
+
+
+AGREE = [
+    # a print in parentheses is no print statement: its read is kept code's
+    """
+    class M:
+        def forward(self, x):
+            self._dbg_calls += 1
+            (print(self._dbg_calls))
+            print(self._dbg_calls)
+            return x
+    """,
+    # reads in targets, comprehensions, lambdas, with, except, del, walrus, decorators, defaults
+    """
+    import torch
+    class M:
+        @deco(dbg_a)
+        def forward(self, x, k=dbg_b, *, j: dbg_c = 1):
+            dbg_a += 1
+            dbg_b += 1
+            dbg_c += 1
+            dbg_d += 1
+            dbg_e += 1
+            dbg_f = dbg_f + 1
+            self.dbg_g += 1
+            dbg_h += 1
+            torch.save(x, f"/tmp/{dbg_a}{dbg_b}{dbg_c}{dbg_d}{dbg_e}{dbg_f}{self.dbg_g}{dbg_h}.pt")
+            out[dbg_d] = [y for y in x if y > dbg_e]
+            with ctx(dbg_f) as (p, q):
+                pass
+            try:
+                pass
+            except Err as dbg_h:
+                pass
+            del self.dbg_g
+            f = lambda z=dbg_h: z
+            if (w := dbg_h):
+                pass
+            return x
+    """,
+    # a nonlocal counter the enclosing function reads
+    """
+    import torch
+    def outer(x):
+        dbg_n = 0
+        def inner():
+            nonlocal dbg_n
+            dbg_n += 1
+            torch.save(x, f"/tmp/x_{dbg_n}.pt")
+        inner()
+        return dbg_n
+    """,
+    # elif and nested guards
+    """
+    import torch
+    def f(x, dbg_n, dbg_m):
+        dbg_n += 1
+        dbg_m += 1
+        if x:
+            pass
+        elif dbg_n > 2:
+            if dbg_m:
+                torch.save(x, "/tmp/x.pt")
+    """,
+]
+
+
+@pytest.mark.parametrize("text", AGREE, ids=[f"agree-{i}" for i in range(len(AGREE))])
+def test_kept_reads_alike_on_both_paths(text):
+    counters(src(text))
+
+
+def test_a_match_statement_goes_to_libcst_when_a_counters_reads_decide():
+    data = src(
+        """
+        import torch
+        class M:
+            def forward(self, x):
+                self._dbg_n += 1
+                match x:
+                    case 1:
+                        pass
+                return x
+        """
+    )
+    assert exact_findings(data, "<test>", [DebugCounter], Memo()) is None
+    assert [f.line for f in inspect_source(data, "<test>", [DebugCounter])] == [4]

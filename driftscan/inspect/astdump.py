@@ -12,7 +12,7 @@ request of each path expression's ``PathInfo`` (analysis.classify_call caches it
 ``with open(p, "wb") as f`` computes ``p`` when the ``open`` call is met), the ancestors
 (enclosing functions, guarding ``if`` bodies, ``with`` bindings), the path glob and raw string
 tokens (dumppaths.py, whose helpers are used as they are), the reasons, the counters' increments,
-resets and the names debug actions use, the messages and the positions (line, code-point column
+resets, the names debug actions use and the reads of kept code, the messages and the positions (line, code-point column
 of the node's start). A rule takes part when its class says so itself (``AST_EXACT``), and a file
 is decided here only when every rule left after the AST checks does.
 
@@ -21,7 +21,7 @@ to libcst as before: not UTF-8 (or a BOM, ``\\r`` line ends), an identifier NFKC
 (CPython normalises identifiers, libcst does not), an f-string in a path that is concatenated,
 holds a backslash or a ``{x=}``, nesting deep enough that libcst's position pass could give up,
 a guard whose first marker or flag depends on libcst's traversal order, an integer whose
-parentheses are on other lines, two reports alike at one position, syntax newer than this
+parentheses are on other lines, a ``match`` statement in a file where a counter's reads decide, two reports alike at one position, syntax newer than this
 module knows (``type`` parameters, aliases), or anything unforeseen that raises. Whatever this
 module answers equals libcst's findings: ``benchmarks/ast_exact_identity.py`` compares them on
 every file of a venv, and tests/test_astdump.py on the rules' examples and corner cases.

@@ -30,7 +30,7 @@ class _Reads:
     """Where the file reads each name's value (a load of a name or an attribute, as CPython's
     ``ast.Load``), and whether kept code does: not inside a debug action's call, nor in the test
     of an ``if`` (without ``else``) that guards one, nor in the counter's own increment.
-    astdump._Walk.counter_reads reads CPython's tree the same way."""
+    astdump._KeptReads reads CPython's tree the same way."""
 
     def __init__(self, rule: "DebugCounter"):
         self.debug_calls = rule.debug_calls
@@ -128,13 +128,22 @@ class _Reads:
 
 class DebugCounter(Rule):
     """An increment (``x += 1``, ``x = x + 1``, ``self._n = getattr(self, "_n", 0) + 1``) of a
-    counter that exists for debugging. High when it feeds the file name or the guarding
-    condition of a debug dump (DBG101, high), a write to /tmp or a debugger call; high when it runs on every call
-    (``forward``...) and its name says debug/dbg/dump or it is created lazily with
-    ``getattr(..., 0) + 1`` (the way one adds state to a class without touching its
-    ``__init__``); medium for such counters elsewhere. A counter reset to a constant in the
-    same function is an index, not a tally, and is not reported unless it feeds a dump.
-    One finding per counter and function."""
+    counter that exists only for debugging: nothing but debug code reads its value. High when it
+    feeds the file name or the guarding condition of a debug dump (DBG101, high), a write to /tmp
+    or a debugger call; high when it runs on every call (``forward``...) and its name says
+    debug/dbg/dump or it is created lazily with ``getattr(..., 0) + 1`` (the way one adds state
+    to a class without touching its ``__init__``); medium for such counters elsewhere.
+
+    A counter whose value kept code reads is not reported, whatever its name: removing it would
+    change what the code does. Kept code is any read but these: inside the call of a debug
+    action (a dump with a strong debug reason, a debugger call, a write to /tmp, a ``print``
+    statement), in the test of an ``if`` without ``else`` that guards one, and the counter's own
+    increments. So a counter that is returned, passed to another call, used in a computation or
+    tested by an ``if`` with an ``else`` is a fix, not debug code. A local counter counts the
+    reads in its function (and the functions nested in it); an attribute, a module-level or a
+    ``global`` counter counts those anywhere in the file. A counter reset to a constant in the
+    same function is an index, not a tally, and is not reported unless it feeds a dump. One
+    finding per counter and function."""
 
     CODE = "DBG103"
     NAME = "debug-counter"
@@ -280,6 +289,30 @@ class DebugCounter(Rule):
                         Pass.dump_index += 1
             """
         ),
+        Valid(
+            """
+            import torch
+
+            def bump(x, y):
+                y = y + 1
+                torch.save(x, f"/tmp/y_{y}.pt")
+                return y
+            """
+        ),
+        Valid(
+            """
+            import torch
+            _CALLS = 0
+
+            def tick(x):
+                global _CALLS
+                _CALLS += 1
+                torch.save(x, f"/tmp/calls_{_CALLS}.pt")
+
+            def calls():
+                return _CALLS
+            """
+        ),
     ]
     INVALID = [
         Invalid(
@@ -344,6 +377,21 @@ class DebugCounter(Rule):
             line=3,
         ),
         Invalid("def forward(self):\n    self._k = 0x1 + getattr(self, '_k', 0)\n", line=2, severity=Severity.HIGH),
+        Invalid(
+            """
+            import torch
+
+            class M:
+                def forward(self, x):
+                    self.calls += 1
+                    if not self._saved and self.calls == 10:
+                        self._saved = True
+                        torch.save(x, "/tmp/x.pt")
+                    return x
+            """,
+            line=5,
+            severity=Severity.HIGH,
+        ),
         Invalid(
             """
             DUMP_COUNT = 0
