@@ -358,3 +358,34 @@ def test_a_match_statement_goes_to_libcst_when_a_counters_reads_decide():
     )
     assert exact_findings(data, "<test>", [DebugCounter], Memo()) is None
     assert [f.line for f in inspect_source(data, "<test>", [DebugCounter])] == [4]
+
+
+def test_a_counter_copied_into_a_name_only_a_dump_reads_is_still_debug():
+    data = src(
+        """
+        import torch
+        class M:
+            def forward(self, x):
+                self._dbg += 1
+                i = self._dbg
+                j = i
+                torch.save(x, "/tmp/dump_%d.pt" % j)
+                return x
+        """
+    )
+    assert [f.line for f in counters(data)] == [4]
+
+
+def test_a_counter_copied_into_a_name_kept_code_reads_is_kept():
+    data = src(
+        """
+        import torch
+        class M:
+            def forward(self, x):
+                self._dbg += 1
+                i = self._dbg
+                torch.save(x, "/tmp/dump_%d.pt" % i)
+                return x * i
+        """
+    )
+    assert counters(data) == []

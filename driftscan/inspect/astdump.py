@@ -593,10 +593,9 @@ class _Walk:
             if reads is None:
                 reads = {}
                 own = {id(inc[0]): inc[1] for inc in self.increments}
-                _KeptReads(reads, self.debug_calls, self.debug_guards, own).walk(self.tree, (0,), False, None)
-            chains = reads.get(name, ())
+                _KeptReads(reads, self.debug_calls, self.debug_guards, own).walk(self.tree, (0,), False, None, None)
             everywhere = attribute or scope == 0 or (scope, name) in self.globals
-            if chains and (everywhere or any(scope in chain for chain in chains)):
+            if kept_read(reads, self.globals, name, scope, everywhere):
                 continue  # kept code reads its value (DebugCounter.leave_Module)
             self.report(rule, node, f"debug counter: {verdict[0]}", verdict[1], None)
 
@@ -779,43 +778,71 @@ class _Walk:
         return out
 
 
-class _KeptReads:
-    """debug_counter._Reads on CPython's tree: the scope chains of the loads of each name (a
-    ``Name`` or an ``Attribute`` in ``Load`` context) outside debug calls, the tests of the ifs
-    guarding them and the counters' own increments."""
+#: A read of a name outside debug code: the scope chain it is in (function ids, outermost
+#: first, 0 the module) and, for a read in the value of ``target = ...``, (scope, target).
+Read = tuple[tuple[int, ...], "tuple[int, str] | None"]
 
-    def __init__(self, out: dict[str, list[tuple[int, ...]]], calls: set[int], guards: set[int], own: dict[int, str]):
+
+def kept_read(reads: dict[str, list[Read]], globals_: set[tuple[int, str]], name: str, scope: int,
+              everywhere: bool, visiting: frozenset = frozenset()) -> bool:
+    """Whether kept code reads ``name`` (a counter or a name a counter's value went to) of
+    ``scope``: a read outside debug code in its function or one nested in it (anywhere with
+    ``everywhere``), whose value is not merely assigned to a name kept code does not read."""
+    for chain, via in reads.get(name, ()):
+        if not everywhere and scope not in chain:
+            continue
+        if via is None:
+            return True
+        if via in visiting:
+            continue  # a cycle: no kept read comes from it
+        if kept_read(reads, globals_, via[1], via[0], via[0] == 0 or via in globals_, visiting | {via}):
+            return True
+    return False
+
+
+class _KeptReads:
+    """debug_counter._Reads on CPython's tree: the reads of each name (a ``Name`` or an
+    ``Attribute`` in ``Load`` context) outside debug calls, the tests of the ifs guarding them and
+    the counters' own increments."""
+
+    def __init__(self, out: dict[str, list[Read]], calls: set[int], guards: set[int], own: dict[int, str]):
         self.out, self.calls, self.guards, self.own = out, calls, guards, own
 
-    def walk(self, node: ast.AST, chain: tuple[int, ...], debug: bool, skip: str | None) -> None:
+    def walk(self, node: ast.AST, chain: tuple[int, ...], debug: bool, skip: str | None, via) -> None:
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load) and not debug and node.id != skip:
-                self.out.setdefault(node.id, []).append(chain)
+                self.out.setdefault(node.id, []).append((chain, via))
             return
         if isinstance(node, ast.Attribute):
             if isinstance(node.ctx, ast.Load) and not debug and node.attr != skip:
-                self.out.setdefault(node.attr, []).append(chain)
-            self.walk(node.value, chain, debug, skip)
+                self.out.setdefault(node.attr, []).append((chain, via))
+            self.walk(node.value, chain, debug, skip, via)
             return
         if isinstance(node, ast.Match):
             raise Unsure("match patterns: which names libcst's tree reads there")
         if isinstance(node, ast.Call) and id(node) in self.calls:
             debug = True
         elif isinstance(node, ast.If):
-            self.walk(node.test, chain, debug or id(node) in self.guards, skip)
+            self.walk(node.test, chain, debug or id(node) in self.guards, skip, via)
             for stmt in (*node.body, *node.orelse):
-                self.walk(stmt, chain, debug, skip)
+                self.walk(stmt, chain, debug, skip, via)
             return
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for part in (*node.decorator_list, node.args, *([node.returns] if node.returns else [])):
-                self.walk(part, chain, debug, skip)
+                self.walk(part, chain, debug, skip, via)
             for stmt in node.body:
-                self.walk(stmt, (*chain, id(node)), debug, skip)
+                self.walk(stmt, (*chain, id(node)), debug, skip, via)
             return
         elif isinstance(node, (ast.Assign, ast.AugAssign)):
             skip = self.own.get(id(node), skip)
+            for target in node.targets if isinstance(node, ast.Assign) else (node.target,):
+                self.walk(target, chain, debug, skip, via)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                via = (chain[-1], node.targets[0].id)
+            self.walk(node.value, chain, debug, skip, via)
+            return
         for child in ast.iter_child_nodes(node):
-            self.walk(child, chain, debug, skip)
+            self.walk(child, chain, debug, skip, via)
 
 
 _SIMPLE = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Delete, ast.Pass, ast.Break,

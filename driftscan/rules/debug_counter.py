@@ -29,23 +29,25 @@ def _is_int(expr: cst.BaseExpression) -> bool:
 class _Reads:
     """Where the file reads each name's value (a load of a name or an attribute, as CPython's
     ``ast.Load``), and whether kept code does: not inside a debug action's call, nor in the test
-    of an ``if`` (without ``else``) that guards one, nor in the counter's own increment.
+    of an ``if`` (without ``else``) that guards one, nor in the counter's own increment. A read
+    in the value of ``name = ...`` is kept only if ``name``'s value is (astdump.kept_read).
     astdump._KeptReads reads CPython's tree the same way."""
 
     def __init__(self, rule: "DebugCounter"):
         self.debug_calls = rule.debug_calls
         self.debug_guards = rule.debug_guards
         self.own = {id(inc.node): inc.name for inc in rule.increments}
-        self.kept_reads: dict[str, list[tuple[int, ...]]] = {}  # name -> the scope chains of its kept reads
+        self.globals = rule.globals
+        self.kept_reads: dict[str, list[astdump.Read]] = {}  # name -> its reads outside debug code
         self.skip: str | None = None
+        self.via: tuple[int, str] | None = None
 
     def kept(self, inc: _Increment, everywhere: bool) -> bool:
-        chains = self.kept_reads.get(inc.name, ())
-        return bool(chains) and (everywhere or any(inc.scope in chain for chain in chains))
+        return astdump.kept_read(self.kept_reads, self.globals, inc.name, inc.scope, everywhere)
 
     def read(self, name: str, chain: tuple[int, ...], debug: bool) -> None:
         if not debug and name != self.skip:
-            self.kept_reads.setdefault(name, []).append(chain)
+            self.kept_reads.setdefault(name, []).append((chain, self.via))
 
     def walk(self, node: cst.CSTNode, chain: tuple[int, ...], debug: bool) -> None:
         if isinstance(node, cst.Name):
@@ -84,10 +86,14 @@ class _Reads:
             self.walk(node.body, chain, debug)
         elif isinstance(node, (cst.Assign, cst.AugAssign)):
             outer, self.skip = self.skip, self.own.get(id(node), self.skip)
-            for target in node.targets if isinstance(node, cst.Assign) else (node,):
+            targets = node.targets if isinstance(node, cst.Assign) else (node,)
+            for target in targets:
                 self.target(target.target, chain, debug)
+            outer_via = self.via
+            if isinstance(node, cst.Assign) and len(targets) == 1 and isinstance(targets[0].target, cst.Name):
+                self.via = (chain[-1], targets[0].target.value)
             self.walk(node.value, chain, debug)
-            self.skip = outer
+            self.skip, self.via = outer, outer_via
         elif isinstance(node, cst.AnnAssign):
             self.target(node.target, chain, debug)
             self.walk(node.annotation, chain, debug)
@@ -137,8 +143,9 @@ class DebugCounter(Rule):
     A counter whose value kept code reads is not reported, whatever its name: removing it would
     change what the code does. Kept code is any read but these: inside the call of a debug
     action (a dump with a strong debug reason, a debugger call, a write to /tmp, a ``print``
-    statement), in the test of an ``if`` without ``else`` that guards one, and the counter's own
-    increments. So a counter that is returned, passed to another call, used in a computation or
+    statement), in the test of an ``if`` without ``else`` that guards one, the counter's own
+    increments, and the value of ``name = ...`` when no kept code reads ``name`` either (``i =
+    self._dbg`` for a dump's file name). So a counter that is returned, passed to another call, used in a computation or
     tested by an ``if`` with an ``else`` is a fix, not debug code. A local counter counts the
     reads in its function (and the functions nested in it); an attribute, a module-level or a
     ``global`` counter counts those anywhere in the file. A counter reset to a constant in the
