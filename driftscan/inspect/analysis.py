@@ -303,7 +303,10 @@ def debug_reasons(action: Action, ctx: FileContext) -> list[Reason]:
         reasons.append(Reason("debug-path", f"writes to a debug path {info.glob}"))
     method = ctx.in_per_call_method()
     if method:
-        reasons.append(Reason("per-call", f"runs on every call of {method}()"))
+        if any(ctx.one_shot_flags(guard) for guard in ctx.guards()):
+            reasons.append(Reason("per-call", f"in {method}(), behind a one-shot flag: runs once per process"))
+        else:
+            reasons.append(Reason("per-call", f"runs on every call of {method}()"))
     for guard in ctx.guards():
         cond = ctx.condition(guard.test)
         flags = ctx.one_shot_flags(guard)

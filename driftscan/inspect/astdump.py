@@ -12,7 +12,7 @@ request of each path expression's ``PathInfo`` (analysis.classify_call caches it
 ``with open(p, "wb") as f`` computes ``p`` when the ``open`` call is met), the ancestors
 (enclosing functions, guarding ``if`` bodies, ``with`` bindings), the path glob and raw string
 tokens (dumppaths.py, whose helpers are used as they are), the reasons, the counters' increments,
-resets and the names debug actions use, the messages and the positions (line, code-point column
+resets, the names debug actions use and the reads of kept code, the messages and the positions (line, code-point column
 of the node's start). A rule takes part when its class says so itself (``AST_EXACT``), and a file
 is decided here only when every rule left after the AST checks does.
 
@@ -21,7 +21,7 @@ to libcst as before: not UTF-8 (or a BOM, ``\\r`` line ends), an identifier NFKC
 (CPython normalises identifiers, libcst does not), an f-string in a path that is concatenated,
 holds a backslash or a ``{x=}``, nesting deep enough that libcst's position pass could give up,
 a guard whose first marker or flag depends on libcst's traversal order, an integer whose
-parentheses are on other lines, two reports alike at one position, syntax newer than this
+parentheses are on other lines, a ``match`` statement in a file where a counter's reads decide, two reports alike at one position, syntax newer than this
 module knows (``type`` parameters, aliases), or anything unforeseen that raises. Whatever this
 module answers equals libcst's findings: ``benchmarks/ast_exact_identity.py`` compares them on
 every file of a venv, and tests/test_astdump.py on the rules' examples and corner cases.
@@ -297,10 +297,14 @@ class _Walk:
         self.found: list[Hit] = []
         self.debugger_calls: list[tuple[ast.Call, str, str | None]] = []  # DebuggerCall.calls
         self.defines_breakpoint = False
-        # DebugCounter's: (node, name, lazy, per-call function, scope), in walk order
-        self.increments: list[tuple[ast.stmt, str, bool, str | None, int]] = []
+        # DebugCounter's: (node, name, lazy, per-call function, scope, attribute), in walk order
+        self.increments: list[tuple[ast.stmt, str, bool, str | None, int, bool]] = []
         self.resets: set[tuple[int, str]] = set()
         self.feeds: set[str] = set()
+        self.globals: set[tuple[int, str]] = set()  # (scope, name) declared global or nonlocal there
+        self.debug_calls: set[int] = set()  # the debug actions' calls and print statements
+        self.debug_guards: set[int] = set()  # the ifs without an else that guard one of them
+        self.statement_call: ast.Call | None = None  # the call an expression statement is
 
     def hits(self) -> list[Hit]:
         self.counter_hits()
@@ -417,7 +421,12 @@ class _Walk:
         elif isinstance(node, ast.AnnAssign):
             if isinstance(node.target, ast.Name) and node.value is not None:
                 self._remember(node.target.id, node.value)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            self.globals.update((self.scope(), name) for name in node.names)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and _pos(node) == _pos(node.value):
+            self.statement_call = node.value  # analysis._is_statement: not in parentheses either
         self.expressions(node)
+        self.statement_call = None
 
     def _remember(self, name: str, value: ast.expr) -> None:  # FileContext._remember
         stringish = isinstance(value, (ast.JoinedStr, ast.BinOp, ast.Call)) or (
@@ -492,6 +501,8 @@ class _Walk:
             self.feed(call)
             return
         if isinstance(func, ast.Name) and func.id == "print" and "print" not in self.aliases:
+            if call is self.statement_call and DEBUG_COUNTER in self.kinds:
+                self.debug_region(call)  # a print statement: DebugCounter.visit_Call
             return
         if name in OPEN_FUNCTIONS:
             args = _args(call)
@@ -508,10 +519,15 @@ class _Walk:
         """DebugCounter.visit_Call for an action that counts: what its arguments and guards use."""
         if DEBUG_COUNTER not in self.kinds:
             return
+        self.debug_region(call)
         for arg in _args(call):
             _identifiers(arg.value, self.feeds, lambdas=False)
         for guard in self.guards:
             _identifiers(guard.test, self.feeds, lambdas=True)  # classify_condition's names
+
+    def debug_region(self, call: ast.Call) -> None:  # DebugCounter._debug_region
+        self.debug_calls.add(id(call))
+        self.debug_guards.update(id(g) for g in self.guards if not g.orelse)
 
     def scope(self) -> int:
         return id(self.functions[-1]) if self.functions else 0
@@ -520,7 +536,7 @@ class _Walk:
         name = _terminal(target)
         if name:
             per_call = next((f.name for f in reversed(self.functions) if _is_per_call_name(f.name)), None)
-            self.increments.append((node, name, lazy, per_call, self.scope()))
+            self.increments.append((node, name, lazy, per_call, self.scope(), isinstance(target, ast.Attribute)))
 
     def counter_assign(self, node: ast.Assign) -> None:  # DebugCounter.visit_Assign
         if len(node.targets) != 1:
@@ -566,13 +582,22 @@ class _Walk:
         if rule is None:
             return
         seen: set[tuple[int, str]] = set()
-        for node, name, lazy, per_call, scope in self.increments:
+        reads: dict[str, list[tuple[int, ...]]] | None = None
+        for node, name, lazy, per_call, scope, attribute in self.increments:
             if (scope, name) in seen:
                 continue
             seen.add((scope, name))
             verdict = self.counter_verdict(name, lazy, per_call, (scope, name) in self.resets)
-            if verdict:
-                self.report(rule, node, f"debug counter: {verdict[0]}", verdict[1], None)
+            if not verdict:
+                continue
+            if reads is None:
+                reads = {}
+                own = {id(inc[0]): inc[1] for inc in self.increments}
+                _KeptReads(reads, self.debug_calls, self.debug_guards, own).walk(self.tree, (0,), False, None, None)
+            everywhere = attribute or scope == 0 or (scope, name) in self.globals
+            if kept_read(reads, self.globals, name, scope, everywhere):
+                continue  # kept code reads its value (DebugCounter.leave_Module)
+            self.report(rule, node, f"debug counter: {verdict[0]}", verdict[1], None)
 
     def counter_verdict(self, name: str, lazy: bool, per_call: str | None, reset: bool):
         if name in self.feeds:
@@ -642,7 +667,10 @@ class _Walk:
             reasons.append(("debug-path", f"writes to a debug path {info.glob}"))
         for func in reversed(self.functions):
             if _is_per_call_name(func.name):
-                reasons.append(("per-call", f"runs on every call of {func.name}()"))
+                if any(self.condition(g.test).one_shot & self.set_true(g) for g in self.guards):
+                    reasons.append(("per-call", f"in {func.name}(), behind a one-shot flag: runs once per process"))
+                else:
+                    reasons.append(("per-call", f"runs on every call of {func.name}()"))
                 break
         for guard in reversed(self.guards):
             cond = self.condition(guard.test)
@@ -748,6 +776,73 @@ class _Walk:
         out = set_true(guard.body, self._setattr_true)
         self.flags[id(guard)] = out
         return out
+
+
+#: A read of a name outside debug code: the scope chain it is in (function ids, outermost
+#: first, 0 the module) and, for a read in the value of ``target = ...``, (scope, target).
+Read = tuple[tuple[int, ...], "tuple[int, str] | None"]
+
+
+def kept_read(reads: dict[str, list[Read]], globals_: set[tuple[int, str]], name: str, scope: int,
+              everywhere: bool, visiting: frozenset = frozenset()) -> bool:
+    """Whether kept code reads ``name`` (a counter or a name a counter's value went to) of
+    ``scope``: a read outside debug code in its function or one nested in it (anywhere with
+    ``everywhere``), whose value is not merely assigned to a name kept code does not read."""
+    for chain, via in reads.get(name, ()):
+        if not everywhere and scope not in chain:
+            continue
+        if via is None:
+            return True
+        if via in visiting:
+            continue  # a cycle: no kept read comes from it
+        if kept_read(reads, globals_, via[1], via[0], via[0] == 0 or via in globals_, visiting | {via}):
+            return True
+    return False
+
+
+class _KeptReads:
+    """debug_counter._Reads on CPython's tree: the reads of each name (a ``Name`` or an
+    ``Attribute`` in ``Load`` context) outside debug calls, the tests of the ifs guarding them and
+    the counters' own increments."""
+
+    def __init__(self, out: dict[str, list[Read]], calls: set[int], guards: set[int], own: dict[int, str]):
+        self.out, self.calls, self.guards, self.own = out, calls, guards, own
+
+    def walk(self, node: ast.AST, chain: tuple[int, ...], debug: bool, skip: str | None, via) -> None:
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load) and not debug and node.id != skip:
+                self.out.setdefault(node.id, []).append((chain, via))
+            return
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.ctx, ast.Load) and not debug and node.attr != skip:
+                self.out.setdefault(node.attr, []).append((chain, via))
+            self.walk(node.value, chain, debug, skip, via)
+            return
+        if isinstance(node, ast.Match):
+            raise Unsure("match patterns: which names libcst's tree reads there")
+        if isinstance(node, ast.Call) and id(node) in self.calls:
+            debug = True
+        elif isinstance(node, ast.If):
+            self.walk(node.test, chain, debug or id(node) in self.guards, skip, via)
+            for stmt in (*node.body, *node.orelse):
+                self.walk(stmt, chain, debug, skip, via)
+            return
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for part in (*node.decorator_list, node.args, *([node.returns] if node.returns else [])):
+                self.walk(part, chain, debug, skip, via)
+            for stmt in node.body:
+                self.walk(stmt, (*chain, id(node)), debug, skip, via)
+            return
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            skip = self.own.get(id(node), skip)
+            for target in node.targets if isinstance(node, ast.Assign) else (node.target,):
+                self.walk(target, chain, debug, skip, via)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                via = (chain[-1], node.targets[0].id)
+            self.walk(node.value, chain, debug, skip, via)
+            return
+        for child in ast.iter_child_nodes(node):
+            self.walk(child, chain, debug, skip, via)
 
 
 _SIMPLE = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Delete, ast.Pass, ast.Break,
