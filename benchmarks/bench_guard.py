@@ -11,7 +11,7 @@ scratch directory, a deleted module, an added file, a dump file). Each round cop
 (``cp -a``) and times, on copy A, the bare ``--force-reinstall --no-deps`` of the wheels and, on
 copy B (audited once first, untimed, so its stat cache is warm as after a user's audit): a warm
 ``driftscan audit``, ``driftscan checkpoint``, ``driftscan guard -- <the same reinstall>`` and
-``driftscan reapply CP --exclude-findings --yes``. The order of A and B alternates between rounds;
+``driftscan reapply CP --yes``. The order of A and B alternates between rounds;
 one untimed reinstall before the rounds fills the installer's cache (the first unpack of each wheel).
 
 Prints JSON: the medians, ``guard / bare``, guard's overhead (guard − bare) against its budget

@@ -131,7 +131,7 @@ def test_guard_around_uv_force_reinstall_of_a_wheel_file(tmp_path, house):
     assert str(site / "toypkg/helper.py") in report["leftovers"]["added"]
     cp = report["checkpoint"]["path"]
     assert report["checkpoint"]["partial"] is False and Path(cp).parent == tmp_path / "checkpoints"
-    assert report["reapply"] == f"driftscan reapply {cp} --venv {venv} --exclude-findings --yes"
+    assert report["reapply"] == f"driftscan reapply {cp} --venv {venv} --yes"
     # The line works: the fix comes back, the torch.save does not.
     proc = cli(*report["reapply"].split()[1:], env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -161,7 +161,7 @@ def test_guard_around_pip_force_reinstall_text_report(tmp_path_factory, tmp_path
     assert "✓ SURVIVES → survived  [environment] toypkg/helper.py (added)" in out
     assert "✗" not in out
     assert f"dumps: 1 file(s) matching {tmp_path / 'dumps/probe_1.pt'}" in out
-    assert f"$ driftscan reapply {cp} --venv {venv} --exclude-findings --yes" in out
+    assert f"$ driftscan reapply {cp} --venv {venv} --yes" in out
     assert "prediction(s): " in out and " 0 failed, 0 not judged" in out
     assert (cp / "checkpoint.json").is_file()
     assert (site / "toypkg/core.py").read_text() == CORE and (site / "toypkg/helper.py").exists()

@@ -211,12 +211,12 @@ def checkpoint_summary(path: str, index: CheckpointIndex, problems: Sequence[str
 
 def reapply_line(checkpoint: str, index: CheckpointIndex, target_venv: str | None,
                  site_packages: Sequence[str]) -> str | None:
-    """``driftscan reapply CP --venv V --exclude-findings --yes`` when the checkpoint holds work to bring back."""
+    """``driftscan reapply CP --venv V --yes`` (debug code left out by default) when the checkpoint holds work to bring back."""
     if not any(f.patch for f in index.files):
         return None
     where = f" --venv {shlex.quote(target_venv)}" if target_venv else "".join(
         f" --site-packages {shlex.quote(s)}" for s in site_packages)
-    return f"driftscan reapply {shlex.quote(checkpoint)}{where} --exclude-findings --yes"
+    return f"driftscan reapply {shlex.quote(checkpoint)}{where} --yes"
 
 
 # ------------------------------------------------------------------------------ what happened

@@ -582,7 +582,7 @@ class _Walk:
         if rule is None:
             return
         seen: set[tuple[int, str]] = set()
-        reads: dict[str, list[tuple[int, ...]]] | None = None
+        reads: dict[str, list[Read]] | None = None
         for node, name, lazy, per_call, scope, attribute in self.increments:
             if (scope, name) in seen:
                 continue

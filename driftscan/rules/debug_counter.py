@@ -73,9 +73,9 @@ class _Reads:
             for part in (*node.decorators, *node.bases, *node.keywords, node.body):
                 self.walk(part, chain, debug)
         elif isinstance(node, cst.Param):
-            for part in (node.annotation, node.default):
-                if part is not None:
-                    self.walk(part, chain, debug)
+            for piece in (node.annotation, node.default):
+                if piece is not None:
+                    self.walk(piece, chain, debug)
         elif isinstance(node, cst.Arg):
             self.walk(node.value, chain, debug)
         elif isinstance(node, (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)):
