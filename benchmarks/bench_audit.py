@@ -62,7 +62,7 @@ _launcher = subprocess.Popen([sys.executable, "-c", _LAUNCHER], stdin=subprocess
 sys.path.insert(0, os.path.dirname(HERE))
 
 from driftscan.discover import find_distributions, resolve_target  # noqa: E402
-from driftscan.fileio import default_jobs  # noqa: E402
+from driftscan.fs.reader import default_jobs  # noqa: E402
 from driftscan.verify.env.ownership import entry_path  # noqa: E402
 
 
@@ -205,7 +205,7 @@ def plant_drift(venv: str, dest: str) -> tuple[list[str], str]:
 
 _STAGE = """
 import os, sys, time
-from driftscan.forking import allow_fork
+from driftscan.fs.helpers import allow_fork
 allow_fork()
 import driftscan.api as api
 from driftscan.cache import StatCache

@@ -112,7 +112,7 @@ def child(mode: str, paths: list[str], jobs: int) -> None:
             os.close(fd)
             digests.append(h.hexdigest())
     elif mode == "driftscan":
-        from driftscan.fileio import map_by_size
+        from driftscan.fs.reader import map_by_size
         from driftscan.verify.tree.hashing import Meter, hash_file
 
         meter = Meter()

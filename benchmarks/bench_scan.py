@@ -53,7 +53,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from driftscan.fileio import default_jobs  # noqa: E402
+from driftscan.fs.reader import default_jobs  # noqa: E402
 from driftscan.inspect import scan_paths  # noqa: E402
 from driftscan.inspect.scan import collect_files  # noqa: E402
 

@@ -30,7 +30,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .fileio import open_regular, read_pieces
+from .fs.reader import open_regular, read_pieces
 from .report import DriftOut, Report, StaleAcceptedOut, UnusedAcceptedOut
 
 #: Files larger than this are not hashed for an accept entry (a model shard of 100 GB would

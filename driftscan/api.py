@@ -19,7 +19,7 @@ from .discover.target import Containment
 from .discover.uvcache import default_uv_cache
 from .errors import TargetError
 from .model import Drift, LayoutKind, Target, TargetKind, Verification
-from .fileio import default_jobs
+from .fs.reader import default_jobs
 from .verify.env.ownership import build_ownership
 
 if TYPE_CHECKING:
@@ -444,7 +444,7 @@ def _held_by_checkpoint(path: str, drifts) -> frozenset[str]:
     import hashlib
 
     from .checkpoint import load_index, saved_path
-    from .fileio import read_regular
+    from .fs.reader import read_regular
 
     def digest(file: str) -> bytes | None:
         try:
@@ -733,7 +733,7 @@ def _run_command(argv: Sequence[str], stdout: int | None) -> tuple[int, str | No
 def _expectations_now(expect: str, result: Run, placeholders: dict[str, str]) -> list[tuple[bool | None, str]]:
     """Each expectation of ``expect`` judged on the files as they are (``result``: a full audit of them)."""
     from .expect import evaluate, load_expectations
-    from .fileio import read_regular
+    from .fs.reader import read_regular
     from .plan import EXPECT_MAX
 
     drifted = {os.path.normpath(c.path) for c in result.verification.checks}

@@ -31,7 +31,7 @@ import struct
 import xxhash
 
 from .cachedir import user_cache_dir, write_cache_file  # noqa: F401 - user_cache_dir re-exported
-from .fileio import LIMITS, read_regular
+from .fs.reader import LIMITS, read_regular
 from .model import Hash, RecordEntry, RecordRows
 from .record import ParsedRecord, RecordIssue
 
@@ -56,9 +56,9 @@ def write_dump_list(paths, audited=()) -> str | None:
     """The files, NUL-terminated (what ``xargs -0`` reads), written atomically to
     ``dump_list_path``; None when that cannot be written, or would land inside a directory the
     audit reads (``audited``: a DRIFTSCAN_CACHE_DIR in the tree): the remedy then names each file."""
-    from .atomic import write_atomic
+    from .fs.atomic import write_atomic
     from .errors import DriftscanError
-    from .fileio import inside
+    from .fs.reader import inside
 
     path = dump_list_path(paths)
     directory = os.path.dirname(path)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Union
 
-from .fileio import read_regular
+from .fs.reader import read_regular
 from .jsondiff import as_text, describe
 from .model import Area, Distribution, DriftKind, FileCheck, Finding, PristineRef, RecordEntry
 

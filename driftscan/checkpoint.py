@@ -34,10 +34,10 @@ from pydantic import BaseModel, Field
 from ._version import __version__
 from .discover.target import environment_roots
 from .errors import ConfigError
-from .fileio import CHUNK, file_type, inside, open_regular, os_error
+from .fs.reader import CHUNK, file_type, inside, open_regular, os_error
 from .changes import record_rows
 from .model import Area, Drift, DriftKind, FileCheck, Scope, Target
-from .paths import printable
+from .fs.paths import printable
 from .patching import make_patch
 from .pristine import PristineSet
 from .record import hash_text
@@ -521,7 +521,7 @@ def _save_patch(tmp: str, item: CheckpointFile, original_path: str, current_path
 
 def load_index(path: str) -> CheckpointIndex:
     """A checkpoint's index; ConfigError with one line when it is not a checkpoint."""
-    from .fileio import read_regular
+    from .fs.reader import read_regular
 
     index_path = os.path.join(path, INDEX)
     try:

@@ -18,8 +18,8 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from ._version import __version__  # noqa: E402 - after the environment setting above
 from .errors import DriftscanError  # noqa: E402
-from .atomic import write_atomic  # noqa: E402
-from .paths import inert, line_safe  # noqa: E402
+from .fs.atomic import write_atomic  # noqa: E402
+from .fs.paths import inert, line_safe  # noqa: E402
 from .render.formats import PLAN_FORMATS, REPORT_FORMATS, SCAN_FORMATS  # noqa: E402
 
 if TYPE_CHECKING:
@@ -1041,8 +1041,8 @@ def entry() -> None:
 
     An audit leaves a few hundred thousand objects behind; freeing them one by one at interpreter
     exit costs tens of milliseconds and serves nothing (no threads, files or atexit work remain).
-    This process is driftscan's own, so its helpers may be forked from it (driftscan/forked.py)."""
-    from .forking import allow_fork
+    This process is driftscan's own, so its helpers may be forked from it (driftscan/fs/helpers.py)."""
+    from .fs.helpers import allow_fork
 
     allow_fork()
     try:

@@ -48,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .accept import AcceptEntry
 from .errors import ConfigError
-from .fileio import read_regular
+from .fs.reader import read_regular
 from .configfind import (  # noqa: F401 - re-exported: where a configuration is looked for
     CONFIG_NAME, PYPROJECT, PYPROJECT_TABLE, TOML_MAX, NoConfig, _pyproject_table, discover, is_pyproject,
     nothing_to_read, user_config_path)
@@ -338,7 +338,7 @@ def append_entries(path: str, entries: list[AcceptEntry]) -> str:
     pyproject.toml, created if needed), or at the end. The result is checked to mean exactly
     the old file plus the entries, and written atomically with the file's permissions. Returns
     the new text."""
-    from .atomic import write_atomic
+    from .fs.atomic import write_atomic
 
     pyproject = is_pyproject(path)
     exists = os.path.lexists(path)

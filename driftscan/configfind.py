@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError
-from .fileio import read_regular
+from .fs.reader import read_regular
 
 TOML_MAX = 16 << 20  # configuration files are a few lines; a pyproject.toml a few hundred
 CONFIG_NAME = "driftscan.toml"

@@ -45,7 +45,7 @@ def _text(value: object) -> str | None:
 
 def _load(root: str) -> tuple[list[dict], str | None]:
     """(the valid checkpoint entries, newest last; why the file was ignored, or None)."""
-    from .fileio import read_regular
+    from .fs.reader import read_regular
 
     path = ledger_path(root)
     try:

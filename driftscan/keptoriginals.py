@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Sequence
 
 from .cachedir import user_cache_dir, write_cache_file
-from .fileio import read_regular
+from .fs.reader import read_regular
 from .model import Distribution, Hash, RecordEntry
 from .record import new_hash, parse_hash
 

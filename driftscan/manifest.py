@@ -43,9 +43,9 @@ from typing import Any, NamedTuple
 
 import xxhash
 
-from .atomic import write_atomic
+from .fs.atomic import write_atomic
 from .errors import DriftscanError
-from .fileio import (
+from .fs.reader import (
     LIMITS,
     ByteProgress,
     check_inside,
@@ -56,7 +56,7 @@ from .fileio import (
 )
 from .jsondiff import as_text
 from .model import Problem
-from .paths import printable
+from .fs.paths import printable
 
 MANIFEST_NAME = ".driftscan-manifest.json"
 MANIFEST_VERSION = "1"

@@ -22,9 +22,9 @@ from .discover.target import site_packages_prefix
 from .discover.uvcache import find_pristine_copy
 from .errors import ConfigError
 from .expect import Expectation, evaluate
-from .fileio import read_regular
+from .fs.reader import read_regular
 from .model import Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target
-from .paths import printable, relpath
+from .fs.paths import printable, relpath
 from .record import parse_hash
 from .report import Report
 

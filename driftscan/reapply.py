@@ -55,13 +55,13 @@ from .checkpoint import CheckpointFile, CheckpointIndex, environment_root, saved
 from .discover.target import environment_roots
 from .errors import ConfigError
 from .excise import excise
-from .fileio import inside, os_error, read_regular
+from .fs.reader import inside, os_error, read_regular
 from .keptoriginals import OriginalFinder, keep, kept, matches
 from .model import Distribution, Finding, Target
 from .patching import (PatchError, added_line_numbers, apply_hunks, diff_hunks, format_hunks, make_patch, merge3,
                        parse_patch, reverse_hunks)
 from .inspect.artifacts import recheck
-from .paths import printable
+from .fs.paths import printable
 from .plan import normalize
 from .restore import close_journal, mode_for, open_journal, replace_file, verify_file
 
@@ -1153,7 +1153,7 @@ def _split(checkpoint: str, f: CheckpointFile, base: str, ours: str, wanted: str
 
 def _write_rej(path: str, text: str, checkpoint: str) -> str | None:
     """Write a .rej file beside the checkpoint (atomically; never through a symlink)."""
-    from .atomic import write_atomic
+    from .fs.atomic import write_atomic
 
     top = os.path.abspath(checkpoint).rstrip(os.sep) + ".rej"
     try:

@@ -15,9 +15,9 @@ from dataclasses import field
 from .datamodel import DataModel, datamodel, describe
 
 from ._version import __version__
-from .atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
+from .fs.atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
 from .model import Drift, DriftKind, Finding, Prediction, Scope, Severity, Verification
-from .paths import printable, printable_tree, relpath
+from .fs.paths import printable, printable_tree, relpath
 
 SCHEMA_VERSION: Final = "1"
 SCOPE_ORDER = [Scope.PACKAGE, Scope.ENVIRONMENT, Scope.SOURCE, Scope.DATA, Scope.EXTERNAL]

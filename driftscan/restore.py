@@ -28,11 +28,11 @@ from pydantic import BaseModel, Field
 from .cache import user_cache_dir
 from .discover.target import environment_roots
 from .errors import ConfigError
-from .fileio import inside, open_regular, os_error, read_pieces
+from .fs.reader import inside, open_regular, os_error, read_pieces
 from .changes import record_rows
 from .classify import uv_cache_clean
 from .model import Distribution, Drift, DriftKind, FileCheck, MetadataKind, RecordEntry, Scope, Target
-from .paths import printable, relpath
+from .fs.paths import printable, relpath
 from .plan import normalize, select_distributions
 from .pristine import PristineCopy, PristineSet
 from .record import new_hash

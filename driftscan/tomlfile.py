@@ -6,7 +6,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ConfigError
-from .fileio import read_regular
+from .fs.reader import read_regular
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from driftscan import ConfigError, audit
-from driftscan.atomic import write_atomic
+from driftscan.fs.atomic import write_atomic
 from driftscan.inspect.registry import rules_from_spec
 from fixtures.harness import run_cli
 from fixtures.modeldirs import build_git_clone, seed_files

@@ -83,7 +83,7 @@ def test_the_model_api_the_report_promises():
 
 def test_building_and_rendering_a_report_imports_no_pydantic(pristine_pip_venv):
     code = ("import json, sys; import driftscan.api as api; from driftscan.render import RENDERERS; "
-            "from driftscan.paths import line_safe; "
+            "from driftscan.fs.paths import line_safe; "
             f"r = api.audit(venv={str(pristine_pip_venv)!r}); "
             "[RENDERERS[f](line_safe(r) if f != 'json' else r) for f in ('text', 'json', 'markdown')]; "
             "print(json.dumps('pydantic' in sys.modules))")

@@ -10,16 +10,21 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "driftscan"
 
-LAYERS = ["_version", "errors", "model", "paths", "datamodel", "fileio", "cachedir", "forking", "forked", "lfs", "atomic", "tomlfile", "record", "jsondiff", "patching", "excise", "manifest", "cache", "discover", "verify", "pristine", "inspect", "rules",
+LAYERS = ["_version", "errors", "fs", "model", "fs.paths", "datamodel", "fs.reader", "cachedir", "fs.helpers", "lfs", "fs.atomic", "tomlfile", "record", "jsondiff", "patching", "excise", "manifest", "cache", "discover", "verify", "pristine", "inspect", "rules",
           "dumpledger", "changes", "classify", "report", "compare", "expect", "plan", "accept", "checkpoint", "restore", "keptoriginals", "reapply", "guard", "render", "configfind", "config", "api", "fleet", "__init__", "cli", "__main__"]
 # rules and inspect are one layer: rules are loaded by the inspect registry and subclass its Rule.
 SAME_LAYER = {"rules": "inspect"}
 
 
 def layer_of(module: str) -> int:
-    top = module.split(".")[0]
-    top = SAME_LAYER.get(top, top)
-    return LAYERS.index(top)
+    """The layer of the longest entry of LAYERS that is ``module`` or a package holding it."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        name = ".".join(parts[:n])
+        name = SAME_LAYER.get(name, name)
+        if name in LAYERS:
+            return LAYERS.index(name)
+    raise AssertionError(f"{module}: in no layer of LAYERS")
 
 
 def modules():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from driftscan.fileio import ByteProgress
+from driftscan.fs.reader import ByteProgress
 from driftscan.verify.tree.hashing import PROGRESS_STEP, Meter
 
 

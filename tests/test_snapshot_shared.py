@@ -342,7 +342,7 @@ def test_a_cold_diff_refuses_a_chunk_that_is_not_an_answer(tmp_path, monkeypatch
 
 
 def test_tokens_are_each_taken_by_one_process():
-    from driftscan.forked import Child, Tokens
+    from driftscan.fs.helpers import Child, Tokens
 
     tokens = Tokens(500)
 

@@ -15,7 +15,7 @@ import pytest
 
 from driftscan import manifest as M
 from driftscan.api import diff, snapshot
-from driftscan.fileio import walk_relative
+from driftscan.fs.reader import walk_relative
 from driftscan.verify import snapshot as S
 from driftscan.verify.tree import treeindex as T
 from fixtures.harness import settle, run_cli

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DriftscanError
-from ..fileio import read_regular
+from ..fs.reader import read_regular
 
 MAX_INPUT = 1 << 30  # a report or snapshot bigger than this is not one of ours
 SITE_PACKAGES = "site-packages"

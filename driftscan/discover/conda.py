@@ -51,7 +51,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..fileio import inside, open_regular, read_regular
+from ..fs.reader import inside, open_regular, read_regular
 from ..model import Distribution, Hash, MetadataKind, Problem, RecordEntry
 from .target import Containment
 

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..fileio import LIMITS, read_regular, read_regular_stat
+from ..fs.reader import LIMITS, read_regular, read_regular_stat
 from ..model import Distribution, MetadataKind, Problem, RecordEntry, RecordRows
 from ..record import parse_record
 from .target import Containment, is_prefix_site_packages

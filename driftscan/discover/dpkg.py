@@ -44,7 +44,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..fileio import inside, read_regular
+from ..fs.reader import inside, read_regular
 from ..model import Distribution, Hash, MetadataKind, Problem, RecordEntry, Unverifiable
 from .target import Containment
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
-from ..fileio import LIMITS, read_regular
+from ..fs.reader import LIMITS, read_regular
 from ..model import Distribution, MetadataKind, Problem
 
 

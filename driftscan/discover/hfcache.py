@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..fileio import inside, read_kind
+from ..fs.reader import inside, read_kind
 
 REPO_PREFIXES = ("models--", "datasets--", "spaces--")
 _HEX = re.compile(r"[0-9a-f]+")

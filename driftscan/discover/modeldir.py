@@ -20,10 +20,10 @@ import os
 from dataclasses import dataclass
 
 from ..errors import TargetError
-from ..fileio import inside, read_kind, walk
+from ..fs.reader import inside, read_kind, walk
 from ..manifest import MANIFEST_NAME
 from ..model import LayoutKind, Problem
-from ..paths import printable
+from ..fs.paths import printable
 from .hfcache import Revision, is_cache_repo, resolve_revision, snapshot_parent
 
 METADATA_DIR = os.path.join(".cache", "huggingface", "download")

@@ -142,7 +142,7 @@ def installed_ctime(dist: Distribution) -> int | None:
     it (``{"timestamp": {"secs_since_epoch", "nanos_since_epoch"}}``); None without one."""
     import json
 
-    from ..fileio import read_regular
+    from ..fs.reader import read_regular
 
     try:
         data = json.loads(read_regular(os.path.join(dist.metadata_dir, "uv_cache.json"), 64 << 10,

@@ -12,7 +12,7 @@ import sysconfig
 from typing import NamedTuple
 
 from ..errors import TargetError
-from ..fileio import read_kind
+from ..fs.reader import read_kind
 from ..model import Problem, Target, TargetKind
 
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import __version__
-from ..atomic import write_atomic
+from ..fs.atomic import write_atomic
 from ..compare import CompareError, compare_files
 from ..errors import DriftscanError
 from ..report import Report

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..paths import one_line
+from ..fs.paths import one_line
 from ..render.compare import render_compare_markdown, render_compare_text
 from ..render.markdown import code, esc
 from .model import FleetResult, NodeOut

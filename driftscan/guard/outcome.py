@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..checkpoint import CheckpointIndex
 from ..classify import uv_cache_clean
 from ..errors import DriftscanError
-from ..fileio import open_regular, os_error
+from ..fs.reader import open_regular, os_error
 from ..inspect.artifacts import recheck
 from ..model import Distribution
 from ..plan import MAY_SURVIVE, SURVIVES, WIPED, Plan, PlanItem

@@ -24,7 +24,7 @@ from typing import NamedTuple, Optional
 
 from typing import TYPE_CHECKING
 
-from ..fileio import read_regular
+from ..fs.reader import read_regular
 from ..model import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem
 from .artifacts import find_artifacts
 

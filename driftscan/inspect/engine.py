@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from ..errors import DriftscanError
-from ..fileio import read_regular
+from ..fs.reader import read_regular
 from ..model import Finding
 from .astdump import dump_hits, exact_kind
 from .complexity import measure, refusal

@@ -9,7 +9,7 @@ import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..fileio import file_type, walk
+from ..fs.reader import file_type, walk
 from ..model import Finding, Problem
 
 #: Files larger than this are not parsed (DBG003); the rule engine's limit (engine.py), here so

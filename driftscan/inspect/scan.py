@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 from multiprocessing.connection import Connection, wait
 
-from ..fileio import default_jobs
+from ..fs.reader import default_jobs
 from ..model import Problem
 from .files import Row, ScanResult, collect_files, gather
 from .engine import MAX_FILE_BYTES, RuleError, complexity_finding, inspect_path
@@ -334,11 +334,11 @@ def _scan_in_workers(files: list[tuple[str, int]], jobs: int, config: tuple,
     docstring: a file that crashes or stalls its worker costs that file, and only it).
     ``budget``: seconds for all of it; files not parsed by then get DBG004 with that reason
     (a tree of many slow-but-legal files must not hold an audit for minutes)."""
-    from ..forking import may_fork
+    from ..fs.helpers import may_fork
 
     rules = config[0]
     rows: _Arriving = _Arriving(total if total is not None else len(files), progress, done, sink)
-    fork = may_fork()  # only where driftscan may fork its host (driftscan/forked.py)
+    fork = may_fork()  # only where driftscan may fork its host (driftscan/fs/helpers.py)
     if not fork and not sys.executable:
         rows.extend(_scan_files([p for p, _ in files], *config))  # no interpreter to start
         return rows

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from typing import cast
 
 from ..cachedir import write_cache_file
-from ..fileio import inside, read_regular
+from ..fs.reader import inside, read_regular
 from ..model import Finding, Severity
 
 FORMAT = b"driftscan-scancache-2"

@@ -141,7 +141,7 @@ def _signature(st: os.stat_result) -> str:
 def _load_memo() -> dict:
     import json
 
-    from ..fileio import read_regular
+    from ..fs.reader import read_regular
 
     try:
         memo = json.loads(read_regular(_memo_path(), 16 << 20, what="cache"))
@@ -159,7 +159,7 @@ def _known(path: str, signature: str, digests: dict[str, bytes]) -> bool:
 def _remember(path: str, signature: str, digests: dict[str, bytes]) -> None:
     import json
 
-    from ..atomic import write_atomic
+    from ..fs.atomic import write_atomic
 
     memo = _load_memo()
     memo[path] = {"signature": signature, **{a: d.hex() for a, d in digests.items()}}

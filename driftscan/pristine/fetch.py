@@ -18,7 +18,7 @@ import tempfile
 import urllib.parse
 from collections.abc import Callable, Iterator
 
-from ..fileio import read_regular
+from ..fs.reader import read_regular
 from ..model import Distribution
 from .base import Rejected, SourceKind, error_text
 from .names import installed_tags, parse_wheel_filename, same_release

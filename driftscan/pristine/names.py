@@ -6,7 +6,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..fileio import read_regular
+from ..fs.reader import read_regular
 from ..model import Distribution
 
 WHEEL_FILE_LIMIT = 64 << 10  # an installed dist-info's WHEEL file: a few hundred bytes

@@ -19,10 +19,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 
-from ..atomic import write_atomic
+from ..fs.atomic import write_atomic
 from ..cache import user_cache_dir
 from ..errors import ConfigError
-from ..fileio import LIMITS, read_regular
+from ..fs.reader import LIMITS, read_regular
 from ..model import Distribution
 from .base import Rejected, SourceKind
 from .names import canonical_version, normalize_name

@@ -12,7 +12,7 @@ import stat
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from ..fileio import open_regular
+from ..fs.reader import open_regular
 from ..model import Distribution, RecordEntry
 from .base import PristineCopy, SourceKind
 from .names import canonical_version, normalize_name

@@ -15,7 +15,7 @@ import zipfile
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
-from ..fileio import open_regular
+from ..fs.reader import open_regular
 from ..model import Distribution, RecordEntry
 from .base import PristineCopy, SourceKind
 

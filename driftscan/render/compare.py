@@ -10,7 +10,7 @@ from collections.abc import Callable
 from itertools import groupby
 
 from ..compare import CompareReport, OutlierOut
-from ..paths import one_line
+from ..fs.paths import one_line
 from .markdown import code, esc
 
 SHOWN_PER_MACHINE = 50

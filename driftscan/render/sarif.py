@@ -453,7 +453,7 @@ def render_sarif(report: Report) -> str:
 def render_scan_sarif(result: ScanResult, cwd: str | None = None) -> str:
     """``scan``'s findings: a relative path is relative to ``SRCROOT``, the working directory
     (``cwd``, default: this process's); an absolute one is an absolute ``file://`` URI."""
-    from ..paths import printable
+    from ..fs.paths import printable
 
     rules = _Rules()
     bases = _Bases()

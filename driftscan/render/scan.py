@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Final
 
-from ..paths import one_line, printable
+from ..fs.paths import one_line, printable
 
 if TYPE_CHECKING:  # the rule engine (and libcst) is imported only by commands that scan
     from ..inspect import ScanResult

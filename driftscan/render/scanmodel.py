@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import BaseModel, Field
 
 from ..model import Severity
-from ..paths import printable
+from ..fs.paths import printable
 
 if TYPE_CHECKING:
     from ..inspect import ScanResult

@@ -16,7 +16,7 @@ import hashlib
 import os
 from dataclasses import replace
 
-from ..fileio import open_regular, read_pieces
+from ..fs.reader import open_regular, read_pieces
 from ..model import Area, DriftKind, FileCheck
 
 MAX_HASHED = 256 << 20  # a bigger drifted file keeps size and mtime only

@@ -6,7 +6,7 @@ import os
 import time
 
 from ..discover import find_distributions
-from ..fileio import default_jobs
+from ..fs.reader import default_jobs
 from ..discover.editable import find_editable_sources
 from ..discover.target import Containment, target_problems
 from ..discover.uvcache import default_uv_cache, default_virtualenv_app_data

@@ -27,11 +27,11 @@ from datetime import datetime, timezone
 
 import xxhash
 
-from ..atomic import write_atomic
+from ..fs.atomic import write_atomic
 from ..discover.hfcache import containment_root
 from ..discover.modeldir import detect_layout
 from ..errors import TargetError
-from ..fileio import POOL_MIN, map_by_size, open_regular, read_opened
+from ..fs.reader import POOL_MIN, map_by_size, open_regular, read_opened
 from ..manifest import (
     EMBED_LIMIT,
     MAX_MANIFEST,
@@ -49,8 +49,8 @@ from ..manifest import (
     write_members,
 )
 from ..model import Area, Drift, DriftKind, FileCheck, LayoutKind, Prediction, Problem, Scope
-from ..paths import printable
-from ..forked import Child, may_fork
+from ..fs.paths import printable
+from ..fs.helpers import Child, may_fork
 from .env.files import OK, check_entry, expected_of
 from .env.ownership import Ownership, bytecode_source
 from .tree import ModelDirResult, merge_checks, treeindex

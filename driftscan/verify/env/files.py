@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...fileio import NOFOLLOW, READ_FLAGS, SMALL_READ, file_type, os_error
+from ...fs.reader import NOFOLLOW, READ_FLAGS, SMALL_READ, file_type, os_error
 from ...model import RecordEntry
 from ...record import hash_text, new_hash
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ...discover.dists import MetadataDir
 from ...discover.target import Containment
-from ...fileio import file_type
+from ...fs.reader import file_type
 from ...model import (Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, TargetKind,
                       Unverifiable)
 from .files import MISSING, MODIFIED, OK, TYPE_CHANGED

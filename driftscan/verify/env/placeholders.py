@@ -57,7 +57,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from ...discover.conda import Placeholder
-from ...fileio import file_type, os_error, read_regular_stat
+from ...fs.reader import file_type, os_error, read_regular_stat
 from ...model import RecordEntry
 from .files import ERROR, MISSING, MODIFIED, OK, TYPE_CHANGED
 

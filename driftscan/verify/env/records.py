@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from ...cache import SIGNATURE, tag
 from ...discover.dists import TRUSTED_INSTALLERS, MetadataDir
 from ...discover.target import Containment
-from ...fileio import ByteProgress
+from ...fs.reader import ByteProgress
 from ...model import Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, Unverifiable
 from . import files
 from .fast import prehash, smallfiles

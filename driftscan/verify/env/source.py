@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...discover.editable import EditableSource
-from ...fileio import open_regular, read_pieces
+from ...fs.reader import open_regular, read_pieces
 from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
 from ...lfs import LFS_POINTER_MAX, parse_lfs_pointer
 

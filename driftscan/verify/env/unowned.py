@@ -16,9 +16,9 @@ from ...cache import signature
 from ...discover.target import environment_roots
 from ...discover.uvcache import default_virtualenv_app_data
 from ...model import DriftKind, FileCheck, MetadataKind, Problem, Target
-from ...fileio import file_type
+from ...fs.reader import file_type
 from .derived import derived_source, is_installer_bookkeeping
-from .fast.forked import Child, may_fork
+from ...fs.helpers import Child, may_fork
 from .ownership import Ownership, bytecode_source, is_legit_site_file, is_venv_file
 from .roots import root_of
 

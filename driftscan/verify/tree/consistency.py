@@ -14,10 +14,10 @@ import os
 import posixpath
 import struct
 
-from ...fileio import read_regular
+from ...fs.reader import read_regular
 from ...manifest import walk_tree
 from ...model import Area, DriftKind, FileCheck, Problem
-from ...fileio import os_error
+from ...fs.reader import os_error
 from .engine import Context
 from .hashing import Meter, open_readonly
 from ...lfs import LFS_SPEC

@@ -24,8 +24,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ... import jsondiff
-from ...fileio import file_type, os_error
-from ...fileio import map_by_size
+from ...fs.reader import file_type, os_error
+from ...fs.reader import map_by_size
 from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .hashing import Meter, hash_file
 

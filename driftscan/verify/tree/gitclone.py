@@ -27,7 +27,7 @@ from ...lfs import LFS_POINTER_MAX, parse_lfs_pointer
 from ...manifest import is_bookkeeping
 from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .. import git as gitaccess
-from ...fileio import os_error
+from ...fs.reader import os_error
 from .engine import MODIFIED, Context, Expect, KindResult, added_check, iso, run
 
 ZERO = "0" * 40

@@ -25,7 +25,7 @@ from typing import Any
 
 import xxhash
 
-from ...fileio import CHUNK, ByteProgress, file_type, read_pieces
+from ...fs.reader import CHUNK, ByteProgress, file_type, read_pieces
 
 PROGRESS_STEP = 16 << 20
 DIRECT_MIN = 64 << 20  # below this the page cache costs nothing worth avoiding

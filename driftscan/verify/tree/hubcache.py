@@ -21,11 +21,11 @@ from collections.abc import Callable
 
 from ...discover.hfcache import snapshots_of
 from ...discover.modeldir import ModelDirLayout, etag_algorithm
-from ...fileio import inside
+from ...fs.reader import inside
 from ...manifest import as_text, walk_tree
 from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .engine import MODIFIED, OK, Context, Expect, KindResult, Outcome, added_check, iso, run, to_check
-from ...fileio import file_type, os_error
+from ...fs.reader import file_type, os_error
 from .hashing import hash_file
 
 STALE_TOLERANCE = 1.0

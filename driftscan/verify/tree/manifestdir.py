@@ -25,7 +25,7 @@ from collections.abc import Callable
 import xxhash
 
 from ...discover.modeldir import ModelDirLayout
-from ...fileio import NOFOLLOW, file_type, os_error
+from ...fs.reader import NOFOLLOW, file_type, os_error
 from ...manifest import (
     EMBED_LIMIT,
     MANIFEST_NAME,

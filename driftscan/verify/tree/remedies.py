@@ -10,9 +10,9 @@ import shlex
 from dataclasses import dataclass, replace
 
 from ...discover.hfcache import REPO_PREFIXES, default_hf_cache, find_cache_repos, repo_id_of
-from ...fileio import open_regular, read_regular
+from ...fs.reader import open_regular, read_regular
 from ...model import DriftKind, FileCheck, LayoutKind
-from ...paths import relpath
+from ...fs.paths import relpath
 
 # A Hub repository id as ``hf download`` takes it: ``org/name``, ASCII word characters, dots and
 # dashes, never starting with one (an option) nor holding ".." or "--" (the Hub allows neither).

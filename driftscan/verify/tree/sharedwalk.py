@@ -49,7 +49,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 
-from ...forked import Child, may_fork
+from ...fs.helpers import Child, may_fork
 from ...jsondiff import as_text
 from ...manifest import (
     TEXT_NAMES,
@@ -62,7 +62,7 @@ from ...manifest import (
     hash_fd,
     is_bookkeeping,
 )
-from ...fileio import NOFOLLOW, READ_FLAGS
+from ...fs.reader import NOFOLLOW, READ_FLAGS
 from ...model import Problem
 from .manifestdir import MATCHED
 

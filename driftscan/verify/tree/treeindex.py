@@ -138,7 +138,7 @@ def save(manifest: Manifest, root: str, limit: int, dirs: dict[str, tuple | None
                  consistency, missing)
         blob = marshal.dumps(value)
         target = _path(key)
-        from ...atomic import write_atomic
+        from ...fs.atomic import write_atomic
 
         os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
         write_atomic(target, FORMAT + xxhash.xxh3_64_digest(blob) + blob, mode=0o600)
@@ -211,7 +211,7 @@ def _forked_share(root: str, base: str, index: TreeIndex, pieces: list, tokens):
     """A forked child taking pieces beside this process (``_check``), sending the indices of
     the files that differ (the parent lstats those again), or None for a directory changed or a
     file gone; None where forking is not allowed or it cannot start."""
-    from ...forked import Child, may_fork
+    from ...fs.helpers import Child, may_fork
 
     if not may_fork():
         return None
@@ -236,7 +236,7 @@ def walk(root: str, index: TreeIndex) -> Walked | None:
     a directory's signature differs or a trusted file cannot be stat'ed (the caller walks).
     Above ``SPLIT_MIN_FILES`` trusted files, a forked child takes pieces of the work (a stat a
     directory, an lstat a file) beside this process, whichever is free taking the next."""
-    from ...forked import Tokens
+    from ...fs.helpers import Tokens
 
     base = root.rstrip(os.sep) + os.sep
     pieces = _pieces(index)

@@ -40,7 +40,7 @@ from array import array
 from ....cache import RACY_NS, SIGNATURE, signature, tag
 from ....model import (Area, Distribution, DriftKind, FileCheck, MetadataKind, RecordRows, Target, TargetKind,
                        Unverifiable, Verification)
-from .forked import Child, may_fork
+from ....fs.helpers import Child, may_fork
 
 VERSION = 2
 SHARED = 0xFFFF

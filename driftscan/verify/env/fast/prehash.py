@@ -23,10 +23,10 @@ import time
 
 from ....cache import RACY_NS, SIGNATURE, signature
 from ....discover.target import Containment
-from ....fileio import NOFOLLOW, READ_FLAGS, read_kind
+from ....fs.reader import NOFOLLOW, READ_FLAGS, read_kind
 from ....record import large_entries
-from . import forked
-from .forked import Child, may_fork
+from ....fs import helpers as forked
+from ....fs.helpers import Child, may_fork
 
 LARGE = 8 << 20  # the files worth it: the big shared libraries
 _FRAME = struct.Struct("<I")

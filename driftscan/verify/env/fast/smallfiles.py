@@ -18,7 +18,7 @@ from collections.abc import Sequence, Sized
 
 from ....cache import StatCache
 from .. import files
-from .forked import Child, may_fork
+from ....fs.helpers import Child, may_fork
 
 CHILD_MIN_FILES = 4096  # below this a fork costs more than it saves
 SMALL_FILE_S = 20e-6  # one small file, open to close, measured on the 40k-file venv

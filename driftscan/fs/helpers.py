@@ -1,11 +1,18 @@
-"""Forked helper processes: the unowned-file walk, the prehash of large files, a share of the
-small files, half of the clean-index check. Each works beside this process (two processes do
-not share a GIL), sends its answer through a pipe and leaves with ``os._exit``, so that none of
-this process's exit code (atexit handlers, buffered output, a test runner's teardown) runs twice.
+"""Forked helper processes, and when driftscan may fork them.
 
-When forking is allowed is decided in ``driftscan/forking.py``. Every caller has an in-process
-way to do the work, used when forking is not allowed or the child fails or falls silent for
-``HELPER_TIMEOUT`` seconds.
+The helpers: the unowned-file walk, the prehash of large files, a share of the small files, half
+of the clean-index check. Each works beside this process (two processes do not share a GIL),
+sends its answer through a pipe and leaves with ``os._exit``, so that none of this process's exit
+code (atexit handlers, buffered output, a test runner's teardown) runs twice. Every caller has an
+in-process way to do the work, used when forking is not allowed or the child fails or falls
+silent for ``HELPER_TIMEOUT`` seconds.
+
+When: only on Linux, only in a process that driftscan owns, and only when no other thread runs:
+a thread holding a lock at the fork would leave the child a lock nobody releases, and a library
+host (a vLLM server) has CUDA and OpenMP threads that Python's thread count does not see. So the
+library never forks its host unless asked: the CLI calls ``allow_fork()`` for its own process, a
+host may too, ``DRIFTSCAN_FORK=fork`` forces it (tests run beside pytest's threads), ``inline``
+forbids it.
 """
 
 from __future__ import annotations
@@ -14,11 +21,35 @@ import os
 import select
 import signal
 import struct
+import sys
+import threading
+import warnings
 from collections.abc import Callable
 
-from .forking import allow_fork, fork_quietly, may_fork
-
 __all__ = ["HELPER_TIMEOUT", "Child", "Tokens", "allow_fork", "may_fork", "read_some"]
+
+
+_allowed = False
+
+
+def allow_fork(allowed: bool = True) -> None:
+    """Let driftscan fork helper processes of this process (the CLI does, for itself)."""
+    global _allowed
+    _allowed = allowed
+
+
+def may_fork() -> bool:
+    mode = os.environ.get("DRIFTSCAN_FORK", "auto")
+    if mode == "inline" or not hasattr(os, "fork") or not sys.platform.startswith("linux"):
+        return False
+    return mode == "fork" or (_allowed and threading.active_count() == 1)
+
+
+def fork_quietly() -> int:
+    """os.fork(), without Python 3.12's warning about other threads (``may_fork`` decided)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
 
 
 HELPER_TIMEOUT = 120.0  # seconds without a byte from a child before it is given up
