@@ -27,7 +27,7 @@ __all__ = [
     "audit",
 ]
 
-# Imported on first use (PEP 562): `import driftscan.cli` or `driftscan.record` must not pay for
+# Imported on first use (PEP 562): `import driftscan.cli` or `driftscan.formats.record` must not pay for
 # pydantic and the whole pipeline before it needs them.
 _LAZY = {
     "audit": ("api", "audit"),

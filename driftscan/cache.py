@@ -33,7 +33,7 @@ import xxhash
 from .cachedir import user_cache_dir, write_cache_file  # noqa: F401 - user_cache_dir re-exported
 from .fs.reader import LIMITS, read_regular
 from .model import Hash, RecordEntry, RecordRows
-from .record import ParsedRecord, RecordIssue
+from .formats.record import ParsedRecord, RecordIssue
 
 FORMAT = b"driftscan-statcache-4\n"
 RECORDS_FORMAT = b"driftscan-records-1\n"

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Union
 
 from .fs.reader import read_regular
-from .jsondiff import as_text, describe
+from .formats.jsondiff import as_text, describe
 from .model import Area, Distribution, DriftKind, FileCheck, Finding, PristineRef, RecordEntry
 
 if TYPE_CHECKING:  # the pristine package (zipfile, subprocess) is imported only when originals are wanted

@@ -38,9 +38,9 @@ from .fs.reader import CHUNK, file_type, inside, open_regular, os_error
 from .changes import record_rows
 from .model import Area, Drift, DriftKind, FileCheck, Scope, Target
 from .fs.paths import printable
-from .patching import make_patch
+from .formats.patch import make_patch
 from .pristine import PristineSet
-from .record import hash_text
+from .formats.record import hash_text
 from .report import Report
 
 FORMAT: Literal["1"] = "1"

@@ -52,7 +52,7 @@ from .fs.reader import read_regular
 from .configfind import (  # noqa: F401 - re-exported: where a configuration is looked for
     CONFIG_NAME, PYPROJECT, PYPROJECT_TABLE, TOML_MAX, NoConfig, _pyproject_table, discover, is_pyproject,
     nothing_to_read, user_config_path)
-from .tomlfile import read_toml as _read_toml
+from .formats.tomlfile import read_toml as _read_toml
 
 if sys.version_info >= (3, 11):
     import tomllib

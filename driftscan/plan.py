@@ -25,7 +25,7 @@ from .expect import Expectation, evaluate
 from .fs.reader import read_regular
 from .model import Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target
 from .fs.paths import printable, relpath
-from .record import parse_hash
+from .formats.record import parse_hash
 from .report import Report
 
 WIPED, SURVIVES, MAY_SURVIVE = "WIPED", "SURVIVES", "MAY SURVIVE"

@@ -58,7 +58,7 @@ from .excise import excise
 from .fs.reader import inside, os_error, read_regular
 from .keptoriginals import OriginalFinder, keep, kept, matches
 from .model import Distribution, Finding, Target
-from .patching import (PatchError, added_line_numbers, apply_hunks, diff_hunks, format_hunks, make_patch, merge3,
+from .formats.patch import (PatchError, added_line_numbers, apply_hunks, diff_hunks, format_hunks, make_patch, merge3,
                        parse_patch, reverse_hunks)
 from .inspect.artifacts import recheck
 from .fs.paths import printable
@@ -414,7 +414,7 @@ def _same_original(path: str, f: CheckpointFile, dist: Distribution | None) -> b
     changed from (its RECORD hash is the checkpoint's hash_before)."""
     if dist is None or not f.hash_before:
         return False
-    from .record import hash_text
+    from .formats.record import hash_text
 
     entry = record_rows(dist).get(os.path.normpath(path))
     return entry is not None and entry.hash is not None and hash_text(entry.hash) == f.hash_before \
@@ -878,7 +878,7 @@ def _plan_missing(plan: ReapplyPlan, f: CheckpointFile, root: str, roots: Sequen
 
 
 def _same_hash(a: str | None, b: str | None) -> bool:
-    from .record import parse_hash
+    from .formats.record import parse_hash
 
     if not a or not b:
         return False

@@ -35,7 +35,7 @@ from .model import Distribution, Drift, DriftKind, FileCheck, MetadataKind, Reco
 from .fs.paths import printable, relpath
 from .plan import normalize, select_distributions
 from .pristine import PristineCopy, PristineSet
-from .record import new_hash
+from .formats.record import new_hash
 
 REWRITE, RECREATE, REMOVE = "rewrite", "recreate", "remove"
 _RESTORABLE = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from driftscan.api import snapshot
 from driftscan.cli import main
-from driftscan.manifest import MANIFEST_NAME, build_manifest, write_manifest
+from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from driftscan.verify.tree import verify_model_dir
 from fixtures.modeldirs import (
     COMMIT, build_cache_repo, build_git_clone, build_local_dir, dump_json, etag_of, git_blob_sha1, seed_files,

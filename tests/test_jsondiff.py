@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from driftscan import jsondiff
+from driftscan.formats import jsondiff
 from fixtures.modeldirs import CONFIG, KV_CACHE_SCHEME, dump_json
 
 

@@ -10,7 +10,7 @@ import sysconfig
 
 import pytest
 
-from driftscan.record import large_entries, parse_record
+from driftscan.formats.record import large_entries, parse_record
 
 BIG = 8 << 20
 

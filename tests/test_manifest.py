@@ -9,7 +9,7 @@ import stat
 import pytest
 import xxhash
 
-from driftscan.manifest import (
+from driftscan.formats.manifest import (
     MANIFEST_NAME, ManifestError, build_manifest, is_bookkeeping, read_manifest, walk_tree, write_manifest,
 )
 from fixtures.modeldirs import build_local_dir, seed_files

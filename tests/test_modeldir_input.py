@@ -10,7 +10,7 @@ import pytest
 import xxhash
 
 from driftscan.errors import TargetError
-from driftscan.manifest import MANIFEST_NAME, build_manifest, write_manifest
+from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from driftscan.verify.tree import NO_PROVENANCE, verify_model_dir
 from driftscan.verify.tree.hashing import DIRECT_MIN, Meter, hash_file
 from fixtures.modeldirs import build_cache_repo, build_git_clone, build_local_dir, seed_files

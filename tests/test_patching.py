@@ -1,4 +1,4 @@
-"""driftscan.patching: patches that real `git apply` and GNU `patch` apply byte for byte, strict parsing,
+"""driftscan.formats.patch: patches that real `git apply` and GNU `patch` apply byte for byte, strict parsing,
 exact application, the three-way merge `reapply` uses, and dropping the hunks that carry debug code."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from driftscan.errors import DriftscanError
-from driftscan.patching import (
+from driftscan.formats.patch import (
     NO_NEWLINE_MARKER,
     FilePatch,
     Hunk,

@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from driftscan.record import parse_hash, parse_record, record_hash_text
+from driftscan.formats.record import parse_hash, parse_record, record_hash_text
 
 
 def b64(data: bytes) -> str:
@@ -99,7 +99,7 @@ _TRICKY_ROWS = [
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])
 def test_fast_path_agrees_with_the_csv_module(allow_hex, newline):
     """The quote-free fast path must give exactly what the csv path gives, issues included."""
-    from driftscan import record
+    from driftscan.formats import record
 
     text = newline.join(_TRICKY_ROWS) + newline
     fast = record.parse_record(text, allow_hex=allow_hex)
@@ -122,7 +122,7 @@ def test_bare_carriage_returns_go_through_the_csv_module():
     ['"a,b",sha256={h},"1"'],
 ])
 def test_quoting_agrees_with_the_csv_module(rows):
-    from driftscan import record
+    from driftscan.formats import record
 
     text = "\n".join(r.format(h=b64(b"x")) for r in rows) + "\n"
     entries, issues = [], []

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from driftscan import record
+from driftscan.formats import record
 from driftscan.cache import StatCache
 from driftscan.model import Distribution, Hash, RecordEntry, RecordRows
 from driftscan.verify.env import files

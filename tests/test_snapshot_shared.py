@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from driftscan import manifest as M
+from driftscan.formats import manifest as M
 from driftscan.api import diff, snapshot
 from driftscan.verify import snapshot as S
 from driftscan.verify.tree import sharedwalk as W

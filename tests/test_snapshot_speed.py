@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from driftscan import manifest as M
+from driftscan.formats import manifest as M
 from driftscan.api import diff, snapshot
 from driftscan.fs.reader import walk_relative
 from driftscan.verify import snapshot as S

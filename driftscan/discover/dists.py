@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..fs.reader import LIMITS, read_regular, read_regular_stat
 from ..model import Distribution, MetadataKind, Problem, RecordEntry, RecordRows
-from ..record import parse_record
+from ..formats.record import parse_record
 from .target import Containment, is_prefix_site_packages
 
 # The cap of each metadata file read here is its kind's (fileio.LIMITS); other files get this.

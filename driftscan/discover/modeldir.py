@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..errors import TargetError
 from ..fs.reader import inside, read_kind, walk
-from ..manifest import MANIFEST_NAME
+from ..formats.manifest import MANIFEST_NAME
 from ..model import LayoutKind, Problem
 from ..fs.paths import printable
 from .hfcache import Revision, is_cache_repo, resolve_revision, snapshot_parent

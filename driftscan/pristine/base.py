@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from ..model import Distribution, RecordEntry
-from ..record import new_hash
+from ..formats.record import new_hash
 
 CHUNK = 1 << 20
 # A row without a size (a RECORD that leaves it out) is streamed up to this many bytes at most.

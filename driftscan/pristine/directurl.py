@@ -15,7 +15,7 @@ import urllib.parse
 from typing import Any
 
 from ..model import Distribution
-from ..record import ACCEPTED_ALGORITHMS, new_hash
+from ..formats.record import ACCEPTED_ALGORITHMS, new_hash
 from .base import CHUNK, Rejected, SourceKind, error_text
 from .wheel import MAX_WHEEL, ZipCopy, open_file, wheel_members_error
 

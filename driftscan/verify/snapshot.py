@@ -32,7 +32,7 @@ from ..discover.hfcache import containment_root
 from ..discover.modeldir import detect_layout
 from ..errors import TargetError
 from ..fs.reader import POOL_MIN, map_by_size, open_regular, read_opened
-from ..manifest import (
+from ..formats.manifest import (
     EMBED_LIMIT,
     MAX_MANIFEST,
     RACY_NS,

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...fs.reader import NOFOLLOW, READ_FLAGS, SMALL_READ, file_type, os_error
 from ...model import RecordEntry
-from ...record import hash_text, new_hash
+from ...formats.record import hash_text, new_hash
 
 OK = "ok"
 MODIFIED = "modified"

@@ -15,12 +15,12 @@ import posixpath
 import struct
 
 from ...fs.reader import read_regular
-from ...manifest import walk_tree
+from ...formats.manifest import walk_tree
 from ...model import Area, DriftKind, FileCheck, Problem
 from ...fs.reader import os_error
 from .engine import Context
 from .hashing import Meter, open_readonly
-from ...lfs import LFS_SPEC
+from ...formats.lfs import LFS_SPEC
 
 MAX_HEADER = 100_000_000  # safetensors refuses larger headers
 # Real headers are a few MB at most; a directory of sparse files each claiming a 100 MB header

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ... import jsondiff
+from ...formats import jsondiff
 from ...fs.reader import file_type, os_error
 from ...fs.reader import map_by_size
 from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable

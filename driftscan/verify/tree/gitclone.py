@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ...discover.modeldir import ModelDirLayout
-from ...lfs import LFS_POINTER_MAX, parse_lfs_pointer
-from ...manifest import is_bookkeeping
+from ...formats.lfs import LFS_POINTER_MAX, parse_lfs_pointer
+from ...formats.manifest import is_bookkeeping
 from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .. import git as gitaccess
 from ...fs.reader import os_error

@@ -1,4 +1,4 @@
-"""A directory against a driftscan manifest (``driftscan.manifest`` defines and writes the format).
+"""A directory against a driftscan manifest (``driftscan.formats.manifest`` defines and writes the format).
 
 The manifest records size, mode and mtime_ns for every file, so large files get a stricter cheap
 check than huggingface_hub metadata allows: a different size is "modified" outright, and an
@@ -26,7 +26,7 @@ import xxhash
 
 from ...discover.modeldir import ModelDirLayout
 from ...fs.reader import NOFOLLOW, file_type, os_error
-from ...manifest import (
+from ...formats.manifest import (
     EMBED_LIMIT,
     MANIFEST_NAME,
     REDO,

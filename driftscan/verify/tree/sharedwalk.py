@@ -50,8 +50,8 @@ from typing import NamedTuple
 
 
 from ...fs.helpers import Child, may_fork
-from ...jsondiff import as_text
-from ...manifest import (
+from ...formats.jsondiff import as_text
+from ...formats.manifest import (
     TEXT_NAMES,
     TEXT_SUFFIXES,
     CODE_SUFFIXES,

@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import xxhash
 
-from ...manifest import RACY_NS, Manifest
+from ...formats.manifest import RACY_NS, Manifest
 
 FORMAT = b"driftscan-diff-index-3\n"  # 3: the manifest's entries the walk did not find
 MAX_INDEX = 1 << 30

@@ -24,7 +24,7 @@ import time
 from ....cache import RACY_NS, SIGNATURE, signature
 from ....discover.target import Containment
 from ....fs.reader import NOFOLLOW, READ_FLAGS, read_kind
-from ....record import large_entries
+from ....formats.record import large_entries
 from ....fs import helpers as forked
 from ....fs.helpers import Child, may_fork
 

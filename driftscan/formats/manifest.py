@@ -43,9 +43,9 @@ from typing import Any, NamedTuple
 
 import xxhash
 
-from .fs.atomic import write_atomic
-from .errors import DriftscanError
-from .fs.reader import (
+from ..fs.atomic import write_atomic
+from ..errors import DriftscanError
+from ..fs.reader import (
     LIMITS,
     ByteProgress,
     check_inside,
@@ -55,8 +55,8 @@ from .fs.reader import (
     read_regular,
 )
 from .jsondiff import as_text
-from .model import Problem
-from .fs.paths import printable
+from ..model import Problem
+from ..fs.paths import printable
 
 MANIFEST_NAME = ".driftscan-manifest.json"
 MANIFEST_VERSION = "1"

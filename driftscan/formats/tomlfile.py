@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import ConfigError
-from .fs.reader import read_regular
+from ..errors import ConfigError
+from ..fs.reader import read_regular
 
 if sys.version_info >= (3, 11):
     import tomllib
