@@ -208,7 +208,7 @@ import os, sys, time
 from driftscan.fs.helpers import allow_fork
 allow_fork()
 import driftscan.api as api
-from driftscan.cache import StatCache
+from driftscan.caches.statcache import StatCache
 from driftscan.discover import resolve_target
 from driftscan.verify.pipeline import verify
 from driftscan.verify.env.fast.cleanindex import still_clean

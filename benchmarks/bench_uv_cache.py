@@ -36,7 +36,7 @@ def main() -> None:
     os.environ["DRIFTSCAN_CACHE_DIR"] = work
     os.environ.pop("UV_CACHE_DIR", None)
     from driftscan.api import audit
-    from driftscan.cache import StatCache
+    from driftscan.caches.statcache import StatCache
     from driftscan.verify.env.uvarchives import CleanArchives, audit_archives
 
     stats = os.path.join(work, "archives.bin")

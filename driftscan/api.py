@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .cache import NoCache, StatCache
+from .caches.statcache import NoCache, StatCache
 from .classify import classify
 from .discover import find_distributions, resolve_target
 from .discover.target import Containment
@@ -98,7 +98,7 @@ def _inspect(verification: Verification, jobs: int | None, select: Sequence[str]
     """Debug-code findings on drifted Python files, and the dumps they left on disk."""
     if not any(c.path.endswith((".py", ".pyw")) for c in verification.checks):
         return verification, []  # nothing to parse: libcst is not even imported
-    from .cache import user_cache_dir, write_dump_list
+    from .caches.statcache import user_cache_dir, write_dump_list
     from .inspect.drifts import inspect_drifts
 
     target = verification.target
@@ -129,7 +129,7 @@ def _recorded_dumps(verification: Verification):
     roots = environment_roots(target) if target is not NO_PYTHON else ()
     if not roots:
         return verification, []
-    from .cache import write_dump_list
+    from .caches.statcache import write_dump_list
     from .dumpledger import recorded_checks
     from .model import DriftKind
 
@@ -176,7 +176,7 @@ def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache:
         notes = [note] if note else []
         if not archives:
             return verification, notes
-    from .cache import user_cache_dir
+    from .caches.statcache import user_cache_dir
 
     from .verify.env.uvarchives import CleanArchives
 
@@ -323,7 +323,7 @@ def _compare(verification: Verification, options: PristineOptions, originals: Pr
 
     memo = None
     if use_cache:  # the originals' findings by content: a warm audit of the same drift parses nothing
-        from .cache import user_cache_dir
+        from .caches.statcache import user_cache_dir
         from .inspect.scancache import ContentMemo
 
         memo = ContentMemo(os.path.join(user_cache_dir(), "inspect"),
@@ -368,7 +368,7 @@ def audit(
     runs in. ``hf_cache=""`` audits every repository of the default Hugging Face cache; ``deep``
     hashes large weight files too (by default they are checked by presence, size and mtime).
 
-    ``use_cache=False`` re-hashes every file (see ``driftscan.cache`` for what the cache trusts);
+    ``use_cache=False`` re-hashes every file (see ``driftscan.caches.statcache`` for what the cache trusts);
     ``plugins=False`` leaves out rules from the ``driftscan.rules`` entry points.
 
     Raises ``TargetError`` when the target does not exist or is not an environment; every

@@ -586,7 +586,7 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
     config = _load_config(config_file)
     cache = None
     if not no_cache:
-        from .cachedir import user_cache_dir
+        from .caches.location import user_cache_dir
         from .inspect.scancache import ResultCache
 
         cache = ResultCache(os.path.join(user_cache_dir(), "scan"), __version__)

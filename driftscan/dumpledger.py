@@ -23,7 +23,7 @@ import os
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 
-from .cachedir import user_cache_dir, write_cache_file
+from .caches.location import user_cache_dir, write_cache_file
 from .model import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Problem
 
 FORMAT = 1

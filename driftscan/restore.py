@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from .cache import user_cache_dir
+from .caches.statcache import user_cache_dir
 from .discover.target import environment_roots
 from .errors import ConfigError
 from .fs.reader import inside, open_regular, os_error, read_pieces

@@ -155,7 +155,7 @@ def index_template(tmp_path_factory, wheelhouse):
 def index_venv(index_template, tmp_path, monkeypatch):
     """A fresh copy of ``index_template``; the racy window shrunk to nothing, so files written now
     may be trusted (tests that need the real window restore it), and a private cache dir."""
-    from driftscan import cache as cache_mod
+    from driftscan.caches import statcache as cache_mod
     from driftscan.verify.env.fast import cleanindex
 
     copy = tmp_path / "v"

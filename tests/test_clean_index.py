@@ -15,7 +15,7 @@ import time
 import pytest
 
 import driftscan.api as api
-from driftscan import cache as cache_mod
+from driftscan.caches import statcache as cache_mod
 from driftscan.verify.env.fast import cleanindex
 from driftscan.verify import pipeline
 from fixtures import venvs
@@ -189,7 +189,7 @@ def test_an_editable_install_always_takes_the_full_path(venv, tmp_path, wheelhou
 def test_presence_rows_outside_the_walked_tree_are_checked_one_by_one(venv, tmp_path):
     """Hashless rows that point outside site-packages and bin/ (``../../../share/...``) are not
     covered by any listed directory: the index names them, and each must still be a file."""
-    from driftscan.cache import StatCache
+    from driftscan.caches.statcache import StatCache
     from driftscan.discover import resolve_target
 
     settled_audit(venv)
@@ -211,7 +211,7 @@ def test_presence_rows_outside_the_walked_tree_are_checked_one_by_one(venv, tmp_
 @pytest.mark.parametrize("where", ["first half", "second half"])
 def test_the_forked_half_of_the_check_counts(venv, monkeypatch, where):
     """Half of the signatures are compared by a forked child: a change on either side is seen."""
-    from driftscan.cache import StatCache
+    from driftscan.caches.statcache import StatCache
     from driftscan.discover import resolve_target
 
     monkeypatch.setenv("DRIFTSCAN_FORK", "fork")  # fork even beside the test runner's threads

@@ -25,7 +25,7 @@ import pytest
 
 import driftscan.api as api
 from driftscan import TargetError, audit
-from driftscan import cache as cache_mod
+from driftscan.caches import statcache as cache_mod
 from driftscan.verify.env.fast import cleanindex
 from driftscan.verify import pipeline
 from fixtures import venvs

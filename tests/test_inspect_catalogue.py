@@ -52,7 +52,7 @@ def _imports(path: str) -> set[str]:
 
 def test_inspect_and_rules_import_only_model_errors_and_themselves():
     allowed = ("driftscan.model", "driftscan.errors", "driftscan.fs.reader", "driftscan.fs.helpers", "driftscan.inspect",
-               "driftscan.rules", "driftscan.cachedir")  # cachedir: the cache's atomic writer, stdlib only
+               "driftscan.rules", "driftscan.caches.location")  # cachedir: the cache's atomic writer, stdlib only
     for directory in (INSPECT_DIR, RULES_DIR):
         for name in os.listdir(directory):
             if name.endswith(".py"):

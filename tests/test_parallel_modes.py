@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from driftscan.cache import StatCache
+from driftscan.caches.statcache import StatCache
 from driftscan.discover import resolve_target
 from fixtures.harness import settle
 
@@ -66,7 +66,7 @@ def test_a_failing_walker_child_falls_back_to_walking_here(planted, monkeypatch)
 
 
 def _cold(venv, monkeypatch, jobs):
-    from driftscan.cache import NoCache
+    from driftscan.caches.statcache import NoCache
     from driftscan.verify.pipeline import verify
 
     result = verify(resolve_target(str(venv)), jobs=jobs, stat_cache=NoCache())
@@ -104,7 +104,7 @@ def test_prehashed_digests_give_the_same_verdicts(planted, monkeypatch, prehash_
 
 
 def test_prehashed_digests_are_used_only_for_unchanged_files(tmp_path):
-    from driftscan.cache import signature
+    from driftscan.caches.statcache import signature
     from driftscan.model import Hash, RecordEntry
     from driftscan.verify.env import files, records
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from driftscan.cache import user_cache_dir
+from driftscan.caches.statcache import user_cache_dir
 from driftscan.discover import find_distributions
 from driftscan.model import Distribution, RecordEntry
 from driftscan.pristine import PristineOptions, SourceKind, find_pristine, pipcache

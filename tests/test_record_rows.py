@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from driftscan.formats import record
-from driftscan.cache import StatCache
+from driftscan.caches.statcache import StatCache
 from driftscan.model import Distribution, Hash, RecordEntry, RecordRows
 from driftscan.verify.env import files
 
@@ -135,7 +135,7 @@ def test_the_parse_cache_gives_back_rows_equal_to_a_fresh_parse(tmp_path):
 def test_a_forged_parse_cache_row_drops_the_parse(tmp_path, row):
     cache = StatCache(str(tmp_path / "cache.bin"))
     st = os.stat(tmp_path)
-    from driftscan.cache import signature
+    from driftscan.caches.statcache import signature
 
     cache._records_loaded = True
     cache._records_data = {"/x/RECORD": (signature(st), False, ([row], []))}
@@ -143,7 +143,7 @@ def test_a_forged_parse_cache_row_drops_the_parse(tmp_path, row):
 
 
 def test_a_parse_cache_row_with_a_huge_size_reads_back_as_it_was(tmp_path):
-    from driftscan.cache import signature
+    from driftscan.caches.statcache import signature
 
     cache = StatCache(str(tmp_path / "cache.bin"))
     st = os.stat(tmp_path)

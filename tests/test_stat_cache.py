@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from driftscan.cache import RACY_NS, StatCache
+from driftscan.caches.statcache import RACY_NS, StatCache
 from driftscan.discover import resolve_target
 from driftscan.verify.pipeline import verify
 

@@ -92,7 +92,7 @@ def test_a_clean_cache_of_real_packages_gives_no_cache_drift(tmp_path, wheelhous
 
 
 def test_a_repeated_audit_of_the_cache_reads_no_content(tmp_path, wheelhouse, monkeypatch):
-    from driftscan.cache import StatCache
+    from driftscan.caches.statcache import StatCache
     from driftscan.verify.env import files
 
     cache = tmp_path / "uv-cache"

@@ -18,7 +18,7 @@ import time
 import pytest
 
 import driftscan.api as api
-from driftscan import cache as cache_mod
+from driftscan.caches import statcache as cache_mod
 from driftscan.verify.env.fast import cleanindex
 from fixtures import venvs
 from fixtures.harness import audit_and_whether_settled, offline

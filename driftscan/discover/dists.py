@@ -339,7 +339,7 @@ def _read_egg_info(path: str, site: str, containment: Containment) -> MetadataDi
 def find_distributions(site_packages: tuple[str, ...], cache=None,
                        containment: Containment | None = None, records: bool = True) -> Iterator[MetadataDir]:
     """Yield every metadata directory in the given site-packages, sorted for stable output.
-    ``cache``: a ``driftscan.cache.StatCache`` that remembers parsed RECORDs between runs;
+    ``cache``: a ``driftscan.caches.statcache.StatCache`` that remembers parsed RECORDs between runs;
     ``containment``: where metadata may be read from (default: under each site-packages' root);
     ``records=False``: dist-info directories without their RECORD rows (who is installed, for a
     diff that found nothing to attribute)."""

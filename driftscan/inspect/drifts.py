@@ -194,7 +194,7 @@ def _possible_check(pattern: str, group, writers: list[tuple[str, Finding]], cha
 # Up to this many dump files are named in the remedy itself; more go to a list file.
 INLINE_DUMPS = 3
 # (paths, directories the audit reads) -> the list file written, or None: the caller's writer
-# (api passes driftscan.cache.write_dump_list; this layer writes nothing).
+# (api passes driftscan.caches.statcache.write_dump_list; this layer writes nothing).
 DumpLister = Callable[[Sequence[str], Sequence[str]], Optional[str]]
 # <prefix>/lib/pythonX.Y/site-packages: the prefix is audited too (discover/target.py's layout)
 _PREFIX_LAYOUT = re.compile(r"^(?P<prefix>.+?)[\\/](?:lib(?:64)?[\\/](?:python|pypy)\d[^\\/]*|Lib)[\\/](?:site|dist)-packages$")

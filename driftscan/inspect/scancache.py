@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import cast
 
-from ..cachedir import write_cache_file
+from ..caches.location import write_cache_file
 from ..fs.reader import inside, read_regular
 from ..model import Finding, Severity
 

@@ -129,7 +129,7 @@ def open_direct_url(dist: Distribution) -> tuple[ZipCopy | Rejected | None, str]
 # 800 MB torch wheel would otherwise pay for hashing it on every audit. The same trust as the stat
 # cache (docs/performance.md): a file rewritten in place keeps none of inode, size, mtime and ctime.
 def _memo_path() -> str:
-    from ..cache import user_cache_dir
+    from ..caches.statcache import user_cache_dir
 
     return os.path.join(user_cache_dir(), "pristine", "archive-digests.json")
 

@@ -14,7 +14,7 @@ import os
 import shlex
 from dataclasses import dataclass
 
-from ..cachedir import user_cache_dir
+from ..caches.location import user_cache_dir
 from ..model import Distribution, RecordEntry
 from .base import Lookup
 from .fetch import _NAME, _VERSION, index_arguments, tag_arguments

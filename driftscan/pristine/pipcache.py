@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from ..fs.atomic import write_atomic
-from ..cache import user_cache_dir
+from ..caches.statcache import user_cache_dir
 from ..errors import ConfigError
 from ..fs.reader import LIMITS, read_regular
 from ..model import Distribution

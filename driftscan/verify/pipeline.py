@@ -41,7 +41,7 @@ def _orphaned(target: Target, md) -> FileCheck:
 def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None, stat_cache=None,
            progress=None, clean_index: bool = True) -> Verification:
     """``uv_cache``: where uv's cache is (default: uv's own rule), to trace hard-linked edits.
-    ``stat_cache``: a ``driftscan.cache.StatCache`` to skip re-hashing unchanged files; a clean
+    ``stat_cache``: a ``driftscan.caches.statcache.StatCache`` to skip re-hashing unchanged files; a clean
     result also leaves it a clean index (``still_clean`` then settles the next audit).
     ``progress(done, total)``: bytes hashed so far, called from the hashing threads."""
     started_ns = time.time_ns()

@@ -203,7 +203,7 @@ _LOADED_FORMAT = b"driftscan-snapshot-load-3\n"  # 3: entries in columns
 
 
 def _loaded_cache_path(path: str) -> str:
-    from ..cache import user_cache_dir
+    from ..caches.statcache import user_cache_dir
 
     name = hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogateescape")).hexdigest()[:24]
     return os.path.join(user_cache_dir(), "snapshots", name + ".bin")

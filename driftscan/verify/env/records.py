@@ -14,7 +14,7 @@ from itertools import compress
 from typing import Any
 from dataclasses import dataclass, replace
 
-from ...cache import SIGNATURE, tag
+from ...caches.statcache import SIGNATURE, tag
 from ...discover.dists import TRUSTED_INSTALLERS, MetadataDir
 from ...discover.target import Containment
 from ...fs.reader import ByteProgress

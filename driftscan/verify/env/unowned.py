@@ -12,7 +12,7 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 
-from ...cache import signature
+from ...caches.statcache import signature
 from ...discover.target import environment_roots
 from ...discover.uvcache import default_virtualenv_app_data
 from ...model import DriftKind, FileCheck, MetadataKind, Problem, Target

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ...cache import RACY_NS, _read_framed, _write_framed, signature
+from ...caches.statcache import RACY_NS, _read_framed, _write_framed, signature
 from ...discover.uvcache import IndexedArchive, index_roots, indexed_archives, list_archives, MAX_ARCHIVES
 from ...fs.reader import LIMITS, os_error, read_regular_stat
 from ...model import Area, Distribution, DriftKind, FileCheck, Problem
@@ -251,7 +251,7 @@ def _audit_archive(archive: str, stat_cache, index: Sequence[IndexedArchive],
 def audit_archives(cache_dir: str, archives: Iterable[str] | None = None, stat_cache=None,
                    index: Sequence[IndexedArchive] = (), clean: CleanArchives | None = None) -> CacheAudit:
     """Audit the archives of uv's cache at ``cache_dir``: ``archives`` (paths inside it), or every
-    archive when None. ``stat_cache``: a ``driftscan.cache.StatCache`` for the digests and RECORD
+    archive when None. ``stat_cache``: a ``driftscan.caches.statcache.StatCache`` for the digests and RECORD
     parses (None: hash everything). ``index``: the wheel index entries known to name archives,
     cited as the sources that would install an edited one. ``clean``: the archives found clean
     before, settled by their files' signatures (the caller saves it)."""

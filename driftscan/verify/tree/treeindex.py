@@ -78,7 +78,7 @@ def _key(manifest: Manifest, root: str, limit: int) -> tuple | None:
 
 
 def _path(key: tuple) -> str:
-    from ...cache import user_cache_dir
+    from ...caches.statcache import user_cache_dir
 
     name = hashlib.sha256(repr((key[0][0], key[0][-1], key[1])).encode("utf-8", "surrogateescape")).hexdigest()[:24]
     return os.path.join(user_cache_dir(), "diffindex", name + ".bin")

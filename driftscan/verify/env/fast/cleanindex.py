@@ -37,7 +37,7 @@ import stat
 import struct
 from array import array
 
-from ....cache import RACY_NS, SIGNATURE, signature, tag
+from ....caches.statcache import RACY_NS, SIGNATURE, signature, tag
 from ....model import (Area, Distribution, DriftKind, FileCheck, MetadataKind, RecordRows, Target, TargetKind,
                        Unverifiable, Verification)
 from ....fs.helpers import Child, may_fork

@@ -21,7 +21,7 @@ import stat
 import struct
 import time
 
-from ....cache import RACY_NS, SIGNATURE, signature
+from ....caches.statcache import RACY_NS, SIGNATURE, signature
 from ....discover.target import Containment
 from ....fs.reader import NOFOLLOW, READ_FLAGS, read_kind
 from ....formats.record import large_entries

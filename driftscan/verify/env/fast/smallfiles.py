@@ -16,7 +16,7 @@ import marshal
 import os
 from collections.abc import Sequence, Sized
 
-from ....cache import StatCache
+from ....caches.statcache import StatCache
 from .. import files
 from ....fs.helpers import Child, may_fork
 

@@ -16,10 +16,10 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 
-from .cachedir import user_cache_dir, write_cache_file
-from .fs.reader import read_regular
-from .model import Distribution, Hash, RecordEntry
-from .formats.record import new_hash, parse_hash
+from ..caches.location import user_cache_dir, write_cache_file
+from ..fs.reader import read_regular
+from ..model import Distribution, Hash, RecordEntry
+from ..formats.record import new_hash, parse_hash
 
 READ_MAX = 64 << 20
 
@@ -101,8 +101,8 @@ class OriginalFinder:
         return self._work
 
     def _wheels_of(self, name: str, version: str, like: Distribution | None) -> tuple[list[tuple[object, str]], list[str]]:
-        from .pristine.fetch import fetch_candidates
-        from .pristine.wheelhouse import Wheelhouse
+        from .fetch import fetch_candidates
+        from .wheelhouse import Wheelhouse
 
         key = (name.lower(), version)
         if key in self._found:
@@ -133,7 +133,7 @@ class OriginalFinder:
         """The original of ``record_path`` in ``name`` ``version``'s wheel: ``(bytes or None, where
         it came from, what was tried)``; what is found is kept (``keep``). ``like``: the installed
         distribution of that name (its WHEEL tags pick the wheel to download)."""
-        from .pristine.wheel import open_wheel
+        from .wheel import open_wheel
 
         h = _hash(hash_before)
         if h is None:

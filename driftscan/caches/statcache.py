@@ -30,10 +30,10 @@ import struct
 
 import xxhash
 
-from .cachedir import user_cache_dir, write_cache_file  # noqa: F401 - user_cache_dir re-exported
-from .fs.reader import LIMITS, read_regular
-from .model import Hash, RecordEntry, RecordRows
-from .formats.record import ParsedRecord, RecordIssue
+from .location import user_cache_dir, write_cache_file  # noqa: F401 - user_cache_dir re-exported
+from ..fs.reader import LIMITS, read_regular
+from ..model import Hash, RecordEntry, RecordRows
+from ..formats.record import ParsedRecord, RecordIssue
 
 FORMAT = b"driftscan-statcache-4\n"
 RECORDS_FORMAT = b"driftscan-records-1\n"
@@ -56,9 +56,9 @@ def write_dump_list(paths, audited=()) -> str | None:
     """The files, NUL-terminated (what ``xargs -0`` reads), written atomically to
     ``dump_list_path``; None when that cannot be written, or would land inside a directory the
     audit reads (``audited``: a DRIFTSCAN_CACHE_DIR in the tree): the remedy then names each file."""
-    from .fs.atomic import write_atomic
-    from .errors import DriftscanError
-    from .fs.reader import inside
+    from ..fs.atomic import write_atomic
+    from ..errors import DriftscanError
+    from ..fs.reader import inside
 
     path = dump_list_path(paths)
     directory = os.path.dirname(path)
