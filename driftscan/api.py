@@ -23,7 +23,7 @@ from .fs.reader import default_jobs
 from .verify.env.ownership import build_ownership
 
 if TYPE_CHECKING:
-    from .plan import Plan
+    from .reinstall.plan import Plan
     from .report import Report
     from .pristine import Lookup, PristineOptions, PristineSet
     from .verify.tree import ModelDirResult
@@ -130,7 +130,7 @@ def _recorded_dumps(verification: Verification):
     if not roots:
         return verification, []
     from .caches.statcache import write_dump_list
-    from .dumpledger import recorded_checks
+    from .reinstall.dumpledger import recorded_checks
     from .model import DriftKind
 
     named: set[str] = set()
@@ -410,8 +410,8 @@ def plan(
     taken; the plan then asks for a checkpoint first only for wiped content it does not hold.
     """
     from .discover.reinstall_source import parse_source
-    from .expect import load_expectations
-    from .plan import build_plan
+    from .reinstall.expect import load_expectations
+    from .reinstall.plan import build_plan
 
     told = parse_source(source) if source is not None else None
 
@@ -443,7 +443,7 @@ def _held_by_checkpoint(path: str, drifts) -> frozenset[str]:
     """The drifted paths whose current content ``path`` (a checkpoint) holds byte for byte."""
     import hashlib
 
-    from .checkpoint import load_index, saved_path
+    from .reinstall.checkpoint import load_index, saved_path
     from .fs.reader import read_regular
 
     def digest(file: str) -> bytes | None:
@@ -473,7 +473,7 @@ def _suggested_checkpoint(target: Target) -> str:
 
     base = os.environ.get("DRIFTSCAN_CHECKPOINT_DIR") or os.path.join(
         os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "driftscan", "checkpoints")
-    from .checkpoint import checkpoint_name, environment_root
+    from .reinstall.checkpoint import checkpoint_name, environment_root
 
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     return os.path.join(base, f"{checkpoint_name(environment_root(target))}-{stamp}")
@@ -603,7 +603,7 @@ def checkpoint(output: str, venv: str | None = None, site_packages: Sequence[str
     (a new directory outside the audited trees). ``hf_cache``: also every repository of that Hugging
     Face cache ("" = the default one). Returns ``checkpoint.Written``; ``Written.index.partial``
     says whether a modified package file lacks both an original and a patch."""
-    from .checkpoint import DEFAULT_MAX_COPY, write_checkpoint
+    from .reinstall.checkpoint import DEFAULT_MAX_COPY, write_checkpoint
 
     result = _held_run(venv, site_packages, model_dirs, wheels=wheels, fetch=fetch, uv_cache=uv_cache, jobs=jobs,
                        use_cache=use_cache, hf_cache=hf_cache)
@@ -623,9 +623,9 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
     """Restore package-scope drift from verified originals: a dry run unless ``yes``; with
     ``yes``, a checkpoint is written first (``checkpoint_path``, default: see
     ``checkpoint.default_checkpoint_path``). Returns ``restore.RestoreReport``."""
-    from .checkpoint import (DEFAULT_MAX_COPY, checkpoints_base, default_checkpoint_path, environment_root,
+    from .reinstall.checkpoint import (DEFAULT_MAX_COPY, checkpoints_base, default_checkpoint_path, environment_root,
                              write_checkpoint)
-    from .restore import apply_restore, keep_unsaved, plan_restore, predict, refuse_unchecked
+    from .reinstall.restore import apply_restore, keep_unsaved, plan_restore, predict, refuse_unchecked
 
     started = time.perf_counter()
     result = _held_run(venv, site_packages, model_dirs, wheels=wheels, fetch=fetch, uv_cache=uv_cache, jobs=jobs,
@@ -674,8 +674,8 @@ def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequenc
     ``partial``: a file with conflicting hunks gets its clean ones, the others go to a ``.rej``
     beside the checkpoint. ``wheels``/``fetch``: where to find the originals the checkpoint lacks.
     Returns ``reapply.ReapplyReport``."""
-    from .checkpoint import default_checkpoint_path, environment_root, load_index, write_checkpoint
-    from .reapply import apply_reapply, plan_reapply
+    from .reinstall.checkpoint import default_checkpoint_path, environment_root, load_index, write_checkpoint
+    from .reinstall.reapply import apply_reapply, plan_reapply
 
     started = time.perf_counter()
     index = load_index(checkpoint_dir)
@@ -732,9 +732,9 @@ def _run_command(argv: Sequence[str], stdout: int | None) -> tuple[int, str | No
 
 def _expectations_now(expect: str, result: Run, placeholders: dict[str, str]) -> list[tuple[bool | None, str]]:
     """Each expectation of ``expect`` judged on the files as they are (``result``: a full audit of them)."""
-    from .expect import evaluate, load_expectations
+    from .reinstall.expect import evaluate, load_expectations
     from .fs.reader import read_regular
-    from .plan import EXPECT_MAX
+    from .reinstall.plan import EXPECT_MAX
 
     drifted = {os.path.normpath(c.path) for c in result.verification.checks}
     roots = [r.root for r in result.model_dirs if r.kind is not LayoutKind.UNKNOWN]
@@ -782,10 +782,10 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
     Returns ``guard.GuardReport``; ``guard.exit_status`` gives its exit status."""
     import shlex
 
-    from .checkpoint import check_destination, default_checkpoint_path, environment_root
+    from .reinstall.checkpoint import check_destination, default_checkpoint_path, environment_root
     from .errors import DriftscanError
     from .model import MetadataKind
-    from .guard import (GuardCommand, GuardReport, Refusal, Tool, checkpoint_summary, debug_comes_back,
+    from .reinstall.guard import (GuardCommand, GuardReport, Refusal, Tool, checkpoint_summary, debug_comes_back,
                         expectations, fingerprints, judge, leftovers, new_drifts, normalize, not_run,
                         other_environment, predict, recognise, reapply_line, reinstalled, summarise, unchecked,
                         versions)

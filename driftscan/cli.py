@@ -793,7 +793,7 @@ def guard(command, venv, site_packages, model_dirs, hf_cache, source, checkpoint
     hold, bit 2 when guard refused to start it or something could not be checked.
     """
     from .api import guard as run_guard
-    from .guard import exit_status as guard_status
+    from .reinstall.guard import exit_status as guard_status
     from .render.guardview import GUARD_RENDERERS
 
     config = _load_config(config_file)
@@ -803,7 +803,7 @@ def guard(command, venv, site_packages, model_dirs, hf_cache, source, checkpoint
     dirs, hub, _ = _targets(config, venv, site_packages, model_dirs, hf_cache)
     chosen_because = None
     if venv is None and not site_packages:  # none named: where the command installs, else as for audit
-        from .guard import recognise
+        from .reinstall.guard import recognise
 
         where = recognise(list(command)).environment
         if where and (os.path.isfile(os.path.join(where, "pyvenv.cfg")) or os.path.isdir(os.path.join(where,
@@ -938,7 +938,7 @@ def schema(kind) -> None:
         click.echo(json.dumps(FleetResult.model_json_schema(), indent=2))
         return
     if kind == "guard":
-        from .guard import GuardReport
+        from .reinstall.guard import GuardReport
 
         click.echo(json.dumps(GuardReport.model_json_schema(), indent=2))
         return

@@ -12,8 +12,8 @@ import pytest
 
 from driftscan import audit
 from driftscan.api import checkpoint
-from driftscan.checkpoint import load_index
-from driftscan.dumpledger import ledger_path
+from driftscan.reinstall.checkpoint import load_index
+from driftscan.reinstall.dumpledger import ledger_path
 from fixtures import venvs
 from fixtures.harness import run_cli
 from fixtures.wheels import build_wheel

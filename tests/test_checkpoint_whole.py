@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from driftscan.checkpoint import load_index
+from driftscan.reinstall.checkpoint import load_index
 from fixtures import venvs
 from fixtures.modeldirs import COMMIT, COMMIT_2, build_cache_repo, git_blob_sha1, seed_files
 from fixtures.restoring import TOY_FILES, build_toy_wheels, cli, private_env, site_of

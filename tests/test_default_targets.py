@@ -140,7 +140,7 @@ def test_uv_project_environment_rules(project, tmp_path):
 
 
 def test_default_checkpoint_names_tell_projects_apart(project, tmp_path, monkeypatch):
-    from driftscan.checkpoint import NAME_MAX, checkpoint_name, default_checkpoint_path
+    from driftscan.reinstall.checkpoint import NAME_MAX, checkpoint_name, default_checkpoint_path
     from driftscan.model import Target, TargetKind
 
     proj, venv = project

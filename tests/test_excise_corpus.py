@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from driftscan.excise import excise
+from driftscan.reinstall.excise import excise
 from driftscan.inspect import inspect_source, load_rules, select_rules
 from fixtures.debug_shapes import SHAPES, Shape
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from driftscan.errors import ConfigError
-from driftscan.expect import Expectation, evaluate, load_expectations, split_pointer
+from driftscan.reinstall.expect import Expectation, evaluate, load_expectations, split_pointer
 
 
 def write(tmp_path, text):

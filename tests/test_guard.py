@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from driftscan.guard import GuardReport, Tool, recognise
+from driftscan.reinstall.guard import GuardReport, Tool, recognise
 from fixtures import venvs
 from fixtures.harness import replace_by_rename
 from fixtures.modeldirs import build_local_dir, seed_files, sm120_edit

@@ -10,8 +10,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "driftscan"
 
-LAYERS = ["_version", "errors", "fs", "model", "fs.paths", "datamodel", "fs.reader", "caches", "caches.location", "fs.helpers", "formats", "formats.lfs", "fs.atomic", "formats.tomlfile", "formats.record", "formats.jsondiff", "formats.patch", "excise", "formats.manifest", "caches.statcache", "discover", "verify", "pristine", "inspect", "rules",
-          "dumpledger", "changes", "classify", "report", "compare", "expect", "plan", "accept", "checkpoint", "restore", "reapply", "guard", "render", "configfind", "config", "api", "fleet", "__init__", "cli", "__main__"]
+LAYERS = ["_version", "errors", "fs", "model", "fs.paths", "datamodel", "fs.reader", "caches", "caches.location", "fs.helpers", "formats", "formats.lfs", "fs.atomic", "formats.tomlfile", "formats.record", "formats.jsondiff", "formats.patch", "reinstall", "reinstall.excise", "formats.manifest", "caches.statcache", "discover", "verify", "pristine", "inspect", "rules",
+          "reinstall.dumpledger", "changes", "classify", "report", "compare", "reinstall.expect", "reinstall.plan", "accept", "reinstall.checkpoint", "reinstall.restore", "reinstall.reapply", "reinstall.guard", "render", "configfind", "config", "api", "fleet", "__init__", "cli", "__main__"]
 # rules and inspect are one layer: rules are loaded by the inspect registry and subclass its Rule.
 SAME_LAYER = {"rules": "inspect"}
 

@@ -86,7 +86,7 @@ def test_plan_from_a_wheel_of_another_version_offers_no_restore(patched, tmp_pat
 
 
 def test_one_file_is_not_files():
-    from driftscan.plan import files_count
+    from driftscan.reinstall.plan import files_count
     from driftscan.render.text import _n
 
     assert files_count(1) == "1 file" and files_count(2) == "2 files" and _n(1, "file") == "1 file"

@@ -256,7 +256,7 @@ def test_what_is_not_applied_sets_bit_1(edited, house, tmp_path_factory):
 
 def test_a_result_its_declared_encoding_cannot_hold_is_refused():
     """The result is written in the encoding its own cookie (or BOM) declares, or not at all."""
-    from driftscan.reapply import _decode, _encode
+    from driftscan.reinstall.reapply import _decode, _encode
 
     out, why = _encode('# coding: latin-1\nx = "\u20ac"\n', "m.py", "iso-8859-1")
     assert out is None and "latin-1" in why
@@ -268,7 +268,7 @@ def test_a_result_its_declared_encoding_cannot_hold_is_refused():
 
 
 def test_names_another_module_reads_are_attributes_and_from_imports_not_prose():
-    from driftscan.reapply import names_defined, names_read
+    from driftscan.reinstall.reapply import names_defined, names_read
 
     data = (b'from .a import RETRIES, LIMIT as L\nimport json\n# cfg.enabled in a comment\n'
             b'x = "config.json"\nif obj.enabled:\n    from b import (TAIL,\n        HEAD)\n    raise E from err\n')
@@ -279,7 +279,7 @@ def test_names_another_module_reads_are_attributes_and_from_imports_not_prose():
 
 
 def test_only_names_another_module_can_read_are_candidates_to_keep():
-    from driftscan.reapply import names_defined
+    from driftscan.reinstall.reapply import names_defined
 
     text = ("import json\nRETRIES = 5\n\n\nclass A:\n    flag = False\n\n    def f(self):\n        global COUNT\n"
             "        out = 1\n        self.enabled = True\n        COUNT = out\n        for i in range(3):\n"

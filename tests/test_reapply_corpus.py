@@ -133,7 +133,7 @@ def test_uv_reinstall_then_reapply_keeps_every_fix_and_no_debug_code(tmp_path, w
 
 
 def test_what_another_saved_file_s_debug_code_reads_is_no_reason_to_keep_a_name():
-    from driftscan.reapply import names_read_by_kept_code
+    from driftscan.reinstall.reapply import names_read_by_kept_code
 
     other = (b"import torch\n\n\nclass B:\n    def forward(self, x):\n        y = x.clamp(0, 1)\n"
              b"        if not Layer._dumped_once and x.shape[0] > 1:\n"

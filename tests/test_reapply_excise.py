@@ -1,10 +1,10 @@
-"""Statement-level removal of injected debug code (driftscan.excise), on the rules' own findings."""
+"""Statement-level removal of injected debug code (driftscan.reinstall.excise), on the rules' own findings."""
 
 from __future__ import annotations
 
 import ast
 
-from driftscan.excise import excise
+from driftscan.reinstall.excise import excise
 from driftscan.inspect import inspect_source
 
 
@@ -251,7 +251,7 @@ def test_a_thousand_statement_chain_feeding_one_dump_goes_whole():
 
 
 def test_beyond_the_budget_the_file_is_refused(monkeypatch):
-    import driftscan.excise as module
+    import driftscan.reinstall.excise as module
 
     monkeypatch.setattr(module, "MAX_WORK", 200)
     result = cut(BASE, chain(300))

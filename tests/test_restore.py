@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from driftscan.checkpoint import load_index
+from driftscan.reinstall.checkpoint import load_index
 from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
-from driftscan.restore import journal_path
+from driftscan.reinstall.restore import journal_path
 from fixtures import venvs
 from fixtures.modeldirs import seed_files, sm120_edit, tree_state
 from fixtures.restoring import (

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from driftscan.plan import Plan
+from driftscan.reinstall.plan import Plan
 from driftscan.render import SCHEMA_KINDS, json_schema
 from driftscan.render.scan import ScanReport
 from driftscan.report import report_schema
@@ -51,7 +51,7 @@ def test_cli_schema_for(kind):
 
 def test_committed_guard_schema_is_current():
     """guard's JSON (``GuardReport``; a real run validates in tests/test_guard.py) has its published schema."""
-    from driftscan.guard import GuardReport
+    from driftscan.reinstall.guard import GuardReport
 
     with open(PUBLISHED["guard"]) as f:
         assert json.load(f) == GuardReport.model_json_schema(), \

@@ -49,7 +49,7 @@ def json_schema(kind: str = "audit") -> dict[str, Any]:
 
         return scan_schema()
     if kind == "plan":
-        from ..plan import Plan
+        from ..reinstall.plan import Plan
 
         return Plan.model_json_schema()
     if kind == "compare":

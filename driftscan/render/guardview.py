@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..guard import GuardReport
+    from ..reinstall.guard import GuardReport
 
 _ORDER = {"WIPED": 0, "MAY SURVIVE": 1, "SURVIVES": 2}
 _MARK = {True: "✓", False: "✗", None: "·"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..plan import Plan
+    from ..reinstall.plan import Plan
 
 _ORDER = {"WIPED": 0, "MAY SURVIVE": 1, "SURVIVES": 2}
 

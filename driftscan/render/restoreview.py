@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..checkpoint import Written
-from ..restore import RestoreReport
+from ..reinstall.checkpoint import Written
+from ..reinstall.restore import RestoreReport
 
 _DONE = {"planned": "would", "restored": "", "removed": "", "failed": "FAILED"}
 _VERB = {"rewrite": "rewrite", "recreate": "recreate", "remove": "remove"}

@@ -49,19 +49,19 @@ from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel, Field
 
-from .caches.location import user_cache_dir, write_cache_file
-from .changes import record_rows
+from ..caches.location import user_cache_dir, write_cache_file
+from ..changes import record_rows
 from .checkpoint import CheckpointFile, CheckpointIndex, environment_root, saved_path
-from .discover.target import environment_roots
-from .errors import ConfigError
+from ..discover.target import environment_roots
+from ..errors import ConfigError
 from .excise import excise
-from .fs.reader import inside, os_error, read_regular
-from .pristine.kept import OriginalFinder, keep, kept, matches
-from .model import Distribution, Finding, Target
-from .formats.patch import (PatchError, added_line_numbers, apply_hunks, diff_hunks, format_hunks, make_patch, merge3,
+from ..fs.reader import inside, os_error, read_regular
+from ..pristine.kept import OriginalFinder, keep, kept, matches
+from ..model import Distribution, Finding, Target
+from ..formats.patch import (PatchError, added_line_numbers, apply_hunks, diff_hunks, format_hunks, make_patch, merge3,
                        parse_patch, reverse_hunks)
-from .inspect.artifacts import recheck
-from .fs.paths import printable
+from ..inspect.artifacts import recheck
+from ..fs.paths import printable
 from .plan import normalize
 from .restore import close_journal, mode_for, open_journal, replace_file, verify_file
 
@@ -305,7 +305,7 @@ def _target_path(root: str, roots: Sequence[str], rel: str) -> str:
 def _debug_rules() -> list:
     """Every DBG1 rule, opt-in ones too (a debug ``print`` is injected code to leave out even
     though audit does not report it by default), and the file-level problem rules."""
-    from .inspect import default_rules
+    from ..inspect import default_rules
 
     return [r for r in default_rules() if r.CODE.startswith("DBG1") or r.CODE in _PROBLEMS]
 
@@ -314,7 +314,7 @@ def findings_of(data: bytes | str, path: str, encoding: str = "utf-8") -> list[F
     """Every debug rule's findings on ``data`` (text: encoded in ``encoding`` first, so its
     cookie reads true); None when the file could not be inspected (does not parse, too large, a
     rule failed): its findings are unknown."""
-    from .inspect import RuleError, inspect_source
+    from ..inspect import RuleError, inspect_source
 
     if isinstance(data, str):
         try:
@@ -414,7 +414,7 @@ def _same_original(path: str, f: CheckpointFile, dist: Distribution | None) -> b
     changed from (its RECORD hash is the checkpoint's hash_before)."""
     if dist is None or not f.hash_before:
         return False
-    from .formats.record import hash_text
+    from ..formats.record import hash_text
 
     entry = record_rows(dist).get(os.path.normpath(path))
     return entry is not None and entry.hash is not None and hash_text(entry.hash) == f.hash_before \
@@ -878,7 +878,7 @@ def _plan_missing(plan: ReapplyPlan, f: CheckpointFile, root: str, roots: Sequen
 
 
 def _same_hash(a: str | None, b: str | None) -> bool:
-    from .formats.record import parse_hash
+    from ..formats.record import parse_hash
 
     if not a or not b:
         return False
@@ -1153,7 +1153,7 @@ def _split(checkpoint: str, f: CheckpointFile, base: str, ours: str, wanted: str
 
 def _write_rej(path: str, text: str, checkpoint: str) -> str | None:
     """Write a .rej file beside the checkpoint (atomically; never through a symlink)."""
-    from .fs.atomic import write_atomic
+    from ..fs.atomic import write_atomic
 
     top = os.path.abspath(checkpoint).rstrip(os.sep) + ".rej"
     try:

@@ -49,7 +49,7 @@ from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from .formats.patch import added_line_numbers, split_lines
+from ..formats.patch import added_line_numbers, split_lines
 
 # Calls whose value an assignment may hold and still be removed as unused: they read, format or
 # convert, and change nothing (a ``cfg.pop(...)`` or ``x.update(...)`` is never among them).

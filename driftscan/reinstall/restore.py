@@ -25,17 +25,17 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from .caches.statcache import user_cache_dir
-from .discover.target import environment_roots
-from .errors import ConfigError
-from .fs.reader import inside, open_regular, os_error, read_pieces
-from .changes import record_rows
-from .classify import uv_cache_clean
-from .model import Distribution, Drift, DriftKind, FileCheck, MetadataKind, RecordEntry, Scope, Target
-from .fs.paths import printable, relpath
+from ..caches.statcache import user_cache_dir
+from ..discover.target import environment_roots
+from ..errors import ConfigError
+from ..fs.reader import inside, open_regular, os_error, read_pieces
+from ..changes import record_rows
+from ..classify import uv_cache_clean
+from ..model import Distribution, Drift, DriftKind, FileCheck, MetadataKind, RecordEntry, Scope, Target
+from ..fs.paths import printable, relpath
 from .plan import normalize, select_distributions
-from .pristine import PristineCopy, PristineSet
-from .formats.record import new_hash
+from ..pristine import PristineCopy, PristineSet
+from ..formats.record import new_hash
 
 REWRITE, RECREATE, REMOVE = "rewrite", "recreate", "remove"
 _RESTORABLE = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}
@@ -262,7 +262,7 @@ def _plan_file(check: FileCheck, dist: Distribution, originals: PristineSet, roo
     copy = lookup.original(entry) if lookup is not None else None
     verb = RECREATE if check.kind is DriftKind.MISSING else REWRITE
     if copy is None:
-        from .pristine.howto import ways_to_original, why_no_original
+        from ..pristine.howto import ways_to_original, why_no_original
 
         ways = ways_to_original(dist, target.python_version if target else None, target.venv if target else None)
         why = why_no_original(lookup, entry, uv_edited=check.uv_cache is not None and bool(check.uv_cache.copy))

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .formats.tomlfile import load_toml_model
+from ..formats.tomlfile import load_toml_model
 
 CHECKS = ("json_has", "json_lacks", "contains", "lacks", "unchanged")
 

@@ -15,18 +15,18 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .classify import effective_installer, reinstall_parts, requirement, uv_cache_clean
-from .discover.reinstall_source import (CacheEntry, Relink, ReinstallSource, SourceKind, cache_entry,
+from ..classify import effective_installer, reinstall_parts, requirement, uv_cache_clean
+from ..discover.reinstall_source import (CacheEntry, Relink, ReinstallSource, SourceKind, cache_entry,
                                         confirmed, installed_source, mismatch, relink)
-from .discover.target import site_packages_prefix
-from .discover.uvcache import find_pristine_copy
-from .errors import ConfigError
+from ..discover.target import site_packages_prefix
+from ..discover.uvcache import find_pristine_copy
+from ..errors import ConfigError
 from .expect import Expectation, evaluate
-from .fs.reader import read_regular
-from .model import Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target
-from .fs.paths import printable, relpath
-from .formats.record import parse_hash
-from .report import Report
+from ..fs.reader import read_regular
+from ..model import Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target
+from ..fs.paths import printable, relpath
+from ..formats.record import parse_hash
+from ..report import Report
 
 WIPED, SURVIVES, MAY_SURVIVE = "WIPED", "SURVIVES", "MAY SURVIVE"
 

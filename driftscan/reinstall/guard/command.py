@@ -18,7 +18,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..fs.reader import read_regular
+from ...fs.reader import read_regular
 
 REQUIREMENTS_MAX = 4 << 20  # a requirements file is a list of names, not a data set
 REQUIREMENTS_DEPTH = 8  # -r inside -r inside ...

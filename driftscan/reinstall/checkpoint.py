@@ -31,17 +31,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ._version import __version__
-from .discover.target import environment_roots
-from .errors import ConfigError
-from .fs.reader import CHUNK, file_type, inside, open_regular, os_error
-from .changes import record_rows
-from .model import Area, Drift, DriftKind, FileCheck, Scope, Target
-from .fs.paths import printable
-from .formats.patch import make_patch
-from .pristine import PristineSet
-from .formats.record import hash_text
-from .report import Report
+from .._version import __version__
+from ..discover.target import environment_roots
+from ..errors import ConfigError
+from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error
+from ..changes import record_rows
+from ..model import Area, Drift, DriftKind, FileCheck, Scope, Target
+from ..fs.paths import printable
+from ..formats.patch import make_patch
+from ..pristine import PristineSet
+from ..formats.record import hash_text
+from ..report import Report
 
 FORMAT: Literal["1"] = "1"
 INDEX = "checkpoint.json"
@@ -148,7 +148,7 @@ class Written:
 def checkpoints_base() -> str:
     """Where checkpoints go when no path is named (``DRIFTSCAN_CHECKPOINT_DIR``, else
     ``$XDG_STATE_HOME/driftscan/checkpoints``)."""
-    from .verify.tree.remedies import checkpoints_base as base
+    from ..verify.tree.remedies import checkpoints_base as base
 
     return base()
 
@@ -276,7 +276,7 @@ def _fsync_tree(top: str) -> None:
 
 def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift], report: Report,
           originals: PristineSet | None, model_dirs: Sequence[str], max_copy: int) -> Written:
-    from .discover.hfcache import containment_root
+    from ..discover.hfcache import containment_root
 
     index = CheckpointIndex(root=env_root, venv=target.venv, site_packages=list(target.site_packages),
                             python_version=target.python_version, model_dirs=list(model_dirs))
@@ -341,7 +341,7 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
         item.has_patch, item.has_original = item.patch is not None, item.original is not None
         if dist is not None and check.kind is DriftKind.MODIFIED and drift.scope is Scope.PACKAGE \
                 and not item.has_original:
-            from .pristine.howto import why_no_original
+            from ..pristine.howto import why_no_original
 
             uv_edited = check.uv_cache is not None and bool(check.uv_cache.copy)
             item.no_original = printable(why_no_original(lookup, entry, uv_edited) if entry is not None
@@ -403,7 +403,7 @@ def _complete_with(index: CheckpointIndex, target: Target, drifts: Sequence[Drif
     path) with ``--wheels`` that directory, or with ``--fetch``."""
     import shlex
 
-    from .pristine.howto import download_line, wheels_dir
+    from ..pristine.howto import download_line, wheels_dir
 
     if not index.incomplete:
         return
@@ -521,7 +521,7 @@ def _save_patch(tmp: str, item: CheckpointFile, original_path: str, current_path
 
 def load_index(path: str) -> CheckpointIndex:
     """A checkpoint's index; ConfigError with one line when it is not a checkpoint."""
-    from .fs.reader import read_regular
+    from ..fs.reader import read_regular
 
     index_path = os.path.join(path, INDEX)
     try:

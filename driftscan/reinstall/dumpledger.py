@@ -23,8 +23,8 @@ import os
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 
-from .caches.location import user_cache_dir, write_cache_file
-from .model import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Problem
+from ..caches.location import user_cache_dir, write_cache_file
+from ..model import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Problem
 
 FORMAT = 1
 MAX_BYTES = 4 << 20  # the whole file
@@ -45,7 +45,7 @@ def _text(value: object) -> str | None:
 
 def _load(root: str) -> tuple[list[dict], str | None]:
     """(the valid checkpoint entries, newest last; why the file was ignored, or None)."""
-    from .fs.reader import read_regular
+    from ..fs.reader import read_regular
 
     path = ledger_path(root)
     try:
@@ -105,7 +105,7 @@ def recorded_checks(root: str, named: set[str], owned: Callable[[str], bool] | N
                     dump_list: Callable | None = None) -> tuple[list[FileCheck], list[Problem]]:
     """The drifts of the dumps ``root``'s checkpoints recorded that are still on disk and not in
     ``named`` (the dump paths the audit found itself), and a note when the list was ignored."""
-    from .inspect.artifacts import recheck
+    from ..inspect.artifacts import recheck
 
     entries, why = _load(root)
     notes = [Problem(ledger_path(root), f"the dumps recorded by checkpoints ignored: {why}")] if why else []
