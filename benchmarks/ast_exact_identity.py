@@ -26,11 +26,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from driftscan.inspect.engine import exact_findings, inspect_source  # noqa: E402
-from driftscan.inspect.noqa import apply_noqa  # noqa: E402
-from driftscan.inspect.scan import collect_files  # noqa: E402
-from driftscan.inspect.triggers import Memo  # noqa: E402
-from driftscan.inspect.registry import builtin_rules  # noqa: E402
+from driftscan.lint.engine import exact_findings, inspect_source  # noqa: E402
+from driftscan.lint.noqa import apply_noqa  # noqa: E402
+from driftscan.lint.scan import collect_files  # noqa: E402
+from driftscan.lint.triggers import Memo  # noqa: E402
+from driftscan.lint.registry import builtin_rules  # noqa: E402
 
 #: Every rule decided on CPython's tree where it can tell (astdump.exact_kind).
 RULES = [r for r in builtin_rules() if r.__dict__.get("AST_EXACT")]

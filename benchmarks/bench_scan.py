@@ -54,8 +54,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from driftscan.fs.reader import default_jobs  # noqa: E402
-from driftscan.inspect import scan_paths  # noqa: E402
-from driftscan.inspect.scan import collect_files  # noqa: E402
+from driftscan.lint import scan_paths  # noqa: E402
+from driftscan.lint.scan import collect_files  # noqa: E402
 
 # Rules for semgrep doing what driftscan's default rules look for (DBG101-DBG108; DBG001-DBG004
 # are semgrep's own parse errors and size limit).
@@ -274,9 +274,9 @@ def prefilter_stats(paths: list[str]) -> dict:
     goes to libcst when a tree rule's byte trigger and its check on CPython's tree (AST_CHECK)
     hold, or when CPython cannot parse a file some trigger holds for. ``trigger_*``: the files
     some byte trigger holds for (what reached libcst before the AST checks)."""
-    from driftscan.inspect.engine import exact_findings
-    from driftscan.inspect.registry import load_rules, select_rules
-    from driftscan.inspect.triggers import Memo, python_ast
+    from driftscan.lint.engine import exact_findings
+    from driftscan.lint.registry import load_rules, select_rules
+    from driftscan.lint.triggers import Memo, python_ast
 
     rules = select_rules(load_rules(()), (), ())
     out = {"files": len(paths), "bytes": 0, "libcst_files": 0, "libcst_bytes": 0, "cpython_files": 0,
@@ -373,7 +373,7 @@ def bench_tree(tree: str, args, jobs: int, peers: dict[str, str], work: str) -> 
     medians = {name: statistics.median(r["seconds"] for r in rs) for name, rs in runs.items() if rs}
     # The warm re-scan without interpreter start and imports: scan_paths with the cache, here.
     from driftscan._version import __version__
-    from driftscan.inspect.scancache import ResultCache
+    from driftscan.lint.scancache import ResultCache
 
     inproc = []
     for _ in range(max(1, args.repeat)):

@@ -99,7 +99,7 @@ def _inspect(verification: Verification, jobs: int | None, select: Sequence[str]
     if not any(c.path.endswith((".py", ".pyw")) for c in verification.checks):
         return verification, []  # nothing to parse: libcst is not even imported
     from .caches.statcache import user_cache_dir, write_dump_list
-    from .inspect.drifts import inspect_drifts
+    from .lint.drifts import inspect_drifts
 
     target = verification.target
     # No file of the environment's own directories, and none a RECORD owns, is ever a "dump".
@@ -317,14 +317,14 @@ def _compare(verification: Verification, options: PristineOptions, originals: Pr
     from .pristine import find_pristine
 
     def rules():
-        from .inspect import load_rules, select_rules
+        from .lint import load_rules, select_rules
 
         return select_rules(load_rules(rules_modules, plugins=plugins), select, ignore)
 
     memo = None
     if use_cache:  # the originals' findings by content: a warm audit of the same drift parses nothing
         from .caches.statcache import user_cache_dir
-        from .inspect.scancache import ContentMemo
+        from .lint.scancache import ContentMemo
 
         memo = ContentMemo(os.path.join(user_cache_dir(), "inspect"),
                            repr(("originals", sys.version, list(sys.path), list(select), list(ignore),

@@ -578,7 +578,7 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
     Exit status as for audit: bit 1 when a finding at or above --fail-on, bit 2 when a file
     could not be scanned or for a usage error.
     """
-    from .inspect.warmscan import scan_paths
+    from .lint.warmscan import scan_paths
 
     missing = [p for p in paths if not os.path.lexists(p)]
     if missing:
@@ -587,7 +587,7 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
     cache = None
     if not no_cache:
         from .caches.location import user_cache_dir
-        from .inspect.scancache import ResultCache
+        from .lint.scancache import ResultCache
 
         cache = ResultCache(os.path.join(user_cache_dir(), "scan"), __version__)
     result = scan_paths(paths, select=_codes(select) or config.select, ignore=_codes(ignore) or config.ignore,

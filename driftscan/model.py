@@ -27,7 +27,7 @@ class DriftKind(str, enum.Enum):
     HEAD_MOVED = "head-moved"  # an editable install's repository is no longer at the recorded commit
     CACHE_MODIFIED = "cache-modified"  # an archive of uv's cache whose files differ from its own RECORD
     # Files matching a dump pattern that are older than the code writing them, newer than what the
-    # tree cannot backdate (inspect/drifts.py): listed for review, never offered for deletion.
+    # tree cannot backdate (lint/drifts.py): listed for review, never offered for deletion.
     POSSIBLE_DEBUG_ARTIFACTS = "possible-debug-artifacts"
     RESTORED = "restored"  # diff: differs from the snapshot, and matches RECORD again (back to pristine)
 

@@ -1,4 +1,4 @@
-"""The second-stage prefilter (inspect/astfacts.py): a rule's AST_CHECK, on CPython's syntax
+"""The second-stage prefilter (lint/astfacts.py): a rule's AST_CHECK, on CPython's syntax
 tree, must hold wherever the rule reports something. Checked on the rules' own examples, on
 hand-written cases where name resolution, bindings and walk order matter, on the test corpus
 and (where it exists) on a sample of the benchmark venv's files."""
@@ -12,12 +12,12 @@ import textwrap
 
 import pytest
 
-from driftscan.inspect import analysis, astfacts, context
-from driftscan.inspect.engine import MAX_FILE_BYTES, inspect_source
-from driftscan.inspect.registry import builtin_rules
-from driftscan.inspect.rule import Invalid
-from driftscan.inspect.testing import iter_examples, source_of
-from driftscan.inspect.triggers import Memo
+from driftscan.lint import analysis, astfacts, context
+from driftscan.lint.engine import MAX_FILE_BYTES, inspect_source
+from driftscan.lint.registry import builtin_rules
+from driftscan.lint.rule import Invalid
+from driftscan.lint.testing import iter_examples, source_of
+from driftscan.lint.triggers import Memo
 
 RULES = [r for r in builtin_rules() if r.CODE != "DBG006"]  # DBG109 (opt-in) included
 CHECKED = [r for r in RULES if r.AST_CHECK is not None]
@@ -49,7 +49,7 @@ def test_vocabulary_is_analysis_and_context_vocabulary():
     assert astfacts.EPHEMERAL == analysis._EPHEMERAL
     assert astfacts.SHAPE_ATTRS == analysis._SHAPE_ATTRS and astfacts.SHAPE_METHODS == analysis._SHAPE_METHODS
     assert astfacts.DEFAULT_ALIASES == context._DEFAULT_ALIASES
-    from driftscan.inspect.dumppaths import TMP_DIRS
+    from driftscan.lint.dumppaths import TMP_DIRS
 
     assert astfacts.TMP_DIRS == TMP_DIRS
 
@@ -162,7 +162,7 @@ def test_a_file_cpython_cannot_parse_passes_every_check():
 
 
 def test_a_file_only_cpython_parses_counts_as_parsed(tmp_path):
-    from driftscan.inspect.engine import inspect_path
+    from driftscan.lint.engine import inspect_path
 
     path = tmp_path / "m.py"
     path.write_bytes(b"import json\njson.dump(x, f)\n")  # DUMP's byte trigger: yes; the check: no
@@ -204,7 +204,7 @@ def test_a_sample_of_real_files_is_the_same_with_the_checks():
 
 
 def test_a_file_is_deferred_only_when_libcst_must_parse_it(tmp_path):
-    from driftscan.inspect.engine import inspect_path
+    from driftscan.lint.engine import inspect_path
 
     cut = tmp_path / "cut.py"
     cut.write_bytes(b"import json\n" + b"x = 1\n" * 100 + b"json.dump(x, f)\n")
@@ -226,7 +226,7 @@ def test_a_file_is_deferred_only_when_libcst_must_parse_it(tmp_path):
 def test_without_the_ast_checks_the_findings_are_the_same(tmp_path, text):
     """A deferred file is parsed without the checks (they passed already): running the rules
     they rule out changes nothing."""
-    from driftscan.inspect.engine import inspect_path
+    from driftscan.lint.engine import inspect_path
 
     path = tmp_path / "m.py"
     path.write_text(text)
@@ -260,8 +260,8 @@ def test_shared_memo_gives_each_trigger_its_own_answer():
 
 
 def test_a_big_file_is_deferred_before_its_tree_is_built(tmp_path, monkeypatch):
-    from driftscan.inspect import engine, triggers
-    from driftscan.inspect.engine import AST_DEFER_BYTES, inspect_path
+    from driftscan.lint import engine, triggers
+    from driftscan.lint.engine import AST_DEFER_BYTES, inspect_path
 
     big = tmp_path / "big.py"
     body = b"def forward(self, x):\n    if x.shape[0] == 2:\n        y = 1\n" + b"z = [1, 2, 3]\n" * (AST_DEFER_BYTES // 14)

@@ -1,4 +1,4 @@
-"""The rules decided on CPython's tree (inspect/astdump.py: DBG101-DBG103, DBG106, DBG107) must
+"""The rules decided on CPython's tree (lint/astdump.py: DBG101-DBG103, DBG106, DBG107) must
 equal libcst's findings: on the rules' own examples, on hand-written corner cases (walk order,
 bindings, paths, guards, counters, positions), on the test corpus, and — where it is on this
 machine — on real files of the benchmark venv. Where CPython's tree cannot tell, the answer is
@@ -13,17 +13,17 @@ import textwrap
 
 import pytest
 
-from driftscan.inspect import astdump
-from driftscan.inspect.engine import exact_findings, inspect_source
-from driftscan.inspect.noqa import apply_noqa
-from driftscan.inspect.registry import builtin_rules
-from driftscan.inspect.testing import iter_examples, source_of
-from driftscan.inspect.triggers import Memo
-from driftscan.rules.debug_counter import DebugCounter
-from driftscan.rules.debug_tensor_dump import DebugTensorDump
-from driftscan.rules.debugger_call import DebuggerCall
-from driftscan.rules.debugger_import import DebuggerImport
-from driftscan.rules.tensor_save_call import TensorSaveCall
+from driftscan.lint import astdump
+from driftscan.lint.engine import exact_findings, inspect_source
+from driftscan.lint.noqa import apply_noqa
+from driftscan.lint.registry import builtin_rules
+from driftscan.lint.testing import iter_examples, source_of
+from driftscan.lint.triggers import Memo
+from driftscan.lint.rules.debug_counter import DebugCounter
+from driftscan.lint.rules.debug_tensor_dump import DebugTensorDump
+from driftscan.lint.rules.debugger_call import DebuggerCall
+from driftscan.lint.rules.debugger_import import DebuggerImport
+from driftscan.lint.rules.tensor_save_call import TensorSaveCall
 
 RULES = [DebugTensorDump, TensorSaveCall, DebuggerCall, DebuggerImport, DebugCounter]
 HERE = os.path.dirname(__file__)

@@ -118,7 +118,7 @@ def test_a_drifted_file_that_no_longer_parses_is_a_finding(seeded):
 
 
 def test_added_files_beyond_the_limit_skip_only_the_syntax_check(tmp_path, monkeypatch):
-    from driftscan.inspect import drifts as findings
+    from driftscan.lint import drifts as findings
 
     site = tmp_path / "site"
     (site / "pkg").mkdir(parents=True)

@@ -18,7 +18,7 @@ import pytest
 
 from driftscan import ConfigError, audit
 from driftscan.fs.atomic import write_atomic
-from driftscan.inspect.registry import rules_from_spec
+from driftscan.lint.registry import rules_from_spec
 from fixtures.harness import run_cli
 from fixtures.modeldirs import build_git_clone, seed_files
 

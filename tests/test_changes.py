@@ -4,8 +4,8 @@ parsed in a worker (the path the small test wheels never take)."""
 from __future__ import annotations
 
 from driftscan.changes import _original_findings, changed_ranges, mark_origins
-from driftscan.inspect import inspect_source, select_rules, load_rules
-from driftscan.inspect.scan import IN_PROCESS_BYTES
+from driftscan.lint import inspect_source, select_rules, load_rules
+from driftscan.lint.scan import IN_PROCESS_BYTES
 
 RULES = select_rules(load_rules(plugins=False), ["DBG1"])  # print() (DBG109, opt-in) included
 UPSTREAM = "import numpy as np\n\n\ndef keep(f, a):\n    np.save(f, a)\n    print('loaded')\n"

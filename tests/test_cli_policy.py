@@ -175,7 +175,7 @@ def test_scan_defaults_are_quiet_and_statistics_count_per_code(tmp_path):
 
 
 def test_scan_reports_progress_as_files_arrive(tmp_path):
-    from driftscan.inspect import scan_paths
+    from driftscan.lint import scan_paths
 
     for i in range(30):
         (tmp_path / f"m{i}.py").write_text(f"X = {i}\n" + ("y = 1\n" * 20000 if i == 3 else ""))  # one big file

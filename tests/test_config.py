@@ -14,7 +14,7 @@ from fixtures.harness import run_cli
 from fixtures.modeldirs import build_local_dir, seed_files, sm120_edit
 
 PLUGIN = '''
-from driftscan.inspect.rule import Invalid, Rule, Valid
+from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
 
@@ -57,7 +57,7 @@ def test_rule_module_named_in_config_runs_in_scan(tmp_path):
     proc = run_cli("scan", str(tmp_path / "code.py"), "--config", str(config), "--format", "json", env=env)
     assert proc.returncode == 1, proc.stderr
     assert [f["code"] for f in json.loads(proc.stdout)["findings"]] == ["ACME001"]
-    from driftscan.inspect.testing import check_rule_examples
+    from driftscan.lint.testing import check_rule_examples
 
     sys.path.insert(0, str(tmp_path))
     try:

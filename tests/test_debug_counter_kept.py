@@ -10,15 +10,15 @@ import textwrap
 
 import pytest
 
-from driftscan.inspect.engine import exact_findings, inspect_source
-from driftscan.inspect.noqa import apply_noqa
-from driftscan.inspect.triggers import Memo
+from driftscan.lint.engine import exact_findings, inspect_source
+from driftscan.lint.noqa import apply_noqa
+from driftscan.lint.triggers import Memo
 from driftscan.model import Severity
-from driftscan.rules.debug_counter import DebugCounter
-from driftscan.rules.debug_tensor_dump import DebugTensorDump
-from driftscan.rules.debugger_call import DebuggerCall
-from driftscan.rules.debugger_import import DebuggerImport
-from driftscan.rules.tensor_save_call import TensorSaveCall
+from driftscan.lint.rules.debug_counter import DebugCounter
+from driftscan.lint.rules.debug_tensor_dump import DebugTensorDump
+from driftscan.lint.rules.debugger_call import DebuggerCall
+from driftscan.lint.rules.debugger_import import DebuggerImport
+from driftscan.lint.rules.tensor_save_call import TensorSaveCall
 
 EXACT = [DebugTensorDump, TensorSaveCall, DebuggerCall, DebuggerImport, DebugCounter]
 

@@ -145,7 +145,7 @@ def test_dumps_newer_than_every_change_stay_definite(tmp_path, wheel):
 
 def test_a_saved_dump_list_is_rechecked_without_the_code(tmp_path):
     """After a reinstall the writing code is gone: a list saved earlier is re-checked by the file rules."""
-    from driftscan.inspect.artifacts import recheck
+    from driftscan.lint.artifacts import recheck
 
     dumps = tmp_path / "dumps"
     written = _dumps(dumps, 3)

@@ -7,7 +7,7 @@ import ast
 import pytest
 
 from driftscan.reinstall.excise import excise
-from driftscan.inspect import inspect_source, load_rules, select_rules
+from driftscan.lint import inspect_source, load_rules, select_rules
 from fixtures.debug_shapes import SHAPES, Shape
 
 DEBUG_RULES = select_rules(load_rules(plugins=False), ["DBG1"])

@@ -17,8 +17,8 @@ import pytest
 
 from driftscan import audit
 from driftscan.api import plan
-from driftscan.inspect import artifacts, find_artifacts, inspect_source
-from driftscan.inspect.artifacts import unsearchable
+from driftscan.lint import artifacts, find_artifacts, inspect_source
+from driftscan.lint.artifacts import unsearchable
 
 HOSTILE = [
     "/*/.bashrc",  # f"/{self.home}/.bashrc"

@@ -1,7 +1,7 @@
 """Pathological Python cannot crash or stall a scan or an audit (issue #10).
 
 libcst's native parser overflows its stack on 100,000 nested parentheses (a segfault) and takes
-seconds on 5,000 chained operators; the byte scan of inspect/complexity.py refuses such files
+seconds on 5,000 chained operators; the byte scan of lint/complexity.py refuses such files
 before libcst sees them (DBG004), a worker that crashes or runs out of time costs one file, and
 every other file's findings and drifts stay.
 """
@@ -18,11 +18,11 @@ import time
 import pytest
 
 from driftscan import audit
-from driftscan.inspect import scan as scan_module
-from driftscan.inspect import scan_paths
-from driftscan.inspect.complexity import MAX_CHAIN, MAX_DEPTH, measure
-from driftscan.inspect.registry import builtin_rules
-from driftscan.inspect.rule import Rule
+from driftscan.lint import scan as scan_module
+from driftscan.lint import scan_paths
+from driftscan.lint.complexity import MAX_CHAIN, MAX_DEPTH, measure
+from driftscan.lint.registry import builtin_rules
+from driftscan.lint.rule import Rule
 from fixtures import venvs
 from fixtures.harness import run_cli
 from fixtures.wheels import build_wheel
@@ -260,8 +260,8 @@ def test_cli_audit_of_a_real_venv_keeps_its_drift_beside_parser_bombs(tmp_path):
 
 def test_a_scan_budget_ends_the_parsing_and_names_every_file_left(tmp_path):
     """Each file has its own budget, but many slow-but-legal files add up: the audit's scan has a
-    budget for all of them (inspect/drifts.py PARSE_BUDGET), past which files get DBG004."""
-    from driftscan.inspect import scan_paths
+    budget for all of them (lint/drifts.py PARSE_BUDGET), past which files get DBG004."""
+    from driftscan.lint import scan_paths
 
     for i in range(4):
         (tmp_path / f"m{i}.py").write_text(f"import torch\ntorch.save(x, '/tmp/nomla_{i}_a.pt')\n")

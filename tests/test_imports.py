@@ -10,7 +10,7 @@ import sys
 import time
 
 HEAVY = ["libcst", "git", "driftscan.verify.tree", "driftscan.verify.snapshot", "driftscan.discover.hfcache",
-         "driftscan.inspect.engine", "driftscan.pristine", "driftscan.changes", "driftscan.formats.patch",
+         "driftscan.lint.engine", "driftscan.pristine", "driftscan.changes", "driftscan.formats.patch",
          "driftscan.verify.pipeline", "driftscan.verify.env.records", "driftscan.verify.env.unowned"]
 
 

@@ -7,9 +7,9 @@ import os
 import libcst as cst
 import pytest
 
-from driftscan.inspect import find_artifacts, inspect_source, is_too_broad
-from driftscan.inspect.artifacts import artifact_pattern
-from driftscan.inspect.context import FileContext
+from driftscan.lint import find_artifacts, inspect_source, is_too_broad
+from driftscan.lint.artifacts import artifact_pattern
+from driftscan.lint.context import FileContext
 
 
 def glob_of(expr: str, prelude: str = "") -> str | None:

@@ -9,9 +9,9 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from driftscan.inspect import RuleError, inspect_file, inspect_source, load_rules, select_rules
-from driftscan.inspect.positions import node_starts
-from driftscan.inspect.rule import Rule
+from driftscan.lint import RuleError, inspect_file, inspect_source, load_rules, select_rules
+from driftscan.lint.positions import node_starts
+from driftscan.lint.rule import Rule
 from driftscan.model import Severity
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "inspect")
@@ -47,7 +47,7 @@ def test_positions_with_crlf_and_multiline_strings():
 
 
 def test_one_parse_and_one_walk_for_all_rules(monkeypatch):
-    from driftscan.inspect import engine
+    from driftscan.lint import engine
 
     parses, walks = [], []
     real_parse, real_walk = engine.cst.parse_module, engine.walk

@@ -1,5 +1,5 @@
 """Issue #16: a warm audit of a venv with drifted Python files takes their findings, and their
-originals' findings, from memos in the user cache (inspect/scancache.py ``OutcomeMemo`` and
+originals' findings, from memos in the user cache (lint/scancache.py ``OutcomeMemo`` and
 ``ContentMemo``) and never imports the rule engine — and reports exactly what ``--no-cache``
 reports, before and after the drifted files change again."""
 
@@ -9,8 +9,8 @@ import json
 import os
 import time
 
-from driftscan.inspect import scancache
-from driftscan.inspect.scancache import OutcomeMemo
+from driftscan.lint import scancache
+from driftscan.lint.scancache import OutcomeMemo
 from driftscan.model import Finding, Severity
 from fixtures import venvs
 from fixtures.harness import run_cli_imports
@@ -44,7 +44,7 @@ def test_warm_audit_with_drift_imports_no_rule_engine_and_equals_no_cache(index_
     assert {f["code"] for f in six["findings"]} and all(f["origin"] == "injected" for f in six["findings"])
     assert six["pristine"] is not None  # the original was compared: its findings came from the rules
     warm, warm_exit, warm_heavy = run_cli_imports(args, cache)
-    assert "libcst" not in warm_heavy and "driftscan.inspect.engine" not in warm_heavy, warm_heavy
+    assert "libcst" not in warm_heavy and "driftscan.lint.engine" not in warm_heavy, warm_heavy
     assert (_report(warm), warm_exit) == (report, cold_exit)
     nocache, nocache_exit, _ = run_cli_imports([*args, "--no-cache"], cache)
     assert (_report(nocache), nocache_exit) == (report, cold_exit)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-from driftscan.inspect import inspect_source
+from driftscan.lint import inspect_source
 from driftscan.model import Severity
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "inspect")

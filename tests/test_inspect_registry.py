@@ -7,15 +7,15 @@ import sys
 import pytest
 
 from driftscan.errors import ConfigError
-from driftscan.inspect import inspect_source, load_rules, scan_paths, select_rules
-from driftscan.inspect.registry import ENTRY_POINT_GROUP, validate
-from driftscan.inspect.testing import check_rule_examples
+from driftscan.lint import inspect_source, load_rules, scan_paths, select_rules
+from driftscan.lint.registry import ENTRY_POINT_GROUP, validate
+from driftscan.lint.testing import check_rule_examples
 
 BUILTIN = load_rules(plugins=False)
 
 PLUGIN_SOURCE = '''
-from driftscan.inspect import triggers
-from driftscan.inspect.rule import Invalid, Rule, Valid
+from driftscan.lint import triggers
+from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
 

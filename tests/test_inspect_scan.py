@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 
-import driftscan.inspect
-from driftscan.inspect import scan_paths
-from driftscan.inspect.registry import builtin_rules
-from driftscan.inspect.testing import iter_examples, source_of
+import driftscan.lint
+from driftscan.lint import scan_paths
+from driftscan.lint.registry import builtin_rules
+from driftscan.lint.testing import iter_examples, source_of
 
 CORPUS = os.path.join(os.path.dirname(__file__), "data", "inspect")
 
@@ -39,7 +39,7 @@ def corpus(tmp_path_factory):
 
 
 def test_prefilter_changes_nothing_but_the_work(corpus):
-    inspect_dir = os.path.dirname(driftscan.inspect.__file__)
+    inspect_dir = os.path.dirname(driftscan.lint.__file__)
     real_code = [inspect_dir, os.path.join(os.path.dirname(inspect_dir), "rules")]  # code full of trigger words
     fast = scan_paths([str(corpus), *real_code], jobs=1)
     slow = scan_paths([str(corpus), *real_code], jobs=1, prefilter=False)
@@ -91,7 +91,7 @@ def test_counts_and_rules(tmp_path):
 
 
 def test_a_crashing_rule_is_a_problem_and_the_scan_goes_on(tmp_path):
-    from driftscan.inspect.rule import Rule
+    from driftscan.lint.rule import Rule
 
     class Fragile(Rule):
         CODE = "TST901"

@@ -10,10 +10,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "driftscan"
 
-LAYERS = ["_version", "errors", "fs", "model", "fs.paths", "datamodel", "fs.reader", "caches", "caches.location", "fs.helpers", "formats", "formats.lfs", "fs.atomic", "formats.tomlfile", "formats.record", "formats.jsondiff", "formats.patch", "reinstall", "reinstall.excise", "formats.manifest", "caches.statcache", "discover", "verify", "pristine", "inspect", "rules",
+LAYERS = ["_version", "errors", "fs", "model", "fs.paths", "datamodel", "fs.reader", "caches", "caches.location", "fs.helpers", "formats", "formats.lfs", "fs.atomic", "formats.tomlfile", "formats.record", "formats.jsondiff", "formats.patch", "reinstall", "reinstall.excise", "formats.manifest", "caches.statcache", "discover", "verify", "pristine", "lint",
           "reinstall.dumpledger", "changes", "classify", "report", "compare", "reinstall.expect", "reinstall.plan", "accept", "reinstall.checkpoint", "reinstall.restore", "reinstall.reapply", "reinstall.guard", "render", "configfind", "config", "api", "fleet", "__init__", "cli", "__main__"]
-# rules and inspect are one layer: rules are loaded by the inspect registry and subclass its Rule.
-SAME_LAYER = {"rules": "inspect"}
 
 
 def layer_of(module: str) -> int:
@@ -21,7 +19,6 @@ def layer_of(module: str) -> int:
     parts = module.split(".")
     for n in range(len(parts), 0, -1):
         name = ".".join(parts[:n])
-        name = SAME_LAYER.get(name, name)
         if name in LAYERS:
             return LAYERS.index(name)
     raise AssertionError(f"{module}: in no layer of LAYERS")

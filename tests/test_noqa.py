@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from driftscan.inspect import inspect_source, load_rules, select_rules
-from driftscan.inspect.noqa import parse_comment
+from driftscan.lint import inspect_source, load_rules, select_rules
+from driftscan.lint.noqa import parse_comment
 from fixtures.harness import run_cli
 from fixtures.venvs import modern_pip_install, site_packages_of
 from fixtures.wheels import build_wheel

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from driftscan.inspect import inspect_source
+from driftscan.lint import inspect_source
 from fixtures import venvs
 from fixtures.debug_shapes import SHAPES
 from fixtures.upgrades import cli, install, pip_venv, site_of

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from driftscan.reinstall.excise import excise
-from driftscan.inspect import inspect_source
+from driftscan.lint import inspect_source
 
 
 def cut(base: str, ours: str):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from driftscan.inspect.registry import builtin_rules
-from driftscan.inspect.rule import Valid
-from driftscan.inspect.testing import example_failures, iter_examples
+from driftscan.lint.registry import builtin_rules
+from driftscan.lint.rule import Valid
+from driftscan.lint.testing import example_failures, iter_examples
 
 RULES = builtin_rules()
 CASES = [

@@ -133,7 +133,7 @@ def test_no_glob_in_any_uri_and_the_glob_in_the_message(sarif, scenario):
 
 
 def test_rules_are_described_by_the_catalogue(sarif):
-    from driftscan.rules.one_shot_flag import OneShotFlag
+    from driftscan.lint.rules.one_shot_flag import OneShotFlag
 
     run = sarif["runs"][0]
     rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-import driftscan.inspect.scan as scan_module
-from driftscan.inspect import scan_paths
-from driftscan.inspect import scancache
-from driftscan.inspect.scancache import FORMAT, ResultCache
+import driftscan.lint.scan as scan_module
+from driftscan.lint import scan_paths
+from driftscan.lint import scancache
+from driftscan.lint.scancache import FORMAT, ResultCache
 from fixtures.scantrees import FILES, view as _view, write_tree as _tree
 
 @pytest.fixture

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-import driftscan.inspect.scan as scan_module
-from driftscan.inspect import analysis, scan_paths, triggers
-from driftscan.inspect.registry import builtin_rules
-from driftscan.inspect.rule import Rule
+import driftscan.lint.scan as scan_module
+from driftscan.lint import analysis, scan_paths, triggers
+from driftscan.lint.registry import builtin_rules
+from driftscan.lint.rule import Rule
 
 
 def _corpus(root):

@@ -209,7 +209,7 @@ def test_no_plugins_leaves_out_entry_point_rules(tmp_path):
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "acme_rules.py").write_text(
-        "from driftscan.inspect.rule import Invalid, Rule, Valid\nfrom driftscan.model import Severity\n\n"
+        "from driftscan.lint.rule import Invalid, Rule, Valid\nfrom driftscan.model import Severity\n\n"
         "class NoCuda(Rule):\n    CODE = 'ACME101'\n    NAME = 'no-cuda'\n    MESSAGE = 'cuda'\n"
         "    SEVERITY = Severity.HIGH\n    TRIGGER = None\n\n"
         "    def visit_Name(self, node):\n        if node.value == 'cuda':\n            self.report(node, 'cuda')\n\n"
@@ -248,7 +248,7 @@ def test_a_found_config_cannot_turn_on_the_users_hub_cache(tmp_path, monkeypatch
 
 def test_a_backdated_writer_does_not_make_old_files_its_dumps(tmp_path):
     """The tree sets mtimes at will: what counts is when the code last changed here (ctime)."""
-    from driftscan.inspect.drifts import _mtime
+    from driftscan.lint.drifts import _mtime
 
     code = tmp_path / "evil.py"
     code.write_text("torch.save(x, '/srv/data/weights.safetensors')\n")

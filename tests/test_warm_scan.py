@@ -1,5 +1,5 @@
 """A re-scan of an unchanged tree is settled from the result cache without the rule engine
-(inspect/warmscan.py): same result, no libcst, no pydantic — and anything that could change the
+(lint/warmscan.py): same result, no libcst, no pydantic — and anything that could change the
 rules (their sources, the selection, a plugin installed) sends it back to the full scan."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-import driftscan.inspect.scan as scan_module
-from driftscan.inspect import scancache
-from driftscan.inspect.scancache import FORMAT, ResultCache
+import driftscan.lint.scan as scan_module
+from driftscan.lint import scancache
+from driftscan.lint.scancache import FORMAT, ResultCache
 from fixtures.scantrees import view as _view, write_tree as _tree
-from driftscan.inspect.warmscan import scan_paths
+from driftscan.lint.warmscan import scan_paths
 from fixtures.harness import run_cli_imports
 
 @pytest.fixture
@@ -150,7 +150,7 @@ def test_cli_warm_scan_imports_neither_libcst_nor_pydantic(tmp_path):
 
 RULE = textwrap.dedent('''
     import libcst as cst
-    from driftscan.inspect import Rule, Valid, Invalid
+    from driftscan.lint import Rule, Valid, Invalid
     from driftscan.model import Severity
 
     class Shout(Rule):

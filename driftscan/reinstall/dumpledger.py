@@ -31,7 +31,7 @@ MAX_BYTES = 4 << 20  # the whole file
 MAX_CHECKPOINTS = 32  # the newest are kept
 MAX_DUMPS = 1_000  # per checkpoint (inspect.artifacts.MAX_FILES)
 MAX_TEXT = 4096  # any one string (a path, a pattern)
-INLINE = 3  # up to this many files named in the remedy itself (inspect/drifts.py's INLINE_DUMPS)
+INLINE = 3  # up to this many files named in the remedy itself (lint/drifts.py's INLINE_DUMPS)
 
 
 def ledger_path(root: str) -> str:
@@ -105,7 +105,7 @@ def recorded_checks(root: str, named: set[str], owned: Callable[[str], bool] | N
                     dump_list: Callable | None = None) -> tuple[list[FileCheck], list[Problem]]:
     """The drifts of the dumps ``root``'s checkpoints recorded that are still on disk and not in
     ``named`` (the dump paths the audit found itself), and a note when the list was ignored."""
-    from ..inspect.artifacts import recheck
+    from ..lint.artifacts import recheck
 
     entries, why = _load(root)
     notes = [Problem(ledger_path(root), f"the dumps recorded by checkpoints ignored: {why}")] if why else []

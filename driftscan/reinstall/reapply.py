@@ -60,7 +60,7 @@ from ..pristine.kept import OriginalFinder, keep, kept, matches
 from ..model import Distribution, Finding, Target
 from ..formats.patch import (PatchError, added_line_numbers, apply_hunks, diff_hunks, format_hunks, make_patch, merge3,
                        parse_patch, reverse_hunks)
-from ..inspect.artifacts import recheck
+from ..lint.artifacts import recheck
 from ..fs.paths import printable
 from .plan import normalize
 from .restore import close_journal, mode_for, open_journal, replace_file, verify_file
@@ -305,7 +305,7 @@ def _target_path(root: str, roots: Sequence[str], rel: str) -> str:
 def _debug_rules() -> list:
     """Every DBG1 rule, opt-in ones too (a debug ``print`` is injected code to leave out even
     though audit does not report it by default), and the file-level problem rules."""
-    from ..inspect import default_rules
+    from ..lint import default_rules
 
     return [r for r in default_rules() if r.CODE.startswith("DBG1") or r.CODE in _PROBLEMS]
 
@@ -314,7 +314,7 @@ def findings_of(data: bytes | str, path: str, encoding: str = "utf-8") -> list[F
     """Every debug rule's findings on ``data`` (text: encoded in ``encoding`` first, so its
     cookie reads true); None when the file could not be inspected (does not parse, too large, a
     rule failed): its findings are unknown."""
-    from ..inspect import RuleError, inspect_source
+    from ..lint import RuleError, inspect_source
 
     if isinstance(data, str):
         try:

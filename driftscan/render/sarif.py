@@ -39,7 +39,7 @@ from urllib.parse import quote
 from .._version import __version__
 
 if TYPE_CHECKING:
-    from ..inspect import ScanResult
+    from ..lint import ScanResult
     from ..report import DriftOut, Report
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -119,7 +119,7 @@ def _catalogue() -> dict[str, Any]:
     """Every rule class driftscan can load here (built-ins and plugins), by code. Imported only
     when a report has findings: the rule engine is not loaded for a clean audit."""
     from ..errors import DriftscanError
-    from ..inspect.registry import builtin_rules, load_rules
+    from ..lint.registry import builtin_rules, load_rules
 
     try:
         rules = load_rules()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..fs.paths import one_line, printable
 
 if TYPE_CHECKING:  # the rule engine (and libcst) is imported only by commands that scan
-    from ..inspect import ScanResult
+    from ..lint import ScanResult
 
 SCAN_SCHEMA_VERSION: Final = "1"
 

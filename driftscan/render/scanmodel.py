@@ -11,7 +11,7 @@ from ..model import Severity
 from ..fs.paths import printable
 
 if TYPE_CHECKING:
-    from ..inspect import ScanResult
+    from ..lint import ScanResult
 
 SCAN_SCHEMA_VERSION: Final = "1"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..inspect import ScanResult
+from ..lint import ScanResult
 
 
 def render_statistics(result: ScanResult) -> str:

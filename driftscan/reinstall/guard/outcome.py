@@ -17,7 +17,7 @@ from ..checkpoint import CheckpointIndex
 from ...classify import uv_cache_clean
 from ...errors import DriftscanError
 from ...fs.reader import open_regular, os_error
-from ...inspect.artifacts import recheck
+from ...lint.artifacts import recheck
 from ...model import Distribution
 from ..plan import MAY_SURVIVE, SURVIVES, WIPED, Plan, PlanItem
 from ...report import DriftOut, Report
@@ -141,7 +141,7 @@ def _edited_archives(predicted: Sequence[Predicted], drifts: dict, sure: Sequenc
     source is unpacked afresh (docs/reinstall-matrix.md), so it is not refused here."""
     if command.no_cache or (command.source or "").endswith(".whl"):
         return []
-    from ...inspect.scan import scan_paths  # only when an edited archive is there
+    from ...lint.scan import scan_paths  # only when an edited archive is there
 
     out = []
     for p in predicted:

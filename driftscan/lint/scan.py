@@ -137,7 +137,7 @@ _BOOT = ("import sys\n"
          "from multiprocessing.connection import Connection\n"
          "inbox = Connection(int(sys.argv[1]), writable=False)\n"
          "sys.path[:] = inbox.recv()\n"
-         "from driftscan.inspect.scan import _exec_worker_main\n"
+         "from driftscan.lint.scan import _exec_worker_main\n"
          "_exec_worker_main(inbox, int(sys.argv[2]))\n")
 
 
@@ -486,7 +486,7 @@ def scan_paths(
     ``rules`` replaces the available rules (built-ins, plugins, ``extra_rule_modules``)
     before ``select``/``ignore`` apply. ``budget``: seconds the parsing in workers may take in
     all (files beyond it get DBG004); None for none. ``unused_noqa`` (``scan --strict``): the
-    unused-noqa rule runs too, unless ``ignore`` names it (inspect/noqa.py). ``cache``: results
+    unused-noqa rule runs too, unless ``ignore`` names it (lint/noqa.py). ``cache``: results
     of files whose signature is unchanged since an earlier scan with the same rules
     (scancache.py). Unknown selectors and broken plugins raise ``driftscan.errors.ConfigError``;
     everything file-specific ends up in the result. ``walked``: the walk of ``paths`` already

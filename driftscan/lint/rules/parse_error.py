@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from driftscan.inspect import triggers
-from driftscan.inspect.rule import Invalid, Rule, Valid
+from driftscan.lint import triggers
+from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
 

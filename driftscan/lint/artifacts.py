@@ -77,7 +77,7 @@ class ArtifactGroup:
     truncated: str | None = None  # why the search stopped early: what it found is listed
     skipped: int = 0  # matching files not counted (not regular, owned, older than the code...)
     # Older than ``newer_than`` but no older than ``possible_after``: listed as possible dumps, never
-    # offered for deletion (inspect/drifts.py says why), and their bytes.
+    # offered for deletion (lint/drifts.py says why), and their bytes.
     possible: tuple[str, ...] = ()
     possible_bytes: int = 0
     too_old: int = 0  # matching regular, unowned files older than both: not counted, said so

@@ -7,18 +7,18 @@ import os
 import subprocess
 import sys
 
-import driftscan.inspect
-from driftscan.inspect.catalogue import render
+import driftscan.lint
+from driftscan.lint.catalogue import render
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-INSPECT_DIR = os.path.dirname(driftscan.inspect.__file__)
-RULES_DIR = os.path.join(os.path.dirname(INSPECT_DIR), "rules")
+LINT_DIR = os.path.dirname(driftscan.lint.__file__)
+RULES_DIR = os.path.join(LINT_DIR, "rules")
 
 
 def test_docs_rules_md_is_generated_from_the_rules():
     with open(os.path.join(ROOT, "docs", "rules.md"), encoding="utf-8") as f:
         committed = f.read()
-    assert committed == render(), "docs/rules.md is stale: python -m driftscan.inspect.catalogue > docs/rules.md"
+    assert committed == render(), "docs/rules.md is stale: python -m driftscan.lint.catalogue > docs/rules.md"
 
 
 def test_catalogue_lists_every_rule_with_its_examples():
@@ -29,7 +29,7 @@ def test_catalogue_lists_every_rule_with_its_examples():
 
 
 def test_catalogue_module_runs():
-    command = [sys.executable, "-m", "driftscan.inspect.catalogue"]
+    command = [sys.executable, "-m", "driftscan.lint.catalogue"]
     out = subprocess.run(command, capture_output=True, text=True, check=True)
     assert out.stdout == render()
 
@@ -50,10 +50,10 @@ def _imports(path: str) -> set[str]:
     return found
 
 
-def test_inspect_and_rules_import_only_model_errors_and_themselves():
-    allowed = ("driftscan.model", "driftscan.errors", "driftscan.fs.reader", "driftscan.fs.helpers", "driftscan.inspect",
-               "driftscan.rules", "driftscan.caches.location")  # cachedir: the cache's atomic writer, stdlib only
-    for directory in (INSPECT_DIR, RULES_DIR):
+def test_the_linter_imports_only_model_errors_and_itself():
+    allowed = ("driftscan.model", "driftscan.errors", "driftscan.fs.reader", "driftscan.fs.helpers", "driftscan.lint",
+               "driftscan.lint.rules", "driftscan.caches.location")  # cachedir: the cache's atomic writer, stdlib only
+    for directory in (LINT_DIR, RULES_DIR):
         for name in os.listdir(directory):
             if name.endswith(".py"):
                 for module in _imports(os.path.join(directory, name)):
@@ -62,10 +62,10 @@ def test_inspect_and_rules_import_only_model_errors_and_themselves():
 
 
 def test_library_code_does_not_print_or_exit():
-    from driftscan.inspect import inspect_file
+    from driftscan.lint import inspect_file
 
     offenders = []
-    for directory in (INSPECT_DIR, RULES_DIR):
+    for directory in (LINT_DIR, RULES_DIR):
         for name in sorted(os.listdir(directory)):
             if name.endswith(".py") and name != "catalogue.py":  # the generator writes stdout
                 findings = inspect_file(os.path.join(directory, name))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from driftscan.inspect import astfacts, triggers
-from driftscan.inspect.rule import Invalid, Rule, Valid
+from driftscan.lint import astfacts, triggers
+from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
 

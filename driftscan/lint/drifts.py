@@ -1,11 +1,11 @@
 """The inspect stage of an audit: debug-code rules on drifted Python files, and the dumps they left.
 
-Runs the rule engine (``driftscan.inspect``) only on files verify flagged — modified or added
+Runs the rule engine (``driftscan.lint``) only on files verify flagged — modified or added
 ``.py`` files in the environment and in editable source trees — then searches what each dump
 call writes and reports the files found as one ``debug-artifacts`` drift per pattern. The
 patterns come from the audited code, so only plausible ones are searched, within bounds, and
 only regular files no RECORD owns, outside the environment's package directories and newer
-than the code that writes them count (inspect/artifacts.py); the remedy names each file.
+than the code that writes them count (lint/artifacts.py); the remedy names each file.
 Matching files older than the code's last change but no older than its own mtime or its
 distribution's install (RECORD's ctime) are one ``possible-debug-artifacts`` drift, listed for
 review and never deleted; older ones are counted in a note (docs/security.md §4).
@@ -40,7 +40,7 @@ _INSPECTED_KINDS = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.CLOBBERED}
 # thousands, and compiling 50 MB costs seconds); modified files always are.
 SYNTAX_CHECK_ADDED_LIMIT = 500
 # Seconds the parsing of drifted files may take in all: an audit ends within a minute even when a
-# tree holds many slow-but-legal files (each also has its own budget in inspect/scan.py).
+# tree holds many slow-but-legal files (each also has its own budget in lint/scan.py).
 PARSE_BUDGET = 45.0
 _PY = (".py", ".pyw")
 

@@ -1,6 +1,6 @@
 """Check a rule against its own examples — for driftscan's rules and for plugin authors.
 
-    from driftscan.inspect.testing import check_rule_examples
+    from driftscan.lint.testing import check_rule_examples
     def test_my_rule():
         check_rule_examples(MyRule)
 

@@ -6,8 +6,8 @@ import os
 
 import libcst as cst
 
-from driftscan.inspect import astfacts, triggers
-from driftscan.inspect.rule import Invalid, Rule, Valid
+from driftscan.lint import astfacts, triggers
+from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
 

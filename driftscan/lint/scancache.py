@@ -264,7 +264,7 @@ def _findings(raw) -> list[Finding] | None:
 
 
 class OutcomeMemo:
-    """The audit's inspect stage remembered (inspect/drifts.py): for one set of drifted files and
+    """The audit's inspect stage remembered (lint/drifts.py): for one set of drifted files and
     one selection, each file's findings, the dump writers and the scan's errors. Used only when
     every file's signature and every guard (``guard_paths``) is the one recorded, and stored only
     when every file changed more than ``RACY_NS`` before the stage began; a damaged or forged

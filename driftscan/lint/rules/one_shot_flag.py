@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from driftscan.inspect import analysis, astfacts, triggers
-from driftscan.inspect.rule import Invalid, Rule, Valid
+from driftscan.lint import analysis, astfacts, triggers
+from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
 

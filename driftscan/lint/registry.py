@@ -1,6 +1,6 @@
 """Which rules exist, and which of them run.
 
-Rules come from three places: the built-in ``driftscan.rules`` package (one module per rule),
+Rules come from three places: the built-in ``driftscan.lint.rules`` package (one module per rule),
 installed plugins (entry-point group ``driftscan.rules``; an entry point may name a rule
 class, a module, or a list of classes), and modules named in configuration
 (``"mypkg.rules"`` or ``"mypkg.rules:MyRule"``).
@@ -25,7 +25,7 @@ from ..errors import ConfigError
 from .rule import Rule
 
 ENTRY_POINT_GROUP = "driftscan.rules"
-BUILTIN_PACKAGE = "driftscan.rules"
+BUILTIN_PACKAGE = "driftscan.lint.rules"
 
 
 def rules_in_module(module: ModuleType) -> list[type[Rule]]:

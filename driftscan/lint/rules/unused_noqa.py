@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from driftscan.inspect import triggers
-from driftscan.inspect.noqa import NOQA_PROBLEM
-from driftscan.inspect.rule import Invalid, Rule, Valid
+from driftscan.lint import triggers
+from driftscan.lint.noqa import NOQA_PROBLEM
+from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
 

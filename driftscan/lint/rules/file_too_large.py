@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from driftscan.inspect.rule import Invalid, Rule, Valid
+from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.model import Severity
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from driftscan.inspect.rule import Invalid, Rule, Valid
-from driftscan.rules.parse_error import ParseError
+from driftscan.lint.rule import Invalid, Rule, Valid
+from driftscan.lint.rules.parse_error import ParseError
 from driftscan.model import Severity
 
 
@@ -12,7 +12,7 @@ class TooComplex(Rule):
     handles safely, or parsing it took too long or crashed the parser. libcst's parser
     recurses once per level of the syntax tree — 100,000 nested parentheses crash it, and
     5,000 chained ``+`` take it 15 seconds — so a byte scan measures every file first (see
-    ``driftscan/inspect/complexity.py``): more than 200 levels of brackets or f-strings
+    ``driftscan/lint/complexity.py``): more than 200 levels of brackets or f-strings
     (more than CPython itself accepts), a chain of over 4,000 bytes of code down one
     nesting path, too many long chains, or too much code more than 24 levels deep, and the
     file is refused. Real code stays far below (no file of a 2,000-file venv nests deeper

@@ -7,7 +7,7 @@ for which no selected rule's trigger holds is never parsed.
 
 A trigger must be *sound*: if the rule could report something on a file, the trigger has to
 match that file. It may match far more (comments, docstrings, unrelated names) — that only
-costs time. ``driftscan.inspect.testing`` checks every INVALID example against its rule's
+costs time. ``driftscan.lint.testing`` checks every INVALID example against its rule's
 trigger, and a test compares prefiltered and unfiltered scans of a corpus.
 
 A rule whose ``TRIGGER`` is ``None`` must see every file, which turns the prefilter off.

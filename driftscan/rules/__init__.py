@@ -1,4 +1,0 @@
-"""Built-in driftscan rules, one per module (found by ``driftscan.inspect.registry``).
-
-``DBG0xx``: files that could not be inspected. ``DBG1xx``: debug code.
-"""
