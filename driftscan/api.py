@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .caches.statcache import NoCache, StatCache
 from .classify import classify
 from .discover import find_distributions, resolve_target
-from .discover.target import Containment
+from .discover.target import containment_for
 from .discover.uvcache import default_uv_cache
 from .errors import TargetError
 from .model import Drift, LayoutKind, Target, TargetKind, Verification
@@ -552,7 +552,7 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
         # Files of a Python root are judged like audit's: RECORD decides package or environment scope.
         python = _python_target(root, target)
         target = python if target is NO_PYTHON else target
-        containment = Containment.for_target(python, tuple(c for c in (default_uv_cache(),) if c))
+        containment = containment_for(python, tuple(c for c in (default_uv_cache(),) if c))
         cache = StatCache.for_target(python.venv or "\0".join(python.site_packages)) if use_cache else None
         # RECORD rows only to attribute drift: an unchanged root needs the names and versions alone.
         metadirs = list(find_distributions(python.site_packages, cache=cache, containment=containment,

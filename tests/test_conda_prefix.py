@@ -27,7 +27,7 @@ from driftscan.discover.conda import (
     tool_from_history,
 )
 from driftscan.discover.dists import find_distributions
-from driftscan.discover.target import Containment
+from driftscan.fs.containment import Containment
 from driftscan.verify.env.files import MISSING, MODIFIED, OK, TYPE_CHANGED, check_entry
 from driftscan.verify.env.placeholders import PRESENCE_ONLY, check_placeholder, restore_binary
 from fixtures import conda as fx

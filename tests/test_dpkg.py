@@ -30,7 +30,7 @@ from driftscan.discover.dpkg import (
     valid_package_name,
     valid_version,
 )
-from driftscan.discover.target import Containment
+from driftscan.discover.target import containment_for_site_packages
 from driftscan.model import Distribution
 from fixtures import dpkg as debian
 from fixtures.dpkg import DIST_PACKAGES, FakeSystem, fake_blinker, real_system_lock, status_paragraph
@@ -58,7 +58,7 @@ def debian_system():
 
             skip_or_fail_without_network(f"apt-get could not install {', '.join(debian.PACKAGES)}: {exc}")
         _undo_leftover_plant()
-    return read_dpkg("/var/lib/dpkg", SITE, Containment.for_site_packages([SITE]))
+    return read_dpkg("/var/lib/dpkg", SITE, containment_for_site_packages([SITE]))
 
 
 def _undo_leftover_plant() -> None:
@@ -263,7 +263,7 @@ def system(tmp_path) -> FakeSystem:
 
 
 def read(fake: FakeSystem) -> DpkgOwnership:
-    return read_dpkg(str(fake.database), str(fake.site), Containment.for_site_packages([str(fake.site)]))
+    return read_dpkg(str(fake.database), str(fake.site), containment_for_site_packages([str(fake.site)]))
 
 
 def _entries(result: DpkgOwnership, name: str) -> dict[str, bytes | None]:

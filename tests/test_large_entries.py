@@ -75,7 +75,7 @@ def test_the_same_entries_on_the_records_of_this_environment():
 
 
 def test_the_prehash_child_lists_large_rows_from_record_entries(tmp_path):
-    from driftscan.discover.target import Containment
+    from driftscan.discover.target import containment_for_site_packages
     from driftscan.verify.env.fast import prehash
 
     site = tmp_path / "site-packages"
@@ -94,5 +94,5 @@ def test_the_prehash_child_lists_large_rows_from_record_entries(tmp_path):
     (info / "RECORD").write_text("\r\n".join(rows) + "\r\n")
     (site / "other-1.0.dist-info").mkdir()
     (site / "other-1.0.dist-info" / "RECORD").symlink_to(info / "RECORD")  # a symlinked RECORD is not read
-    found = prehash._large_rows((str(site),), Containment.for_site_packages((str(site),)))
+    found = prehash._large_rows((str(site),), containment_for_site_packages((str(site),)))
     assert found == [(BIG + 1, str(site / "pkg" / "big.so"), "sha256"), (BIG, str(site / "pkg" / "a,b.so"), "sha512")]

@@ -17,7 +17,7 @@ import pickle
 import pytest
 
 from driftscan.discover.dists import MetadataDir
-from driftscan.discover.target import Containment
+from driftscan.fs.containment import Containment
 from driftscan.model import Distribution, Hash, MetadataKind, RecordEntry
 from driftscan.verify.env.ownership import build_ownership
 

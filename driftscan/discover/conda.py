@@ -53,7 +53,7 @@ from typing import Any
 
 from ..fs.reader import inside, open_regular, read_regular
 from ..model import Distribution, Hash, MetadataKind, Problem, RecordEntry
-from .target import Containment
+from ..fs.containment import Containment
 
 # What a conda record's Distribution.kind is. model.MetadataKind has no CONDA value yet (asked
 # of the lead); until it has, conda records are tagged as dist-info, and ``records`` says which

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from ..fs.reader import LIMITS, read_regular, read_regular_stat
 from ..model import Distribution, MetadataKind, Problem, RecordEntry, RecordRows
 from ..formats.record import parse_record
-from .target import Containment, is_prefix_site_packages
+from ..fs.containment import Containment
+from .target import is_prefix_site_packages, containment_for_site_packages
 
 # The cap of each metadata file read here is its kind's (fileio.LIMITS); other files get this.
 _OTHER_LIMIT = 1 << 20
@@ -344,7 +345,7 @@ def find_distributions(site_packages: tuple[str, ...], cache=None,
     ``records=False``: dist-info directories without their RECORD rows (who is installed, for a
     diff that found nothing to attribute)."""
     if containment is None:
-        containment = Containment.for_site_packages(site_packages)
+        containment = containment_for_site_packages(site_packages)
     for site in site_packages:
         try:
             names = sorted(os.listdir(site))

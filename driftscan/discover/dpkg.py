@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from ..fs.reader import inside, read_regular
 from ..model import Distribution, Hash, MetadataKind, Problem, RecordEntry, Unverifiable
-from .target import Containment
+from ..fs.containment import Containment
 
 INSTALLER = "dpkg"
 HASH_EVIDENCE = "md5, as Debian records it"

@@ -12,6 +12,7 @@ import sysconfig
 from typing import NamedTuple
 
 from ..errors import TargetError
+from ..fs.containment import Containment
 from ..fs.reader import read_kind
 from ..model import Problem, Target, TargetKind
 
@@ -143,7 +144,7 @@ def venv_target(path: str) -> Target:
 
 
 def _is_conda_prefix(prefix: str) -> bool:
-    from .conda import is_conda_prefix  # (conda.py uses this module's Containment; venvs never import it)
+    from .conda import is_conda_prefix  # venvs never import it
 
     return is_conda_prefix(prefix)
 
@@ -362,117 +363,11 @@ def environment_roots(target: Target) -> tuple[str, ...]:
     return tuple(dict.fromkeys(roots))
 
 
-_UNSET = "\0not decided"  # a verdict no path can have (a NUL): the memo's "no entry"
+def containment_for(target: Target, link_roots: tuple[str, ...] | list[str] = ()) -> Containment:
+    """The read boundary of ``target``: its environment roots, and ``link_roots`` (known caches)."""
+    return Containment(environment_roots(target), link_roots)
 
 
-class Containment:
-    """Where an audit may read, and where it may follow a symlink.
-
-    Reads: only under the environment's roots (``environment_roots``), by their real location:
-    a RECORD row ``/etc/shadow`` or ``../../../../etc/shadow``, or a path through a symlinked
-    directory that leaves the roots, is refused. Symlinks are followed only to a place under the
-    roots or under ``link_roots``: caches driftscan knows from its own flags and environment (uv's
-    cache, for ``--link-mode symlink`` venvs), never from the tree. Verdicts on directories are
-    memoized, so checking every row costs one lstat per directory, not per file."""
-
-    def __init__(self, roots: tuple[str, ...] | list[str], link_roots: tuple[str, ...] | list[str] = ()) -> None:
-        self.roots = tuple(dict.fromkeys(os.path.abspath(r) for r in roots if r))
-        self.link_roots = tuple(dict.fromkeys(os.path.abspath(r) for r in link_roots if r))
-        self._real = tuple(dict.fromkeys(os.path.realpath(r) for r in self.roots + self.link_roots))
-        # directory -> None (safe) or why not; anchored at the roots (and their real locations)
-        self._env: dict[str, str | None] = {r: None for r in (*self.roots, *(os.path.realpath(r) for r in self.roots))}
-        self._links: dict[str, str | None] = {**self._env, **{r: None for r in self.link_roots},
-                                              **{os.path.realpath(r): None for r in self.link_roots}}
-
-    @classmethod
-    def for_target(cls, target: Target, link_roots: tuple[str, ...] | list[str] = ()) -> Containment:
-        return cls(environment_roots(target), link_roots)
-
-    @classmethod
-    def for_site_packages(cls, site_packages, link_roots=()) -> Containment:
-        return cls(tuple(dict.fromkeys(site_packages_root(s) for s in site_packages)), link_roots)
-
-    def real_inside(self, real: str) -> bool:
-        return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in self._real)
-
-    def _dir_problem(self, directory: str, memo: dict[str, str | None]) -> str | None:
-        chain = []
-        cur = directory
-        verdict = memo.get(cur, _UNSET)
-        while verdict is _UNSET:
-            parent = os.path.dirname(cur)
-            if parent == cur:  # the filesystem's root, and no anchor on the way
-                verdict = f"outside the environment ({', '.join(self.roots)}); not read"
-                break
-            chain.append(cur)
-            cur = parent
-            verdict = memo.get(cur, _UNSET)
-        for path in reversed(chain):
-            if verdict is None:
-                try:
-                    is_link = stat.S_ISLNK(os.lstat(path).st_mode)
-                except OSError:
-                    is_link = False  # absent: the files under it are reported missing
-                if is_link:
-                    real = os.path.realpath(path)
-                    if not self.real_inside(real):
-                        verdict = f"{path} is a symlink to {real}, outside the environment; not followed"
-            memo[path] = verdict
-        return verdict
-
-    def row_problem(self, path: str) -> str | None:
-        """Why the file at ``path`` (a RECORD row, absolute and normalised) may not be read, or None:
-        it is outside the roots, or reached through a symlinked directory that leaves them. Once
-        its directory is known, one dict lookup."""
-        directory = path[:path.rfind(os.sep)] or os.sep
-        verdict = self._env.get(directory, _UNSET)
-        return self._dir_problem(directory, self._env) if verdict is _UNSET else verdict
-
-    def row_problems(self, paths) -> dict[int, str]:
-        """``row_problem`` of each path that has one, by index. Rows of one directory come
-        together in RECORD order: one dict lookup per run of them, not per row."""
-        found: dict[int, str] = {}
-        last_dir, verdict = None, None
-        sep, env, dir_problem = os.sep, self._env, self._dir_problem
-        for i, path in enumerate(paths):
-            directory = path[:path.rfind(sep)] or sep
-            if directory != last_dir:
-                last_dir = directory
-                verdict = env.get(directory, _UNSET)
-                if verdict is _UNSET:
-                    verdict = dir_problem(directory, env)
-            if verdict is not None:
-                found[i] = verdict
-        return found
-
-    def follow(self, path: str, link: str | None = None) -> str | None:
-        """Where to read the symlink at ``path`` (target ``link``), if it may be followed: a path
-        to open without following (its last part may be a link again: then ``resolve``); None when
-        it leads outside the roots and the known caches."""
-        if link is not None and ".." not in link.split(os.sep):
-            resolved = os.path.normpath(os.path.join(os.path.dirname(path), link))
-            if self._dir_problem(os.path.dirname(resolved), self._links) is None:
-                return resolved
-        return self.resolve(path)
-
-    def resolve(self, path: str) -> str | None:
-        """``path`` with every symlink resolved, if that is inside the roots or a known cache."""
-        real = os.path.realpath(path)
-        return real if self.real_inside(real) else None
-
-    def readable(self, path: str) -> str:
-        """The path to open, without following, to read the tree's file ``path``; OSError (EXDEV)
-        naming the reason if it may not be read, FileNotFoundError if it is absent."""
-        path = os.path.abspath(path)
-        problem = self.row_problem(path)
-        if problem is not None:
-            raise OSError(errno.EXDEV, problem)
-        if not stat.S_ISLNK(os.lstat(path).st_mode):
-            return path
-        link = os.readlink(path)
-        resolved = self.follow(path, link)
-        if resolved is not None and os.path.islink(resolved):
-            resolved = self.resolve(path)
-        if resolved is None:
-            raise OSError(errno.EXDEV, f"a symlink to {link}, outside the environment; not followed")
-        return resolved
+def containment_for_site_packages(site_packages, link_roots=()) -> Containment:
+    """The read boundary of bare site-packages directories."""
+    return Containment(tuple(dict.fromkeys(site_packages_root(s) for s in site_packages)), link_roots)

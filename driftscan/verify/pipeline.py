@@ -8,7 +8,7 @@ import time
 from ..discover import find_distributions
 from ..fs.reader import default_jobs
 from ..discover.editable import find_editable_sources
-from ..discover.target import Containment, target_problems
+from ..discover.target import target_problems, containment_for
 from ..discover.uvcache import default_uv_cache, default_virtualenv_app_data
 from ..model import DriftKind, FileCheck, Problem, Target, Verification
 from .env.fast.cleanindex import OWNED_LIST, build_index
@@ -50,7 +50,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
     # Nothing is read outside the environment's roots; symlinks are followed only within them or
     # into the uv cache named by driftscan's own flags and environment (--link-mode symlink venvs).
     app_data = default_virtualenv_app_data()
-    containment = Containment.for_target(target, tuple(r for r in (uv_cache, app_data) if r))
+    containment = containment_for(target, tuple(r for r in (uv_cache, app_data) if r))
     # Nothing cached to settle the large files (a first or a --no-cache audit): a child starts
     # hashing them now, on the core that reading the RECORDs leaves idle.
     early = Prehasher(target.site_packages, containment) \

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ...discover.dists import MetadataDir
-from ...discover.target import Containment
+from ...fs.containment import Containment
 from ...fs.reader import file_type
 from ...model import (Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, TargetKind,
                       Unverifiable)

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence, Set as AbstractSet
 from typing import cast
 
 from ...discover.dists import MetadataDir
-from ...discover.target import Containment
+from ...fs.containment import Containment
 from ...model import Distribution, Hash, MetadataKind, Problem, RecordEntry, RecordRows, Target
 
 

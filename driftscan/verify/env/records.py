@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 
 from ...caches.statcache import SIGNATURE, tag
 from ...discover.dists import TRUSTED_INSTALLERS, MetadataDir
-from ...discover.target import Containment
+from ...fs.containment import Containment
+from ...discover.target import containment_for
 from ...fs.reader import ByteProgress
 from ...model import Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, Unverifiable
 from . import files
@@ -403,7 +404,7 @@ def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, 
     if presence is None:
         presence = presence_only(rows, own.owners)
     if containment is None:
-        containment = Containment.for_target(target)
+        containment = containment_for(target)
     results = _run(rows, presence, jobs, cache, progress, walk, early, containment)
     if cache is not None:
         cache.retain(own.owners)

@@ -302,12 +302,12 @@ def _full_distribution(light: Distribution, containment, cache) -> Distribution 
 
 
 def _containment(target: Target, uv_cache: str | None):
-    from ....discover.target import Containment
+    from ....discover.target import containment_for
     from ....discover.uvcache import default_uv_cache, default_virtualenv_app_data
 
     uv_cache = uv_cache or default_uv_cache()
     app_data = default_virtualenv_app_data()
-    return Containment.for_target(target, tuple(r for r in (uv_cache, app_data) if r)), uv_cache, app_data
+    return containment_for(target, tuple(r for r in (uv_cache, app_data) if r)), uv_cache, app_data
 
 
 def _recheck(target: Target, dists: tuple, index: dict, changed: list[int], records: list, added: list,

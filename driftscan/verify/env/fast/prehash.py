@@ -22,7 +22,8 @@ import struct
 import time
 
 from ....caches.statcache import RACY_NS, SIGNATURE, signature
-from ....discover.target import Containment
+from ....fs.containment import Containment
+from ....discover.target import containment_for_site_packages
 from ....fs.reader import NOFOLLOW, READ_FLAGS, read_kind
 from ....formats.record import large_entries
 from ....fs import helpers as forked
@@ -76,7 +77,7 @@ class Prehasher:
         # The stop flag is a shared page, not a pipe: a pipe's write end would be inherited by
         # every process forked later (the unowned walk), and closing ours would signal nothing.
         self._stop = mmap.mmap(-1, 1)
-        containment = containment or Containment.for_site_packages(site_packages)
+        containment = containment or containment_for_site_packages(site_packages)
         child = Child(lambda fd: _child(site_packages, containment, fd, self._stop))
         if child.started:
             self._child = child
