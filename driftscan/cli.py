@@ -60,11 +60,11 @@ def _write(text: str, fmt: str, output: str | None, color: bool = False) -> bool
 
 
 def _load_config(config_file: str | None):
-    from .configfind import NoConfig, nothing_to_read
+    from .config.find import NoConfig, nothing_to_read
 
     if nothing_to_read(config_file):
         return NoConfig()
-    from .config import load_config
+    from .config.settings import load_config
 
     config = load_config(config_file)
     for note in config.notes:
@@ -987,7 +987,7 @@ def accept(paths, reason, any_content, expires, venv, site_packages, model_dirs,
 
     from .accept import new_entries
     from .api import run
-    from .config import Config, append_entries, default_accept_file, user_config_path
+    from .config.settings import Config, append_entries, default_accept_file, user_config_path
 
     if not reason.strip():
         raise click.UsageError("--reason must say why the drift is kept")

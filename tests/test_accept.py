@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from driftscan.accept import AcceptEntry, apply_accepted, counted, matches
-from driftscan.config import discover, load_config
+from driftscan.config.settings import discover, load_config
 from driftscan.errors import ConfigError
 from driftscan.report import DriftOut, Report, Summary, TargetInfo
 from fixtures.harness import run_cli

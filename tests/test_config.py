@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from driftscan.config import load_config
+from driftscan.config.settings import load_config
 from driftscan.errors import ConfigError
 from fixtures.harness import run_cli
 from fixtures.modeldirs import build_local_dir, seed_files, sm120_edit
@@ -138,8 +138,8 @@ def test_no_config_has_the_defaults_of_config(tmp_path, monkeypatch):
     the two must agree on every setting."""
     import dataclasses
 
-    from driftscan.config import Config
-    from driftscan.configfind import NoConfig, nothing_to_read
+    from driftscan.config.settings import Config
+    from driftscan.config.find import NoConfig, nothing_to_read
 
     empty, light = Config(), NoConfig()
     assert sorted(f.name for f in dataclasses.fields(light)) == sorted(Config.model_fields)

@@ -239,7 +239,7 @@ def test_a_line_break_in_a_name_cannot_fake_report_lines(venv_copy):
 def test_a_found_config_cannot_turn_on_the_users_hub_cache(tmp_path, monkeypatch):
     (tmp_path / "driftscan.toml").write_text("hf_cache = true\n")
     (tmp_path / "code.py").write_text("x = 1\n")
-    from driftscan.config import load_config
+    from driftscan.config.settings import load_config
 
     monkeypatch.chdir(tmp_path)
     config = load_config()

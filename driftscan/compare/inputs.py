@@ -272,11 +272,6 @@ def snapshot_machine(index: int, name: str, doc: dict[str, Any], display: dict[s
     return machine
 
 
-def _split_site(rel: str) -> tuple[str | None, str]:
-    m = _SITE_RE.match(rel)
-    return (m.group(0), rel[m.end():]) if m else (None, rel)
-
-
 def _is_bytecode(rel: str) -> bool:
     # Compiled at install time with the source's mtime inside: never the same bytes on two
     # machines, and derived from the source file that is compared.
@@ -301,13 +296,6 @@ def _heads(files: dict[str, Any]) -> dict[str, str]:
                 if line:
                     heads[line] = owner
     return heads
-
-
-def _head_of(inner: str) -> str:
-    head = inner.split("/", 1)[0]
-    if "/" not in inner and "." in head:
-        head = head.split(".", 1)[0]  # six.py, _cffi_backend.cpython-312-x86_64-linux-gnu.so
-    return head
 
 
 def _site_prefix(files: dict[str, Any]) -> str | None:

@@ -8,8 +8,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError
-from .fs.reader import read_regular
+from ..errors import ConfigError
+from ..fs.reader import read_regular
 
 TOML_MAX = 16 << 20  # configuration files are a few lines; a pyproject.toml a few hundred
 CONFIG_NAME = "driftscan.toml"
@@ -33,7 +33,7 @@ def _pyproject_table(path: str) -> dict[str, Any] | None:
             return None
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror or exc}") from None
-    from .formats.tomlfile import read_toml  # pydantic's validation, for the rare pyproject that names driftscan
+    from ..formats.tomlfile import read_toml  # pydantic's validation, for the rare pyproject that names driftscan
 
     tool = read_toml(path).get("tool")
     table = tool.get("driftscan") if isinstance(tool, dict) else None

@@ -46,19 +46,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .accept import AcceptEntry
-from .errors import ConfigError
-from .fs.reader import read_regular
-from .configfind import (  # noqa: F401 - re-exported: where a configuration is looked for
+from ..accept import AcceptEntry
+from ..errors import ConfigError
+from ..fs.reader import read_regular
+from .find import (  # noqa: F401 - re-exported: where a configuration is looked for
     CONFIG_NAME, PYPROJECT, PYPROJECT_TABLE, TOML_MAX, NoConfig, _pyproject_table, discover, is_pyproject,
     nothing_to_read, user_config_path)
-from .formats.tomlfile import read_toml as _read_toml
+from ..formats.tomlfile import read_toml as _read_toml
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
-
 
 
 class Config(BaseModel):
@@ -86,17 +85,6 @@ class Config(BaseModel):
 def read_toml(path: str) -> dict[str, Any]:
     """A TOML file's content; every failure one ConfigError line naming the file."""
     return _read_toml(path)
-
-
-def find_config(explicit: str | None) -> str | None:
-    """The configuration file in effect (see the module docstring), or None."""
-    if explicit:
-        return explicit
-    found, _ = discover()
-    if found:
-        return found
-    user = user_config_path()
-    return user if os.path.isfile(user) else None
 
 
 def _owned_by_user(path: str) -> bool:
@@ -338,7 +326,7 @@ def append_entries(path: str, entries: list[AcceptEntry]) -> str:
     pyproject.toml, created if needed), or at the end. The result is checked to mean exactly
     the old file plus the entries, and written atomically with the file's permissions. Returns
     the new text."""
-    from .fs.atomic import write_atomic
+    from ..fs.atomic import write_atomic
 
     pyproject = is_pyproject(path)
     exists = os.path.lexists(path)
