@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._version import __version__
-from .errors import ConfigError, DriftscanError, RecordError, TargetError
+from .core.errors import ConfigError, DriftscanError, RecordError, TargetError
 
 if TYPE_CHECKING:
     from .api import audit
-    from .model import DriftKind, Scope, Severity
+    from .core.values import DriftKind, Scope, Severity
     from .report import SCHEMA_VERSION, DriftOut as Drift, Report
 
 __all__ = [
@@ -31,9 +31,9 @@ __all__ = [
 # pydantic and the whole pipeline before it needs them.
 _LAZY = {
     "audit": ("api", "audit"),
-    "DriftKind": ("model", "DriftKind"),
-    "Scope": ("model", "Scope"),
-    "Severity": ("model", "Severity"),
+    "DriftKind": ("core.values", "DriftKind"),
+    "Scope": ("core.values", "Scope"),
+    "Severity": ("core.values", "Severity"),
     "SCHEMA_VERSION": ("report", "SCHEMA_VERSION"),
     "Drift": ("report", "DriftOut"),
     "Report": ("report", "Report"),

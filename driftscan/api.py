@@ -17,8 +17,8 @@ from .classify import classify
 from .discover import find_distributions, resolve_target
 from .discover.target import containment_for
 from .discover.uvcache import default_uv_cache
-from .errors import TargetError
-from .model import Drift, LayoutKind, Target, TargetKind, Verification
+from .core.errors import TargetError
+from .core.values import Drift, LayoutKind, Target, TargetKind, Verification
 from .fs.reader import default_jobs
 from .verify.env.ownership import build_ownership
 
@@ -131,7 +131,7 @@ def _recorded_dumps(verification: Verification):
         return verification, []
     from .caches.statcache import write_dump_list
     from .reinstall.dumpledger import recorded_checks
-    from .model import DriftKind
+    from .core.values import DriftKind
 
     named: set[str] = set()
     for c in verification.checks:
@@ -570,7 +570,7 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
     skipped: list = []
     if inspect:  # the same rules as audit's, so one file gets the same findings from both
         verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins, use_cache)
-    from .model import DriftKind
+    from .core.values import DriftKind
     from .verify.snapshot import restored_drift
 
     drifts = [restored_drift(check) if check.kind is DriftKind.RESTORED else classify(check, target)
@@ -783,8 +783,8 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
     import shlex
 
     from .reinstall.checkpoint import check_destination, default_checkpoint_path, environment_root
-    from .errors import DriftscanError
-    from .model import MetadataKind
+    from .core.errors import DriftscanError
+    from .core.values import MetadataKind
     from .reinstall.guard import (GuardCommand, GuardReport, Refusal, Tool, checkpoint_summary, debug_comes_back,
                         expectations, fingerprints, judge, leftovers, new_drifts, normalize, not_run,
                         other_environment, predict, recognise, reapply_line, reinstalled, summarise, unchecked,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Union
 
 from .fs.reader import read_regular
 from .formats.jsondiff import as_text, describe
-from .model import Area, Distribution, DriftKind, FileCheck, Finding, PristineRef, RecordEntry
+from .core.values import Area, Distribution, DriftKind, FileCheck, Finding, PristineRef, RecordEntry
 
 if TYPE_CHECKING:  # the pristine package (zipfile, subprocess) is imported only when originals are wanted
     from .lint import Rule

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from .discover.reinstall_source import ReinstallSource, SourceKind, pip_installed
 from .discover.target import PYTHON_PLACEHOLDER, install_location
 from .discover.uvcache import default_uv_cache
-from .model import Area, Distribution, Drift, DriftKind, MetadataKind, FileCheck, Prediction, Scope, Target
+from .core.values import Area, Distribution, Drift, DriftKind, MetadataKind, FileCheck, Prediction, Scope, Target
 
 _PACKAGE_KINDS = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED}
 _AREA_SCOPE = {Area.MODEL: Scope.DATA, Area.SOURCE: Scope.SOURCE, Area.EXTERNAL: Scope.EXTERNAL}

@@ -17,7 +17,7 @@ import click
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from ._version import __version__  # noqa: E402 - after the environment setting above
-from .errors import DriftscanError  # noqa: E402
+from .core.errors import DriftscanError  # noqa: E402
 from .fs.atomic import write_atomic  # noqa: E402
 from .fs.paths import inert, line_safe  # noqa: E402
 from .render.formats import PLAN_FORMATS, REPORT_FORMATS, SCAN_FORMATS  # noqa: E402

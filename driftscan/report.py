@@ -12,11 +12,11 @@ from typing import Any, Final, Literal, cast
 
 from dataclasses import field
 
-from .datamodel import DataModel, datamodel, describe
+from .core.datamodel import DataModel, datamodel, describe
 
 from ._version import __version__
 from .fs.atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
-from .model import Drift, DriftKind, Finding, Prediction, Scope, Severity, Verification
+from .core.values import Drift, DriftKind, Finding, Prediction, Scope, Severity, Verification
 from .fs.paths import printable, printable_tree, relpath
 
 SCHEMA_VERSION: Final = "1"

@@ -17,7 +17,7 @@ import pytest
 
 from driftscan.accept import AcceptEntry, apply_accepted, counted, matches
 from driftscan.config.settings import discover, load_config
-from driftscan.errors import ConfigError
+from driftscan.core.errors import ConfigError
 from driftscan.report import DriftOut, Report, Summary, TargetInfo
 from fixtures.harness import run_cli
 from fixtures.venvs import modern_pip_install, site_packages_of

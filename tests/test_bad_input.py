@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from driftscan import TargetError, audit
-from driftscan.model import Hash, RecordEntry
+from driftscan.core.values import Hash, RecordEntry
 from driftscan.verify.env import files as files_mod
 from driftscan.verify.env import unowned as unowned_mod
 from fixtures.harness import run_cli

@@ -404,7 +404,7 @@ def test_a_name_or_version_pip_could_not_be_asked_for_gets_no_download_line(tmp_
     """The name and version come from the tree's METADATA: never a line a shell would run otherwise."""
     import dataclasses
 
-    from driftscan.model import Distribution, MetadataKind
+    from driftscan.core.values import Distribution, MetadataKind
     from driftscan.pristine.howto import download_line, ways_to_original
 
     dist = Distribution(name=name, version=version, metadata_dir=str(tmp_path / "x.dist-info"),

@@ -9,13 +9,13 @@ import sys
 import pytest
 
 from driftscan.config.settings import load_config
-from driftscan.errors import ConfigError
+from driftscan.core.errors import ConfigError
 from fixtures.harness import run_cli
 from fixtures.modeldirs import build_local_dir, seed_files, sm120_edit
 
 PLUGIN = '''
 from driftscan.lint.rule import Invalid, Rule, Valid
-from driftscan.model import Severity
+from driftscan.core.values import Severity
 
 
 class NoHelloWorld(Rule):

@@ -1,4 +1,4 @@
-"""The report's classes are plain dataclasses (driftscan/datamodel.py) that serialise exactly as
+"""The report's classes are plain dataclasses (driftscan/core/datamodel.py) that serialise exactly as
 pydantic does: the JSON of every report is pydantic's, byte for byte, and building or rendering
 one imports no pydantic."""
 
@@ -14,8 +14,8 @@ import pydantic_core
 import pytest
 from pydantic import TypeAdapter
 
-from driftscan.datamodel import _float, to_json
-from driftscan.model import DriftKind, Prediction, Scope, Severity
+from driftscan.core.datamodel import _float, to_json
+from driftscan.core.values import DriftKind, Prediction, Scope, Severity
 from driftscan.report import (DistributionRef, DriftOut, ErrorOut, FindingOut, PristineOut, PristineRefOut,
                               RejectedOut, Report, Summary, TargetInfo)
 

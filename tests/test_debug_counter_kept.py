@@ -13,7 +13,7 @@ import pytest
 from driftscan.lint.engine import exact_findings, inspect_source
 from driftscan.lint.noqa import apply_noqa
 from driftscan.lint.triggers import Memo
-from driftscan.model import Severity
+from driftscan.core.values import Severity
 from driftscan.lint.rules.debug_counter import DebugCounter
 from driftscan.lint.rules.debug_tensor_dump import DebugTensorDump
 from driftscan.lint.rules.debugger_call import DebuggerCall

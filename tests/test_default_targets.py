@@ -141,7 +141,7 @@ def test_uv_project_environment_rules(project, tmp_path):
 
 def test_default_checkpoint_names_tell_projects_apart(project, tmp_path, monkeypatch):
     from driftscan.reinstall.checkpoint import NAME_MAX, checkpoint_name, default_checkpoint_path
-    from driftscan.model import Target, TargetKind
+    from driftscan.core.values import Target, TargetKind
 
     proj, venv = project
     monkeypatch.setenv("DRIFTSCAN_CHECKPOINT_DIR", str(tmp_path / "cps"))

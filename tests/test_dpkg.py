@@ -31,7 +31,7 @@ from driftscan.discover.dpkg import (
     valid_version,
 )
 from driftscan.discover.target import containment_for_site_packages
-from driftscan.model import Distribution
+from driftscan.core.values import Distribution
 from fixtures import dpkg as debian
 from fixtures.dpkg import DIST_PACKAGES, FakeSystem, fake_blinker, real_system_lock, status_paragraph
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from driftscan.errors import ConfigError
+from driftscan.core.errors import ConfigError
 from driftscan.reinstall.expect import Expectation, evaluate, load_expectations, split_pointer
 
 

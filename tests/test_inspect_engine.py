@@ -12,7 +12,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from driftscan.lint import RuleError, inspect_file, inspect_source, load_rules, select_rules
 from driftscan.lint.positions import node_starts
 from driftscan.lint.rule import Rule
-from driftscan.model import Severity
+from driftscan.core.values import Severity
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "inspect")
 

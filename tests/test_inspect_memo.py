@@ -11,7 +11,7 @@ import time
 
 from driftscan.lint import scancache
 from driftscan.lint.scancache import OutcomeMemo
-from driftscan.model import Finding, Severity
+from driftscan.core.values import Finding, Severity
 from fixtures import venvs
 from fixtures.harness import run_cli_imports
 

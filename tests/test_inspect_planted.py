@@ -13,7 +13,7 @@ import os
 import re
 
 from driftscan.lint import inspect_source
-from driftscan.model import Severity
+from driftscan.core.values import Severity
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "inspect")
 CLASS = "DeepseekV2MLAAttention"

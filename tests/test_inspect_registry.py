@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from driftscan.errors import ConfigError
+from driftscan.core.errors import ConfigError
 from driftscan.lint import inspect_source, load_rules, scan_paths, select_rules
 from driftscan.lint.registry import ENTRY_POINT_GROUP, validate
 from driftscan.lint.testing import check_rule_examples
@@ -16,7 +16,7 @@ BUILTIN = load_rules(plugins=False)
 PLUGIN_SOURCE = '''
 from driftscan.lint import triggers
 from driftscan.lint.rule import Invalid, Rule, Valid
-from driftscan.model import Severity
+from driftscan.core.values import Severity
 
 
 class NoHardcodedCuda(Rule):

@@ -153,7 +153,7 @@ def test_debian_dist_packages_agree_with_debsums():
 ])
 def test_conda_remedy_follows_the_tool_the_history_names(tool, expected):
     from driftscan.classify import reinstall_command
-    from driftscan.model import Distribution, MetadataKind, Target, TargetKind
+    from driftscan.core.values import Distribution, MetadataKind, Target, TargetKind
 
     dist = Distribution("numpy", "1.26.4", "/opt/env/conda-meta/numpy-1.26.4-py311h64a7726_0.json", "/opt/env",
                         kind=MetadataKind.CONDA, installer=tool, build="py311h64a7726_0")
@@ -168,7 +168,7 @@ def test_conda_remedy_follows_the_tool_the_history_names(tool, expected):
 ])
 def test_dpkg_remedy_runs_inside_the_system_it_audits(info, expected):
     from driftscan.classify import reinstall_command
-    from driftscan.model import Distribution, MetadataKind, Target, TargetKind
+    from driftscan.core.values import Distribution, MetadataKind, Target, TargetKind
 
     dist = Distribution("python3-requests", "2.28.1+dfsg-1", info, "/usr/lib/python3/dist-packages",
                         kind=MetadataKind.DPKG, installer="dpkg", build="all")

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from driftscan.model import DriftKind
+from driftscan.core.values import DriftKind
 from driftscan.verify.tree import verify_model_dir
 from driftscan.verify.tree.consistency import safetensors_problem
 from driftscan.verify.tree.hashing import Meter

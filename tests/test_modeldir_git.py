@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
-from driftscan.model import DriftKind
+from driftscan.core.values import DriftKind
 from driftscan.verify.tree import verify_model_dir
 from driftscan.formats.lfs import parse_lfs_pointer
 from fixtures.modeldirs import (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import xxhash
 
-from driftscan.errors import TargetError
+from driftscan.core.errors import TargetError
 from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from driftscan.verify.tree import NO_PROVENANCE, verify_model_dir
 from driftscan.verify.tree.hashing import DIRECT_MIN, Meter, hash_file

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
-from driftscan.model import DriftKind
+from driftscan.core.values import DriftKind
 from driftscan.verify.tree import verify_model_dir
 from fixtures.modeldirs import (
     COMMIT, KV_CACHE_SCHEME, SPARSE_SHARD_SHA256, SPARSE_SHARD_SIZE, build_cache_repo, build_local_dir,

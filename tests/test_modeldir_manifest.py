@@ -9,7 +9,7 @@ import time
 import pytest
 
 from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
-from driftscan.model import DriftKind
+from driftscan.core.values import DriftKind
 from driftscan.verify.tree import verify_model_dir
 from fixtures.modeldirs import KV_CACHE_SCHEME, safetensors_bytes, seed_files, sm120_edit, tree_state
 

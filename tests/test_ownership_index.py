@@ -18,7 +18,7 @@ import pytest
 
 from driftscan.discover.dists import MetadataDir
 from driftscan.fs.containment import Containment
-from driftscan.model import Distribution, Hash, MetadataKind, RecordEntry
+from driftscan.core.values import Distribution, Hash, MetadataKind, RecordEntry
 from driftscan.verify.env.ownership import build_ownership
 
 
@@ -148,7 +148,7 @@ def test_an_audit_through_the_views_reports_as_before(tmp_path, monkeypatch):
                        entries=(row("pkg/b.py", b"b\n", 1), row("pkg/gone.py", b"x", 2), row("pkg/c.py", b"C\n", 3)))
     metadirs = [MetadataDir(d.metadata_dir, str(site), d) for d in (one, two)]
     own = build_ownership(metadirs, Containment([str(site)]))
-    from driftscan.model import Target, TargetKind
+    from driftscan.core.values import Target, TargetKind
 
     target = Target(TargetKind.SITE_PACKAGES, None, (str(site),))
     monkeypatch.setenv("DRIFTSCAN_FORK", "inline")

@@ -105,7 +105,7 @@ def test_prehashed_digests_give_the_same_verdicts(planted, monkeypatch, prehash_
 
 def test_prehashed_digests_are_used_only_for_unchanged_files(tmp_path):
     from driftscan.caches.statcache import signature
-    from driftscan.model import Hash, RecordEntry
+    from driftscan.core.values import Hash, RecordEntry
     from driftscan.verify.env import files, records
 
     path = tmp_path / "f.bin"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from driftscan.errors import DriftscanError
+from driftscan.core.errors import DriftscanError
 from driftscan.formats.patch import (
     NO_NEWLINE_MARKER,
     FilePatch,

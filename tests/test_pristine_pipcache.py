@@ -21,7 +21,7 @@ import pytest
 
 from driftscan.caches.statcache import user_cache_dir
 from driftscan.discover import find_distributions
-from driftscan.model import Distribution, RecordEntry
+from driftscan.core.values import Distribution, RecordEntry
 from driftscan.pristine import PristineOptions, SourceKind, find_pristine, pipcache
 from driftscan.pristine.fetch import index_arguments, tag_arguments
 from fixtures import venvs

@@ -87,7 +87,7 @@ def test_text_collapses_a_directory_of_added_files(tmp_path):
 
 def test_undecodable_names_anywhere_in_a_drift_serialise(tmp_path):
     """A dump pattern, a writer path or a json key can carry non-UTF-8 bytes from file names."""
-    from driftscan.model import (Area, Drift, DriftKind, DumpFiles, DumpWriter, FileCheck, Prediction, Scope,
+    from driftscan.core.values import (Area, Drift, DriftKind, DumpFiles, DumpWriter, FileCheck, Prediction, Scope,
                                  Target, Verification)
     from driftscan.report import build_report
 

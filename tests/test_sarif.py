@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlparse
 import jsonschema
 import pytest
 
-from driftscan.model import DriftKind
+from driftscan.core.values import DriftKind
 from driftscan.render.sarif import DRIFT_KINDS_DOC, RULES_DOC, github_anchor, render_sarif
 from fixtures.formats import NAME, audit, make_scenario
 from fixtures.harness import run_cli

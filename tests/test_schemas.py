@@ -113,7 +113,7 @@ def test_real_plan_json_validates(scenario):
 def test_scan_json_is_the_scan_report_model_byte_for_byte():
     """render/scan.py writes the JSON without pydantic; it must be what ``ScanReport`` gives."""
     from driftscan.lint.files import ScanResult
-    from driftscan.model import Finding, Problem, Severity
+    from driftscan.core.values import Finding, Problem, Severity
     from driftscan.render.scan import render_scan_json
     from driftscan.render.scanmodel import scan_report
 

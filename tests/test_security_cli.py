@@ -209,7 +209,7 @@ def test_no_plugins_leaves_out_entry_point_rules(tmp_path):
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     (plugins / "acme_rules.py").write_text(
-        "from driftscan.lint.rule import Invalid, Rule, Valid\nfrom driftscan.model import Severity\n\n"
+        "from driftscan.lint.rule import Invalid, Rule, Valid\nfrom driftscan.core.values import Severity\n\n"
         "class NoCuda(Rule):\n    CODE = 'ACME101'\n    NAME = 'no-cuda'\n    MESSAGE = 'cuda'\n"
         "    SEVERITY = Severity.HIGH\n    TRIGGER = None\n\n"
         "    def visit_Name(self, node):\n        if node.value == 'cuda':\n            self.report(node, 'cuda')\n\n"

@@ -151,7 +151,7 @@ def test_cli_warm_scan_imports_neither_libcst_nor_pydantic(tmp_path):
 RULE = textwrap.dedent('''
     import libcst as cst
     from driftscan.lint import Rule, Valid, Invalid
-    from driftscan.model import Severity
+    from driftscan.core.values import Severity
 
     class Shout(Rule):
         CODE = "{code}"

@@ -32,7 +32,7 @@ import xxhash
 
 from .location import user_cache_dir, write_cache_file  # noqa: F401 - user_cache_dir re-exported
 from ..fs.reader import LIMITS, read_regular
-from ..model import Hash, RecordEntry, RecordRows
+from ..core.values import Hash, RecordEntry, RecordRows
 from ..formats.record import ParsedRecord, RecordIssue
 
 FORMAT = b"driftscan-statcache-4\n"
@@ -57,7 +57,7 @@ def write_dump_list(paths, audited=()) -> str | None:
     ``dump_list_path``; None when that cannot be written, or would land inside a directory the
     audit reads (``audited``: a DRIFTSCAN_CACHE_DIR in the tree): the remedy then names each file."""
     from ..fs.atomic import write_atomic
-    from ..errors import DriftscanError
+    from ..core.errors import DriftscanError
     from ..fs.reader import inside
 
     path = dump_list_path(paths)

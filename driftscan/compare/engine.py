@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ..errors import DriftscanError
+from ..core.errors import DriftscanError
 from .inputs import (AS_REFERENCE, EXTERNAL, canonical, REPORT, SNAPSHOT, InputError, Machine, kind_of, load,
                      report_facts, report_machine, snapshot_facts, snapshot_machine)
 from .model import (CompareReport, InputErrorOut, MachineOut, MissingRootOut, OutlierOut, SkewMachineOut,

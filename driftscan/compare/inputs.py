@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import DriftscanError
+from ..core.errors import DriftscanError
 from ..fs.reader import read_regular
 
 MAX_INPUT = 1 << 30  # a report or snapshot bigger than this is not one of ours

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..fs.reader import read_regular
 
 TOML_MAX = 16 << 20  # configuration files are a few lines; a pyproject.toml a few hundred

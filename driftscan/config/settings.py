@@ -47,7 +47,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..accept import AcceptEntry
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..fs.reader import read_regular
 from .find import (  # noqa: F401 - re-exported: where a configuration is looked for
     CONFIG_NAME, PYPROJECT, PYPROJECT_TABLE, TOML_MAX, NoConfig, _pyproject_table, discover, is_pyproject,

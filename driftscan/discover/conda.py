@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..fs.reader import inside, open_regular, read_regular
-from ..model import Distribution, Hash, MetadataKind, Problem, RecordEntry
+from ..core.values import Distribution, Hash, MetadataKind, Problem, RecordEntry
 from ..fs.containment import Containment
 
 # What a conda record's Distribution.kind is. model.MetadataKind has no CONDA value yet (asked

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..fs.reader import LIMITS, read_regular, read_regular_stat
-from ..model import Distribution, MetadataKind, Problem, RecordEntry, RecordRows
+from ..core.values import Distribution, MetadataKind, Problem, RecordEntry, RecordRows
 from ..formats.record import parse_record
 from ..fs.containment import Containment
 from .target import is_prefix_site_packages, containment_for_site_packages

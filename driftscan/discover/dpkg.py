@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..fs.reader import inside, read_regular
-from ..model import Distribution, Hash, MetadataKind, Problem, RecordEntry, Unverifiable
+from ..core.values import Distribution, Hash, MetadataKind, Problem, RecordEntry, Unverifiable
 from ..fs.containment import Containment
 
 INSTALLER = "dpkg"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
 from ..fs.reader import LIMITS, read_regular
-from ..model import Distribution, MetadataKind, Problem
+from ..core.values import Distribution, MetadataKind, Problem
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ import math
 import os
 from dataclasses import dataclass
 
-from ..errors import TargetError
+from ..core.errors import TargetError
 from ..fs.reader import inside, read_kind, walk
 from ..formats.manifest import MANIFEST_NAME
-from ..model import LayoutKind, Problem
+from ..core.values import LayoutKind, Problem
 from ..fs.paths import printable
 from .hfcache import Revision, is_cache_repo, resolve_revision, snapshot_parent
 

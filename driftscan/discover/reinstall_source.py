@@ -22,8 +22,8 @@ import re
 import stat
 from dataclasses import dataclass, replace
 
-from ..errors import ConfigError
-from ..model import Distribution
+from ..core.errors import ConfigError
+from ..core.values import Distribution
 
 
 class SourceKind(str, enum.Enum):

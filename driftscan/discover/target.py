@@ -11,10 +11,10 @@ import sys
 import sysconfig
 from typing import NamedTuple
 
-from ..errors import TargetError
+from ..core.errors import TargetError
 from ..fs.containment import Containment
 from ..fs.reader import read_kind
-from ..model import Problem, Target, TargetKind
+from ..core.values import Problem, Target, TargetKind
 
 
 def read_pyvenv_cfg(path: str, root: str | None = None) -> dict[str, str]:

@@ -34,7 +34,7 @@ from typing import Any
 from .. import __version__
 from ..fs.atomic import write_atomic
 from ..compare import CompareError, compare_files
-from ..errors import DriftscanError
+from ..core.errors import DriftscanError
 from ..report import Report
 from . import probe as probe_module
 from .model import FleetResult, NodeOut

@@ -34,7 +34,7 @@ def run_on_node(options: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"hostname": socket.gethostname(), "python": sys.version.split()[0]}
     try:
         from .. import __version__
-        from ..errors import DriftscanError
+        from ..core.errors import DriftscanError
 
         out["driftscan"] = __version__
         venv, why = chosen_venv(options.get("venv"), bool(options.get("venv_from_env")))

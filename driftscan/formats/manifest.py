@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 import xxhash
 
 from ..fs.atomic import write_atomic
-from ..errors import DriftscanError
+from ..core.errors import DriftscanError
 from ..fs.reader import (
     LIMITS,
     ByteProgress,
@@ -55,7 +55,7 @@ from ..fs.reader import (
     read_regular,
 )
 from .jsondiff import as_text
-from ..model import Problem
+from ..core.values import Problem
 from ..fs.paths import printable
 
 MANIFEST_NAME = ".driftscan-manifest.json"

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from driftscan.errors import DriftscanError
+from driftscan.core.errors import DriftscanError
 
 __all__ = [
     "NO_NEWLINE_MARKER",

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..model import Hash, RecordEntry, RecordRows
+from ..core.values import Hash, RecordEntry, RecordRows
 
 # Algorithms a RECORD may name. md5 and sha1 are refused by the wheel spec.
 ACCEPTED_ALGORITHMS = frozenset(hashlib.algorithms_guaranteed) - {"md5", "sha1"}

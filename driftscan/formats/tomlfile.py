@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..fs.reader import read_regular
 
 if sys.version_info >= (3, 11):

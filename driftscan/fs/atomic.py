@@ -11,7 +11,7 @@ import os
 import stat
 from collections.abc import Iterable
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 
 def output_path(path: str) -> str:

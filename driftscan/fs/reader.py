@@ -24,7 +24,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterator
 
-from ..model import Problem
+from ..core.values import Problem
 
 # Non-blocking, so that a FIFO where a file should be cannot hang an audit (the reader checks
 # with fstat that it is a regular file before reading).

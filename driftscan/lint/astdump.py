@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..model import Severity
+from ..core.values import Severity
 from .artifacts import artifact_pattern
 from .astfacts import _dotted, _terminal, has_marker, set_true
 from .dumppaths import _BRACE_FIELD, _JOIN_FUNCS, _MAX_DEPTH, _PASS_THROUGH, _PATH_CLASSES, _PERCENT_SPEC

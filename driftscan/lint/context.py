@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ..model import Severity
+from ..core.values import Severity
 from . import analysis
 from .dumppaths import PathInfo, path_info
 

@@ -25,7 +25,7 @@ from typing import NamedTuple, Optional
 from typing import TYPE_CHECKING
 
 from ..fs.reader import read_regular
-from ..model import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem
+from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem
 from .artifacts import find_artifacts
 
 if TYPE_CHECKING:

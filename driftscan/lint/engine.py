@@ -26,9 +26,9 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from ..errors import DriftscanError
+from ..core.errors import DriftscanError
 from ..fs.reader import read_regular
-from ..model import Finding
+from ..core.values import Finding
 from .astdump import dump_hits, exact_kind
 from .complexity import measure, refusal
 from .context import FileContext

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..fs.reader import file_type, walk
-from ..model import Finding, Problem
+from ..core.values import Finding, Problem
 
 #: Files larger than this are not parsed (DBG003); the rule engine's limit (engine.py), here so
 #: that a scan settled from the cache knows the default without importing the engine.

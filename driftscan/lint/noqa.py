@@ -33,7 +33,7 @@ import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..model import Finding
+from ..core.values import Finding
 from .rule import Rule
 
 #: The ``FILE_PROBLEM`` of the unused-noqa rule: the engine reports it, no visitor does.

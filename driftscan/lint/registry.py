@@ -21,7 +21,7 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from types import ModuleType
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .rule import Rule
 
 ENTRY_POINT_GROUP = "driftscan.rules"

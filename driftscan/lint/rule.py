@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from ..model import Severity
+from ..core.values import Severity
 from .triggers import BaseTrigger
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class Rule:
         if not cls.MESSAGE:
             out.append("MESSAGE is empty")
         if not isinstance(cls.SEVERITY, Severity):
-            out.append("SEVERITY is not a driftscan.model.Severity")
+            out.append("SEVERITY is not a driftscan.core.values.Severity")
         if not cls.INVALID:
             out.append("no INVALID example")
         return out

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from multiprocessing.connection import Connection, wait
 
 from ..fs.reader import default_jobs
-from ..model import Problem
+from ..core.values import Problem
 from .files import Row, ScanResult, collect_files, gather
 from .engine import MAX_FILE_BYTES, RuleError, complexity_finding, inspect_path
 from .noqa import with_unused_noqa
@@ -488,7 +488,7 @@ def scan_paths(
     all (files beyond it get DBG004); None for none. ``unused_noqa`` (``scan --strict``): the
     unused-noqa rule runs too, unless ``ignore`` names it (lint/noqa.py). ``cache``: results
     of files whose signature is unchanged since an earlier scan with the same rules
-    (scancache.py). Unknown selectors and broken plugins raise ``driftscan.errors.ConfigError``;
+    (scancache.py). Unknown selectors and broken plugins raise ``driftscan.core.errors.ConfigError``;
     everything file-specific ends up in the result. ``walked``: the walk of ``paths`` already
     made (warmscan.py's files, stats and errors), not made again.
     """

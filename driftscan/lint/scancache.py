@@ -36,7 +36,7 @@ from typing import cast
 
 from ..caches.location import write_cache_file
 from ..fs.reader import inside, read_regular
-from ..model import Finding, Severity
+from ..core.values import Finding, Severity
 
 FORMAT = b"driftscan-scancache-2"
 RACY_NS = 2_000_000_000

@@ -15,7 +15,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterator
 
-from ..model import Finding
+from ..core.values import Finding
 from .engine import MAX_FILE_BYTES, inspect_source
 from .rule import Example, Invalid, Rule, Valid
 from .triggers import Memo

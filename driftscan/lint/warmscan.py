@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ..model import Problem
+from ..core.values import Problem
 from .files import MAX_FILE_BYTES, ScanResult, collect_files, gather
 from .scancache import selection_id
 

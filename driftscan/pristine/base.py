@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from ..model import Distribution, RecordEntry
+from ..core.values import Distribution, RecordEntry
 from ..formats.record import new_hash
 
 CHUNK = 1 << 20

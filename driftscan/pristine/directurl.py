@@ -14,7 +14,7 @@ import re
 import urllib.parse
 from typing import Any
 
-from ..model import Distribution
+from ..core.values import Distribution
 from ..formats.record import ACCEPTED_ALGORITHMS, new_hash
 from .base import CHUNK, Rejected, SourceKind, error_text
 from .wheel import MAX_WHEEL, ZipCopy, open_file, wheel_members_error

@@ -19,7 +19,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator
 
 from ..fs.reader import read_regular
-from ..model import Distribution
+from ..core.values import Distribution
 from .base import Rejected, SourceKind, error_text
 from .names import installed_tags, parse_wheel_filename, same_release
 from .wheel import ZipCopy, open_wheel, wheel_members_error

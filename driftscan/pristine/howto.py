@@ -15,7 +15,7 @@ import shlex
 from dataclasses import dataclass
 
 from ..caches.location import user_cache_dir
-from ..model import Distribution, RecordEntry
+from ..core.values import Distribution, RecordEntry
 from .base import Lookup
 from .fetch import _NAME, _VERSION, index_arguments, tag_arguments
 from .names import installed_tags

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from ..caches.location import user_cache_dir, write_cache_file
 from ..fs.reader import read_regular
-from ..model import Distribution, Hash, RecordEntry
+from ..core.values import Distribution, Hash, RecordEntry
 from ..formats.record import new_hash, parse_hash
 
 READ_MAX = 64 << 20

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from ..fs.reader import read_regular
-from ..model import Distribution
+from ..core.values import Distribution
 
 WHEEL_FILE_LIMIT = 64 << 10  # an installed dist-info's WHEEL file: a few hundred bytes
 

@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator
 
 from ..fs.atomic import write_atomic
 from ..caches.statcache import user_cache_dir
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..fs.reader import LIMITS, read_regular
-from ..model import Distribution
+from ..core.values import Distribution
 from .base import Rejected, SourceKind
 from .names import canonical_version, normalize_name
 from .wheel import (

@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..discover.uvcache import default_uv_cache
-from ..model import Distribution, MetadataKind, RecordEntry
+from ..core.values import Distribution, MetadataKind, RecordEntry
 from .base import Lookup, PristineCopy, PristineOptions, Rejected
 from .directurl import open_direct_url
 from .fetch import fetch_candidates

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from ..fs.reader import open_regular
-from ..model import Distribution, RecordEntry
+from ..core.values import Distribution, RecordEntry
 from .base import PristineCopy, SourceKind
 from .names import canonical_version, normalize_name
 from .wheel import member_candidates

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
 from ..fs.reader import open_regular
-from ..model import Distribution, RecordEntry
+from ..core.values import Distribution, RecordEntry
 from .base import PristineCopy, SourceKind
 
 MAX_WHEEL = 16 << 30  # the largest wheels (CUDA builds of torch) are a few GB

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 
-from ..model import Distribution
+from ..core.values import Distribution
 from .base import Rejected, SourceKind
 from .names import WheelName, installed_tags, parse_wheel_filename, same_release
 from .wheel import ZipCopy, open_wheel, wheel_members_error

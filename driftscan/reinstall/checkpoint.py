@@ -33,10 +33,10 @@ from pydantic import BaseModel, Field
 
 from .._version import __version__
 from ..discover.target import environment_roots
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error
 from ..changes import record_rows
-from ..model import Area, Drift, DriftKind, FileCheck, Scope, Target
+from ..core.values import Area, Drift, DriftKind, FileCheck, Scope, Target
 from ..fs.paths import printable
 from ..formats.patch import make_patch
 from ..pristine import PristineSet

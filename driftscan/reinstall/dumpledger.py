@@ -24,7 +24,7 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 
 from ..caches.location import user_cache_dir, write_cache_file
-from ..model import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Problem
+from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Problem
 
 FORMAT = 1
 MAX_BYTES = 4 << 20  # the whole file

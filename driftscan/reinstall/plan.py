@@ -20,10 +20,10 @@ from ..discover.reinstall_source import (CacheEntry, Relink, ReinstallSource, So
                                         confirmed, installed_source, mismatch, relink)
 from ..discover.target import site_packages_prefix
 from ..discover.uvcache import find_pristine_copy
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .expect import Expectation, evaluate
 from ..fs.reader import read_regular
-from ..model import Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target
+from ..core.values import Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target
 from ..fs.paths import printable, relpath
 from ..formats.record import parse_hash
 from ..report import Report

@@ -53,11 +53,11 @@ from ..caches.location import user_cache_dir, write_cache_file
 from ..changes import record_rows
 from .checkpoint import CheckpointFile, CheckpointIndex, environment_root, saved_path
 from ..discover.target import environment_roots
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .excise import excise
 from ..fs.reader import inside, os_error, read_regular
 from ..pristine.kept import OriginalFinder, keep, kept, matches
-from ..model import Distribution, Finding, Target
+from ..core.values import Distribution, Finding, Target
 from ..formats.patch import (PatchError, added_line_numbers, apply_hunks, diff_hunks, format_hunks, make_patch, merge3,
                        parse_patch, reverse_hunks)
 from ..lint.artifacts import recheck

@@ -27,11 +27,11 @@ from pydantic import BaseModel, Field
 
 from ..caches.statcache import user_cache_dir
 from ..discover.target import environment_roots
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..fs.reader import inside, open_regular, os_error, read_pieces
 from ..changes import record_rows
 from ..classify import uv_cache_clean
-from ..model import Distribution, Drift, DriftKind, FileCheck, MetadataKind, RecordEntry, Scope, Target
+from ..core.values import Distribution, Drift, DriftKind, FileCheck, MetadataKind, RecordEntry, Scope, Target
 from ..fs.paths import printable, relpath
 from .plan import normalize, select_distributions
 from ..pristine import PristineCopy, PristineSet

@@ -118,7 +118,7 @@ def rule_help_uri(code: str, name: str) -> str:
 def _catalogue() -> dict[str, Any]:
     """Every rule class driftscan can load here (built-ins and plugins), by code. Imported only
     when a report has findings: the rule engine is not loaded for a clean audit."""
-    from ..errors import DriftscanError
+    from ..core.errors import DriftscanError
     from ..lint.registry import builtin_rules, load_rules
 
     try:

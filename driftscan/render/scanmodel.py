@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, Field
 
-from ..model import Severity
+from ..core.values import Severity
 from ..fs.paths import printable
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ import os
 from dataclasses import replace
 
 from ..fs.reader import open_regular, read_pieces
-from ..model import Area, DriftKind, FileCheck
+from ..core.values import Area, DriftKind, FileCheck
 
 MAX_HASHED = 256 << 20  # a bigger drifted file keeps size and mtime only
 _HASHED_KINDS = (DriftKind.MODIFIED, DriftKind.ADDED)

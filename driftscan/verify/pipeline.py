@@ -10,7 +10,7 @@ from ..fs.reader import default_jobs
 from ..discover.editable import find_editable_sources
 from ..discover.target import target_problems, containment_for
 from ..discover.uvcache import default_uv_cache, default_virtualenv_app_data
-from ..model import DriftKind, FileCheck, Problem, Target, Verification
+from ..core.values import DriftKind, FileCheck, Problem, Target, Verification
 from .env.fast.cleanindex import OWNED_LIST, build_index
 from .env.ownership import build_ownership
 from .env.fast.prehash import Prehasher

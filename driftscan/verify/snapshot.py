@@ -30,7 +30,7 @@ import xxhash
 from ..fs.atomic import write_atomic
 from ..discover.hfcache import containment_root
 from ..discover.modeldir import detect_layout
-from ..errors import TargetError
+from ..core.errors import TargetError
 from ..fs.reader import POOL_MIN, map_by_size, open_regular, read_opened
 from ..formats.manifest import (
     EMBED_LIMIT,
@@ -48,7 +48,7 @@ from ..formats.manifest import (
     write_manifest,
     write_members,
 )
-from ..model import Area, Drift, DriftKind, FileCheck, LayoutKind, Prediction, Problem, Scope
+from ..core.values import Area, Drift, DriftKind, FileCheck, LayoutKind, Prediction, Problem, Scope
 from ..fs.paths import printable
 from ..fs.helpers import Child, may_fork
 from .env.files import OK, check_entry, expected_of

@@ -6,7 +6,7 @@ import libcst as cst
 
 from driftscan.lint import analysis, astdump, astfacts, triggers
 from driftscan.lint.rule import Invalid, Rule, Valid
-from driftscan.model import Severity
+from driftscan.core.values import Severity
 
 
 class DebuggerImport(Rule):

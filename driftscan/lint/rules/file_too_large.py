@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from driftscan.lint.rule import Invalid, Rule, Valid
-from driftscan.model import Severity
+from driftscan.core.values import Severity
 
 
 class FileTooLarge(Rule):

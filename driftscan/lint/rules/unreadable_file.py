@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from driftscan.lint import triggers
 from driftscan.lint.rule import Invalid, Rule, Valid
-from driftscan.model import Severity
+from driftscan.core.values import Severity
 
 
 class UnreadableFile(Rule):

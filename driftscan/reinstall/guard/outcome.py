@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from ..checkpoint import CheckpointIndex
 from ...classify import uv_cache_clean
-from ...errors import DriftscanError
+from ...core.errors import DriftscanError
 from ...fs.reader import open_regular, os_error
 from ...lint.artifacts import recheck
-from ...model import Distribution
+from ...core.values import Distribution
 from ..plan import MAY_SURVIVE, SURVIVES, WIPED, Plan, PlanItem
 from ...report import DriftOut, Report
 from ...verify.content import record_digest

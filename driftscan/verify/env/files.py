@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...fs.reader import NOFOLLOW, READ_FLAGS, SMALL_READ, file_type, os_error
-from ...model import RecordEntry
+from ...core.values import RecordEntry
 from ...formats.record import hash_text, new_hash
 
 OK = "ok"

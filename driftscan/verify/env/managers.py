@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ...discover.dists import MetadataDir
 from ...fs.containment import Containment
 from ...fs.reader import file_type
-from ...model import (Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, TargetKind,
+from ...core.values import (Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, TargetKind,
                       Unverifiable)
 from .files import MISSING, MODIFIED, OK, TYPE_CHANGED
 

@@ -11,7 +11,7 @@ from typing import cast
 
 from ...discover.dists import MetadataDir
 from ...fs.containment import Containment
-from ...model import Distribution, Hash, MetadataKind, Problem, RecordEntry, RecordRows, Target
+from ...core.values import Distribution, Hash, MetadataKind, Problem, RecordEntry, RecordRows, Target
 
 
 def entry_path(site: str, record_path: str) -> str:

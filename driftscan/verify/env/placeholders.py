@@ -58,7 +58,7 @@ from typing import NamedTuple
 
 from ...discover.conda import Placeholder
 from ...fs.reader import file_type, os_error, read_regular_stat
-from ...model import RecordEntry
+from ...core.values import RecordEntry
 from .files import ERROR, MISSING, MODIFIED, OK, TYPE_CHANGED
 
 PLACEHOLDER_LIMIT = 256 << 20  # a rewritten file is held in memory twice while it is checked

@@ -19,7 +19,7 @@ from ...discover.dists import TRUSTED_INSTALLERS, MetadataDir
 from ...fs.containment import Containment
 from ...discover.target import containment_for
 from ...fs.reader import ByteProgress
-from ...model import Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, Unverifiable
+from ...core.values import Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, Unverifiable
 from . import files
 from .fast import prehash, smallfiles
 from .ownership import Ownership, bytecode_source, is_bytecode, is_virtualenv_style_row

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ...model import Target
+from ...core.values import Target
 
 
 def _inside(path: str, root: str) -> bool:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ...discover.editable import EditableSource
 from ...fs.reader import open_regular, read_pieces
-from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
+from ...core.values import Area, DriftKind, FileCheck, Problem, Unverifiable
 from ...formats.lfs import LFS_POINTER_MAX, parse_lfs_pointer
 
 if TYPE_CHECKING:  # imported where git runs: an audit without editable installs never needs it

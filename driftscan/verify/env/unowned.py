@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from ...caches.statcache import signature
 from ...discover.target import environment_roots
 from ...discover.uvcache import default_virtualenv_app_data
-from ...model import DriftKind, FileCheck, MetadataKind, Problem, Target
+from ...core.values import DriftKind, FileCheck, MetadataKind, Problem, Target
 from ...fs.reader import file_type
 from .derived import derived_source, is_installer_bookkeeping
 from ...fs.helpers import Child, may_fork

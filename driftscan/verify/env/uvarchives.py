@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from ...caches.statcache import RACY_NS, _read_framed, _write_framed, signature
 from ...discover.uvcache import IndexedArchive, index_roots, indexed_archives, list_archives, MAX_ARCHIVES
 from ...fs.reader import LIMITS, os_error, read_regular_stat
-from ...model import Area, Distribution, DriftKind, FileCheck, Problem
+from ...core.values import Area, Distribution, DriftKind, FileCheck, Problem
 from ...formats.record import parse_record
 from .files import MISSING, MODIFIED, OK, TYPE_CHANGED, check_entry
 

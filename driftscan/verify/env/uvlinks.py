@@ -6,7 +6,7 @@ import os
 from dataclasses import replace
 
 from ...discover.uvcache import find_cache_copy
-from ...model import DriftKind, FileCheck, UvCacheLink
+from ...core.values import DriftKind, FileCheck, UvCacheLink
 
 _EDITABLE_KINDS = {DriftKind.MODIFIED, DriftKind.CLOBBERED}
 

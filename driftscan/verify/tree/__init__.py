@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ...discover.hfcache import containment_root, default_hf_cache, find_cache_repos
 from ...discover.modeldir import ModelDirLayout, detect_layout
-from ...model import DriftKind, FileCheck, LayoutKind, Problem, Unverifiable
+from ...core.values import DriftKind, FileCheck, LayoutKind, Problem, Unverifiable
 from .hubcache import audit_cache_repo
 from .consistency import consistency_checks
 from .engine import SMALL_FILE_LIMIT, Context, KindResult, Meter

@@ -16,7 +16,7 @@ import struct
 
 from ...fs.reader import read_regular
 from ...formats.manifest import walk_tree
-from ...model import Area, DriftKind, FileCheck, Problem
+from ...core.values import Area, DriftKind, FileCheck, Problem
 from ...fs.reader import os_error
 from .engine import Context
 from .hashing import Meter, open_readonly

@@ -26,7 +26,7 @@ from typing import Any
 from ...formats import jsondiff
 from ...fs.reader import file_type, os_error
 from ...fs.reader import map_by_size
-from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
+from ...core.values import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .hashing import Meter, hash_file
 
 SMALL_FILE_LIMIT = 16 << 20  # tokenizer.json of a large-vocabulary model is ~10 MB and is a config

@@ -25,7 +25,7 @@ from typing import Any
 from ...discover.modeldir import ModelDirLayout
 from ...formats.lfs import LFS_POINTER_MAX, parse_lfs_pointer
 from ...formats.manifest import is_bookkeeping
-from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
+from ...core.values import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .. import git as gitaccess
 from ...fs.reader import os_error
 from .engine import MODIFIED, Context, Expect, KindResult, added_check, iso, run

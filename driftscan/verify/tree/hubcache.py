@@ -23,7 +23,7 @@ from ...discover.hfcache import snapshots_of
 from ...discover.modeldir import ModelDirLayout, etag_algorithm
 from ...fs.reader import inside
 from ...formats.manifest import as_text, walk_tree
-from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
+from ...core.values import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .engine import MODIFIED, OK, Context, Expect, KindResult, Outcome, added_check, iso, run, to_check
 from ...fs.reader import file_type, os_error
 from .hashing import hash_file

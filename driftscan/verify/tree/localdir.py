@@ -14,7 +14,7 @@ from collections.abc import Callable
 from ...discover.hfcache import blob_in_cache
 from ...discover.modeldir import DownloadMetadata, ModelDirLayout, etag_algorithm, read_download_metadata
 from ...formats.manifest import EMBED_LIMIT, ManifestError, read_manifest, walk_tree
-from ...model import Problem
+from ...core.values import Problem
 from .engine import Context, Expect, KindResult, added_check, iso, run
 from .hashing import hash_file, new_hasher
 

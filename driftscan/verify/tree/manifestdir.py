@@ -39,7 +39,7 @@ from ...formats.manifest import (
     read_manifest,
     scan_tree,
 )
-from ...model import Area, DriftKind, FileCheck, Problem, Unverifiable
+from ...core.values import Area, DriftKind, FileCheck, Problem, Unverifiable
 from .hashing import _NOATIME, OPEN_FLAGS, open_noatime
 from .engine import (
     large_unread_outcome,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from ...discover.hfcache import REPO_PREFIXES, default_hf_cache, find_cache_repos, repo_id_of
 from ...fs.reader import open_regular, read_regular
-from ...model import DriftKind, FileCheck, LayoutKind
+from ...core.values import DriftKind, FileCheck, LayoutKind
 from ...fs.paths import relpath
 
 # A Hub repository id as ``hf download`` takes it: ``org/name``, ASCII word characters, dots and

@@ -63,7 +63,7 @@ from ...formats.manifest import (
     is_bookkeeping,
 )
 from ...fs.reader import NOFOLLOW, READ_FLAGS
-from ...model import Problem
+from ...core.values import Problem
 from .manifestdir import MATCHED
 
 MAX_FILES = 32  # files a message: few enough that the last messages even the two processes out

@@ -38,7 +38,7 @@ import struct
 from array import array
 
 from ....caches.statcache import RACY_NS, SIGNATURE, signature, tag
-from ....model import (Area, Distribution, DriftKind, FileCheck, MetadataKind, RecordRows, Target, TargetKind,
+from ....core.values import (Area, Distribution, DriftKind, FileCheck, MetadataKind, RecordRows, Target, TargetKind,
                        Unverifiable, Verification)
 from ....fs.helpers import Child, may_fork
 
