@@ -10,7 +10,7 @@ from .core.errors import ConfigError, DriftscanError, RecordError, TargetError
 if TYPE_CHECKING:
     from .api import audit
     from .core.values import DriftKind, Scope, Severity
-    from .report import SCHEMA_VERSION, DriftOut as Drift, Report
+    from .report.contract import SCHEMA_VERSION, DriftOut as Drift, Report
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -34,9 +34,9 @@ _LAZY = {
     "DriftKind": ("core.values", "DriftKind"),
     "Scope": ("core.values", "Scope"),
     "Severity": ("core.values", "Severity"),
-    "SCHEMA_VERSION": ("report", "SCHEMA_VERSION"),
-    "Drift": ("report", "DriftOut"),
-    "Report": ("report", "Report"),
+    "SCHEMA_VERSION": ("report.contract", "SCHEMA_VERSION"),
+    "Drift": ("report.contract", "DriftOut"),
+    "Report": ("report.contract", "Report"),
 }
 
 

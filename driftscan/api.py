@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .caches.statcache import NoCache, StatCache
-from .classify import classify
+from .pipeline.classify import classify
 from .discover import find_distributions, resolve_target
 from .discover.target import containment_for
 from .discover.uvcache import default_uv_cache
@@ -24,7 +24,7 @@ from .verify.env.ownership import build_ownership
 
 if TYPE_CHECKING:
     from .reinstall.plan import Plan
-    from .report import Report
+    from .report.contract import Report
     from .pristine import Lookup, PristineOptions, PristineSet
     from .verify.tree import ModelDirResult
     from .verify.snapshot import Root, RootKind
@@ -159,7 +159,7 @@ def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache:
     if not cache_dir:
         return verification, []
     cache_dir = os.path.abspath(cache_dir)
-    from .classify import uv_cache_clean
+    from .pipeline.classify import uv_cache_clean
     from .verify.env.uvarchives import archives_of, audit_archives, unchecked_note, uv_installed
 
     notes = []
@@ -263,7 +263,7 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
     elif verification.checks:
         verification, lookups = _not_compared(verification)
     drifts = [classify(check, target, installer) for check in verification.checks]
-    from .report import build_report  # pydantic and the report models: not for a snapshot
+    from .report.contract import build_report  # pydantic and the report models: not for a snapshot
 
     report = build_report(verification, drifts, time.perf_counter() - started,
                           model_dirs=[r.root for r in results], skipped=skipped, pristine=lookups,
@@ -282,7 +282,7 @@ class _NotLookedUp:
 
 
 def _not_compared(verification: Verification):
-    from .changes import compare_with_originals, wanted_originals
+    from .pipeline.changes import compare_with_originals, wanted_originals
 
     needed = wanted_originals(verification.checks)
     checks = compare_with_originals(verification.checks, None, ())  # added files' findings are still injected
@@ -308,12 +308,12 @@ def _compare(verification: Verification, options: PristineOptions, originals: Pr
              hold: bool = False, use_cache: bool = True):
     """Diffs, byte ranges and finding origins from the verified originals of drifted package files.
     ``hold``: return the set of originals open (the caller closes it), for a restore or checkpoint."""
-    from .changes import wanted_originals
+    from .pipeline.changes import wanted_originals
 
     needed = wanted_originals(verification.checks)
     if not needed and not any(c.findings for c in verification.checks) and not hold:
         return verification, (), None
-    from .changes import compare_with_originals
+    from .pipeline.changes import compare_with_originals
     from .pristine import find_pristine
 
     def rules():
@@ -575,7 +575,7 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
 
     drifts = [restored_drift(check) if check.kind is DriftKind.RESTORED else classify(check, target)
               for check in verification.checks]
-    from .report import build_report
+    from .report.contract import build_report
 
     return build_report(verification, drifts, time.perf_counter() - started,
                         model_dirs=[r.path for r, _, _ in chosen if r.kind is RootKind.MODEL_DIR],

@@ -23,7 +23,7 @@ from .fs.paths import inert, line_safe  # noqa: E402
 from .render.formats import PLAN_FORMATS, REPORT_FORMATS, SCAN_FORMATS  # noqa: E402
 
 if TYPE_CHECKING:
-    from .report import Report
+    from .report.contract import Report
 
 # Start-up stays light: the renderers and the report models (pydantic) are imported by the
 # commands that build a report, so a command settled from its cache (a warm scan) never pays for them.
@@ -942,7 +942,7 @@ def schema(kind) -> None:
 
         click.echo(json.dumps(GuardReport.model_json_schema(), indent=2))
         return
-    from .report import report_schema
+    from .report.contract import report_schema
 
     click.echo(json.dumps(report_schema() if kind == "audit" else json_schema(kind), indent=2))
 
@@ -952,7 +952,7 @@ def _apply_accepted(report: Report, config) -> Report:
     and unused entries listed. Called before emit and exit_status."""
     if not config.accept:
         return report
-    from .accept import apply_accepted
+    from .report.accept import apply_accepted
 
     return apply_accepted(report, config.accept, source=config.source)
 
@@ -985,7 +985,7 @@ def accept(paths, reason, any_content, expires, venv, site_packages, model_dirs,
     """
     import datetime
 
-    from .accept import new_entries
+    from .report.accept import new_entries
     from .api import run
     from .config.settings import Config, append_entries, default_accept_file, user_config_path
 

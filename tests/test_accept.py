@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from driftscan.accept import AcceptEntry, apply_accepted, counted, matches
+from driftscan.report.accept import AcceptEntry, apply_accepted, counted, matches
 from driftscan.config.settings import discover, load_config
 from driftscan.core.errors import ConfigError
-from driftscan.report import DriftOut, Report, Summary, TargetInfo
+from driftscan.report.contract import DriftOut, Report, Summary, TargetInfo
 from fixtures.harness import run_cli
 from fixtures.venvs import modern_pip_install, site_packages_of
 from fixtures.wheels import build_wheel

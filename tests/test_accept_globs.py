@@ -8,7 +8,7 @@ import time
 import pytest
 from pydantic import ValidationError
 
-from driftscan.accept import AcceptEntry, glob_match, literal
+from driftscan.report.accept import AcceptEntry, glob_match, literal
 from fixtures.harness import run_cli
 
 

@@ -1,9 +1,9 @@
-"""driftscan.changes on its own: origin matching, byte ranges, and the original of a large file
+"""driftscan.pipeline.changes on its own: origin matching, byte ranges, and the original of a large file
 parsed in a worker (the path the small test wheels never take)."""
 
 from __future__ import annotations
 
-from driftscan.changes import _original_findings, changed_ranges, mark_origins
+from driftscan.pipeline.changes import _original_findings, changed_ranges, mark_origins
 from driftscan.lint import inspect_source, select_rules, load_rules
 from driftscan.lint.scan import IN_PROCESS_BYTES
 

@@ -16,7 +16,7 @@ from pydantic import TypeAdapter
 
 from driftscan.core.datamodel import _float, to_json
 from driftscan.core.values import DriftKind, Prediction, Scope, Severity
-from driftscan.report import (DistributionRef, DriftOut, ErrorOut, FindingOut, PristineOut, PristineRefOut,
+from driftscan.report.contract import (DistributionRef, DriftOut, ErrorOut, FindingOut, PristineOut, PristineRefOut,
                               RejectedOut, Report, Summary, TargetInfo)
 
 

@@ -10,7 +10,7 @@ import sys
 import time
 
 HEAVY = ["libcst", "git", "driftscan.verify.tree", "driftscan.verify.snapshot", "driftscan.discover.hfcache",
-         "driftscan.lint.engine", "driftscan.pristine", "driftscan.changes", "driftscan.formats.patch",
+         "driftscan.lint.engine", "driftscan.pristine", "driftscan.pipeline.changes", "driftscan.formats.patch",
          "driftscan.verify.pipeline", "driftscan.verify.env.records", "driftscan.verify.env.unowned"]
 
 
@@ -24,7 +24,7 @@ def test_importing_the_cli_and_the_api_stays_light():
 
 # A clean venv's audit has no drift: no original is looked for, so neither is the pristine package imported.
 SYSTEM_READERS = ["driftscan.discover.conda", "driftscan.discover.dpkg", "driftscan.verify.env.placeholders",
-                  "driftscan.pristine", "driftscan.changes"]
+                  "driftscan.pristine", "driftscan.pipeline.changes"]
 
 
 def test_auditing_a_venv_leaves_the_package_manager_readers_unimported(pristine_pip_venv):

@@ -11,7 +11,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "driftscan"
 
 LAYERS = ["_version", "core", "core.errors", "fs", "core.values", "fs.paths", "core.datamodel", "fs.reader", "caches", "caches.location", "fs.helpers", "formats", "formats.lfs", "fs.atomic", "formats.tomlfile", "formats.record", "formats.jsondiff", "formats.patch", "reinstall", "reinstall.excise", "formats.manifest", "caches.statcache", "discover", "verify", "pristine", "lint",
-          "reinstall.dumpledger", "changes", "classify", "report", "compare", "reinstall.expect", "reinstall.plan", "accept", "reinstall.checkpoint", "reinstall.restore", "reinstall.reapply", "reinstall.guard", "render", "config", "config.find", "config.settings", "api", "fleet", "__init__", "cli", "__main__"]
+          "reinstall.dumpledger", "pipeline", "pipeline.changes", "pipeline.classify", "report", "report.contract", "compare", "reinstall.expect", "reinstall.plan", "report.accept", "reinstall.checkpoint", "reinstall.restore", "reinstall.reapply", "reinstall.guard", "render", "config", "config.find", "config.settings", "api", "fleet", "__init__", "cli", "__main__"]
 
 
 def layer_of(module: str) -> int:

@@ -152,7 +152,7 @@ def test_debian_dist_packages_agree_with_debsums():
     ("pixi", "pixi reinstall numpy"),
 ])
 def test_conda_remedy_follows_the_tool_the_history_names(tool, expected):
-    from driftscan.classify import reinstall_command
+    from driftscan.pipeline.classify import reinstall_command
     from driftscan.core.values import Distribution, MetadataKind, Target, TargetKind
 
     dist = Distribution("numpy", "1.26.4", "/opt/env/conda-meta/numpy-1.26.4-py311h64a7726_0.json", "/opt/env",
@@ -167,7 +167,7 @@ def test_conda_remedy_follows_the_tool_the_history_names(tool, expected):
      "chroot '/srv/image root' apt-get install --reinstall python3-requests"),
 ])
 def test_dpkg_remedy_runs_inside_the_system_it_audits(info, expected):
-    from driftscan.classify import reinstall_command
+    from driftscan.pipeline.classify import reinstall_command
     from driftscan.core.values import Distribution, MetadataKind, Target, TargetKind
 
     dist = Distribution("python3-requests", "2.28.1+dfsg-1", info, "/usr/lib/python3/dist-packages",

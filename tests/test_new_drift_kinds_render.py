@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from driftscan.classify import classify
+from driftscan.pipeline.classify import classify
 from driftscan.core.values import Area, Distribution, DriftKind, FileCheck, Target, TargetKind, Verification
 from driftscan.render import RENDERERS
-from driftscan.report import build_report
+from driftscan.report.contract import build_report
 from driftscan.verify.snapshot import restored_drift
 
 

@@ -185,7 +185,7 @@ def test_a_file_longer_than_said_is_not_its_digest(tmp_path):
 
 
 def test_the_report_names_the_host_as_socket_does():
-    from driftscan.report import _hostname
+    from driftscan.report.contract import _hostname
 
     assert _hostname() == socket.gethostname()
 

@@ -21,7 +21,7 @@ import pytest
 
 from driftscan import audit
 from driftscan.api import plan
-from driftscan.classify import uv_cache_clean
+from driftscan.pipeline.classify import uv_cache_clean
 from driftscan.core.values import Distribution
 from driftscan.verify.tree.remedies import REPO_PLACEHOLDER, find_repo_id, valid_repo_id
 from fixtures import venvs

@@ -9,7 +9,7 @@ import pytest
 
 from driftscan.cli import main
 from driftscan.render import RENDERERS
-from driftscan.report import Report, report_schema, write_atomic
+from driftscan.report.contract import Report, report_schema, write_atomic
 from fixtures.harness import run_cli
 
 DOC_SCHEMA = os.path.join(os.path.dirname(__file__), "..", "docs", "report-schema.json")
@@ -89,7 +89,7 @@ def test_undecodable_names_anywhere_in_a_drift_serialise(tmp_path):
     """A dump pattern, a writer path or a json key can carry non-UTF-8 bytes from file names."""
     from driftscan.core.values import (Area, Drift, DriftKind, DumpFiles, DumpWriter, FileCheck, Prediction, Scope,
                                  Target, Verification)
-    from driftscan.report import build_report
+    from driftscan.report.contract import build_report
 
     name = os.fsdecode(b"/tmp/caf\xe9_*.pt")
     check = FileCheck(DriftKind.DEBUG_ARTIFACTS, name, "/tmp", None, {"pattern": name}, {}, "", area=Area.EXTERNAL,

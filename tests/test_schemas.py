@@ -14,7 +14,7 @@ import pytest
 from driftscan.reinstall.plan import Plan
 from driftscan.render import SCHEMA_KINDS, json_schema
 from driftscan.render.scan import ScanReport
-from driftscan.report import report_schema
+from driftscan.report.contract import report_schema
 from fixtures.formats import NAME, make_scenario
 from fixtures.harness import run_cli
 

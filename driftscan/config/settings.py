@@ -46,7 +46,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..accept import AcceptEntry
+from ..report.accept import AcceptEntry
 from ..core.errors import ConfigError
 from ..fs.reader import read_regular
 from .find import (  # noqa: F401 - re-exported: where a configuration is looked for

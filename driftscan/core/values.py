@@ -347,7 +347,7 @@ class Finding:
     # (e.g. "/tmp/nomla_*.pt"), so the audit can look for dumps left on disk.
     artifact_pattern: str | None = None
     # "injected" (not in the original), "upstream" (the original has the same finding), or None
-    # when no original was at hand to tell (driftscan.changes decides).
+    # when no original was at hand to tell (driftscan.pipeline.changes decides).
     origin: str | None = None
 
 

@@ -35,7 +35,7 @@ from .. import __version__
 from ..fs.atomic import write_atomic
 from ..compare import CompareError, compare_files
 from ..core.errors import DriftscanError
-from ..report import Report
+from ..report.contract import Report
 from . import probe as probe_module
 from .model import FleetResult, NodeOut
 from .shipping import needed_modules, shipment

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..compare.model import CompareReport, OutlierOut, VersionSkewOut
-from ..report import Report
+from ..report.contract import Report
 
 
 class NodeOut(BaseModel):

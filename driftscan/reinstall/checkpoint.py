@@ -35,13 +35,13 @@ from .._version import __version__
 from ..discover.target import environment_roots
 from ..core.errors import ConfigError
 from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error
-from ..changes import record_rows
+from ..pipeline.changes import record_rows
 from ..core.values import Area, Drift, DriftKind, FileCheck, Scope, Target
 from ..fs.paths import printable
 from ..formats.patch import make_patch
 from ..pristine import PristineSet
 from ..formats.record import hash_text
-from ..report import Report
+from ..report.contract import Report
 
 FORMAT: Literal["1"] = "1"
 INDEX = "checkpoint.json"

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..classify import effective_installer, reinstall_parts, requirement, uv_cache_clean
+from ..pipeline.classify import effective_installer, reinstall_parts, requirement, uv_cache_clean
 from ..discover.reinstall_source import (CacheEntry, Relink, ReinstallSource, SourceKind, cache_entry,
                                         confirmed, installed_source, mismatch, relink)
 from ..discover.target import site_packages_prefix
@@ -26,7 +26,7 @@ from ..fs.reader import read_regular
 from ..core.values import Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target
 from ..fs.paths import printable, relpath
 from ..formats.record import parse_hash
-from ..report import Report
+from ..report.contract import Report
 
 WIPED, SURVIVES, MAY_SURVIVE = "WIPED", "SURVIVES", "MAY SURVIVE"
 

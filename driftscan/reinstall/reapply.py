@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, replace
 from pydantic import BaseModel, Field
 
 from ..caches.location import user_cache_dir, write_cache_file
-from ..changes import record_rows
+from ..pipeline.changes import record_rows
 from .checkpoint import CheckpointFile, CheckpointIndex, environment_root, saved_path
 from ..discover.target import environment_roots
 from ..core.errors import ConfigError

@@ -29,8 +29,8 @@ from ..caches.statcache import user_cache_dir
 from ..discover.target import environment_roots
 from ..core.errors import ConfigError
 from ..fs.reader import inside, open_regular, os_error, read_pieces
-from ..changes import record_rows
-from ..classify import uv_cache_clean
+from ..pipeline.changes import record_rows
+from ..pipeline.classify import uv_cache_clean
 from ..core.values import Distribution, Drift, DriftKind, FileCheck, MetadataKind, RecordEntry, Scope, Target
 from ..fs.paths import printable, relpath
 from .plan import normalize, select_distributions

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..report import Report
+    from ..report.contract import Report
     from .github import render_github
     from .json import render_json
     from .markdown import render_markdown
@@ -41,7 +41,7 @@ SCHEMA_KINDS = ("audit", "scan", "plan", "compare")
 def json_schema(kind: str = "audit") -> dict[str, Any]:
     """The JSON Schema of ``audit``'s (and ``diff``'s) report, ``scan --format json`` or ``plan --format json``."""
     if kind == "audit":
-        from ..report import report_schema
+        from ..report.contract import report_schema
 
         return report_schema()
     if kind == "scan":

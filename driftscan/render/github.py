@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import posixpath
 
-from ..report import DriftOut, Report
+from ..report.contract import DriftOut, Report
 from .sarif import DRIFT_KINDS, accepted_reason, drift_message
 
 

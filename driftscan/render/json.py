@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ..report import Report
+from ..report.contract import Report
 
 
 def render_json(report: Report) -> str:

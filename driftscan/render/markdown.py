@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
-from ..report import SCOPE_ORDER, DriftOut, Report, pristine_of
+from ..report.contract import SCOPE_ORDER, DriftOut, Report, pristine_of
 from .sarif import accepted_reason
 from .text import summary_line
 

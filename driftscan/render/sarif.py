@@ -40,7 +40,7 @@ from .._version import __version__
 
 if TYPE_CHECKING:
     from ..lint import ScanResult
-    from ..report import DriftOut, Report
+    from ..report.contract import DriftOut, Report
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVEL = {"high": "error", "medium": "warning", "low": "note"}

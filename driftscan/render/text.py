@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from itertools import groupby
 
-from ..report import DriftOut, Report, pristine_of
+from ..report.contract import DriftOut, Report, pristine_of
 
 
 def _diff_counts(diff: str) -> tuple[int, int]:

@@ -14,13 +14,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..checkpoint import CheckpointIndex
-from ...classify import uv_cache_clean
+from ...pipeline.classify import uv_cache_clean
 from ...core.errors import DriftscanError
 from ...fs.reader import open_regular, os_error
 from ...lint.artifacts import recheck
 from ...core.values import Distribution
 from ..plan import MAY_SURVIVE, SURVIVES, WIPED, Plan, PlanItem
-from ...report import DriftOut, Report
+from ...report.contract import DriftOut, Report
 from ...verify.content import record_digest
 from .command import Change, Recognised, Tool, normalize
 from .model import (GuardCheckpoint, GuardExpectation, GuardPrediction, GuardReport, LeftArchive, LeftDump,

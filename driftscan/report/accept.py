@@ -30,8 +30,8 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .fs.reader import open_regular, read_pieces
-from .report import DriftOut, Report, StaleAcceptedOut, UnusedAcceptedOut
+from ..fs.reader import open_regular, read_pieces
+from .contract import DriftOut, Report, StaleAcceptedOut, UnusedAcceptedOut
 
 #: Files larger than this are not hashed for an accept entry (a model shard of 100 GB would
 #: take minutes): accept them without ``sha256``.

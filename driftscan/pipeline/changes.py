@@ -18,14 +18,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Union
 
-from .fs.reader import read_regular
-from .formats.jsondiff import as_text, describe
-from .core.values import Area, Distribution, DriftKind, FileCheck, Finding, PristineRef, RecordEntry
+from ..fs.reader import read_regular
+from ..formats.jsondiff import as_text, describe
+from ..core.values import Area, Distribution, DriftKind, FileCheck, Finding, PristineRef, RecordEntry
 
 if TYPE_CHECKING:  # the pristine package (zipfile, subprocess) is imported only when originals are wanted
-    from .lint import Rule
-    from .lint.scancache import ContentMemo
-    from .pristine import PristineSet
+    from ..lint import Rule
+    from ..lint.scancache import ContentMemo
+    from ..pristine import PristineSet
 
 # The rules: loaded, or how to load them — the rule engine (libcst) is imported only when an
 # original's findings are not remembered already (``ContentMemo``, keyed by the original's content).
@@ -121,8 +121,8 @@ def _original_findings(original: bytes, path: str, rules: Sequence[type[Rule]]) 
     """The findings of the original file. A small one is parsed here (the byte pre-check keeps
     libcst from what could crash it); a large one in a worker with a time budget, as audit parses
     the drifted file itself (the original's bytes are the tree's too: its RECORD vouches for them)."""
-    from .lint import MAX_FILE_BYTES, RuleError, default_rules, inspect_source
-    from .lint.scan import IN_PROCESS_BYTES
+    from ..lint import MAX_FILE_BYTES, RuleError, default_rules, inspect_source
+    from ..lint.scan import IN_PROCESS_BYTES
 
     # The rules that say a file was not inspected (too large, too complex, unreadable, unparsable)
     # run whatever the selection: an original that could not be inspected must not make every
@@ -138,7 +138,7 @@ def _original_findings(original: bytes, path: str, rules: Sequence[type[Rule]]) 
         return None
     import tempfile
 
-    from .lint import scan_paths
+    from ..lint import scan_paths
 
     with tempfile.TemporaryDirectory(prefix="driftscan-original-") as work:
         copy = os.path.join(work, os.path.basename(path))
@@ -178,8 +178,8 @@ class _OriginalFindings:
                 return known
         found = _original_findings(original, path, self.rules())
         if found is not None and self.memo is not None:
-            from .lint import default_rules
-            from .lint.scan import _code_signature
+            from ..lint import default_rules
+            from ..lint.scan import _code_signature
 
             used = [*self.rules(), *(r for r in default_rules() if r.FILE_PROBLEM and r not in self.rules())]
             signed = _code_signature(used, True, None)

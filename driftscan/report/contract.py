@@ -12,12 +12,12 @@ from typing import Any, Final, Literal, cast
 
 from dataclasses import field
 
-from .core.datamodel import DataModel, datamodel, describe
+from ..core.datamodel import DataModel, datamodel, describe
 
-from ._version import __version__
-from .fs.atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
-from .core.values import Drift, DriftKind, Finding, Prediction, Scope, Severity, Verification
-from .fs.paths import printable, printable_tree, relpath
+from .._version import __version__
+from ..fs.atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
+from ..core.values import Drift, DriftKind, Finding, Prediction, Scope, Severity, Verification
+from ..fs.paths import printable, printable_tree, relpath
 
 SCHEMA_VERSION: Final = "1"
 SCOPE_ORDER = [Scope.PACKAGE, Scope.ENVIRONMENT, Scope.SOURCE, Scope.DATA, Scope.EXTERNAL]
