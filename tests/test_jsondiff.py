@@ -31,7 +31,7 @@ def test_pointer_escaping_follows_rfc_6901():
     new = {"a/b": {"m~n": 2}}
     [change] = changes(old, new)
     assert change["pointer"] == "/a~1b/m~0n"
-    assert [jsondiff.unescape(t) for t in change["pointer"].split("/")[1:]] == ["a/b", "m~n"]
+    assert [t.replace("~1", "/").replace("~0", "~") for t in change["pointer"].split("/")[1:]] == ["a/b", "m~n"]
 
 
 def test_arrays_by_index():

@@ -152,13 +152,13 @@ def test_debian_dist_packages_agree_with_debsums():
     ("pixi", "pixi reinstall numpy"),
 ])
 def test_conda_remedy_follows_the_tool_the_history_names(tool, expected):
-    from driftscan.pipeline.classify import reinstall_command
+    from driftscan.pipeline.classify import reinstall_parts
     from driftscan.core.values import Distribution, MetadataKind, Target, TargetKind
 
     dist = Distribution("numpy", "1.26.4", "/opt/env/conda-meta/numpy-1.26.4-py311h64a7726_0.json", "/opt/env",
                         kind=MetadataKind.CONDA, installer=tool, build="py311h64a7726_0")
     target = Target(TargetKind.PREFIX, "/opt/env", ("/opt/env/lib/python3.11/site-packages",))
-    assert reinstall_command(target, [dist]) == expected
+    assert reinstall_parts(target, [dist]) == (None, expected)
 
 
 @pytest.mark.parametrize("info, expected", [
@@ -167,10 +167,10 @@ def test_conda_remedy_follows_the_tool_the_history_names(tool, expected):
      "chroot '/srv/image root' apt-get install --reinstall python3-requests"),
 ])
 def test_dpkg_remedy_runs_inside_the_system_it_audits(info, expected):
-    from driftscan.pipeline.classify import reinstall_command
+    from driftscan.pipeline.classify import reinstall_parts
     from driftscan.core.values import Distribution, MetadataKind, Target, TargetKind
 
     dist = Distribution("python3-requests", "2.28.1+dfsg-1", info, "/usr/lib/python3/dist-packages",
                         kind=MetadataKind.DPKG, installer="dpkg", build="all")
     target = Target(TargetKind.SITE_PACKAGES, None, ("/usr/lib/python3/dist-packages",))
-    assert reinstall_command(target, [dist]) == expected
+    assert reinstall_parts(target, [dist]) == (None, expected)

@@ -10,12 +10,14 @@ import shutil
 import stat
 import subprocess
 import time
+from collections.abc import Callable
 
 import pytest
 
 from driftscan.formats import manifest as M
 from driftscan.api import diff, snapshot
-from driftscan.fs.reader import walk_relative
+from driftscan.core.values import Problem
+from driftscan.fs.reader import walk
 from driftscan.verify import snapshot as S
 from driftscan.verify.tree import treeindex as T
 from fixtures.harness import settle, run_cli
@@ -228,6 +230,33 @@ def run_cli_args(*args: str) -> list[str]:
 
 
 # ---- the manifest's fast paths change nothing --------------------------------------------------
+
+def walk_relative(root: str, skip: Callable[[str], bool] = lambda rel: False) -> tuple[list[str], list[Problem]]:
+    """The reference listing ``scan_tree`` must agree with: every non-directory entry under ``root`` as a "/"-separated relative path, sorted; symlinks
+    (to directories too) are entries, never followed; ``skip(rel)`` leaves a file or a whole
+    directory out. A directory that cannot be listed is a Problem; the walk goes on."""
+    found: list[str] = []
+    problems: list[Problem] = []
+
+    def onerror(exc: OSError) -> None:
+        problems.append(Problem(exc.filename or root, f"cannot list directory: {exc.strerror or exc}"))
+
+    for dirpath, dirnames, filenames in walk(root, onerror=onerror):
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        prefix = "" if rel_dir == "." else rel_dir + "/"
+        kept = []
+        for name in dirnames:
+            rel = prefix + name
+            if skip(rel):
+                continue
+            if os.path.islink(os.path.join(dirpath, name)):
+                found.append(rel)  # a symlink to a directory is an entry, not a place to descend
+            else:
+                kept.append(name)
+        dirnames[:] = kept
+        found.extend(prefix + name for name in filenames if not skip(prefix + name))
+    return sorted(found), problems
+
 
 def test_scan_tree_lists_what_walk_relative_lists(tmp_path):
     root = make_tree(tmp_path / "m")

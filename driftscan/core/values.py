@@ -206,9 +206,6 @@ class RecordRows(Sequence):
         digest = self.digests[_DIGEST * i:_DIGEST * (i + 1)]
         return digest if type(digest) is bytes else bytes(digest)
 
-    def has_hash(self, i: int) -> bool:
-        return self.kinds[i] != _NO_HASH
-
     def size(self, i: int) -> int | None:
         size = self.sizes[i]
         return size if size < _ODD_SIZE else None if size == _NO_SIZE else self.odd_sizes[i]

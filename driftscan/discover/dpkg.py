@@ -37,7 +37,6 @@ Facts relied on (docs/installers.md §4, checked on Debian 12 with dpkg 1.21):
 from __future__ import annotations
 
 import errno
-import functools
 import os
 import re
 import stat
@@ -122,29 +121,6 @@ class DpkgOwnership:
     diverted: Mapping[str, str] = field(default_factory=dict)
     # Relative path → the packages that all list that file (co-installed Multi-Arch: same).
     shared: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-    @functools.cached_property
-    def _owners(self) -> dict[str, tuple[Distribution, ...]]:
-        owners: dict[str, list[Distribution]] = {}
-        for dist in (*self.distributions, *self.untrusted):
-            for entry in dist.entries:
-                owners.setdefault(entry.path, []).append(dist)
-                top = entry.path.split("/", 1)[0]
-                if top.endswith((".dist-info", ".egg-info")):
-                    at_top = owners.setdefault(top, [])
-                    if not any(d is dist for d in at_top):
-                        at_top.append(dist)
-        return {path: tuple(dists) for path, dists in owners.items()}
-
-    def owners_of(self, path: str) -> tuple[Distribution, ...]:
-        """The packages that list ``path`` (absolute, or relative to site_packages), a file or a
-        Python metadata directory; () if none."""
-        if os.path.isabs(path):
-            prefix = self.site_packages.rstrip(os.sep) + os.sep
-            if not path.startswith(prefix):
-                return ()
-            path = path[len(prefix):].replace(os.sep, "/")
-        return self._owners.get(path, ())
 
 
 def package_spec(dist: Distribution) -> str:

@@ -25,10 +25,6 @@ def escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def unescape(token: str) -> str:
-    return token.replace("~1", "/").replace("~0", "~")
-
-
 def _same(a: Any, b: Any) -> bool:
     # JSON's 1, 1.0 and true differ for a config reader (Python says 1 == 1.0 == True).
     if type(a) is not type(b):

@@ -164,7 +164,7 @@ def scan_tree(root: str, *, lstat: bool = True) -> tuple[dict[str, os.stat_resul
     path, with its ``os.lstat`` (one per entry; None if it vanished or cannot be stat'ed; without
     ``lstat``, None for all), bookkeeping (``is_bookkeeping``) left out, in walk order.
 
-    What ``fileio.walk_relative(root, skip=is_bookkeeping)`` lists, without its per-directory
+    What a plain ``os.walk`` of ``root`` skipping ``is_bookkeeping`` lists, without its per-directory
     ``islink`` and ``relpath``: a directory's type comes from the listing (``d_type``), a symlink
     (to a directory too) is an entry and never followed. A directory that cannot be listed is a
     Problem; the walk goes on."""

@@ -170,15 +170,6 @@ class Hunk:
                 added.append(line[1:-1] if ends_file else line[1:])
         return added
 
-    def removed_lines(self) -> list[str]:
-        """The lines this hunk removes (the ``-`` lines), as in the old file."""
-        removed: list[str] = []
-        for index, line in enumerate(self.lines):
-            if line[0] == "-":
-                ends_file = index + 1 < len(self.lines) and self.lines[index + 1][0] == "\\"
-                removed.append(line[1:-1] if ends_file else line[1:])
-        return removed
-
     def added_range(self) -> range:
         """1-based line numbers, in the new text, from the first to the last line this hunk adds or
         changes; an empty range for a pure deletion."""

@@ -235,33 +235,6 @@ def walk(top: str, onerror: Callable[[OSError], None] | None = None
         stack.extend(os.path.join(dirpath, name) for name in reversed(dirnames) if name not in links)
 
 
-def walk_relative(root: str, skip: Callable[[str], bool] = lambda rel: False) -> tuple[list[str], list[Problem]]:
-    """Every non-directory entry under ``root`` as a "/"-separated relative path, sorted; symlinks
-    (to directories too) are entries, never followed; ``skip(rel)`` leaves a file or a whole
-    directory out. A directory that cannot be listed is a Problem; the walk goes on."""
-    found: list[str] = []
-    problems: list[Problem] = []
-
-    def onerror(exc: OSError) -> None:
-        problems.append(Problem(exc.filename or root, f"cannot list directory: {exc.strerror or exc}"))
-
-    for dirpath, dirnames, filenames in walk(root, onerror=onerror):
-        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        kept = []
-        for name in dirnames:
-            rel = prefix + name
-            if skip(rel):
-                continue
-            if os.path.islink(os.path.join(dirpath, name)):
-                found.append(rel)  # a symlink to a directory is an entry, not a place to descend
-            else:
-                kept.append(name)
-        dirnames[:] = kept
-        found.extend(prefix + name for name in filenames if not skip(prefix + name))
-    return sorted(found), problems
-
-
 POOL_MIN = 256 << 10  # bytes: files smaller than this are hashed by the calling thread
 
 

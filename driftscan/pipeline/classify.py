@@ -161,11 +161,6 @@ def reinstall_parts(target: Target, dists: list[Distribution], installer: str | 
                         f"--force-reinstall --no-deps{links} {reqs}")
 
 
-def reinstall_command(target: Target, dists: list[Distribution], installer: str | None = None) -> str:
-    """The reinstall as a remedy: the command, after what to know first when there is something."""
-    return _then(*reinstall_parts(target, dists, installer))
-
-
 def _then(note: str | None, command: str) -> str:
     return f"{note}: {command}" if note else command
 
