@@ -7,11 +7,11 @@
 (b) warm audit (stat cache filled, nothing changed) vs the sequential checker and `git status`
     on the same tree committed to git (--git-copy: made once with `cp -a` + `git add` if absent);
 (c) synthetic venvs of many small files: time and peak RSS at growing sizes;
-(d) issue #16: the simple parallel checker (``pool_checker.py``: csv + ``hashlib.file_digest``,
+(d) the simple parallel checker (``pool_checker.py``: csv + ``hashlib.file_digest``,
     a ``multiprocessing.Pool`` of one worker per core) and the hashing floor measured now
     (hashlib over every RECORD-hashed file on all cores, a fresh process), with the peak RSS of
     both; the cold audit's ratios to them;
-(e) issue #16: a drifted copy of the venv (--drift-copy: made once with ``cp -a`` and planted with
+(e) a drifted copy of the venv (--drift-copy: made once with ``cp -a`` and planted with
     a few modified files and an added one), re-audited warm, against the clean warm audit; the
     warm report (and exit status) must equal a --no-cache audit's of the same copy, timing aside.
 Each command runs in a fresh process; times are medians of --runs runs, peak RSS from wait4 (the

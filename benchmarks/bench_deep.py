@@ -7,7 +7,7 @@ fresh process, round-robin (so a slow patch of the shared disk hits them all ali
 
 - ``read``: ``dd if=FILE of=/dev/null bs=16M iflag=direct`` (the disk, no page cache);
 - ``hash``: sha256 over the file's content already in memory (read with O_DIRECT first, not timed);
-- ``sequential``: O_DIRECT reads and hashing one after the other (driftscan before issue #16);
+- ``sequential``: O_DIRECT reads and hashing one after the other (driftscan before its parallel hashing);
 - ``fadvise``: buffered reads with ``posix_fadvise(POSIX_FADV_DONTNEED)`` after each chunk (the
   alternative the issue names; it also drops pages *other* processes had cached);
 - ``driftscan``: ``driftscan.verify.tree.hashing.hash_file`` (O_DIRECT, reading overlapped
@@ -16,7 +16,7 @@ fresh process, round-robin (so a slow patch of the shared disk hits them all ali
   ``jobs`` threads, as a ``--deep`` audit of a model directory does, against ``read xN`` (dd of
   the N files one after the other) and ``hash xN`` (N hashes in memory on all cores).
 
-The target of issue #16: ``driftscan`` ≤ 1.2 × max(read, hash). Every digest is compared with
+The target: ``driftscan`` ≤ 1.2 × max(read, hash). Every digest is compared with
 hashlib's. The load average and the kernel's I/O pressure are printed with the results.
 """
 

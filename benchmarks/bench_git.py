@@ -1,4 +1,4 @@
-"""git access, before and after issue #10, as ratios measured in the same run (docs/git-access.md).
+"""git access, before and after its hardening, as ratios measured in the same run (docs/git-access.md).
 
     python benchmarks/bench_git.py [--site-packages DIR] [--runs 7] [--old-ref 74c2133] [--pack] [--json out.json]
 
@@ -53,7 +53,7 @@ def load_old(ref: str, relpath: str, name: str) -> types.ModuleType:
     """A module of driftscan as it was at ``ref``, importable next to today's package."""
     text = subprocess.run(["git", "-C", ROOT, "show", f"{ref}:{relpath}"], check=True, capture_output=True,
                           text=True).stdout
-    # The old code's sibling imports, under the names they had then (issue #11 moved them).
+    # The old code's sibling imports, under the names they had then (since moved).
     for old, new in (("modeldir_engine", "tree.engine"), ("modeldir_hash", "tree.hashing")):
         sys.modules.setdefault(f"driftscan.verify.{old}", importlib.import_module(f"driftscan.verify.{new}"))
     module = types.ModuleType(f"driftscan.verify.{name}")

@@ -1,4 +1,4 @@
-"""The simple parallel checker (issue #16's baseline): csv over each RECORD, sha256 through
+"""The simple parallel checker (the speed targets' baseline): csv over each RECORD, sha256 through
 ``hashlib.file_digest``, a ``multiprocessing.Pool`` of one worker per core. No unowned-file walk,
 no symlink or type checks: less work than driftscan, only the time (and memory) to beat.
 

@@ -1,5 +1,5 @@
 """The plain baseline driftscan is measured against: importlib.metadata + hashlib.file_digest, one file
-after another (issue #6's definition; on Python 3.10, which lacks file_digest, one read() per file).
+after another (the baseline's definition; on Python 3.10, which lacks file_digest, one read() per file).
 
 This is what a careful person writes in ten minutes. It trusts ``Distribution.files`` (which on
 3.12+ silently drops missing files) and does no unowned-file scan, so it does *less* than

@@ -86,7 +86,7 @@ def test_select_and_ignore_apply_to_audit_findings(seeded):
     report = audit(venv=str(venv), select=["DBG103"])
     model = next(d for d in report.drifts if d.relpath == MODEL_FILE)
     assert {f.code for f in model.findings} == {"DBG103"}
-    # Selection picks the findings shown, not the drift: the dumps are still found (issue #14).
+    # Selection picks the findings shown, not the drift: the dumps are still found.
     assert len([d for d in report.drifts if d.kind.value == "debug-artifacts"]) == 3
 
 

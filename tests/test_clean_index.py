@@ -117,7 +117,7 @@ def test_any_change_sends_the_audit_down_the_full_path(venv, change):
     time.sleep(0.01)  # timestamps must be able to differ
     change(venv)
     drifts, by_index, _ = audit(venv)
-    # Issue #16: a hashed file whose signature changed is checked again against its RECORD row
+    # A hashed file whose signature changed is checked again against its RECORD row
     # without the full audit (the index carries the rest); every other change takes the full path.
     assert not by_index or change in (edit_keeping_size_and_mtime, replace_by_rename)
     assert drifts == audit(venv, use_cache=False)[0]
@@ -137,7 +137,7 @@ def test_drift_is_carried_by_the_index_and_none_used_by_no_cache_or_plan(venv):
     settled_audit(venv)
     add_a_file_deep_down(venv)
     found = audit(venv)[0]
-    assert found  # drift: the full path, which writes an index carrying it (issue #16)...
+    assert found  # drift: the full path, which writes an index carrying it...
     assert audit(venv)[:2] == (found, True)  # ...and settles the next audit with the same drifts
     (_site(venv) / "requests" / "patched_by_hand.py").unlink()
     settled_audit(venv)

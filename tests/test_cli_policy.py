@@ -1,4 +1,4 @@
-"""Issue #14, the command line: fail policies, quiet and verbose text, colour, the default target,
+"""The command line: fail policies, quiet and verbose text, colour, the default target,
 honest summaries, and the listed CLI bugs. A real venv made here (a wheel built by the test,
 installed by a real pip) carries package, environment and debug drift."""
 

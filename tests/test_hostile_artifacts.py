@@ -1,4 +1,4 @@
-"""Dump patterns come from the audited code: data, never instructions (issue #10).
+"""Dump patterns come from the audited code: data, never instructions.
 
 ``torch.save(x, f"/{self.home}/.bashrc")`` must not become ``rm /root/.bashrc``; ``/proc/*/root``
 or ``/{a}/{b}/{c}/…`` must not walk the whole filesystem; ``~`` is not the auditor's home; only

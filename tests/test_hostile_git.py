@@ -1,4 +1,4 @@
-"""Issue #10: an audited repository is data, never instructions (docs/git-access.md).
+"""An audited repository is data, never instructions (docs/git-access.md).
 
 Every command a hostile repository names is a canary script that logs that it ran; no audit
 may make one run, hang, or read outside the tree, and the benign drift planted next to the

@@ -1,4 +1,4 @@
-"""Model directories and snapshots built by someone hostile (issue #10): the tree is data.
+"""Model directories and snapshots built by someone hostile: the tree is data.
 
 Each test builds a real model directory of one kind (fixtures/modeldirs.py), plants what an
 attacker would, and checks that the run ends, that the hostile file fails alone (an error entry

@@ -1,4 +1,4 @@
-"""Pathological Python cannot crash or stall a scan or an audit (issue #10).
+"""Pathological Python cannot crash or stall a scan or an audit.
 
 libcst's native parser overflows its stack on 100,000 nested parentheses (a segfault) and takes
 seconds on 5,000 chained operators; the byte scan of lint/complexity.py refuses such files

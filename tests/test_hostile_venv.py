@@ -1,4 +1,4 @@
-"""A hostile venv is data, never instructions (issue #10, the venv side).
+"""A hostile venv is data, never instructions (the venv side).
 
 Each test copies a real pip venv, plants one kind of hostile content, audits it under a deadline
 and checks that the audit ends, reports what it could not check as an error with its reason,

@@ -1,4 +1,4 @@
-"""Issue #16: a warm audit of a venv with drifted Python files takes their findings, and their
+"""A warm audit of a venv with drifted Python files takes their findings, and their
 originals' findings, from memos in the user cache (lint/scancache.py ``OutcomeMemo`` and
 ``ContentMemo``) and never imports the rule engine — and reports exactly what ``--no-cache``
 reports, before and after the drifted files change again."""

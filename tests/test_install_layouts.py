@@ -1,7 +1,7 @@
 """Environments beyond a venv's site-packages, installed for real: pip and uv ``--target``, pip
 ``--user`` (PYTHONUSERBASE) and ``--prefix``, a venv's etc/ and other top-level directories
 RECORDs write into. Pristine: no drift. One planted edit each: found, with a remedy that
-reinstalls into the same place (issue #12)."""
+reinstalls into the same place."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Remedies a user can paste (issue #14): each one run, or checked word by word, against real
+"""Remedies a user can paste: each one run, or checked word by word, against real
 installs and real directories.
 
 - ``uv cache clean --cache-dir DIR NAME`` when the edited cache copy is not in uv's default cache;

@@ -1,4 +1,4 @@
-"""The command line and the library host, against hostile input (issue #10, docs/security.md):
+"""The command line and the library host, against hostile input (docs/security.md):
 outputs that are not regular files, names that would drive a terminal, remedies the tree tries to
 write, configuration found on disk, modules planted in the working directory, forking a host."""
 

@@ -1,4 +1,4 @@
-"""snapshot / diff fast paths (issue #16): one walk, one lstat per file, signatures trusted, the
+"""snapshot / diff fast paths: one walk, one lstat per file, signatures trusted, the
 manifest loaded fast — and none of it changing what diff reports."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue #16: the index carries drift, so a venv with a few drifted files re-audits as fast as a
+"""The index carries drift, so a venv with a few drifted files re-audits as fast as a
 clean one, and never reports anything a ``--no-cache`` audit would not.
 
 Each test drifts a copy of a real pip venv, lets an audit write the index, then audits it warm

@@ -1,6 +1,6 @@
 """The result of ``driftscan compare``: a pydantic model with its own versioned schema.
 
-Field names are a contract with CI jobs and fleet tooling (issue #15): add fields, rename none.
+Field names are a contract with CI jobs and fleet tooling: add fields, rename none.
 """
 
 from __future__ import annotations

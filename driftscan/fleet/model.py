@@ -1,6 +1,6 @@
 """``driftscan fleet``'s result: every node's status and the comparison of their reports.
 
-Field names are a contract (issue #15): add fields, rename none.
+Field names are a contract: add fields, rename none.
 """
 
 from __future__ import annotations

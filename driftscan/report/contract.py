@@ -1,6 +1,6 @@
 """The report: a pydantic model with a versioned schema, and an atomic writer.
 
-Field names here are a contract with CI jobs (issue #2): add fields freely, rename none.
+Field names here are a contract with CI jobs: add fields freely, rename none.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ last audit reported, otherwise it runs the full audit. Only an error-free audit 
 distributions with no editable install writes an index: egg-info lists and editable source trees
 (git state) always take the full path. ``--no-cache`` never uses it.
 
-Drift is carried too (issue #16: a venv with a few drifted files re-audits as fast as a clean
+Drift is carried too (a venv with a few drifted files re-audits as fast as a clean
 one), when it is of the plain kinds whose every input the index can sign: a RECORD-hashed file
 modified (its own signature, taken after the audit and older than the racy window, whose size
 and mtime are the ones the check reports), a RECORD row missing (its directory's signature), a

@@ -1,6 +1,6 @@
-"""Issue #16 in one run: every target as a ratio measured in that run, with the load noted.
+"""The speed targets in one run: every target as a ratio measured in that run, with the load noted.
 
-    flock /tmp/bench.lock python benchmarks/bench_issue16.py --venv /tmp/bench/realenv \
+    flock /tmp/bench.lock python benchmarks/bench_targets.py --venv /tmp/bench/realenv \
         --peer-bin /tmp/peers-venv/bin --json benchmarks/results-2026-12-01-issue16.json
 
 Runs, one after the other (never side by side: each measures against its own baseline, in the
@@ -110,7 +110,7 @@ def main() -> None:
     }
     table = targets(*(parts[k]["data"] for k in ("scan", "snapshot", "deep", "audit")))
     width = max(len(r["target"]) for r in table)
-    print("\nIssue #16 targets, this run (loads before/after each part: "
+    print("\nSpeed targets, this run (loads before/after each part: "
           + "; ".join(f"{k} {p['load_before'][0]:.2f}/{p['load_after'][0]:.2f}" for k, p in parts.items()) + ")")
     for r in table:
         verdict = {True: "met", False: "NOT met", None: "missing"}[r["met"]]

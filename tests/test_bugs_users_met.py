@@ -1,4 +1,4 @@
-"""Bugs listed in issue #14, each through the real command line where a user met it.
+"""Bugs users met, each through the real command line where a user met it.
 
 - ``-o FILE`` was written 0600 (mkstemp's mode), and made an existing 0644 file 0600;
 - ``-o`` errors named driftscan's temporary file, not the path given;
