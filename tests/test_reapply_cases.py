@@ -16,7 +16,7 @@ import pytest
 
 from driftscan import api
 from fixtures import venvs
-from fixtures.upgrades import cli, install, pip_venv, site_of
+from fixtures.upgrades import by_rel, cli, install, own_env, pip_venv, reapply, site_of
 from fixtures.wheels import build_wheel
 
 EXIT_DRIFT, EXIT_INCOMPLETE = 1, 2
@@ -75,21 +75,10 @@ def house(tmp_path_factory) -> Path:
     return dest
 
 
-def own_env(tmp: Path) -> dict[str, str]:
-    for name in ("ds-cache", "uv-empty", "pip-empty", "auto-cp"):
-        (tmp / name).mkdir(exist_ok=True)
-    return {"DRIFTSCAN_CACHE_DIR": str(tmp / "ds-cache"), "UV_CACHE_DIR": str(tmp / "uv-empty"),
-            "PIP_CACHE_DIR": str(tmp / "pip-empty"), "DRIFTSCAN_CHECKPOINT_DIR": str(tmp / "auto-cp")}
 
 
-def reapply(*args: str, env: dict[str, str]) -> tuple[int, dict]:
-    proc = cli("reapply", *args, "--format", "json", env=env)
-    assert proc.stdout, proc.stderr
-    return proc.returncode, json.loads(proc.stdout)
 
 
-def by_rel(report: dict) -> dict[str, dict]:
-    return {f["relpath"].split("site-packages/", 1)[-1]: f for f in report["files"]}
 
 
 def edit(site: Path) -> None:

@@ -10,7 +10,6 @@ must write nothing.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 from driftscan.lint import inspect_source
 from fixtures import venvs
 from fixtures.debug_shapes import SHAPES
-from fixtures.upgrades import cli, install, pip_venv, site_of
+from fixtures.upgrades import cli, install, own_env, pip_venv, reapply, site_of
 from fixtures.wheels import build_wheel
 
 PKG = "shapespkg"
@@ -43,12 +42,6 @@ def wheel(tmp_path_factory) -> Path:
     return build_wheel(tmp_path_factory.mktemp("shapes-wheel"), PKG, "1.0", files)
 
 
-def own_env(tmp: Path) -> dict[str, str]:
-    """The CLI's environment: caches of its own, never the user's."""
-    for name in ("ds-cache", "uv-empty", "pip-empty", "auto-cp"):
-        (tmp / name).mkdir(exist_ok=True)
-    return {"DRIFTSCAN_CACHE_DIR": str(tmp / "ds-cache"), "UV_CACHE_DIR": str(tmp / "uv-empty"),
-            "PIP_CACHE_DIR": str(tmp / "pip-empty"), "DRIFTSCAN_CHECKPOINT_DIR": str(tmp / "auto-cp")}
 
 
 def edit_in_place(site: Path) -> None:
@@ -59,10 +52,6 @@ def edit_in_place(site: Path) -> None:
             f.write(shape.ours)
 
 
-def reapply(cp: Path, env: dict[str, str], *args: str) -> tuple[int, dict]:
-    proc = cli("reapply", str(cp), "--format", "json", *args, env=env)
-    assert proc.stdout, proc.stderr
-    return proc.returncode, json.loads(proc.stdout)
 
 
 def statuses(report: dict) -> dict[str, str]:
@@ -92,11 +81,11 @@ def check_result(site: Path, first: dict) -> None:
 
 def run_loop(site: Path, cp: Path, env: dict[str, str]) -> None:
     refusals = 2 if any(s.expected is None for s in SHAPES) else 0
-    code, first = reapply(cp, env, "--yes")
+    code, first = reapply(str(cp), "--yes", env=env)
     assert code == refusals, first
     check_result(site, first)
     done = contents(site)
-    code, again = reapply(cp, env, "--yes")
+    code, again = reapply(str(cp), "--yes", env=env)
     assert code == refusals, again
     assert contents(site) == done
     assert set(statuses(again).values()) <= {"already", "unchanged", "refused"}, statuses(again)

@@ -17,7 +17,6 @@ After ``pip install --upgrade six==1.17.0``, ``driftscan reapply CP --yes`` (no 
 from __future__ import annotations
 
 import ast
-import json
 import sys
 import zipfile
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from fixtures import venvs
-from fixtures.upgrades import cli, pip_venv, site_of
+from fixtures.upgrades import cli, own_env, pip_venv, reapply, site_of
 from tests.conftest import skip_or_fail_without_network
 
 pytestmark = pytest.mark.network
@@ -76,11 +75,6 @@ def member(wheel: Path) -> str:
         return z.read("six.py").decode("utf-8")
 
 
-def own_env(tmp: Path) -> dict[str, str]:
-    for name in ("ds-cache", "uv-empty", "pip-empty", "auto-cp"):
-        (tmp / name).mkdir(exist_ok=True)
-    return {"DRIFTSCAN_CACHE_DIR": str(tmp / "ds-cache"), "UV_CACHE_DIR": str(tmp / "uv-empty"),
-            "PIP_CACHE_DIR": str(tmp / "pip-empty"), "DRIFTSCAN_CHECKPOINT_DIR": str(tmp / "auto-cp")}
 
 
 def patched_then_upgraded(tmp_path, tmp_path_factory, releases, edit) -> tuple[Path, Path, dict[str, str]]:
@@ -98,26 +92,26 @@ def patched_then_upgraded(tmp_path, tmp_path_factory, releases, edit) -> tuple[P
     return six, cp, env
 
 
-def reapply(cp: Path, env: dict[str, str], *args: str) -> tuple[int, dict]:
-    proc = cli("reapply", str(cp), "--format", "json", *args, env=env)
-    assert proc.stdout, proc.stderr
-    report = json.loads(proc.stdout)
-    return proc.returncode, next(f for f in report["files"] if f["relpath"].endswith("six.py"))
+
+
+def six_item(cp: Path, env: dict[str, str], *args: str) -> tuple[int, dict]:
+    code, report = reapply(str(cp), *args, env=env)
+    return code, next(f for f in report["files"] if f["relpath"].endswith("six.py"))
 
 
 def test_a_clean_and_an_already_upstream_fix_merge_onto_the_new_release(tmp_path, tmp_path_factory, releases):
     six, cp, env = patched_then_upgraded(
         tmp_path, tmp_path_factory, releases, lambda t: with_upstream_openers(sub(t, IMPORT, IMPORT_DEBUG)))
     new = member(releases["1.17.0"])
-    code, item = reapply(cp, env)
+    code, item = six_item(cp, env)
     assert code == 0 and item["action"] == "merge" and item["status"] == "planned", item
     assert six.read_text(encoding="utf-8") == new  # a dry run
-    code, item = reapply(cp, env, "--yes")
+    code, item = six_item(cp, env, "--yes")
     assert code == 0 and item["status"] == "applied", item
     got = six.read_text(encoding="utf-8")
     assert got == sub(new, IMPORT, IMPORT_FIXED)  # the fix, 1.17.0's openers once, no debug code
     ast.parse(got)
-    code, item = reapply(cp, env, "--yes")
+    code, item = six_item(cp, env, "--yes")
     assert code == 0 and item["status"] == "already", item
     assert six.read_text(encoding="utf-8") == got
 
@@ -126,10 +120,10 @@ def test_a_conflict_writes_nothing_and_partial_writes_the_clean_hunks(tmp_path, 
     six, cp, env = patched_then_upgraded(
         tmp_path, tmp_path_factory, releases, lambda t: sub(sub(t, USERDICT, USERDICT_MINE), IMPORT, IMPORT_DEBUG))
     new = member(releases["1.17.0"])
-    code, item = reapply(cp, env, "--yes")
+    code, item = six_item(cp, env, "--yes")
     assert code & 1 and item["status"] == "conflict" and item["conflicts"], item
     assert six.read_text(encoding="utf-8") == new
-    code, item = reapply(cp, env, "--yes", "--partial")
+    code, item = six_item(cp, env, "--yes", "--partial")
     assert code & 1 and item["status"] == "partial" and item["rej"], item
     assert six.read_text(encoding="utf-8") == sub(new, IMPORT, IMPORT_FIXED)
     rej = Path(item["rej"]).read_text(encoding="utf-8")
