@@ -25,12 +25,35 @@ def skip_or_fail_without_network(why: str) -> None:
     pytest.skip(why)
 
 
+# What makes a test slow: a real installer making a venv, driftscan's command line in a fresh
+# interpreter, a build, mypy. A module that calls any of these is slow as a whole.
+_SLOW_CALLS = ("make_pip_venv", "make_uv_venv", "pip_venv(", "pip_install(", "uv_install(", "build_wheel(",
+               "cli(", "run_cli(", "subprocess.", "venvs.run(", "mypy")
+_SLOW_FIXTURES = {"wheelhouse", "pristine_pip_venv", "pristine_uv_venv", "house", "env", "shared_checkpoint"}
+_slow_modules: dict[str, bool] = {}
+
+
+def _slow_module(path) -> bool:
+    key = str(path)
+    if key not in _slow_modules:
+        try:
+            text = Path(key).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        _slow_modules[key] = any(call in text for call in _SLOW_CALLS)
+    return _slow_modules[key]
+
+
 def pytest_collection_modifyitems(config, items):
     """Every test that needs the wheelhouse (a download from the package index) is marked
-    ``network``, so ``-m 'not network'`` selects the offline ones."""
+    ``network``, so ``-m 'not network'`` selects the offline ones; every test that makes venvs,
+    runs the command line or builds is marked ``slow``, so ``-m 'not slow'`` is the fast loop."""
     for item in items:
-        if "wheelhouse" in getattr(item, "fixturenames", ()):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "wheelhouse" in fixtures:
             item.add_marker(pytest.mark.network)
+        if fixtures & _SLOW_FIXTURES or _slow_module(item.path):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session", autouse=True)
