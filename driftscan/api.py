@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .verify.snapshot import Root, RootKind
 
 # Model directories, snapshots and Hugging Face caches are imported where used: an audit of a
-# venv alone should not pay for them at start-up (tests/test_imports.py keeps it so).
+# venv alone should not pay for them at start-up (tests/contract/test_imports.py keeps it so).
 
 NO_PYTHON = Target(kind=TargetKind.NONE, venv=None, site_packages=())
 

@@ -7,14 +7,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from fixtures import venvs  # noqa: E402
-from fixtures.demo import BUILD_PACKAGES, INDEX_PACKAGES, build_clobber_wheels, build_demo_wheels  # noqa: E402
-from fixtures.demo import CACHE_TAG  # noqa: E402
-from fixtures.harness import DEMO_REQS, offline, replace_by_rename  # noqa: E402
+from fixtures import venvs
+from fixtures.demo import BUILD_PACKAGES, INDEX_PACKAGES, build_clobber_wheels, build_demo_wheels
+from fixtures.demo import CACHE_TAG
+from fixtures.harness import DEMO_REQS, offline, replace_by_rename
+from fixtures.paths import REPO
 
 
 def skip_or_fail_without_network(why: str) -> None:
@@ -106,7 +103,7 @@ def copy_fixture(tmp_path):
 
     def copy(name: str) -> Path:
         dest = tmp_path / name
-        shutil.copytree(ROOT / "fixtures" / "static" / name, dest, symlinks=True)
+        shutil.copytree(REPO / "fixtures" / "static" / name, dest, symlinks=True)
         return dest
 
     return copy

@@ -7,7 +7,7 @@ is imported only then: the JSON Schema (``model_json_schema``) and validating a 
 classes (``model_validate``, ``model_validate_json``; pydantic fills stdlib dataclasses directly
 and reads each field's ``metadata={"description": ...}``). Serialization is done here and is
 pydantic's byte for byte: the fields in order, enums as their values, ``indent`` as
-``json.dumps``', and floats as pydantic writes them (``_float``; tests/test_report.py compares
+``json.dumps``', and floats as pydantic writes them (``_float``; tests/contract/test_report.py compares
 both on random floats and real reports).
 """
 

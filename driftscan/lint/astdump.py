@@ -24,7 +24,7 @@ a guard whose first marker or flag depends on libcst's traversal order, an integ
 parentheses are on other lines, a ``match`` statement in a file where a counter's reads decide, two reports alike at one position, syntax newer than this
 module knows (``type`` parameters, aliases), or anything unforeseen that raises. Whatever this
 module answers equals libcst's findings: ``benchmarks/ast_exact_identity.py`` compares them on
-every file of a venv, and tests/test_astdump.py on the rules' examples and corner cases.
+every file of a venv, and tests/lint/test_astdump.py on the rules' examples and corner cases.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Names of the output formats, for the command line's choices: no renderer imported here.
-tests/test_schemas.py checks each list against the renderers it names."""
+tests/contract/test_schemas.py checks each list against the renderers it names."""
 
 from __future__ import annotations
 

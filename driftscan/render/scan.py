@@ -29,7 +29,7 @@ def __getattr__(name: str):
 
 def scan_document(result: "ScanResult") -> dict[str, Any]:
     """The JSON document of ``ScanReport`` (scanmodel.py) as plain data, key for key in the
-    model's field order (tests/test_schemas.py checks both agree)."""
+    model's field order (tests/contract/test_schemas.py checks both agree)."""
     return {
         "schema_version": SCAN_SCHEMA_VERSION,
         "findings": [{"path": printable(p), "code": f.code, "name": f.name, "severity": f.severity.value,

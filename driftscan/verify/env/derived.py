@@ -3,7 +3,7 @@
 Each entry says who writes the file and how driftscan finds the module it derives from; a
 derived file whose module exists is data the tool rewrites at will (bytecode is the model).
 The table is the one place to add such a cache; docs/environments.md lists it, and every
-entry is tested on the real tool (tests/test_derived_files.py).
+entry is tested on the real tool (tests/e2e/test_derived_files.py).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ...discover.conda import CondaPrefix
 
 # The readers are imported only where a conda prefix or a dist-packages is audited: a venv's
-# audit (and a warm one above all) does not pay for them (tests/test_imports.py).
+# audit (and a warm one above all) does not pay for them (tests/contract/test_imports.py).
 _DIST_PACKAGES = os.sep + "dist-packages"
 
 

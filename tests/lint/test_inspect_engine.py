@@ -13,8 +13,9 @@ from driftscan.lint import RuleError, inspect_file, inspect_source, load_rules, 
 from driftscan.lint.positions import node_starts
 from driftscan.lint.rule import Rule
 from driftscan.core.values import Severity
+from fixtures.paths import DATA as FIXTURE_DATA
 
-DATA = os.path.join(os.path.dirname(__file__), "data", "inspect")
+DATA = os.path.join(FIXTURE_DATA, "inspect")
 
 # print() (DBG109) runs only when selected: these tests select it.
 WITH_PRINT = select_rules(load_rules(), ["DBG"])

@@ -11,8 +11,9 @@ from driftscan.cli import main
 from driftscan.render import RENDERERS
 from driftscan.report.contract import Report, report_schema, write_atomic
 from fixtures.harness import run_cli
+from fixtures.paths import REPO
 
-DOC_SCHEMA = os.path.join(os.path.dirname(__file__), "..", "docs", "report-schema.json")
+DOC_SCHEMA = os.path.join(REPO, "docs", "report-schema.json")
 
 
 def test_schema_has_the_fixed_fields():

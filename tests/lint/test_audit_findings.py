@@ -13,6 +13,7 @@ from driftscan.api import plan
 from fixtures import venvs
 from fixtures.harness import run_cli
 from fixtures.wheels import build_wheel
+from fixtures.paths import DATA
 
 HERE = os.path.dirname(__file__)
 MODEL_FILE = "fakevllm/model_executor/models/deepseek_v2.py"
@@ -28,7 +29,7 @@ def _planting():
 @pytest.fixture
 def seeded(tmp_path, wheelhouse):
     planting = _planting()
-    pristine = open(os.path.join(HERE, "data/inspect/deepseek_like.py")).read()
+    pristine = open(os.path.join(DATA, "inspect/deepseek_like.py")).read()
     wheel = build_wheel(tmp_path / "wheels", "fakevllm", "0.33.0",
                         {"fakevllm/__init__.py": "", MODEL_FILE: pristine})
     venv = venvs.make_pip_venv(tmp_path / "venv")

@@ -1,6 +1,6 @@
 """The seed scenario: tensor-dump debug blocks planted into an MLA attention model file.
 
-The pristine file is a lookalike in tests/data/inspect (ordinary shape conditions, logging);
+The pristine file is a lookalike in fixtures/data/inspect (ordinary shape conditions, logging);
 ``plant_debug_blocks`` inserts what the seed describes — a per-forward counter, one-shot
 class-level flags, shape-conditional ``torch.save`` to f-string /tmp paths — and
 ``plant_benign_patch`` an ordinary edit. The same functions plant into the real vLLM file
@@ -14,8 +14,9 @@ import re
 
 from driftscan.lint import inspect_source
 from driftscan.core.values import Severity
+from fixtures.paths import DATA as FIXTURE_DATA
 
-DATA = os.path.join(os.path.dirname(__file__), "data", "inspect")
+DATA = os.path.join(FIXTURE_DATA, "inspect")
 CLASS = "DeepseekV2MLAAttention"
 
 CLASS_ATTRS = """\

@@ -5,8 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from fixtures.paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 
 
 def test_mypy_is_clean():

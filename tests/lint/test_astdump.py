@@ -24,6 +24,7 @@ from driftscan.lint.rules.debug_tensor_dump import DebugTensorDump
 from driftscan.lint.rules.debugger_call import DebuggerCall
 from driftscan.lint.rules.debugger_import import DebuggerImport
 from driftscan.lint.rules.tensor_save_call import TensorSaveCall
+from fixtures.paths import DATA
 
 RULES = [DebugTensorDump, TensorSaveCall, DebuggerCall, DebuggerImport, DebugCounter]
 HERE = os.path.dirname(__file__)
@@ -381,7 +382,7 @@ def test_the_prefiltered_scan_uses_the_exact_path_and_finds_the_same(tmp_path, m
 
 
 def _corpus() -> list[str]:
-    return sorted(glob.glob(os.path.join(HERE, "data", "**", "*.py"), recursive=True))
+    return sorted(glob.glob(os.path.join(DATA, "**", "*.py"), recursive=True))
 
 
 @pytest.mark.parametrize("path", _corpus(), ids=os.path.basename)

@@ -18,6 +18,7 @@ from driftscan.lint.registry import builtin_rules
 from driftscan.lint.rule import Invalid
 from driftscan.lint.testing import iter_examples, source_of
 from driftscan.lint.triggers import Memo
+from fixtures.paths import DATA
 
 RULES = [r for r in builtin_rules() if r.CODE != "DBG006"]  # DBG109 (opt-in) included
 CHECKED = [r for r in RULES if r.AST_CHECK is not None]
@@ -171,7 +172,7 @@ def test_a_file_only_cpython_parses_counts_as_parsed(tmp_path):
 
 
 def _corpus() -> list[str]:
-    return sorted(glob.glob(os.path.join(HERE, "data", "inspect", "**", "*.py"), recursive=True))
+    return sorted(glob.glob(os.path.join(DATA, "inspect", "**", "*.py"), recursive=True))
 
 
 @pytest.mark.parametrize("path", _corpus(), ids=os.path.basename)

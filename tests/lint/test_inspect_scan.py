@@ -11,8 +11,9 @@ import driftscan.lint
 from driftscan.lint import scan_paths
 from driftscan.lint.registry import builtin_rules
 from driftscan.lint.testing import iter_examples, source_of
+from fixtures.paths import DATA
 
-CORPUS = os.path.join(os.path.dirname(__file__), "data", "inspect")
+CORPUS = os.path.join(DATA, "inspect")
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from driftscan.verify.env import files as files_mod
 from driftscan.verify.env import unowned as unowned_mod
 from fixtures.harness import run_cli
 from fixtures.wheels import build_wheel
+from fixtures.paths import REPO
 
 
 def one_line_error(proc: subprocess.CompletedProcess) -> str:
@@ -172,7 +173,7 @@ def _unprivileged_runner(root: Path):
         return lambda *args: run_cli(*args, cwd=str(root))
     import sysconfig
 
-    repo = str(Path(__file__).resolve().parent.parent)
+    repo = str(REPO)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([repo, sysconfig.get_paths()["purelib"]]),
            "PYTHONDONTWRITEBYTECODE": "1"}
     version = f"{sys.version_info.major}.{sys.version_info.minor}"

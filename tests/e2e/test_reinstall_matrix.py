@@ -24,13 +24,14 @@ from driftscan.api import plan
 from fixtures import venvs
 from fixtures.harness import replace_by_rename
 from fixtures.wheels import build_wheel
+from fixtures.paths import REPO
 
 NAME, VERSION = "matrixpkg", "1.0"
 FILES = {"matrixpkg/__init__.py": "", "matrixpkg/inplace.py": "def f():\n    return 1\n",
          "matrixpkg/renamed.py": "def g():\n    return 2\n"}
 MARK = "# local edit\n"
 EDITS = {"in place": "matrixpkg/inplace.py", "tmp + rename": "matrixpkg/renamed.py", "added file": "matrixpkg/helper.py"}
-DOC = Path(__file__).resolve().parent.parent / "docs" / "reinstall-matrix.md"
+DOC = REPO / "docs" / "reinstall-matrix.md"
 BUNDLED = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled")
 
 
@@ -186,7 +187,7 @@ def test_uv_source_decides_whether_an_in_place_edit_survives():
     assert all(re.fullmatch(r"WIPED|SURVIVES", v[1]) for v in table.values())
 
 
-if __name__ == "__main__":  # regenerate the table: PYTHONPATH=. python tests/test_reinstall_matrix.py
+if __name__ == "__main__":  # regenerate the table: PYTHONPATH=. python tests/e2e/test_reinstall_matrix.py
     import sys
     import tempfile
 

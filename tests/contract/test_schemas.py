@@ -17,8 +17,9 @@ from driftscan.render.scan import ScanReport
 from driftscan.report.contract import report_schema
 from fixtures.formats import NAME, make_scenario
 from fixtures.harness import run_cli
+from fixtures.paths import REPO
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = REPO / "docs"
 PUBLISHED = {"scan": DOCS / "scan-schema.json", "plan": DOCS / "plan-schema.json", "audit": DOCS / "report-schema.json",
              "compare": DOCS / "compare-schema.json", "guard": DOCS / "guard-schema.json"}
 
@@ -50,7 +51,7 @@ def test_cli_schema_for(kind):
 
 
 def test_committed_guard_schema_is_current():
-    """guard's JSON (``GuardReport``; a real run validates in tests/test_guard.py) has its published schema."""
+    """guard's JSON (``GuardReport``; a real run validates in tests/e2e/test_guard.py) has its published schema."""
     from driftscan.reinstall.guard import GuardReport
 
     with open(PUBLISHED["guard"]) as f:

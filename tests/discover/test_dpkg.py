@@ -36,7 +36,7 @@ from fixtures import dpkg as debian
 from fixtures.dpkg import DIST_PACKAGES, FakeSystem, fake_blinker, real_system_lock, status_paragraph
 
 SITE = "/usr/lib/python3/dist-packages"
-MARKER = b"\n_driftscan_test_debug = 1  # planted by tests/test_dpkg.py\n"
+MARKER = b"\n_driftscan_test_debug = 1  # planted by tests/discover/test_dpkg.py\n"
 
 
 # --- the real system --------------------------------------------------------------------------

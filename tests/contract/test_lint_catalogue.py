@@ -9,8 +9,9 @@ import sys
 
 import driftscan.lint
 from driftscan.lint.catalogue import render
+from fixtures.paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO)
 LINT_DIR = os.path.dirname(driftscan.lint.__file__)
 RULES_DIR = os.path.join(LINT_DIR, "rules")
 

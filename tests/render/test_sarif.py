@@ -1,4 +1,4 @@
-"""SARIF output validates against the SARIF 2.1.0 schema (a copy lives in tests/data/sarif), with
+"""SARIF output validates against the SARIF 2.1.0 schema (a copy lives in fixtures/data/sarif), with
 locations relative to declared uriBaseIds, rules described by the rule catalogue, help links into
 the docs, no glob in any URI, and fingerprints that survive a second run and a line shift."""
 
@@ -19,9 +19,10 @@ from driftscan.render.sarif import DRIFT_KINDS_DOC, RULES_DOC, github_anchor, re
 from fixtures.formats import NAME, audit, make_scenario
 from fixtures.harness import run_cli
 from fixtures.modeldirs import build_local_dir
+from fixtures.paths import REPO, DATA
 
-SCHEMA = os.path.join(os.path.dirname(__file__), "data", "sarif", "sarif-schema-2.1.0.json")
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+SCHEMA = os.path.join(DATA, "sarif", "sarif-schema-2.1.0.json")
+DOCS = REPO / "docs"
 
 
 @pytest.fixture(scope="module")
