@@ -313,7 +313,7 @@ def warm(venv: str, env: dict[str, str], runs: int) -> tuple[float, int]:
     return median_of(runs, driftscan_cmd(venv), env=env)
 
 
-def issue16(args, env: dict[str, str], site: str, cores: int) -> dict:
+def parallel_and_drift(args, env: dict[str, str], site: str, cores: int) -> dict:
     """(d) cold against the pool checker and the hashing floor; (e) warm with drift."""
     paths = hashed_paths(args.venv)
     with tempfile.NamedTemporaryFile("w", delete=False, suffix=".list") as f:
@@ -408,7 +408,7 @@ def main() -> None:
     ap.add_argument("--synthetic-root", default=os.path.join(tempfile.gettempdir(), "driftscan-synth"))
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json", help="also write the figures here")
-    ap.add_argument("--issue16", action="store_true", help="(d) and (e) only, round-robin (skips (a)-(c))")
+    ap.add_argument("--parallel-and-drift", action="store_true", help="(d) and (e) only, round-robin (skips (a)-(c))")
     ap.add_argument("--drift-copy", default=os.path.join(tempfile.gettempdir(), "driftscan-bench-drifted"),
                     help="where the drifted copy of the venv for (e) is kept")
     args = ap.parse_args()
@@ -426,8 +426,8 @@ def main() -> None:
                               "sha256_rate_GBps": round(rate / 1e9, 2),
                               "sha256_all_cores_GBps": round(aggregate / 1e9, 2),
                               "floor_s": round(floor, 3), "measured_floor_s": round(measured_floor, 3)}
-    if args.issue16:
-        fig["issue16"] = issue16(args, env, site, cores)
+    if args.parallel_and_drift:
+        fig["parallel_and_drift"] = parallel_and_drift(args, env, site, cores)
         _finish(fig, cache_dir, args.json)
         return
     seq, seq_rss = median_of(args.runs, [sys.executable, os.path.join(HERE, "sequential_checker.py"), site], env=env)
@@ -463,8 +463,8 @@ def main() -> None:
                       "warm_without_clean_index_s": round(s, 3),
                       "peak_rss_MB": round(max(c_rss, w_rss, s_rss) / 1e6, 1)})
     fig["synthetic"] = synth
-    if args.issue16:
-        fig["issue16"] = issue16(args, env, site, cores)
+    if args.parallel_and_drift:
+        fig["parallel_and_drift"] = parallel_and_drift(args, env, site, cores)
     _finish(fig, cache_dir, args.json)
 
 

@@ -5,7 +5,7 @@
 
 Runs, one after the other (never side by side: each measures against its own baseline, in the
 same rounds, in fresh processes), ``bench_scan.py --peers`` on the venv's torch and vllm,
-``bench_snapshot.py --floor``, ``bench_deep.py`` and ``bench_audit.py --issue16``, each writing its own
+``bench_snapshot.py --floor``, ``bench_deep.py`` and ``bench_audit.py --parallel-and-drift``, each writing its own
 JSON, then reads the figures the issue names out of them and prints one table: target, figure,
 met or not. Nothing is computed here that the benchmarks do not measure; a figure a benchmark
 did not produce (a peer not installed) is reported as missing, never as met.
@@ -50,7 +50,7 @@ def targets(scan: dict, snap: dict, deep: dict, audit: dict) -> list[dict]:
     tm, vm = torch.get("medians", {}), vllm.get("medians", {})
     sm = snap.get("medians", {})
     dm = deep.get("medians", {})
-    a = audit.get("issue16", {})
+    a = audit.get("parallel_and_drift", {})
 
     def ratio(num, den):
         return None if num is None or not den else num / den
@@ -105,7 +105,7 @@ def main() -> None:
         "snapshot": run("bench_snapshot.py", ["--venv", args.venv, "--runs", str(args.runs), "--floor"],
                         os.path.join(work, "snapshot.json")),
         "deep": run("bench_deep.py", ["--file", args.deep_file, "--runs", "5"], os.path.join(work, "deep.json")),
-        "audit": run("bench_audit.py", ["--venv", args.venv, "--issue16", "--runs", str(args.runs)],
+        "audit": run("bench_audit.py", ["--venv", args.venv, "--parallel-and-drift", "--runs", str(args.runs)],
                      os.path.join(work, "audit.json")),
     }
     table = targets(*(parts[k]["data"] for k in ("scan", "snapshot", "deep", "audit")))
