@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 #: that the command line names them without importing the renderers, and with them pydantic.
 from .formats import REPORT_FORMATS  # noqa: E402
 
-_LAZY = {"render_github": "github", "render_json": "json", "render_markdown": "markdown", "render_sarif": "sarif",
-         "render_text": "text"}
+# A report format FMT is the function render_FMT of the module render/FMT.py: REPORT_FORMATS is
+# the one registration.
+_LAZY = {f"render_{fmt}": fmt for fmt in REPORT_FORMATS}
 
 
 def __getattr__(name: str):
