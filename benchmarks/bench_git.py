@@ -9,7 +9,7 @@ round by round:
 
 (a) today's code: source.py and modeldir_git.py as of ``--old-ref`` (gitpython, the repository's
     own config, git status / diff HEAD / ls-files / ls-tree / diff-index / hash-object);
-(b) the hardened git access (driftscan.verify.git: private GIT_DIR, clean config, timeouts),
+(b) the hardened git access (driftscan.git: private GIT_DIR, clean config, timeouts),
     through today's source.py and modeldir_git.py;
 (c) a pure-Python prototype of the editable check: gitpython's index reader and pure-Python
     object database (GitDB), index entries against lstat, stat-dirty blobs hashed here, and an
@@ -44,7 +44,7 @@ os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 import git  # noqa: E402
 
 from driftscan.discover.editable import EditableSource  # noqa: E402
-from driftscan.verify import git as gitaccess  # noqa: E402
+from driftscan import git as gitaccess  # noqa: E402
 from driftscan.verify import tree as modeldir_module  # noqa: E402
 from driftscan.verify.env import source as source_module  # noqa: E402
 

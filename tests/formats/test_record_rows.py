@@ -191,7 +191,7 @@ def test_the_report_names_the_host_as_socket_does():
 
 
 # Imports an audit without editable installs does not need (git runs only for editable sources).
-UNNEEDED = ["driftscan.verify.git", "pickle", "socket"]
+UNNEEDED = ["driftscan.git", "pickle", "socket"]
 
 
 def test_a_cold_audit_of_a_venv_leaves_git_pickle_and_socket_unimported(pristine_pip_venv):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from driftscan import audit
-from driftscan.verify import git as gitaccess
+from driftscan import git as gitaccess
 from fixtures.demo import make_project
 from fixtures.wheels import record_hash
 from fixtures.modeldirs import build_git_clone, seed_files, sm120_edit
@@ -479,7 +479,7 @@ def test_an_os_error_while_opening_is_a_refusal_not_a_crash(tmp_path, monkeypatc
     the repository (reported), never escape as a bare OSError."""
     import errno
 
-    from driftscan.verify.git import privatedir
+    from driftscan.git import privatedir
 
     root = tmp_path / "model"
     build_git_clone(root, {"config.json": b"{}\n"})

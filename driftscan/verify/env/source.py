@@ -1,6 +1,6 @@
 """Verify editable installs' source trees with git: uncommitted edits, untracked files, moved HEAD.
 
-git runs through ``verify.git`` only: a private configuration the repository cannot extend (no
+git runs through ``driftscan.git`` only: a private configuration the repository cannot extend (no
 fsmonitor, filters, textconv, external diff, hooks or pager of its own), optional locks off (an
 audit never writes into the tree it audits, not even the index), and a timeout on every call.
 The source tree of an editable install is outside the venv by nature; it is read only when it
@@ -22,7 +22,7 @@ from ...core.values import Area, DriftKind, FileCheck, Problem, Unverifiable
 from ...formats.lfs import LFS_POINTER_MAX, parse_lfs_pointer
 
 if TYPE_CHECKING:  # imported where git runs: an audit without editable installs never needs it
-    from .. import git as gitaccess
+    from ... import git as gitaccess
 
 DIFF_LINES = 400
 
@@ -125,7 +125,7 @@ def commit_at(repo: gitaccess.Repository, when: float | None) -> str | None:
 
 
 def _diff(repo: gitaccess.Repository, rel: str) -> str | None:
-    from .. import git as gitaccess
+    from ... import git as gitaccess
 
     try:
         text = repo.run("diff", "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all", "HEAD",
@@ -139,7 +139,7 @@ def _diff(repo: gitaccess.Repository, rel: str) -> str | None:
 
 
 def _open(src: EditableSource, label: str) -> tuple[gitaccess.Repository | None, SourceOutcome | None]:
-    from .. import git as gitaccess  # (subprocess, shutil, tempfile: not imported by an audit without editables)
+    from ... import git as gitaccess  # (subprocess, shutil, tempfile: not imported by an audit without editables)
 
     if gitaccess.git_executable() is None:
         return None, SourceOutcome([], 0, [Unverifiable(
@@ -209,7 +209,7 @@ def _is_python_project(path: str) -> bool:
 
 
 def _verify(src: EditableSource, repo: gitaccess.Repository) -> SourceOutcome:
-    from .. import git as gitaccess
+    from ... import git as gitaccess
 
     root = repo.top
     spec = os.path.relpath(src.project_dir, root)

@@ -8,7 +8,7 @@ covers. Small files are hashed here (git blob sha1) so a drift comes with its JS
 Git LFS: a blob that is an LFS pointer stands for the file's sha256 and size; a work-tree file
 holding the real content is compared against those, not reported as "modified".
 
-git runs through ``verify.git`` only (docs/git-access.md): a private configuration that the
+git runs through ``driftscan.git`` only (docs/git-access.md): a private configuration that the
 repository cannot extend, so no filter, fsmonitor, hook or helper it names ever runs (git-lfs's
 clean filter included: it would hash the whole shard and copy it into .git/lfs/objects), optional
 locks off (``git status`` would otherwise refresh and rewrite .git/index), and a timeout on
@@ -26,7 +26,7 @@ from ...discover.modeldir import ModelDirLayout
 from ...formats.lfs import LFS_POINTER_MAX, parse_lfs_pointer
 from ...formats.manifest import is_bookkeeping
 from ...core.values import Area, DriftKind, FileCheck, Problem, Unverifiable
-from .. import git as gitaccess
+from ... import git as gitaccess
 from ...fs.reader import os_error
 from .engine import MODIFIED, Context, Expect, KindResult, added_check, iso, run
 

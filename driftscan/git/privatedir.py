@@ -8,7 +8,7 @@ import os
 import shutil
 import tempfile
 
-from ...fs.reader import inside
+from ..fs.reader import inside
 from .errors import GitRefused
 from .files import INFO_MAX, describe, read_optional
 

@@ -8,7 +8,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ...fs.reader import os_error, read_regular
+from ..fs.reader import os_error, read_regular
 from . import privatedir
 from .config import check_format, read_config
 from .errors import GitFailed, GitRefused, GitTimeout, NotARepository

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ...fs.reader import read_regular
+from ..fs.reader import read_regular
 from .config import CONFIG_MAX, parse_config
 from .files import INFO_MAX
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ...fs.reader import read_regular
+from ..fs.reader import read_regular
 from .errors import GitRefused
 
 INFO_MAX = 4 << 20  # info/exclude, info/attributes, objects/info/alternates, excludes files

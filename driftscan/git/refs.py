@@ -7,7 +7,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ...fs.reader import read_regular, walk
+from ..fs.reader import read_regular, walk
 from .errors import GitRefused, NotARepository
 from .files import read_optional
 
