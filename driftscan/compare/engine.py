@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ..core.errors import DriftscanError
-from .inputs import (AS_REFERENCE, EXTERNAL, canonical, REPORT, SNAPSHOT, InputError, Machine, kind_of, load,
-                     report_facts, report_machine, snapshot_facts, snapshot_machine)
+from .inputs import AS_REFERENCE, BY_NAME, EXTERNAL, REPORT, SNAPSHOT, InputError, Machine, canonical, kind_of, load
 from .model import (CompareReport, InputErrorOut, MachineOut, MissingRootOut, OutlierOut, SkewMachineOut,
                     VersionSkewOut)
 
@@ -49,11 +48,11 @@ class _Verdict:
 
 
 def _facts(machine: Machine, doc) -> Iterator[tuple]:
-    return report_facts(machine, doc) if machine.source == REPORT else snapshot_facts(machine, doc)
+    return BY_NAME[machine.source].facts(machine, doc)
 
 
 def _machine(index: int, name: str, kind: str, doc, display: dict[str, str]) -> Machine:
-    return report_machine(index, name, doc, display) if kind == REPORT else snapshot_machine(index, name, doc, display)
+    return BY_NAME[kind].machine(index, name, doc, display)
 
 
 def _majority(values: Counter) -> tuple[Any, bool]:
@@ -354,7 +353,7 @@ def _skew_drift_counts(fleet: _Fleet, out: CompareReport) -> None:
             doc = load(m.path)
         except InputError:
             continue
-        by_machine[m.name] = Counter(f[1] for f in report_facts(m, doc) if f[1])
+        by_machine[m.name] = Counter(f[1] for f in BY_NAME[REPORT].facts(m, doc) if f[1])
 
     for skew in out.version_skew:
         if skew.kind != "distribution":

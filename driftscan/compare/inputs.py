@@ -17,9 +17,9 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.errors import DriftscanError
 from ..fs.reader import read_regular
@@ -94,14 +94,22 @@ def load(path: str) -> Any:
         raise InputError(f"not valid JSON: {exc}") from None
 
 
+def _is_snapshot(doc: dict[str, Any]) -> bool:
+    return "manifest_version" in doc or "bundle_version" in doc
+
+
+def _is_report(doc: dict[str, Any]) -> bool:
+    tool = doc.get("tool")
+    return "schema_version" in doc and isinstance(tool, dict) and tool.get("name") == "driftscan" \
+        and isinstance(doc.get("drifts"), list)
+
+
 def kind_of(doc: Any) -> str:
+    """The name of the input format ``doc`` is (``FORMATS``, first match), else InputError."""
     if isinstance(doc, dict):
-        if "manifest_version" in doc or "bundle_version" in doc:
-            return SNAPSHOT
-        tool = doc.get("tool")
-        if "schema_version" in doc and isinstance(tool, dict) and tool.get("name") == "driftscan" \
-                and isinstance(doc.get("drifts"), list):
-            return REPORT
+        for fmt in FORMATS:
+            if fmt.recognise(doc):
+                return fmt.name
     raise InputError("neither a driftscan audit report (--format json) nor a snapshot")
 
 
@@ -340,3 +348,24 @@ def snapshot_facts(machine: Machine, doc: dict[str, Any]) -> Iterator[Fact]:
                 continue
             else:
                 yield ((root, rel), None, state, other_scope, ABSENT, None)
+
+
+# ---- the input formats ----------------------------------------------------------------------
+
+
+class InputFormat(NamedTuple):
+    """One kind of ``compare`` input: how a document is recognised, read into a machine (its name,
+    roots, versions) and into facts (one per file or distribution it speaks of)."""
+
+    name: str
+    recognise: Callable[[dict[str, Any]], bool]
+    machine: Callable[..., Machine]
+    facts: Callable[[Machine, dict[str, Any]], Iterator[Fact]]
+
+
+#: Every input format, tried in this order; a new one is registered here.
+FORMATS: tuple[InputFormat, ...] = (
+    InputFormat(SNAPSHOT, _is_snapshot, snapshot_machine, snapshot_facts),
+    InputFormat(REPORT, _is_report, report_machine, report_facts),
+)
+BY_NAME = {fmt.name: fmt for fmt in FORMATS}
