@@ -110,7 +110,8 @@ class _Stmt:
     added: bool = False  # every line of it was added by the change
 
 
-def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
+def statement_blocks(node: ast.AST) -> list[list[ast.stmt]]:
+    """The statement lists a statement holds: body, orelse, finalbody, handlers' and cases' bodies."""
     out: list[list[ast.stmt]] = []
     for name in ("body", "orelse", "finalbody"):
         value = getattr(node, name, None)
@@ -133,7 +134,7 @@ def _index(tree: ast.Module) -> list[_Stmt]:
 
     def visit(stmts: Sequence[ast.stmt], depth: int, parent: _Stmt | None) -> None:
         for node in stmts:
-            info = _Stmt(node, _first_line(node), node.end_lineno or node.lineno, depth, parent, _blocks(node),
+            info = _Stmt(node, _first_line(node), node.end_lineno or node.lineno, depth, parent, statement_blocks(node),
                          pos=len(out))
             out.append(info)
             if parent is not None:
@@ -146,9 +147,9 @@ def _index(tree: ast.Module) -> list[_Stmt]:
     return out
 
 
-def _own_nodes(node: ast.stmt) -> Iterator[ast.AST]:
+def own_nodes(node: ast.stmt) -> Iterator[ast.AST]:
     """The expression nodes of a statement itself, not those of the statements it holds."""
-    nested = {id(s) for block in _blocks(node) for s in block}
+    nested = {id(s) for block in statement_blocks(node) for s in block}
     stack: list[ast.AST] = [c for c in ast.iter_child_nodes(node) if id(c) not in nested]
     while stack:
         n = stack.pop()
@@ -167,7 +168,7 @@ def _reads(node: ast.stmt) -> Counter[str]:
     if isinstance(node, ast.AugAssign):  # a counter reads what it increments
         target = node.target
         out[target.id if isinstance(target, ast.Name) else getattr(target, "attr", "")] += 1
-    for n in _own_nodes(node):
+    for n in own_nodes(node):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store):
             out[n.id] += 1
         elif isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Store):
@@ -185,7 +186,7 @@ def _reads(node: ast.stmt) -> Counter[str]:
 def _mentions(node: ast.stmt) -> Counter[str]:
     """Every name a statement's own expressions mention, stored or read."""
     out = _reads(node)
-    for n in _own_nodes(node):
+    for n in own_nodes(node):
         if isinstance(n, ast.Name):
             out[n.id] += 1
         elif isinstance(n, ast.Attribute):
@@ -265,7 +266,7 @@ def _binds(node: ast.stmt) -> list[str]:
         return [node.name]
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return [(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"]
-    return [n.id for n in _own_nodes(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+    return [n.id for n in own_nodes(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
 
 
 def _byte_column(line: str, column: int) -> int:
@@ -757,7 +758,7 @@ def _normal(tree: ast.Module) -> str:
         # Counted over the whole function, nested ones included: a name used anywhere else is no temporary.
         counts = Counter(n.id for n in ast.walk(scope) if isinstance(n, ast.Name))
         declared = {name for n in ast.walk(scope) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
-        blocks = [b for n in ast.walk(scope) if not isinstance(n, ast.ClassDef) for b in _blocks(n)]
+        blocks = [b for n in ast.walk(scope) if not isinstance(n, ast.ClassDef) for b in statement_blocks(n)]
         for block in blocks:
             i = 0
             while i < len(block) - 1:

@@ -54,7 +54,7 @@ from ..pipeline.changes import record_rows
 from .checkpoint import CheckpointFile, CheckpointIndex, environment_root, saved_path
 from ..discover.target import environment_roots
 from ..core.errors import ConfigError
-from .excise import excise
+from .excise import excise, own_nodes, statement_blocks
 from ..fs.reader import inside, os_error, read_regular
 from ..pristine.kept import OriginalFinder, keep, kept, matches
 from ..core.values import Distribution, Finding, Target
@@ -503,28 +503,12 @@ def names_read_by_kept_code(data: bytes, path: str) -> set[str]:
     debug_lines = {f.line for f in found}
     out: set[str] = set()
 
-    def header_lines(node: ast.stmt) -> range:
-        body = getattr(node, "body", None)
-        first_inner = body[0].lineno if isinstance(body, list) and body and isinstance(body[0], ast.stmt) else None
-        return range(node.lineno, (first_inner or (node.end_lineno or node.lineno) + 1))
-
     def visit(stmts: list[ast.stmt]) -> None:
         for node in stmts:
-            inner = [v for name in ("body", "orelse", "finalbody") for v in [getattr(node, name, None)]
-                     if isinstance(v, list) and v and isinstance(v[0], ast.stmt)]
-            inner += [h.body for h in getattr(node, "handlers", None) or ()]
-            inner += [c.body for c in getattr(node, "cases", None) or ()]
-            own = header_lines(node) if inner else range(node.lineno, (node.end_lineno or node.lineno) + 1)
-            if not debug_lines.intersection(own):
-                nested = {id(s) for block in inner for s in block}
-                stack: list[ast.AST] = [c for c in ast.iter_child_nodes(node) if id(c) not in nested]
-                while stack:
-                    n = stack.pop()
-                    if isinstance(n, ast.stmt):
-                        continue
-                    if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
-                        out.add(n.attr)
-                    stack.extend(ast.iter_child_nodes(n))
+            inner = statement_blocks(node)
+            last = max(node.lineno, inner[0][0].lineno - 1) if inner else node.end_lineno or node.lineno  # header
+            if not debug_lines.intersection(range(node.lineno, last + 1)):
+                out.update(n.attr for n in own_nodes(node) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load))
                 if isinstance(node, ast.ImportFrom):
                     out.update(a.name for a in node.names)
             for block in inner:
@@ -577,14 +561,8 @@ def names_defined(text: str, lines: set[int]) -> set[str]:
                     for item in node.items:
                         if item.optional_vars is not None:
                             target(item.optional_vars, not in_function, globals_)
-            for name in ("body", "orelse", "finalbody"):
-                block = getattr(node, name, None)
-                if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                    visit(block, in_function, globals_)
-            for handler in getattr(node, "handlers", None) or ():
-                visit(handler.body, in_function, globals_)
-            for case in getattr(node, "cases", None) or ():
-                visit(case.body, in_function, globals_)
+            for block in statement_blocks(node):
+                visit(block, in_function, globals_)
 
     visit(tree.body, False, set())
     return out
