@@ -321,13 +321,24 @@ def findings_of(data: bytes | str, path: str, encoding: str = "utf-8") -> list[F
             data = data.encode(encoding)
         except (UnicodeEncodeError, LookupError):
             return None
+    # One reapply asks about a saved file twice (its own plan, and what other modules read): once.
+    key = (_sha(data), path)
+    if key in _FINDINGS_MEMO:
+        cached = _FINDINGS_MEMO[key]
+        return None if cached is None else list(cached)
     try:
         found = inspect_source(data, path, _debug_rules(), prefilter=True)
     except RuleError:
         return None
-    if any(f.code in _PROBLEMS for f in found):
-        return None
-    return [f for f in found if f.code.startswith("DBG1")]
+    result = None if any(f.code in _PROBLEMS for f in found) else [f for f in found if f.code.startswith("DBG1")]
+    if len(_FINDINGS_MEMO) >= _FINDINGS_MEMO_MAX:
+        _FINDINGS_MEMO.clear()
+    _FINDINGS_MEMO[key] = result
+    return None if result is None else list(result)
+
+
+_FINDINGS_MEMO: dict[tuple[str, str], list[Finding] | None] = {}
+_FINDINGS_MEMO_MAX = 512  # entries (findings, not file contents)
 
 
 def decide_origins(current: Sequence[Finding], original: Sequence[Finding], added: set[int]) -> list[Finding]:
