@@ -586,10 +586,11 @@ class NameIndex:
     or past NAMES_FILES_MAX / NAMES_TOTAL_MAX per distribution, are not read; only the modules a
     plain byte search finds a candidate name in are tokenized."""
 
-    def __init__(self, checkpoint: str, index: CheckpointIndex, root: str) -> None:
+    def __init__(self, checkpoint: str, index: CheckpointIndex, root: str, roots: Sequence[str] = ()) -> None:
         self._checkpoint = checkpoint
         self._index = index
         self._root = root
+        self._roots = tuple(roots) or (root,)  # a RECORD row naming a file elsewhere is not read
         self._by_dist: dict[str, dict[str, bytes]] = {}
         self._saved: dict[str, bytes] | None = None
         self._read: dict[tuple[str, int], set[str]] = {}
@@ -600,6 +601,8 @@ class NameIndex:
             got, total = {}, 0
             for path in record_rows(dist):
                 if not _is_py(path) or len(got) >= NAMES_FILES_MAX or total >= NAMES_TOTAL_MAX:
+                    continue
+                if not any(inside(r, os.path.dirname(path)) for r in self._roots):
                     continue
                 try:
                     data = read_regular(path, NAMES_FILE_MAX, follow=False)
@@ -722,7 +725,7 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
                                      target=printable(target.venv or root),
                                      other_target=_other_environment(target, index)))
     ledger = _load_ledger(root)
-    names = NameIndex(checkpoint, index, root)
+    names = NameIndex(checkpoint, index, root, roots)
     wanted = [o.strip("/") for o in only]
     chosen = [f for f in index.files if f.area == "env"
               and (not wanted or any(f.relpath == w or f.relpath.startswith(w + "/") for w in wanted))]

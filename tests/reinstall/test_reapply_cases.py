@@ -275,3 +275,19 @@ def test_only_names_another_module_can_read_are_candidates_to_keep():
             "            pass\n")
     got = names_defined(text, set(range(1, 15)))
     assert got == {"RETRIES", "A", "flag", "f", "enabled", "COUNT"}, got  # no import, no local
+
+
+def test_a_record_row_naming_a_module_outside_the_environment_is_not_read(tmp_path):
+    from driftscan.core.values import Distribution, RecordEntry
+    from driftscan.reinstall.checkpoint import CheckpointIndex
+    from driftscan.reinstall.reapply import NameIndex
+
+    env, outside = tmp_path / "env", tmp_path / "elsewhere"
+    env.mkdir()
+    outside.mkdir()
+    (env / "b.py").write_text("import a\nprint(a.RETRIES)\n")
+    (outside / "c.py").write_text("import a\nprint(a.SECRET)\n")
+    dist = Distribution("pkg", "1.0", str(env / "pkg-1.0.dist-info"), str(env),
+                        entries=(RecordEntry("b.py", None, None, 1), RecordEntry("../elsewhere/c.py", None, None, 2)))
+    names = NameIndex(str(tmp_path / "cp"), CheckpointIndex(), str(env), (str(env),))
+    assert names.read_elsewhere(str(env / "a.py"), dist, {"RETRIES", "SECRET"}) == {"RETRIES"}
