@@ -61,9 +61,9 @@ _launcher = subprocess.Popen([sys.executable, "-c", _LAUNCHER], stdin=subprocess
 
 sys.path.insert(0, os.path.dirname(HERE))
 
-from driftscan.discover import find_distributions, resolve_target  # noqa: E402
+from driftscan.environment import find_distributions, resolve_target  # noqa: E402
 from driftscan.fs.reader import default_jobs  # noqa: E402
-from driftscan.verify.env.ownership import entry_path  # noqa: E402
+from driftscan.environment.ownership import entry_path  # noqa: E402
 
 
 LOADS: list[float] = []
@@ -209,9 +209,9 @@ from driftscan.fs.helpers import allow_fork
 allow_fork()
 import driftscan.api as api
 from driftscan.caches.statcache import StatCache
-from driftscan.discover import resolve_target
-from driftscan.verify.pipeline import verify
-from driftscan.verify.env.fast.cleanindex import still_clean
+from driftscan.environment import resolve_target
+from driftscan.environment.verify import verify
+from driftscan.environment.fast.cleanindex import still_clean
 # The verification stage alone, as api.run does it for `driftscan audit`: the index, or the full path.
 started = time.perf_counter()
 target = resolve_target(sys.argv[1], ())

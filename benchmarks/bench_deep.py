@@ -10,7 +10,7 @@ fresh process, round-robin (so a slow patch of the shared disk hits them all ali
 - ``sequential``: O_DIRECT reads and hashing one after the other (driftscan before its parallel hashing);
 - ``fadvise``: buffered reads with ``posix_fadvise(POSIX_FADV_DONTNEED)`` after each chunk (the
   alternative the issue names; it also drops pages *other* processes had cached);
-- ``driftscan``: ``driftscan.verify.tree.hashing.hash_file`` (O_DIRECT, reading overlapped
+- ``driftscan``: ``driftscan.modeldir.hashing.hash_file`` (O_DIRECT, reading overlapped
   with hashing);
 - with ``--files N`` (default 2), ``driftscan xN``: N copies hashed by ``map_by_size`` with
   ``jobs`` threads, as a ``--deep`` audit of a model directory does, against ``read xN`` (dd of
@@ -113,7 +113,7 @@ def child(mode: str, paths: list[str], jobs: int) -> None:
             digests.append(h.hexdigest())
     elif mode == "driftscan":
         from driftscan.fs.reader import map_by_size
-        from driftscan.verify.tree.hashing import Meter, hash_file
+        from driftscan.modeldir.hashing import Meter, hash_file
 
         meter = Meter()
         started = time.perf_counter()

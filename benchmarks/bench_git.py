@@ -43,10 +43,10 @@ sys.path.insert(0, ROOT)
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 import git  # noqa: E402
 
-from driftscan.discover.editable import EditableSource  # noqa: E402
+from driftscan.environment.editable import EditableSource  # noqa: E402
 from driftscan import git as gitaccess  # noqa: E402
-from driftscan.verify import tree as modeldir_module  # noqa: E402
-from driftscan.verify.env import source as source_module  # noqa: E402
+from driftscan import modeldir as modeldir_module  # noqa: E402
+from driftscan.environment import sourcetree as source_module  # noqa: E402
 
 
 def load_old(ref: str, relpath: str, name: str) -> types.ModuleType:
@@ -67,7 +67,7 @@ def load_old(ref: str, relpath: str, name: str) -> types.ModuleType:
 def build_repo(base: str, site: str, pack: bool = False) -> str:
     top = os.path.join(base, "repo")
     shutil.copytree(site, top, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".git"))
-    # An editable install's source tree must be a Python project (verify/env/source.py).
+    # An editable install's source tree must be a Python project (environment/sourcetree.py).
     with open(os.path.join(top, "pyproject.toml"), "w") as f:
         f.write("[project]\nname = 'bench'\nversion = '0.1'\n")
     repo = git.Repo.init(top)

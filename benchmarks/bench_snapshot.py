@@ -8,7 +8,7 @@
   the page cache is warm) against ``xxh128sum -c`` of the same files' checksums, the list split
   into one part per core, run side by side;
 - diff, warm: ``driftscan diff`` with the snapshot's signatures trusted (nothing changed since),
-  from the diff index (``verify/tree/treeindex.py``) that the warm-up round's warm diff wrote:
+  from the diff index (``snapshot/treeindex.py``) that the warm-up round's warm diff wrote:
   no directory listed, one stat a directory and one lstat a file;
 - AIDE (``aide --init`` / ``aide --check``, sha256 and the usual attributes) where installed;
 - with ``--floor``, what the snapshot could cost at best in Python, over the same files: the
@@ -143,7 +143,7 @@ def main() -> None:
     if args.floor:
         floor = [sys.executable, os.path.join(HERE, "hash_floor.py"), listing]
         commands["python start + snapshot imports"] = ([sys.executable, "-c", "import driftscan.cli, driftscan.api,"
-                                                        " driftscan.verify.snapshot"], None, (0,))
+                                                        " driftscan.snapshot.run"], None, (0,))
         commands["xxh128sum, 1 process"] = (["sh", "-c", f"xargs -0 -n 2000 xxh128sum < '{listing}' > /dev/null"],
                                             None, (0,))
         commands["python hash loop, 1 process"] = ([*floor, "--procs", "1"], None, (0,))

@@ -37,7 +37,7 @@ def main() -> None:
     os.environ.pop("UV_CACHE_DIR", None)
     from driftscan.api import audit
     from driftscan.caches.statcache import StatCache
-    from driftscan.verify.env.uvarchives import CleanArchives, audit_archives
+    from driftscan.environment.uv.archives import CleanArchives, audit_archives
 
     stats = os.path.join(work, "archives.bin")
     first = StatCache(stats)

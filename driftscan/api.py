@@ -14,20 +14,20 @@ from typing import TYPE_CHECKING
 
 from .caches.statcache import NoCache, StatCache
 from .pipeline.classify import classify
-from .discover import find_distributions, resolve_target
-from .discover.target import containment_for
-from .discover.uvcache import default_uv_cache
+from .environment import find_distributions, resolve_target
+from .environment.target import containment_for
+from .environment.uv.cache import default_uv_cache
 from .core.errors import TargetError
 from .core.values import Drift, LayoutKind, Target, TargetKind, Verification
 from .fs.reader import default_jobs
-from .verify.env.ownership import build_ownership
+from .environment.ownership import build_ownership
 
 if TYPE_CHECKING:
     from .reinstall.plan import Plan
     from .report.contract import Report
     from .pristine import Lookup, PristineOptions, PristineSet
-    from .verify.tree import ModelDirResult
-    from .verify.snapshot import Root, RootKind
+    from .modeldir import ModelDirResult
+    from .snapshot.run import Root, RootKind
 
 # Model directories, snapshots and Hugging Face caches are imported where used: an audit of a
 # venv alone should not pay for them at start-up (tests/contract/test_imports.py keeps it so).
@@ -68,7 +68,7 @@ def model_dir_paths(model_dirs: Sequence[str], hf_cache: str | None) -> list[str
     """The named model directories, plus every repository of a Hugging Face cache ("" = the default one)."""
     paths = list(model_dirs)
     if hf_cache is not None:
-        from .discover.hfcache import default_hf_cache, find_cache_repos
+        from .modeldir.hfcache import default_hf_cache, find_cache_repos
 
         cache = hf_cache or default_hf_cache()
         if not os.path.isdir(cache):
@@ -80,7 +80,7 @@ def model_dir_paths(model_dirs: Sequence[str], hf_cache: str | None) -> list[str
 def _merge(verification: Verification, results: Sequence[ModelDirResult]) -> Verification:
     if not results:
         return verification
-    from .verify.tree.remedies import with_remedies
+    from .modeldir.remedies import with_remedies
 
     return Verification(
         target=verification.target,
@@ -123,7 +123,7 @@ def _inspect(verification: Verification, jobs: int | None, select: Sequence[str]
 def _recorded_dumps(verification: Verification):
     """The dumps earlier checkpoints of this environment recorded that are still on disk and that
     this audit did not name itself (the code that named them may be gone since): dumpledger.py."""
-    from .discover.target import environment_roots
+    from .environment.target import environment_roots
 
     target = verification.target
     roots = environment_roots(target) if target is not NO_PYTHON else ()
@@ -153,14 +153,14 @@ def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache:
     environment's uv-installed distributions came from or would be reinstalled from, and those a
     drifted file is hard-linked to. Each edited archive is a ``cache-modified`` drift whose remedy is
     the exact ``uv cache clean`` line."""
-    from .discover.uvcache import all_indexed_archives, archive_holding
+    from .environment.uv.cache import all_indexed_archives, archive_holding
 
     cache_dir = uv_cache or default_uv_cache()
     if not cache_dir:
         return verification, []
     cache_dir = os.path.abspath(cache_dir)
     from .pipeline.classify import uv_cache_clean
-    from .verify.env.uvarchives import archives_of, audit_archives, unchecked_note, uv_installed
+    from .environment.uv.archives import archives_of, audit_archives, unchecked_note, uv_installed
 
     notes = []
     if uv_cache is not None:
@@ -178,7 +178,7 @@ def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache:
             return verification, notes
     from .caches.statcache import user_cache_dir
 
-    from .verify.env.uvarchives import CleanArchives
+    from .environment.uv.archives import CleanArchives
 
     stat_cache = StatCache.for_target(cache_dir, os.path.join(user_cache_dir(), "uv-archives")) if use_cache else None
     clean = CleanArchives(stat_cache.path[:-len(".bin")] + ".archives.bin") if stat_cache and stat_cache.path else None
@@ -224,27 +224,27 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, jobs: int
         # file and directory. It rebuilds no RECORD entries: only for callers that need the report.
         # The pipeline's modules are imported only when it runs: a clean index that settles the
         # environment, and the snapshot, diff and scan commands, do without them.
-        from .verify.env.fast.cleanindex import still_clean
+        from .environment.fast.cleanindex import still_clean
 
         index_on = os.environ.get("DRIFTSCAN_CLEAN_INDEX") != "off"  # off: to measure the path without it
         settled = still_clean(target, cache.clean_index(), cache, uv_cache) if report_only and index_on else None
         if settled is not None:
             verification = settled
         else:
-            from .verify.pipeline import verify
+            from .environment.verify import verify
 
             verification = verify(target, jobs=jobs, uv_cache=uv_cache, stat_cache=cache, progress=progress,
                                   clean_index=index_on)
             cache.save()
     results: tuple[ModelDirResult, ...] = ()
     if models:
-        from .verify.tree import verify_model_dir
+        from .modeldir import verify_model_dir
 
         results = tuple(verify_model_dir(p, deep=deep, revision=revision, manifest=manifest,
                                          jobs=jobs or default_jobs(), progress=progress) for p in models)
     verification = _merge(verification, results)
     if verification.checks:
-        from .verify.content import with_content_hashes
+        from .environment.content import with_content_hashes
 
         verification = dataclasses.replace(verification, checks=with_content_hashes(verification.checks))
     skipped: list = []
@@ -409,7 +409,7 @@ def plan(
     (direct_url.json, INSTALLER, uv's cache). ``checkpoint``: a checkpoint directory already
     taken; the plan then asks for a checkpoint first only for wiped content it does not hold.
     """
-    from .discover.reinstall_source import parse_source
+    from .environment.reinstall_source import parse_source
     from .reinstall.expect import load_expectations
     from .reinstall.plan import build_plan
 
@@ -480,7 +480,7 @@ def _suggested_checkpoint(target: Target) -> str:
 
 
 def snapshot_roots(venv: str | None, site_packages: Sequence[str], model_dirs: Sequence[str]) -> list[Root]:
-    from .verify.snapshot import Root, RootKind
+    from .snapshot.run import Root, RootKind
 
     roots: list[Root] = []
     if venv is not None or site_packages or not model_dirs:
@@ -500,14 +500,14 @@ def snapshot(output: str, venv: str | None = None, site_packages: Sequence[str] 
              model_dirs: Sequence[str] = (), *, jobs: int | None = None, progress=None) -> list:
     """Record every file of the named roots (default: the running environment) into ``output``.
     Returns the files that could not be read (they are left out of the snapshot)."""
-    from .verify.snapshot import take_snapshot
+    from .snapshot.run import take_snapshot
 
     return take_snapshot(snapshot_roots(venv, site_packages, model_dirs), output, jobs=jobs or default_jobs(),
                          progress=progress)
 
 
 def _python_target(root: Root, named: Target) -> Target:
-    from .verify.snapshot import RootKind
+    from .snapshot.run import RootKind
 
     if root.path == named.venv or root.path in named.site_packages:
         return named
@@ -526,8 +526,8 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
     (``--no-cache``) hashes every file and parses every RECORD."""
     import tempfile
 
-    from .verify.tree.remedies import with_remedies
-    from .verify.snapshot import RootKind, attach_ownership, diff_root, load_snapshot
+    from .modeldir.remedies import with_remedies
+    from .snapshot.run import RootKind, attach_ownership, diff_root, load_snapshot
 
     started = time.perf_counter()
     wanted = {os.path.abspath(p) for p in model_dirs}
@@ -571,7 +571,7 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
     if inspect:  # the same rules as audit's, so one file gets the same findings from both
         verification, skipped = _inspect(verification, jobs, select, ignore, rules_modules, plugins, use_cache)
     from .core.values import DriftKind
-    from .verify.snapshot import restored_drift
+    from .snapshot.run import restored_drift
 
     drifts = [restored_drift(check) if check.kind is DriftKind.RESTORED else classify(check, target)
               for check in verification.checks]

@@ -366,7 +366,7 @@ def _pristine(venv, site_packages, wheels, fetch, uv_cache):
     if not wheels and not fetch:
         return None
     from .api import pristine_options
-    from .discover import resolve_target
+    from .environment import resolve_target
 
     for directory in wheels:
         if not os.path.isdir(directory):
@@ -376,12 +376,12 @@ def _pristine(venv, site_packages, wheels, fetch, uv_cache):
 
 def _default_venv(venv: str | None, site_packages, models: bool = False,
                   include_environment: bool = False) -> tuple[str | None, str | None]:
-    """(venv, why): the environment a command means when none is named (discover/default.py).
+    """(venv, why): the environment a command means when none is named (environment/default.py).
     Model directories named (``models``) add to that environment; only when the one found is
     driftscan's own do they stay alone (venv None), unless ``include_environment`` (the configuration's)."""
     if venv is not None or site_packages:
         return venv, None
-    from .discover.default import default_environment
+    from .environment.default import default_environment
 
     venv, why = default_environment()
     if models and not include_environment:
@@ -397,7 +397,7 @@ def _say_target(command: str, venv: str | None, why: str | None, models=(), hf_c
                 alone: bool = False) -> None:
     """The first line of a command run on an environment nobody named: what it covers (the
     environment and why that one, plus the model directories), the same rule for every command
-    (discover/default.py)."""
+    (environment/default.py)."""
     if not why:
         return
     names = [f"model directory {m}" for m in models]

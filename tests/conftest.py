@@ -176,7 +176,7 @@ def index_venv(index_template, tmp_path, monkeypatch):
     """A fresh copy of ``index_template``; the racy window shrunk to nothing, so files written now
     may be trusted (tests that need the real window restore it), and a private cache dir."""
     from driftscan.caches import statcache as cache_mod
-    from driftscan.verify.env.fast import cleanindex
+    from driftscan.environment.fast import cleanindex
 
     copy = tmp_path / "v"
     shutil.copytree(index_template, copy, symlinks=True)

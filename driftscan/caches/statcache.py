@@ -17,7 +17,7 @@ Each file is a format line, an xxh3-64 checksum and a ``marshal``-ed value (load
 milliseconds for 40,000 files, where JSON took ten times longer); any mismatch means "start empty".
 Per environment: ``<key>.bin`` (the digests), ``<key>.records.bin`` (the parsed RECORDs: a warm
 audit that carries drift reads a few of them and none of the digests), ``<key>.clean.bin`` (the
-index, ``verify.env.fast.cleanindex``) and, beside an index that carries drift, ``<key>.owned.bin``
+index, ``environment.fast.cleanindex``) and, beside an index that carries drift, ``<key>.owned.bin``
 (the paths the RECORDs own, read only by the dump search).
 """
 
@@ -151,7 +151,7 @@ class StatCache:
 
     def _ensure_records(self) -> None:
         """The parsed RECORDs live in a file of their own: a warm audit that carries drift
-        (``verify.env.fast.cleanindex``) reads a few of them and none of the digests."""
+        (``environment.fast.cleanindex``) reads a few of them and none of the digests."""
         if self._records_loaded:
             return
         self._records_loaded = True

@@ -120,7 +120,7 @@ class Manifest:
     started_ns: int | None = None
     # Which snapshot file (and root of it) this was loaded from, when that file is older than the
     # racy window: (realpath, size, mtime_ns, ctime_ns, inode, device, root number). What a
-    # diff's index (verify/tree/treeindex.py) is keyed by; None: no index is kept or used.
+    # diff's index (snapshot/treeindex.py) is keyed by; None: no index is kept or used.
     identity: tuple | None = field(default=None, compare=False)
 
     def trusted(self, entry: ManifestEntry, st: os.stat_result) -> bool:
@@ -330,7 +330,7 @@ REDO = object()  # a mapper's decode: "the child did not settle this item, run i
 
 def in_threads(func: Callable, child_func: Callable, decode: Callable, items: list, sizes: list[int], jobs: int) -> list:
     """The default mapper: ``[func(item) for item in items]``, large items in a thread pool
-    (``fileio.map_by_size``). Another mapper (verify/snapshot.py's) may run ``child_func`` over a
+    (``fileio.map_by_size``). Another mapper (snapshot/run.py's) may run ``child_func`` over a
     share of the small items in a forked process, whose results ``decode`` turns into what
     ``func`` would have returned (or REDO: ``func`` runs again here)."""
     return map_by_size(func, items, sizes, jobs)

@@ -2,7 +2,7 @@
 
 Everything the audited tree names (a RECORD row, a symlink) is checked here before it is opened:
 only paths under the environment's roots, by their real location, are read; symlinks are followed
-only to those roots or to caches driftscan knows from its own flags. ``discover.target`` builds one
+only to those roots or to caches driftscan knows from its own flags. ``environment.target`` builds one
 for a target (``containment_for``).
 """
 

@@ -196,7 +196,7 @@ INLINE_DUMPS = 3
 # (paths, directories the audit reads) -> the list file written, or None: the caller's writer
 # (api passes driftscan.caches.statcache.write_dump_list; this layer writes nothing).
 DumpLister = Callable[[Sequence[str], Sequence[str]], Optional[str]]
-# <prefix>/lib/pythonX.Y/site-packages: the prefix is audited too (discover/target.py's layout)
+# <prefix>/lib/pythonX.Y/site-packages: the prefix is audited too (environment/target.py's layout)
 _PREFIX_LAYOUT = re.compile(r"^(?P<prefix>.+?)[\\/](?:lib(?:64)?[\\/](?:python|pypy)\d[^\\/]*|Lib)[\\/](?:site|dist)-packages$")
 
 

@@ -12,9 +12,9 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from ..discover.reinstall_source import ReinstallSource, SourceKind, pip_installed
-from ..discover.target import PYTHON_PLACEHOLDER, install_location
-from ..discover.uvcache import default_uv_cache
+from ..environment.reinstall_source import ReinstallSource, SourceKind, pip_installed
+from ..environment.target import PYTHON_PLACEHOLDER, install_location
+from ..environment.uv.cache import default_uv_cache
 from ..core.values import Area, Distribution, Drift, DriftKind, MetadataKind, FileCheck, Prediction, Scope, Target
 
 _PACKAGE_KINDS = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED}
@@ -86,7 +86,7 @@ def _system_command(dists: list[Distribution], prefix: str | None) -> str | None
         where = f" -p {shlex.quote(prefix)}" if prefix else ""
         return f"{tool} install{where} --force-reinstall --no-deps {specs}"
     if kinds == {MetadataKind.DPKG}:
-        from ..discover.dpkg import package_spec  # (only Debian systems pay for the import)
+        from ..environment.managers.dpkg import package_spec  # (only Debian systems pay for the import)
 
         names = " ".join(shlex.quote(package_spec(d)) for d in dists)
         root = dists[0].metadata_dir.partition(_DPKG_INFO)[0]  # <root>/var/lib/dpkg/info/<pkg>.list

@@ -44,7 +44,7 @@ class SourceKind(str, enum.Enum):
 class PristineOptions:
     wheels: tuple[str, ...] = ()  # --wheels DIR (repeatable): wheelhouses, `pip download` dirs
     fetch: bool = False  # --fetch: allowed to run `pip download` (only when True)
-    uv_cache: str | None = None  # None: discover.uvcache.default_uv_cache()
+    uv_cache: str | None = None  # None: environment.uv.cache.default_uv_cache()
     pip_cache: str | None = None  # None: PIP_CACHE_DIR, else $XDG_CACHE_HOME/pip, else ~/.cache/pip
     venv: str | None = None  # the audited environment's root (for its pip.conf when fetching)
     python_version: str | None = None  # the audited environment's "3.12" (Target.python_version)

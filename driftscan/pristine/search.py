@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
-from ..discover.uvcache import default_uv_cache
+from ..environment.uv.cache import default_uv_cache
 from ..core.values import Distribution, MetadataKind, RecordEntry
 from .base import Lookup, PristineCopy, PristineOptions, Rejected
 from .directurl import open_direct_url

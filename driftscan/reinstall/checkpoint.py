@@ -32,7 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .._version import __version__
-from ..discover.target import environment_roots
+from ..environment.target import environment_roots
 from ..core.errors import ConfigError
 from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error
 from ..pipeline.changes import record_rows
@@ -148,7 +148,7 @@ class Written:
 def checkpoints_base() -> str:
     """Where checkpoints go when no path is named (``DRIFTSCAN_CHECKPOINT_DIR``, else
     ``$XDG_STATE_HOME/driftscan/checkpoints``)."""
-    from ..verify.tree.remedies import checkpoints_base as base
+    from ..modeldir.remedies import checkpoints_base as base
 
     return base()
 
@@ -276,7 +276,7 @@ def _fsync_tree(top: str) -> None:
 
 def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift], report: Report,
           originals: PristineSet | None, model_dirs: Sequence[str], max_copy: int) -> Written:
-    from ..discover.hfcache import containment_root
+    from ..modeldir.hfcache import containment_root
 
     index = CheckpointIndex(root=env_root, venv=target.venv, site_packages=list(target.site_packages),
                             python_version=target.python_version, model_dirs=list(model_dirs))

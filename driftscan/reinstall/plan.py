@@ -16,10 +16,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ..pipeline.classify import effective_installer, reinstall_parts, requirement, uv_cache_clean
-from ..discover.reinstall_source import (CacheEntry, Relink, ReinstallSource, SourceKind, cache_entry,
+from ..environment.reinstall_source import (CacheEntry, Relink, ReinstallSource, SourceKind, cache_entry,
                                         confirmed, installed_source, mismatch, relink)
-from ..discover.target import site_packages_prefix
-from ..discover.uvcache import find_pristine_copy
+from ..environment.target import site_packages_prefix
+from ..environment.uv.cache import find_pristine_copy
 from ..core.errors import ConfigError
 from .expect import Expectation, evaluate
 from ..fs.reader import read_regular

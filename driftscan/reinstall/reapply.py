@@ -52,7 +52,7 @@ from pydantic import BaseModel, Field
 from ..caches.location import user_cache_dir, write_cache_file
 from ..pipeline.changes import record_rows
 from .checkpoint import CheckpointFile, CheckpointIndex, environment_root, saved_path
-from ..discover.target import environment_roots
+from ..environment.target import environment_roots
 from ..core.errors import ConfigError
 from .excise import excise, own_nodes, statement_blocks
 from ..fs.reader import inside, os_error, read_regular

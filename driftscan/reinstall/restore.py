@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field
 
 from ..caches.statcache import user_cache_dir
-from ..discover.target import environment_roots
+from ..environment.target import environment_roots
 from ..core.errors import ConfigError
 from ..fs.reader import inside, open_regular, os_error, read_pieces
 from ..pipeline.changes import record_rows

@@ -9,9 +9,9 @@ import subprocess
 import sys
 import time
 
-HEAVY = ["libcst", "git", "driftscan.verify.tree", "driftscan.verify.snapshot", "driftscan.discover.hfcache",
+HEAVY = ["libcst", "git", "driftscan.modeldir", "driftscan.snapshot.run", "driftscan.modeldir.hfcache",
          "driftscan.lint.engine", "driftscan.pristine", "driftscan.pipeline.changes", "driftscan.formats.patch",
-         "driftscan.verify.pipeline", "driftscan.verify.env.records", "driftscan.verify.env.unowned"]
+         "driftscan.environment.verify", "driftscan.environment.records", "driftscan.environment.unowned"]
 
 
 def test_importing_the_cli_and_the_api_stays_light():
@@ -23,7 +23,7 @@ def test_importing_the_cli_and_the_api_stays_light():
 
 
 # A clean venv's audit has no drift: no original is looked for, so neither is the pristine package imported.
-SYSTEM_READERS = ["driftscan.discover.conda", "driftscan.discover.dpkg", "driftscan.verify.env.placeholders",
+SYSTEM_READERS = ["driftscan.environment.managers.conda", "driftscan.environment.managers.dpkg", "driftscan.environment.managers.placeholders",
                   "driftscan.pristine", "driftscan.pipeline.changes"]
 
 
@@ -49,7 +49,7 @@ def test_a_warm_audit_settled_by_the_clean_index_does_not_import_the_pipeline(pr
                    capture_output=True, text=True, cwd="/", env=env, check=True)
     code = ("import json, sys; import driftscan.api as api; "
             f"report = api.audit(venv={str(pristine_pip_venv)!r}); "
-            "print(json.dumps([report.summary.drifts, 'driftscan.verify.pipeline' in sys.modules]))")
+            "print(json.dumps([report.summary.drifts, 'driftscan.environment.verify' in sys.modules]))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/", env=env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == [0, False]

@@ -1,4 +1,4 @@
-"""Data flows one way: discover → verify → inspect → classify → report → render → cli.
+"""Data flows one way: environment → modeldir → snapshot → lint → pipeline → report → render → cli.
 
 A module may import only from its own layer or earlier ones; only cli.py prints or exits.
 """
@@ -11,7 +11,7 @@ from fixtures.paths import REPO
 
 PACKAGE = REPO / "driftscan"
 
-LAYERS = ["_version", "core", "core.errors", "fs", "core.values", "fs.paths", "core.datamodel", "fs.reader", "caches", "caches.location", "fs.helpers", "formats", "formats.lfs", "fs.atomic", "formats.tomlfile", "formats.record", "formats.jsondiff", "formats.patch", "reinstall", "reinstall.excise", "formats.manifest", "caches.statcache", "discover", "git", "verify", "pristine", "lint",
+LAYERS = ["_version", "core", "core.errors", "fs", "core.values", "fs.paths", "core.datamodel", "fs.reader", "caches", "caches.location", "fs.helpers", "formats", "formats.lfs", "fs.atomic", "formats.tomlfile", "formats.record", "formats.jsondiff", "formats.patch", "reinstall", "reinstall.excise", "formats.manifest", "caches.statcache", "git", "environment", "modeldir", "snapshot", "pristine", "lint",
           "reinstall.dumpledger", "pipeline", "pipeline.changes", "pipeline.classify", "report", "report.contract", "compare", "reinstall.expect", "reinstall.plan", "report.accept", "reinstall.checkpoint", "reinstall.restore", "reinstall.reapply", "reinstall.guard", "render", "config", "config.find", "config.settings", "api", "fleet", "__init__", "cli", "__main__"]
 
 
@@ -33,7 +33,7 @@ def modules():
 
 def imported(path: Path, module: str):
     """Every driftscan module ``path`` imports, as a name relative to the package
-    (``verify.env.files``); ``from .. import git`` yields ``verify`` and ``verify.git``."""
+    (``environment.files``); ``from .. import git`` yields ``environment`` and ``environment.git``."""
     tree = ast.parse(path.read_text())
     package = module.split(".")[:-1] if not path.name == "__init__.py" else module.split(".")
     for node in ast.walk(tree):
@@ -66,12 +66,12 @@ def test_imports_flow_one_way():
     assert wrong == []
 
 
-def test_venv_and_tree_verification_do_not_import_each_other():
-    """verify/env (RECORD-driven) and verify/tree (provenance-driven) are two subsystems; what
-    needs both (snapshots) composes them from verify/ itself."""
+def test_environment_and_model_directories_do_not_import_each_other():
+    """environment/ (RECORD-driven) and modeldir/ (provenance-driven) are two subsystems; what
+    needs both (snapshots) composes them in snapshot/."""
     wrong = []
     for module, path in modules():
-        for own, other in (("verify.env", "verify.tree"), ("verify.tree", "verify.env")):
+        for own, other in (("environment", "modeldir"), ("modeldir", "environment")):
             if module == own or module.startswith(own + "."):
                 wrong += [f"{module}:{line} imports {target}" for target, line in imported(path, module)
                           if target == other or target.startswith(other + ".")]

@@ -1,4 +1,4 @@
-"""Every entry of verify/env/derived.py's table, on the real tool that writes it."""
+"""Every entry of environment/derived.py's table, on the real tool that writes it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import pytest
 
 from driftscan import audit
-from driftscan.verify.env.derived import DERIVED_CACHES, derived_source
+from driftscan.environment.derived import DERIVED_CACHES, derived_source
 from fixtures import venvs
 from fixtures.wheels import build_wheel
 from tests.conftest import skip_or_fail_without_network

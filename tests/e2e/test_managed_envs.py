@@ -123,14 +123,14 @@ def _compare_with_debsums():
     return report
 
 
-@pytest.mark.skipif(not _debian(), reason="needs a Debian system with debsums (tests/discover/test_dpkg.py installs it)")
+@pytest.mark.skipif(not _debian(), reason="needs a Debian system with debsums (tests/environment/test_dpkg.py installs it)")
 def test_debian_dist_packages_agree_with_debsums():
     """As installed here, then with blinker/base.py edited (restored afterwards: the real system)."""
     from fixtures.dpkg import real_system_lock
 
     target = DIST / "blinker" / "base.py"
     if not target.is_file():
-        pytest.skip("python3-blinker is not installed (tests/discover/test_dpkg.py installs it)")
+        pytest.skip("python3-blinker is not installed (tests/environment/test_dpkg.py installs it)")
     with real_system_lock():
         before = _compare_with_debsums()
         assert not any(d.relpath == "blinker/base.py" for d in before.drifts)

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from driftscan import audit
-from driftscan.verify.env.uvarchives import audit_archives
+from driftscan.environment.uv.archives import audit_archives
 from fixtures import venvs
 from fixtures.harness import DEMO_REQS, offline, settle
 from fixtures.wheels import record_hash
@@ -93,7 +93,7 @@ def test_a_clean_cache_of_real_packages_gives_no_cache_drift(tmp_path, wheelhous
 
 def test_a_repeated_audit_of_the_cache_reads_no_content(tmp_path, wheelhouse, monkeypatch):
     from driftscan.caches.statcache import StatCache
-    from driftscan.verify.env import files
+    from driftscan.environment import files
 
     cache = tmp_path / "uv-cache"
     venv = venvs.make_uv_venv(tmp_path / "v", cache)
@@ -168,8 +168,8 @@ def test_archives_that_cannot_be_found_are_said_unchecked(tmp_path, wheelhouse, 
 
 
 def test_an_archive_remembered_clean_is_checked_again_once_edited(tmp_path, wheelhouse, monkeypatch):
-    from driftscan.verify.env import files
-    from driftscan.verify.env.uvarchives import CleanArchives
+    from driftscan.environment import files
+    from driftscan.environment.uv.archives import CleanArchives
 
     cache = tmp_path / "uv-cache"
     venv = venvs.make_uv_venv(tmp_path / "v", cache)
@@ -181,7 +181,7 @@ def test_an_archive_remembered_clean_is_checked_again_once_edited(tmp_path, whee
     first.save()
     checked = []
     real = files.check_entry
-    monkeypatch.setattr("driftscan.verify.env.uvarchives.check_entry",
+    monkeypatch.setattr("driftscan.environment.uv.archives.check_entry",
                         lambda *a, **k: checked.append(a[0]) or real(*a, **k))
     again = audit_archives(str(cache), clean=CleanArchives(str(memo)))
     assert checked == [] and again.files_checked > 20  # settled by signatures alone

@@ -19,7 +19,7 @@ import pytest
 from driftscan.formats import record
 from driftscan.caches.statcache import StatCache
 from driftscan.core.values import Distribution, Hash, RecordEntry, RecordRows
-from driftscan.verify.env import files
+from driftscan.environment import files
 
 SHA = hashlib.sha256(b"x").digest()
 

@@ -13,8 +13,8 @@ import pytest
 
 from driftscan import TargetError, audit
 from driftscan.core.values import Hash, RecordEntry
-from driftscan.verify.env import files as files_mod
-from driftscan.verify.env import unowned as unowned_mod
+from driftscan.environment import files as files_mod
+from driftscan.environment import unowned as unowned_mod
 from fixtures.harness import run_cli
 from fixtures.wheels import build_wheel
 from fixtures.paths import REPO

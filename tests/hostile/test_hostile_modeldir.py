@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from driftscan.api import snapshot
 from driftscan.cli import main
 from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
-from driftscan.verify.tree import verify_model_dir
+from driftscan.modeldir import verify_model_dir
 from fixtures.modeldirs import (
     COMMIT, build_cache_repo, build_git_clone, build_local_dir, dump_json, etag_of, git_blob_sha1, seed_files,
 )
@@ -424,7 +424,7 @@ def test_a_folder_linked_out_of_a_manifest_tree_is_not_entered(tmp_path, canary)
 def test_safetensors_headers_read_at_most_a_budget(tmp_path, monkeypatch):
     import struct
 
-    from driftscan.verify.tree import consistency as modeldir_consistency
+    from driftscan.modeldir import consistency as modeldir_consistency
 
     monkeypatch.setattr(modeldir_consistency, "HEADER_BUDGET", 10 << 20)
     model = tmp_path / "m"
@@ -440,7 +440,7 @@ def test_safetensors_headers_read_at_most_a_budget(tmp_path, monkeypatch):
 
 
 def test_a_commit_from_the_tree_is_quoted_in_remedies(tmp_path):
-    from driftscan.verify.tree.remedies import with_remedies
+    from driftscan.modeldir.remedies import with_remedies
 
     hostile = "abc;touch${IFS}pwned"
     model = build_local_dir(tmp_path / "m", seed_files(), commit=hostile)

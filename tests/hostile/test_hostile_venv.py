@@ -26,8 +26,8 @@ import pytest
 import driftscan.api as api
 from driftscan import TargetError, audit
 from driftscan.caches import statcache as cache_mod
-from driftscan.verify.env.fast import cleanindex
-from driftscan.verify import pipeline
+from driftscan.environment.fast import cleanindex
+from driftscan.environment import verify as pipeline
 from fixtures import venvs
 from fixtures.wheels import record_hash
 from fixtures.harness import offline, run_cli

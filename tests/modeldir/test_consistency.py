@@ -9,9 +9,9 @@ import struct
 import pytest
 
 from driftscan.core.values import DriftKind
-from driftscan.verify.tree import verify_model_dir
-from driftscan.verify.tree.consistency import safetensors_problem
-from driftscan.verify.tree.hashing import Meter
+from driftscan.modeldir import verify_model_dir
+from driftscan.modeldir.consistency import safetensors_problem
+from driftscan.modeldir.hashing import Meter
 from fixtures.modeldirs import (
     build_cache_repo, build_local_dir, dump_json, safetensors_bytes, safetensors_header, seed_files,
     write_sparse_shard,

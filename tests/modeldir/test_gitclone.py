@@ -9,7 +9,7 @@ import pytest
 
 from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from driftscan.core.values import DriftKind
-from driftscan.verify.tree import verify_model_dir
+from driftscan.modeldir import verify_model_dir
 from driftscan.formats.lfs import parse_lfs_pointer
 from fixtures.modeldirs import (
     build_git_clone, dump_json, lfs_pointer, safetensors_bytes, seed_files, sha256_hex, sm120_edit, sm120_json_changes,

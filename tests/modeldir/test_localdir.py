@@ -10,7 +10,7 @@ import pytest
 
 from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from driftscan.core.values import DriftKind
-from driftscan.verify.tree import verify_model_dir
+from driftscan.modeldir import verify_model_dir
 from fixtures.modeldirs import (
     COMMIT, KV_CACHE_SCHEME, SPARSE_SHARD_SHA256, SPARSE_SHARD_SIZE, build_cache_repo, build_local_dir,
     dump_json, git_blob_sha1, safetensors_bytes, seed_files, sm120_edit, tree_state, write_download_metadata,

@@ -10,7 +10,7 @@ import pytest
 
 from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from driftscan.core.values import DriftKind
-from driftscan.verify.tree import verify_model_dir
+from driftscan.modeldir import verify_model_dir
 from fixtures.modeldirs import KV_CACHE_SCHEME, safetensors_bytes, seed_files, sm120_edit, tree_state
 
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from driftscan.discover.hfcache import default_hf_cache, find_cache_repos, repo_id_of
+from driftscan.modeldir.hfcache import default_hf_cache, find_cache_repos, repo_id_of
 from driftscan.core.values import DriftKind
-from driftscan.verify.tree import verify_model_dir
+from driftscan.modeldir import verify_model_dir
 from fixtures.modeldirs import (
     COMMIT, COMMIT_2, build_cache_repo, dump_json, git_blob_sha1, seed_files, sm120_edit, sm120_json_changes,
     tree_state,

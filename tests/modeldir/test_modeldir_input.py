@@ -11,8 +11,8 @@ import xxhash
 
 from driftscan.core.errors import TargetError
 from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
-from driftscan.verify.tree import NO_PROVENANCE, verify_model_dir
-from driftscan.verify.tree.hashing import DIRECT_MIN, Meter, hash_file
+from driftscan.modeldir import NO_PROVENANCE, verify_model_dir
+from driftscan.modeldir.hashing import DIRECT_MIN, Meter, hash_file
 from fixtures.modeldirs import build_cache_repo, build_git_clone, build_local_dir, seed_files
 
 
@@ -110,7 +110,7 @@ def test_direct_io_refused_falls_back_to_buffered_reads(tmp_path, monkeypatch, r
     """Some FUSE and network filesystems refuse O_DIRECT at open, others only at the first read."""
     import errno
 
-    from driftscan.verify.tree import hashing as modeldir_hash
+    from driftscan.modeldir import hashing as modeldir_hash
 
     path = tmp_path / "shard.bin"
     with open(path, "wb") as f:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from driftscan.caches.statcache import user_cache_dir
-from driftscan.discover import find_distributions
+from driftscan.environment import find_distributions
 from driftscan.core.values import Distribution, RecordEntry
 from driftscan.pristine import PristineOptions, SourceKind, find_pristine, pipcache
 from driftscan.pristine.fetch import index_arguments, tag_arguments

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from driftscan.discover import find_distributions
+from driftscan.environment import find_distributions
 from driftscan.core.values import Distribution, MetadataKind, RecordEntry
 from driftscan.pristine import NOT_A_WHEEL, PristineOptions, SourceKind, find_pristine
 from driftscan.pristine.names import (

@@ -9,7 +9,7 @@ import shlex
 import pytest
 
 from driftscan.api import pristine_options, plan
-from driftscan.discover import resolve_target
+from driftscan.environment import resolve_target
 from fixtures import venvs
 from fixtures.harness import run_cli
 from fixtures.wheels import build_wheel

@@ -9,7 +9,7 @@ from driftscan.pipeline.classify import classify
 from driftscan.core.values import Area, Distribution, DriftKind, FileCheck, Target, TargetKind, Verification
 from driftscan.render import RENDERERS
 from driftscan.report.contract import build_report
-from driftscan.verify.snapshot import restored_drift
+from driftscan.snapshot.run import restored_drift
 
 
 def _report():

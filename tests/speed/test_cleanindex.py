@@ -16,8 +16,8 @@ import pytest
 
 import driftscan.api as api
 from driftscan.caches import statcache as cache_mod
-from driftscan.verify.env.fast import cleanindex
-from driftscan.verify import pipeline
+from driftscan.environment.fast import cleanindex
+from driftscan.environment import verify as pipeline
 from fixtures import venvs
 from fixtures.harness import audit_and_whether_settled, offline
 
@@ -190,7 +190,7 @@ def test_presence_rows_outside_the_walked_tree_are_checked_one_by_one(venv, tmp_
     """Hashless rows that point outside site-packages and bin/ (``../../../share/...``) are not
     covered by any listed directory: the index names them, and each must still be a file."""
     from driftscan.caches.statcache import StatCache
-    from driftscan.discover import resolve_target
+    from driftscan.environment import resolve_target
 
     settled_audit(venv)
     target = resolve_target(str(venv))
@@ -212,7 +212,7 @@ def test_presence_rows_outside_the_walked_tree_are_checked_one_by_one(venv, tmp_
 def test_the_forked_half_of_the_check_counts(venv, monkeypatch, where):
     """Half of the signatures are compared by a forked child: a change on either side is seen."""
     from driftscan.caches.statcache import StatCache
-    from driftscan.discover import resolve_target
+    from driftscan.environment import resolve_target
 
     monkeypatch.setenv("DRIFTSCAN_FORK", "fork")  # fork even beside the test runner's threads
     settled_audit(venv)

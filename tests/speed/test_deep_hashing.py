@@ -1,4 +1,4 @@
-"""``--deep`` hashing (verify/tree/hashing.py): O_DIRECT reads overlapped with hashing give the
+"""``--deep`` hashing (modeldir/hashing.py): O_DIRECT reads overlapped with hashing give the
 same digests as a plain read at every size around the buffer boundaries (with one reader thread
 and with several), and a file that changes or vanishes while it is read gets an error, never a
 hash."""
@@ -11,8 +11,8 @@ import os
 import pytest
 import xxhash
 
-from driftscan.verify.tree import hashing
-from driftscan.verify.tree.hashing import ChangedWhileRead, Meter, hash_file
+from driftscan.modeldir import hashing
+from driftscan.modeldir.hashing import ChangedWhileRead, Meter, hash_file
 
 SMALL_CHUNK = 64 << 10  # page- and block-aligned, so O_DIRECT accepts the buffers
 SMALL_MIN = 4 * SMALL_CHUNK
@@ -198,7 +198,7 @@ def test_a_read_error_midway_is_raised_and_the_reader_stops(tmp_path, small_buff
 def test_engine_reports_a_file_changed_mid_read_without_a_hash(tmp_path, small_buffers, monkeypatch, what):
     """Through the tree engine, with --deep: a shard gone mid-read is MISSING ("vanished during the
     audit"), one truncated mid-read an ERROR; neither is MODIFIED with the hash of a partial read."""
-    from driftscan.verify.tree import engine
+    from driftscan.modeldir import check as engine
 
     path = tmp_path / "shard.bin"
     data = os.urandom(6 * SMALL_CHUNK + 123)

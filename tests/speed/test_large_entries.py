@@ -75,8 +75,8 @@ def test_the_same_entries_on_the_records_of_this_environment():
 
 
 def test_the_prehash_child_lists_large_rows_from_record_entries(tmp_path):
-    from driftscan.discover.target import containment_for_site_packages
-    from driftscan.verify.env.fast import prehash
+    from driftscan.environment.target import containment_for_site_packages
+    from driftscan.environment.fast import prehash
 
     site = tmp_path / "site-packages"
     info = site / "pkg-1.0.dist-info"

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from driftscan.caches.statcache import StatCache
-from driftscan.discover import resolve_target
+from driftscan.environment import resolve_target
 from fixtures.harness import settle
 
 
@@ -17,7 +17,7 @@ def test_progress_reports_every_hashed_byte(planted):
     venv, _ = planted
     import threading
 
-    from driftscan.verify.pipeline import verify
+    from driftscan.environment.verify import verify
 
     calls: list[tuple[int, int]] = []
     lock = threading.Lock()
@@ -33,7 +33,7 @@ def test_progress_reports_every_hashed_byte(planted):
 
 
 def _verdicts_of(venv, walk_mode, monkeypatch):
-    from driftscan.verify.pipeline import verify
+    from driftscan.environment.verify import verify
 
     monkeypatch.setenv("DRIFTSCAN_FORK", walk_mode)
     result = verify(resolve_target(str(venv)), jobs=2)
@@ -49,7 +49,7 @@ def test_forked_walk_agrees_with_the_inline_walk(planted, monkeypatch):
 
 
 def test_a_failing_walker_child_falls_back_to_walking_here(planted, monkeypatch):
-    from driftscan.verify.env import unowned
+    from driftscan.environment import unowned
 
     venv, _ = planted
     inline = _verdicts_of(venv, "inline", monkeypatch)
@@ -67,7 +67,7 @@ def test_a_failing_walker_child_falls_back_to_walking_here(planted, monkeypatch)
 
 def _cold(venv, monkeypatch, jobs):
     from driftscan.caches.statcache import NoCache
-    from driftscan.verify.pipeline import verify
+    from driftscan.environment.verify import verify
 
     result = verify(resolve_target(str(venv)), jobs=jobs, stat_cache=NoCache())
     return sorted((c.kind.value, c.path, c.distribution.name if c.distribution else None) for c in result.checks)
@@ -77,7 +77,7 @@ def _cold(venv, monkeypatch, jobs):
 def prehash_everything(monkeypatch):
     """Every hashed file through the prehash child: size threshold and racy window at nothing,
     forking allowed beside the test runner's threads."""
-    from driftscan.verify.env.fast import prehash
+    from driftscan.environment.fast import prehash
 
     monkeypatch.setattr(prehash, "LARGE", 1)
     monkeypatch.setattr(prehash, "RACY_NS", 0)
@@ -106,7 +106,7 @@ def test_prehashed_digests_give_the_same_verdicts(planted, monkeypatch, prehash_
 def test_prehashed_digests_are_used_only_for_unchanged_files(tmp_path):
     from driftscan.caches.statcache import signature
     from driftscan.core.values import Hash, RecordEntry
-    from driftscan.verify.env import files, records
+    from driftscan.environment import files, records
 
     path = tmp_path / "f.bin"
     path.write_bytes(b"x" * 100)
@@ -129,7 +129,7 @@ def test_prehashed_digests_are_used_only_for_unchanged_files(tmp_path):
 @pytest.fixture
 def small_files_child(monkeypatch):
     """A forked child takes half of the small files, whatever their number."""
-    from driftscan.verify.env.fast import smallfiles
+    from driftscan.environment.fast import smallfiles
 
     monkeypatch.setattr(smallfiles, "CHILD_MIN_FILES", 2)
     monkeypatch.setattr(smallfiles, "LARGE_BYTES_PER_S", 1e15)  # as if there were no large files
@@ -165,7 +165,7 @@ def test_a_failing_helper_child_costs_nothing_but_time(planted, monkeypatch, req
 
 
 def test_the_small_files_child_feeds_the_stat_cache(planted, tmp_path, monkeypatch, small_files_child):
-    from driftscan.verify.pipeline import verify
+    from driftscan.environment.verify import verify
 
     venv, _ = planted
     settle(venv)

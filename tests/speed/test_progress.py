@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from driftscan.fs.reader import ByteProgress
-from driftscan.verify.tree.hashing import PROGRESS_STEP, Meter
+from driftscan.modeldir.hashing import PROGRESS_STEP, Meter
 
 
 def recorder():
@@ -72,7 +72,7 @@ def test_the_tree_meter_is_the_same_meter_with_its_own_counters():
 
 
 def test_the_venv_path_counts_with_the_same_meter():
-    from driftscan.verify.env import records
+    from driftscan.environment import records
 
     assert records.ByteProgress is ByteProgress
     assert not [name for name in vars(records) if "meter" in name.lower()]

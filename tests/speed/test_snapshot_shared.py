@@ -1,4 +1,4 @@
-"""The snapshot hashed on two cores from the first directory listed (verify/tree/sharedwalk.py),
+"""The snapshot hashed on two cores from the first directory listed (snapshot/sharedwalk.py),
 the snapshot load cache in columns, and the cold diff that opens files instead of lstat'ing
 them: each must write and report exactly what the one-process paths did."""
 
@@ -13,8 +13,8 @@ import pytest
 
 from driftscan.formats import manifest as M
 from driftscan.api import diff, snapshot
-from driftscan.verify import snapshot as S
-from driftscan.verify.tree import sharedwalk as W
+from driftscan.snapshot import run as S
+from driftscan.snapshot import sharedwalk as W
 
 from test_snapshot_speed import OLD, drifts, make_tree
 
@@ -366,7 +366,7 @@ def test_tokens_are_each_taken_by_one_process():
 def test_an_index_served_diff_shared_in_pieces_reports_what_the_walk_does(tmp_path, monkeypatch):
     """The warm diff from the index with a forked child taking pieces (a stat a directory, an
     lstat a file): edits in many pieces, and a file gone, as the full walk reports them."""
-    from driftscan.verify.tree import treeindex as T
+    from driftscan.snapshot import treeindex as T
     from test_snapshot_speed import _full, _index_files, _report_json, same_size_edit_mtime_restored
     from fixtures.harness import settle
 

@@ -18,8 +18,8 @@ from driftscan.formats import manifest as M
 from driftscan.api import diff, snapshot
 from driftscan.core.values import Problem
 from driftscan.fs.reader import walk
-from driftscan.verify import snapshot as S
-from driftscan.verify.tree import treeindex as T
+from driftscan.snapshot import run as S
+from driftscan.snapshot import treeindex as T
 from fixtures.harness import settle, run_cli
 
 OLD = time.time_ns() - 3600 * 10**9  # an hour ago: far outside the racy window of any snapshot
@@ -180,7 +180,7 @@ def test_snapshot_takes_one_lstat_per_file(tmp_path, monkeypatch):
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 def test_diff_cli_stat_system_calls_strace(tmp_path):
     """The same, counted by the kernel: the CLI stats each file once, with its forked helpers
-    (9,000 files: the walk and the hashing are shared with a child, driftscan.verify.snapshot)."""
+    (9,000 files: the walk and the hashing are shared with a child, driftscan.snapshot.run)."""
     root = tmp_path / "m"
     for d in range(300):  # directories enough to share the walk out
         (root / f"d{d:03d}").mkdir(parents=True)
@@ -390,7 +390,7 @@ def test_a_snapshot_records_what_it_did_before(tmp_path):
     assert stat.S_ISREG(entries["script.py"].mode)
 
 
-# ---- the diff index (verify/tree/treeindex.py) ---------------------------------------------------
+# ---- the diff index (snapshot/treeindex.py) ---------------------------------------------------
 
 
 

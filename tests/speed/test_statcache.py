@@ -6,8 +6,8 @@ import os
 import time
 
 from driftscan.caches.statcache import RACY_NS, StatCache
-from driftscan.discover import resolve_target
-from driftscan.verify.pipeline import verify
+from driftscan.environment import resolve_target
+from driftscan.environment.verify import verify
 
 
 def run(venv, cache_dir):
@@ -110,7 +110,7 @@ def test_no_cache_flag_neither_reads_nor_writes_the_cache(copy_fixture):
 
 
 def test_parsed_records_are_remembered_until_the_record_changes(copy_fixture, tmp_path, monkeypatch):
-    from driftscan.discover import dists
+    from driftscan.environment import dists
     from fixtures.harness import settle
 
     site = copy_fixture("malformed")

@@ -19,7 +19,7 @@ import pytest
 
 import driftscan.api as api
 from driftscan.caches import statcache as cache_mod
-from driftscan.verify.env.fast import cleanindex
+from driftscan.environment.fast import cleanindex
 from fixtures import venvs
 from fixtures.harness import audit_and_whether_settled, offline
 

@@ -21,7 +21,7 @@ from ...lint.artifacts import recheck
 from ...core.values import Distribution
 from ..plan import MAY_SURVIVE, SURVIVES, WIPED, Plan, PlanItem
 from ...report.contract import DriftOut, Report
-from ...verify.content import record_digest
+from ...environment.content import record_digest
 from .command import Change, Recognised, Tool, normalize
 from .model import (GuardCheckpoint, GuardExpectation, GuardPrediction, GuardReport, LeftArchive, LeftDump,
                     Leftovers, NewDrift, Outcome, Refusal, VersionMove)

@@ -1,0 +1,58 @@
+"""Annotate drifted files that share their inode with uv's cache (or link into it)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from .cache import find_cache_copy
+from ...core.values import DriftKind, FileCheck, UvCacheLink
+
+_EDITABLE_KINDS = {DriftKind.MODIFIED, DriftKind.CLOBBERED}
+
+
+def annotate_uv_cache(checks: list[FileCheck], cache_dir: str | None) -> list[FileCheck]:
+    """Set ``uv_cache`` on each modified file that is linked: where its cache copy is."""
+    out = []
+    for check in checks:
+        dist = check.distribution
+        nlink = check.actual.get("nlink", 1)
+        link = check.actual.get("symlink_target")
+        if dist is None or check.kind not in _EDITABLE_KINDS or (nlink <= 1 and not link):
+            out.append(check)
+            continue
+        copy_path = None
+        if link:
+            # Only a link into the cache driftscan was told about (never one the tree merely says
+            # is a cache) names a cache copy; records.py followed it no further than that.
+            resolved = os.path.realpath(os.path.join(os.path.dirname(check.path), link))
+            archives = [os.path.join(r, "archive-v0") + os.sep
+                        for r in dict.fromkeys([cache_dir, os.path.realpath(cache_dir)])] if cache_dir else []
+            if archives and resolved.startswith(tuple(archives)):
+                copy_path = resolved
+        else:
+            record_path = os.path.relpath(check.path, dist.site_packages).replace(os.sep, "/")
+            found = find_cache_copy(cache_dir, check.path, record_path)
+            copy_path = found.path if found else None
+        out.append(replace(check, uv_cache=UvCacheLink(cache_dir, copy_path, nlink, bool(link))))
+    return out
+
+
+def annotate_app_data(checks: list[FileCheck], app_data: str | None) -> list[FileCheck]:
+    """Say so on drifts of a distribution linked from virtualenv's app-data (--symlink-app-data):
+    the edit is in the shared image, not only in this venv."""
+    if not app_data:
+        return checks
+    images = tuple(dict.fromkeys(os.path.join(r, "wheel") + os.sep for r in (app_data, os.path.realpath(app_data))))
+    out = []
+    for check in checks:
+        dist = check.distribution
+        if dist is not None and check.kind in _EDITABLE_KINDS and os.path.islink(dist.metadata_dir) \
+                and os.path.realpath(dist.metadata_dir).startswith(images):
+            image = os.path.dirname(os.path.realpath(dist.metadata_dir))
+            note = (f"linked from virtualenv's app-data image {image}: the edit is in that shared image, which "
+                    "every --symlink-app-data venv links; a reinstall gives this venv copies and leaves the image "
+                    "edited (virtualenv --reset-app-data rebuilds it)")
+            check = replace(check, evidence=f"{check.evidence}; {note}" if check.evidence else note)
+        out.append(check)
+    return out

@@ -1,0 +1,291 @@
+"""Hub cache repositories: a snapshot's symlinks against the blobs they name.
+
+A blob's file name is its etag, so each blob carries its own expected hash. Two edits are common:
+
+- writing through the symlink (``open(path, "w")``, most editors) changes the blob in place:
+  its content no longer matches its name, and every snapshot linking it sees the edit;
+- ``sed -i`` and other write-then-rename edits replace the symlink by a regular file and leave
+  the blob intact, so the blob is the original to diff against.
+
+The cache records no file list per snapshot, so a deleted symlink is invisible here; the weight
+map of an ``*.index.json`` still catches deleted shards (see consistency.py).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+from collections import defaultdict
+from collections.abc import Callable
+
+from ..hfcache import snapshots_of
+from ..layout import ModelDirLayout, etag_algorithm
+from ...fs.reader import inside
+from ...formats.manifest import as_text, walk_tree
+from ...core.values import Area, DriftKind, FileCheck, Problem, Unverifiable
+from ..check import MODIFIED, OK, Context, Expect, KindResult, Outcome, added_check, iso, run, to_check
+from ...fs.reader import file_type, os_error
+from ..hashing import hash_file
+
+STALE_TOLERANCE = 1.0
+SIMILARITY = 0.5  # below this, an unreferenced blob is not taken for a replaced file's original
+# A regular file in a snapshot is compared with a few blobs, not all of them (a repository can
+# hold thousands): those of the same path in other snapshots and the unreferenced ones closest
+# in size, and all regular files of a snapshot together read at most SEARCH_BUDGET of blobs.
+MAX_CANDIDATES = 16
+SEARCH_BUDGET = 32 << 20  # the similarity measure runs at ~10 MB/s
+
+
+def _links(repo: str) -> dict[str, dict[str, str]]:
+    """etag → {"<commit>/<relpath>": relpath} for every snapshot symlink into blobs/."""
+    blobs = os.path.join(repo, "blobs")
+    found: dict[str, dict[str, str]] = defaultdict(dict)
+    for commit in snapshots_of(repo):
+        snap = os.path.join(repo, "snapshots", commit)
+        if not inside(repo, snap):
+            continue  # a snapshot that is a symlink out of the repository is not walked
+        for rel in walk_tree(snap)[0]:
+            path = os.path.join(snap, rel)
+            try:
+                target = os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(path)))
+            except OSError:
+                continue
+            if os.path.dirname(target) == blobs:
+                found[os.path.basename(target)][f"{commit}/{rel}"] = rel
+    return found
+
+
+def _blob_stale(blob: str, link_mtime: float) -> Callable[[os.stat_result], str | None]:
+    def check(st: os.stat_result) -> str | None:
+        # huggingface_hub moves a finished blob into place, then creates the link: a blob newer
+        # than its link was written afterwards.
+        if st.st_mtime - STALE_TOLERANCE <= link_mtime:
+            return None
+        return (f"blobs/{os.path.basename(blob)} was modified at {iso(st.st_mtime)}, after the snapshot"
+                f" link to it was created ({iso(link_mtime)})")
+    return check
+
+
+class _Snapshot:
+    def __init__(self, ctx: Context, layout: ModelDirLayout):
+        self.ctx = ctx
+        self.repo = layout.repo_dir or ""
+        self.blobs = os.path.join(self.repo, "blobs")
+        self.commit = layout.revision.commit if layout.revision else None
+        self.links = _links(self.repo)
+        self.result = KindResult(commit=self.commit)
+        self.expects: list[Expect] = []
+        self.replaced: list[str] = []
+        self.sizes: dict[str, int | None] = {}
+        self.budget = SEARCH_BUDGET  # bytes of blobs the search for originals may still read
+
+    def blob_names(self) -> set[str]:
+        try:
+            return {n for n in os.listdir(self.blobs) if not n.endswith(".incomplete")}
+        except OSError:
+            return set()
+
+    def link(self, rel: str, path: str, st: os.stat_result) -> None:
+        try:
+            target = os.readlink(path)
+        except OSError as exc:
+            self.result.problems.append(Problem(path, f"cannot read symlink: {os_error(exc)}"))
+            return
+        resolved = os.path.normpath(os.path.join(os.path.dirname(path), target))
+        expected = {"type": "symlink", "symlink_target": target, "commit": self.commit}
+        if os.path.dirname(resolved) != self.blobs:
+            self.foreign_link(rel, path, target, expected)
+            return
+        etag = os.path.basename(resolved)
+        expected["blob"] = etag
+        away = self.ctx.outside(resolved)
+        if away is not None:  # blobs/ or the blob itself is a symlink out of the repository
+            self.result.files_checked += 1
+            self.result.checks.append(FileCheck(
+                DriftKind.MODIFIED, path, self.ctx.root, None, expected, {"type": "symlink", "symlink_target": target,
+                                                                         "resolves_to": away},
+                f"blobs/{etag} resolves outside the repository (to {away}); not followed", area=Area.MODEL))
+            return
+        if not os.path.lexists(resolved):
+            self.result.files_checked += 1
+            self.result.checks.append(FileCheck(
+                DriftKind.MISSING, path, self.ctx.root, None, expected, {"type": "symlink", "dangling": True},
+                f"the snapshot symlink points at blobs/{etag}, which does not exist", area=Area.MODEL))
+            return
+        algorithm = etag_algorithm(etag)
+        lfs = "LFS " if algorithm == "sha256" else ""
+        self.expects.append(Expect(
+            rel, resolved, algorithm, etag if algorithm else None, expected=expected,
+            source=f"its blob name (the {lfs}etag recorded at download)",
+            stale=_blob_stale(resolved, st.st_mtime), follow=True))
+
+    def foreign_link(self, rel: str, path: str, target: str, expected: dict) -> None:
+        try:
+            os.stat(path)
+        except FileNotFoundError:
+            kind, why = DriftKind.MISSING, f"the snapshot symlink points at {target}, which does not exist"
+        except OSError as exc:
+            self.result.problems.append(Problem(path, f"cannot follow symlink: {os_error(exc)}"))
+            return
+        else:
+            kind, why = DriftKind.MODIFIED, f"the snapshot symlink was re-pointed at {target}, outside blobs/"
+        self.result.files_checked += 1
+        self.result.checks.append(FileCheck(kind, path, self.ctx.root, None, {"type": "symlink"},
+                                            {"type": "symlink", "symlink_target": target}, why, area=Area.MODEL))
+
+    def outcome_check(self, outcome: Outcome) -> FileCheck:
+        exp = outcome.expect
+        if outcome.status != MODIFIED:
+            return to_check(self.ctx, outcome)
+        etag = exp.expected["blob"]
+        others = sorted(k for k in self.links.get(etag, {}) if k != f"{self.commit}/{exp.relpath}")
+        evidence = (f"{outcome.evidence}: blobs/{etag} was edited in place (through the snapshot symlink)"
+                    + (f"; {len(others)} other snapshot link(s) see the same edit" if others else ""))
+        extra = {"also_linked_by": others} if others else None
+        return to_check(self.ctx, outcome, evidence=evidence, extra_actual=extra)
+
+    # -- a regular file where huggingface_hub put a symlink -------------------------------------
+
+    def candidates(self, rel: str, referenced: set[str], names: set[str], size: int) -> tuple[list[str], int]:
+        """Blobs that could be this file's original: the same path in other snapshots, then
+        unreferenced blobs of a similar size (within a factor of two), closest first, at most
+        MAX_CANDIDATES of them; and how many similar-sized ones were left out."""
+        same_path = sorted(etag for etag, where in self.links.items() if rel in where.values() and etag in names)
+        same_path = same_path[:MAX_CANDIDATES]
+        sized = []
+        for etag in names - referenced - set(same_path):
+            blob_size = self.blob_size(etag)
+            if blob_size is not None and etag_algorithm(etag) and size // 2 <= blob_size <= 2 * size + 64:
+                sized.append((abs(blob_size - size), etag))
+        sized.sort()
+        return same_path + [e for _, e in sized[:MAX_CANDIDATES]], max(0, len(sized) - MAX_CANDIDATES)
+
+    def replaced_file(self, rel: str, path: str, referenced: set[str], names: set[str]) -> None:
+        ctx, result = self.ctx, self.result
+        result.files_checked += 1
+        try:
+            size = os.lstat(path).st_size
+            readable = size < ctx.limit or ctx.deep
+            digests, content, _ = (hash_file(path, ("git-sha1", "sha256"), ctx.meter, keep=size < ctx.limit,
+                                             follow=False) if readable else ({}, None, None))
+        except OSError as exc:
+            result.problems.append(Problem(path, f"cannot read: {os_error(exc)}"))
+            return
+        actual = {"type": "file", "size": size}
+        same = next((d for d in digests.values() if d in names), None)
+        if same is not None:
+            result.checks.append(FileCheck(
+                DriftKind.TYPE_CHANGED, path, ctx.root, None, {"type": "symlink", "blob": same}, actual,
+                f"the snapshot symlink was replaced by a regular copy of blobs/{same} (content identical)",
+                area=Area.MODEL))
+            return
+        pool, left_out = self.candidates(rel, referenced, names, size)
+        if not readable:
+            sized = [e for e in pool if self.blob_size(e) == size]
+            if sized:
+                result.checks.append(FileCheck(
+                    DriftKind.TYPE_CHANGED, path, ctx.root, None, {"type": "symlink", "blob": sized[0]}, actual,
+                    f"the snapshot symlink was replaced by a regular file the size of blobs/{sized[0]};"
+                    " its content was not read (deep=True hashes it)", area=Area.MODEL))
+                return
+        original = self.best_original(content, pool) if content is not None else None
+        searched = ""
+        if left_out:
+            searched = (f" (compared with the {MAX_CANDIDATES} blobs closest in size; {left_out} more of a"
+                        " similar size were not)")
+        if self.budget <= 0 and content is not None:
+            searched = f" (the search for originals stopped after {SEARCH_BUDGET} bytes of blobs were compared)"
+        if original is None:
+            result.checks.append(added_check(ctx, rel, "a regular file in a snapshot, where huggingface_hub writes"
+                                             " only symlinks, and no blob of this repository is its original"
+                                             + searched))
+            return
+        etag, data = original
+        exp = Expect(rel, path, None, None, expected={"type": "symlink", "blob": etag},
+                     source=f"blobs/{etag}", original=lambda: data)
+        result.checks.append(to_check(ctx, Outcome(exp, MODIFIED, actual, (
+            f"the snapshot symlink was replaced by a regular file that differs from blobs/{etag}"
+            " (the blob is intact)"), content)))
+
+    def blob_size(self, etag: str) -> int | None:
+        if etag not in self.sizes:
+            try:
+                self.sizes[etag] = os.stat(os.path.join(self.blobs, etag)).st_size
+            except OSError:
+                self.sizes[etag] = None
+        return self.sizes[etag]
+
+    def best_original(self, content: bytes, pool: list[str]) -> tuple[str, bytes] | None:
+        text = as_text(content)
+        if text is None:
+            return None
+        matcher = difflib.SequenceMatcher(None, autojunk=False)
+        matcher.set_seq2(text)  # the file's side is analysed once, not once per blob
+        best: tuple[float, str, bytes] | None = None
+        for etag in pool:
+            algorithm = etag_algorithm(etag)
+            size = self.blob_size(etag)
+            if algorithm is None or size is None or size >= self.ctx.limit or size > self.budget:
+                continue
+            blob = os.path.join(self.blobs, etag)
+            if self.ctx.outside(blob) is not None:
+                continue  # a blob that is a symlink out of the repository is nobody's original
+            self.budget -= size
+            try:
+                digests, data, _ = hash_file(blob, (algorithm,), self.ctx.meter, keep=True)
+            except OSError:
+                continue
+            if digests[algorithm] != etag or data is None:
+                continue  # an edited blob is nobody's original
+            old = as_text(data)
+            if old is None:
+                continue
+            matcher.set_seq1(old)
+            ratio = matcher.quick_ratio()
+            if ratio >= SIMILARITY and (best is None or ratio > best[0]):
+                best = (ratio, etag, data)
+        return (best[1], best[2]) if best else None
+
+
+def audit_cache_repo(ctx: Context, layout: ModelDirLayout) -> KindResult:
+    revision = layout.revision
+    if revision is None or revision.problem or not revision.commit:
+        why = (revision.problem if revision else None) or "no snapshot chosen"
+        where = layout.path
+        if revision and revision.ref:
+            where = os.path.join(layout.repo_dir or layout.path, "refs", revision.ref)
+        return KindResult(problems=[Problem(where, why)], unverifiable=[Unverifiable(layout.path, why)])
+    away = ctx.outside(ctx.root) if ctx.root != ctx.contain else None
+    if away is not None:  # snapshots/<commit> (or snapshots/) is a symlink out of the repository
+        why = f"the snapshot {revision.commit} resolves outside the repository (to {away}); not followed"
+        return KindResult(problems=[Problem(ctx.root, why)], unverifiable=[Unverifiable(layout.path, why)])
+    snap = _Snapshot(ctx, layout)
+    relpaths, walk_problems = walk_tree(ctx.root)
+    snap.result.problems.extend(walk_problems)
+    for rel in relpaths:
+        path = os.path.join(ctx.root, rel)
+        try:
+            st = os.lstat(path)
+        except OSError as exc:
+            snap.result.problems.append(Problem(path, f"cannot stat: {os_error(exc)}"))
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            snap.link(rel, path, st)
+        elif stat.S_ISREG(st.st_mode):
+            snap.replaced.append(rel)
+        else:
+            snap.result.checks.append(added_check(ctx, rel, f"a {file_type(st.st_mode)} in a snapshot"))
+    for outcome in run(snap.expects, ctx):
+        if outcome.status == "error":
+            snap.result.problems.append(Problem(os.path.join(ctx.root, outcome.expect.relpath), outcome.evidence))
+            continue
+        snap.result.files_checked += 1
+        if outcome.status != OK:
+            snap.result.checks.append(snap.outcome_check(outcome))
+    if snap.replaced:
+        names = snap.blob_names()
+        referenced = set(snap.links)
+        for rel in snap.replaced:
+            snap.replaced_file(rel, os.path.join(ctx.root, rel), referenced, names)
+    return snap.result
