@@ -19,6 +19,7 @@ from .dists import TRUSTED_INSTALLERS, MetadataDir
 from ..fs.containment import Containment
 from .target import containment_for
 from ..fs.reader import ByteProgress
+from .managers.registry import MANAGED_KINDS
 from ..core.values import Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, Unverifiable
 from . import files
 from .fast import prehash, smallfiles
@@ -497,7 +498,7 @@ def _describes(dist: Distribution, found: list[FileCheck]) -> bool:
 
 
 def _unverifiable_reason(md: MetadataDir, dist: Distribution, found: list[FileCheck]) -> str | None:
-    if dist.kind in (MetadataKind.CONDA, MetadataKind.DPKG):
+    if dist.kind in MANAGED_KINDS:
         return None  # the package manager's own record of what it installed
     if dist.kind is MetadataKind.EGG_INFO:
         if not md.has_file_list:

@@ -119,7 +119,7 @@ def venv_target(path: str) -> Target:
             f"{path}: not a virtual environment (no pyvenv.cfg); "
             "to audit a bare directory use --site-packages DIR"
         )
-    conda = kind is TargetKind.PREFIX and _is_conda_prefix(prefix)
+    conda = kind is TargetKind.PREFIX and is_conda_prefix(prefix)
     site = _site_packages_under(prefix, version)
     if not site:
         outside = [p for p in _site_packages_candidates(prefix) if not _inside_real(prefix, p)]
@@ -143,10 +143,26 @@ def venv_target(path: str) -> Target:
     )
 
 
-def _is_conda_prefix(prefix: str) -> bool:
-    from .managers.conda import is_conda_prefix  # venvs never import it
-
-    return is_conda_prefix(prefix)
+def is_conda_prefix(prefix: str) -> bool:
+    """Whether ``prefix`` has a ``conda-meta/`` directory with a ``history`` file or ``*.json``
+    records. A ``conda-meta`` that is a symlink counts (``read_conda_prefix`` then says whether
+    it may be read); only its names are looked at, and only while none is a record yet."""
+    meta = os.path.join(prefix, "conda-meta")
+    try:
+        st = os.lstat(meta)
+    except OSError:
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        return True
+    if not stat.S_ISDIR(st.st_mode):
+        return False
+    if os.path.lexists(os.path.join(meta, "history")):
+        return True
+    try:
+        with os.scandir(meta) as entries:
+            return any(e.name.endswith(".json") for e in entries)
+    except OSError:
+        return False
 
 
 def site_packages_target(paths: list[str]) -> Target:

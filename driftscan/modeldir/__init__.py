@@ -13,18 +13,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .hfcache import containment_root, default_hf_cache, find_cache_repos
-from .layout import ModelDirLayout, detect_layout
 from ..core.values import DriftKind, FileCheck, LayoutKind, Problem, Unverifiable
-from .provenance.hubcache import audit_cache_repo
 from .consistency import consistency_checks
 from .check import SMALL_FILE_LIMIT, Context, KindResult, Meter
-from .provenance.gitclone import audit_git
-from .provenance.localdir import audit_local_dir
+from .layout import ModelDirLayout
+from .provenance import PROVENANCES, detect_layout, provenance_of
 from .provenance.manifestdir import audit_manifest
 
 __all__ = ["SMALL_FILE_LIMIT", "ModelDirResult", "verify_model_dir"]
 
-NO_PROVENANCE = "no download metadata, no git repository, no driftscan manifest"
+NO_PROVENANCE = ", ".join(f"no {p.ABSENT}" for p in PROVENANCES if p.ABSENT)
 
 
 @dataclass(frozen=True)
@@ -51,20 +49,15 @@ def _unknown(layout: ModelDirLayout) -> KindResult:
 
 
 def _audit_kind(ctx: Context, layout: ModelDirLayout, revision: str | None) -> tuple[LayoutKind, KindResult]:
-    if layout.kind is LayoutKind.HF_LOCAL_DIR:
-        return layout.kind, audit_local_dir(ctx, layout, revision)
-    if layout.kind is LayoutKind.HF_CACHE_REPO:
-        return layout.kind, audit_cache_repo(ctx, layout)
-    if layout.kind is LayoutKind.GIT:
-        result = audit_git(ctx, layout, revision)
-        if result is not None:
-            return layout.kind, result
-        if layout.manifest is None:  # git tracks nothing here: fall back as if there were no .git
-            return LayoutKind.UNKNOWN, _unknown(layout)
-        return LayoutKind.MANIFEST, audit_manifest(ctx, layout, revision)
-    if layout.kind is LayoutKind.MANIFEST:
-        return layout.kind, audit_manifest(ctx, layout, revision)
-    return layout.kind, _unknown(layout)
+    provenance = provenance_of(layout.kind)
+    if provenance is None:
+        return layout.kind, _unknown(layout)
+    result = provenance.audit(ctx, layout, revision)
+    if result is not None:
+        return layout.kind, result
+    if layout.manifest is None or layout.kind is LayoutKind.MANIFEST:  # its records cover nothing here
+        return LayoutKind.UNKNOWN, _unknown(layout)
+    return LayoutKind.MANIFEST, audit_manifest(ctx, layout, revision)  # the in-tree manifest instead
 
 
 def merge_checks(checks: list[FileCheck], extra: list[FileCheck]) -> list[FileCheck]:

@@ -1,16 +1,7 @@
-"""Recognise what a model directory is, and read the download metadata huggingface_hub left in it.
+"""What a model directory is (``ModelDirLayout``), and the download metadata huggingface_hub left in it.
 
-Kinds, in the order they are tried:
-
-- ``manifest`` when a manifest is named explicitly;
-- ``hf-cache-repo``: a ``models--ORG--NAME`` folder of the hub cache, or one of its ``snapshots/<commit>``;
-- ``hf-local-dir``: ``hf download --local-dir`` output, with ``.cache/huggingface/download/*.metadata``;
-- ``git``: a work tree (the directory or a parent holds ``.git``);
-- ``manifest``: ``<dir>/.driftscan-manifest.json``;
-- ``unknown``: nothing to verify against.
-
-Provenance (download metadata, git) comes before an in-tree manifest: the question is "what was
-edited since it was downloaded". The manifest still serves as a source of original text.
+Which kind a directory is, is decided by ``provenance.detect_layout``, each kind's ``recognise``
+in the registry's order.
 """
 
 from __future__ import annotations
@@ -19,12 +10,10 @@ import math
 import os
 from dataclasses import dataclass
 
-from ..core.errors import TargetError
 from ..fs.reader import inside, read_kind, walk
-from ..formats.manifest import MANIFEST_NAME
 from ..core.values import LayoutKind, Problem
 from ..fs.paths import printable
-from .hfcache import Revision, is_cache_repo, resolve_revision, snapshot_parent
+from .hfcache import Revision
 
 METADATA_DIR = os.path.join(".cache", "huggingface", "download")
 METADATA_SUFFIX = ".metadata"
@@ -104,7 +93,8 @@ def read_download_metadata(root: str) -> tuple[dict[str, DownloadMetadata], set[
     return parsed, broken, problems
 
 
-def _has_metadata(root: str) -> bool:
+def has_metadata(root: str) -> bool:
+    """Whether ``root`` holds huggingface_hub's download metadata of at least one file."""
     base = os.path.join(root, METADATA_DIR)
     if os.path.isdir(base) and not inside(root, base):
         return True  # not walked (it could be /); read_download_metadata reports it
@@ -135,32 +125,3 @@ class ModelDirLayout:
     revision: Revision | None = None  # the cache snapshot chosen
     git_top: str | None = None
     manifest: str | None = None  # the explicit manifest, else the in-tree one if present
-
-
-def detect_layout(path: str, *, revision: str | None = None, manifest: str | None = None) -> ModelDirLayout:
-    """Raises TargetError when ``path`` does not exist or is not a directory; nothing else."""
-    if not os.path.lexists(path):
-        raise TargetError(f"{printable(path)}: no such directory")
-    if not os.path.isdir(path):
-        raise TargetError(f"{printable(path)}: not a directory")
-    path = os.path.abspath(path)
-    in_tree = os.path.join(path, MANIFEST_NAME)
-    if manifest is not None:
-        return ModelDirLayout(path, path, LayoutKind.MANIFEST, manifest=os.path.abspath(manifest))
-    repo = snapshot_parent(path)
-    if repo is not None:
-        commit = os.path.basename(path)
-        return ModelDirLayout(path, path, LayoutKind.HF_CACHE_REPO, repo_dir=repo, revision=Revision(commit, None))
-    if is_cache_repo(path):
-        chosen = resolve_revision(path, revision)
-        root = os.path.join(path, "snapshots", chosen.commit) if chosen.commit and not chosen.problem else path
-        return ModelDirLayout(path, root, LayoutKind.HF_CACHE_REPO, repo_dir=path, revision=chosen)
-    fallback = in_tree if os.path.isfile(in_tree) else None
-    if _has_metadata(path):
-        return ModelDirLayout(path, path, LayoutKind.HF_LOCAL_DIR, manifest=fallback)
-    top = find_git_top(path)
-    if top is not None:
-        return ModelDirLayout(path, path, LayoutKind.GIT, git_top=top, manifest=fallback)
-    if fallback is not None:
-        return ModelDirLayout(path, path, LayoutKind.MANIFEST, manifest=fallback)
-    return ModelDirLayout(path, path, LayoutKind.UNKNOWN)

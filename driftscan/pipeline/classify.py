@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ..environment.reinstall_source import ReinstallSource, SourceKind, pip_installed
 from ..environment.target import PYTHON_PLACEHOLDER, install_location
 from ..environment.uv.cache import default_uv_cache
+from ..environment.managers.registry import manager_of
 from ..core.values import Area, Distribution, Drift, DriftKind, MetadataKind, FileCheck, Prediction, Scope, Target
 
 _PACKAGE_KINDS = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED}
@@ -58,41 +59,19 @@ def requirement(dist: Distribution) -> str:
 def installer_of(dists: list[Distribution], override: str | None = None) -> str:
     """The installer a reinstall uses: ``override`` (pip or uv), else the environment's own; a
     system package manager's packages (conda records, dpkg) always go back through it."""
-    kinds = {d.kind for d in dists}
-    if kinds == {MetadataKind.CONDA}:
-        return next((d.installer for d in dists if d.installer), "conda")
-    if kinds == {MetadataKind.DPKG}:
-        return "apt-get"
+    manager = manager_of(dists)
+    if manager is not None:
+        return manager.installer(dists)
     if override:
         return override
     names = {(d.installer or "pip").lower() for d in dists}
     return "uv" if names == {"uv"} else "pip"
 
 
-_CONDA_TOOLS = ("conda", "mamba", "micromamba")
-_DPKG_INFO = os.sep + os.path.join("var", "lib", "dpkg", "info") + os.sep
-
-
 def _system_command(dists: list[Distribution], prefix: str | None) -> str | None:
-    """The package manager's own reinstall, for distributions a conda record or dpkg owns (their
-    names, versions and builds were validated by the readers, and are quoted again here)."""
-    kinds = {d.kind for d in dists}
-    if kinds == {MetadataKind.CONDA}:
-        tool = next((d.installer for d in dists if d.installer in (*_CONDA_TOOLS, "pixi")), "conda")
-        if tool == "pixi":  # pixi reinstalls from its lock file, by name (run in the workspace)
-            return "pixi reinstall " + " ".join(shlex.quote(d.name) for d in dists)
-        specs = " ".join(shlex.quote(f"{d.name}={d.version}={d.build}" if d.build else f"{d.name}={d.version}")
-                         for d in dists)
-        where = f" -p {shlex.quote(prefix)}" if prefix else ""
-        return f"{tool} install{where} --force-reinstall --no-deps {specs}"
-    if kinds == {MetadataKind.DPKG}:
-        from ..environment.managers.dpkg import package_spec  # (only Debian systems pay for the import)
-
-        names = " ".join(shlex.quote(package_spec(d)) for d in dists)
-        root = dists[0].metadata_dir.partition(_DPKG_INFO)[0]  # <root>/var/lib/dpkg/info/<pkg>.list
-        inside = f"chroot {shlex.quote(root)} " if root else ""  # an image or container rootfs
-        return f"{inside}apt-get install --reinstall {names}"
-    return None
+    """The package manager's own reinstall, for distributions a conda record or dpkg owns."""
+    manager = manager_of(dists)
+    return None if manager is None else manager.reinstall_command(dists, prefix)
 
 
 def _words(args: Sequence[str]) -> str:

@@ -29,7 +29,7 @@ import xxhash
 
 from ..fs.atomic import write_atomic
 from ..modeldir.hfcache import containment_root
-from ..modeldir.layout import detect_layout
+from ..modeldir.provenance import detect_layout
 from ..core.errors import TargetError
 from ..fs.reader import POOL_MIN, map_by_size, open_regular, read_opened
 from ..formats.manifest import (

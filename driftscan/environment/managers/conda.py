@@ -44,21 +44,24 @@ to read through one that leaves the prefix).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import shlex
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ...fs.reader import inside, open_regular, read_regular
-from ...core.values import Distribution, Hash, MetadataKind, Problem, RecordEntry
+from ...fs.reader import file_type, inside, open_regular, read_regular
+from ...core.values import Distribution, DriftKind, FileCheck, Hash, MetadataKind, Problem, RecordEntry, Target
 from ...fs.containment import Containment
+from ..dists import MetadataDir
+from ..target import is_conda_prefix
+from ..files import MISSING, MODIFIED, OK, TYPE_CHANGED
+from .interface import Owned, Settled
+from .placeholders import Placeholder, check_placeholder
 
-# What a conda record's Distribution.kind is. model.MetadataKind has no CONDA value yet (asked
-# of the lead); until it has, conda records are tagged as dist-info, and ``records`` says which
-# distributions are conda's.
-CONDA_KIND = getattr(MetadataKind, "CONDA", MetadataKind.DIST_INFO)
 INSTALLER = "conda"
 TOOLS = ("conda", "mamba", "micromamba", "pixi")
 
@@ -81,20 +84,6 @@ _CMD = re.compile(r"#\s*cmd:\s*(.+)")  # conda's own parser (conda/history.py) r
 _LINK_TYPES = {1: "hardlink", 2: "softlink", 3: "copy"}
 FILE_MODES = ("text", "binary")
 PIXI_MARKERS = ("pixi", "pixi_env_prefix", ".pixi-environment-fingerprint")
-
-
-@dataclass(frozen=True)
-class Placeholder:
-    """What verifying a file rewritten at link time needs: the package's file held
-    ``placeholder`` where the installed one holds the prefix (``file_mode`` says how it was
-    substituted), and hashed ``original_sha256`` (the record's ``sha256``). ``original_size`` is
-    known only in binary mode (substitution keeps the length; a text file's recorded size is
-    the package's in conda records and the installed one in rattler's)."""
-
-    placeholder: str
-    file_mode: str  # "text" | "binary"
-    original_sha256: bytes | None
-    original_size: int | None
 
 
 @dataclass(frozen=True)
@@ -150,28 +139,6 @@ class CondaPrefix:
     python_metadata_dirs: frozenset[str] = frozenset()
     pixi: PixiEnvironment | None = None
     recorded_prefix: str | None = None  # conda-meta/pixi_env_prefix: where pixi installed it
-
-
-def is_conda_prefix(prefix: str) -> bool:
-    """Whether ``prefix`` has a ``conda-meta/`` directory with a ``history`` file or ``*.json``
-    records. A ``conda-meta`` that is a symlink counts (``read_conda_prefix`` then says whether
-    it may be read); only its names are looked at, and only while none is a record yet."""
-    meta = os.path.join(prefix, "conda-meta")
-    try:
-        st = os.lstat(meta)
-    except OSError:
-        return False
-    if stat.S_ISLNK(st.st_mode):
-        return True
-    if not stat.S_ISDIR(st.st_mode):
-        return False
-    if os.path.lexists(os.path.join(meta, "history")):
-        return True
-    try:
-        with os.scandir(meta) as entries:
-            return any(e.name.endswith(".json") for e in entries)
-    except OSError:
-        return False
 
 
 def tool_from_history(text: str) -> str | None:
@@ -402,7 +369,7 @@ class _PrefixReader:
             package_dir=_text(source), python_metadata_dirs=tuple(meta_dirs), presence_only=presence_only)
         self.distributions.append(Distribution(
             name=ident["name"], version=ident["version"], build=ident["build"], metadata_dir=path,
-            site_packages=self.prefix, kind=CONDA_KIND, installer=INSTALLER, entries=tuple(entries),
+            site_packages=self.prefix, kind=MetadataKind.CONDA, installer=INSTALLER, entries=tuple(entries),
             requested=bool(loaded.get("requested_spec") not in (None, "", "None") or loaded.get("requested_specs"))))
 
     def _entries(self, path: str, loaded: dict, problems: list[Problem]) -> tuple[list[RecordEntry], bool]:
@@ -492,3 +459,116 @@ class _PrefixReader:
             return RecordEntry(rel, Hash("sha256", in_prefix, "hex") if in_prefix else None, None, line)
         digest = in_prefix or sha256
         return RecordEntry(rel, Hash("sha256", digest, "hex") if digest else None, size, line)
+
+
+# --- the manager interface (registry.py, interface.py) -----------------------------------------
+
+def read(root: str, target: Target, containment: Containment) -> Owned:
+    """The conda records of the prefix ``root``, as distributions whose hashes the RECORD pass checks."""
+    owned = Owned()
+    if not is_conda_prefix(root):
+        return owned
+    conda = read_conda_prefix(root, containment)
+    owned.records = conda
+    owned.problems += conda.problems
+    owned.replaced |= set(conda.python_metadata_dirs)
+    for dist in conda.distributions:
+        dist = replace(dist, installer=conda.tool)
+        owned.metadirs.append(MetadataDir(dist.metadata_dir, root, dist))
+        owned.evidence[dist.metadata_dir] = f"sha256 in the conda record {dist.metadata_dir}"
+    return owned
+
+
+def installer(dists: list[Distribution]) -> str:
+    return next((d.installer for d in dists if d.installer), INSTALLER)
+
+
+_CONDA_TOOLS = ("conda", "mamba", "micromamba")
+
+
+def reinstall_command(dists: list[Distribution], prefix: str | None) -> str:
+    """The tool that made the prefix reinstalls exactly these builds (names, versions and builds
+    were validated when read, and are quoted again here)."""
+    tool = next((d.installer for d in dists if d.installer in (*_CONDA_TOOLS, "pixi")), INSTALLER)
+    if tool == "pixi":  # pixi reinstalls from its lock file, by name (run in the workspace)
+        return "pixi reinstall " + " ".join(shlex.quote(d.name) for d in dists)
+    specs = " ".join(shlex.quote(f"{d.name}={d.version}={d.build}" if d.build else f"{d.name}={d.version}")
+                     for d in dists)
+    where = f" -p {shlex.quote(prefix)}" if prefix else ""
+    return f"{tool} install{where} --force-reinstall --no-deps {specs}"
+
+
+_KINDS = {MODIFIED: DriftKind.MODIFIED, MISSING: DriftKind.MISSING, TYPE_CHANGED: DriftKind.TYPE_CHANGED}
+
+
+def settle(checks: list[FileCheck], owned: Owned) -> Settled:
+    """Files rewritten at link time judged by substituting the placeholder back (the RECORD
+    pass's hash is of the package's bytes or of the prefix they were linked at), softlinks and
+    directories as such."""
+    conda = owned.records
+    if not isinstance(conda, CondaPrefix):
+        return Settled([], set())
+    rows = {os.path.normpath(os.path.join(conda.prefix, e.path)): (d, e)
+            for d in (md.distribution for md in owned.metadirs if md.distribution) for e in d.entries}
+    judged: set[str] = set()
+    problems: list[Problem] = []
+    out = _placeholder_files(conda, rows, judged, problems)
+    out += _special_paths(conda, rows, checks, judged, problems)
+    return Settled(out, judged, problems)
+
+
+def _placeholder_files(conda: CondaPrefix, rows: dict[str, tuple[Distribution, RecordEntry]], judged: set[str],
+                       problems: list[Problem]) -> list[FileCheck]:
+    also = (conda.recorded_prefix,) if conda.recorded_prefix else ()
+    out = []
+    for path, ph in sorted(conda.placeholders.items()):
+        if path not in rows:
+            continue
+        dist, entry = rows[path]
+        result = check_placeholder(path, entry, ph, conda.prefix, also)
+        judged.add(path)
+        if result.status == OK:
+            continue
+        kind = _KINDS.get(result.status)
+        if kind is None:  # could not be read
+            problems.append(Problem(path, result.detail))
+            continue
+        out.append(FileCheck(kind, path, conda.prefix, dist,
+                             {"type": "file", "placeholder": ph.placeholder, "file_mode": ph.file_mode},
+                             {"type": "file"}, f"{result.detail} (a file conda rewrote at link time, checked by "
+                                               "substituting the placeholder back)"))
+    return out
+
+
+def _special_paths(conda: CondaPrefix, rows: dict[str, tuple[Distribution, RecordEntry]], checks: list[FileCheck],
+                   judged: set[str], problems: list[Problem]) -> list[FileCheck]:
+    """Softlinks and directories a conda record lists: checked as such (the RECORD pass, which
+    knows files only, saw a link where its row has no type), the link's text against its sha256
+    when the record has one."""
+    flagged = {c.path: c for c in checks}
+    out = []
+    for path, special in sorted(conda.special.items()):
+        prior = flagged.get(path)
+        if prior is not None and prior.kind is DriftKind.MISSING:
+            continue  # reported as it is
+        judged.add(path)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue  # the RECORD pass reported it missing (a presence-only row)
+        except OSError as exc:
+            problems.append(Problem(path, f"cannot stat: {exc.strerror or exc}"))
+            continue
+        want = stat.S_ISLNK if special.path_type == "softlink" else stat.S_ISDIR
+        kind, why, actual = None, "", {"type": file_type(st.st_mode)}
+        if not want(st.st_mode):
+            kind, why = DriftKind.TYPE_CHANGED, f"the package installs a {special.path_type} here"
+        elif special.path_type == "softlink" and special.link_sha256 is not None:
+            target = os.readlink(path)
+            actual["symlink_target"] = target
+            if hashlib.sha256(os.fsencode(target)).digest() != special.link_sha256:
+                kind, why = DriftKind.MODIFIED, "the symlink points elsewhere than the package's"
+        if kind is not None:
+            out.append(FileCheck(kind, path, conda.prefix, rows[path][0] if path in rows else None,
+                                 {"type": special.path_type}, actual, f"{why} (conda record)"))
+    return out

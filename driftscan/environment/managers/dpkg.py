@@ -39,13 +39,16 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shlex
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...fs.reader import inside, read_regular
-from ...core.values import Distribution, Hash, MetadataKind, Problem, RecordEntry, Unverifiable
+from ...core.values import Distribution, Hash, MetadataKind, Problem, RecordEntry, Target, Unverifiable
 from ...fs.containment import Containment
+from ..dists import MetadataDir
+from .interface import Owned
 
 INSTALLER = "dpkg"
 HASH_EVIDENCE = "md5, as Debian records it"
@@ -565,3 +568,43 @@ def _kind_on_disk(path: str, containment: Containment) -> str | None:
     except OSError:
         return None  # absent: verify reports it missing
     return "directory" if stat.S_ISDIR(mode) else "symlink" if stat.S_ISLNK(mode) else "file"
+
+
+# --- the manager interface (registry.py, interface.py) -----------------------------------------
+
+def read(root: str, target: Target, containment: Containment) -> Owned:
+    """The dpkg packages owning files in the dist-packages ``root``, as distributions whose md5
+    hashes the RECORD pass checks."""
+    owned = Owned()
+    refused = dpkg_database_problem(root)
+    if refused is not None:
+        owned.problems.append(refused)
+    database = dpkg_database_for(root)
+    if database is None:
+        return owned
+    found = read_dpkg(database, root, containment)
+    owned.records = found
+    owned.problems += found.problems
+    owned.unverifiable += found.unverifiable
+    owned.replaced |= set(found.python_metadata_dirs)
+    for dist in (*found.distributions, *found.untrusted):
+        dist = replace(dist, kind=MetadataKind.DPKG)
+        owned.metadirs.append(MetadataDir(dist.metadata_dir, root, dist))
+        owned.evidence[dist.metadata_dir] = hash_evidence(dist)
+    return owned
+
+
+def installer(dists: list[Distribution]) -> str:
+    return "apt-get"
+
+
+_DPKG_INFO = os.sep + os.path.join(*_DATABASE, "info") + os.sep
+
+
+def reinstall_command(dists: list[Distribution], prefix: str | None) -> str:
+    """apt-get reinstalls the packages (names validated when read, quoted again here), inside
+    the image or container root the database belongs to."""
+    names = " ".join(shlex.quote(package_spec(d)) for d in dists)
+    root = dists[0].metadata_dir.partition(_DPKG_INFO)[0]  # <root>/var/lib/dpkg/info/<pkg>.list
+    inside_root = f"chroot {shlex.quote(root)} " if root else ""  # an image or container rootfs
+    return f"{inside_root}apt-get install --reinstall {names}"

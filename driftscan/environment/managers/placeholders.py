@@ -54,9 +54,9 @@ import os
 import re
 import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import NamedTuple
 
-from .conda import Placeholder
 from ...fs.reader import file_type, os_error, read_regular_stat
 from ...core.values import RecordEntry
 from ..files import ERROR, MISSING, MODIFIED, OK, TYPE_CHANGED
@@ -66,6 +66,20 @@ ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 PRESENCE_ONLY = "presence only"
 _ENV_SHEBANG = re.compile(rb"^#!/usr/bin/env (?P<exe>[^ \n\r\t]+)(?P<rest>[^\n]*)$")
 _EXEC_SHEBANG = re.compile(rb"^'''exec' \"(?P<path>[^\"\n]*)\"(?P<rest>[^\n]*) \"\$0\" \"\$@\" #'''$")
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """What verifying a file rewritten at link time needs: the package's file held
+    ``placeholder`` where the installed one holds the prefix (``file_mode`` says how it was
+    substituted), and hashed ``original_sha256`` (the record's ``sha256``). ``original_size`` is
+    known only in binary mode (substitution keeps the length; a text file's recorded size is
+    the package's in conda records and the installed one in rattler's)."""
+
+    placeholder: str
+    file_mode: str  # "text" | "binary"
+    original_sha256: bytes | None
+    original_size: int | None
 
 
 class PlaceholderResult(NamedTuple):

@@ -1,172 +1,123 @@
-"""System package managers' records as the authority for the files they installed.
+"""The package managers driftscan knows, and their records merged into the RECORD pass.
 
 A conda prefix's ``conda-meta/*.json`` and a Debian system's dpkg database list every file their
 packages installed, with a hash; a Python distribution those packages carry (its dist-info) is
 theirs, and its RECORD, written at build time by a tool nobody ran here, is not what the
 installer checked. So the package records replace those dist-infos: each record becomes one
 distribution whose rows ``records.py`` verifies like any RECORD's (sha256 for conda, md5 as
-Debian records it), and files rewritten at link time (conda's prefix placeholders) are
-settled by substituting the placeholder back (``placeholders.py``). docs/environments.md.
+Debian records it). docs/environments.md.
+
+To add a manager: a ``MetadataKind`` member, a module beside this one (``interface.py`` says what
+it defines), and one ``Registration`` in ``MANAGERS``.
 """
 
 from __future__ import annotations
 
-import hashlib
+import enum
+import importlib
 import os
-import stat
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import cast
 
-from ..dists import MetadataDir
+from ...core.values import Distribution, DriftKind, FileCheck, MetadataKind, Problem, Target, TargetKind, Unverifiable
 from ...fs.containment import Containment
-from ...fs.reader import file_type
-from ...core.values import (Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, TargetKind,
-                      Unverifiable)
-from ..files import MISSING, MODIFIED, OK, TYPE_CHANGED
+from ..dists import MetadataDir
+from .interface import ManagerModule, Owned
 
-if TYPE_CHECKING:
-    from .conda import CondaPrefix
 
-# The readers are imported only where a conda prefix or a dist-packages is audited: a venv's
-# audit (and a warm one above all) does not pay for them (tests/contract/test_imports.py).
-_DIST_PACKAGES = os.sep + "dist-packages"
+class Location(enum.Enum):
+    """Where a manager's records may apply, decided without importing its module."""
+
+    PREFIX = "prefix"  # the target's prefix (not a venv), when it holds ``marker`` as a directory
+    SITE_PACKAGES = "site-packages"  # each of the target's site-packages whose last part is ``marker``
+
+
+@dataclass(frozen=True)
+class Registration:
+    kind: MetadataKind  # the Distribution.kind of its records
+    module: str  # a module of this package, imported only where ``location`` matches
+    location: Location
+    marker: str
+
+    def roots(self, target: Target) -> list[str]:
+        if self.location is Location.PREFIX:
+            if target.venv and target.kind is TargetKind.PREFIX and os.path.isdir(os.path.join(target.venv, self.marker)):
+                return [target.venv]
+            return []
+        return [site for site in target.site_packages if os.path.basename(site.rstrip(os.sep)) == self.marker]
+
+    def load(self) -> ManagerModule:
+        return cast(ManagerModule, importlib.import_module(f"{__package__}.{self.module}"))
+
+
+MANAGERS: tuple[Registration, ...] = (
+    Registration(MetadataKind.CONDA, "conda", Location.PREFIX, "conda-meta"),
+    Registration(MetadataKind.DPKG, "dpkg", Location.SITE_PACKAGES, "dist-packages"),
+)
+MANAGED_KINDS = frozenset(r.kind for r in MANAGERS)
+
+
+def manager_of(dists: list[Distribution]) -> ManagerModule | None:
+    """The manager whose records all of ``dists`` are, if one is (a reinstall goes through it)."""
+    kinds = {d.kind for d in dists}
+    for registration in MANAGERS:
+        if kinds == {registration.kind}:
+            return registration.load()
+    return None
 
 
 @dataclass
 class ManagedFiles:
-    """What the package managers of a target own, ready for the RECORD pipeline."""
+    """What the package managers of a target own, ready for the RECORD pass."""
 
-    metadirs: list[MetadataDir] = field(default_factory=list)  # one per conda record / dpkg package
-    replaced: set[str] = field(default_factory=set)  # dist-info dirs whose files a package record owns
+    owned: list[tuple[ManagerModule, Owned]] = field(default_factory=list)
+    metadirs: list[MetadataDir] = field(default_factory=list)
+    replaced: set[str] = field(default_factory=set)
     problems: list[Problem] = field(default_factory=list)
     unverifiable: list[Unverifiable] = field(default_factory=list)
-    conda: CondaPrefix | None = None
-    evidence: dict[str, str] = field(default_factory=dict)  # metadata_dir -> how its hashes are recorded
+    evidence: dict[str, str] = field(default_factory=dict)
 
 
 def find_managed(target: Target, containment: Containment) -> ManagedFiles:
-    """The conda records of a conda prefix, and the dpkg packages owning files in each
-    dist-packages of the target. Never raises for the tree's sake."""
+    """Every registered manager's records at the places of the target they may apply to.
+    Never raises for the tree's sake."""
     found = ManagedFiles()
-    conda_meta = os.path.join(target.venv, "conda-meta") if target.venv else ""
-    if target.venv and target.kind is TargetKind.PREFIX and os.path.isdir(conda_meta):
-        from .conda import is_conda_prefix, read_conda_prefix
-
-        if is_conda_prefix(target.venv):
-            conda = read_conda_prefix(target.venv, containment)
-            found.conda = conda
-            found.problems += conda.problems
-            found.replaced |= set(conda.python_metadata_dirs)
-            for dist in conda.distributions:
-                dist = replace(dist, kind=MetadataKind.CONDA, installer=conda.tool)
-                found.metadirs.append(MetadataDir(dist.metadata_dir, target.venv, dist))
-                found.evidence[dist.metadata_dir] = f"sha256 in the conda record {dist.metadata_dir}"
-    for site in target.site_packages:
-        if not site.rstrip(os.sep).endswith(_DIST_PACKAGES):
-            continue  # only Debian's layout is dpkg's
-        from .dpkg import dpkg_database_for, dpkg_database_problem, hash_evidence, read_dpkg
-
-        refused = dpkg_database_problem(site)
-        if refused is not None:
-            found.problems.append(refused)
-        database = dpkg_database_for(site)
-        if database is None:
-            continue
-        owned = read_dpkg(database, site, containment)
-        found.problems += owned.problems
-        found.unverifiable += owned.unverifiable
-        found.replaced |= set(owned.python_metadata_dirs)
-        for dist in (*owned.distributions, *owned.untrusted):
-            dist = replace(dist, kind=MetadataKind.DPKG)
-            found.metadirs.append(MetadataDir(dist.metadata_dir, site, dist))
-            found.evidence[dist.metadata_dir] = hash_evidence(dist)
+    for registration in MANAGERS:
+        for root in registration.roots(target):
+            module = registration.load()
+            owned = module.read(root, target, containment)
+            found.owned.append((module, owned))
+            found.metadirs += owned.metadirs
+            found.replaced |= owned.replaced
+            found.problems += owned.problems
+            found.unverifiable += owned.unverifiable
+            found.evidence.update(owned.evidence)
     return found
 
 
-_KINDS = {MODIFIED: DriftKind.MODIFIED, MISSING: DriftKind.MISSING, TYPE_CHANGED: DriftKind.TYPE_CHANGED}
+_DRIFTS = (DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED)
 
 
 def settle_managed(checks: list[FileCheck], managed: ManagedFiles) -> list[FileCheck]:
-    """The RECORD pass's checks, settled for what conda records say beyond file hashes: files
-    rewritten at link time are judged by substituting the placeholder back (the pass's verdict on
-    them is replaced: its hash is of the package's bytes or of the prefix they were linked at),
-    softlinks and directories as such; and each package-record drift says how its hash was
-    recorded."""
-    conda = managed.conda
+    """The RECORD pass's checks, settled for what the records say beyond file hashes (each
+    manager's ``settle``: its verdict replaces the pass's on the paths it judged), and each
+    package-record drift saying how its hash was recorded."""
     out: list[FileCheck] = []
     judged: set[str] = set()
-    if conda is not None:
-        rows = {os.path.normpath(os.path.join(conda.prefix, e.path)): (d, e)
-                for d in (md.distribution for md in managed.metadirs if md.distribution) for e in d.entries}
-        out += _placeholder_files(conda, rows, judged, managed)
-        out += _special_paths(conda, rows, checks, judged, managed)
+    for module, owned in managed.owned:
+        settle = getattr(module, "settle", None)
+        if settle is None:
+            continue
+        settled = settle(checks, owned)
+        out += settled.checks
+        judged |= settled.judged
+        managed.problems += settled.problems
     for check in checks:
         if check.path in judged:
             continue
         owner = check.distribution
         how = managed.evidence.get(owner.metadata_dir) if owner is not None else None
-        if how and check.kind in (DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED):
+        if how and check.kind in _DRIFTS:
             check = replace(check, evidence=f"{check.evidence}; {how}" if check.evidence else f"checked against {how}")
         out.append(check)
-    return out
-
-
-def _placeholder_files(conda: CondaPrefix, rows: dict[str, tuple[Distribution, RecordEntry]], judged: set[str],
-                       managed: ManagedFiles) -> list[FileCheck]:
-    if not conda.placeholders:
-        return []
-    from .placeholders import check_placeholder
-
-    also = (conda.recorded_prefix,) if conda.recorded_prefix else ()
-    out = []
-    for path, ph in sorted(conda.placeholders.items()):
-        if path not in rows:
-            continue
-        dist, entry = rows[path]
-        result = check_placeholder(path, entry, ph, conda.prefix, also)
-        judged.add(path)
-        if result.status == OK:
-            continue
-        kind = _KINDS.get(result.status)
-        if kind is None:  # could not be read
-            managed.problems.append(Problem(path, result.detail))
-            continue
-        out.append(FileCheck(kind, path, conda.prefix, dist,
-                             {"type": "file", "placeholder": ph.placeholder, "file_mode": ph.file_mode},
-                             {"type": "file"}, f"{result.detail} (a file conda rewrote at link time, checked by "
-                                               "substituting the placeholder back)"))
-    return out
-
-
-def _special_paths(conda: CondaPrefix, rows: dict[str, tuple[Distribution, RecordEntry]], checks: list[FileCheck],
-                   judged: set[str], managed: ManagedFiles) -> list[FileCheck]:
-    """Softlinks and directories a conda record lists: checked as such (the RECORD pass, which
-    knows files only, saw a link where its row has no type), the link's text against its sha256
-    when the record has one."""
-    flagged = {c.path: c for c in checks}
-    out = []
-    for path, special in sorted(conda.special.items()):
-        prior = flagged.get(path)
-        if prior is not None and prior.kind is DriftKind.MISSING:
-            continue  # reported as it is
-        judged.add(path)
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            continue  # the RECORD pass reported it missing (a presence-only row)
-        except OSError as exc:
-            managed.problems.append(Problem(path, f"cannot stat: {exc.strerror or exc}"))
-            continue
-        want = stat.S_ISLNK if special.path_type == "softlink" else stat.S_ISDIR
-        kind, why, actual = None, "", {"type": file_type(st.st_mode)}
-        if not want(st.st_mode):
-            kind, why = DriftKind.TYPE_CHANGED, f"the package installs a {special.path_type} here"
-        elif special.path_type == "softlink" and special.link_sha256 is not None:
-            target = os.readlink(path)
-            actual["symlink_target"] = target
-            if hashlib.sha256(os.fsencode(target)).digest() != special.link_sha256:
-                kind, why = DriftKind.MODIFIED, "the symlink points elsewhere than the package's"
-        if kind is not None:
-            out.append(FileCheck(kind, path, conda.prefix, rows[path][0] if path in rows else None, {"type": special.path_type}, actual,
-                                 f"{why} (conda record)"))
     return out

@@ -18,14 +18,17 @@ every call: the audit never writes into the tree, and a FIFO in it cannot hang t
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 from collections.abc import Callable
 from typing import Any
 
-from ..layout import ModelDirLayout
+from ..layout import ModelDirLayout, find_git_top
 from ...formats.lfs import LFS_POINTER_MAX, parse_lfs_pointer
 from ...formats.manifest import is_bookkeeping
-from ...core.values import Area, DriftKind, FileCheck, Problem, Unverifiable
+from ...core.values import Area, DriftKind, FileCheck, LayoutKind, Problem, Unverifiable
+from ...fs.paths import relpath
+from .interface import WayBack
 from ... import git as gitaccess
 from ...fs.reader import os_error
 from ..check import MODIFIED, Context, Expect, KindResult, added_check, iso, run
@@ -238,3 +241,23 @@ def _confirm(ctx: Context, git: _Git, top: str, prefix: str, outcomes: list, pro
         ctx.meter.note_read(len(o.content or b""))
     same = {id(o) for o, d in zip(suspects, digests, strict=False) if d == o.expect.digest}
     return [o for o in outcomes if id(o) not in same]
+
+# --- the provenance interface (provenance/interface.py) --------------------------------------------
+
+KIND = LayoutKind.GIT
+ABSENT = "git repository"
+SELF_AUDITED = True
+
+
+def recognise(path: str, revision: str | None, in_tree_manifest: str | None) -> ModelDirLayout | None:
+    """A work tree: the directory or a parent holds ``.git``."""
+    top = find_git_top(path)
+    return None if top is None else ModelDirLayout(path, path, KIND, git_top=top, manifest=in_tree_manifest)
+
+
+audit = audit_git
+
+
+def way_back(check: FileCheck, root: str, commit: str | None, memo: dict[Any, Any]) -> WayBack:
+    q_rel, q_root = shlex.quote(relpath(check.path, check.root)), shlex.quote(root)
+    return WayBack(f"git -C {q_root} checkout HEAD -- {q_rel}  (LFS weights: git -C {q_root} lfs pull --include {q_rel})")

@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import difflib
 import os
+import shlex
 import stat
 from collections import defaultdict
 from collections.abc import Callable
+from typing import Any
 
-from ..hfcache import snapshots_of
+from ..hfcache import Revision, is_cache_repo, repo_id_of, resolve_revision, snapshot_parent, snapshots_of
 from ..layout import ModelDirLayout, etag_algorithm
 from ...fs.reader import inside
 from ...formats.manifest import as_text, walk_tree
-from ...core.values import Area, DriftKind, FileCheck, Problem, Unverifiable
+from ...core.values import Area, DriftKind, FileCheck, LayoutKind, Problem, Unverifiable
+from ...fs.paths import relpath
+from .interface import WayBack
 from ..check import MODIFIED, OK, Context, Expect, KindResult, Outcome, added_check, iso, run, to_check
 from ...fs.reader import file_type, os_error
 from ..hashing import hash_file
@@ -289,3 +293,46 @@ def audit_cache_repo(ctx: Context, layout: ModelDirLayout) -> KindResult:
         for rel in snap.replaced:
             snap.replaced_file(rel, os.path.join(ctx.root, rel), referenced, names)
     return snap.result
+
+# --- the provenance interface (provenance/interface.py) --------------------------------------------
+
+KIND = LayoutKind.HF_CACHE_REPO
+ABSENT = None  # recognised by its place in the cache, not by a record
+SELF_AUDITED = True
+
+
+def recognise(path: str, revision: str | None, in_tree_manifest: str | None) -> ModelDirLayout | None:
+    """``models--ORG--NAME`` (the snapshot of ``revision``, default refs/main) or one of its
+    ``snapshots/<commit>``."""
+    repo = snapshot_parent(path)
+    if repo is not None:
+        return ModelDirLayout(path, path, KIND, repo_dir=repo, revision=Revision(os.path.basename(path), None))
+    if is_cache_repo(path):
+        chosen = resolve_revision(path, revision)
+        root = os.path.join(path, "snapshots", chosen.commit) if chosen.commit and not chosen.problem else path
+        return ModelDirLayout(path, root, KIND, repo_dir=path, revision=chosen)
+    return None
+
+
+def audit(ctx: Context, layout: ModelDirLayout, revision: str | None) -> KindResult:
+    return audit_cache_repo(ctx, layout)
+
+
+def _repo_dir(root: str) -> str | None:
+    """The ``models--ORG--NAME`` folder above a snapshot (the one holding ``blobs/``)."""
+    parent = root
+    while parent and os.path.basename(parent) and not os.path.isdir(os.path.join(parent, "blobs")):
+        parent = os.path.dirname(parent)
+    return parent or None
+
+
+def way_back(check: FileCheck, root: str, commit: str | None, memo: dict[Any, Any]) -> WayBack:
+    repo_dir = _repo_dir(root)
+    if not repo_dir:
+        return WayBack("restore it from its source")
+    q_rel, q_path = shlex.quote(relpath(check.path, check.root)), shlex.quote(check.path)
+    rev = f" --revision {shlex.quote(commit)}" if commit else ""  # the commit comes from the tree
+    etag = check.expected.get("blob")
+    blob = os.path.join(repo_dir, "blobs", etag) if etag and check.kind is DriftKind.MODIFIED else None
+    first = f"rm {shlex.quote(blob)} {q_path} && " if blob else f"rm {q_path} && "
+    return WayBack(f"{first}hf download {shlex.quote(repo_id_of(repo_dir))} {q_rel}{rev}")

@@ -21,6 +21,7 @@ import itertools
 import os
 import stat
 from collections.abc import Callable
+from typing import Any
 
 import xxhash
 
@@ -39,7 +40,8 @@ from ...formats.manifest import (
     read_manifest,
     scan_tree,
 )
-from ...core.values import Area, DriftKind, FileCheck, Problem, Unverifiable
+from ...core.values import Area, DriftKind, FileCheck, LayoutKind, Problem, Unverifiable
+from .interface import WayBack
 from ..hashing import _NOATIME, OPEN_FLAGS, open_noatime
 from ..check import (
     large_unread_outcome,
@@ -398,3 +400,22 @@ def diff_manifest(ctx: Context, layout: ModelDirLayout, manifest: Manifest | Non
     trusted = compare_manifest(ctx, manifest, path, result, walked=walked, walk_problems=walk_problems, trust=trust,
                                mapper=mapper, from_index=from_index)
     return result, trusted
+
+# --- the provenance interface (provenance/interface.py) --------------------------------------------
+
+KIND = LayoutKind.MANIFEST
+ABSENT = "driftscan manifest"
+SELF_AUDITED = False  # a manifest named to ``diff`` is not the directory's own: a checkpoint would not see it
+
+
+def recognise(path: str, revision: str | None, in_tree_manifest: str | None) -> ModelDirLayout | None:
+    """``<dir>/.driftscan-manifest.json``."""
+    return None if in_tree_manifest is None else ModelDirLayout(path, path, KIND, manifest=in_tree_manifest)
+
+
+audit = audit_manifest
+
+
+def way_back(check: FileCheck, root: str, commit: str | None, memo: dict[Any, Any]) -> WayBack:
+    return WayBack("restore it from a copy: the manifest holds its hash (and the text of small configs: see "
+                   "json_changes/diff)")
