@@ -16,11 +16,6 @@ import pytest
 from driftscan.environment import find_distributions
 from driftscan.core.values import Distribution, MetadataKind, RecordEntry
 from driftscan.pristine import NOT_A_WHEEL, PristineOptions, SourceKind, find_pristine
-from driftscan.pristine.names import (
-    canonical_version,
-    expand_tags,
-    parse_wheel_filename,
-)
 from fixtures import venvs
 from fixtures.harness import replace_by_rename
 from fixtures.wheels import build_wheel
@@ -351,16 +346,3 @@ def test_not_a_wheel_install(pip_site, tmp_path):
     dist = dataclasses.replace(dist_of(pip_site, "prdirect"), kind=MetadataKind.EGG_INFO)
     with find_pristine([(dist, dist.entries)], no_caches(tmp_path)) as found:
         assert found.get(dist).copy is None and found.get(dist).reason == NOT_A_WHEEL
-
-
-def test_names_and_tags():
-    parsed = parse_wheel_filename("Foo.Bar-1.0rc1-1local-py2.py3-none-any.whl")
-    assert parsed is not None and parsed.build == "1local"
-    assert parsed.tags == {"py2-none-any", "py3-none-any"}
-    assert parse_wheel_filename("foo-1.0.tar.gz") is None and parse_wheel_filename("foo-1.0-x-y.whl") is None
-    assert expand_tags("cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64") == {
-        "cp311-cp311-manylinux_2_17_x86_64", "cp311-cp311-manylinux2014_x86_64"}
-    assert expand_tags("a-b") == frozenset() and expand_tags("py3-none-../x") == frozenset()
-    assert canonical_version("1.0") == canonical_version("1.0.0") == "1"
-    assert canonical_version("1.0RC1") == canonical_version("1.0rc1") != canonical_version("1.0")
-    assert canonical_version("2.13.0+CPU") == "2.13+cpu"
