@@ -194,18 +194,18 @@ def test_append_entries_to_a_new_driftscan_toml(tmp_path):
 
 def test_append_entries_keeps_every_other_byte_of_a_pyproject(tmp_path):
     before = ('[project]\nname = "x"  # the name\n\n[tool.driftscan]\nselect = ["DBG1"]\n\n'
-              '# mypy below\n[tool.mypy]\nstrict = true\n')
+              '# ruff below\n[tool.ruff]\nline-length = 100\n')
     target = tmp_path / "pyproject.toml"
     target.write_text(before)
     os.chmod(target, 0o640)
     new = append_entries(str(target), [AcceptEntry(path="a.py", reason="r")])
     head, _, rest = new.partition("[[tool.driftscan.accept]]")
     assert before.startswith(head.rstrip("\n"))
-    assert rest.rstrip().endswith("strict = true")
-    assert new.index("[[tool.driftscan.accept]]") < new.index("# mypy below"), "after driftscan's table"
+    assert rest.rstrip().endswith("line-length = 100")
+    assert new.index("[[tool.driftscan.accept]]") < new.index("# ruff below"), "after driftscan's table"
     data = tomllib.loads(new)
     assert data["tool"]["driftscan"]["accept"] == [{"path": "a.py", "reason": "r"}]
-    assert data["tool"]["mypy"] == {"strict": True} and data["project"]["name"] == "x"
+    assert data["tool"]["ruff"] == {"line-length": 100} and data["project"]["name"] == "x"
     assert stat.S_IMODE(os.stat(target).st_mode) == 0o640
 
 

@@ -121,7 +121,7 @@ def test_unreadable_requirements_are_a_note(venv, tmp_path):
     assert any("at a URL is not read" in n for n in r.notes)
 
 
-def test_uv_pip_install(venv, tmp_path):
+def test_uv_pip_install_command(venv, tmp_path):
     r = recognise(["uv", "pip", "install", "--python", str(venv / "bin" / "python"), "--reinstall-package", "Demo",
                    "-P", "other", "--no-cache", "x==1"], env={}, cwd=str(tmp_path))
     assert r.tool is Tool.UV_PIP and r.environment == str(venv) and r.no_cache
