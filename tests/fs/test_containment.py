@@ -12,7 +12,7 @@ from driftscan.fs.containment import Containment
 
 
 @pytest.fixture
-def env(tmp_path):
+def tree(tmp_path):
     root = tmp_path / "venv"
     (root / "lib" / "pkg").mkdir(parents=True)
     (root / "lib" / "pkg" / "mod.py").write_text("x = 1\n")
@@ -25,16 +25,16 @@ def env(tmp_path):
     return root, outside, cache
 
 
-def test_row_inside_is_readable(env):
-    root, _, _ = env
+def test_row_inside_is_readable(tree):
+    root, _, _ = tree
     c = Containment([str(root)])
     path = str(root / "lib" / "pkg" / "mod.py")
     assert c.row_problem(path) is None
     assert c.readable(path) == path
 
 
-def test_rows_outside_the_roots_are_refused(env, tmp_path):
-    root, outside, _ = env
+def test_rows_outside_the_roots_are_refused(tree, tmp_path):
+    root, outside, _ = tree
     c = Containment([str(root)])
     assert "outside the environment" in c.row_problem("/etc/shadow")
     traversal = os.path.normpath(str(root / "lib" / ".." / ".." / "outside" / "secret"))
@@ -47,8 +47,8 @@ def test_rows_outside_the_roots_are_refused(env, tmp_path):
     assert c.row_problem(str(sibling / "f")) is not None, "a shared name prefix is not inside"
 
 
-def test_symlinked_directory_leaving_the_roots_is_refused(env):
-    root, outside, _ = env
+def test_symlinked_directory_leaving_the_roots_is_refused(tree):
+    root, outside, _ = tree
     (root / "lib" / "escape").symlink_to(outside)
     c = Containment([str(root)])
     problem = c.row_problem(str(root / "lib" / "escape" / "secret"))
@@ -57,15 +57,15 @@ def test_symlinked_directory_leaving_the_roots_is_refused(env):
         c.readable(str(root / "lib" / "escape" / "secret"))
 
 
-def test_symlinked_directory_staying_inside_is_fine(env):
-    root, _, _ = env
+def test_symlinked_directory_staying_inside_is_fine(tree):
+    root, _, _ = tree
     (root / "alias").symlink_to(root / "lib")
     c = Containment([str(root)])
     assert c.row_problem(str(root / "alias" / "pkg" / "mod.py")) is None
 
 
-def test_file_symlink_followed_only_to_roots_or_link_roots(env):
-    root, outside, cache = env
+def test_file_symlink_followed_only_to_roots_or_link_roots(tree):
+    root, outside, cache = tree
     (root / "lib" / "to_secret.py").symlink_to(outside / "secret")
     (root / "lib" / "to_cache.py").symlink_to(cache / "shared.py")
     (root / "lib" / "to_inside.py").symlink_to("pkg/mod.py")
@@ -85,8 +85,8 @@ def test_file_symlink_followed_only_to_roots_or_link_roots(env):
     assert with_cache.row_problem(str(cache / "shared.py")) is not None
 
 
-def test_relative_link_with_dotdot_is_resolved_fully(env):
-    root, outside, _ = env
+def test_relative_link_with_dotdot_is_resolved_fully(tree):
+    root, outside, _ = tree
     (root / "lib" / "up").symlink_to("../../outside/secret")
     c = Containment([str(root)])
     assert c.follow(str(root / "lib" / "up"), "../../outside/secret") is None
@@ -94,8 +94,8 @@ def test_relative_link_with_dotdot_is_resolved_fully(env):
     assert c.follow(str(root / "lib" / "up_ok"), "../lib/pkg/mod.py") == os.path.realpath(root / "lib" / "pkg" / "mod.py")
 
 
-def test_chained_link_resolved_to_its_end(env):
-    root, outside, _ = env
+def test_chained_link_resolved_to_its_end(tree):
+    root, outside, _ = tree
     (root / "lib" / "hop").symlink_to(outside / "secret")
     (root / "lib" / "first").symlink_to("hop")  # inside, but pointing at a link that leaves
     c = Containment([str(root)])
@@ -103,15 +103,15 @@ def test_chained_link_resolved_to_its_end(env):
         c.readable(str(root / "lib" / "first"))
 
 
-def test_absent_file_is_file_not_found(env):
-    root, _, _ = env
+def test_absent_file_is_file_not_found(tree):
+    root, _, _ = tree
     c = Containment([str(root)])
     with pytest.raises(FileNotFoundError):
         c.readable(str(root / "lib" / "missing.py"))
 
 
-def test_roots_given_through_a_symlink(env, tmp_path):
-    root, _, _ = env
+def test_roots_given_through_a_symlink(tree, tmp_path):
+    root, _, _ = tree
     alias = tmp_path / "alias"
     alias.symlink_to(root)
     c = Containment([str(alias)])
