@@ -7,8 +7,6 @@ from __future__ import annotations
 import dataclasses
 import os
 
-import pytest
-
 from driftscan.reinstall.guard.command import Recognised, Requested, Tool, recognise
 from driftscan.reinstall.guard.model import GuardCommand, GuardReport, Outcome
 from driftscan.reinstall.guard.outcome import (EXIT_FAILED_PREDICTION, EXIT_INCOMPLETE, Predicted, exit_status,

@@ -11,7 +11,7 @@ import pytest
 from driftscan.core.values import DriftKind
 from driftscan.fs.paths import line_safe
 from driftscan.render.text import COLLAPSE_OVER, colorize, render_text, summary_line
-from fixtures.reports import MODEL, SOURCE, clean_report, every_kind_report
+from fixtures.reports import MODEL, clean_report, every_kind_report
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from driftscan.core.values import (Distribution, Drift, DriftKind, FileCheck, Pr
                                    Verification)
 from driftscan.report.contract import (SCOPE_ORDER, SCHEMA_VERSION, Report, build_report, pristine_of,
                                        pristine_out, report_schema)
-from fixtures.reports import DEMO, MODEL, SITE, TARGET, clean_report, every_kind_checks, every_kind_report
+from fixtures.reports import DEMO, MODEL, SITE, TARGET, clean_report, every_kind_report
 
 
 def test_every_kind_is_reported_and_counted():
