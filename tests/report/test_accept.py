@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from driftscan.report.accept import AcceptEntry, apply_accepted, counted, matches
-from driftscan.config.settings import discover, load_config
+from driftscan.config.settings import load_config
 from driftscan.core.errors import ConfigError
 from driftscan.report.contract import DriftOut, Report, Summary, TargetInfo
 from fixtures.harness import run_cli
@@ -268,42 +268,6 @@ def test_config_is_found_upward_from_a_subdirectory(venv, tmp_path):
     code, report, _ = audit(venv, deep)
     assert code == 1 and by_relpath(report)[OTHER]["accepted"]["reason"] == "nearer"
     assert by_relpath(report)[LOADER]["accepted"] is None
-
-
-def test_discovery_precedence(tmp_path, monkeypatch):
-    root = tmp_path / "a"
-    sub = root / "b"
-    sub.mkdir(parents=True)
-    (root / "pyproject.toml").write_text("[tool.driftscan]\nselect = ['DBG1']\n")
-    assert discover(str(sub)) == (str(root / "pyproject.toml"), {"select": ["DBG1"]})
-    (root / "driftscan.toml").write_text("select = ['DBG10']\n")  # same directory: driftscan.toml wins
-    assert discover(str(sub)) == (str(root / "driftscan.toml"), None)
-    (sub / "pyproject.toml").write_text("[tool.driftscan]\nignore = ['DBG108']\n")  # nearer directory wins
-    assert discover(str(sub))[0] == str(sub / "pyproject.toml")
-    monkeypatch.chdir(sub)
-    config = load_config()
-    assert config.ignore == ["DBG108"] and config.table == "tool.driftscan" and config.source == str(sub / "pyproject.toml")
-
-
-def test_a_found_pyproject_is_treated_like_a_found_driftscan_toml(tmp_path, monkeypatch):
-    (tmp_path / "pyproject.toml").write_text("[tool.driftscan]\nrules_modules = ['canary']\nmodel_dirs = ['/etc']\n")
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    monkeypatch.chdir(sub)
-    config = load_config()
-    assert config.rules_modules == [] and config.model_dirs == []
-    assert any("rules_modules not imported" in n for n in config.notes)
-
-
-def test_a_found_config_another_user_owns_is_not_read(tmp_path, monkeypatch):
-    if os.getuid() != 0:
-        pytest.skip("needs root to give the file away")
-    (tmp_path / "driftscan.toml").write_text(f'[[accept]]\npath = "**"\nreason = "planted"\n')
-    os.chown(tmp_path / "driftscan.toml", 65534, 65534)
-    monkeypatch.chdir(tmp_path)
-    config = load_config()
-    assert config.accept == [] and config.source is None
-    assert any("not read (owned by uid 65534" in n for n in config.notes)
 
 
 @pytest.mark.parametrize(("name", "text", "where", "what"), [

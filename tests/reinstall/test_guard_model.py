@@ -1,0 +1,44 @@
+"""reinstall.guard.model: guard's result, a versioned model with a published JSON Schema."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pydantic
+import pytest
+
+from driftscan.reinstall.guard.model import (GuardCommand, GuardPrediction, GuardReport, LeftDump, Leftovers,
+                                             Outcome)
+
+
+def _report() -> GuardReport:
+    return GuardReport(
+        target="/v", command=GuardCommand(argv=["uv", "pip", "install", "x"], tool="uv pip", recognised=True,
+                                          reinstalls=["x"]),
+        ran=True, exit_code=0,
+        predictions=[GuardPrediction(path="/v/x.py", relpath="x.py", kind="modified", scope="package",
+                                     distribution="x", prediction="WIPED", reason="r", outcome=Outcome.WIPED,
+                                     held=True)],
+        leftovers=Leftovers(dumps=[LeftDump(pattern="/tmp/d*.pt", files=["/tmp/d1.pt"], bytes=3)]))
+
+
+def test_json_validates_against_its_schema_and_round_trips():
+    report = _report()
+    data = json.loads(report.model_dump_json())
+    jsonschema.validate(data, GuardReport.model_json_schema())
+    assert GuardReport.model_validate(data) == report
+    assert data["schema_version"] == "1" and data["predictions"][0]["outcome"] == "wiped"
+
+
+def test_prediction_values_are_closed():
+    with pytest.raises(pydantic.ValidationError):
+        GuardPrediction(path="p", relpath="p", kind="modified", scope="package", prediction="PROBABLY",
+                        reason="r", outcome=Outcome.WIPED, held=None)
+    assert {o.value for o in Outcome} == {"wiped", "survived", "changed", "unchecked", "not-run"}
+
+
+def test_defaults_of_a_command_not_run():
+    report = GuardReport(target=None, command=GuardCommand(argv=[], tool="other", recognised=False), ran=False)
+    assert report.predictions == [] and report.leftovers == Leftovers() and report.summary.predictions == 0
+    assert report.exit_code is None and report.refused == []

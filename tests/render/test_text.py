@@ -1,0 +1,133 @@
+"""render.text: one line per drift under a heading per distribution or place, every drift kind
+shown for what it is, remedies after their group, one summary line last."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from driftscan.core.values import DriftKind
+from driftscan.fs.paths import line_safe
+from driftscan.render.text import COLLAPSE_OVER, colorize, render_text, summary_line
+from fixtures.reports import MODEL, clean_report, every_kind_report
+
+
+@pytest.fixture(scope="module")
+def report():
+    return every_kind_report(duration=2.0)
+
+
+@pytest.fixture(scope="module")
+def text(report):
+    return render_text(report)
+
+
+def _line_of(text: str, kind: str, relpath: str) -> str:
+    found = [line for line in text.splitlines() if line.lstrip().startswith(kind + " ") and relpath in line]
+    assert len(found) == 1, (kind, relpath, text)
+    return found[0]
+
+
+def test_every_drift_kind_has_its_line(report, text):
+    for drift in report.drifts:
+        line = _line_of(text, drift.kind.value, drift.relpath)
+        mark = "PRISTINE" if drift.kind is DriftKind.RESTORED else {"wiped": "WIPED", "survives": "SURVIVES",
+                                                                  "may-survive": "MAY SURVIVE"}[drift.prediction.value]
+        assert mark in line, line
+
+
+def test_details_say_what_changed(text):
+    assert "(+2 −1 lines)" in _line_of(text, "modified", "demo/core.py")
+    assert "was a file, now a symlink → /elsewhere/data.bin" in _line_of(text, "type-changed", "demo/data.bin")
+    assert "(42 bytes)" in _line_of(text, "added", "stray_patch.py")
+    assert "contains: METADATA" in _line_of(text, "orphaned-metadata", "ghost-0.1.dist-info")
+    assert "2 files, 2.0 MB" in _line_of(text, "debug-artifacts", "dbg_*.pt")
+    assert "older than the code" in _line_of(text, "possible-debug-artifacts", "old_*.pt")
+    assert "1 edited: demo/core.py" in _line_of(text, "cache-modified", "abc")
+    assert f"{'a' * 12} → {'b' * 12}" in text
+    assert "DBG101 high   line 3:1 breakpoint: breakpoint() left in [injected]" in text
+
+
+def test_headings_per_place(text):
+    lines = text.splitlines()
+    assert lines[0].startswith("driftscan ") and "venv /srv/venv (Python 3.12.3)" in lines[0]
+    assert f"model directory {MODEL}" in lines[0]
+    assert "demo 1.0 (pip)" in lines
+    assert "not owned by any distribution" in lines
+    assert f"model directory {MODEL} (no reinstall touches it)" in lines
+    assert any(line.startswith("proj — editable source tree") for line in lines)
+    assert "files left behind by debug code (no reinstall touches them)" in lines
+    assert any(line.startswith("uv's cache: the archive of demo 1.0") for line in lines)
+    # package groups first, external last
+    assert lines.index("demo 1.0 (pip)") < lines.index("not owned by any distribution") \
+        < lines.index("files left behind by debug code (no reinstall touches them)")
+
+
+def test_remedies_follow_their_group(report, text):
+    modified = next(d for d in report.drifts if d.kind is DriftKind.MODIFIED)
+    assert f"  remedy: {modified.remedy}" in text
+    assert "  remedy: uv cache clean --cache-dir /cache/uv demo" in text
+    restored = next(d for d in report.drifts if d.kind is DriftKind.RESTORED)
+    assert f"remedy: {restored.remedy}" not in text, "a restored file needs nothing"
+
+
+def test_unverifiable_errors_and_summary(report, text):
+    assert "unverifiable (1) — neither clean nor drifted" in text and "  legacy 0.1: no RECORD" in text
+    assert "could not check (1)" in text and "locked.py: Permission denied" in text
+    last = text.rstrip("\n").splitlines()[-1]
+    assert last == summary_line(report)
+    assert last.startswith(f"{len(DriftKind)} drifts (")
+    assert "1000 files checked in 3 distributions in 2.00 s" in last
+    assert last.endswith("1 unverifiable; 1 error")
+
+
+def test_diffs_and_verbose(report):
+    plain = render_text(report)
+    with_diffs = render_text(report, diffs=True)
+    assert "+breakpoint()" not in plain
+    assert "      +breakpoint()" in with_diffs
+    verbose = render_text(report, verbose=True)
+    assert "listed in the RECORD of demo 1.0" in verbose or "no RECORD lists this file" in verbose
+    assert "+breakpoint()" in verbose, "verbose shows diffs too"
+
+
+def test_upstream_findings_hidden_unless_asked(report):
+    drifts = [dataclasses.replace(d, findings=[dataclasses.replace(f, origin="upstream") for f in d.findings])
+              for d in report.drifts]
+    upstream = dataclasses.replace(report, drifts=drifts)
+    text = render_text(upstream)
+    assert "DBG101" not in text and "(1 finding also in the original file not shown: --show-upstream)" in text
+    assert "[upstream]" in render_text(upstream, show_upstream=True)
+
+
+def test_clean_and_empty_summaries():
+    assert summary_line(clean_report(files=5)).startswith("no drift; 5 files checked in 1 distribution;")
+    assert summary_line(clean_report(files=0)).startswith("nothing could be verified")
+    assert render_text(clean_report()).endswith(summary_line(clean_report()) + "\n")
+
+
+def test_added_files_under_one_directory_collapse(report):
+    template = next(d for d in report.drifts if d.kind is DriftKind.ADDED)
+    many = [dataclasses.replace(template, relpath=f"copied/m{k}.py", path=f"/x/copied/m{k}.py")
+            for k in range(COLLAPSE_OVER + 1)]
+    text = render_text(dataclasses.replace(report, drifts=many))
+    assert f"copied/  ({COLLAPSE_OVER + 1} files" in text and "copied/m0.py" not in text
+    few = render_text(dataclasses.replace(report, drifts=many[:COLLAPSE_OVER]))
+    assert "copied/m0.py" in few
+
+
+def test_hostile_name_stays_on_its_line_through_line_safe(report):
+    template = next(d for d in report.drifts if d.kind is DriftKind.ADDED)
+    evil = dataclasses.replace(template, relpath="x.py\n  modified  WIPED  fake.py\x1b[2J")
+    text = render_text(line_safe(dataclasses.replace(report, drifts=[evil])))
+    assert "\x1b" not in text
+    assert not any(line.strip().startswith("modified") for line in text.splitlines())
+
+
+def test_colorize_marks_only_the_reports_own_words(text):
+    coloured = colorize(text)
+    assert "\x1b[32mWIPED\x1b[0m" in coloured and "\x1b[33mSURVIVES\x1b[0m" in coloured
+    assert "\x1b[31mhigh\x1b[0m" in coloured and "\x1b[31m[injected]\x1b[0m" in coloured
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == text
