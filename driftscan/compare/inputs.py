@@ -202,7 +202,7 @@ def report_facts(machine: Machine, doc: dict[str, Any]) -> Iterator[Fact]:
             machine.skipped_entries += 1
             continue
         root = _root_of(path, machine.roots)
-        rel = path if root == EXTERNAL else _str(drift.get("relpath")) or path[len(machine.roots[root]) + 1:]
+        rel = path if root == EXTERNAL else _str(drift.get("relpath")) or path[len(machine.roots[root].rstrip("/")) + 1:]
         if root != EXTERNAL and not _under(path, machine.roots[root]):
             rel = path
         dist = drift.get("distribution")

@@ -80,6 +80,16 @@ def test_report_facts_group_by_root_and_relpath():
     assert facts[(EXTERNAL, "/tmp/dump_1.pt")][4] == ABSENT
 
 
+def test_a_root_written_with_a_trailing_slash_cuts_relpaths_at_the_slash():
+    """A report without relpaths (older or hand-written) whose roots end in "/": the path below
+    the root keeps its first character."""
+    doc = report_doc(target={"site_packages": [SP + "/"], "model_dirs": ["/models/m/"]},
+                     drifts=[{"path": f"{SP}/six.py", "kind": "modified"},
+                             {"path": "/models/m/config.json", "kind": "modified"}])
+    facts = {fact[0] for fact in report_facts(report_machine(0, "a.json", doc), doc)}
+    assert facts == {(SITE_PACKAGES, "six.py"), ("model:m", "config.json")}
+
+
 def test_malformed_report_entries_are_counted_not_raised():
     doc = report_doc(distributions=[{"name": 3, "version": "1"}, "x", {"name": "ok", "version": "1"}],
                      drifts=[None, {"path": 5, "kind": "modified"}, {"path": "/x"}, {"path": "/y", "kind": "added",
