@@ -33,7 +33,7 @@ from .vocabulary import (  # noqa: F401 - the rules' vocabulary (vocabulary.py),
     SHAPE_ATTRS, SHAPE_METHODS)
 from .vocabulary import WORD_RE as _WORD_RE
 
-# -- as in context.py and dumppaths.py (tests/lint/test_ast_triggers.py checks) -------------------
+# -- as in context.py and dumppaths.py (tests/lint/test_astfacts.py checks) -------------------
 DEFAULT_ALIASES = {"np": "numpy", "pd": "pandas", "F": "torch.nn.functional"}
 TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 #: The last part of every name in DUMP_FUNCTIONS, DEBUGGER_FUNCTIONS and OPEN_FUNCTIONS, and the

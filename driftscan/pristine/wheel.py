@@ -99,7 +99,7 @@ def member_candidates(path: str, installed_info: str, wheel_info: str | None,
                       data_dirs: Sequence[str]) -> list[str]:
     """The member names (in this order) an installed RECORD path may come from: itself, or
     ``{name}-{ver}.data/purelib|platlib/…``; the installed dist-info's own files from the
-    wheel's dist-info. None for a path that is absolute, climbs, or holds a NUL."""
+    wheel's dist-info. Empty for a path that is absolute, climbs, or holds a NUL."""
     if not path or "\0" in path or "\\" in path or path.startswith("/"):
         return []
     parts = path.split("/")
