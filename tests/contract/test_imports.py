@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from driftscan.environment.managers.registry import MANAGERS
+
 HEAVY = ["libcst", "git", "driftscan.modeldir", "driftscan.snapshot.run", "driftscan.modeldir.hfcache",
          "driftscan.lint.engine", "driftscan.pristine", "driftscan.pipeline.changes", "driftscan.formats.patch",
          "driftscan.environment.verify", "driftscan.environment.records", "driftscan.environment.unowned"]
@@ -22,9 +24,10 @@ def test_importing_the_cli_and_the_api_stays_light():
     assert json.loads(proc.stdout) == []
 
 
-# A clean venv's audit has no drift: no original is looked for, so neither is the pristine package imported.
-SYSTEM_READERS = ["driftscan.environment.managers.conda", "driftscan.environment.managers.dpkg", "driftscan.environment.managers.placeholders",
-                  "driftscan.pristine", "driftscan.pipeline.changes"]
+# Every registered package manager's module, imported only where its records may be. A clean venv's
+# audit has no drift: no original is looked for, so neither is the pristine package imported.
+SYSTEM_READERS = [f"driftscan.environment.managers.{r.module}" for r in MANAGERS] + [
+    "driftscan.environment.managers.placeholders", "driftscan.pristine", "driftscan.pipeline.changes"]
 
 
 def test_auditing_a_venv_leaves_the_package_manager_readers_unimported(pristine_pip_venv):
