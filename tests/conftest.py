@@ -175,12 +175,10 @@ def index_template(tmp_path_factory, wheelhouse):
 def index_venv(index_template, tmp_path, monkeypatch):
     """A fresh copy of ``index_template``; the racy window shrunk to nothing, so files written now
     may be trusted (tests that need the real window restore it), and a private cache dir."""
-    from driftscan.caches import statcache as cache_mod
-    from driftscan.environment.fast import cleanindex
+    from driftscan.caches import racy
 
     copy = tmp_path / "v"
     shutil.copytree(index_template, copy, symlinks=True)
-    monkeypatch.setattr(cache_mod, "RACY_NS", 0)
-    monkeypatch.setattr(cleanindex, "RACY_NS", 0)
+    monkeypatch.setattr(racy, "RACY_NS", 0)
     monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
     return copy

@@ -31,6 +31,7 @@ import struct
 import xxhash
 
 from .location import user_cache_dir, write_cache_file  # noqa: F401 - user_cache_dir re-exported
+from .racy import settled_stat
 from ..fs.reader import LIMITS, read_regular
 from ..core.values import Hash, RecordEntry, RecordRows
 from ..formats.record import ParsedRecord, RecordIssue
@@ -39,7 +40,6 @@ FORMAT = b"driftscan-statcache-4\n"
 RECORDS_FORMAT = b"driftscan-records-1\n"
 CLEAN_FORMAT = b"driftscan-cleanindex-1\n"
 OWNED_FORMAT = b"driftscan-owned-1\n"
-RACY_NS = 2_000_000_000  # two seconds: covers FAT/SMB timestamp granularity
 # (size, mtime_ns, ctime_ns, inode, device), packed: one bytes value per file keeps a 200,000-file
 # cache small in memory, and an unchanged file is recognised by one bytes comparison.
 SIGNATURE = struct.Struct("<QqqQQ")
@@ -243,7 +243,7 @@ class StatCache:
     def remember_record(self, path: str, st: os.stat_result, allow_hex: bool, parsed: ParsedRecord,
                         read_at: int) -> None:
         """Keep a parse for next time, under the same racy-clean rule as digests."""
-        if max(st.st_mtime_ns, st.st_ctime_ns) >= read_at - RACY_NS or not signature(st):
+        if not settled_stat(st, read_at) or not signature(st):
             return
         self._records[path] = (signature(st), allow_hex, parsed)  # flattened when saved
         self._records_dirty = True
@@ -268,7 +268,7 @@ class StatCache:
     def store(self, path: str, st: os.stat_result, algorithm: str, digest: bytes, hashed_at: int) -> None:
         """Remember a digest, unless the file changed too shortly before ``hashed_at`` to be sure
         the content read is the content its timestamps describe (git's racy-clean rule)."""
-        if max(st.st_mtime_ns, st.st_ctime_ns) >= hashed_at - RACY_NS:
+        if not settled_stat(st, hashed_at):
             return
         head = signature(st)
         if head:

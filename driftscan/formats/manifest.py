@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 
 import xxhash
 
+from ..caches.racy import settled
 from ..fs.atomic import write_atomic
 from ..core.errors import DriftscanError
 from ..fs.reader import (
@@ -67,7 +68,6 @@ TEXT_NAMES = (".gitattributes", ".gitignore", "LICENSE", "README", "NOTICE")
 # not: embedding every .py of a 40,000-file venv made a 168 MB snapshot and 0.8 GB of memory.
 CODE_SUFFIXES = (".py",)
 MAX_TREE_MANIFEST = 64 << 20  # a model directory's own manifest: a few hundred files, a few MB
-RACY_NS = 2_000_000_000  # as the stat cache's (cache.RACY_NS): covers FAT/SMB timestamp granularity
 MAX_MANIFEST = LIMITS["manifest"]  # embedded text is capped per file; a larger manifest is not one of ours
 
 
@@ -136,7 +136,7 @@ class Manifest:
         ctime = entry.ctime_ns
         return (started is not None and ctime is not None and ctime == st.st_ctime_ns
                 and entry.mtime_ns == st.st_mtime_ns and entry.size == st.st_size and entry.mode == st.st_mode
-                and entry.mtime_ns < started - RACY_NS and ctime < started - RACY_NS)
+                and settled(entry.mtime_ns, ctime, started))
 
 
 # ---- what belongs to a directory -------------------------------------------------------------

@@ -34,12 +34,12 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import cast
 
+from ..caches.racy import settled, settled_stat
 from ..caches.location import write_cache_file
 from ..fs.reader import inside, read_regular
 from ..core.values import Finding, Severity
 
 FORMAT = b"driftscan-scancache-2"
-RACY_NS = 2_000_000_000
 MAX_BYTES = 256 << 20  # a cache file larger than this is not read
 MEMOS = 8  # selections remembered per cache file
 _SEVERITIES = {s.value: s for s in Severity}
@@ -228,7 +228,7 @@ class ResultCache:
 
     def store(self, path: str, st: os.stat_result, row, started_ns: int) -> None:
         """Remember a file's row, unless the file changed too shortly before ``started_ns``."""
-        if max(st.st_mtime_ns, st.st_ctime_ns) >= started_ns - RACY_NS:
+        if not settled_stat(st, started_ns):
             return
         _, findings, nbytes, parsed, error = row
         if error is not None or findings is None:
@@ -318,7 +318,7 @@ class OutcomeMemo:
         """Remember the stage's outcome (see the class docstring); silently skipped when a file is
         too recent or the cache cannot be written."""
         stats = self._stats()
-        if stats is None or any(max(sig[1], sig[2]) >= self.started_ns - RACY_NS for sig in stats.values()):
+        if stats is None or any(not settled(sig[1], sig[2], self.started_ns) for sig in stats.values()):
             return
         doc = {"files": stats, "guards": [[p, _guard(p)] for p in guard_paths(sources, plugins)],
                "by_path": {p: [_pack(f) for f in fs] for p, fs in by_path.items() if p in stats},

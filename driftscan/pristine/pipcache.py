@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 
+from ..caches.racy import RACY_NS  # a directory changed this recently is listed again next time
 from ..fs.atomic import write_atomic
 from ..caches.statcache import user_cache_dir
 from ..core.errors import ConfigError
@@ -41,7 +42,6 @@ MAX_INDEXED = 5000  # bodies whose central directory one run reads (the rest wai
 CD_INDEX_CAP = 16 << 20  # bytes of one central directory read for the index
 MAX_DIRS = 500_000  # directories of the cache looked at
 MAX_DEPTH = 8  # pip's http-v2 is five levels deep
-RACY_NS = 2_000_000_000  # a directory changed this recently is listed again next time
 _RECORD = re.compile(r"([^/]+)-([^/]+)\.dist-info/RECORD")
 _LOCAL_HEADER = b"PK\x03\x04"
 

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 
 import xxhash
 
+from ..caches.racy import settled_stat
 from ..fs.atomic import write_atomic
 from ..modeldir.hfcache import containment_root
 from ..modeldir.provenance import detect_layout
@@ -35,7 +36,6 @@ from ..fs.reader import POOL_MIN, map_by_size, open_regular, read_opened
 from ..formats.manifest import (
     EMBED_LIMIT,
     MAX_MANIFEST,
-    RACY_NS,
     REDO,
     Manifest,
     ManifestEntry,
@@ -366,7 +366,7 @@ def _loaded_from_cache(path: str, st: os.stat_result) -> list[tuple[Root, str, M
 def _remember_loaded(path: str, st: os.stat_result, roots: list[tuple[Root, str, Manifest]]) -> None:
     """Keep what was validated, if the snapshot file is older than the racy window (a file
     rewritten within the same clock tick could keep its signature)."""
-    if max(st.st_mtime_ns, st.st_ctime_ns) > time.time_ns() - RACY_NS:
+    if not settled_stat(st, time.time_ns()):
         return
     try:
         value = (_signature(st), [(root.kind.value, None if part == path else n, m.root, m.created, m.tool,
@@ -383,7 +383,7 @@ def _remember_loaded(path: str, st: os.stat_result, roots: list[tuple[Root, str,
 def _identify(path: str, st: os.stat_result, roots: list[tuple[Root, str, Manifest]]) -> list[tuple[Root, str, Manifest]]:
     """Each manifest with its ``identity`` (the snapshot file's path and signature, the root's
     number), if the file is older than the racy window: what the diff index is kept under."""
-    if max(st.st_mtime_ns, st.st_ctime_ns) > time.time_ns() - RACY_NS:
+    if not settled_stat(st, time.time_ns()):
         return roots
     real = os.path.realpath(path)
     return [(root, part, replace(m, identity=(real, *_signature(st), n))) for n, (root, part, m) in enumerate(roots)]

@@ -37,7 +37,8 @@ from typing import NamedTuple
 
 import xxhash
 
-from ..formats.manifest import RACY_NS, Manifest
+from ..caches.racy import settled
+from ..formats.manifest import Manifest
 
 FORMAT = b"driftscan-diff-index-3\n"  # 3: the manifest's entries the walk did not find
 MAX_INDEX = 1 << 30
@@ -125,9 +126,8 @@ def save(manifest: Manifest, root: str, limit: int, dirs: dict[str, tuple | None
     key = _key(manifest, root, limit)
     if key is None or "" not in dirs:
         return
-    bound = walk_started_ns - RACY_NS
     for sig in dirs.values():
-        if sig is None or max(sig[0], sig[1]) >= bound:
+        if sig is None or not settled(sig[0], sig[1], walk_started_ns):
             return  # a directory changed within the racy window: its listing is not vouched for
     files = manifest.files
     try:

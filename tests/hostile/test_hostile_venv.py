@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import driftscan.api as api
+from driftscan.caches import racy
 from driftscan import TargetError, audit
 from driftscan.caches import statcache as cache_mod
 from driftscan.environment.fast import cleanindex
@@ -296,8 +297,7 @@ def test_duplicate_rows_with_different_hashes_are_reported(venv):
 def _clean_then_add(venv: Path, monkeypatch, link: str) -> tuple[list, list, bool]:
     """Link ``link`` (site-packages or bin) to a directory inside the venv, audit clean, add a
     file through the real directory; (warm drifts, --no-cache drifts, index used)."""
-    monkeypatch.setattr(cache_mod, "RACY_NS", 0)
-    monkeypatch.setattr(cleanindex, "RACY_NS", 0)
+    monkeypatch.setattr(racy, "RACY_NS", 0)
     site = site_of(venv)
     (site / "six.py").write_bytes((site / "six.py").read_bytes().replace(b"# edited\n", b""))
     path = site if link == "site" else venv / "bin"
@@ -358,8 +358,7 @@ def _damage(path: Path, how: str) -> None:
 
 @pytest.mark.parametrize("how", ["garbage", "truncated", "fifo", "huge", "forged"])
 def test_a_damaged_cache_file_is_ignored(venv, tmp_path, monkeypatch, how):
-    monkeypatch.setattr(cache_mod, "RACY_NS", 0)
-    monkeypatch.setattr(cleanindex, "RACY_NS", 0)
+    monkeypatch.setattr(racy, "RACY_NS", 0)
     baseline = audit(venv=str(venv), use_cache=False)
     audit(venv=str(venv))
     (site_of(venv) / "six.py").write_bytes((site_of(venv) / "six.py").read_bytes().replace(b"# edited\n", b""))

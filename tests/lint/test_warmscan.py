@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import driftscan.lint.scan as scan_module
+from driftscan.caches import racy
 from driftscan.lint import scancache
 from driftscan.lint.rules.debugger_call import DebuggerCall
 from driftscan.lint.scancache import ResultCache
@@ -24,7 +25,7 @@ def tree(tmp_path):
 @pytest.fixture
 def full_scans(monkeypatch):
     """Calls that reached the full scan, each as whether it was handed the walk."""
-    monkeypatch.setattr(scancache, "RACY_NS", 0)  # files written just now may be stored
+    monkeypatch.setattr(racy, "RACY_NS", 0)  # files written just now may be stored
     calls = []
     real = scan_module.scan_paths
 

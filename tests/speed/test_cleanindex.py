@@ -15,6 +15,7 @@ import time
 import pytest
 
 import driftscan.api as api
+from driftscan.caches import racy
 from driftscan.caches import statcache as cache_mod
 from driftscan.environment.fast import cleanindex
 from driftscan.environment import verify as pipeline
@@ -168,7 +169,7 @@ def test_index_waits_out_the_racy_window(template, tmp_path, monkeypatch):
     audit(copy)
     assert audit(copy)[1] is False  # nothing old enough to vouch for
     newest = max(os.lstat(os.path.join(d, n)).st_ctime_ns for d, dirs, names in os.walk(copy) for n in names + dirs)
-    time.sleep(max(0.0, (newest + cache_mod.RACY_NS) / 1e9 - time.time() + 0.2))
+    time.sleep(max(0.0, (newest + racy.RACY_NS) / 1e9 - time.time() + 0.2))
     audit(copy)
     assert audit(copy)[1] is True
 

@@ -9,6 +9,8 @@ import json
 import os
 import time
 
+from driftscan.caches import racy
+
 from driftscan.lint import scancache
 from driftscan.lint.scancache import OutcomeMemo
 from driftscan.core.values import Finding, Severity
@@ -74,7 +76,7 @@ FINDING = Finding("DBG101", "torch-save-call", Severity.HIGH, 1, 1, "torch.save"
 
 
 def test_outcome_memo_round_trip_and_what_breaks_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(scancache, "RACY_NS", 0)
+    monkeypatch.setattr(racy, "RACY_NS", 0)
     paths = _files(tmp_path)
     guard = tmp_path / "rule.py"
     guard.write_text("# rule\n")
@@ -102,7 +104,7 @@ def test_outcome_memo_is_not_stored_for_files_changed_within_the_racy_window(tmp
 
 
 def test_a_forged_outcome_memo_is_a_miss(tmp_path, monkeypatch):
-    monkeypatch.setattr(scancache, "RACY_NS", 0)
+    monkeypatch.setattr(racy, "RACY_NS", 0)
     paths = _files(tmp_path)
     memo_dir = str(tmp_path / "memo")
     OutcomeMemo(memo_dir, "sel", paths).store({paths[0]: [FINDING]}, [(paths[0], FINDING)], [], [], plugins=False)

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from driftscan.caches import racy
 from driftscan.caches.statcache import StatCache
 from driftscan.environment import resolve_target
 from fixtures.harness import settle
@@ -80,7 +81,7 @@ def prehash_everything(monkeypatch):
     from driftscan.environment.fast import prehash
 
     monkeypatch.setattr(prehash, "LARGE", 1)
-    monkeypatch.setattr(prehash, "RACY_NS", 0)
+    monkeypatch.setattr(racy, "RACY_NS", 0)
     monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
     return prehash
 

@@ -13,6 +13,7 @@ import time
 import pytest
 
 import driftscan.lint.scan as scan_module
+from driftscan.caches import racy
 from driftscan.lint import scan_paths
 from driftscan.lint import scancache
 from driftscan.lint.scancache import FORMAT, ResultCache
@@ -22,7 +23,7 @@ from fixtures.scantrees import FILES, view as _view, write_tree as _tree
 def cache_dir(tmp_path, monkeypatch):
     # Files made by a test have a ctime of now: without a racy window they may be stored
     # (the racy-window test puts it back).
-    monkeypatch.setattr(scancache, "RACY_NS", 0)
+    monkeypatch.setattr(racy, "RACY_NS", 0)
     return str(tmp_path / "cache")
 
 
@@ -65,7 +66,7 @@ def test_a_changed_file_is_scanned_again(tmp_path, cache_dir):
 
 
 def test_a_file_changed_within_the_racy_window_is_not_stored(tmp_path, cache_dir, monkeypatch):
-    monkeypatch.setattr(scancache, "RACY_NS", 2_000_000_000)
+    monkeypatch.setattr(racy, "RACY_NS", 2_000_000_000)
     tree = _tree(tmp_path / "tree", mtime=time.time())
     scan_paths([str(tree)], jobs=1, cache=ResultCache(cache_dir))
     cache = ResultCache(cache_dir)

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from driftscan.caches import racy
 from driftscan.formats import manifest as M
 from driftscan.api import diff, snapshot
 from driftscan.snapshot import run as S
@@ -244,7 +245,7 @@ def test_messages_carry_every_file_whole():
 
 def test_the_load_cache_in_columns_is_the_manifest(tmp_path, monkeypatch):
     monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(S, "RACY_NS", -10**12)
+    monkeypatch.setattr(S, "settled_stat", lambda st, started_ns: True)
     root = hostile_tree(tmp_path / "t")
     snap = tmp_path / "snap.json"
     snapshot(str(snap), model_dirs=[str(root)])
@@ -372,7 +373,7 @@ def test_an_index_served_diff_shared_in_pieces_reports_what_the_walk_does(tmp_pa
 
     monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
     monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(S, "RACY_NS", -10**12)
+    monkeypatch.setattr(S, "settled_stat", lambda st, started_ns: True)
     monkeypatch.setattr(T, "SPLIT_MIN_FILES", 10)
     monkeypatch.setattr(T, "CHUNK_FILES", 7)
     monkeypatch.setattr(T, "CHUNK_DIRS", 3)

@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 import pytest
 
+from driftscan.caches import racy
+
 from driftscan.formats import manifest as M
 from driftscan.api import diff, snapshot
 from driftscan.core.values import Problem
@@ -355,7 +357,7 @@ def test_a_bundle_loads_as_it_did_when_each_part_was_written_out(tmp_path, monke
 
 def test_the_load_cache_serves_only_the_same_file(tmp_path, monkeypatch):
     monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(S, "RACY_NS", -10**12)  # a snapshot written just now may be remembered
+    monkeypatch.setattr(S, "settled_stat", lambda st, started_ns: True)  # a snapshot written just now may be remembered
     root = make_tree(tmp_path / "m")
     snap = tmp_path / "snap.json"
     assert snapshot(str(snap), model_dirs=[str(root)]) == []
@@ -413,7 +415,7 @@ def indexed(tmp_path, monkeypatch):
     the snapshot file itself), and a diff that wrote the index."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(cache))
-    monkeypatch.setattr(S, "RACY_NS", -10**12)
+    monkeypatch.setattr(S, "settled_stat", lambda st, started_ns: True)
     root = make_tree(tmp_path / "m")
     (root / "sub" / "deeper").mkdir()
     (root / "sub" / "deeper" / "x.txt").write_text("x\n")
@@ -491,7 +493,7 @@ def test_the_index_takes_one_lstat_per_file_and_one_stat_per_directory(indexed, 
     (root / "link.json").unlink()  # regular files only: each costs the walk's lstat and nothing more
     diff(str(snap))  # the full walk (the root changed), which writes the index again
     os.utime(root, ns=(OLD, OLD))
-    time.sleep(max(0.0, (os.stat(root).st_ctime_ns + M.RACY_NS) / 1e9 - time.time() + 0.1))  # the root's ctime too
+    time.sleep(max(0.0, (os.stat(root).st_ctime_ns + racy.RACY_NS) / 1e9 - time.time() + 0.1))  # the root's ctime too
     files = sum(1 for p in root.rglob("*") if p.is_file())
     dirs = 1 + sum(1 for p in root.rglob("*") if p.is_dir())
     for path in _index_files(cache):
@@ -545,7 +547,7 @@ def test_a_rewritten_snapshot_is_not_served_by_the_old_index(indexed):
 def test_a_recently_changed_directory_is_not_indexed(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(cache))
-    monkeypatch.setattr(S, "RACY_NS", -10**12)
+    monkeypatch.setattr(S, "settled_stat", lambda st, started_ns: True)
     root = make_tree(tmp_path / "m")
     snap = tmp_path / "snap.json"
     assert snapshot(str(snap), model_dirs=[str(root)]) == []
@@ -581,7 +583,7 @@ def test_modified_files_in_the_forked_walkers_share_are_reported(tmp_path, monke
 
 def test_the_consistency_checks_run_on_an_indexed_diff(tmp_path, monkeypatch):
     monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(S, "RACY_NS", -10**12)
+    monkeypatch.setattr(S, "settled_stat", lambda st, started_ns: True)
     root = tmp_path / "m"
     root.mkdir()
     (root / "model.safetensors.index.json").write_text(json.dumps(
@@ -589,7 +591,7 @@ def test_the_consistency_checks_run_on_an_indexed_diff(tmp_path, monkeypatch):
     (root / "config.json").write_text("{}")
     for path in (*root.iterdir(), root):
         os.utime(path, ns=(OLD, OLD))
-    time.sleep(max(0.0, (os.stat(root).st_ctime_ns + M.RACY_NS) / 1e9 - time.time() + 0.1))
+    time.sleep(max(0.0, (os.stat(root).st_ctime_ns + racy.RACY_NS) / 1e9 - time.time() + 0.1))
     snap = tmp_path / "snap.json"
     assert snapshot(str(snap), model_dirs=[str(root)]) == []
     served = []

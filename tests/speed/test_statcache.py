@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-from driftscan.caches.statcache import RACY_NS, StatCache
+from driftscan.caches.racy import RACY_NS
+from driftscan.caches.statcache import StatCache
 from driftscan.environment import resolve_target
 from driftscan.environment.verify import verify
 

@@ -13,6 +13,7 @@ import time
 import pytest
 
 import driftscan.lint.scan as scan_module
+from driftscan.caches import racy
 from driftscan.lint import scancache
 from driftscan.lint.scancache import FORMAT, ResultCache
 from fixtures.scantrees import view as _view, write_tree as _tree
@@ -21,7 +22,7 @@ from fixtures.harness import run_cli_imports
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setattr(scancache, "RACY_NS", 0)  # files made now may be stored
+    monkeypatch.setattr(racy, "RACY_NS", 0)  # files made now may be stored
     return str(tmp_path / "cache")
 
 

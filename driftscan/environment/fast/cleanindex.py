@@ -37,7 +37,8 @@ import stat
 import struct
 from array import array
 
-from ...caches.statcache import RACY_NS, SIGNATURE, signature, tag
+from ...caches.racy import settled
+from ...caches.statcache import SIGNATURE, signature, tag
 from ...core.values import (Area, Distribution, DriftKind, FileCheck, MetadataKind, RecordRows, Target, TargetKind,
                        Unverifiable, Verification)
 from ...fs.helpers import Child, may_fork
@@ -89,7 +90,7 @@ def _roots(target: Target) -> list[str]:
 
 def _old_enough(sig: bytes, started_ns: int) -> bool:
     _, mtime, ctime, _, _ = SIGNATURE.unpack(sig)
-    return max(mtime, ctime) < started_ns - RACY_NS
+    return settled(mtime, ctime, started_ns)
 
 
 def build_index(target: Target, verification: Verification, rows, presence: list[bool], unseen: list[int],

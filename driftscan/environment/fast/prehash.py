@@ -21,7 +21,8 @@ import stat
 import struct
 import time
 
-from ...caches.statcache import RACY_NS, SIGNATURE, signature
+from ...caches.racy import settled_stat
+from ...caches.statcache import SIGNATURE, signature
 from ...fs.containment import Containment
 from ..target import containment_for_site_packages
 from ...fs.reader import NOFOLLOW, READ_FLAGS, read_kind
@@ -179,7 +180,7 @@ def _child(site_packages: tuple[str, ...], containment: Containment, out: int, s
         finally:
             os.close(fd)
         sig = signature(st)
-        if sig and max(st.st_mtime_ns, st.st_ctime_ns) < started - RACY_NS:
+        if sig and settled_stat(st, started):
             _send(out, ("done", path, sig, algorithm, hasher.digest(), started))
 
 

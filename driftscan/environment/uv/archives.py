@@ -23,7 +23,8 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ...caches.statcache import RACY_NS, _read_framed, _write_framed, signature
+from ...caches.racy import settled_stat
+from ...caches.statcache import _read_framed, _write_framed, signature
 from .cache import IndexedArchive, index_roots, indexed_archives, list_archives, MAX_ARCHIVES
 from ...fs.reader import LIMITS, os_error, read_regular_stat
 from ...core.values import Area, Distribution, DriftKind, FileCheck, Problem
@@ -118,7 +119,7 @@ class CleanArchives:
                 st = os.lstat(path)
             except OSError:
                 return None
-            if started is not None and max(st.st_mtime_ns, st.st_ctime_ns) >= started - RACY_NS:
+            if started is not None and not settled_stat(st, started):
                 return None  # changed too recently to be sure of what was read
             sig = signature(st)
             if not sig:
