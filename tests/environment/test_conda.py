@@ -29,7 +29,7 @@ from driftscan.environment.managers.conda import (
 from driftscan.environment.dists import find_distributions
 from driftscan.fs.containment import Containment
 from driftscan.environment.files import MISSING, MODIFIED, OK, TYPE_CHANGED, check_entry
-from driftscan.environment.managers.placeholders import PRESENCE_ONLY, check_placeholder, restore_binary
+from driftscan.environment.managers.placeholders import PRESENCE_ONLY, check_placeholder
 from fixtures import conda as fx
 from fixtures.harness import replace_by_rename
 
@@ -288,16 +288,6 @@ def test_symlinked_prefix_substitutes_its_real_path(pristine, tmp_path):
     full, entry, ph = placeholder_of(parsed, "etc/demo/config.ini")
     result = check_placeholder(full, entry, ph, str(alias))
     assert result.status == OK and os.path.realpath(pristine) in result.detail
-
-
-def test_restore_binary_leaves_unpadded_occurrences_alone():
-    placeholder, prefix = "/p" * 20, "/opt/env"
-    original = b"A" + placeholder.encode() + b"/lib\0" + b"/opt/env/natural\0" + placeholder.encode() + b"/x"
-    pad = len(placeholder) - len(prefix)
-    linked = (b"A" + prefix.encode() + b"/lib" + b"\0" * pad + b"\0" + b"/opt/env/natural\0"
-              + prefix.encode() + b"/x" + b"\0" * pad)  # the last string runs to the end: rattler pads it
-    assert len(linked) == len(original)
-    assert restore_binary(linked, placeholder, prefix) == original
 
 
 # -- records older or other installers write ------------------------------------------------------
