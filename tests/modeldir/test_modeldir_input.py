@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-from pathlib import Path
 
 import pytest
-import xxhash
 
 from driftscan.core.errors import TargetError
 from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from driftscan.modeldir import NO_PROVENANCE, verify_model_dir
-from driftscan.modeldir.hashing import DIRECT_MIN, Meter, hash_file
 from fixtures.modeldirs import build_cache_repo, build_git_clone, build_local_dir, seed_files
 
 
@@ -78,60 +74,3 @@ def test_output_is_sorted_and_deterministic(tmp_path):
     first, second = verify_model_dir(str(root), jobs=1), verify_model_dir(str(root), jobs=2)
     assert first.checks == second.checks
     assert [c.path for c in first.checks] == sorted(c.path for c in first.checks)
-
-
-@pytest.mark.parametrize("where", ["tmp", "shm"])
-def test_large_file_hashes_agree_with_hashlib(tmp_path, where):
-    """Large files are read with O_DIRECT where the filesystem allows it, buffered otherwise."""
-    base = tmp_path if where == "tmp" else Path("/dev/shm")
-    if not base.is_dir():
-        pytest.skip("no /dev/shm")
-    path = base / f"driftscan-test-{os.getpid()}-{where}.bin"
-    try:
-        with open(path, "wb") as f:
-            f.truncate(DIRECT_MIN + 12345)  # not a multiple of any block size
-            f.seek(DIRECT_MIN)
-            f.write(b"tail data that is not a hole")
-        data = path.read_bytes()
-        meter = Meter()
-        digests, content, st = hash_file(str(path), ("sha256", "git-sha1", "xxh3_128"), meter, keep=False)
-        assert digests == {"sha256": hashlib.sha256(data).hexdigest(),
-                           "git-sha1": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
-                           "xxh3_128": xxhash.xxh3_128(data).hexdigest()}
-        assert content is None and meter.hashed == len(data) == st.st_size
-        _, kept, _ = hash_file(str(path), ("sha256",), Meter(), keep=True)
-        assert kept == data
-    finally:
-        path.unlink(missing_ok=True)
-
-
-@pytest.mark.parametrize("refuse", ["open", "read"])
-def test_direct_io_refused_falls_back_to_buffered_reads(tmp_path, monkeypatch, refuse):
-    """Some FUSE and network filesystems refuse O_DIRECT at open, others only at the first read."""
-    import errno
-
-    from driftscan.modeldir import hashing as modeldir_hash
-
-    path = tmp_path / "shard.bin"
-    with open(path, "wb") as f:
-        f.truncate(DIRECT_MIN)
-        f.write(b"head")
-    real_open, attempts = os.open, []
-
-    def fake_open(p, flags, *args):
-        if flags & modeldir_hash._DIRECT:
-            attempts.append(p)
-            if refuse == "open":
-                raise OSError(errno.EINVAL, "Invalid argument")
-        return real_open(p, flags, *args)
-
-    def fake_preadv(*_args):
-        raise OSError(errno.EINVAL, "Invalid argument")
-
-    monkeypatch.setattr(modeldir_hash.os, "open", fake_open)
-    monkeypatch.setattr(modeldir_hash.os, "preadv", fake_preadv)
-    meter = Meter()
-    digests, _, _ = hash_file(str(path), ("sha256",), meter, keep=False)
-    assert attempts == [str(path)]
-    assert digests["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert meter.hashed == DIRECT_MIN
