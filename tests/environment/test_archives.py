@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from driftscan.caches import racy
 from driftscan.core.values import Area, Distribution, DriftKind
 from driftscan.environment.uv import archives as a
 from envtree import install
@@ -109,7 +110,7 @@ def test_no_cache_and_named_archives(cache, tmp_path):
 
 
 def test_a_clean_archive_is_settled_by_its_signatures_next_time(cache, tmp_path, monkeypatch):
-    monkeypatch.setattr(a, "RACY_NS", 0)
+    monkeypatch.setattr(racy, "RACY_NS", 0)
     root = archive(cache, "A1")
     past = 1_600_000_000
     for dirpath, _, names in os.walk(root):

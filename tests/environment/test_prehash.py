@@ -8,10 +8,11 @@ import os
 
 import pytest
 
+from driftscan.caches import racy
 from driftscan.environment.fast import prehash
 from driftscan.environment.fast.prehash import Prehasher, usable
 from driftscan.fs.containment import Containment
-from driftscan.caches.statcache import RACY_NS as REAL_RACY_NS
+from driftscan.caches.racy import RACY_NS as REAL_RACY_NS
 from envtree import install
 
 OLD = 1_600_000_000  # seconds: files older than the racy window
@@ -20,7 +21,7 @@ OLD = 1_600_000_000  # seconds: files older than the racy window
 @pytest.fixture
 def site(tmp_path, monkeypatch):
     monkeypatch.setattr(prehash, "LARGE", 64)  # "large" is 64 bytes here
-    monkeypatch.setattr(prehash, "RACY_NS", 0)  # (a ctime cannot be set back: no racy window)
+    monkeypatch.setattr(racy, "RACY_NS", 0)  # (a ctime cannot be set back: no racy window)
     site = tmp_path / "site"
     install(site, "big", "1.0", {"big/a.so": b"A" * 200, "big/b.so": b"B" * 100, "big/small.py": b"tiny",
                                  "big/wrong-size.so": b"C" * 100})
@@ -56,7 +57,7 @@ def test_a_digest_is_unusable_once_the_file_changed(site, monkeypatch):
 
 def test_a_file_changed_just_now_is_not_hashed(site, monkeypatch):
     monkeypatch.setenv("DRIFTSCAN_FORK", "fork")
-    monkeypatch.setattr(prehash, "RACY_NS", REAL_RACY_NS)
+    monkeypatch.setattr(racy, "RACY_NS", REAL_RACY_NS)
     (site / "big/a.so").write_bytes(b"A" * 200)  # inside the racy window: its digest could be stale
     assert str(site / "big/a.so") not in Prehasher((str(site),)).finish()
 

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from driftscan.caches import racy
 from driftscan.caches import statcache
 from driftscan.environment import files
 from driftscan.environment.fast.smallfiles import CHILD_MIN_FILES, SmallFilesChild, child_share
@@ -41,7 +42,7 @@ def test_the_child_takes_the_small_files_the_caller_leaves():
 
 
 def test_the_child_matches_rows_and_earns_cache_entries(tmp_path, monkeypatch):
-    monkeypatch.setattr(statcache, "RACY_NS", 0)
+    monkeypatch.setattr(racy, "RACY_NS", 0)
     rows = []
     for i in range(6):
         path = tmp_path / f"f{i}.py"

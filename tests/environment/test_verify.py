@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from driftscan.caches import racy
 from driftscan.core.values import DriftKind
 from driftscan.environment.target import venv_target
 from driftscan.environment.verify import verify
@@ -72,8 +73,7 @@ def test_a_clean_result_leaves_a_clean_index(venv, tmp_path, monkeypatch):
     from driftscan.caches import statcache
     from driftscan.environment.fast import cleanindex
 
-    monkeypatch.setattr(statcache, "RACY_NS", 0)
-    monkeypatch.setattr(cleanindex, "RACY_NS", 0)
+    monkeypatch.setattr(racy, "RACY_NS", 0)
     root, _ = venv
     cache = statcache.StatCache(str(tmp_path / "stat-cache"))
     captured = {}

@@ -199,8 +199,6 @@ def test_way_back_removes_an_edited_blob_before_downloading_again(repo):
                           f"hf download nvidia/Kimi-K2.5-NVFP4 config.json --revision {COMMIT}")
 
 
-@pytest.mark.xfail(strict=True, reason="way_back removes blobs/<etag> for every MODIFIED check, also when sed -i"
-                   " replaced the symlink and the blob is intact (and may be linked by other snapshots)")
 def test_way_back_of_a_replaced_symlink_leaves_the_intact_blob(repo):
     from driftscan.modeldir.provenance import hubcache
 
@@ -212,8 +210,6 @@ def test_way_back_of_a_replaced_symlink_leaves_the_intact_blob(repo):
     assert way.remedy == f"rm {check.path} && hf download nvidia/Kimi-K2.5-NVFP4 config.json"
 
 
-@pytest.mark.xfail(strict=True, reason="_repo_dir climbs to / and returns it when no folder above holds blobs/,"
-                   " so the 'restore it from its source' branch is never taken")
 def test_way_back_outside_a_repository(tmp_path):
     from driftscan.core.values import FileCheck
     from driftscan.modeldir.provenance import hubcache

@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from driftscan.caches import racy
 from driftscan.core.errors import TargetError
 from driftscan.core.values import DriftKind, LayoutKind, Prediction, Scope
 from driftscan.formats import manifest as M
@@ -98,7 +99,7 @@ def test_only_an_old_snapshot_file_is_identified_for_the_diff_index(model, tmp_p
     out = snap_one(model, tmp_path)
     [(_, _, fresh)] = load_snapshot(str(out), str(tmp_path), use_cache=True)
     assert fresh.identity is None  # written within the racy window: it could change unseen
-    monkeypatch.setattr(S, "RACY_NS", 0)
+    monkeypatch.setattr(racy, "RACY_NS", 0)
     [(_, _, old)] = load_snapshot(str(out), str(tmp_path), use_cache=True)
     st = os.stat(out)
     assert old.identity == (os.path.realpath(out), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev, 0)
@@ -143,7 +144,7 @@ def test_diff_runs_the_consistency_checks(model, tmp_path, monkeypatch):
 
 
 def test_trust_settles_unchanged_files_by_signature(model, tmp_path, monkeypatch):
-    monkeypatch.setattr(M, "RACY_NS", 0)  # every file is older than the snapshot's start
+    monkeypatch.setattr(racy, "RACY_NS", 0)  # every file is older than the snapshot's start
     out = snap_one(model, tmp_path)
     with open(model / "config.json", "a") as f:
         f.write(" ")

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from driftscan.formats.manifest import RACY_NS, Manifest, ManifestEntry, scan_dirs
+from driftscan.caches.racy import RACY_NS
+from driftscan.formats.manifest import Manifest, ManifestEntry, scan_dirs
 from driftscan.snapshot import treeindex
 from driftscan.snapshot.treeindex import dir_signature
 

@@ -321,9 +321,11 @@ def audit(ctx: Context, layout: ModelDirLayout, revision: str | None) -> KindRes
 def _repo_dir(root: str) -> str | None:
     """The ``models--ORG--NAME`` folder above a snapshot (the one holding ``blobs/``)."""
     parent = root
-    while parent and os.path.basename(parent) and not os.path.isdir(os.path.join(parent, "blobs")):
+    while os.path.basename(parent):
+        if os.path.isdir(os.path.join(parent, "blobs")):
+            return parent
         parent = os.path.dirname(parent)
-    return parent or None
+    return None
 
 
 def way_back(check: FileCheck, root: str, commit: str | None, memo: dict[Any, Any]) -> WayBack:
@@ -333,6 +335,9 @@ def way_back(check: FileCheck, root: str, commit: str | None, memo: dict[Any, An
     q_rel, q_path = shlex.quote(relpath(check.path, check.root)), shlex.quote(check.path)
     rev = f" --revision {shlex.quote(commit)}" if commit else ""  # the commit comes from the tree
     etag = check.expected.get("blob")
-    blob = os.path.join(repo_dir, "blobs", etag) if etag and check.kind is DriftKind.MODIFIED else None
+    # Edited through the snapshot's link, the blob itself changed and goes too; a link replaced by
+    # a file (sed -i, an editor's save) left the blob intact: the original other snapshots link to.
+    through_link = os.path.islink(check.path)
+    blob = os.path.join(repo_dir, "blobs", etag) if etag and check.kind is DriftKind.MODIFIED and through_link else None
     first = f"rm {shlex.quote(blob)} {q_path} && " if blob else f"rm {q_path} && "
     return WayBack(f"{first}hf download {shlex.quote(repo_id_of(repo_dir))} {q_rel}{rev}")
