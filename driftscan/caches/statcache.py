@@ -36,6 +36,10 @@ from ..fs.reader import LIMITS, read_regular
 from ..core.values import Hash, RecordEntry, RecordRows
 from ..formats.record import ParsedRecord, RecordIssue
 
+# A RECORD longer than this is parsed again at every audit rather than kept: its parse would cost
+# the cache more memory and time than it saves (a torch RECORD has some 15,000 rows).
+RECORD_ROWS_KEPT = 200_000
+
 FORMAT = b"driftscan-statcache-4\n"
 RECORDS_FORMAT = b"driftscan-records-1\n"
 CLEAN_FORMAT = b"driftscan-cleanindex-1\n"
@@ -243,7 +247,7 @@ class StatCache:
     def remember_record(self, path: str, st: os.stat_result, allow_hex: bool, parsed: ParsedRecord,
                         read_at: int) -> None:
         """Keep a parse for next time, under the same racy-clean rule as digests."""
-        if not settled_stat(st, read_at) or not signature(st):
+        if not settled_stat(st, read_at) or not signature(st) or len(parsed.entries) > RECORD_ROWS_KEPT:
             return
         self._records[path] = (signature(st), allow_hex, parsed)  # flattened when saved
         self._records_dirty = True

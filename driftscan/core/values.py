@@ -30,6 +30,10 @@ class DriftKind(str, enum.Enum):
     # tree cannot backdate (lint/drifts.py): listed for review, never offered for deletion.
     POSSIBLE_DEBUG_ARTIFACTS = "possible-debug-artifacts"
     RESTORED = "restored"  # diff: differs from the snapshot, and matches RECORD again (back to pristine)
+    # A directory that is gone with the many files a RECORD lists under it (a deleted ``torch/``):
+    # one drift, its count and the first of its files in ``expected`` (environment/records.py).
+    MISSING_DIRECTORY = "missing-directory"
+    MISSING_FILES = "missing-files"  # as many missing from one directory that is still there
 
 
 class Scope(str, enum.Enum):

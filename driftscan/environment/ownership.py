@@ -104,6 +104,9 @@ class Ownership:
     def dist(self, i: int) -> Distribution:
         return self.dists[self._dist_of[i]]
 
+    def dist_number(self, i: int) -> int:
+        return self._dist_of[i]
+
     def entry(self, i: int) -> RecordEntry:
         return self._tables[self._dist_of[i]].entry(self._index[i])
 
@@ -122,6 +125,34 @@ class Ownership:
         tables = self._tables
         for k, j in zip(self._dist_of, self._index):
             yield k, tables[k], j
+
+    def rows_in_absent_directories(self) -> array:
+        """Rows whose file's directory does not exist: missing without a look of their own. One
+        lstat per directory rows name (not per row), relative paths split without building the
+        absolute path of each row: a RECORD of a million rows under a deleted ``torch/`` costs a
+        pass over its columns. Rows with a path of their own (``_odd``) are left to the checks."""
+        out = array("I")
+        gone: dict[tuple[int, str], bool] = {}
+        tables, prefix, odd = self._tables, self._prefix, self._odd
+        lstat = os.lstat
+        for i, (k, j) in enumerate(zip(self._dist_of, self._index)):
+            directory = tables[k].paths[j].rpartition("/")[0]
+            if not directory:
+                continue  # at the top of its site-packages, which is there
+            key = (k, directory)
+            absent = gone.get(key)
+            if absent is None:
+                try:
+                    lstat(prefix[k] + directory)
+                    absent = False
+                except FileNotFoundError:
+                    absent = True
+                except OSError:
+                    absent = False  # not a directory, no access...: each row's own check says
+                gone[key] = absent
+            if absent and i not in odd:
+                out.append(i)
+        return out
 
     def shared_rows(self) -> set[int]:
         """Rows whose path another row names too."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import operator
 import os
 import stat
@@ -114,30 +115,35 @@ def presence_only(rows: Sequence[Row], owners) -> list[bool]:
     return flags
 
 
-def _stat_pass(rows: Sequence[Row], presence: list[bool], cache,
-               links: Containment | None = None) -> tuple[list[files.EntryResult | None], Sequence[int]]:
+def _stat_pass(rows: Sequence[Row], presence: list[bool], cache, links: Containment | None = None,
+               settled: Sequence[int] = ()) -> tuple[list[files.EntryResult | None], Sequence[int]]:
     """Settle, one lstat per file at most, the files the stat cache knows unchanged. Rows the cache
     knows nothing of go straight to hashing, unstat'ed (the hashing path opens and fstat's them
     anyway). Presence-only rows are left to ``_presence_pass``. Anything unusual goes through
     ``check_entry``, which knows every case (symlinks, types, sizes, errors).
     A signature the cache knows settles a row without reading anything, wherever it is; every
     row that is read goes through ``Containment.row_problem`` first (in quick_check/check_entry).
+    ``settled``: rows known missing already (their directory is gone), left alone.
     Returns (results, rows to hash)."""
     lstat, is_reg, pack = os.lstat, stat.S_ISREG, SIGNATURE.pack
-    plain_ok, check = files._PLAIN_OK, files.check_entry
+    plain_ok, check = files._PLAIN_OK, _check
     known = cache.entries if cache is not None else {}
     entries, path_of = _access(rows)
     results: list[files.EntryResult | None] = [None] * len(entries)
+    for i in settled:
+        results[i] = ABSENT
     if not known:  # a cold audit: every row with content goes to hashing, no path needed
         # (row numbers in an array: a list of 26,000 int objects is 1 MB more at the hashing peak)
         pending = array("I", compress(range(len(presence)), map(operator.not_, presence)))
+        if settled:
+            pending = array("I", (i for i in pending if results[i] is None))
         if cache is not None:
             cache.misses += len(pending)
         return results, pending
     pending = array("I")
     sha256_tag = tag("sha256", b"")
     for i, entry in enumerate(entries):
-        if presence[i]:
+        if presence[i] or results[i] is not None:
             continue
         path = path_of(i)
         cached = known.get(path)
@@ -177,12 +183,14 @@ def _presence_pass(rows: Sequence[Row], presence: list[bool], results: list, uns
     (``unseen``: symlinks, other types, missing, outside the walked roots) get an lstat and, if
     odd, the full check. A hard link count only matters for a drift (uv's cache): an ok file is ok."""
     lstat, is_reg = os.lstat, stat.S_ISREG
-    plain_ok, check = files._PLAIN_OK, files.check_entry
+    plain_ok, check = files._PLAIN_OK, _check
     entries, path_of = _access(rows)
     for i, flag in enumerate(presence):
-        if flag:
+        if flag and results[i] is None:
             results[i] = plain_ok
     for i in unseen:
+        if results[i] is ABSENT:
+            continue
         entry, path = entries[i], path_of(i)
         try:
             st = lstat(path)
@@ -230,6 +238,20 @@ class _TwoEnds:
             return range(start, end)
 
 
+# A row whose directory is gone: missing, settled without a look of its own and without an
+# EntryResult of its own (a RECORD of a million rows under a deleted directory holds one object).
+ABSENT = files.EntryResult(files.MISSING, {})
+
+def _check(path: str, entry: RecordEntry, presence_only: bool = False, cache=None, **kwargs: Any) -> files.EntryResult | None:
+    """``files.check_entry``, with a plainly missing file (no such path) as the shared ``ABSENT``:
+    a million missing rows hold one object, not a million results with their expectations
+    (``verify_records`` makes those only for the drifts it reports file by file)."""
+    result = files.check_entry(path, entry, presence_only, cache, **kwargs)
+    if result is not None and result.status == files.MISSING and not result.actual and result.link_target is None:
+        return ABSENT
+    return result
+
+
 BATCH_FILES = 64
 BATCH_BYTES = 1 << 20
 HELPER_MIN = 256 << 10  # bytes; see take_high
@@ -237,7 +259,7 @@ HELPER_MIN = 256 << 10  # bytes; see take_high
 
 def _hash_pending(rows: Sequence[Row], presence: list[bool], pending: Sequence[int], results: list, jobs: int,
                   cache, progress, links: Containment | None = None, walk=None) -> None:
-    quick, check = files.quick_check, files.check_entry
+    quick, check = files.quick_check, _check
     entries, path_of = _access(rows)
     size_of = _size_of(rows)
 
@@ -288,7 +310,7 @@ def _share(rows: Sequence[Row], presence: list[bool], order: Sequence[int], size
     lstat each, until the unowned-file walk (beside this, in a child) has answered; its directory
     listing then says which rows are regular files reached without leaving the roots, and this
     thread opens those without an lstat or a containment check of its own."""
-    quick, check = files.quick_check, files.check_entry
+    quick, check = files.quick_check, _check
     entries, path_of = _access(rows)
     work = _TwoEnds(sizes)
     typed: bytes | None = None  # walk.typed(), once the walk has answered
@@ -369,7 +391,9 @@ def _run(rows: Sequence[Row], presence: list[bool], jobs: int, cache, progress=N
     """Check every row: the stat-cache pass, what the ``early`` child hashed meanwhile, the files
     left to hash (from both ends), then the presence-only rows, which wait for the walk (running
     meanwhile in a child, where it can)."""
-    results, pending = _stat_pass(rows, presence, cache, links)
+    own = getattr(rows, "_own", None)
+    gone = own.rows_in_absent_directories() if isinstance(own, Ownership) else ()
+    results, pending = _stat_pass(rows, presence, cache, links, gone)
     busy: Sequence[int] = []
     if early is not None:
         done, in_progress = early.take()
@@ -415,10 +439,15 @@ def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, 
     errors: list[Problem] = []
     refused: dict[str, list[str]] = {}
     raw: dict[str, list[tuple[Distribution, files.EntryResult]]] = defaultdict(list)
+    grouped, gone_checks = _missing_directories(target, own, results)
     for i, result in enumerate(results):
         if result is plain_ok and i not in shared:
             continue  # the common case: nothing to resolve
+        if grouped and grouped[i]:
+            continue  # one drift for its whole directory
         dist, entry, path = own.dist(i), own.entries[i], own.path(i)
+        if result is ABSENT:
+            result = files.EntryResult(files.MISSING, files.expected_of(entry))
         if result.status == files.ERROR:
             if result.refused:  # outside the environment: one error per reason, not per row
                 refused.setdefault(result.message, []).append(path)
@@ -441,6 +470,8 @@ def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, 
         errors.append(Problem(paths[0], why if len(paths) == 1 else f"{why} ({len(paths)} RECORD rows not checked)"))
 
     checks_by_dist: dict[str, list[FileCheck]] = defaultdict(list)
+    for check in gone_checks:
+        checks_by_dist[check.distribution.metadata_dir].append(check)  # type: ignore[union-attr]
     for path, pairs in raw.items():
         winners = [d for d, r in pairs if r.status == files.OK]
         for dist, result in pairs:
@@ -472,6 +503,93 @@ def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, 
         else:
             checks.extend(found)
     return RecordsOutcome(checks, checked, unverifiable, errors)
+
+
+# At least this many missing files a RECORD lists under one directory that is gone (or in one
+# directory that is there) are one drift:
+# a deleted ``torch/`` reads as one line, not 15,000, and a million such rows cost a pass, not a
+# million drifts with evidence and remedy each.
+GROUP_MIN = 100
+LISTED_MAX = 100  # of a missing directory's files, the first this many (sorted) are named in the drift
+
+
+def _top_gone(directory: str, root: str, memo: dict[str, str | None]) -> str | None:
+    """The topmost directory from ``directory`` up to (not including) ``root`` that does not
+    exist, or None if ``directory`` exists (or is not below ``root``). One lstat per directory."""
+    chain: list[str] = []
+    top: str | None = None
+    current = directory
+    prefix = root.rstrip(os.sep) + os.sep
+    while current.startswith(prefix) and len(current) > len(prefix):
+        if current in memo:
+            known = memo[current]
+            top = known if known is not None else (chain[-1] if chain else None)
+            break
+        try:
+            os.lstat(current)
+        except FileNotFoundError:
+            chain.append(current)
+            current = os.path.dirname(current)
+            continue
+        except OSError:
+            pass
+        memo[current] = None
+        top = chain[-1] if chain else None
+        break
+    else:
+        top = chain[-1] if chain else None
+    for gone in chain:
+        memo[gone] = top
+    return top
+
+
+def _missing_directories(target: Target, own: Ownership, results: list) -> tuple[bytearray | None, list[FileCheck]]:
+    """Missing rows grouped, per distribution, by the topmost directory above them that is gone
+    (else by their own directory, which is there); a group of ``GROUP_MIN`` or more becomes one
+    MISSING_DIRECTORY (or MISSING_FILES) check. Returns (a flag per row
+    that a group took, those checks); (None, []) when none did. Rows are told apart by their
+    RECORD path (one lookup per directory a RECORD names, not one path per row)."""
+    memo: dict[str, str | None] = {}
+    tops: dict[tuple[int, str], tuple[str, bool]] = {}  # (distribution, RECORD directory) → (group, gone)
+    groups: dict[tuple[int, str, bool], array] = {}
+    missing = files.MISSING
+    for i, result in enumerate(results):
+        if result is not ABSENT and result.status != missing:
+            continue
+        rel = own.record_path(i)
+        if is_bytecode(rel) or (is_virtualenv_style_row(rel) and own.hash(i) is None):
+            continue  # not a drift (_not_drift)
+        k = own.dist_number(i)
+        key = (k, rel.rpartition("/")[0])
+        where = tops.get(key)
+        if where is None:
+            path = own.path(i)
+            directory = os.path.dirname(path)
+            top = _top_gone(directory, root_of(target, path), memo)
+            where = tops[key] = (top, True) if top is not None else (directory, False)
+        groups.setdefault((k, *where), array("I")).append(i)
+    big = {key: rows for key, rows in groups.items() if len(rows) >= GROUP_MIN}
+    if not big:
+        return None, []
+    grouped = bytearray(len(results))
+    checks = []
+    for (_, directory, gone), rows in sorted(big.items(), key=lambda item: item[0][1]):
+        for i in rows:
+            grouped[i] = 1
+        root = root_of(target, directory)
+        cut = len(root.rstrip(os.sep)) + 1
+        listed = heapq.nsmallest(LISTED_MAX, (own.path(i)[cut:] for i in rows))  # every path is below it
+        dist = own.dist(rows[0])
+        expected = {"type": "directory", "files": len(rows), "listed": listed}
+        if gone:
+            checks.append(FileCheck(DriftKind.MISSING_DIRECTORY, directory, root, dist, expected, {},
+                                    f"the directory is gone with the {len(rows)} files {dist.name}'s RECORD lists "
+                                    "under it"))
+        else:
+            checks.append(FileCheck(DriftKind.MISSING_FILES, directory, root, dist, expected, {"type": "directory"},
+                                    f"{len(rows)} files {dist.name}'s RECORD lists in this directory are missing; "
+                                    "the directory is there"))
+    return grouped, checks
 
 
 def trusted_installer(dist: Distribution) -> bool:

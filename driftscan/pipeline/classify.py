@@ -18,7 +18,8 @@ from ..environment.uv.cache import default_uv_cache
 from ..environment.managers.registry import manager_of
 from ..core.values import Area, Distribution, Drift, DriftKind, MetadataKind, FileCheck, Prediction, Scope, Target
 
-_PACKAGE_KINDS = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED}
+_PACKAGE_KINDS = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED,
+                  DriftKind.MISSING_DIRECTORY, DriftKind.MISSING_FILES}
 _AREA_SCOPE = {Area.MODEL: Scope.DATA, Area.SOURCE: Scope.SOURCE, Area.EXTERNAL: Scope.EXTERNAL}
 
 

@@ -45,6 +45,10 @@ def _detail(d: DriftOut) -> str:
         return f"{len(edited)} edited: " + ", ".join(map(str, edited[:5])) + (", …" if len(edited) > 5 else "")
     if d.kind.value == "possible-debug-artifacts":
         return f"{_n(a.get('count', 0), 'file')}, {a.get('bytes', 0) / 1e6:.1f} MB, older than the code that writes them"
+    if d.kind.value == "missing-directory":
+        return f"gone with {_n(e.get('files', 0), 'file')} its RECORD lists"
+    if d.kind.value == "missing-files":
+        return f"{_n(e.get('files', 0), 'file')} its RECORD lists here are missing"
     if d.kind.value == "head-moved":
         return f"{str(e.get('commit'))[:12]} → {str(a.get('commit'))[:12]}"
     if d.kind.value == "orphaned-metadata":

@@ -21,7 +21,8 @@ from fixtures.paths import REPO
 
 DOCS = REPO / "docs"
 PUBLISHED = {"scan": DOCS / "scan-schema.json", "plan": DOCS / "plan-schema.json", "audit": DOCS / "report-schema.json",
-             "compare": DOCS / "compare-schema.json", "guard": DOCS / "guard-schema.json"}
+             "compare": DOCS / "compare-schema.json", "guard": DOCS / "guard-schema.json",
+             "fleet": DOCS / "fleet-schema.json"}
 
 
 def validator(kind: str):

@@ -9,7 +9,7 @@ import pytest
 from driftscan.caches import racy
 from driftscan.core.values import Area, Distribution, DriftKind
 from driftscan.environment.uv import archives as a
-from envtree import install
+from fixtures.envtree import install
 from fixtures.wheels import record_hash
 
 

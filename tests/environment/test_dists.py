@@ -7,7 +7,7 @@ import hashlib
 from driftscan.core.values import MetadataKind
 from driftscan.environment.dists import find_distributions
 from driftscan.fs.containment import Containment
-from envtree import install, make_venv
+from fixtures.envtree import install, make_venv
 from fixtures.wheels import record_hash
 
 

@@ -13,7 +13,7 @@ from driftscan.environment.fast import prehash
 from driftscan.environment.fast.prehash import Prehasher, usable
 from driftscan.fs.containment import Containment
 from driftscan.caches.racy import RACY_NS as REAL_RACY_NS
-from envtree import install
+from fixtures.envtree import install
 
 OLD = 1_600_000_000  # seconds: files older than the racy window
 

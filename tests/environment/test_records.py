@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -11,7 +12,7 @@ from driftscan.environment.dists import find_distributions
 from driftscan.environment.ownership import build_ownership
 from driftscan.environment.records import presence_only, trusted_installer, verify_records
 from driftscan.environment.target import containment_for, venv_target
-from envtree import install, make_venv
+from fixtures.envtree import install, make_venv
 
 CACHE_TAG = "cpython-311"
 
@@ -133,3 +134,47 @@ def test_trusted_installers():
     assert trusted_installer(Distribution("a", "1", "/x", "/s", installer="UV"))
     assert not trusted_installer(Distribution("a", "1", "/x", "/s", installer="conda"))
     assert not trusted_installer(Distribution("a", "1", "/x", "/s"))
+
+
+def _many(prefix: str, n: int) -> dict[str, str]:
+    return {f"{prefix}/m{i:03d}.py": f"X = {i}\n" for i in range(n)}
+
+
+def test_a_deleted_directory_of_many_files_is_one_drift_with_its_count_and_first_files(tmp_path):
+    venv, site = make_venv(tmp_path / "v")
+    files = {"big/__init__.py": "", **_many("big/kernels/cuda", 120), **_many("big/kernels/cpu", 30),
+             **_many("big/small", 5)}
+    install(site, "big", "1.0", files)
+    shutil.rmtree(site / "big/kernels")  # 150 files under a directory that is gone
+    shutil.rmtree(site / "big/small")  # 5: too few to group, each reported
+    checks = run(venv).checks
+    [gone] = [c for c in checks if c.kind is DriftKind.MISSING_DIRECTORY]
+    assert gone.path == str(site / "big/kernels"), "the topmost directory that is gone"
+    assert gone.expected["files"] == 150 and gone.distribution.name == "big"
+    assert gone.expected["listed"] == sorted(f for f in files if f.startswith("big/kernels/"))[:100]
+    singles = sorted(os.path.relpath(c.path, site) for c in checks if c.kind is DriftKind.MISSING)
+    assert singles == sorted(f for f in files if f.startswith("big/small/"))
+    assert len(checks) == 6
+
+
+def test_many_files_missing_from_a_directory_that_is_there_are_one_drift(tmp_path):
+    venv, site = make_venv(tmp_path / "v")
+    files = {"big/__init__.py": "", **_many("big", 150)}
+    install(site, "big", "1.0", files)
+    for name in files:
+        if name != "big/__init__.py":
+            (site / name).unlink()
+    (site / "big/m007.py").write_text("edited = True\n")  # one edited among them stays its own drift
+    checks = {c.kind: c for c in run(venv).checks}
+    assert set(checks) == {DriftKind.MISSING_FILES, DriftKind.MODIFIED}
+    group = checks[DriftKind.MISSING_FILES]
+    assert group.path == str(site / "big") and group.expected["files"] == 149
+    assert "big/m007.py" not in group.expected["listed"]
+
+
+def test_missing_bytecode_never_makes_a_group(tmp_path):
+    venv, site = make_venv(tmp_path / "v")
+    install(site, "big", "1.0", {"big/__init__.py": "",
+                                 **{f"big/__pycache__/m{i}.{CACHE_TAG}.pyc": b"\0" for i in range(150)}})
+    shutil.rmtree(site / "big/__pycache__")
+    assert run(venv).checks == []

@@ -9,7 +9,7 @@ import pytest
 from driftscan.core.errors import TargetError
 from driftscan.core.values import Target, TargetKind
 from driftscan.environment import target as t
-from envtree import make_venv
+from fixtures.envtree import make_venv
 
 
 def test_venv_is_resolved_from_its_layout(tmp_path):

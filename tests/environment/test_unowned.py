@@ -12,7 +12,7 @@ from driftscan.environment.ownership import build_ownership
 from driftscan.environment.records import presence_only
 from driftscan.environment.target import containment_for, venv_target
 from driftscan.environment.unowned import UnownedWalk, find_unowned
-from envtree import install, make_venv
+from fixtures.envtree import install, make_venv
 
 TAG = "cpython-311"
 

@@ -10,7 +10,7 @@ from driftscan.caches import racy
 from driftscan.core.values import DriftKind
 from driftscan.environment.target import venv_target
 from driftscan.environment.verify import verify
-from envtree import install, make_venv
+from fixtures.envtree import install, make_venv
 
 
 @pytest.fixture
