@@ -14,6 +14,13 @@ How the work is placed (verified with Ray 2.60 on a loaded cluster):
   its dependencies; what any node lacks is sent with the job as ``runtime_env`` ``py_modules``
   (Ray takes local directories only for a whole job: the driver reconnects with it) and named in
   that node's result. A node that does not answer its probe is not waited for again.
+- every answer (the probe's, the audit's) is checked whole against its exact shape before use
+  (``answers.py``): another shape makes that node ``failed`` with the reason; what is shipped is
+  computed here from driftscan's own requirements, and a node's list of what it lacks is only
+  compared against them (nothing it names is imported or uploaded).
+
+Ray unpickles a node's answer in this process before any of that: every node is trusted, as Ray
+trusts them (docs/fleet.md).
 
 The driver connects with the Ray it runs under: it must be the cluster's Ray and Python versions
 (run ``driftscan fleet`` from the serving venv). ``RAY_AUTH_MODE`` and Ray's token settings are
@@ -37,6 +44,7 @@ from ..compare import CompareError, compare_files
 from ..core.errors import DriftscanError
 from ..report.contract import Report
 from . import probe as probe_module
+from .answers import BadAnswer, probe_answer, task_answer
 from .model import FleetResult, NodeOut
 from .shipping import needed_modules, shipment
 from .task import run_on_node
@@ -162,12 +170,17 @@ def _ask(conn: _Connection, nodes: dict[str, NodeOut], options: dict[str, Any], 
     silent = {node: window for node in late}
     ship_dirs: list[str] = []
     lacking: dict[str, list[str]] = {}
-    for node, found in probes.items():
+    for node, raw in probes.items():
         out = nodes[node]
-        out.hostname = found.get("hostname") or out.hostname
-        out.python = found.get("python")
-        if found.get("driftscan") != __version__ or found.get("missing"):
-            ship = shipment(list(found.get("missing") or ()))
+        try:
+            found = probe_answer(raw, modules)
+        except BadAnswer as exc:
+            out.status, out.error = "failed", f"its probe answered what a probe does not: {exc}"
+            continue
+        out.hostname = found.hostname or out.hostname
+        out.python = found.python
+        if found.driftscan != __version__ or found.missing:
+            ship = shipment(found.missing, modules)
             if ship.unshippable:
                 out.status = "failed"
                 out.error = (f"the node lacks {', '.join(ship.unshippable)}, which driftscan needs and which cannot "
@@ -207,6 +220,11 @@ def _alive(ray: Any) -> dict[str, dict[str, Any]]:
     return {n["NodeID"]: n for n in ray.nodes() if n.get("Alive") or n.get("alive")}
 
 
+def _hostname(info: dict[str, Any]) -> str | None:
+    name = info.get("NodeManagerHostname")
+    return name if isinstance(name, str) else None
+
+
 def run(address: str | None = None, *, venv: str | None = None, venv_from_env: bool = False,
         model_dirs: Sequence[str] = (), snapshot: bool = False, timeout: float = 600.0,
         reports_dir: str | None = None, progress: Progress | None = None) -> FleetResult:
@@ -227,7 +245,7 @@ def run(address: str | None = None, *, venv: str | None = None, venv_from_env: b
         alive = _alive(ray)
         if not alive:
             raise FleetError(f"the Ray cluster at {address or 'auto'} has no alive node")
-        nodes = {node: NodeOut(node_id=node, hostname=info.get("NodeManagerHostname"), status="unreachable")
+        nodes = {node: NodeOut(node_id=node, hostname=_hostname(info), status="unreachable")
                  for node, info in alive.items()}
         answers, errors, late = _ask(conn, nodes, options, started, timeout, progress)
         still = _alive(ray) if errors or late else alive
@@ -257,16 +275,20 @@ def _finish(result: FleetResult, nodes: dict[str, NodeOut], answers: dict[str, A
             out.status = "unreachable" if gone else "failed"
             out.error = ("the node died during the run: " if gone else "") + errors[node]
         elif node in answers:
-            answer = answers[node]
-            out.hostname = answer.get("hostname") or out.hostname
-            out.target, out.chosen_because = answer.get("target"), answer.get("why")
-            out.driftscan = answer.get("driftscan")
-            if answer.get("error"):
-                out.status, out.error = "failed", str(answer["error"])[:2000]
+            try:
+                answer = task_answer(answers[node])
+            except BadAnswer as exc:
+                out.status, out.error = "failed", f"its audit answered what an audit does not: {exc}"
                 continue
-            data = answer.get("data") or ""
+            out.hostname = answer.hostname or out.hostname
+            out.target, out.chosen_because = answer.target, answer.why
+            out.driftscan = answer.driftscan
+            if answer.error:
+                out.status, out.error = "failed", answer.error[:2000]
+                continue
+            data = answer.data or ""
             out.status = "ok"
-            if answer.get("kind") == "report":
+            if answer.kind == "report":
                 try:
                     out.report = Report.model_validate_json(data)
                 except ValueError as exc:
@@ -274,7 +296,7 @@ def _finish(result: FleetResult, nodes: dict[str, NodeOut], answers: dict[str, A
                     continue
                 out.summary = out.report.summary.model_dump()
             else:
-                out.summary = {"files": None, "unreadable": answer.get("unreadable")}
+                out.summary = {"files": None, "unreadable": answer.unreadable}
             # A node id is Ray's hex string; anything else (a hostile GCS) is not made a file name.
             path = os.path.join(keep, f"{node}.json" if _NODE_ID.fullmatch(node) else f"node-{len(files)}.json")
             write_atomic(path, data)

@@ -3,7 +3,8 @@
 driftscan itself always travels as its package directory. Its dependencies travel only when the
 node cannot import them, and only as what the driver has installed: compiled ones (pydantic_core,
 xxhash, libcst's parser) work on the node only if its Python version and platform are the
-driver's — which Ray requires of a driver anyway.
+driver's — which Ray requires of a driver anyway. What is sent is computed here from driftscan's
+declared requirements; a node's list of what it lacks is only compared against it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import importlib
 import importlib.util
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -88,13 +90,22 @@ class Shipment:
     unshippable: tuple[str, ...]  # missing on the node and not a package directory here
 
 
-def shipment(missing: list[str]) -> Shipment:
-    """driftscan plus the missing dependencies that are package directories on the driver."""
+def shipment(missing: Collection[str], needed: Collection[str] | None = None) -> Shipment:
+    """driftscan plus the missing dependencies that are package directories on the driver.
+
+    What is sent is decided from driftscan's own requirements (``needed``: ``needed_modules()``,
+    from the installed driftscan's metadata), never from the node's words: a name in ``missing``
+    is only compared against that list. One that is not on it is not looked up at all (a dotted
+    name would make ``find_spec`` import its parent here) and is never sent."""
+    wanted = set(needed_modules() if needed is None else needed)
     modules: list[str] = [os.path.dirname(os.path.abspath(driftscan.__file__))]
     names = ["driftscan"]
     unshippable = []
-    for name in missing:
-        spec = importlib.util.find_spec(name)
+    for name in dict.fromkeys(missing):
+        if name not in wanted or not name.isidentifier():
+            unshippable.append(name)
+            continue
+        spec = importlib.util.find_spec(name)  # a top-level name of the driver's own requirements
         origin = spec.origin if spec else None
         if spec is None or not spec.submodule_search_locations or not origin or \
                 os.path.basename(origin) != "__init__.py":

@@ -24,3 +24,16 @@ def test_shipment_sends_package_directories_only():
     assert os.path.basename(ship.modules[1]) == "pydantic"
     assert set(ship.unshippable) == {"typing_extensions", "no_such_module_here"}, \
         "a single-file module and an absent one cannot go as py_modules"
+
+
+def test_nothing_a_node_names_is_imported_or_shipped():
+    import sys
+
+    sys.modules.pop("this", None)
+    before = set(sys.modules)
+    hostile = ["this.x", "email", "xml.etree", "xml/etree", "pip", "..", "os.path", "pydantic"]
+    ship = shipment(hostile, needed=["pydantic", "xxhash"])
+    assert set(sys.modules) == before and "this" not in sys.modules, "a node-chosen dotted name imports its parent"
+    assert ship.names == ("driftscan", "pydantic")
+    assert set(ship.unshippable) == set(hostile) - {"pydantic"}
+    assert not any(os.path.basename(d) in ("email", "etree", "pip", "os") for d in ship.modules)
