@@ -15,6 +15,10 @@ its entry, and whose recorded mtime is older than that by more than ``RACY_NS``,
 it (``Manifest.trusted``; ``--no-cache`` reads every file). Entries are written one per line,
 sorted by path.
 
+``unreadable`` (optional; written only when something was) maps each path the snapshot could
+not read or list (``"."``: the root) to the reason: a file ``diff`` finds there is reported as
+not compared, not as added. A manifest found in the audited tree is not trusted with it.
+
 ``mode`` is the full ``st_mode`` of the file (symlinks followed); ``link`` is present only when
 the path was a symlink. A symlink to a directory, a dangling one, and one whose target is outside
 the tree (a venv's ``bin/python``) are recorded by their target only: the hash is of the target
