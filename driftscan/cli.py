@@ -19,7 +19,7 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 from ._version import __version__  # noqa: E402 - after the environment setting above
 from .core.errors import DriftscanError  # noqa: E402
 from .fs.atomic import write_atomic  # noqa: E402
-from .fs.paths import inert, line_safe  # noqa: E402
+from .fs.paths import inert, line_safe, one_line  # noqa: E402
 from .render.formats import PLAN_FORMATS, REPORT_FORMATS, SCAN_FORMATS  # noqa: E402
 
 if TYPE_CHECKING:
@@ -648,7 +648,7 @@ def checkpoint(venv, site_packages, model_dirs, hf_cache, output, wheels, fetch,
                    fetch=fetch, uv_cache=uv_cache, jobs=jobs, use_cache=not no_cache, max_copy=max_copy,
                    hf_cache=hf_cache)
     for problem in written.problems:
-        click.echo(inert(f"driftscan: {problem}"), err=True)
+        click.echo(one_line(f"driftscan: {problem}"), err=True)
     click.echo(inert(render_checkpoint_text(written, allow_partial)), nl=False)
     status = EXIT_INCOMPLETE if written.problems else EXIT_CLEAN
     if written.index.partial and not allow_partial:
@@ -1015,11 +1015,11 @@ def accept(paths, reason, any_content, expires, venv, site_packages, model_dirs,
     entries = []
     for entry, drift, note in wanted:
         if drift.path in already:
-            click.echo(inert(f"driftscan: note: {drift.relpath}: already accepted by entry {already[drift.path]['entry']} "
+            click.echo(one_line(f"driftscan: note: {drift.relpath}: already accepted by entry {already[drift.path]['entry']} "
                              f"of {target}"), err=True)
             continue
         if note:
-            click.echo(inert(f"driftscan: note: {drift.relpath}: {note}"), err=True)
+            click.echo(one_line(f"driftscan: note: {drift.relpath}: {note}"), err=True)
         entries.append(entry)
     if not entries:
         sys.exit(EXIT_CLEAN)
@@ -1027,7 +1027,7 @@ def accept(paths, reason, any_content, expires, venv, site_packages, model_dirs,
     append_entries(target, entries)
     for entry in entries:
         pinned = f"sha256 {entry.sha256[:16]}…" if entry.sha256 else "any content"
-        click.echo(inert(f"accepted {entry.path} ({pinned})" + (f", until {entry.expires}" if entry.expires else "")))
+        click.echo(one_line(f"accepted {entry.path} ({pinned})" + (f", until {entry.expires}" if entry.expires else "")))
     click.echo(inert(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} added to {target}"
                      + (" (created)" if created else "")), err=True)
     if created and config.source and os.path.abspath(config.source) == os.path.abspath(user_config_path()):

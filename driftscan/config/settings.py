@@ -44,7 +44,7 @@ import stat
 import sys
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..report.accept import AcceptEntry
 from ..core.errors import ConfigError
@@ -73,6 +73,15 @@ class Config(BaseModel):
     source: str | None = Field(default=None, exclude=True, description="the file this came from")
     table: str = Field(default="", exclude=True, description='where in the file: "" or "tool.driftscan"')
     notes: list[str] = Field(default_factory=list, exclude=True, description="settings set aside, and why")
+
+    @field_validator("model_dirs", "hf_cache", "uv_cache")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # No path holds a NUL byte: the operating system refuses it (Python raises ValueError).
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and "\0" in item:
+                raise ValueError(f"{item!r} holds a NUL byte, which no path can hold")
+        return value
 
     @property
     def hf_cache_arg(self) -> str | None:

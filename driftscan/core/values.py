@@ -281,6 +281,8 @@ class Target:
     python_version: str | None = None
     # Other directories of the environment whose files must all be owned (include/, share/).
     extra_roots: tuple[str, ...] = ()
+    # A site-packages the user named through a symlink: (the path named, the directory audited).
+    named_links: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", TargetKind(self.kind))  # API callers may pass the plain string

@@ -155,16 +155,18 @@ def _open(src: EditableSource, label: str) -> tuple[gitaccess.Repository | None,
     except OSError:
         owner = None
     if owner is not None and owner not in allowed:
-        return None, SourceOutcome([], 0, [Unverifiable(
-            label, f"source tree {src.project_dir} is owned by uid {owner}, not by the owner of {site} or the "
-                   "auditing user: not read")], [])
+        why = (f"source tree {src.project_dir} is owned by uid {owner}, not by the owner of {site} or the "
+               "auditing user: not read")
+        # Refused, not absent: an error too, so the exit status says the audit could not check it.
+        return None, SourceOutcome([], 0, [Unverifiable(label, why)], [Problem(src.project_dir, why)])
     try:
         return gitaccess.open_repository(top, allowed_uids=allowed), None
     except gitaccess.NotARepository:
         return None, SourceOutcome([], 0, [Unverifiable(
             label, f"source tree {src.project_dir} is not a git repository: its files cannot be verified")], [])
     except gitaccess.GitRefused as exc:
-        return None, SourceOutcome([], 0, [Unverifiable(label, f"source tree {src.project_dir}: {exc}")], [])
+        why = f"source tree {src.project_dir}: {exc}"
+        return None, SourceOutcome([], 0, [Unverifiable(label, why)], [Problem(src.project_dir, why)])
     except gitaccess.GitFailed as exc:
         return None, SourceOutcome([], 0, [], [Problem(src.project_dir, f"git failed: {exc}")])
 

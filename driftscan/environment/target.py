@@ -165,20 +165,39 @@ def is_conda_prefix(prefix: str) -> bool:
         return False
 
 
+def _named_through_link(path: str) -> bool:
+    """Whether the user named a site-packages through a symlink that would otherwise cost the
+    audit: the named directory is itself a link, or it is laid out as
+    ``<prefix>/lib/pythonX.Y/site-packages`` but resolves outside ``<prefix>``."""
+    if os.path.islink(path):
+        return True
+    layout = site_packages_prefix(path)
+    return layout is not None and not _inside_real(layout[0], path)
+
+
 def site_packages_target(paths: list[str]) -> Target:
     resolved = []
+    links = []
     for path in paths:
         if not os.path.exists(path):
             raise TargetError(f"{path}: no such file or directory")
         if not os.path.isdir(path):
             raise TargetError(f"{path}: not a directory")
-        resolved.append(os.path.abspath(path))
+        named = os.path.abspath(path)
+        # A link on the command line is the user's choice, not the tree's: the directory it names
+        # is audited, rooted where that directory lies, and the report names the link.
+        if _named_through_link(named):
+            real = os.path.realpath(named)
+            links.append((named, real))
+            named = real
+        resolved.append(named)
     match = re.search(r"python(\d+\.\d+)", resolved[0]) if resolved else None
     return Target(
         kind=TargetKind.SITE_PACKAGES,
         venv=None,
         site_packages=tuple(dict.fromkeys(resolved)),
         python_version=match.group(1) if match else _version_from_tags(resolved[0]) if resolved else None,
+        named_links=tuple(links),
     )
 
 
@@ -236,6 +255,7 @@ def resolve_target(venv: str | None = None, site_packages: list[str] | tuple[str
         bin_dir=base.bin_dir,
         python_version=base.python_version,
         extra_roots=base.extra_roots,
+        named_links=extra.named_links,
     )
 
 

@@ -15,6 +15,10 @@ its entry, and whose recorded mtime is older than that by more than ``RACY_NS``,
 it (``Manifest.trusted``; ``--no-cache`` reads every file). Entries are written one per line,
 sorted by path.
 
+``unreadable`` (optional; written only when something was) maps each path the snapshot could
+not read or list (``"."``: the root) to the reason: a file ``diff`` finds there is reported as
+not compared, not as added. A manifest found in the audited tree is not trusted with it.
+
 ``mode`` is the full ``st_mode`` of the file (symlinks followed); ``link`` is present only when
 the path was a symlink. A symlink to a directory, a dangling one, and one whose target is outside
 the tree (a venv's ``bin/python``) are recorded by their target only: the hash is of the target
@@ -122,6 +126,9 @@ class Manifest:
     # racy window: (realpath, size, mtime_ns, ctime_ns, inode, device, root number). What a
     # diff's index (snapshot/treeindex.py) is keyed by; None: no index is kept or used.
     identity: tuple | None = field(default=None, compare=False)
+    # Paths (relative) the snapshot could not read or list, with the reason: not in ``files``, yet
+    # no file found there now is "added" — it was there, unread (``/proc``, a file whose size lies).
+    unreadable: dict[str, str] = field(default_factory=dict)
 
     def trusted(self, entry: ManifestEntry, st: os.stat_result) -> bool:
         """Whether ``st`` (an lstat now) matches ``entry``'s signature closely enough to settle
@@ -395,8 +402,21 @@ def build_manifest(root: str, *, embed_limit: int = EMBED_LIMIT, embed_code: boo
         raise ManifestError(root, [f"{printable(p.path)}: {p.message}" for p in problems])
 
 
+def unreadable_of(root: str, problems: Iterable[Problem]) -> dict[str, str]:
+    """What a snapshot of ``root`` could not read or list, relative path → reason."""
+    root = os.path.abspath(root)
+    out: dict[str, str] = {}
+    for p in problems:
+        path = os.path.abspath(p.path)
+        if path != root and path.startswith(root.rstrip(os.sep) + os.sep):
+            out[os.path.relpath(path, root).replace(os.sep, "/")] = p.message
+        elif path == root:
+            out["."] = p.message
+    return out
+
+
 def write_manifest(root: str, files_iter: Iterable[tuple[str, ManifestEntry]], output: str, *,
-                   started_ns: int | None = None) -> Manifest:
+                   started_ns: int | None = None, unreadable: Callable[[], dict[str, str]] | None = None) -> Manifest:
     """Write a manifest atomically (temp file in the same directory, then ``os.replace``).
 
     ``started_ns``: the wall clock before the first file was looked at (``Manifest.started_ns``);
@@ -408,8 +428,11 @@ def write_manifest(root: str, files_iter: Iterable[tuple[str, ManifestEntry]], o
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     doc = {"manifest_version": MANIFEST_VERSION, "tool": "driftscan", "created": created, "root": root,
            "started_ns": started, "hostname": hostname(), "files": files}
+    missed = unreadable() if unreadable is not None else {}  # known once ``files_iter`` is consumed
+    if missed:  # absent when everything was read: such a manifest is byte for byte as before
+        doc["unreadable"] = missed
     write_atomic(output, json_lines(doc), mode=0o644)
-    return Manifest(os.path.abspath(output), root, created, files, started_ns=started)
+    return Manifest(os.path.abspath(output), root, created, files, started_ns=started, unreadable=missed)
 
 
 def hostname() -> str:
@@ -420,13 +443,16 @@ def hostname() -> str:
     return socket.gethostname()
 
 
-def write_members(root: str, members: dict[str, str], output: str, started_ns: int) -> None:
+def write_members(root: str, members: dict[str, str], output: str, started_ns: int,
+                  unreadable: dict[str, str] | None = None) -> None:
     """``write_manifest`` of entries already formatted as JSON members (``format_member``), the
     same bytes: for a snapshot whose entries were made and formatted in two processes."""
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     doc = {"manifest_version": MANIFEST_VERSION, "tool": "driftscan", "created": created,
            "root": os.path.abspath(root), "started_ns": started_ns, "hostname": hostname(),
            "files": members}
+    if unreadable:
+        doc["unreadable"] = unreadable
     write_atomic(output, json_lines(doc, formatted=True), mode=0o644)
 
 
@@ -637,9 +663,28 @@ def manifest_from(path: str, doc: Any) -> Manifest:
         if len(issues) > MAX_ISSUES:  # one line for the CLI, not one per hostile entry
             issues = issues[:MAX_ISSUES] + [f"{len(issues) - MAX_ISSUES} more problems"]
         raise ManifestError(path, issues)
+    unreadable = _unreadable_from(doc.get("unreadable", {}), issues)
+    if issues:
+        raise ManifestError(path, issues[:MAX_ISSUES])
     started = doc.get("started_ns")  # optional, and only ever a reason to trust less: never an issue
     started = started if type(started) is int and 0 <= started < 1 << 63 else None
-    return Manifest(os.path.abspath(path), doc["root"], doc["created"], files or {}, doc["tool"], started)
+    return Manifest(os.path.abspath(path), doc["root"], doc["created"], files or {}, doc["tool"], started,
+                    unreadable=unreadable)
+
+
+def _unreadable_from(raw: Any, issues: list[str]) -> dict[str, str]:
+    """The optional ``unreadable`` object: relative path (or ".") → reason, both strings."""
+    if not isinstance(raw, dict):
+        issues.append("unreadable is not an object")
+        return {}
+    out: dict[str, str] = {}
+    for rel, why in raw.items():
+        bad = _check_relpath(rel) if rel != "." else None
+        if bad or not isinstance(why, str):
+            issues.append(f"unreadable key {_shown(rel)} {bad or 'has a reason that is not a string'}")
+            continue
+        out[rel] = why[:500]
+    return out
 
 
 _BAD_PARTS = ("", ".", "..")

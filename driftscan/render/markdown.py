@@ -43,18 +43,27 @@ _BREAKS = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\u2028": "\\u2028", "\u2029":
            "\x0b": "\\x0b", "\x0c": "\\x0c"}
 _TABLE = str.maketrans({**{k: v.replace("\\", "&#92;") for k, v in _BREAKS.items()}, **_ENTITIES})
 _MENTION = re.compile(r"@(?=\w)")
+# GitHub's extended autolinks (GFM spec 6.9): ``www.`` and a scheme followed by ``://`` (and
+# ``mailto:``/``xmpp:`` before an address) become links in text, inside ``<code>`` too, since the
+# tag is raw HTML and the text after it is still parsed. A word joiner (U+2060) after ``www`` or the
+# scheme breaks the match and shows nothing; case-insensitive, as linkifiers differ there.
+_AUTOLINK = re.compile(r"(?i)(www)(?=\.)|(https?|ftp|mailto|xmpp)(?=:)")
+
+
+def _no_autolink(text: str) -> str:
+    return _AUTOLINK.sub(lambda m: (m.group(1) or m.group(2)) + "\u2060", text)
 
 
 def esc(value: Any) -> str:
     """A value from the tree as inert inline markdown (in a table cell, a list item, a heading,
     or inside an HTML block such as ``<summary>``)."""
     text = value if isinstance(value, str) else str(value)
-    return _MENTION.sub("@\u2060", text.translate(_TABLE))  # a word joiner: no @mention
+    return _no_autolink(_MENTION.sub("@\u2060", text.translate(_TABLE)))  # a word joiner: no @mention
 
 
 def code(value: Any) -> str:
     """A path or a command: inert, in ``<code>``."""
-    return f"<code>{(value if isinstance(value, str) else str(value)).translate(_TABLE)}</code>"
+    return f"<code>{_no_autolink((value if isinstance(value, str) else str(value)).translate(_TABLE))}</code>"
 
 
 def _fenced(text: str, info: str) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..fs.paths import line_safe, one_line
 from ..reinstall.checkpoint import Written
 from ..reinstall.restore import RestoreReport
 
@@ -10,6 +11,7 @@ _VERB = {"rewrite": "rewrite", "recreate": "recreate", "remove": "remove"}
 
 
 def render_restore_text(r: RestoreReport) -> str:
+    r = line_safe(r)  # every value from the tree on one line: a file name cannot fake the lines after it
     lines = ["restore" + (" (dry run: nothing written)" if r.dry_run else "")]
     if r.checkpoint:
         lines.append(f"checkpoint: {r.checkpoint}")
@@ -73,12 +75,12 @@ def render_checkpoint_text(written: Written, allow_partial: bool = False) -> str
     shown_added = 0
     added = [f for f in index.files if f.kind == "added"]
     for f in index.files:
-        where = f.relpath if f.area == "env" else f.path
+        where = one_line(f.relpath if f.area == "env" else f.path)
         if f.kind == "added":
             shown_added += 1
             if shown_added > ADDED_SHOWN:
                 continue
-        held = _held(f)
+        held = one_line(_held(f))
         lines.append(f"  {f.kind:<17} {where}: {held}")
     if shown_added > ADDED_SHOWN:
         lines.append(f"  ... and {len(added) - ADDED_SHOWN} more added file(s) (checkpoint.json lists them)")
@@ -97,7 +99,7 @@ def render_checkpoint_text(written: Written, allow_partial: bool = False) -> str
         lines.append(f"{verdict}: {len(index.incomplete)} modified package file(s) with no original and no patch: "
                      "reapply cannot tell their fix from injected debug code, nor merge them onto a new release")
         lines.append("complete it (a new checkpoint, the same drift, with the originals):")
-        lines += [f"  {line}" for line in index.complete_with]
+        lines += [f"  {one_line(line)}" for line in index.complete_with]
     return "\n".join(lines) + "\n"
 
 
@@ -132,6 +134,7 @@ RESTORE_RENDERERS = {"text": render_restore_text, "json": render_restore_json}
 
 
 def render_reapply_text(r) -> str:
+    r = line_safe(r)  # but each file's diff, multi-line by nature (made inert when written)
     lines = [f"reapply {r.source}" + (f" onto {r.target}" if r.target else "")
              + (f" — NOT the environment the checkpoint was taken of ({r.other_target})" if r.other_target else "")
              + (" (dry run: nothing written)" if r.dry_run else "")]

@@ -115,6 +115,8 @@ def _header(r: Report) -> str:
         parts.append(f"venv {t.venv}" + (f" (Python {t.python_version})" if t.python_version else ""))
     elif t.site_packages:
         parts.append("site-packages " + ", ".join(t.site_packages))
+    for link, real in t.site_packages_links.items():
+        parts.append(f"named as {link} (through a symlink)")
     if t.model_dirs:
         parts.append(("model directory " if len(t.model_dirs) == 1 else "model directories ") + ", ".join(t.model_dirs))
     chosen = f" (default target: {t.chosen_because})" if t.chosen_because else ""

@@ -52,6 +52,8 @@ class TargetInfo(DataModel):
     kind: str | None = field(default=None, metadata=describe("venv, prefix, site-packages or interpreter"))
     python_version: str | None = None
     chosen_because: str | None = field(default=None, metadata=describe("when no target was named: why this one"))
+    site_packages_links: dict[str, str] = field(default_factory=dict, metadata=describe(
+        "a site-packages named through a symlink: the path named, then the directory audited"))
 
 
 @datamodel
@@ -274,7 +276,8 @@ def build_report(verification: Verification, drifts: list[Drift], duration: floa
         by_kind[d.kind.value] = by_kind.get(d.kind.value, 0) + 1
     return Report(
         target=TargetInfo(venv=t.venv, site_packages=list(t.site_packages), model_dirs=list(model_dirs or []),
-                          kind=t.kind.value, python_version=t.python_version),
+                          kind=t.kind.value, python_version=t.python_version,
+                          site_packages_links=dict(t.named_links)),
         summary=Summary(
             distributions=len(verification.distributions),
             files_checked=verification.files_checked,

@@ -47,6 +47,7 @@ from ..formats.manifest import (
     scan_dirs,
     write_manifest,
     write_members,
+    unreadable_of,
 )
 from ..core.values import Area, Drift, DriftKind, FileCheck, LayoutKind, Prediction, Problem, Scope
 from ..fs.paths import printable
@@ -173,14 +174,22 @@ def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
         shared = hash_shared(path, embed_limit=EMBED_LIMIT, embed_code=embed_code,
                              contain=os.path.abspath(contain) if contain else path,
                              progress=progress) if jobs >= 2 else None
+        # What could not be read is written into the snapshot too: a diff then reports it as not
+        # compared, never as "added".
         if shared is not None:
             members, trouble = shared
             problems.extend(trouble)
-            write_members(path, members, output, started)
+            write_members(path, members, output, started, unreadable_of(path, trouble))
             return
+        mine: list[Problem] = []
+
+        def note(problem: Problem) -> None:
+            mine.append(problem)
+            problems.append(problem)
+
         write_manifest(root.path, build_manifest(root.path, jobs=jobs, progress=progress, embed_code=embed_code,
-                                                 on_error=problems.append, contain=contain, mapper=forked_mapper),
-                       output, started_ns=started)
+                                                 on_error=note, contain=contain, mapper=forked_mapper),
+                       output, started_ns=started, unreadable=lambda: unreadable_of(path, mine))
 
     if len(roots) == 1:
         write(roots[0], output)
@@ -200,7 +209,7 @@ def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
     return problems
 
 
-_LOADED_FORMAT = b"driftscan-snapshot-load-3\n"  # 3: entries in columns
+_LOADED_FORMAT = b"driftscan-snapshot-load-4\n"  # 3: entries in columns; 4: what was unreadable
 
 
 def _loaded_cache_path(path: str) -> str:
@@ -352,12 +361,14 @@ def _loaded_from_cache(path: str, st: os.stat_result) -> list[tuple[Root, str, M
         if tuple(signature) != _signature(st):
             return None
         out = []
-        for kind, part, root, created, tool, started, columns in roots:
+        for kind, part, root, created, tool, started, columns, unreadable in roots:
             files = _from_columns(columns)
             if part is None:  # a plain manifest: the snapshot file itself, its kind as load_snapshot tells it now
                 kind = RootKind.VENV if os.path.isfile(os.path.join(root, "pyvenv.cfg")) else RootKind.MODEL_DIR
+            if type(unreadable) is not dict:
+                return None
             out.append((Root(RootKind(kind), root), part,
-                        Manifest("", root, created, files, tool, started)))  # type: ignore[arg-type]
+                        Manifest("", root, created, files, tool, started, unreadable=unreadable)))  # type: ignore[arg-type]
         return out
     except Exception:  # noqa: BLE001 - a damaged or foreign cache file is no cache
         return None
@@ -370,7 +381,7 @@ def _remember_loaded(path: str, st: os.stat_result, roots: list[tuple[Root, str,
         return
     try:
         value = (_signature(st), [(root.kind.value, None if part == path else n, m.root, m.created, m.tool,
-                                   m.started_ns, _columns(m.files))
+                                   m.started_ns, _columns(m.files), m.unreadable)
                                   for n, (root, part, m) in enumerate(roots)])
         blob = marshal.dumps(value)
         target = _loaded_cache_path(path)

@@ -137,3 +137,18 @@ def test_a_manifest_rewritten_since_it_was_read_is_read_again(model, tmp_path):
     second = read_manifest(out)
     assert second is not first
     assert second.files["config.json"].xxh3_128 != first.files["config.json"].xxh3_128
+
+
+def test_what_a_snapshot_could_not_read_is_kept_and_checked_when_read(tmp_path):
+    good = {"xxh3_128": "0" * 32, "size": 1, "mode": 33188, "mtime_ns": 1}
+    doc = {"manifest_version": "1", "tool": "driftscan", "created": "x", "root": "/", "files": {"ok.json": good},
+           "unreadable": {"pagemap": "cannot read: Invalid argument", "task": "cannot list directory"}}
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc))
+    assert read_manifest(str(path)).unreadable == doc["unreadable"]
+    for bad, message in (([], "unreadable is not an object"), ({"../x": "why"}, "'../x'"),
+                         ({"x": 3}, "not a string")):
+        path.write_text(json.dumps({**doc, "unreadable": bad}))
+        with pytest.raises(ManifestError) as info:
+            read_manifest(str(path))
+        assert message in str(info.value), info.value

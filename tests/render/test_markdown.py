@@ -4,6 +4,7 @@ checked: tables, hostile file names that stay text, collapsed diffs, the stated 
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -234,3 +235,27 @@ def test_cli_diff_renders_markdown_too(tmp_path, scenario):
     page = rendered(proc.stdout)
     rows = [row for table in drift_tables(page) for row in table[1:]]
     assert ["added", "bin/x|y<b>.sh (5 bytes)"] == rows[0][:2] and "b" not in page.tags, rows
+
+
+def test_urls_in_tree_values_make_no_autolink(tmp_path):
+    """GitHub links ``www.`` and ``http(s)://`` in text (GFM's extended autolinks), inside
+    ``<code>`` too: a tree value shown in a step summary or a PR comment is no link."""
+    linkify_it = pytest.importorskip("linkify_it")
+    from driftscan.api import run
+    from driftscan.formats.manifest import MANIFEST_NAME, build_manifest, write_manifest
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"hidden": 16}\n')
+    write_manifest(str(model), build_manifest(str(model)), str(model / MANIFEST_NAME))
+    (model / "config.json").write_text('{"hidden": 16, "home": "https://evil.example/x", "w": "WWW.evil.example"}\n')
+    (model / "see www.evil.example and HTTP:").mkdir()
+    (model / "see www.evil.example and HTTP:" / "x.txt").write_text("x\n")
+    report = run(model_dirs=[str(model)], compare=False).report
+    markdown = render_markdown(report)
+    md = MarkdownIt("commonmark", {"linkify": True}).enable(["table", "linkify"])
+    md.linkify = linkify_it.LinkifyIt(options={"fuzzy_link": True, "fuzzy_email": True})
+    html = md.render(markdown)
+    assert "evil.example" in html and "<a " not in html, html
+    # the GFM rules themselves: no www. and no scheme:// left in the text (the word joiner breaks them)
+    assert not re.search(r"(?i)www\.|(?:https?|ftp)://", markdown), markdown

@@ -288,6 +288,7 @@ def compare_manifest(ctx: Context, manifest: Manifest, path: str, result: KindRe
     if walked is None:
         walked, walk_problems = scan_tree(ctx.root)
     source = f"the driftscan manifest ({manifest.created})"
+    own_manifest = in_tree(ctx, path)
     fast = walk_inside(ctx)
     expects = []
     to_hash: list[tuple[str, ManifestEntry]] = []
@@ -333,6 +334,13 @@ def compare_manifest(ctx: Context, manifest: Manifest, path: str, result: KindRe
         if link is None and entry.link is not None and ctx.outside(os.path.join(ctx.root, rel)) is not None:
             # The same symlink out of the tree as recorded: its target is all that is compared
             # (whatever the manifest says of the content, the file out there is never read).
+            if own_manifest:
+                # The tree's own manifest vouching for its own link out is the tree choosing what
+                # lies outside: what it points to is not checked, and the audit says so.
+                result.problems.append(Problem(os.path.join(ctx.root, rel),
+                                               f"a symlink to {entry.link}, outside the model directory; the "
+                                               "manifest inside the directory cannot vouch for it: not checked"))
+                continue
             result.files_checked += 1
             continue
         if link is not None and ctx.outside(os.path.join(ctx.root, rel)) is not None:
@@ -377,10 +385,27 @@ def compare_manifest(ctx: Context, manifest: Manifest, path: str, result: KindRe
     else:
         extra = walked.keys() - files.keys()  # in C
         added = [rel for rel in walked if rel in extra] if extra else []  # in walk order
+    missed = manifest.unreadable if not own_manifest else {}  # the tree's own claims hide nothing
     for rel in added:
         if os.path.join(ctx.root, rel) != own:
+            why = _unread_then(missed, rel) if missed else None
+            if why is not None:
+                result.problems.append(Problem(os.path.join(ctx.root, rel),
+                                               f"not compared: it could not be read when {source} was taken ({why})"))
+                continue
             result.checks.append(_added(ctx, rel, walked[rel], f"not in {source}"))
     return trusted
+
+
+def _unread_then(missed: dict[str, str], rel: str) -> str | None:
+    """Why the snapshot could not read ``rel`` or a directory above it; None: it could."""
+    if "." in missed:
+        return missed["."]
+    while rel:
+        if rel in missed:
+            return missed[rel]
+        rel = rel.rpartition("/")[0]
+    return None
 
 
 def diff_manifest(ctx: Context, layout: ModelDirLayout, manifest: Manifest | None,
