@@ -164,7 +164,10 @@ def _open(src: EditableSource, label: str) -> tuple[gitaccess.Repository | None,
         return None, SourceOutcome([], 0, [Unverifiable(
             label, f"source tree {src.project_dir} is not a git repository: its files cannot be verified")], [])
     except gitaccess.GitRefused as exc:
-        return None, SourceOutcome([], 0, [Unverifiable(label, f"source tree {src.project_dir}: {exc}")], [])
+        why = f"source tree {src.project_dir}: {exc}"
+        # A tree set to hang git is something not checked (exit bit 2), not just a layout git skips.
+        blocked = [Problem(src.project_dir, why)] if isinstance(exc, gitaccess.GitWouldBlock) else []
+        return None, SourceOutcome([], 0, [Unverifiable(label, why)], blocked)
     except gitaccess.GitFailed as exc:
         return None, SourceOutcome([], 0, [], [Problem(src.project_dir, f"git failed: {exc}")])
 
