@@ -28,6 +28,11 @@ MAX_INPUT = 1 << 30  # a report or snapshot bigger than this is not one of ours
 SITE_PACKAGES = "site-packages"
 VENV = "venv"
 EXTERNAL = "external"
+# The versions this driftscan writes (report/contract.py, formats/manifest.py, snapshot/run.py; a
+# test holds them equal), not imported: compare needs none of those modules' work.
+SCHEMA_VERSION = "1"
+MANIFEST_VERSION = "1"
+BUNDLE_VERSION = "1"
 REPORT = "report"
 SNAPSHOT = "snapshot"
 
@@ -81,17 +86,115 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+class LazyArray:
+    """A top-level JSON array kept as its text and decoded one element at a time on each
+    iteration: a report's ``drifts`` parsed whole costs about 5 times its size in objects, so only
+    the text (and one element) is held. Already checked to be valid JSON when made."""
+
+    __slots__ = ("_text", "_start")
+
+    def __init__(self, text: str, start: int):
+        self._text, self._start = text, start  # start: just after the "["
+
+    def __iter__(self) -> Iterator[Any]:
+        text, decode = self._text, _DECODER.raw_decode
+        pos = _skip(text, self._start)
+        if text.startswith("]", pos):
+            return
+        while True:
+            item, pos = decode(text, pos)
+            yield item
+            pos = _skip(text, pos)
+            if text.startswith("]", pos):
+                return
+            pos = _skip(text, pos + 1)  # the ","
+
+
+_DECODER = json.JSONDecoder()
+_WS = re.compile(r"[ \t\n\r]*")
+# Top-level arrays read lazily (LazyArray): the ones that grow with the audited tree.
+LAZY_KEYS = frozenset({"drifts"})
+
+
+def _skip(text: str, pos: int) -> int:
+    end = _WS.match(text, pos)
+    return end.end() if end else pos
+
+
+def _expect(text: str, pos: int, char: str) -> int:
+    pos = _skip(text, pos)
+    if not text.startswith(char, pos):
+        raise ValueError(f"Expecting {char!r}: char {pos}")
+    return pos + 1
+
+
+def _lazy_object(text: str) -> dict[str, Any] | None:
+    """The top-level object of ``text`` with the arrays of ``LAZY_KEYS`` as ``LazyArray``s (every
+    element decoded once here, to check it, and dropped); None when the top level is no object.
+    ValueError as ``json.loads`` gives for invalid JSON."""
+    decode = _DECODER.raw_decode
+    pos = _skip(text, 0)
+    if not text.startswith("{", pos):
+        return None
+    doc: dict[str, Any] = {}
+    pos = _skip(text, pos + 1)
+    if text.startswith("}", pos):
+        pos += 1
+    else:
+        while True:
+            key, pos = decode(text, pos)
+            if not isinstance(key, str):
+                raise ValueError(f"Expecting property name enclosed in double quotes: char {pos}")
+            pos = _skip(text, _expect(text, pos, ":"))
+            if key in LAZY_KEYS and text.startswith("[", pos):
+                lazy = LazyArray(text, pos + 1)
+                pos = _skip(text, pos + 1)
+                if text.startswith("]", pos):
+                    pos += 1
+                else:
+                    while True:
+                        _, pos = decode(text, pos)
+                        pos = _skip(text, pos)
+                        if text.startswith("]", pos):
+                            pos += 1
+                            break
+                        pos = _skip(text, _expect(text, pos, ","))
+                doc[key] = lazy
+            else:
+                doc[key], pos = decode(text, pos)
+            pos = _skip(text, pos)
+            if text.startswith("}", pos):
+                pos += 1
+                break
+            pos = _skip(text, _expect(text, pos, ","))
+    if _skip(text, pos) != len(text):
+        raise ValueError(f"Extra data: char {pos}")
+    return doc
+
+
 def load(path: str) -> Any:
+    """The input's JSON; a top-level object's growing arrays (``LAZY_KEYS``) as ``LazyArray``s, so
+    that memory stays a small multiple of the file's size."""
     try:
         data = read_regular(path, MAX_INPUT, what="report or snapshot")
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}") from None
     try:
-        return json.loads(data)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return json.loads(data)  # another encoding json detects, or its own error message
+        del data
+        doc = _lazy_object(text)
+        return doc if doc is not None else json.loads(text)
     except RecursionError:
         raise InputError("not valid JSON: nested too deeply") from None
     except ValueError as exc:
         raise InputError(f"not valid JSON: {exc}") from None
+
+
+def _array(value: Any) -> list[Any] | LazyArray | None:
+    return value if isinstance(value, list | LazyArray) else None
 
 
 def _is_snapshot(doc: dict[str, Any]) -> bool:
@@ -101,16 +204,34 @@ def _is_snapshot(doc: dict[str, Any]) -> bool:
 def _is_report(doc: dict[str, Any]) -> bool:
     tool = doc.get("tool")
     return "schema_version" in doc and isinstance(tool, dict) and tool.get("name") == "driftscan" \
-        and isinstance(doc.get("drifts"), list)
+        and _array(doc.get("drifts")) is not None
 
 
 def kind_of(doc: Any) -> str:
-    """The name of the input format ``doc`` is (``FORMATS``, first match), else InputError."""
+    """The name of the input format ``doc`` is (``FORMATS``, first match), else InputError; one of
+    a version this driftscan does not read is an InputError too (that input's, before any of it
+    is counted)."""
     if isinstance(doc, dict):
         for fmt in FORMATS:
             if fmt.recognise(doc):
+                _known_version(fmt.name, doc)
                 return fmt.name
     raise InputError("neither a driftscan audit report (--format json) nor a snapshot")
+
+
+def _known_version(kind: str, doc: dict[str, Any]) -> None:
+    if kind == REPORT:
+        fields = (("schema_version", SCHEMA_VERSION, "an audit report"),)
+    elif "manifest_version" in doc:
+        fields = (("manifest_version", MANIFEST_VERSION, "a snapshot"),)
+    else:
+        fields = (("bundle_version", BUNDLE_VERSION, "a snapshot bundle"),)
+    for key, known, what in fields:
+        value = doc.get(key)
+        if value != known:
+            shown = json.dumps(value)[:40] if isinstance(value, str | int | float | bool) or value is None \
+                else type(value).__name__
+            raise InputError(f"{what} of {key} {shown}; this driftscan reads {known!r}")
 
 
 # ---- reports --------------------------------------------------------------------------------------
@@ -194,8 +315,7 @@ def _add_version(machine: Machine, name: str, version: str) -> None:
 
 
 def report_facts(machine: Machine, doc: dict[str, Any]) -> Iterator[Fact]:
-    drifts = doc.get("drifts")
-    for drift in drifts if isinstance(drifts, list) else []:
+    for drift in _array(doc.get("drifts")) or ():
         path = _str(drift.get("path")) if isinstance(drift, dict) else None
         kind = _str(drift.get("kind")) if isinstance(drift, dict) else None
         if not path or not kind:
@@ -225,7 +345,7 @@ def _manifests(doc: dict[str, Any]) -> Iterator[tuple[str | None, dict[str, Any]
         yield None, doc
         return
     roots = doc.get("roots")
-    if doc.get("bundle_version") != "1" or not isinstance(roots, list):
+    if doc.get("bundle_version") != BUNDLE_VERSION or not isinstance(roots, list):
         raise InputError("a snapshot bundle of an unknown version")
     for item in roots:
         if isinstance(item, dict) and isinstance(item.get("manifest"), dict):

@@ -40,10 +40,10 @@ One module a job (each imports only those above it in this list; this file only 
 from __future__ import annotations
 
 from .config import parse_config
-from .errors import GitFailed, GitRefused, GitTimeout, NotARepository
+from .errors import GitFailed, GitRefused, GitTimeout, GitWouldBlock, NotARepository
 from .process import TIMEOUT, git_executable, timeout
 from .refs import RefLogEntry, valid_ref
 from .repository import Repository, find_repository, open_repository, uids_of
 
-__all__ = ["TIMEOUT", "GitFailed", "GitRefused", "GitTimeout", "NotARepository", "RefLogEntry", "Repository",
+__all__ = ["TIMEOUT", "GitFailed", "GitRefused", "GitTimeout", "GitWouldBlock", "NotARepository", "RefLogEntry", "Repository",
            "find_repository", "git_executable", "open_repository", "parse_config", "timeout", "uids_of", "valid_ref"]

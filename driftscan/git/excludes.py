@@ -4,10 +4,12 @@ handed to git in the private ``info/exclude`` (git itself reads no global config
 from __future__ import annotations
 
 import os
+import stat
 
 from ..fs.reader import read_regular
 from .config import CONFIG_MAX, parse_config
-from .files import INFO_MAX
+from .errors import GitWouldBlock
+from .files import INFO_MAX, describe
 
 
 def exclude_file(own: bytes | None, values: dict[str, str], top: str) -> bytes | None:
@@ -43,6 +45,14 @@ def _repo_excludes(values: dict[str, str], top: str) -> bytes:
     if not path:
         return b""
     path = path if os.path.isabs(path) else os.path.join(top, path)
+    inside = os.path.normpath(path).startswith(os.path.join(os.path.normpath(top), ""))
+    try:
+        st = os.stat(path)  # never opens it
+    except OSError:
+        return b""
+    if inside and not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        # Silently dropping it would list what it ignores as added files.
+        raise GitWouldBlock(f"{path} (core.excludesFile) is {describe(path, os.lstat(path))}; the repository is not read")
     try:
         return read_regular(path, INFO_MAX, root=top)
     except OSError:

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from ..fs.reader import os_error, read_regular
 from . import privatedir
 from .config import check_format, read_config
-from .errors import GitFailed, GitRefused, GitTimeout, NotARepository
+from .errors import GitFailed, GitRefused, GitTimeout, GitWouldBlock, NotARepository
 from .excludes import exclude_file
-from .files import INFO_MAX, describe, read_optional
+from .files import INFO_MAX, blocking_control_file, describe, read_optional
 from .process import environment, git_executable
 from .process import run as run_git
 from .refs import OBJECT_ID, REF_MAX, RefLogEntry, copy_refs, read_reflog, resolve_head
@@ -221,6 +221,9 @@ def _open(top: str, allowed_uids: set[int] | None) -> Repository:
     config = check_format(values, dot_git)
     # git's ignore sources other than work-tree .gitignore files, all handed over as data.
     info["exclude"] = exclude_file(info["exclude"], values, top)
+    blocking = blocking_control_file(top)
+    if blocking is not None:
+        raise GitWouldBlock(f"{blocking}; the repository is not read")
     private = privatedir.make(top)
     try:
         index = privatedir.populate(private, dot_git, config, head, head_ref, info, index)

@@ -63,6 +63,8 @@ class AcceptEntry(BaseModel):
     @classmethod
     def _glob(cls, value: str) -> str:
         if is_glob(value):
+            if len(value) > MAX_GLOB:
+                raise ValueError(f"a glob of {len(value)} characters; at most {MAX_GLOB}")
             if sum(value.count(c) for c in "*?[") > MAX_WILDCARDS:
                 raise ValueError(f"more than {MAX_WILDCARDS} wildcards in one glob")
             try:
@@ -86,7 +88,8 @@ class AcceptEntry(BaseModel):
         return value
 
 
-MAX_WILDCARDS = 16  # a glob is matched by a backtracking regex: its wildcards stay few
+MAX_WILDCARDS = 16  # each costs the matcher a round per subject character: they stay few
+MAX_GLOB = 1024  # characters: a path pattern, not a program
 
 
 def is_glob(path: str) -> bool:
@@ -99,23 +102,26 @@ def literal(path: str) -> str:
     return re.sub(r"[*?[]", lambda m: f"[{m.group(0)}]", path)
 
 
-# A glob compiles to tokens matched by simulating all positions at once (time linear in the
-# subject for each token), never by a backtracking regex: a config's `**a**a**a…!` must not hang.
+# A glob compiles to tokens matched by simulating all positions at once as the bits of one integer
+# (time linear in the subject), never by a backtracking regex: a config's `**a**a**a…!` must not hang.
 _Token = tuple[str, object]  # ("lit", char) ("one", None) ("set", compiled class) ("star", None) ("any", None)
+# ("entry", None): takes no character
 
 
 @lru_cache(maxsize=256)
 def _glob_tokens(pattern: str) -> tuple[list[_Token], dict[int, int]]:
     """``*`` and ``?`` within one path component, ``**`` across components (``**/``: also none).
-    Returns the tokens and the extra epsilon edges (``**/`` may be skipped whole)."""
+    Returns the tokens and the extra epsilon edges (``**/`` may be skipped whole from its entry)."""
     tokens: list[_Token] = []
     skips: dict[int, int] = {}
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
         if pattern.startswith("**/", i):
-            skips[len(tokens)] = len(tokens) + 2
-            tokens += [("any", None), ("lit", "/")]
+            # An entry point of its own: "**/" is skipped whole only before its "**" took anything
+            # (else "a/**/b" would match "a/xb").
+            skips[len(tokens)] = len(tokens) + 3
+            tokens += [("entry", None), ("any", None), ("lit", "/")]
             i += 3
         elif pattern.startswith("**", i):
             tokens.append(("any", None))
@@ -145,38 +151,69 @@ def _glob_tokens(pattern: str) -> tuple[list[_Token], dict[int, int]]:
     return tokens, skips
 
 
-def _closure(states: set[int], tokens: list[_Token], skips: dict[int, int]) -> set[int]:
-    todo = list(states)
-    while todo:
-        t = todo.pop()
-        nxt = [skips[t]] if t in skips else []
-        if t < len(tokens) and tokens[t][0] in ("star", "any"):
-            nxt.append(t + 1)  # a run may be empty
-        for u in nxt:
-            if u not in states:
-                states.add(u)
-                todo.append(u)
-    return states
+class _Program:
+    """A glob's tokens as bit masks (bit t: "before token t"; bit len(tokens): matched), run by
+    shifting every live state at once: a few integer operations per subject character, whatever
+    the wildcards."""
+
+    def __init__(self, tokens: list[_Token], skips: dict[int, int]):
+        self.tokens = tokens
+        self.accept = 1 << len(tokens)
+        self.star = sum(1 << t for t, (kind, _) in enumerate(tokens) if kind == "star")  # loops on all but "/"
+        self.any = sum(1 << t for t, (kind, _) in enumerate(tokens) if kind == "any")  # loops on everything
+        entry = sum(1 << t for t, (kind, _) in enumerate(tokens) if kind == "entry")
+        self.empty = self.star | self.any | entry  # t -> t+1 on no character (a run may be empty)
+        self.skip = sum(1 << t for t in skips)  # "**/" skipped whole: t -> t+3
+        self.advance: dict[str, int] = {}  # character -> the tokens it takes one step
+        # The literal text before the first and after the last token that is not a literal: a
+        # subject without it is refused before any stepping.
+        kinds = [kind for kind, _ in tokens]
+        for t in skips:
+            kinds[t + 2] = "skippable"  # the "/" of "**/" need not be there
+        head = next((t for t, kind in enumerate(kinds) if kind != "lit"), len(tokens))
+        tail = next((t for t in range(len(tokens) - 1, -1, -1) if kinds[t] != "lit"), -1) + 1
+        self.prefix = "".join(str(data) for _, data in tokens[:head])
+        self.suffix = "".join(str(data) for _, data in tokens[max(tail, head):])
+
+    def advance_on(self, ch: str) -> int:
+        mask = self.advance.get(ch)
+        if mask is None:
+            mask = 0
+            for t, (kind, data) in enumerate(self.tokens):
+                if (kind == "lit" and ch == data) or (kind == "one" and ch != "/") or \
+                        (kind == "set" and ch != "/" and data.fullmatch(ch)):  # type: ignore[attr-defined]
+                    mask |= 1 << t
+            if len(self.advance) < 4096:  # a subject's alphabet; a bound all the same
+                self.advance[ch] = mask
+        return mask
+
+    def closure(self, states: int) -> int:
+        while True:  # at most one round per consecutive wildcard
+            grown = states | ((states & self.empty) << 1) | ((states & self.skip) << 3)
+            if grown == states:
+                return states
+            states = grown
+
+
+@lru_cache(maxsize=256)
+def _program(pattern: str) -> _Program:
+    return _Program(*_glob_tokens(pattern))
 
 
 def glob_match(pattern: str, subject: str) -> bool:
-    tokens, skips = _glob_tokens(pattern)
-    states = _closure({0}, tokens, skips)
+    program = _program(pattern)
+    if len(subject) < len(program.prefix) + len(program.suffix) or not subject.startswith(program.prefix) or \
+            not subject.endswith(program.suffix):
+        return False
+    states = program.closure(1)
+    loop_all, loop_name, advance_on, closure = program.any, program.star | program.any, program.advance_on, \
+        program.closure
     for ch in subject:
-        step: set[int] = set()
-        for t in states:
-            if t >= len(tokens):
-                continue
-            kind, data = tokens[t]
-            if kind == "any" or (kind == "star" and ch != "/"):
-                step.add(t)
-            elif (kind == "lit" and ch == data) or (kind == "one" and ch != "/") or \
-                    (kind == "set" and ch != "/" and data.fullmatch(ch)):  # type: ignore[attr-defined]
-                step.add(t + 1)
-        if not step:
+        states = (states & (loop_all if ch == "/" else loop_name)) | ((states & advance_on(ch)) << 1)
+        if not states:
             return False
-        states = _closure(step, tokens, skips)
-    return len(tokens) in states
+        states = closure(states)
+    return bool(states & program.accept)
 
 
 def matches(entry_path: str, drift: DriftOut) -> bool:

@@ -445,6 +445,11 @@ def _load_snapshot(path: str, workdir: str, use_cache: bool, data: bytes,
         if use_cache:
             _remember_loaded(path, st, out)
         return out
+    if isinstance(doc, dict) and "bundle_version" in doc and doc["bundle_version"] != BUNDLE_VERSION:
+        shown = json.dumps(doc["bundle_version"])[:40] if isinstance(doc["bundle_version"], str | int | float) \
+            else type(doc["bundle_version"]).__name__
+        raise ManifestError(path, [f"a snapshot bundle of bundle_version {shown}; this driftscan reads "
+                                   f"{BUNDLE_VERSION!r}"])
     if not (isinstance(doc, dict) and doc.get("bundle_version") == BUNDLE_VERSION and isinstance(doc.get("roots"), list)):
         raise ManifestError(path, ["neither a driftscan manifest nor a snapshot bundle"])
     # Each part was once written out and read back as a manifest (capped at MAX_MANIFEST); a

@@ -9,9 +9,10 @@ import os
 
 import pytest
 
+from driftscan.compare import inputs as compare_inputs
 from driftscan.compare.inputs import (ABSENT, AS_REFERENCE, BY_NAME, EXTERNAL, REPORT, SITE_PACKAGES, SNAPSHOT,
-                                      VENV, InputError, canonical, kind_of, load, report_facts, report_machine,
-                                      snapshot_facts, snapshot_machine)
+                                      VENV, InputError, LazyArray, canonical, kind_of, load, report_facts,
+                                      report_machine, snapshot_facts, snapshot_machine)
 
 SP = "/srv/venv/lib/python3.12/site-packages"
 
@@ -187,3 +188,60 @@ def test_load_reads_json_and_refuses_the_rest(tmp_path):
         load(str(tmp_path / "fifo"))
     with pytest.raises(InputError, match="cannot read"):
         load(str(tmp_path / "absent.json"))
+
+
+def test_the_versions_compare_reads_are_the_ones_driftscan_writes():
+    from driftscan.formats.manifest import MANIFEST_VERSION
+    from driftscan.report.contract import SCHEMA_VERSION
+    from driftscan.snapshot.run import BUNDLE_VERSION
+
+    assert (compare_inputs.SCHEMA_VERSION, compare_inputs.MANIFEST_VERSION, compare_inputs.BUNDLE_VERSION) == \
+        (SCHEMA_VERSION, MANIFEST_VERSION, BUNDLE_VERSION)
+
+
+@pytest.mark.parametrize("doc, message", [
+    (report_doc(schema_version="2"), "an audit report of schema_version \"2\""),
+    (report_doc(schema_version=2), "an audit report of schema_version 2;"),
+    ({**snapshot_doc(), "manifest_version": "9"}, "a snapshot of manifest_version \"9\""),
+    ({"bundle_version": "2", "roots": []}, "a snapshot bundle of bundle_version \"2\""),
+    ({"bundle_version": {"x": 1}, "roots": []}, "a snapshot bundle of bundle_version dict"),
+])
+def test_an_input_of_a_version_this_driftscan_does_not_read_is_an_input_error(doc, message):
+    with pytest.raises(InputError, match=message.replace("(", r"\(")):
+        kind_of(doc)
+
+
+def test_compare_files_lists_an_unknown_version_and_compares_the_rest(tmp_path):
+    from driftscan.compare import compare_files
+
+    paths = []
+    for name, doc in (("a", report_doc()), ("new", report_doc(schema_version="2")), ("b", report_doc()),
+                      ("bundle", {"bundle_version": "3", "roots": []})):
+        paths.append(str(tmp_path / f"{name}.json"))
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+    out = compare_files(paths)
+    assert [m.name for m in out.machines] == [paths[0], paths[2]]
+    assert [e.path for e in out.errors] == [paths[1], paths[3]]
+
+
+@pytest.mark.parametrize("text", [
+    '{"drifts": []}', '{ "drifts" : [ ] , "x": 1 }', '{"drifts": [{"a": [1, {"b": "]"}]}, 2, "s,]"]}',
+    '{"drifts": 3}', '{"drifts": [1], "drifts": [2, 3]}', '\n{\n  "a": {"drifts": [1]},\n  "drifts": [\n    1\n  ]\n}\n',
+    '{}', '[1, 2]', '"x"', '{"drifts": [1, 2, 3]}'])
+def test_load_reads_drifts_lazily_as_json_would(tmp_path, text):
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    doc = load(str(path))
+    if isinstance(doc, dict) and isinstance(doc.get("drifts"), LazyArray):
+        doc = {**doc, "drifts": list(doc["drifts"])}
+        assert list(load(str(path))["drifts"]) == doc["drifts"], "iterable again"
+    assert doc == json.loads(text)
+
+
+@pytest.mark.parametrize("text", ['{"drifts": [1, 2', '{"drifts": [1 2]}', '{"drifts": [1,]}', '{"drifts": [1]',
+                                  '{"drifts": [1]} x', '{"drifts" [1]}', '{1: 2}', '{"a": 1,}', '{"drifts": [nope]}'])
+def test_load_refuses_invalid_json_around_and_inside_the_lazy_array(tmp_path, text):
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    with pytest.raises(InputError, match="not valid JSON"):
+        load(str(path))

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from driftscan.git.errors import GitWouldBlock
 from driftscan.git.excludes import exclude_file
 
 
@@ -41,8 +42,17 @@ def test_a_repository_excludes_file_outside_its_tree_is_not_read(user, tmp_path)
     assert exclude_file(None, {"core.excludesfile": str(tmp_path / "secret")}, str(top)) is None
     os.symlink(tmp_path / "secret", top / "link")
     assert exclude_file(None, {"core.excludesfile": "link"}, str(top)) is None
-    os.mkfifo(top / "fifo")  # never opened for reading: it would block
-    assert exclude_file(None, {"core.excludesfile": "fifo"}, str(top)) is None
+
+
+def test_a_repository_excludes_file_that_is_a_fifo_in_its_tree_refuses_it(user, tmp_path):
+    """Never opened (it would block); dropping it would list what it ignores as added files."""
+    top = tmp_path / "tree"
+    top.mkdir()
+    os.mkfifo(top / "fifo")
+    with pytest.raises(GitWouldBlock, match="fifo"):
+        exclude_file(None, {"core.excludesfile": "fifo"}, str(top))
+    os.mkfifo(tmp_path / "outside.fifo")  # outside the tree: not read at all, as any file there
+    assert exclude_file(None, {"core.excludesfile": str(tmp_path / "outside.fifo")}, str(top)) is None
 
 
 def test_the_user_s_core_excludes_file_is_honoured(user, tmp_path):

@@ -44,3 +44,17 @@ def test_describe(tmp_path):
     assert describe(str(tmp_path / "fifo"), fifo) == f"not a regular file ({stat.filemode(fifo.st_mode)})"
     assert stat.filemode(fifo.st_mode).startswith("p")
     assert describe(str(tmp_path), os.lstat(tmp_path)).startswith("not a regular file (d")
+
+
+def test_a_control_file_git_would_block_on_is_found_anywhere_but_in_git_dirs(tmp_path):
+    from driftscan.git.files import blocking_control_file
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / ".gitignore").write_text("*.tmp\n")
+    (tmp_path / ".gitattributes").mkdir()  # git's open fails at once: harmless
+    (tmp_path / ".git").mkdir()
+    os.mkfifo(tmp_path / ".git" / ".gitignore")  # not the work tree's
+    os.mkfifo(tmp_path / "a" / "b" / "other.fifo")  # a name git never opens
+    assert blocking_control_file(str(tmp_path)) is None
+    os.mkfifo(tmp_path / "a" / "b" / ".gitmodules")
+    assert blocking_control_file(str(tmp_path)) == f"{tmp_path / 'a/b/.gitmodules'} is a FIFO, which git would block on opening"
