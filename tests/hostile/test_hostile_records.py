@@ -13,6 +13,7 @@ import json
 import re
 import sys
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,82 @@ def test_dpkg_list_named_by_fifty_paragraphs_is_read_once(tmp_path):
     assert error["message"].startswith("status names 50 packages for this one file list: read once, as "
                                        "python3-bomb:a0's, not for python3-bomb:a1, ")
     assert report["summary"]["files_checked"] == 20_000 and report["summary"]["distributions"] == 1
+
+
+# --- a wheel as an original ---------------------------------------------------------------------
+
+_MiB = 1 << 20
+
+
+class _RepeatingDeflate:
+    """A raw deflate compressor for a stream of 1 MiB zero chunks: each chunk is compressed once
+    and flushed so the next starts afresh, so the same bytes stand for every later chunk (a real
+    deflate stream, built in a blink instead of deflating hundreds of megabytes)."""
+
+    def __init__(self) -> None:
+        self._real = zlib.compressobj(9, zlib.DEFLATED, -15)
+        self._block = self._real.compress(b"\0" * _MiB) + self._real.flush(zlib.Z_FULL_FLUSH)
+
+    def compress(self, data: bytes) -> bytes:
+        assert data == b"\0" * _MiB
+        return self._block
+
+    def flush(self) -> bytes:
+        return self._real.flush(zlib.Z_FINISH)
+
+
+def _bomb_wheel(house: Path, name: str, member: str, size: int) -> Path:
+    """``build_wheel``'s wheel with ``member`` replaced by ``size`` zero bytes, deflated (honestly
+    declared: a deflate bomb is a valid member)."""
+    small = build_wheel(house, name, "1.0", {f"{name}/__init__.py": "X = 1\n", member: b"the original\n"})
+    bomb = small.with_suffix(".tmp")
+    with zipfile.ZipFile(small) as src, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            if info.filename != member:
+                dst.writestr(info, src.read(info))
+                continue
+            big = zipfile.ZipInfo(member, date_time=(2024, 1, 1, 0, 0, 0))
+            big.compress_type = zipfile.ZIP_DEFLATED
+            real = zipfile._get_compressor
+            zipfile._get_compressor = lambda *a: _RepeatingDeflate()  # type: ignore[assignment]
+            try:
+                with dst.open(big, "w", force_zip64=size >= 1 << 32) as out:
+                    for _ in range(size // _MiB):
+                        out.write(b"\0" * _MiB)
+            finally:
+                zipfile._get_compressor = real
+    bomb.replace(small)
+    return small
+
+
+def test_wheel_member_bomb_is_inflated_once_per_run(tmp_path):
+    """A deflate bomb (512 MiB of zeros in half a megabyte) whose hash the tree's RECORD gets
+    wrong, in a wheel four --wheels directories hold (hard links: one file): inflated once, the
+    other three take its verdict; each source is still named with its reason."""
+    size = 512 * _MiB
+    installed = build_wheel(tmp_path / "install", "bombpkg", "1.0", {"bombpkg/__init__.py": "X = 1\n",
+                                                                     "bombpkg/big.bin": b"the original\n"})
+    venv = tmp_path / "venv"
+    venvs.run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    venvs.modern_pip_install(venv, "--no-index", "--no-deps", str(installed))
+    house = tmp_path / "house"
+    wheel = _bomb_wheel(house, "bombpkg", "bombpkg/big.bin", size)
+    assert wheel.stat().st_size < _MiB
+    houses = [house]
+    for i in range(2, 5):
+        (tmp_path / f"house{i}").mkdir()
+        (tmp_path / f"house{i}" / wheel.name).hardlink_to(wheel)
+        houses.append(tmp_path / f"house{i}")
+    record = venvs.site_packages_of(venv) / "bombpkg-1.0.dist-info/RECORD"
+    wrong = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(b"not the bomb").digest()).rstrip(b"=").decode()
+    record.write_text(re.sub(r"bombpkg/big.bin,[^\n]*", f"bombpkg/big.bin,{wrong},{size}", record.read_text()))
+    proc = driftscan_bounded("audit", "--no-cache", "--venv", str(venv), *(f"--wheels={h}" for h in houses),
+                             "--format", "json", seconds=6.5, memory_mb=256)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    [drift] = report["drifts"]
+    assert drift["path"].endswith("bombpkg/big.bin")
+    text = json.dumps(report)
+    for h in houses:
+        assert f"--wheels {h / wheel.name} (rejected: bombpkg/big.bin: its content does not match RECORD's sha256)" \
+            in text

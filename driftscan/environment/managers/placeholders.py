@@ -44,7 +44,12 @@ for the old one. On macOS, rewritten Mach-O binaries are re-signed after linking
 back cannot undo a signature, so there only ``sha256_in_prefix`` decides.
 
 The file is read through ``fileio`` (a regular file, not through a symlink, inside the prefix,
-at most ``PLACEHOLDER_LIMIT`` bytes).
+at most ``PLACEHOLDER_LIMIT`` bytes). The record is the prefix's data: text mode is substituted
+back in one pass and hashed piece by piece (a 40 KB placeholder over a file full of the prefix
+would otherwise be gigabytes in memory), binary mode finds each string's end and padding once
+(linear, not once per occurrence). A placeholder longer than ``MAX_PLACEHOLDER``, a binary-mode
+one longer than the package's file, or a substitution past ``PLACEHOLDER_LIMIT`` bytes is an
+``ERROR`` verdict: one problem for that file.
 """
 
 from __future__ import annotations
