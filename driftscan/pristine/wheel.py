@@ -192,12 +192,12 @@ class ZipCopy(PristineCopy):
         return frozenset(tags)
 
     def check(self, entry: RecordEntry, out: BinaryIO | None = None, limit: int | None = None) -> str | None:
-        info = self._member(entry) if entry.hash is not None else None
-        if info is None:
+        too_big = entry.size is not None and limit is not None and entry.size > limit  # refused unread
+        info = self._member(entry) if entry.hash is not None and not too_big else None
+        if info is None or entry.hash is None:
             return super().check(entry, out, limit)
         key = (*self._identity, info.filename, info.header_offset, info.CRC, info.compress_size, info.file_size,
-               entry.hash.algorithm if entry.hash else None, entry.hash.digest if entry.hash else None, entry.size,
-               limit if entry.size is None else None)
+               entry.hash.algorithm, entry.hash.digest, entry.size, limit if entry.size is None else None)
         with _verdicts_lock:
             cached = _verdicts.get(key, _UNKNOWN)
             if cached is not _UNKNOWN:

@@ -276,3 +276,14 @@ def test_verdicts_kept_are_bounded(tmp_path, monkeypatch):
     finally:
         copy.close()
     assert len(wheel_module._verdicts) <= 2
+
+
+def test_a_row_refused_for_a_caller_s_limit_is_not_remembered(tmp_path):
+    wheel = wheel_file(tmp_path / "house", "pkg", "1.0", FILES)
+    good = entry("pkg/core.py", "X = 1\n")
+    copy = open_wheel(str(wheel), SourceKind.WHEELS, dist_in(tmp_path))
+    try:
+        assert copy.check(good, limit=2) == "6 bytes, more than the 2 asked for"
+        assert copy.check(good) is None
+    finally:
+        copy.close()
