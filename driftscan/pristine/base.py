@@ -128,6 +128,8 @@ class PristineCopy:
                 if entry.size is not None and declared is not None and declared != entry.size:
                     return "its size differs from RECORD's"  # the unverified copy's own size is not shown
                 bound = entry.size if entry.size is not None else (limit if limit is not None else NO_SIZE_CAP)
+                if declared is not None:  # never past what the source says it holds either
+                    bound = min(bound, declared)
                 total = 0
                 while True:
                     # One byte past the bound is enough to know the copy is too big (a zip bomb's

@@ -11,7 +11,9 @@ from __future__ import annotations
 import errno
 import os
 import struct
+import threading
 import zipfile
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
@@ -128,15 +130,27 @@ def layout(names: Sequence[str], dist: Distribution) -> tuple[str | None, tuple[
     return wheel_info, tuple(data)
 
 
+# Verdicts of members already inflated in this process: a wheel that two sources name (the wheel
+# direct_url.json names, found again by --wheels or through a hard link) is not inflated twice.
+# Keyed by the open file's identity (device, inode, size, mtime, ctime: the same file, unchanged)
+# and the member's own record; only verdicts, never bytes, so a bounded dict is enough.
+VERDICTS_MAX = 4096
+_verdicts: OrderedDict[tuple[object, ...], str | None] = OrderedDict()
+_verdicts_lock = threading.Lock()
+_UNKNOWN = "unknown"  # a verdict is None (verified) or a reason; this marks "not cached"
+
+
 class ZipCopy(PristineCopy):
     """A wheel (a file or a pip cache body): members by exact name, decompressed only as far as
-    the installed RECORD's size plus one byte."""
+    the member's declared size and the installed RECORD's, whichever is smaller (plus one byte)."""
 
     def __init__(self, source: SourceKind, path: str, distribution: Distribution, file: BinaryIO,
                  size: int) -> None:
         super().__init__(source, path, distribution)
         self._file = file
         try:
+            st = os.fstat(file.fileno())
+            self._identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             central_directory(file, size, CD_CAP)  # refuses before zipfile loads it
             file.seek(0)
             self._zip = zipfile.ZipFile(file)
@@ -176,6 +190,29 @@ class ZipCopy(PristineCopy):
             if sep and key.strip().lower() == "tag":
                 tags |= expand_tags(value)
         return frozenset(tags)
+
+    def check(self, entry: RecordEntry, out: BinaryIO | None = None, limit: int | None = None) -> str | None:
+        too_big = entry.size is not None and limit is not None and entry.size > limit  # refused unread
+        info = self._member(entry) if entry.hash is not None and not too_big else None
+        if info is None or entry.hash is None:
+            return super().check(entry, out, limit)
+        key = (*self._identity, info.filename, info.header_offset, info.CRC, info.compress_size, info.file_size,
+               entry.hash.algorithm, entry.hash.digest, entry.size, limit if entry.size is None else None)
+        with _verdicts_lock:
+            cached = _verdicts.get(key, _UNKNOWN)
+            if cached is not _UNKNOWN:
+                _verdicts.move_to_end(key)
+        # A failure stands whatever the caller wanted; a success still streams the bytes to ``out``
+        # (verified again as they go).
+        if cached is not _UNKNOWN and (cached is not None or out is None):
+            return cached
+        why = super().check(entry, out, limit)
+        with _verdicts_lock:
+            _verdicts[key] = why
+            _verdicts.move_to_end(key)
+            while len(_verdicts) > VERDICTS_MAX:
+                _verdicts.popitem(last=False)
+        return why
 
     def _open(self, entry: RecordEntry) -> tuple[BinaryIO, int | None] | None:
         info = self._member(entry)

@@ -567,3 +567,17 @@ def test_validators():
     assert not valid_package_name("../etc") and not valid_package_name("Python3") and not valid_package_name("a")
     assert valid_version("1:2.28.1+dfsg-1~deb12u1") and valid_version("0.99.30-4.1~deb12u1")
     assert not valid_version("$(reboot)") and not valid_version("1 2") and not valid_version("")
+
+
+def test_one_list_named_by_many_paragraphs_is_read_once(system):
+    system.add("python3-twice", {"twice.py": b"t\n"}, arch="amd64")
+    system.paragraphs.append(status_paragraph("python3-twice", arch="i386"))
+    system.paragraphs.append(status_paragraph("python3-twice", arch="arm64"))
+    system.write_status()
+    result = read(system)
+    [dist] = [d for d in result.distributions if d.name == "python3-twice"]
+    assert dist.build == "amd64" and [e.path for e in dist.entries] == ["twice.py"]
+    [problem] = [p for p in result.problems if p.path == str(system.info / "python3-twice.list")]
+    assert problem.message == ("status names 3 packages for this one file list: read once, as python3-twice:amd64's, "
+                               "not for python3-twice:arm64, python3-twice:i386")
+    assert "twice.py" not in result.shared

@@ -152,3 +152,40 @@ def test_restore_binary_leaves_unpadded_occurrences_alone():
               + prefix.encode() + b"/x" + b"\0" * pad)  # the last string runs to the end: rattler pads it
     assert len(linked) == len(original)
     assert restore_binary(linked, placeholder, prefix) == original
+
+
+def test_restore_binary_later_occurrence_of_a_string_takes_the_padding():
+    """Two occurrences in one C string, padding for one: the first is a path the package had, the
+    second the placeholder's (the string's end, its occurrences and NULs are found once)."""
+    placeholder, prefix = "/p" * 20, "/opt/env"
+    pad = len(placeholder) - len(prefix)
+    linked = b"x/opt/env:" + prefix.encode() + b"/lib" + b"\0" * pad + b"\0tail"
+    assert restore_binary(linked, placeholder, prefix) == b"x/opt/env:" + placeholder.encode() + b"/lib\0tail"
+
+
+def test_restore_binary_is_linear_in_a_string_of_prefixes():
+    prefix = "/opt/env"
+    linked = prefix.encode() * 20_000  # one string, no NUL, no padding: nothing to put back
+    assert restore_binary(linked, prefix + "x", prefix) == linked
+
+
+@pytest.mark.parametrize("placeholder, mode, needle", [
+    ("/" + "p" * 2000, "text", "prefix_placeholder has 2001 bytes, more than the 1024"),
+    ("/" + "p" * 200, "binary", "more than the package's file (50 bytes) can hold"),
+])
+def test_a_placeholder_the_file_cannot_have_held_is_an_error(prefix, placeholder, mode, needle):
+    path = prefix / "f"
+    path.write_bytes(((str(prefix) + "/bin\0").encode() * 10)[:50])
+    ph = Placeholder(placeholder, mode, sha(b"the package's file"), 50 if mode == "binary" else None)
+    result = check_placeholder(str(path), row(), ph, str(prefix))
+    assert result.status == ERROR and needle in result.detail
+
+
+def test_a_text_substitution_past_the_limit_is_an_error(prefix, monkeypatch):
+    from driftscan.environment.managers import placeholders
+
+    monkeypatch.setattr(placeholders, "PLACEHOLDER_LIMIT", 4096)
+    path = prefix / "f"
+    path.write_bytes((str(prefix) + "\n").encode() * (4000 // (len(str(prefix)) + 1)))  # substituted back: over
+    result = check_placeholder(str(path), row(), Placeholder("/" + "p" * 500, "text", sha(b"x"), None), str(prefix))
+    assert result.status == ERROR and "more than the 4096 bytes" in result.detail

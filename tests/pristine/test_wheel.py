@@ -204,3 +204,86 @@ def test_wheel_members_error_words():
     assert wheel_members_error(zipfile.BadZipFile("Bad CRC-32")) == "not a readable zip file (Bad CRC-32)"
     assert wheel_members_error(OSError(13, "Permission denied")) == "Permission denied"
     assert wheel_members_error(RuntimeError()) == "RuntimeError"
+
+
+def _counting_opens(monkeypatch) -> list[str]:
+    opened: list[str] = []
+    real = ZipCopy._open
+
+    def counting(self, entry):
+        opened.append(entry.path)
+        return real(self, entry)
+
+    monkeypatch.setattr(ZipCopy, "_open", counting)
+    return opened
+
+
+def test_a_member_of_one_wheel_file_is_decompressed_once_per_process(tmp_path, monkeypatch):
+    """Two copies of one file (two sources naming it, or a hard link) share each member's verdict:
+    a failure is not decompressed again, a success is streamed again only when its bytes are wanted."""
+    wheel = wheel_file(tmp_path / "house", "pkg", "1.0", FILES)
+    (tmp_path / "other").mkdir()
+    os.link(wheel, tmp_path / "other" / wheel.name)
+    dist = dist_in(tmp_path)
+    good = entry("pkg/core.py", "X = 1\n")
+    bad = entry("pkg/core.py", "X = 2\n")
+    opened = _counting_opens(monkeypatch)
+    first = open_wheel(str(wheel), SourceKind.DIRECT_URL, dist)
+    second = open_wheel(str(tmp_path / "other" / wheel.name), SourceKind.WHEELS, dist)
+    try:
+        assert first.check(bad) == second.check(bad) == "its content does not match RECORD's sha256"
+        assert first.check(good) is None and second.check(good) is None
+        assert opened == ["pkg/core.py", "pkg/core.py"]
+        out = io.BytesIO()
+        assert second.check(good, out) is None and out.getvalue() == b"X = 1\n"
+        assert len(opened) == 3
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_changed_wheel_file_is_checked_again(tmp_path, monkeypatch):
+    dist = dist_in(tmp_path)
+    bad = entry("pkg/core.py", "X = 2\n")
+    wheel = wheel_file(tmp_path / "house", "pkg", "1.0", FILES)
+    opened = _counting_opens(monkeypatch)
+    copy = open_wheel(str(wheel), SourceKind.WHEELS, dist)
+    try:
+        assert copy.check(bad) is not None
+    finally:
+        copy.close()
+    wheel.unlink()
+    wheel_file(tmp_path / "house", "pkg", "1.0", {**FILES, "pkg/core.py": "X = 2\n"})
+    copy = open_wheel(str(wheel), SourceKind.WHEELS, dist)
+    try:
+        assert copy.check(bad) is None
+    finally:
+        copy.close()
+    assert len(opened) == 2
+
+
+def test_verdicts_kept_are_bounded(tmp_path, monkeypatch):
+    from driftscan.pristine import wheel as wheel_module
+
+    monkeypatch.setattr(wheel_module, "VERDICTS_MAX", 2)
+    files = {f"pkg/m{i}.py": f"V = {i}\n" for i in range(5)}
+    wheel = wheel_file(tmp_path / "house", "pkg", "1.0", files)
+    dist = installed(tmp_path / "site", "pkg", "1.0", files)
+    copy = open_wheel(str(wheel), SourceKind.WHEELS, dist)
+    try:
+        for row in dist.entries:
+            assert copy.check(row) is None
+    finally:
+        copy.close()
+    assert len(wheel_module._verdicts) <= 2
+
+
+def test_a_row_refused_for_a_caller_s_limit_is_not_remembered(tmp_path):
+    wheel = wheel_file(tmp_path / "house", "pkg", "1.0", FILES)
+    good = entry("pkg/core.py", "X = 1\n")
+    copy = open_wheel(str(wheel), SourceKind.WHEELS, dist_in(tmp_path))
+    try:
+        assert copy.check(good, limit=2) == "6 bytes, more than the 2 asked for"
+        assert copy.check(good) is None
+    finally:
+        copy.close()

@@ -459,6 +459,8 @@ def read_dpkg(database: str, site_packages: str, containment: Containment | None
                           if d.to.startswith(prefix) and not source.startswith(prefix)]
     owned: list[_Owned] = []
     budget = LIST_BUDGET
+    claimed: dict[str, str] = {}  # stem → the package (name:arch) whose .list it was read as
+    again: dict[str, list[str]] = {}  # stem → the other paragraphs that name it
     for pkg in sorted(packages.values(), key=lambda p: (p.name, p.arch)):
         if pkg.state in _REMOVED_STATES:
             continue  # removed: dpkg owns none of its files any more (config-files keeps conffiles)
@@ -466,6 +468,13 @@ def read_dpkg(database: str, site_packages: str, containment: Containment | None
         if stem is None:
             continue  # dpkg itself: "files list file ... missing; assuming package has no files"
         list_path = os.path.join(info, f"{stem}.list")
+        # One .list is one installed instance: dpkg never gives two paragraphs the same one. A
+        # status naming a package in many architectures without Multi-Arch: same would otherwise
+        # read, scan and verify the same list once per paragraph.
+        if stem in claimed:
+            again.setdefault(stem, []).append(f"{pkg.name}:{pkg.arch}")
+            continue
+        claimed[stem] = f"{pkg.name}:{pkg.arch}"
         if budget <= 0:
             problems.add(list_path, f"not read: the file lists read so far hold {LIST_BUDGET} bytes, "
                                     "more than any real system's", key="list budget")
@@ -484,6 +493,10 @@ def read_dpkg(database: str, site_packages: str, containment: Containment | None
         _scan_list(data, one, prefix, diversions, list_path, problems)
         if one.paths:
             owned.append(one)
+    for stem, others in sorted(again.items()):
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        problems.add(os.path.join(info, f"{stem}.list"), f"status names {len(others) + 1} packages for this one file "
+                                                          f"list: read once, as {claimed[stem]}'s, not for {shown}")
     if not owned:
         return DpkgOwnership(database, site, problems=problems.done()) if problems.items else empty
     return _build(database, site, info, prefix, owned, containment, problems)

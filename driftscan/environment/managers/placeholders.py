@@ -44,7 +44,12 @@ for the old one. On macOS, rewritten Mach-O binaries are re-signed after linking
 back cannot undo a signature, so there only ``sha256_in_prefix`` decides.
 
 The file is read through ``fileio`` (a regular file, not through a symlink, inside the prefix,
-at most ``PLACEHOLDER_LIMIT`` bytes).
+at most ``PLACEHOLDER_LIMIT`` bytes). The record is the prefix's data: text mode is substituted
+back in one pass and hashed piece by piece (a 40 KB placeholder over a file full of the prefix
+would otherwise be gigabytes in memory), binary mode finds each string's end and padding once
+(linear, not once per occurrence). A placeholder longer than ``MAX_PLACEHOLDER``, a binary-mode
+one longer than the package's file, or a substitution past ``PLACEHOLDER_LIMIT`` bytes is an
+``ERROR`` verdict: one problem for that file.
 """
 
 from __future__ import annotations
@@ -53,7 +58,8 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from itertools import chain
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -62,6 +68,9 @@ from ...core.values import RecordEntry
 from ..files import ERROR, MISSING, MODIFIED, OK, TYPE_CHANGED
 
 PLACEHOLDER_LIMIT = 256 << 20  # a rewritten file is held in memory twice while it is checked
+# conda-build pads its build prefix to 255 characters; rattler-build's is shorter. A longer one in
+# a record is not a build prefix, and substituting it back could grow the file a thousandfold.
+MAX_PLACEHOLDER = 1024
 ENCODINGS = ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
 PRESENCE_ONLY = "presence only"
 _ENV_SHEBANG = re.compile(rb"^#!/usr/bin/env (?P<exe>[^ \n\r\t]+)(?P<rest>[^\n]*)$")
@@ -100,31 +109,64 @@ def _candidates(prefix: str, also: tuple[str, ...]) -> list[str]:
     return found
 
 
-def restore_text(data: bytes, placeholder: str, prefix: str) -> Iterator[tuple[bytes, str]]:
-    """The package's text file that linking at ``prefix`` turned into ``data``: the plain
-    substitution, then the shebang forms conda and rattler write for long prefixes."""
-    def back(body: bytes) -> bytes:
-        for encoding in ENCODINGS:
-            body = body.replace(prefix.encode(encoding), placeholder.encode(encoding))
-        return body
+def _text_pattern(placeholder: str, prefix: str) -> tuple[re.Pattern[bytes], tuple[bytes, ...]]:
+    """The prefix in every encoding as one alternation, and what each alternative becomes."""
+    news = [prefix.encode(e) for e in ENCODINGS]
+    return (re.compile(b"|".join(b"(" + re.escape(n) + b")" for n in news)),
+            tuple(placeholder.encode(e) for e in ENCODINGS))
 
-    yield back(data), "text mode"
-    first, newline, rest = data.partition(b"\n")
+
+def _text_pieces(data: bytes, pattern: re.Pattern[bytes], olds: tuple[bytes, ...], pos: int = 0,
+                 end: int | None = None) -> Iterator[bytes | memoryview]:
+    """``data[pos:end]`` with every occurrence of the prefix replaced, in pieces: one pass over the
+    file and nothing held but the pieces (a long placeholder over a file full of the prefix would
+    otherwise build a file hundreds of times the size in memory)."""
+    view = memoryview(data)
+    end = len(data) if end is None else end
+    last = pos
+    for m in pattern.finditer(data, pos, end):
+        yield view[last:m.start()]
+        yield olds[(m.lastindex or 1) - 1]
+        last = m.end()
+    yield view[last:end]
+
+
+def _text_forms(data: bytes, placeholder: str, prefix: str) -> Iterator[tuple[Iterator[bytes | memoryview], str]]:
+    pattern, olds = _text_pattern(placeholder, prefix)
+    yield _text_pieces(data, pattern, olds), "text mode"
+    cut = data.find(b"\n")
+    first, after = (data, len(data)) if cut == -1 else (data[:cut], cut + 1)
+    newline = b"" if cut == -1 else b"\n"
     env = _ENV_SHEBANG.match(first)
     if env:
         shebang = b"#!" + placeholder.encode() + b"/bin/" + env.group("exe") + env.group("rest")
-        yield shebang + newline + back(rest), "text mode, shebang shortened to /usr/bin/env"
+        yield (chain((shebang, newline), _text_pieces(data, pattern, olds, after)),
+               "text mode, shebang shortened to /usr/bin/env")
     if first == b"#!/bin/sh":
-        second, newline2, rest2 = rest.partition(b"\n")
+        cut2 = data.find(b"\n", after)
+        second, after2 = (data[after:], len(data)) if cut2 == -1 else (data[after:cut2], cut2 + 1)
         exec_line = _EXEC_SHEBANG.match(second)
         if exec_line:
-            shebang = b"#!" + back(exec_line.group("path")) + exec_line.group("rest")
-            yield shebang + newline2 + back(rest2), "text mode, shebang rewritten to /bin/sh exec"
+            path = b"".join(_text_pieces(exec_line.group("path"), pattern, olds))
+            shebang = b"#!" + path + exec_line.group("rest")
+            yield (chain((shebang, b"" if cut2 == -1 else b"\n"), _text_pieces(data, pattern, olds, after2)),
+                   "text mode, shebang rewritten to /bin/sh exec")
+
+
+def restore_text(data: bytes, placeholder: str, prefix: str) -> Iterator[tuple[bytes, str]]:
+    """The package's text file that linking at ``prefix`` turned into ``data``: the plain
+    substitution, then the shebang forms conda and rattler write for long prefixes."""
+    for pieces, how in _text_forms(data, placeholder, prefix):
+        yield b"".join(pieces), how
+
+
+_NULS = re.compile(b"\0*")
 
 
 def restore_binary(data: bytes, placeholder: str, prefix: str) -> bytes:
     """The package's binary file that linking at ``prefix`` turned into ``data`` (C strings
-    padded with NULs to their length; see the module docstring)."""
+    padded with NULs to their length; see the module docstring). Linear in the file: each
+    string's end, occurrence count and NUL padding are found once, not once per occurrence."""
     for encoding in ENCODINGS:
         old, new, zero = placeholder.encode(encoding), prefix.encode(encoding), "\0".encode(encoding)
         grow = len(old) - len(new)
@@ -132,20 +174,49 @@ def restore_binary(data: bytes, placeholder: str, prefix: str) -> bytes:
             continue
         out = bytearray()
         at = search = 0
+        end = left = nuls = -1  # the current string: its end, occurrences from here on, NULs after it
         while (start := data.find(new, search)) != -1:
-            end = data.find(zero, start + len(new))  # where the string ends: its padding, or its terminator
-            end = len(data) if end == -1 else end
-            segment = data[start:end]
-            pad = grow * segment.count(new)
-            if data[end:end + pad] == b"\0" * pad:  # the padding the installer writes after the string
+            if end < start + len(new):  # a string not seen yet
+                end = data.find(zero, start + len(new))  # where the string ends: its padding, or its terminator
+                end = len(data) if end == -1 else end
+                left = data.count(new, start, end)
+                match = _NULS.match(data, end, min(len(data), end + grow * left))
+                nuls = match.end() - end if match else 0
+            if grow * left <= nuls:  # the padding the installer writes after the string
                 out += data[at:start]
-                out += segment.replace(new, old)
-                at = search = end + pad
+                out += data[start:end].replace(new, old)
+                at = search = end + grow * left
+                end = -1
             else:  # not the installer's: left as it is
                 search = start + len(new)
+                left -= 1
         out += data[at:]
         data = bytes(out)
     return data
+
+
+def _unusable(ph: Placeholder) -> str | None:
+    """Why the record's placeholder cannot be what the package's file held, or None."""
+    size = len(ph.placeholder.encode())
+    if size > MAX_PLACEHOLDER:
+        return (f"its prefix_placeholder has {size} bytes, more than the {MAX_PLACEHOLDER} a build prefix "
+                "is given")
+    if ph.file_mode == "binary" and ph.original_size is not None and size > ph.original_size:
+        return (f"its binary-mode prefix_placeholder has {size} bytes, more than the package's file "
+                f"({ph.original_size} bytes) can hold")
+    return None
+
+
+def _digest(pieces: Iterable[bytes | memoryview], limit: int) -> bytes | None:
+    """The sha256 of the pieces joined, or None past ``limit`` bytes."""
+    hasher = hashlib.sha256()
+    total = 0
+    for piece in pieces:
+        total += len(piece)
+        if total > limit:
+            return None
+        hasher.update(piece)
+    return hasher.digest()
 
 
 def _length_changed(ph: Placeholder, size: int) -> PlaceholderResult:
@@ -190,22 +261,31 @@ def check_placeholder(path: str, entry: RecordEntry, ph: Placeholder, prefix: st
                                      "substitute the placeholder back against")
     if actual == ph.original_sha256:
         return PlaceholderResult(OK, "identical to the package's file (no placeholder to substitute)")
-    occurs = False
+    unusable = _unusable(ph)
+    if unusable:
+        return PlaceholderResult(ERROR, f"{unusable}: not substituted back")
+    occurs = too_big = False
     tried = []
     for candidate in _candidates(prefix, also):
         if ph.file_mode == "binary" and len(candidate.encode()) > len(ph.placeholder.encode()):
             continue  # no installer links a binary-mode file at a prefix longer than its placeholder
         tried.append(candidate)
         occurs = occurs or any(candidate.encode(e) in data for e in ENCODINGS)
-        restored = (restore_text(data, ph.placeholder, candidate) if ph.file_mode == "text"
-                    else iter([(restore_binary(data, ph.placeholder, candidate), "binary mode, NUL padding")]))
-        for original, how in restored:
-            if hashlib.sha256(original).digest() == ph.original_sha256:
+        restored = (_text_forms(data, ph.placeholder, candidate) if ph.file_mode == "text"
+                    else iter([((restore_binary(data, ph.placeholder, candidate),), "binary mode, NUL padding")]))
+        for pieces, how in restored:
+            digest = _digest(pieces, PLACEHOLDER_LIMIT)
+            too_big = too_big or digest is None
+            if digest == ph.original_sha256:
                 stale = ("; the record's sha256_in_prefix is of the file as linked at another prefix (the prefix was "
                          "relocated, as conda-pack's conda-unpack does)") if entry.hash else ""
                 return PlaceholderResult(OK, f"matches the package's file with {candidate} substituted back "
                                              f"by the placeholder ({how}){stale}")
     shown = ", ".join(tried) or prefix
+    if too_big:
+        return PlaceholderResult(ERROR, f"with {shown} substituted back by the placeholder it would hold more than "
+                                        f"the {PLACEHOLDER_LIMIT} bytes a package's file is checked up to: "
+                                        "not checked")
     if not occurs:
         return PlaceholderResult(OK, f"{PRESENCE_ONLY}: the prefix ({shown}) does not occur in this file rewritten at "
                                      "link time; the environment may have been moved since it was linked")
