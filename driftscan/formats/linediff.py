@@ -51,6 +51,7 @@ class DiffTooLarge(DriftscanError):
         self.budget = budget
         low, high = changed
         count = f"{low}" if low == high else f"{low} to {high}" if low else f"up to {high}"
+        # render/text.py and render/markdown.py recognise a diff that is this message by its start.
         super().__init__(f"diff too large: {count} lines changed (matching them would take more than the "
                          f"{budget} steps a diff is given)")
 
