@@ -195,3 +195,39 @@ def test_checkpoint_and_reapply_of_an_edit_whose_diff_is_quadratic_finish_and_re
         assert "diff too large" in files[name]["reason"], files[name]
     assert proc.returncode & 2, proc.stderr  # a refusal
     assert {p: (site / p).read_bytes() for p in before} == before
+
+
+@pytest.mark.slow
+def test_reapply_rebuilding_an_original_from_a_patch_stated_far_off_finishes(tmp_path, tmp_path_factory):
+    """A checkpoint without its original, whose 14 KB patch (over a 1 MB saved copy) states its hunk
+    at line 1 while it sits at the end: reapply reverses it onto the saved copy to rebuild the
+    original, and the offset search compared 4,500 lines at each of 495,000 offsets (84 s)."""
+    house = tmp_path_factory.mktemp("hostile-offset-wheels")
+    original = "a\n" * 495_501 + "x\n"
+    build_wheel(house, "bigpkg", "1.0", {"bigpkg/__init__.py": "", "bigpkg/big.py": original})
+    venv = pip_venv(tmp_path_factory, "hostile-offset")
+    venvs.pip_install(venv, "--no-cache-dir", "--no-index", "--find-links", str(house), "bigpkg==1.0")
+    site = venvs.site_packages_of(venv)
+    (site / "bigpkg/big.py").write_text("a\n" * 500_000 + "b\n")
+    env = _env(tmp_path)
+    cp = tmp_path / "cp"
+    proc = driftscan_bounded("checkpoint", "-o", str(cp), "--venv", str(venv), "--wheels", str(house),
+                             seconds=30, memory_mb=768, env=env)
+    assert proc.returncode in (0, 1), proc.stderr
+    index = json.loads((cp / "checkpoint.json").read_text())
+    (saved,) = [f for f in index["files"] if f["relpath"].endswith("big.py")]
+    os.unlink(cp / saved["original"])  # no original: reapply rebuilds it from the patch
+    patch_file = cp / saved["patch"]
+    text = patch_file.read_text()
+    assert len(text) > 13_000
+    header = text.split("\n")[2]
+    assert header.startswith("@@ -495499,"), header
+    patch_file.write_text(text.replace(header, "@@ -1," + header.split(",", 1)[1].replace("+495499,", "+1,"), 1))
+    venvs.pip_install(venv, "--no-cache-dir", "--no-index", "--find-links", str(house), "--force-reinstall",
+                      "bigpkg==1.0")
+    proc = driftscan_bounded("reapply", str(cp), "--venv", str(venv), "--format", "json",
+                             seconds=20, memory_mb=768, env=env)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    (item,) = [f for f in json.loads(proc.stdout)["files"] if f["relpath"].endswith("big.py")]
+    assert item["original"] == "the checkpoint's patch, reversed", item
+    assert item["status"] == "planned", item
