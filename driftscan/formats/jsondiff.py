@@ -7,12 +7,13 @@ A drift report that says "config.json modified" sends the user to diff it by han
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from .linediff import DiffTooLarge, unified_diff_lines
 
 MAX_CHANGES = 200  # a rewritten tokenizer vocabulary is not worth 150k entries in a report
 MAX_DIFF_LINES = 300
@@ -91,8 +92,13 @@ def _cut(line: str) -> str:
 
 
 def unified_diff(old: str, new: str, name: str, max_lines: int = MAX_DIFF_LINES) -> str:
-    lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                      fromfile=f"a/{name}", tofile=f"b/{name}"))
+    """A unified diff, capped at ``max_lines``; past the matching's budget, one line saying "diff
+    too large" with bounds on the lines changed, instead of the diff."""
+    try:
+        lines = unified_diff_lines(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                   f"a/{name}", f"b/{name}")
+    except DiffTooLarge as exc:
+        return f"{exc}: not shown\n"
     lines = [_cut(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n") for line in lines]
     if len(lines) > max_lines:
         lines = lines[:max_lines] + [f"... {len(lines) - max_lines} more diff lines not shown "

@@ -20,12 +20,13 @@ Conventions kept throughout:
 
 from __future__ import annotations
 
-import difflib
+import bisect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from driftscan.core.errors import DriftscanError
+from driftscan.formats.linediff import Budget, BudgetedMatcher, DiffTooLarge
 
 __all__ = [
     "NO_NEWLINE_MARKER",
@@ -34,6 +35,7 @@ __all__ = [
     "Hunk",
     "MergeResult",
     "PatchError",
+    "PatchTooLarge",
     "added_line_numbers",
     "apply_hunks",
     "diff_hunks",
@@ -53,6 +55,11 @@ DEV_NULL = "/dev/null"
 
 class PatchError(DriftscanError):
     """A patch that cannot be made, read or applied exactly as stated."""
+
+
+class PatchTooLarge(PatchError, DiffTooLarge):
+    """Two texts whose diff would take more work than a diff's budget (``formats/linediff.py``):
+    "diff too large", with a lower bound of the lines changed."""
 
 
 def split_lines(text: str) -> list[str]:
@@ -258,11 +265,14 @@ def _matched_pairs(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:
     each side anchor the alignment (the longest chain of them in order), and the stretches between
     anchors are aligned the same way; a stretch without such lines goes to difflib.SequenceMatcher.
     Edits to source files are local, so this is close to linear in practice and gives the diffs one
-    reads best for code (a blank line or a lone ``)`` does not tie unrelated places together)."""
+    reads best for code (a blank line or a lone ``)`` does not tie unrelated places together).
+    All of it runs within one ``Budget``: DiffTooLarge past it."""
     pairs: list[tuple[int, int]] = []
+    budget = Budget(a, b)
     stack = [(0, len(a), 0, len(b))]
     while stack:
         alo, ahi, blo, bhi = stack.pop()
+        budget.spend(ahi - alo + bhi - blo)  # nested stretches could otherwise rescan a file many times
         while alo < ahi and blo < bhi and a[alo] == b[blo]:
             pairs.append((alo, blo))
             alo += 1
@@ -292,7 +302,7 @@ def _matched_pairs(a: Sequence[str], b: Sequence[str]) -> list[tuple[int, int]]:
             stack.append((previous_i + 1, ahi, previous_j + 1, bhi))
             continue
         exact = (ahi - alo) * (bhi - blo) <= _EXACT_MATCH_LIMIT
-        matcher = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=not exact)
+        matcher = BudgetedMatcher(a[alo:ahi], b[blo:bhi], autojunk=not exact, budget=budget)
         for i, j, size in matcher.get_matching_blocks():
             pairs.extend((alo + i + k, blo + j + k) for k in range(size))
     pairs.sort()
@@ -303,7 +313,11 @@ def _changes(a: Sequence[str], b: Sequence[str]) -> list[_Change]:
     """The change regions from ``a`` to ``b``, in order, each separated by at least one equal line."""
     changes: list[_Change] = []
     previous_i = previous_j = -1
-    for i, j in [*_matched_pairs(a, b), (len(a), len(b))]:
+    try:
+        matched = _matched_pairs(a, b)
+    except DiffTooLarge as exc:
+        raise PatchTooLarge(exc.changed, exc.budget) from None
+    for i, j in [*matched, (len(a), len(b))]:
         if i > previous_i + 1 or j > previous_j + 1:
             changes.append((previous_i + 1, i, previous_j + 1, j))
         previous_i, previous_j = i, j
@@ -559,8 +573,35 @@ def parse_patch(text: str) -> list[FilePatch]:
 # ------------------------------------------------------------------------------------ applying
 
 
-def _find(lines: Sequence[str], wanted: Sequence[str], expected: int, lowest: int) -> int | None:
-    """The position nearest ``expected`` (not before ``lowest``) where ``wanted`` occurs exactly."""
+# Work (lines compared) one apply_hunks call may spend searching for where its hunks apply, beyond
+# PER_LINE_SEARCH per line of the file: a search past it is a PatchError, never a hang.
+SEARCH_BUDGET = 5_000_000
+PER_LINE_SEARCH = 20
+
+
+class _Search:
+    """Where each line of a file is, so that a hunk's offset search visits only the positions where
+    its rarest line is (not every line of the file), and the work those visits may take."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self.positions: dict[str, list[int]] = {}
+        for index, line in enumerate(lines):
+            self.positions.setdefault(line, []).append(index)
+        self.left = SEARCH_BUDGET + PER_LINE_SEARCH * len(lines)
+
+    def spend(self, steps: int) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise PatchError(f"the search for where the hunks apply went past its budget ({SEARCH_BUDGET} lines "
+                             f"compared, plus {PER_LINE_SEARCH} per line of the file): the patch does not fit "
+                             "this file")
+
+
+def _find(search: _Search, wanted: Sequence[str], expected: int, lowest: int) -> int | None:
+    """The position nearest ``expected`` (not before ``lowest``) where ``wanted`` occurs exactly;
+    between two as near, the later one."""
+    lines = search.lines
     highest = len(lines) - len(wanted)
     if highest < lowest:
         return None
@@ -568,11 +609,27 @@ def _find(lines: Sequence[str], wanted: Sequence[str], expected: int, lowest: in
         return expected if lowest <= expected <= highest else None
     expected = min(max(expected, lowest), highest)
     size = len(wanted)
-    for distance in range(max(expected - lowest, highest - expected) + 1):
-        for at in (expected + distance, expected - distance) if distance else (expected,):
-            if lowest <= at <= highest and lines[at] == wanted[0] and list(lines[at : at + size]) == list(wanted):
-                return at
-    return None
+    search.spend(size)
+    if lines[expected : expected + size] == wanted:
+        return expected
+    # Only the places holding the hunk's rarest line can hold the hunk.
+    rarest = min(range(size), key=lambda k: len(search.positions.get(wanted[k], ())))
+    places = search.positions.get(wanted[rarest], [])
+    search.spend(size)
+    up = bisect.bisect_left(places, expected + rarest)
+    down = up - 1
+    while True:
+        at_up = places[up] - rarest if up < len(places) else highest + 1
+        at_down = places[down] - rarest if down >= 0 else lowest - 1
+        if at_up > highest and at_down < lowest:
+            return None
+        if at_up <= highest and (at_down < lowest or at_up - expected <= expected - at_down):
+            at, up = at_up, up + 1
+        else:
+            at, down = at_down, down - 1
+        search.spend(size)
+        if lines[at : at + size] == wanted:
+            return at
 
 
 def _mismatch(lines: Sequence[str], wanted: Sequence[str], at: int) -> str:
@@ -589,6 +646,7 @@ def apply_hunks(base: str, hunks: Sequence[Hunk], allow_offset: bool = True) -> 
     match the file line for line, at the stated position or (``allow_offset``) the nearest other
     position after the previous hunk. PatchError names the hunk (1-based) and why."""
     lines = split_lines(base)
+    search = _Search(lines) if allow_offset and hunks else None
     out: list[str] = []
     done = 0  # lines of base consumed
     shift = 0  # where the previous hunk actually applied, relative to where it said
@@ -599,8 +657,8 @@ def apply_hunks(base: str, hunks: Sequence[Hunk], allow_offset: bool = True) -> 
         if stated < previous_span:
             raise PatchError(f"hunk {number} ({hunk.header}) comes before the end of hunk {number - 1}; hunks must be in file order")
         previous_span = stated + hunk.old_len
-        if allow_offset:
-            at = _find(lines, old, stated + shift, done)
+        if search is not None:
+            at = _find(search, old, stated + shift, done)
         else:
             at = stated if stated >= done and lines[stated : stated + len(old)] == old else None
             if not old and stated > len(lines):

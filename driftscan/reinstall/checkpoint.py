@@ -38,7 +38,7 @@ from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error
 from ..pipeline.changes import record_rows
 from ..core.values import Area, Drift, DriftKind, FileCheck, Scope, Target
 from ..fs.paths import printable
-from ..formats.patch import make_patch
+from ..formats.patch import PatchTooLarge, make_patch
 from ..pristine import PristineSet
 from ..formats.record import hash_text
 from ..report.contract import Report
@@ -508,7 +508,10 @@ def _save_patch(tmp: str, item: CheckpointFile, original_path: str, current_path
         return  # binary or undecodable: the copy is the record of it
     if "\0" in old or "\0" in new:
         return
-    patch = make_patch(old, new, rel)
+    try:
+        patch = make_patch(old, new, rel)
+    except PatchTooLarge:
+        return  # the diff is past its budget: the content and the original saved are the record of it
     if not patch:
         return
     patch_rel = f"patches/{rel}.patch"

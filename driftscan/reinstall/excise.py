@@ -43,12 +43,12 @@ from __future__ import annotations
 
 import ast
 import copy
-import difflib
 import re
 from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from ..formats.linediff import BudgetedMatcher, DiffTooLarge
 from ..formats.patch import added_line_numbers, split_lines
 
 # Calls whose value an assignment may hold and still be removed as unused: they read, format or
@@ -520,6 +520,16 @@ class _Work:
 
 def excise(base: str, ours: str, findings: Sequence[tuple[int, int]], *,
            keep_names: Collection[str] = ()) -> Excision:
+    """``_excise`` within the diff budget: an original and saved content too different to align
+    in it are refused ("diff too large"), never a hang."""
+    try:
+        return _excise(base, ours, findings, keep_names=keep_names)
+    except DiffTooLarge as exc:
+        return Excision(None, refused=f"{exc}: the added lines cannot be told apart safely; merge by hand")
+
+
+def _excise(base: str, ours: str, findings: Sequence[tuple[int, int]], *,
+            keep_names: Collection[str] = ()) -> Excision:
     """``ours`` without the statements of the injected ``findings`` ((line, 1-based column) in
     ``ours``) and the added code only they used (see the module docstring). ``keep_names``: names
     other modules read (a patch's ``RETRIES = 5`` another file imports): what defines them stays."""
@@ -672,7 +682,7 @@ def _revert_scaffolding(base: str, lines: list[str], added: set[int], remove: se
     numbers: list[int | None] = list(staying)  # the line of ``ours`` each line of ``current`` is, or None
     original = split_lines(base)
     reverted: list[Removed] = []
-    opcodes = difflib.SequenceMatcher(None, original, current, autojunk=False).get_opcodes()
+    opcodes = BudgetedMatcher(original, current, autojunk=False).get_opcodes()
     regions = []
     for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal" or j1 == j2:

@@ -58,8 +58,8 @@ from .excise import excise, own_nodes, statement_blocks
 from ..fs.reader import inside, os_error, read_regular
 from ..pristine.kept import OriginalFinder, keep, kept, matches
 from ..core.values import Distribution, Finding, Target
-from ..formats.patch import (PatchError, added_line_numbers, apply_hunks, diff_hunks, format_hunks, make_patch, merge3,
-                       parse_patch, reverse_hunks)
+from ..formats.patch import (PatchError, PatchTooLarge, added_line_numbers, apply_hunks, diff_hunks, format_hunks,
+                              make_patch, merge3, parse_patch, reverse_hunks)
 from ..lint.artifacts import recheck
 from ..fs.paths import printable
 from .plan import normalize
@@ -934,6 +934,19 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
     dist = _dist_now(f.distribution, dists)
     item = ReapplyFile(relpath=f.relpath, path="", distribution=f.distribution, version_then=f.version,
                        version_now=dist.version if dist else None, action="apply")
+    writes = len(plan.writes)
+    try:
+        _plan_patched_item(plan, item, dist, checkpoint, f, root, roots, options, ledger, names)
+    except PatchTooLarge as exc:
+        # Any diff of this file (original, saved content, installed file) past its budget.
+        del plan.writes[writes:]
+        item.status, item.reason = "refused", (f"{exc}: nothing written; merge by hand from the checkpoint's "
+                                               "saved copy")
+
+
+def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution | None, checkpoint: str,
+                       f: CheckpointFile, root: str, roots: Sequence[str], options: Options, ledger: dict,
+                       names: NameIndex) -> None:
     path = _begin(plan, item, f, root, roots)
     if path is None:
         return

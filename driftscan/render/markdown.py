@@ -28,7 +28,7 @@ from typing import Any
 
 from ..report.contract import SCOPE_ORDER, DriftOut, Report, pristine_of
 from .sarif import accepted_reason
-from .text import summary_line
+from .text import DIFF_TOO_LARGE, summary_line
 
 MAX_BYTES = 1_000_000  # GitHub: "$GITHUB_STEP_SUMMARY upload aborted, supports content up to a size of 1024k"
 COLLAPSE_OVER = 10  # added files under one top-level directory shown as one row beyond this
@@ -91,6 +91,8 @@ def _detail(d: DriftOut, counts: tuple[int, int] | None) -> str:
     e, a = d.expected, d.actual
     kind = d.kind.value
     if kind == "modified":
+        if d.diff and d.diff.startswith(DIFF_TOO_LARGE):
+            return esc(d.diff.split(" (", 1)[0])
         if counts is not None:
             return f"+{counts[0]} −{counts[1]} lines"
         if d.json_changes:
@@ -198,7 +200,7 @@ def _json_cell(change: dict, key: str) -> str:
 
 
 def _unit(d: DriftOut) -> _Unit:
-    counts = _diff_counts(d.diff) if d.diff else None
+    counts = _diff_counts(d.diff) if d.diff and not d.diff.startswith(DIFF_TOO_LARGE) else None
     detail = _detail(d, counts)
     if d.kind.value in ("debug-artifacts", "possible-debug-artifacts"):
         path = f"{code(d.path)}" + (f" ({detail})" if detail else "")

@@ -8,6 +8,8 @@ from itertools import groupby
 
 from ..report.contract import DriftOut, Report, pristine_of
 
+DIFF_TOO_LARGE = "diff too large: "  # how a diff past its budget begins (formats/linediff.py)
+
 
 def _diff_counts(diff: str) -> tuple[int, int]:
     added = removed = 0
@@ -22,6 +24,8 @@ def _diff_counts(diff: str) -> tuple[int, int]:
 def _detail(d: DriftOut) -> str:
     e, a = d.expected, d.actual
     if d.kind.value == "modified":
+        if d.diff and d.diff.startswith(DIFF_TOO_LARGE):  # no diff: what formats/linediff.py said instead
+            return d.diff.split(" (", 1)[0]
         if d.diff:
             added, removed = _diff_counts(d.diff)
             capped = " shown of more" if "more diff lines not shown" in d.diff else ""

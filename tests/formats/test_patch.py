@@ -680,3 +680,28 @@ def test_large_file_with_many_repeated_lines_diffs_and_merges_quickly():
     theirs = "# upstream header\n" * 3 + base
     result = merge3(base, ours, theirs)
     assert result.text == "# upstream header\n" * 3 + ours and result.applied == len(diff_hunks(base, ours))
+
+
+def _scan_find(lines, wanted, expected, lowest):
+    """The offset search as a scan of every position: nearest ``expected``, the later one on a tie."""
+    highest = len(lines) - len(wanted)
+    if highest < lowest:
+        return None
+    expected = min(max(expected, lowest), highest)
+    for distance in range(max(expected - lowest, highest - expected) + 1):
+        for at in (expected + distance, expected - distance):
+            if lowest <= at <= highest and lines[at:at + len(wanted)] == wanted:
+                return at
+    return None
+
+
+def test_the_offset_search_finds_what_a_scan_of_every_position_finds():
+    from driftscan.formats.patch import _find, _Search
+
+    draw = random.Random(5)
+    for _ in range(2000):
+        alphabet = [f"{i}\n" for i in range(draw.choice([1, 2, 3, 6]))]
+        lines = [draw.choice(alphabet) for _ in range(draw.randrange(1, 40))]
+        wanted = [draw.choice(alphabet) for _ in range(draw.randrange(1, 5))]
+        expected, lowest = draw.randrange(0, 45), draw.randrange(0, 10)
+        assert _find(_Search(lines), wanted, expected, lowest) == _scan_find(lines, wanted, expected, lowest)

@@ -131,3 +131,15 @@ def test_colorize_marks_only_the_reports_own_words(text):
     assert "\x1b[32mWIPED\x1b[0m" in coloured and "\x1b[33mSURVIVES\x1b[0m" in coloured
     assert "\x1b[31mhigh\x1b[0m" in coloured and "\x1b[31m[injected]\x1b[0m" in coloured
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == text
+
+
+def test_a_diff_too_large_is_named_as_such_not_counted_as_zero_lines():
+    from driftscan.render.markdown import render_markdown
+
+    report = every_kind_report()
+    drift = next(d for d in report.drifts if d.kind.value == "modified")
+    drift.diff = "diff too large: 4000 to 11998 lines changed (matching them would take more than 1 steps)\n"
+    text = render_text(report)
+    assert "diff too large: 4000 to 11998 lines changed" in text and "+0 −0" not in text
+    markdown = render_markdown(report)
+    assert "diff too large: 4000 to 11998 lines changed" in markdown and "+0 −0" not in markdown
