@@ -267,7 +267,8 @@ def test_image_usr_linked_to_the_host_is_not_used(tmp_path):
 def system(tmp_path) -> FakeSystem:
     """A fake root with python3-blinker (copied from this machine's database where it has it)."""
     fake = FakeSystem(tmp_path / "root")
-    fake_blinker(fake)
+    with system_lock():  # never a copy of the real files while another test plants an edit in them
+        fake_blinker(fake)
     return fake
 
 

@@ -11,15 +11,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from fixtures.envtree import editable_site
 from fixtures import venvs
 from fixtures.bounded import driftscan_bounded
 from fixtures.demo import make_project
-from fixtures.wheels import record_hash
 
 EXIT_INCOMPLETE = 2
 
@@ -89,29 +88,11 @@ def test_an_in_tree_manifest_vouching_for_a_link_out_of_the_tree_is_not_checked(
 
 # ---- a repository git refuses (safe.directory) ----------------------------------------------------
 
-def _editable_site(tmp_path: Path, project: Path, name: str = "mypkg") -> Path:
-    """A site-packages holding a PEP 660 editable install of ``project`` as pip writes it."""
-    site = tmp_path / "site-packages"
-    dist_info = site / f"{name}-0.1.dist-info"
-    dist_info.mkdir(parents=True)
-    files = {
-        f"__editable__.{name}-0.1.pth": f"{project / 'src'}\n".encode(),
-        f"{dist_info.name}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n\n".encode(),
-        f"{dist_info.name}/INSTALLER": b"pip\n",
-        f"{dist_info.name}/direct_url.json": json.dumps(
-            {"url": project.as_uri(), "dir_info": {"editable": True}}).encode(),
-    }
-    for rel, data in files.items():
-        (site / rel).write_bytes(data)
-    rows = [f"{rel},{record_hash(data)},{len(data)}" for rel, data in files.items()]
-    (dist_info / "RECORD").write_text("\n".join(rows + [f"{dist_info.name}/RECORD,,"]) + "\n")
-    return site
-
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown")
 def test_an_editable_source_repository_of_another_user_carries_could_not_check(tmp_path):
     project = make_project(tmp_path / "proj")
-    site = _editable_site(tmp_path, project)
+    site = editable_site(tmp_path, project)
     nobody = 65534
     subprocess.run(["chown", "-R", f"{nobody}:{nobody}", str(project)], check=True)
     # git itself refuses it as root: the rule driftscan applies

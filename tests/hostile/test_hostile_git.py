@@ -17,9 +17,9 @@ import pytest
 
 from driftscan import audit
 from driftscan import git as gitaccess
+from fixtures.envtree import editable_site
 from fixtures.bounded import driftscan_bounded
 from fixtures.demo import make_project
-from fixtures.wheels import record_hash
 from fixtures.modeldirs import build_git_clone, seed_files, sm120_edit
 
 HOOKS = ("pre-commit", "post-checkout", "post-index-change", "reference-transaction", "fsmonitor-watchman")
@@ -86,27 +86,6 @@ def make_hostile(repo_root: Path, base: Path) -> Path:
 \tpath = {included}
 """)
     return log
-
-
-
-def editable_site(tmp_path: Path, project: Path, name: str = "mypkg") -> Path:
-    """A site-packages holding a PEP 660 editable install of ``project`` as pip writes it
-    (dist-info with direct_url.json, a .pth naming the source tree): no pip run needed."""
-    site = tmp_path / "site-packages"
-    dist_info = site / f"{name}-0.1.dist-info"
-    dist_info.mkdir(parents=True)
-    files = {
-        f"__editable__.{name}-0.1.pth": f"{project / 'src'}\n".encode(),
-        f"{dist_info.name}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n\n".encode(),
-        f"{dist_info.name}/INSTALLER": b"pip\n",
-        f"{dist_info.name}/direct_url.json": json.dumps(
-            {"url": project.as_uri(), "dir_info": {"editable": True}}).encode(),
-    }
-    for rel, data in files.items():
-        (site / rel).write_bytes(data)
-    rows = [f"{rel},{record_hash(data)},{len(data)}" for rel, data in files.items()]
-    (dist_info / "RECORD").write_text("\n".join(rows + [f"{dist_info.name}/RECORD,,"]) + "\n")
-    return site
 
 
 @pytest.fixture
