@@ -56,6 +56,12 @@ _VENV_BIN = re.compile(
 _LEGIT_SITE_TOP = re.compile(r"^(?:README(?:\.txt)?|easy-install\.pth|.*\.egg-link|_virtualenv\.(?:py|pth))$")
 
 
+# A RECORD this long is looked at directory by directory before its rows are checked one by one
+# (``rows_in_absent_directories``): a million rows under a deleted tree cost a pass, not a million
+# opens.
+ABSENT_PASS_MIN = 50_000
+
+
 class Ownership:
     """Which RECORD rows there are and who owns each path, compactly (a cold audit of a 40,000-row
     venv kept 15 MB here as one absolute path string, a one-item list and a pair per row).
@@ -126,22 +132,34 @@ class Ownership:
         for k, j in zip(self._dist_of, self._index):
             yield k, tables[k], j
 
-    def rows_in_absent_directories(self) -> array:
+    def rows_in_absent_directories(self, containment: Containment | None = None) -> array:
         """Rows whose file's directory does not exist: missing without a look of their own. One
         lstat per directory rows name (not per row), relative paths split without building the
         absolute path of each row: a RECORD of a million rows under a deleted ``torch/`` costs a
-        pass over its columns. Rows with a path of their own (``_odd``) are left to the checks."""
+        pass over its columns. Rows with a path of their own (``_odd``) are left to the checks.
+        Only RECORDs of ``ABSENT_PASS_MIN`` rows or more are looked at: for the others (a torch
+        RECORD has some 15,000) the pass would cost a full audit more than the checks it saves.
+        A directory ``containment`` refuses (reached through a symlink that leaves the roots) is
+        not looked at: its rows get the refusal the checks give them."""
         out = array("I")
-        gone: dict[tuple[int, str], bool] = {}
         tables, prefix, odd = self._tables, self._prefix, self._odd
+        big = [len(t.paths) >= ABSENT_PASS_MIN for t in tables]
+        if not any(big):
+            return out
+        gone: dict[tuple[int, str], bool] = {}
         lstat = os.lstat
         for i, (k, j) in enumerate(zip(self._dist_of, self._index)):
+            if not big[k]:
+                continue
             directory = tables[k].paths[j].rpartition("/")[0]
             if not directory:
                 continue  # at the top of its site-packages, which is there
             key = (k, directory)
             absent = gone.get(key)
             if absent is None:
+                if containment is not None and containment.row_problem(prefix[k] + directory + os.sep + "-") is not None:
+                    gone[key] = False
+                    continue
                 try:
                     lstat(prefix[k] + directory)
                     absent = False

@@ -392,7 +392,7 @@ def _run(rows: Sequence[Row], presence: list[bool], jobs: int, cache, progress=N
     left to hash (from both ends), then the presence-only rows, which wait for the walk (running
     meanwhile in a child, where it can)."""
     own = getattr(rows, "_own", None)
-    gone = own.rows_in_absent_directories() if isinstance(own, Ownership) else ()
+    gone = own.rows_in_absent_directories(links) if isinstance(own, Ownership) else ()
     results, pending = _stat_pass(rows, presence, cache, links, gone)
     busy: Sequence[int] = []
     if early is not None:
@@ -552,9 +552,9 @@ def _missing_directories(target: Target, own: Ownership, results: list) -> tuple
     memo: dict[str, str | None] = {}
     tops: dict[tuple[int, str], tuple[str, bool]] = {}  # (distribution, RECORD directory) → (group, gone)
     groups: dict[tuple[int, str, bool], array] = {}
-    missing = files.MISSING
+    missing, plain_ok = files.MISSING, files._PLAIN_OK
     for i, result in enumerate(results):
-        if result is not ABSENT and result.status != missing:
+        if result is plain_ok or (result is not ABSENT and result.status != missing):
             continue
         rel = own.record_path(i)
         if is_bytecode(rel) or (is_virtualenv_style_row(rel) and own.hash(i) is None):

@@ -178,3 +178,25 @@ def test_missing_bytecode_never_makes_a_group(tmp_path):
                                  **{f"big/__pycache__/m{i}.{CACHE_TAG}.pyc": b"\0" for i in range(150)}})
     shutil.rmtree(site / "big/__pycache__")
     assert run(venv).checks == []
+
+
+def test_a_long_record_under_a_symlink_out_of_the_environment_is_refused_not_called_missing(tmp_path):
+    """The directory-by-directory pass of long RECORDs looks at no directory the checks refuse:
+    rows under a link that leaves the environment stay unread and are reported as such."""
+    from driftscan.environment.ownership import ABSENT_PASS_MIN
+
+    venv, site = make_venv(tmp_path / "v")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (site / "pkg").symlink_to(outside)
+    info = site / "pkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
+    (info / "INSTALLER").write_text("pip\n")
+    digest = "sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
+    with open(info / "RECORD", "w") as f:
+        f.writelines(f"pkg/sub{i // 1000}/f{i}.py,{digest},0\n" for i in range(ABSENT_PASS_MIN))
+        f.write("pkg-1.0.dist-info/METADATA,,\npkg-1.0.dist-info/INSTALLER,,\npkg-1.0.dist-info/RECORD,,\n")
+    outcome = run(venv)
+    assert [c for c in outcome.checks if c.path.startswith(str(site / "pkg") + os.sep)] == []
+    assert any(f"{ABSENT_PASS_MIN} RECORD rows not checked" in e.message for e in outcome.errors), outcome.errors
