@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Union
 
 from ..fs.reader import read_regular
 from ..formats.jsondiff import as_text, describe
-from ..core.values import Area, Distribution, DriftKind, FileCheck, Finding, PristineRef, RecordEntry
+from ..core.values import Area, Distribution, Drift, DriftKind, FileCheck, Finding, PristineRef, RecordEntry
 
 if TYPE_CHECKING:  # the pristine package (zipfile, subprocess) is imported only when originals are wanted
     from ..lint import Rule
@@ -39,12 +39,25 @@ ORIGINAL_PARSE_BUDGET = 30.0  # seconds for parsing one large original in a work
 # Bytes of equal content that still join two changed ranges into one (a patched struct, not 40 ranges).
 RANGE_GAP = 16
 _COMPARED = {DriftKind.MODIFIED}
-_WANTED = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}
+_WANTED = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED, DriftKind.MISSING_DIRECTORY,
+           DriftKind.MISSING_FILES}
 
 
 def record_rows(dist: Distribution) -> dict[str, RecordEntry]:
     """A distribution's RECORD rows by the absolute, normalised path they name."""
     return {os.path.normpath(os.path.join(dist.site_packages, e.path)): e for e in dist.entries}
+
+
+# Drifts that stand for many missing files of one directory (environment/records.py).
+GROUPED = {DriftKind.MISSING_DIRECTORY, DriftKind.MISSING_FILES}
+SAMPLE = 100  # of a grouped drift's rows, this many are enough to find the distribution's original
+
+
+def rows_under(dist: Distribution, directory: str, by_path: dict[str, RecordEntry] | None = None) -> list[RecordEntry]:
+    """The RECORD rows of ``dist`` naming a file below ``directory`` (absolute), in RECORD order."""
+    prefix = os.path.normpath(directory) + os.sep
+    rows = by_path if by_path is not None else record_rows(dist)
+    return [entry for path, entry in rows.items() if path.startswith(prefix)]
 
 
 def wanted_originals(checks: Sequence[FileCheck]) -> list[tuple[Distribution, list[RecordEntry]]]:
@@ -60,6 +73,10 @@ def wanted_originals(checks: Sequence[FileCheck]) -> list[tuple[Distribution, li
         by_path = rows.get(dist.metadata_dir)
         if by_path is None:
             by_path = rows[dist.metadata_dir] = record_rows(dist)
+        if check.kind in GROUPED:  # a sample finds the source; restore verifies each row as it goes
+            sample = [e for e in rows_under(dist, check.path, by_path) if e.hash is not None][:SAMPLE]
+            out.setdefault(dist.metadata_dir, (dist, []))[1].extend(sample)
+            continue
         entry = by_path.get(os.path.normpath(check.path))
         if entry is not None and entry.hash is not None:
             out.setdefault(dist.metadata_dir, (dist, []))[1].append(entry)
@@ -246,4 +263,32 @@ def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet |
         out.append(check)
     if memo is not None:
         memo.save()
+    return out
+
+
+def file_by_file(drifts: Sequence[Drift]) -> list[Drift]:
+    """``drifts`` with each grouped missing-files drift replaced by one ``missing`` drift per file
+    it stands for (rows below its directory that are not on disk now; bytecode and hashless
+    virtualenv rows are no drift): what ``restore`` recreates and ``checkpoint`` records, file by file."""
+    from ..environment.files import expected_of
+    from ..environment.ownership import is_bytecode, is_virtualenv_style_row
+
+    out: list[Drift] = []
+    rows: dict[str, dict[str, RecordEntry]] = {}
+    for drift in drifts:
+        check = drift.check
+        dist = check.distribution
+        if check.kind not in GROUPED or dist is None:
+            out.append(drift)
+            continue
+        by_path = rows.get(dist.metadata_dir)
+        if by_path is None:
+            by_path = rows[dist.metadata_dir] = record_rows(dist)
+        prefix = os.path.normpath(check.path) + os.sep
+        for path, entry in by_path.items():
+            if not path.startswith(prefix) or is_bytecode(path) or os.path.lexists(path) or \
+                    (entry.hash is None and is_virtualenv_style_row(entry.path)):
+                continue
+            one = replace(check, kind=DriftKind.MISSING, path=path, expected=expected_of(entry), actual={}, evidence="")
+            out.append(replace(drift, check=one))
     return out

@@ -35,7 +35,7 @@ from .._version import __version__
 from ..environment.target import environment_roots
 from ..core.errors import ConfigError
 from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error
-from ..pipeline.changes import record_rows
+from ..pipeline.changes import file_by_file, record_rows
 from ..core.values import Area, Drift, DriftKind, FileCheck, Scope, Target
 from ..fs.paths import printable
 from ..formats.patch import PatchTooLarge, make_patch
@@ -223,6 +223,7 @@ def write_checkpoint(dest: str, target: Target, drifts: Sequence[Drift], report:
                      originals: PristineSet | None, model_dirs: Sequence[str] = (),
                      max_copy: int = DEFAULT_MAX_COPY) -> Written:
     """Save every drift of the environment and the model directories into ``dest`` (new)."""
+    drifts = file_by_file(drifts)  # a directory's missing files are recorded one by one: reapply deletes each
     env_root = environment_root(target)
     audited = [r for r in (env_root, *target.site_packages, *model_dirs) if r]
     dest = check_destination(dest, audited)

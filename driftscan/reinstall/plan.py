@@ -616,8 +616,10 @@ def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], 
     distributions has a verified original of that very file at hand; with both times estimated.
     When some lack one, the step says how many and how to get them, and promises nothing. Never
     when the reinstall installs another version (``other``): restore puts the installed one back."""
-    mine = [d for d in drifts if d.scope is Scope.PACKAGE and d.check.distribution is not None
-            and normalize(d.check.distribution.name) in chosen]
+    from ..pipeline.changes import file_by_file
+
+    mine = file_by_file([d for d in drifts if d.scope is Scope.PACKAGE and d.check.distribution is not None
+                         and normalize(d.check.distribution.name) in chosen])
     restorable = [d for d in mine if d.check.kind in _RESTORABLE]
     if not restorable or len(restorable) != len(mine):
         return None

@@ -29,7 +29,7 @@ from ..caches.statcache import user_cache_dir
 from ..environment.target import environment_roots
 from ..core.errors import ConfigError
 from ..fs.reader import inside, open_regular, os_error, read_pieces
-from ..pipeline.changes import record_rows
+from ..pipeline.changes import file_by_file, record_rows
 from ..pipeline.classify import uv_cache_clean
 from ..core.values import Distribution, Drift, DriftKind, FileCheck, MetadataKind, RecordEntry, Scope, Target
 from ..fs.paths import printable, relpath
@@ -164,6 +164,7 @@ def _matches(paths: Sequence[str], check: FileCheck, env_root: str | None = None
 def plan_restore(target: Target, drifts: Sequence[Drift], dists: Sequence[Distribution], originals: PristineSet,
                  names: Sequence[str] = (), paths: Sequence[str] = (), remove_added: bool = False) -> RestorePlan:
     """What restoring would do: the actions, what stays (with how to handle it), what is refused."""
+    drifts = file_by_file(drifts)  # a directory's missing files are recreated one by one
     roots = environment_roots(target)
     chosen = select_distributions(names, dists) if names else []
     chosen_names = {normalize(d.name) for d in chosen}
