@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Union
 
-from ..fs.reader import read_regular
+from ..fs.reader import inside, read_regular
 from ..formats.jsondiff import as_text, describe
 from ..core.values import Area, Distribution, Drift, DriftKind, FileCheck, Finding, PristineRef, RecordEntry
 
@@ -285,9 +285,15 @@ def file_by_file(drifts: Sequence[Drift]) -> list[Drift]:
         if by_path is None:
             by_path = rows[dist.metadata_dir] = record_rows(dist)
         prefix = os.path.normpath(check.path) + os.sep
+        inside_root: dict[str, bool] = {}  # a directory reached through a link out of the root: not ours to name
         for path, entry in by_path.items():
-            if not path.startswith(prefix) or is_bytecode(path) or os.path.lexists(path) or \
+            if not path.startswith(prefix) or is_bytecode(path) or \
                     (entry.hash is None and is_virtualenv_style_row(entry.path)):
+                continue
+            directory = os.path.dirname(path)
+            if directory not in inside_root:
+                inside_root[directory] = inside(check.root, directory)
+            if not inside_root[directory] or os.path.lexists(path):
                 continue
             one = replace(check, kind=DriftKind.MISSING, path=path, expected=expected_of(entry), actual={}, evidence="")
             out.append(replace(drift, check=one))
