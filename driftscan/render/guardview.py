@@ -83,7 +83,8 @@ def render_guard_text(report: "GuardReport") -> str:
         lines += ["", "Left on disk:"]
         for d in left.dumps:
             gone = f", {d.gone} gone" if d.gone else ""
-            lines.append(f"  dumps: {len(d.files)} file(s) matching {d.pattern} ({d.bytes / 1e6:.1f} MB{gone})")
+            what = "possible dumps" if d.possible else "dumps"
+            lines.append(f"  {what}: {len(d.files)} file(s) matching {d.pattern} ({d.bytes / 1e6:.1f} MB{gone})")
             if d.remedy:
                 lines.append(f"      {d.remedy}")
         for a in left.uv_cache:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -472,3 +474,50 @@ def test_report_to_a_file_and_the_commands_output_to_the_terminal(tmp_path, hous
     report = json.loads(out.read_text())
     validate(report)
     assert report["ran"] and report["predictions"] == [] and f"report written to {out}" in proc.stderr
+
+
+def _write_dumps(where: Path, count: int) -> list[Path]:
+    where.mkdir(parents=True)
+    files = [where / f"probe_{i}.pt" for i in range(count)]
+    for f in files:
+        f.write_bytes(b"\x80\x02tensor" * 50)
+    return files
+
+
+@pytest.mark.parametrize("how", ["edited-again", "cp-a-copy"])
+def test_possible_dumps_still_on_disk_are_never_called_wiped(tmp_path_factory, tmp_path, house, how):
+    """11 dumps of a torch.save the audit can only call *possible* (older than the code's last change:
+    the module was edited again after writing them, or the venv is a ``cp -a`` copy whose code names
+    the original venv's dump directory), with a driftscan cache that cannot be written (a read-only
+    home), so no checkpoint's dump list names them after the command either. The reinstall removes
+    the code; the dumps stay: guard says so and lists them as left on disk."""
+    venv = pip_venv(tmp_path_factory, "guard-possible")
+    venvs.pip_install(venv, "--no-cache-dir", "--no-index", "--find-links", str(house), "toypkg")
+    dumps = venv / "dumps"
+    writer = "import torch\n\n\ndef f(x, i):\n    torch.save(x, f'DIR/probe_{i}.pt')\n    return N\n"
+    replace_by_rename(venvs.site_packages_of(venv) / "toypkg/core.py",
+                      writer.replace("DIR", str(dumps)).replace("N", "1"))
+    time.sleep(0.05)  # the ordering of the timestamps is what is tested, not a duration
+    files = _write_dumps(dumps, 11)  # written by running the code, after it was written
+    time.sleep(0.05)
+    if how == "edited-again":
+        replace_by_rename(venvs.site_packages_of(venv) / "toypkg/core.py",
+                          writer.replace("DIR", str(dumps)).replace("N", "2"))
+    else:
+        copy = tmp_path / "copy"
+        subprocess.run(["cp", "-a", str(venv), str(copy)], check=True)
+        venv = copy  # its code still names the original venv's dumps
+    (tmp_path / "not-a-dir").write_text("")
+    env = {**env_for(tmp_path, tmp_path / "uv-cache"), "DRIFTSCAN_CACHE_DIR": str(tmp_path / "not-a-dir/cache")}
+    code, report, stderr = guard(venv, env, str(venv / "bin/python"), "-m", "pip", "install", "--no-cache-dir",
+                                 "--force-reinstall", "--no-deps", str(wheel(house)))
+    assert code == 0, (report, stderr)
+    validate(report)
+    assert "torch.save" not in (venvs.site_packages_of(venv) / "toypkg/core.py").read_text()  # the code is gone
+    assert all(f.is_file() for f in files)  # the dumps are not
+    dump = next(p for p in report["predictions"] if p["kind"] == "possible-debug-artifacts")
+    assert (dump["prediction"], dump["outcome"], dump["held"]) == ("SURVIVES", "survived", True), dump
+    assert dump["detail"] == "all 11 dump file(s) still there"
+    assert_all_held(report)
+    assert [(d["files"], d["possible"]) for d in report["leftovers"]["dumps"]] == [
+        (sorted(str(f) for f in files), True)]

@@ -99,6 +99,8 @@ class LeftDump(BaseModel):
     gone: int = Field(default=0, description="listed before, no longer there")
     bytes: int = 0
     remedy: str | None = None
+    possible: bool = Field(default=False, description="possible dumps (older than the code's last change): listed "
+                                                      "for review, never offered for deletion")
 
 
 class LeftArchive(BaseModel):
