@@ -10,8 +10,9 @@ import os
 from driftscan.reinstall.guard.command import Recognised, Requested, Tool, recognise
 from driftscan.reinstall.guard.model import GuardCommand, GuardReport, Outcome
 from driftscan.reinstall.guard.outcome import (EXIT_FAILED_PREDICTION, EXIT_INCOMPLETE, Predicted, exit_status,
-                                               fingerprint, installed_versions, judge, new_drifts, not_run,
-                                               other_environment, predict, reinstalled, summarise, versions)
+                                               fingerprint, fingerprints, installed_versions, judge, leftovers,
+                                               new_drifts, not_run, other_environment, predict, reinstalled,
+                                               summarise, versions)
 from driftscan.reinstall.plan import MAY_SURVIVE, SURVIVES, WIPED, Plan, PlanItem
 from fixtures.reports import clean_report, every_kind_report
 
@@ -122,6 +123,29 @@ def test_judge_dump_files(tmp_path):
     dumps[0].unlink()
     [p] = judge(predicted, before, clean_report(), judged=True)
     assert p.outcome is Outcome.CHANGED and p.detail == "2 of 3 dump file(s) still there" and p.held is False
+
+
+def test_possible_dumps_are_judged_and_left_by_their_files(tmp_path):
+    """A possible-debug-artifacts drift's path is its pattern (no file): its files decide, whatever
+    the audit after the command finds (here: nothing at all)."""
+    dumps = [tmp_path / f"old_{k}.pt" for k in range(3)]
+    for d in dumps:
+        d.write_bytes(b"tensor")
+    report = every_kind_report()
+    template = next(d for d in report.drifts if d.kind.value == "possible-debug-artifacts")
+    pattern = str(tmp_path / "old_*.pt")
+    drift = dataclasses.replace(template, path=pattern, actual={**template.actual,
+                                                                "possible_artifacts": [str(d) for d in dumps]})
+    plan = Plan(reinstall=["demo"], installer="pip", audit=dataclasses.replace(report, drifts=[drift]),
+                items=[_item(pattern, SURVIVES, kind="possible-debug-artifacts", scope="external", dist=None)])
+    predicted = [Predicted(plan.items[0], SURVIVES, "r")]
+    before = fingerprints(predicted, plan)
+    assert before == {pattern: tuple(str(d) for d in dumps)}
+    [p] = judge(predicted, before, clean_report(), judged=True)
+    assert (p.outcome, p.held, p.detail) == (Outcome.SURVIVED, True, "all 3 dump file(s) still there")
+    dumps[2].unlink()
+    [left] = leftovers(plan, clean_report(), None).dumps
+    assert (left.files, left.gone, left.possible) == ([str(dumps[0]), str(dumps[1])], 1, True)
 
 
 def test_new_drifts_and_versions():
