@@ -870,7 +870,10 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
     if not judged:
         report.notes.append(f"the command failed (exit {code}): the predictions were for a command that completes, "
                             "so none is held to what happened; each drift's outcome is listed")
-    report.reapply = reapply_line(written.path, written.index, target.venv, target.site_packages)
+    # After a failed command the environment may be half installed: what reapply would write there
+    # is unknown, so no line that writes is offered — only its dry run, for once it is whole again.
+    line = reapply_line(written.path, written.index, target.venv, target.site_packages, yes=judged)
+    report.reapply, report.reapply_dry_run = (line, None) if judged else (None, line)
     try:
         after = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=use_cache, model_dirs=models,
                     select=select, ignore=ignore, rules_modules=rules_modules, plugins=plugins, compare=False,

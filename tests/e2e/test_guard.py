@@ -185,6 +185,13 @@ def test_guard_around_a_failing_command_keeps_its_status(tmp_path, house):
     assert report["summary"]["failed"] == 0
     assert by_relpath(report)["toypkg/core.py"]["outcome"] == "survived"  # uv gave up: the edit is still there
     assert "torch.save" in (site / "toypkg/core.py").read_text()
+    # No reapply line that writes after a failure: only its dry run, which writes nothing.
+    cp = report["checkpoint"]["path"]
+    assert report["reapply"] is None and report["reapply_dry_run"] == f"driftscan reapply {cp} --venv {venv}"
+    before = snapshot_tree(venv)
+    proc = cli(*report["reapply_dry_run"].split()[1:], env=env)
+    assert proc.returncode == 0 and "dry run" in proc.stdout.lower(), proc.stdout + proc.stderr
+    assert snapshot_tree(venv) == before
 
 
 def test_failing_command_status_is_the_commands_own(tmp_path, house):

@@ -210,13 +210,14 @@ def checkpoint_summary(path: str, index: CheckpointIndex, problems: Sequence[str
 
 
 def reapply_line(checkpoint: str, index: CheckpointIndex, target_venv: str | None,
-                 site_packages: Sequence[str]) -> str | None:
-    """``driftscan reapply CP --venv V --yes`` (debug code left out by default) when the checkpoint holds work to bring back."""
+                 site_packages: Sequence[str], yes: bool = True) -> str | None:
+    """``driftscan reapply CP --venv V --yes`` (debug code left out by default) when the checkpoint
+    holds work to bring back; without ``yes``, its dry run."""
     if not any(f.patch for f in index.files):
         return None
     where = f" --venv {shlex.quote(target_venv)}" if target_venv else "".join(
         f" --site-packages {shlex.quote(s)}" for s in site_packages)
-    return f"driftscan reapply {shlex.quote(checkpoint)}{where} --yes"
+    return f"driftscan reapply {shlex.quote(checkpoint)}{where}" + (" --yes" if yes else "")
 
 
 # ------------------------------------------------------------------------------ what happened
