@@ -528,3 +528,18 @@ def test_possible_dumps_still_on_disk_are_never_called_wiped(tmp_path_factory, t
     assert_all_held(report)
     assert [(d["files"], d["possible"]) for d in report["leftovers"]["dumps"]] == [
         (sorted(str(f) for f in files), True)]
+
+
+def test_a_missing_wheel_file_in_the_command_is_named_as_the_command_wrote_it(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    venv, site = uv_venv(tmp_path, house, cache)
+    patch_venv(site, tmp_path / "dumps")
+    env = env_for(tmp_path, cache)
+    before = snapshot_tree(venv)
+    proc = cli("guard", "--venv", str(venv), "--", str(venv / "bin/python"), "-m", "pip", "install",
+               "--force-reinstall", "--no-deps", "./gone/toypkg-1.0-py3-none-any.whl", env=env, cwd=str(tmp_path))
+    assert proc.returncode == EXIT_REFUSED and "Traceback" not in proc.stderr, proc.stderr
+    assert ("the command's wheel file ./gone/toypkg-1.0-py3-none-any.whl: No such file or directory; nothing was "
+            "run") in proc.stderr
+    assert "--from" not in proc.stderr  # no --from was given
+    assert snapshot_tree(venv) == before and not (tmp_path / "checkpoints").exists()

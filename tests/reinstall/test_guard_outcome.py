@@ -11,6 +11,7 @@ from driftscan.reinstall.guard.command import Recognised, Requested, Tool, recog
 from driftscan.reinstall.guard.model import GuardCommand, GuardReport, Outcome
 from driftscan.reinstall.guard.outcome import (EXIT_FAILED_PREDICTION, EXIT_INCOMPLETE, Predicted, exit_status,
                                                fingerprint, fingerprints, installed_versions, judge, leftovers,
+                                               missing_source,
                                                new_drifts, not_run, other_environment, predict, reinstalled,
                                                summarise, versions)
 from driftscan.reinstall.plan import MAY_SURVIVE, SURVIVES, WIPED, Plan, PlanItem
@@ -67,6 +68,20 @@ def test_other_environment_refused(tmp_path):
     assert refusal.command.startswith("driftscan guard --venv ")
     assert other_environment(command, str(tmp_path / "elsewhere")) is None
     assert other_environment(Recognised(Tool.PIP), str(tmp_path)) is None
+
+
+def test_missing_source_in_the_commands_own_words(tmp_path):
+    (tmp_path / "here").mkdir()
+    wheel = recognise(["pip", "install", "--force-reinstall", "w/demo-1.0-py3-none-any.whl"], env={}, cwd=str(tmp_path))
+    missing = missing_source(wheel, ["pip", "install", "--force-reinstall", "w/demo-1.0-py3-none-any.whl"],
+                             str(tmp_path))
+    assert missing is not None and (missing.word, missing.wheel) == ("w/demo-1.0-py3-none-any.whl", True)
+    assert missing.why == "No such file or directory"
+    argv = ["pip", "install", "--no-index", "--find-links=links", "demo"]
+    links = missing_source(recognise(argv, env={}, cwd=str(tmp_path)), argv, str(tmp_path))
+    assert links is not None and (links.word, links.wheel) == ("links", False)
+    argv = ["pip", "install", "--no-index", "--find-links", "here", "demo"]
+    assert missing_source(recognise(argv, env={}, cwd=str(tmp_path)), argv, str(tmp_path)) is None
 
 
 def test_fingerprint_of_each_kind_of_path(tmp_path):

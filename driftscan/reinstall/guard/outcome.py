@@ -172,6 +172,30 @@ def _edited_archives(predicted: Sequence[Predicted], drifts: dict, sure: Sequenc
     return out
 
 
+@dataclass(frozen=True)
+class MissingSource:
+    word: str  # as the command wrote it
+    why: str
+    wheel: bool  # a wheel file (else a --find-links directory)
+
+
+def missing_source(command: Recognised, argv: Sequence[str], cwd: str | None) -> MissingSource | None:
+    """The wheel file or local --find-links directory the command installs from, when it is not
+    there, named as the command wrote it."""
+    source = command.source
+    if not source or source == "index":
+        return None
+    try:
+        os.stat(source)
+        return None
+    except OSError as exc:
+        why = os_error(exc)
+    base = cwd or os.getcwd()
+    said = [w.partition("=")[2] if w.startswith("--") and "=" in w else w for w in argv]
+    word = next((w for w in said if w and os.path.abspath(os.path.join(base, w)) == source), source)
+    return MissingSource(word, why, any(r.wheel == source for r in command.requested))
+
+
 def other_environment(command: Recognised, target_root: str | None) -> Refusal | None:
     """The command installs into another environment than the one guard audits."""
     if command.environment is None or target_root is None:
