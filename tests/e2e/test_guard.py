@@ -543,3 +543,26 @@ def test_a_missing_wheel_file_in_the_command_is_named_as_the_command_wrote_it(tm
             "run") in proc.stderr
     assert "--from" not in proc.stderr  # no --from was given
     assert snapshot_tree(venv) == before and not (tmp_path / "checkpoints").exists()
+
+
+def test_a_wheel_whose_record_lies_about_a_member_is_not_trusted_to_wipe_it(tmp_path_factory, tmp_path, house):
+    import zipfile
+
+    liar = tmp_path / "liar" / wheel(house).name
+    liar.parent.mkdir()
+    with zipfile.ZipFile(wheel(house)) as zin, zipfile.ZipFile(liar, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():  # core.py's bytes change, the wheel's RECORD row for it does not
+            zout.writestr(info, b"def f():\n    return 666\n" if info.filename == "toypkg/core.py" else zin.read(info))
+    venv = pip_venv(tmp_path_factory, "guard-liar")
+    venvs.pip_install(venv, "--no-cache-dir", "--no-index", "--find-links", str(house), "toypkg")
+    site = venvs.site_packages_of(venv)
+    replace_by_rename(site / "toypkg/core.py", "def f():\n    return 2  # my fix\n")
+    code, report, stderr = guard(venv, env_for(tmp_path, tmp_path / "uv-cache"), str(venv / "bin/python"), "-m", "pip",
+                                 "install", "--no-cache-dir", "--force-reinstall", "--no-deps", str(liar),
+                                 args=("--wheels", str(house)))  # the honest original, for a whole checkpoint
+    assert code == 0, (report, stderr)
+    core = by_relpath(report)["toypkg/core.py"]
+    assert core["prediction"] == "MAY SURVIVE" and "cannot be trusted" in core["reason"]
+    # neither wiped nor the edit: the member's bytes, under a RECORD row that claims the original
+    assert (core["outcome"], core["held"]) == ("changed", True), core
+    assert (site / "toypkg/core.py").read_text() == "def f():\n    return 666\n"
