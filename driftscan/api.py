@@ -766,6 +766,24 @@ def _valid_source(source: str) -> str:
     raise TargetError(f"--from {source}: not a wheel file, a directory, or 'index'")
 
 
+def _command_source(recognised, command: Sequence[str], cwd: str | None) -> tuple[str | None, str, str | None]:
+    """(the source the command itself names, why, a note) — a wheel file it names that is missing is an
+    error in the user's own words (the command would fail); a missing --find-links directory is
+    ignored by pip and uv (with a warning), so the predictions are for the sources the
+    distributions were installed from, and a note says so."""
+    from .reinstall.guard import missing_source
+
+    missing = missing_source(recognised, command, cwd)
+    if missing is None:
+        return recognised.source, recognised.source_why, None
+    if missing.wheel:
+        raise TargetError(f"the command's wheel file {missing.word}: {missing.why}; nothing was run (the command "
+                          "would fail)")
+    return None, "the command's --find-links directory is missing", (
+        f"the command's --find-links directory {missing.word}: {missing.why} (pip and uv ignore it); the "
+        "predictions are for the source each distribution was installed from")
+
+
 def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequence[str] = (), *,
           model_dirs: Sequence[str] = (), hf_cache: str | None = None, source: str | None = None,
           checkpoint_path: str | None = None, expect: str | None = None, wheels: Sequence[str] = (),
@@ -799,7 +817,8 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
         venv, site_packages = target.venv, (() if target.venv else target.site_packages)
     root = environment_root(target)
     recognised = recognise(command, env, cwd)
-    chosen_source = _valid_source(source) if source is not None else recognised.source
+    chosen_source, source_why, source_note = (_valid_source(source), "--from", None) if source is not None else \
+        _command_source(recognised, command, cwd)
     models = model_dir_paths(model_dirs, hf_cache)
     metadirs = find_distributions(target.site_packages, records=False)
     installed = {normalize(md.distribution.name): md.distribution.version for md in metadirs
@@ -811,7 +830,7 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
                              [r for r in (root, *target.site_packages, *models) if r])
     say(f"target: {root or ', '.join(target.site_packages)}" + (f" ({chosen_because})" if chosen_because else "")
         + "".join(f" + model directory {m}" for m in models))  # they add to the environment, as everywhere
-    notes = list(recognised.notes)
+    notes = list(recognised.notes) + ([source_note] if source_note else [])
     say("command: " + (f"{recognised.tool.value}, reinstalls {', '.join([*sure, *maybe]) or 'nothing installed'}"
                        f", source {chosen_source or 'as installed'}" if recognised.recognised
                        else "not recognised: every drift may survive it"))
@@ -825,7 +844,7 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
         command=GuardCommand(argv=list(command), tool=recognised.tool.value, recognised=recognised.recognised,
                              requested=sorted({r.name for r in recognised.requested}), reinstalls=[*sure, *maybe],
                              forced=recognised.forced, no_deps=recognised.no_deps, source=chosen_source,
-                             source_why="--from" if source is not None else recognised.source_why,
+                             source_why=source_why,
                              from_given=source is not None, environment=recognised.environment,
                              notes=notes),
         ran=False, notes=[f"unnamed requirement: {u}" for u in recognised.unnamed])
@@ -870,7 +889,10 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
     if not judged:
         report.notes.append(f"the command failed (exit {code}): the predictions were for a command that completes, "
                             "so none is held to what happened; each drift's outcome is listed")
-    report.reapply = reapply_line(written.path, written.index, target.venv, target.site_packages)
+    # After a failed command the environment may be half installed: what reapply would write there
+    # is unknown, so no line that writes is offered — only its dry run, for once it is whole again.
+    line = reapply_line(written.path, written.index, target.venv, target.site_packages, yes=judged)
+    report.reapply, report.reapply_dry_run = (line, None) if judged else (None, line)
     try:
         after = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache, use_cache=use_cache, model_dirs=models,
                     select=select, ignore=ignore, rules_modules=rules_modules, plugins=plugins, compare=False,

@@ -23,6 +23,7 @@ from .base import PristineCopy, SourceKind
 
 MAX_WHEEL = 16 << 30  # the largest wheels (CUDA builds of torch) are a few GB
 CD_CAP = 64 << 20  # a central directory read for reading members (torch's: about 2 MB)
+OWN_RECORD_MAX = 64 << 20  # a wheel's own RECORD read to check members against (torch's: about 2 MB)
 
 _EOCD = struct.Struct("<4s4H2LH")
 _LOC64 = struct.Struct("<4sLQL")
@@ -213,6 +214,46 @@ class ZipCopy(PristineCopy):
             while len(_verdicts) > VERDICTS_MAX:
                 _verdicts.popitem(last=False)
         return why
+
+    def own_record(self) -> dict[str, RecordEntry] | None:
+        """The wheel's own RECORD (``*.dist-info/RECORD`` in it), by member name; None when it has
+        none, or one too big or unreadable (a RECORD of a wheel is never trusted for its size)."""
+        from ..formats.record import parse_record
+
+        info = self._zip.NameToInfo.get(f"{self._info}/RECORD") if self._info else None
+        if info is None or info.file_size > OWN_RECORD_MAX:
+            return None
+        try:
+            with self._zip.open(info) as f:
+                text = f.read(OWN_RECORD_MAX + 1)
+        except Exception:  # noqa: BLE001 - a corrupt zip or a bad CRC: no RECORD to go by
+            return None
+        if len(text) > OWN_RECORD_MAX:
+            return None
+        return {e.path: e for e in parse_record(text.decode("utf-8", "replace")).entries}
+
+    def unfaithful(self, entries: Sequence[RecordEntry]) -> dict[str, str]:
+        """Of the installed RECORD rows ``entries`` (each a file the wheel would install), those
+        whose member does not match the wheel's *own* RECORD row for it — the bytes an installer
+        writes (pip and uv copy the member, and keep the wheel's row as the installed RECORD's) —
+        with why; rows the wheel has no member for are left out. A wheel without a readable RECORD
+        vouches for none of its members."""
+        own = self.own_record()
+        out: dict[str, str] = {}
+        for entry in entries:
+            info = self._member(entry)
+            if info is None:
+                continue
+            row = own.get(info.filename) if own is not None else None
+            if own is None:
+                out[entry.path] = "the wheel has no readable RECORD"
+            elif row is None or row.hash is None:
+                out[entry.path] = f"the wheel's RECORD gives no hash for its member {info.filename}"
+            else:
+                why = self.check(RecordEntry(entry.path, row.hash, row.size, row.line))
+                if why is not None:
+                    out[entry.path] = f"its member {info.filename} does not match the wheel's own RECORD ({why})"
+        return out
 
     def _open(self, entry: RecordEntry) -> tuple[BinaryIO, int | None] | None:
         info = self._member(entry)

@@ -306,6 +306,44 @@ def _sources_for(chosen_dists: list[Distribution], source: ReinstallSource | Non
     return out
 
 
+def _untrusted(source: ReinstallSource | None, chosen_dists: Sequence[Distribution],
+               drifts: Sequence[Drift]) -> tuple[dict[str, str], str | None]:
+    """(drifted package files of the distribution a ``--from`` wheel reinstalls whose member in the
+    wheel does not match the wheel's own RECORD: path → why; a note naming the wheel, or None).
+    pip and uv install the member's bytes and keep the wheel's row in the installed RECORD, so
+    neither "wiped" nor "survives" can be said of such a file from this wheel."""
+    if source is None or source.kind is not SourceKind.WHEEL or not source.path:
+        return {}, None
+    from ..pristine.base import SourceKind as PristineKind
+    from ..pristine.wheel import open_wheel, wheel_members_error
+
+    key = _wheel_name(source.path)
+    dist = next((d for d in chosen_dists if normalize(d.name) == key), None)
+    if dist is None:
+        return {}, None
+    by_path = {os.path.normpath(os.path.join(dist.site_packages, e.path)): e for e in dist.entries}
+    wanted = {d.check.path: by_path[p] for d in drifts
+              if d.scope is Scope.PACKAGE and d.check.distribution is not None
+              and normalize(d.check.distribution.name) == key and (p := os.path.normpath(d.check.path)) in by_path}
+    if not wanted:
+        return {}, None
+    try:
+        wheel = open_wheel(source.path, PristineKind.WHEELS, dist)
+    except Exception as exc:  # noqa: BLE001 - not a readable wheel: the reinstall itself will say so
+        return {}, f"the --from wheel {source.path} could not be read to check it ({wheel_members_error(exc)})"
+    try:
+        lies = wheel.unfaithful(list(wanted.values()))
+    finally:
+        wheel.close()
+    out = {path: lies[entry.path] for path, entry in wanted.items() if entry.path in lies}
+    if not out:
+        return {}, None
+    names = sorted(relpath(p, dist.site_packages) for p in out)
+    return out, (f"the --from wheel {source.path} does not match its own RECORD for {len(out)} drifted file(s) "
+                 f"({', '.join(names[:5])}{' …' if len(names) > 5 else ''}): what the reinstall writes there cannot "
+                 "be trusted; get the wheel again from where it came from, or reinstall from another source")
+
+
 def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Sequence[Distribution],
                names: Sequence[str], installer: str | None, expectations: Sequence[Expectation] = (),
                uv_cache: str | None = None, referenced=lambda path: False, originals=None,
@@ -358,11 +396,18 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
     pending: list[tuple[PlanItem, Drift, str, str]] = []
     by_path: dict[str, tuple[Drift, str]] = {}
     replaced = _replaced_whole(chosen_dists, who)
+    untrusted, untrusted_note = _untrusted(source, chosen_dists, drifts)
     for drift in drifts:
         status, reason = _status(drift, chosen)
         check = drift.check
         alone_status, alone_reason = alone.get(check.path, (status, reason))
         status, reason = alone_status, alone_reason
+        lie = untrusted.get(check.path)
+        if lie is not None and status == WIPED:
+            status = alone_status = MAY_SURVIVE
+            reason = alone_reason = (f"the --from wheel cannot be trusted for this file: {lie}; the reinstall writes "
+                                     "that member's bytes and keeps the wheel's RECORD row, so what is there after it "
+                                     "is neither the original nor, for certain, the edit")
         dist = check.distribution
         if dist is not None and dist.name in to_clean and check.path in alone:
             if check.uv_cache is not None and check.uv_cache.copy:
@@ -385,10 +430,14 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
         {WIPED: plan.wiped, SURVIVES: plan.survives, MAY_SURVIVE: plan.may_survive}[status].append(item.path)
     plan.expectations = [_expectation(e, by_path, referenced, uv_cache, originals) for e in expectations]
     # Steps: the checkpoint first when the reinstall would destroy content no checkpoint holds.
-    lost = [d for item, d, _, _ in pending if item.status == WIPED and d.check.kind in _HAS_CONTENT
-            and (held is None or d.check.path not in held)]
+    # (a file a --from wheel is untrusted for is overwritten too: with bytes no RECORD vouches for)
+    lost = [d for item, d, _, _ in pending if (item.status == WIPED or d.check.path in untrusted)
+            and d.check.kind in _HAS_CONTENT and (held is None or d.check.path not in held)]
     if lost:
-        steps.append(_checkpoint_step(lost, target, checkpoint_dir, model_dirs, held is not None))
+        steps.append(_checkpoint_step(lost, target, checkpoint_dir, model_dirs, held is not None,
+                                      overwritten=any(d.check.path in untrusted for d in lost)))
+    if untrusted_note is not None:
+        steps.append(PlanStep(step=f"note: {printable(untrusted_note)}"))
     for dist in chosen_dists:
         odd = mismatch(sources[normalize(dist.name)], dist)
         if odd is not None:
@@ -531,13 +580,13 @@ _HAS_CONTENT = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.TYPE_CHANGED, Dri
 
 
 def _checkpoint_step(lost: list[Drift], target: Target, checkpoint_dir: str | None, model_dirs: Sequence[str],
-                     given: bool) -> PlanStep:
+                     given: bool, overwritten: bool = False) -> PlanStep:
     where = f" --venv {shlex.quote(target.venv)}" if target.venv else "".join(
         f" --site-packages {shlex.quote(s)}" for s in target.site_packages)
     models = "".join(f" --model-dir {shlex.quote(m)}" for m in model_dirs)
     dest = shlex.quote(checkpoint_dir) if checkpoint_dir else "CHECKPOINT_DIR"
     held = "the checkpoint given does not hold" if given else "no checkpoint holds (none given: --checkpoint DIR)"
-    return PlanStep(step=f"checkpoint first: the reinstall wipes {len(lost)} drifted file(s) whose content "
+    return PlanStep(step=f"checkpoint first: the reinstall {'wipes or overwrites' if overwritten else 'wipes'} {len(lost)} drifted file(s) whose content "
                          f"{held} (e.g. {printable(relpath(lost[0].check.path, lost[0].check.root))}); "
                          "`driftscan reapply` brings the wanted changes back from it afterwards",
                     command=f"driftscan checkpoint{where}{models} -o {dest}")

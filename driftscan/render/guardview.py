@@ -83,7 +83,8 @@ def render_guard_text(report: "GuardReport") -> str:
         lines += ["", "Left on disk:"]
         for d in left.dumps:
             gone = f", {d.gone} gone" if d.gone else ""
-            lines.append(f"  dumps: {len(d.files)} file(s) matching {d.pattern} ({d.bytes / 1e6:.1f} MB{gone})")
+            what = "possible dumps" if d.possible else "dumps"
+            lines.append(f"  {what}: {len(d.files)} file(s) matching {d.pattern} ({d.bytes / 1e6:.1f} MB{gone})")
             if d.remedy:
                 lines.append(f"      {d.remedy}")
         for a in left.uv_cache:
@@ -100,6 +101,11 @@ def render_guard_text(report: "GuardReport") -> str:
     if report.reapply:
         lines += ["", "Bring the kept work back (review with the dry run first, without --yes):",
                   f"  $ {report.reapply}"]
+    elif report.reapply_dry_run:
+        lines += ["", "The command failed: what reapply would do now is unknown (the install may have stopped half "
+                  "way), so no line that writes is given. Your work is kept in the checkpoint; once the environment "
+                  "is whole again (the command run to completion, or the distribution reinstalled), see what reapply "
+                  "would bring back — the dry run writes nothing:", f"  $ {report.reapply_dry_run}"]
     if report.errors:
         lines += ["", "Not checked:"] + [f"  {e}" for e in report.errors]
     s = report.summary

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -183,6 +185,13 @@ def test_guard_around_a_failing_command_keeps_its_status(tmp_path, house):
     assert report["summary"]["failed"] == 0
     assert by_relpath(report)["toypkg/core.py"]["outcome"] == "survived"  # uv gave up: the edit is still there
     assert "torch.save" in (site / "toypkg/core.py").read_text()
+    # No reapply line that writes after a failure: only its dry run, which writes nothing.
+    cp = report["checkpoint"]["path"]
+    assert report["reapply"] is None and report["reapply_dry_run"] == f"driftscan reapply {cp} --venv {venv}"
+    before = snapshot_tree(venv)
+    proc = cli(*report["reapply_dry_run"].split()[1:], env=env)
+    assert proc.returncode == 0 and "dry run" in proc.stdout.lower(), proc.stdout + proc.stderr
+    assert snapshot_tree(venv) == before
 
 
 def test_failing_command_status_is_the_commands_own(tmp_path, house):
@@ -472,3 +481,88 @@ def test_report_to_a_file_and_the_commands_output_to_the_terminal(tmp_path, hous
     report = json.loads(out.read_text())
     validate(report)
     assert report["ran"] and report["predictions"] == [] and f"report written to {out}" in proc.stderr
+
+
+def _write_dumps(where: Path, count: int) -> list[Path]:
+    where.mkdir(parents=True)
+    files = [where / f"probe_{i}.pt" for i in range(count)]
+    for f in files:
+        f.write_bytes(b"\x80\x02tensor" * 50)
+    return files
+
+
+@pytest.mark.parametrize("how", ["edited-again", "cp-a-copy"])
+def test_possible_dumps_still_on_disk_are_never_called_wiped(tmp_path_factory, tmp_path, house, how):
+    """11 dumps of a torch.save the audit can only call *possible* (older than the code's last change:
+    the module was edited again after writing them, or the venv is a ``cp -a`` copy whose code names
+    the original venv's dump directory), with a driftscan cache that cannot be written (a read-only
+    home), so no checkpoint's dump list names them after the command either. The reinstall removes
+    the code; the dumps stay: guard says so and lists them as left on disk."""
+    venv = pip_venv(tmp_path_factory, "guard-possible")
+    venvs.pip_install(venv, "--no-cache-dir", "--no-index", "--find-links", str(house), "toypkg")
+    dumps = venv / "dumps"
+    writer = "import torch\n\n\ndef f(x, i):\n    torch.save(x, f'DIR/probe_{i}.pt')\n    return N\n"
+    replace_by_rename(venvs.site_packages_of(venv) / "toypkg/core.py",
+                      writer.replace("DIR", str(dumps)).replace("N", "1"))
+    time.sleep(0.05)  # the ordering of the timestamps is what is tested, not a duration
+    files = _write_dumps(dumps, 11)  # written by running the code, after it was written
+    time.sleep(0.05)
+    if how == "edited-again":
+        replace_by_rename(venvs.site_packages_of(venv) / "toypkg/core.py",
+                          writer.replace("DIR", str(dumps)).replace("N", "2"))
+    else:
+        copy = tmp_path / "copy"
+        subprocess.run(["cp", "-a", str(venv), str(copy)], check=True)
+        venv = copy  # its code still names the original venv's dumps
+    (tmp_path / "not-a-dir").write_text("")
+    env = {**env_for(tmp_path, tmp_path / "uv-cache"), "DRIFTSCAN_CACHE_DIR": str(tmp_path / "not-a-dir/cache")}
+    code, report, stderr = guard(venv, env, str(venv / "bin/python"), "-m", "pip", "install", "--no-cache-dir",
+                                 "--force-reinstall", "--no-deps", str(wheel(house)))
+    assert code == 0, (report, stderr)
+    validate(report)
+    assert "torch.save" not in (venvs.site_packages_of(venv) / "toypkg/core.py").read_text()  # the code is gone
+    assert all(f.is_file() for f in files)  # the dumps are not
+    dump = next(p for p in report["predictions"] if p["kind"] == "possible-debug-artifacts")
+    assert (dump["prediction"], dump["outcome"], dump["held"]) == ("SURVIVES", "survived", True), dump
+    assert dump["detail"] == "all 11 dump file(s) still there"
+    assert_all_held(report)
+    assert [(d["files"], d["possible"]) for d in report["leftovers"]["dumps"]] == [
+        (sorted(str(f) for f in files), True)]
+
+
+def test_a_missing_wheel_file_in_the_command_is_named_as_the_command_wrote_it(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    venv, site = uv_venv(tmp_path, house, cache)
+    patch_venv(site, tmp_path / "dumps")
+    env = env_for(tmp_path, cache)
+    before = snapshot_tree(venv)
+    proc = cli("guard", "--venv", str(venv), "--", str(venv / "bin/python"), "-m", "pip", "install",
+               "--force-reinstall", "--no-deps", "./gone/toypkg-1.0-py3-none-any.whl", env=env, cwd=str(tmp_path))
+    assert proc.returncode == EXIT_REFUSED and "Traceback" not in proc.stderr, proc.stderr
+    assert ("the command's wheel file ./gone/toypkg-1.0-py3-none-any.whl: No such file or directory; nothing was "
+            "run") in proc.stderr
+    assert "--from" not in proc.stderr  # no --from was given
+    assert snapshot_tree(venv) == before and not (tmp_path / "checkpoints").exists()
+
+
+def test_a_wheel_whose_record_lies_about_a_member_is_not_trusted_to_wipe_it(tmp_path_factory, tmp_path, house):
+    import zipfile
+
+    liar = tmp_path / "liar" / wheel(house).name
+    liar.parent.mkdir()
+    with zipfile.ZipFile(wheel(house)) as zin, zipfile.ZipFile(liar, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():  # core.py's bytes change, the wheel's RECORD row for it does not
+            zout.writestr(info, b"def f():\n    return 666\n" if info.filename == "toypkg/core.py" else zin.read(info))
+    venv = pip_venv(tmp_path_factory, "guard-liar")
+    venvs.pip_install(venv, "--no-cache-dir", "--no-index", "--find-links", str(house), "toypkg")
+    site = venvs.site_packages_of(venv)
+    replace_by_rename(site / "toypkg/core.py", "def f():\n    return 2  # my fix\n")
+    code, report, stderr = guard(venv, env_for(tmp_path, tmp_path / "uv-cache"), str(venv / "bin/python"), "-m", "pip",
+                                 "install", "--no-cache-dir", "--force-reinstall", "--no-deps", str(liar),
+                                 args=("--wheels", str(house)))  # the honest original, for a whole checkpoint
+    assert code == 0, (report, stderr)
+    core = by_relpath(report)["toypkg/core.py"]
+    assert core["prediction"] == "MAY SURVIVE" and "cannot be trusted" in core["reason"]
+    # neither wiped nor the edit: the member's bytes, under a RECORD row that claims the original
+    assert (core["outcome"], core["held"]) == ("changed", True), core
+    assert (site / "toypkg/core.py").read_text() == "def f():\n    return 666\n"

@@ -147,6 +147,34 @@ def test_a_member_that_does_not_match_its_own_record_is_refused(tmp_path):
         copy.close()
 
 
+def test_unfaithful_checks_members_against_the_wheel_s_own_record(tmp_path):
+    """What an installer writes is the member, under the wheel's own row: a member that differs from
+    that row is unfaithful, whatever the installed RECORD says; a wheel without RECORD vouches for
+    nothing; a row the wheel has no member for is not its to judge."""
+    dist = dist_in(tmp_path)
+    init, core = dist.entries
+    wheel = wheel_file(tmp_path / "house", "pkg", "1.0", FILES)
+    liar, bare = tmp_path / "liar" / wheel.name, tmp_path / "bare" / wheel.name
+    liar.parent.mkdir()
+    bare.parent.mkdir()
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(liar, "w") as lie, zipfile.ZipFile(bare, "w") as no_record:
+        for info in src.infolist():
+            data = src.read(info)
+            lie.writestr(info.filename, b"X = 2\n" if info.filename == "pkg/core.py" else data)
+            if not info.filename.endswith("/RECORD"):
+                no_record.writestr(info.filename, data)
+    for path, expected in ((wheel, {}),
+                           (liar, {"pkg/core.py": "its member pkg/core.py does not match the wheel's own RECORD "
+                                                  "(its content does not match RECORD's sha256)"}),
+                           (bare, {"pkg/__init__.py": "the wheel has no readable RECORD",
+                                   "pkg/core.py": "the wheel has no readable RECORD"})):
+        copy = open_wheel(str(path), SourceKind.WHEELS, dist)
+        try:
+            assert copy.unfaithful([init, core, entry("pkg/gone.py", b"")]) == expected, path
+        finally:
+            copy.close()
+
+
 def test_members_come_from_data_directories_and_keep_their_x_bit(tmp_path):
     dist = installed(tmp_path / "site", "pkg", "1.0", {"pkg/lib.py": "L\n"})
     wheel = wheel_file(tmp_path / "house", "pkg", "1.0", {}, data={"purelib": {"pkg/lib.py": "L\n"},

@@ -10,8 +10,10 @@ import os
 from driftscan.reinstall.guard.command import Recognised, Requested, Tool, recognise
 from driftscan.reinstall.guard.model import GuardCommand, GuardReport, Outcome
 from driftscan.reinstall.guard.outcome import (EXIT_FAILED_PREDICTION, EXIT_INCOMPLETE, Predicted, exit_status,
-                                               fingerprint, installed_versions, judge, new_drifts, not_run,
-                                               other_environment, predict, reinstalled, summarise, versions)
+                                               fingerprint, fingerprints, installed_versions, judge, leftovers,
+                                               missing_source,
+                                               new_drifts, not_run, other_environment, predict, reinstalled,
+                                               summarise, versions)
 from driftscan.reinstall.plan import MAY_SURVIVE, SURVIVES, WIPED, Plan, PlanItem
 from fixtures.reports import clean_report, every_kind_report
 
@@ -68,6 +70,20 @@ def test_other_environment_refused(tmp_path):
     assert other_environment(Recognised(Tool.PIP), str(tmp_path)) is None
 
 
+def test_missing_source_in_the_commands_own_words(tmp_path):
+    (tmp_path / "here").mkdir()
+    wheel = recognise(["pip", "install", "--force-reinstall", "w/demo-1.0-py3-none-any.whl"], env={}, cwd=str(tmp_path))
+    missing = missing_source(wheel, ["pip", "install", "--force-reinstall", "w/demo-1.0-py3-none-any.whl"],
+                             str(tmp_path))
+    assert missing is not None and (missing.word, missing.wheel) == ("w/demo-1.0-py3-none-any.whl", True)
+    assert missing.why == "No such file or directory"
+    argv = ["pip", "install", "--no-index", "--find-links=links", "demo"]
+    links = missing_source(recognise(argv, env={}, cwd=str(tmp_path)), argv, str(tmp_path))
+    assert links is not None and (links.word, links.wheel) == ("links", False)
+    argv = ["pip", "install", "--no-index", "--find-links", "here", "demo"]
+    assert missing_source(recognise(argv, env={}, cwd=str(tmp_path)), argv, str(tmp_path)) is None
+
+
 def test_fingerprint_of_each_kind_of_path(tmp_path):
     f = tmp_path / "f.py"
     f.write_bytes(b"x = 1\n")
@@ -122,6 +138,29 @@ def test_judge_dump_files(tmp_path):
     dumps[0].unlink()
     [p] = judge(predicted, before, clean_report(), judged=True)
     assert p.outcome is Outcome.CHANGED and p.detail == "2 of 3 dump file(s) still there" and p.held is False
+
+
+def test_possible_dumps_are_judged_and_left_by_their_files(tmp_path):
+    """A possible-debug-artifacts drift's path is its pattern (no file): its files decide, whatever
+    the audit after the command finds (here: nothing at all)."""
+    dumps = [tmp_path / f"old_{k}.pt" for k in range(3)]
+    for d in dumps:
+        d.write_bytes(b"tensor")
+    report = every_kind_report()
+    template = next(d for d in report.drifts if d.kind.value == "possible-debug-artifacts")
+    pattern = str(tmp_path / "old_*.pt")
+    drift = dataclasses.replace(template, path=pattern, actual={**template.actual,
+                                                                "possible_artifacts": [str(d) for d in dumps]})
+    plan = Plan(reinstall=["demo"], installer="pip", audit=dataclasses.replace(report, drifts=[drift]),
+                items=[_item(pattern, SURVIVES, kind="possible-debug-artifacts", scope="external", dist=None)])
+    predicted = [Predicted(plan.items[0], SURVIVES, "r")]
+    before = fingerprints(predicted, plan)
+    assert before == {pattern: tuple(str(d) for d in dumps)}
+    [p] = judge(predicted, before, clean_report(), judged=True)
+    assert (p.outcome, p.held, p.detail) == (Outcome.SURVIVED, True, "all 3 dump file(s) still there")
+    dumps[2].unlink()
+    [left] = leftovers(plan, clean_report(), None).dumps
+    assert (left.files, left.gone, left.possible) == ([str(dumps[0]), str(dumps[1])], 1, True)
 
 
 def test_new_drifts_and_versions():

@@ -256,3 +256,50 @@ def test_plan_from_a_source_that_is_no_reinstall_says_so(scenario, wheelhouse, t
     result = plan(["six"], venv=str(venv), uv_cache=str(cache), source=str(other))
     assert any("is version 1.16.0, and six 1.17.0 is installed" in s.step for s in result.steps)
     assert result.steps[0].command.startswith("driftscan checkpoint")  # still the first step
+
+
+def _lying_wheel(honest, dest, member: str, content: bytes):
+    """A copy of ``honest`` whose ``member`` holds ``content`` while its RECORD still gives the
+    honest member's hash and size."""
+    import zipfile
+
+    dest.mkdir(parents=True, exist_ok=True)
+    liar = dest / honest.name
+    with zipfile.ZipFile(honest) as zin, zipfile.ZipFile(liar, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            zout.writestr(info, content if info.filename == member else zin.read(info))
+    return liar
+
+
+def test_plan_from_a_wheel_whose_record_lies_about_a_member_does_not_predict_wiped(tmp_path_factory, tmp_path):
+    """The --from wheel's core.py is not what its own RECORD says: pip installs the member's bytes
+    and keeps the wheel's row in the installed RECORD. plan checks the member against that row
+    first and says the wheel cannot be trusted for that file; an honest member keeps its WIPED."""
+    from fixtures.upgrades import pip_venv
+    from fixtures.wheels import build_wheel
+
+    files = {"toypkg/__init__.py": "X = 1\n", "toypkg/core.py": "def f():\n    return 1\n",
+             "toypkg/fix.py": "def g():\n    return 1\n"}
+    honest = build_wheel(tmp_path / "house", "toypkg", "1.0", files)
+    liar = _lying_wheel(honest, tmp_path / "liar", "toypkg/core.py", b"def f():\n    return 666\n")
+    venv = pip_venv(tmp_path_factory, "plan-liar")
+    venvs.pip_install(venv, "--no-cache-dir", "--no-index", "--find-links", str(tmp_path / "house"), "toypkg")
+    site = venvs.site_packages_of(venv)
+    replace_by_rename(site / "toypkg/core.py", "def f():\n    return 2  # my fix\n")
+    replace_by_rename(site / "toypkg/fix.py", "def g():\n    return 2  # my other fix\n")
+    result = plan(["toypkg"], venv=str(venv), source=str(liar))
+    items = {i.relpath: i for i in result.items}
+    core = items["toypkg/core.py"]
+    assert core.status == "MAY SURVIVE" and core.status_without_steps == "MAY SURVIVE"
+    assert core.reason.startswith("the --from wheel cannot be trusted for this file: its member toypkg/core.py does "
+                                  "not match the wheel's own RECORD")
+    assert items["toypkg/fix.py"].status == "WIPED", "a member that matches the wheel's RECORD is trusted"
+    steps = [s.step for s in result.steps]
+    assert any(s.startswith(f"note: the --from wheel {liar} does not match its own RECORD for 1 drifted file(s) "
+                            "(toypkg/core.py)") for s in steps), steps
+    assert any(s.startswith("checkpoint first: the reinstall wipes or overwrites 2 drifted file(s)") for s in steps)
+    # What the reinstall really does: the member's bytes, neither the original nor the edit, under
+    # an installed RECORD row that claims the original.
+    venvs.pip_install(venv, "--no-cache-dir", "--force-reinstall", "--no-deps", str(liar))
+    assert (site / "toypkg/core.py").read_text() == "def f():\n    return 666\n"
+    assert (site / "toypkg/fix.py").read_text() == files["toypkg/fix.py"]

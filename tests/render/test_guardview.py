@@ -77,6 +77,18 @@ def test_refused_and_unrecognised():
     assert "started anyway (--force) despite:" in forced
 
 
+def test_after_a_failed_command_only_the_dry_run_of_reapply_is_given():
+    report = _report().model_copy(update={
+        "exit_code": 3, "reapply": None, "reapply_dry_run": "driftscan reapply /cp --venv /v",
+        "leftovers": Leftovers(dumps=[LeftDump(pattern="/tmp/d*.pt", files=["/tmp/d1.pt"], bytes=0, possible=True,
+                                               remedy="review them (ls -l -- /tmp/d1.pt)")])})
+    text = render_guard_text(report)
+    assert "--yes" not in text, "no line that writes, after a failed command"
+    assert "The command failed: what reapply would do now is unknown" in text
+    assert "\n  $ driftscan reapply /cp --venv /v\n" in text
+    assert "  possible dumps: 1 file(s) matching /tmp/d*.pt (0.0 MB)" in text.splitlines()
+
+
 def test_json_round_trips():
     report = _report()
     assert GuardReport.model_validate(json.loads(render_guard_json(report))) == report

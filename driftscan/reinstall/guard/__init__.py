@@ -12,12 +12,12 @@ from .command import Change, Recognised, Requested, Tool, normalize, recognise, 
 from .model import (GuardCheckpoint, GuardCommand, GuardExpectation, GuardPrediction, GuardReport, GuardSummary,
                     LeftArchive, LeftDump, Leftovers, NewDrift, Outcome, Refusal, VersionMove)
 from .outcome import (Predicted, checkpoint_summary, debug_comes_back, exit_status, expectations, fingerprint,
-                      fingerprints, installed_versions, judge, leftovers, new_drifts, not_run, other_environment,
-                      predict, reapply_line, reinstalled, summarise, unchecked, versions)
+                      fingerprints, installed_versions, judge, leftovers, missing_source, new_drifts, not_run,
+                      other_environment, predict, reapply_line, reinstalled, summarise, unchecked, versions)
 
 __all__ = ["Change", "GuardCheckpoint", "GuardCommand", "GuardExpectation", "GuardPrediction", "GuardReport",
            "GuardSummary", "LeftArchive", "LeftDump", "Leftovers", "NewDrift", "Outcome", "Predicted", "Recognised",
            "Refusal", "Requested", "Tool", "VersionMove", "checkpoint_summary", "debug_comes_back", "exit_status",
-           "expectations", "fingerprint", "fingerprints", "installed_versions", "judge", "leftovers", "new_drifts",
-           "normalize", "not_run", "other_environment", "predict", "reapply_line", "recognise", "reinstalled",
+           "expectations", "fingerprint", "fingerprints", "installed_versions", "judge", "leftovers", "missing_source",
+           "new_drifts", "normalize", "not_run", "other_environment", "predict", "reapply_line", "recognise", "reinstalled",
            "summarise", "unchecked", "versions", "wheel_name"]

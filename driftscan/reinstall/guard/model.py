@@ -99,6 +99,8 @@ class LeftDump(BaseModel):
     gone: int = Field(default=0, description="listed before, no longer there")
     bytes: int = 0
     remedy: str | None = None
+    possible: bool = Field(default=False, description="possible dumps (older than the code's last change): listed "
+                                                      "for review, never offered for deletion")
 
 
 class LeftArchive(BaseModel):
@@ -154,7 +156,11 @@ class GuardReport(BaseModel):
                                                                          "(e.g. an edited uv cache copy linked into "
                                                                          "a venv that was clean)")
     expectations: list[GuardExpectation] = Field(default_factory=list)
-    reapply: str | None = Field(default=None, description="the line that brings the kept work back")
+    reapply: str | None = Field(default=None, description="the line that brings the kept work back (null after a "
+                                                          "failed command: see reapply_dry_run)")
+    reapply_dry_run: str | None = Field(default=None, description="after a failed command, instead of reapply: the "
+                                                                  "dry run (no --yes) that shows what reapply would do "
+                                                                  "once the environment is whole again")
     summary: GuardSummary = Field(default_factory=GuardSummary)
     notes: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list, description="what could not be checked")

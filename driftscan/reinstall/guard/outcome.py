@@ -18,7 +18,7 @@ from ...pipeline.classify import uv_cache_clean
 from ...core.errors import DriftscanError
 from ...fs.reader import open_regular, os_error
 from ...lint.artifacts import recheck
-from ...core.values import Distribution
+from ...core.values import Distribution, DriftKind
 from ..plan import MAY_SURVIVE, SURVIVES, WIPED, Plan, PlanItem
 from ...report.contract import DriftOut, Report
 from ...environment.content import record_digest
@@ -27,7 +27,7 @@ from .model import (GuardCheckpoint, GuardExpectation, GuardPrediction, GuardRep
                     Leftovers, NewDrift, Outcome, Refusal, VersionMove)
 
 HASH_MAX = 256 << 20  # a drifted file bigger than this is compared by size, mtime and inode
-DEBUG_ARTIFACTS = "debug-artifacts"
+DEBUG_ARTIFACTS = DriftKind.DEBUG_ARTIFACTS.value
 
 
 # ------------------------------------------------------------------------------ predictions
@@ -172,6 +172,30 @@ def _edited_archives(predicted: Sequence[Predicted], drifts: dict, sure: Sequenc
     return out
 
 
+@dataclass(frozen=True)
+class MissingSource:
+    word: str  # as the command wrote it
+    why: str
+    wheel: bool  # a wheel file (else a --find-links directory)
+
+
+def missing_source(command: Recognised, argv: Sequence[str], cwd: str | None) -> MissingSource | None:
+    """The wheel file or local --find-links directory the command installs from, when it is not
+    there, named as the command wrote it."""
+    source = command.source
+    if not source or source == "index":
+        return None
+    try:
+        os.stat(source)
+        return None
+    except OSError as exc:
+        why = os_error(exc)
+    base = cwd or os.getcwd()
+    said = [w.partition("=")[2] if w.startswith("--") and "=" in w else w for w in argv]
+    word = next((w for w in said if w and os.path.abspath(os.path.join(base, w)) == source), source)
+    return MissingSource(word, why, any(r.wheel == source for r in command.requested))
+
+
 def other_environment(command: Recognised, target_root: str | None) -> Refusal | None:
     """The command installs into another environment than the one guard audits."""
     if command.environment is None or target_root is None:
@@ -210,13 +234,14 @@ def checkpoint_summary(path: str, index: CheckpointIndex, problems: Sequence[str
 
 
 def reapply_line(checkpoint: str, index: CheckpointIndex, target_venv: str | None,
-                 site_packages: Sequence[str]) -> str | None:
-    """``driftscan reapply CP --venv V --yes`` (debug code left out by default) when the checkpoint holds work to bring back."""
+                 site_packages: Sequence[str], yes: bool = True) -> str | None:
+    """``driftscan reapply CP --venv V --yes`` (debug code left out by default) when the checkpoint
+    holds work to bring back; without ``yes``, its dry run."""
     if not any(f.patch for f in index.files):
         return None
     where = f" --venv {shlex.quote(target_venv)}" if target_venv else "".join(
         f" --site-packages {shlex.quote(s)}" for s in site_packages)
-    return f"driftscan reapply {shlex.quote(checkpoint)}{where} --yes"
+    return f"driftscan reapply {shlex.quote(checkpoint)}{where}" + (" --yes" if yes else "")
 
 
 # ------------------------------------------------------------------------------ what happened
@@ -280,14 +305,28 @@ def fingerprint(path: str, root: str | None = None) -> Fingerprint:
         os.close(fd)
 
 
+def dump_files(drift: DriftOut) -> tuple[str, ...] | None:
+    """The files a dump drift lists — its dumps, or its possible dumps (found through the code, or
+    recorded by a checkpoint) —; None for any other drift. A dump drift's path is its pattern, no
+    file: what happened to the dumps is only ever said from these files."""
+    if drift.kind is DriftKind.DEBUG_ARTIFACTS:
+        return tuple(drift.artifacts)
+    if drift.kind is DriftKind.POSSIBLE_DEBUG_ARTIFACTS:
+        listed = (drift.actual or {}).get("possible_artifacts")
+        return tuple(p for p in listed if isinstance(p, str)) if isinstance(listed, list) else ()
+    return None
+
+
 def fingerprints(predicted: Iterable[Predicted], plan: Plan) -> dict[str, Fingerprint | tuple[str, ...]]:
-    """Before the command: every drifted path's fingerprint; for a dump drift, the dump files that exist."""
+    """Before the command: every drifted path's fingerprint; for a dump drift (of either kind), the
+    dump files that exist."""
     drifts = {d.path: d for d in plan.audit.drifts}
     out: dict[str, Fingerprint | tuple[str, ...]] = {}
     for p in predicted:
         drift = drifts.get(p.item.path)
-        if drift is not None and drift.kind.value == DEBUG_ARTIFACTS:
-            out[p.item.path] = tuple(a for a in drift.artifacts if os.path.lexists(a))
+        files = dump_files(drift) if drift is not None else None
+        if files is not None:
+            out[p.item.path] = tuple(a for a in files if os.path.lexists(a))
         else:
             out[p.item.path] = fingerprint(p.item.path, _root(p.item))
     return out
@@ -333,7 +372,9 @@ def judge(predicted: Sequence[Predicted], before: dict, after: Report, judged: b
     for p in predicted:
         path = p.item.path
         was = before.get(path)
-        if isinstance(was, tuple):  # dumps: each listed file, by lstat (the code that wrote them may be gone)
+        # Dumps (and possible dumps): each listed file, by lstat, whatever the audit after finds — the
+        # code that named them may be gone or edited, or name another tree (a cp -a copy of a venv).
+        if isinstance(was, tuple):
             still = [a for a in was if os.path.lexists(a)]
             if not was:
                 outcome, detail = Outcome.UNCHECKED, "no dump file was there before the command"
@@ -389,18 +430,20 @@ def _archive_of(copy: str) -> str | None:
 
 
 def leftovers(plan: Plan, after: Report, uv_cache: str | None) -> Leftovers:
-    """What is left on disk after the command: the dumps listed before, uv's edited cache copies,
-    files no RECORD lists."""
+    """What is left on disk after the command: the dumps and possible dumps listed before, uv's
+    edited cache copies, files no RECORD lists."""
     left = Leftovers()
     for drift in plan.audit.drifts:
-        if drift.kind.value == DEBUG_ARTIFACTS and drift.artifacts:
+        files = dump_files(drift)
+        if files:
             # Re-checked by the rules the audit applied to each file (the code that wrote them may be
             # gone): a listed path that is now a link, executable or owned is no dump to remove.
-            group = recheck(drift.artifacts)
+            group = recheck(files)
             still = list(group.paths)
             if still:
-                left.dumps.append(LeftDump(pattern=drift.path, files=still, gone=len(drift.artifacts) - len(still),
-                                           bytes=group.total_bytes, remedy=drift.remedy or None))
+                left.dumps.append(LeftDump(pattern=drift.path, files=still, gone=len(files) - len(still),
+                                           bytes=group.total_bytes, remedy=drift.remedy or None,
+                                           possible=drift.kind is DriftKind.POSSIBLE_DEBUG_ARTIFACTS))
     seen: set[str] = set()
     for drift in [*plan.audit.drifts, *after.drifts]:
         link = _uv_link(drift)
