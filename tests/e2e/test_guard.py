@@ -291,6 +291,7 @@ def test_uv_reinstall_from_a_wheel_file_wipes_an_in_place_edit_of_the_cache_copy
 # ---------------------------------------------------------------------------- recognising commands
 
 def test_recognise_install_commands(tmp_path):
+    env = {"PATH": "", "HOME": str(tmp_path), "XDG_CONFIG_DIRS": str(tmp_path)}  # no pip.conf but this test's
     whl = tmp_path / "toy_pkg-1.0-py3-none-any.whl"
     cmd = recognise(["uv", "pip", "install", "--python", "/v/bin/python", "--force-reinstall", "--no-deps", str(whl)],
                     env={}, cwd=str(tmp_path))
@@ -302,8 +303,8 @@ def test_recognise_install_commands(tmp_path):
     assert (cmd.tool, cmd.upgrade, cmd.forced, cmd.source, cmd.environment) == \
         (Tool.PIP, True, False, str(tmp_path / "wh"), "/v")
     assert cmd.change("six", "1.16.0").value == "reinstall" and cmd.change("six", "1.17.0").value == "maybe"
-    assert recognise(["pip3", "install", "six"], env={"PATH": ""}).source == "index"
-    assert recognise(["pip", "install", "six"], env={"PATH": ""}).change("six", "1.0").value == "none"
+    assert recognise(["pip3", "install", "six"], env=env).source == "index"
+    assert recognise(["pip", "install", "six"], env=env).change("six", "1.0").value == "none"
     cmd = recognise(["uv", "pip", "install", "--reinstall-package", "six", "six"], env={})
     assert cmd.change("six", "1.0").value == "reinstall"
     cmd = recognise(["uv", "sync", "--reinstall"], env={}, cwd=str(tmp_path))
@@ -323,7 +324,8 @@ def test_requirements_files_are_read_for_names_only(tmp_path):
         f"--find-links ./wh\n--no-index\n-r more.txt\nsix[extra]>=1; python_version>'3'\n"
         f"./local/project\n-e git+https://example.invalid/x.git#egg=x\n"
         f"# $(touch {marker})\n`touch {marker}`\n")
-    cmd = recognise(["pip", "install", "-r", str(tmp_path / "reqs.txt")], env={"PATH": ""}, cwd=str(tmp_path))
+    cmd = recognise(["pip", "install", "-r", str(tmp_path / "reqs.txt")], env={"PATH": "", "HOME": str(tmp_path)},
+                    cwd=str(tmp_path))
     assert {(r.name, r.version) for r in cmd.requested} >= {("six", None), ("otherpkg", "2.0")}
     assert cmd.source == str(tmp_path / "wh") and "./local/project" in cmd.unnamed
     assert not marker.exists()
