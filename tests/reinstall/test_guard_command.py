@@ -263,12 +263,13 @@ def test_shebangs_env_and_the_long_path_launcher(real, tmp_path):
 
 
 @pytest.mark.parametrize("content", [b"\x7fELF\x02\x01binary launcher", b"#!/usr/bin/env\n",
-                                     b"#!/bin/sh\nexec python \"$@\"\n"])
+                                     b"#!/bin/sh\nexec python \"$@\"\n",
+                                     b"#!/usr/bin/env bash\nexec pyenv exec pip \"$@\"\n"])  # a pyenv shim
 def test_a_pip_guard_cannot_resolve_is_unsure(content, tmp_path):
     pip = tmp_path / "pip"
     pip.write_bytes(content)
-    r = recognise([str(pip), "install", "six"], env={"PATH": ""}, cwd=str(tmp_path))
-    assert r.tool is Tool.PIP and r.environment_unsure
+    r = recognise([str(pip), "install", "six"], env={"PATH": "/usr/bin:/bin"}, cwd=str(tmp_path))
+    assert r.tool is Tool.PIP and r.environment_unsure and r.environment is None
     assert recognise(["pip", "install", "six"], env={"PATH": str(tmp_path / "none")}).environment_unsure
 
 

@@ -17,6 +17,9 @@ VENV_LANDMARK = "pyvenv.cfg"
 _SH_EXEC = re.compile(r"""^'''exec' (?P<py>"[^"]*"|\S+) "\$0" "\$@"\s*$""", re.M)
 
 
+_PYTHON_NAME = re.compile(r"(?:python|pypy)(?:\d+(?:\.\d+)*t?)?(?:\.exe)?\Z")
+
+
 @dataclass(frozen=True)
 class Resolved:
     """The environment a command changes; ``unsure`` says why guard cannot be certain (then
@@ -106,5 +109,7 @@ def script_environment(word: str, env: dict[str, str], cwd: str) -> Resolved:
     interpreter, why = script_interpreter(located, env, cwd)
     if interpreter is None:
         return Resolved(None, why, why)
+    if not _PYTHON_NAME.match(os.path.basename(interpreter)):  # a shim (pyenv's is a bash script) picks one later
+        return Resolved(None, why, f"{why}, not a Python interpreter: which one it starts is not known")
     got = environment_of(interpreter)
     return Resolved(got.environment, f"{why}; {got.why}", got.unsure)
