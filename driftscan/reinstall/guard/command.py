@@ -7,6 +7,11 @@ as ``--from`` takes it (a wheel file, a find-links directory, or ``index``). A r
 is read as data for its names and source options only (a size cap, a depth cap, nothing in it is
 run or followed to the network). Anything else is ``Tool.OTHER``: guard predicts nothing certain
 for it.
+
+The words are read as the installer reads them: pip's abbreviations and configuration
+(``pipoptions``), uv's variables and configuration (``uvoptions``), the environment the
+interpreter really installs into (``interpreter``). What cannot be read for certain is read as a
+forced reinstall, and said in ``notes``.
 """
 
 from __future__ import annotations
