@@ -396,6 +396,15 @@ def test_pip_environment_variables(venv, tmp_path):
     assert recognise(["pip", "install", "demo"], env=_env(venv, PIP_IGNORE_INSTALLED="1"), cwd=str(tmp_path)).forced
     r = recognise(["pip", "install", "demo"], env=_env(venv, PIP_TARGET=str(tmp_path / "t")), cwd=str(tmp_path))
     assert r.environment == str(tmp_path / "t")
+    other = tmp_path / "other"
+    (other / "bin").mkdir(parents=True)
+    (other / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (other / "pip.conf").write_text("[install]\nforce-reinstall = true\n")
+    r = recognise(["pip", "install", "demo"], env=_env(venv, PIP_PYTHON=str(other / "bin/python")),
+                  cwd=str(tmp_path))
+    assert r.environment == str(other) and r.forced, "PIP_PYTHON's environment, and its own pip.conf"
+    r = recognise(["pip", "install", "demo"], env=_env(venv, PIP_CONFIG_FILE=os.devnull), cwd=str(tmp_path))
+    assert not r.forced and not r.notes, "PIP_CONFIG_FILE=/dev/null: no configuration"
 
 
 def test_uv_environment_variables_and_configuration(tmp_path):

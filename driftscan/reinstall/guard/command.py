@@ -388,6 +388,10 @@ def _pip(words: Sequence[str], resolved: Resolved, cwd: str, env: dict[str, str]
     if python:  # pip runs itself again under that interpreter, which installs into its own environment
         resolved = _interpreter_value(python, cwd, f"pip --python {python}")
     conf = configured(resolved.environment, env, isolated, cwd)
+    configured_python = next((v for k, v in reversed(conf.options) if k == "--python" and v), None)
+    if not python and configured_python:  # PIP_PYTHON: the pip it starts reads that environment's pip.conf
+        resolved = _interpreter_value(configured_python, cwd, f"pip's configured --python {configured_python}")
+        conf = configured(resolved.environment, env, isolated, cwd)
     everything = conf.options + given  # the command line wins over the configuration
     environment, why, unsure = resolved.environment, resolved.why, resolved.unsure
     user = False

@@ -115,7 +115,7 @@ def configured(prefix: str | None, env: dict[str, str], isolated: bool, cwd: str
     out = Configured()
     merged: dict[str, dict[str, tuple[str, str]]] = {"global": {}, "install": {}}
     for level, path in config_files(prefix, env, isolated, cwd):
-        if not os.path.lexists(path):
+        if not os.path.lexists(path) or path == os.devnull:  # PIP_CONFIG_FILE=/dev/null: nothing
             continue
         try:
             parser = _read_config(path)
