@@ -552,19 +552,33 @@ def test_pip_force_reinstall_in_the_environment_is_refused(partial, tmp_path, ho
     assert any("PIP_FORCE_REINSTALL" in n for n in report["command"]["notes"])
 
 
-def test_a_wheel_outside_the_requirements_files_directory_is_not_an_original(partial, tmp_path, house):
+@pytest.mark.parametrize("line", ["../outside/{wheel}", "--find-links ../outside\ntoypkg==1.0"])
+def test_a_wheel_outside_the_requirements_files_directory_is_not_an_original(partial, tmp_path, house, line):
     outside, project = tmp_path / "outside", tmp_path / "project"
     outside.mkdir()
     project.mkdir()
     (outside / wheel(house).name).write_bytes(wheel(house).read_bytes())
-    (project / "reqs.txt").write_text(f"../outside/{wheel(house).name}\n")
+    (project / "reqs.txt").write_text(line.format(wheel=wheel(house).name) + "\n")
     command = [str(partial[0] / "bin/python"), "-m", "pip", "install", "--no-cache-dir", "--no-deps",
                "--force-reinstall", "-r", str(project / "reqs.txt")]
     report = refused_and_not_run(partial, tmp_path, *command)
-    assert report["checkpoint"]["partial"] is True  # the wheel outside was not taken as the original
-    assert f"unnamed requirement: {outside / wheel(house).name}" in report["notes"]
+    assert report["checkpoint"]["partial"] is True  # nothing outside was taken as the original
+    named = outside / wheel(house).name if line.startswith("..") else outside
+    assert f"unnamed requirement: {named}" in report["notes"], report["notes"]
     assert any("outside its directory" in n for n in report["command"]["notes"])
     assert "the checkpoint is partial" in report["refused"][0]["reason"]
+
+
+def test_an_interpreter_uv_picks_only_when_it_runs_is_refused(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    venv, site = uv_venv(tmp_path, house, cache, "otherpkg")
+    before = snapshot_tree(venv)
+    code, report, _ = guard(venv, env_for(tmp_path, cache), venvs.uv_bin(), "pip", "install", "--python", "3",
+                            "--reinstall", "--no-index", "--find-links", str(house), "otherpkg")
+    assert code == EXIT_REFUSED and report["ran"] is False, report
+    assert "cannot tell for certain which environment" in report["refused"][0]["reason"]
+    assert "--python 3 is an interpreter request" in report["refused"][0]["reason"]
+    assert snapshot_tree(venv) == before
 
 
 def test_a_copied_venvs_pip_is_refused_for_the_venv_it_really_changes(tmp_path_factory, tmp_path, house):
