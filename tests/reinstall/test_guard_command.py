@@ -228,6 +228,29 @@ def linked_python(real, tmp_path_factory):
     return link, prefix
 
 
+@pytest.fixture(scope="module")
+def long_venv(real, tmp_path_factory):
+    """A real venv at a path too long for a shebang, its pip reinstalled there: pip writes its
+    ``#!/bin/sh`` + ``exec`` launcher."""
+    import ensurepip
+
+    long_dir = tmp_path_factory.mktemp("long") / ("d" * 60) / ("e" * 60)
+    long_dir.parent.mkdir()
+    subprocess.run(["cp", "-a", str(real[1]), str(long_dir)], check=True)
+    bundled = Path(ensurepip.__file__).parent / "_bundled"
+    subprocess.run([str(long_dir / "bin/python"), "-m", "pip", "install", "-q", "--no-cache-dir", "--no-index",
+                    "--find-links", str(bundled), "--force-reinstall", "--no-deps", "pip"], check=True)
+    return long_dir
+
+
+def test_pips_launcher_for_a_long_path(long_venv, tmp_path):
+    head = (long_venv / "bin/pip").read_text().splitlines()[:2]
+    assert head[0] == "#!/bin/sh" and head[1].startswith("\'\'\'exec' "), head  # the situation
+    r = recognise([str(long_venv / "bin/pip"), "install", "six"], env=_env(long_venv), cwd=str(tmp_path))
+    assert r.environment == str(long_venv) and not r.environment_unsure
+    assert "/bin/sh launcher" in r.environment_why
+
+
 def test_a_copied_venvs_pip_changes_the_venv_its_shebang_names(real, tmp_path):
     original, copy = real
     r = recognise([str(copy / "bin/pip"), "install", "six"], env=_env(copy), cwd=str(tmp_path))
