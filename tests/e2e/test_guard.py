@@ -595,6 +595,7 @@ def test_a_copied_venvs_pip_is_refused_for_the_venv_it_really_changes(tmp_path_f
                             "--find-links", str(house), "toypkg")
     assert code == EXIT_REFUSED and report["ran"] is False, report
     assert f"installs into {original}" in report["refused"][0]["reason"]
+    assert f"{copy}/bin/python -m pip installs into {copy}" in report["refused"][0]["reason"]
     assert snapshot_tree(original) == before and not list(venvs.site_packages_of(copy).glob("toypkg*"))
 
 

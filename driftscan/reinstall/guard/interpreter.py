@@ -112,4 +112,10 @@ def script_environment(word: str, env: dict[str, str], cwd: str) -> Resolved:
     if not _PYTHON_NAME.match(os.path.basename(interpreter)):  # a shim (pyenv's is a bash script) picks one later
         return Resolved(None, why, f"{why}, not a Python interpreter: which one it starts is not known")
     got = environment_of(interpreter)
-    return Resolved(got.environment, f"{why}; {got.why}", got.unsure)
+    why = f"{why}; {got.why}"
+    home = environment_of(located).environment  # the venv the script itself sits in
+    if home and got.environment and os.path.realpath(home) != os.path.realpath(got.environment) \
+            and os.path.isfile(os.path.join(home, VENV_LANDMARK)):
+        why += (f" (the script sits in {home} but names another venv's interpreter: a copied or moved venv; "
+                f"{os.path.join(os.path.dirname(located), 'python')} -m pip installs into {home})")
+    return Resolved(got.environment, why, got.unsure)
