@@ -385,6 +385,24 @@ def test_the_venvs_own_pip_conf(venv, tmp_path, conf, forced):
     assert (not forced) or any(str(venv / "pip.conf") in n for n in r.notes)
 
 
+def test_the_venvs_pip_conf_does_not_steer_what_guard_opens(venv, tmp_path):
+    """The venv's own pip.conf is tree content: its find-links and requirements are not opened, and a
+    link out of the venv is not followed (read as a forced reinstall)."""
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "reqs.txt").write_text("numpy\n")
+    (venv / "pip.conf").write_text(f"[global]\nfind-links = {tmp_path / 'wheels'} https://example.invalid/w\n"
+                                   f"[install]\nrequirement = {tmp_path / 'reqs.txt'}\n")
+    r = recognise(["pip", "install", "demo"], env=_env(venv), cwd=str(tmp_path))
+    assert [q.name for q in r.requested] == ["demo"] and r.wheel_dirs == ()
+    assert f"--find-links {tmp_path / 'wheels'}" in r.unnamed and f"--requirement {tmp_path / 'reqs.txt'}" in r.unnamed
+    assert sum("named by the environment's own pip.conf" in n for n in r.notes) == 2
+    (venv / "pip.conf").unlink()
+    (tmp_path / "elsewhere.conf").write_text("[install]\nforce-reinstall = false\n")
+    (venv / "pip.conf").symlink_to(tmp_path / "elsewhere.conf")
+    r = recognise(["pip", "install", "demo"], env=_env(venv), cwd=str(tmp_path))
+    assert r.forced and any("cannot read it" in n and "not followed" in n for n in r.notes), r.notes
+
+
 def test_pip_conf_of_each_level_and_pip_config_file(venv, tmp_path, no_machine_config):
     home = no_machine_config
     (home / ".config" / "pip").mkdir(parents=True)

@@ -408,6 +408,10 @@ def _pip(words: Sequence[str], resolved: Resolved, cwd: str, env: dict[str, str]
     reading = _Reading(cwd)
     reading.options(given, cwd)  # the command's own sources first: the prediction is for the first
     reading.options(conf.options, cwd)
+    for named in conf.not_opened:
+        reading.unnamed.append(named)
+        reading.notes.append(f"{named}: named by the environment's own pip.conf: not opened; what it installs "
+                             "is not known")
     for arg in args:
         reading.requirement(arg, cwd)
     keys = {k for k, _ in everything}

@@ -42,6 +42,7 @@ _APPEND = frozenset({"--requirement", "--constraint", "--editable", "--find-link
 _TRUE = frozenset({"y", "yes", "t", "true", "on", "1"})  # distutils' strtobool, which pip uses
 _FALSE = frozenset({"n", "no", "f", "false", "off", "0"})
 _COUNTS = frozenset({"--verbose", "--quiet"})
+_FILES = frozenset({"--requirement", "--constraint", "--editable", "--find-links"})  # name files guard would open
 # The configured options that change what guard reads of the command (the others are not noted).
 _MATTERS = frozenset({"--force-reinstall", "--ignore-installed", "--upgrade", "--no-deps", "--no-dependencies",
                       "--user", "--no-user", "--target", "--prefix", "--root", "--python", "--requirement",
@@ -69,6 +70,7 @@ class Configured:
     options: list[tuple[str, str | None]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # sources guard could not read for certain
+    not_opened: list[str] = field(default_factory=list)  # files the environment's own pip.conf names
 
 
 def _home(env: dict[str, str]) -> str:
@@ -97,8 +99,10 @@ def config_files(prefix: str | None, env: dict[str, str], isolated: bool, cwd: s
     return files
 
 
-def _read_config(path: str) -> configparser.RawConfigParser:
-    text = read_regular(path, CONFIG_MAX, what="pip configuration file").decode("utf-8")
+def _read_config(path: str, inside: str | None) -> configparser.RawConfigParser:
+    """``inside``: the environment a site pip.conf belongs to (tree content: no link followed out)."""
+    text = read_regular(path, CONFIG_MAX, what="pip configuration file", follow=inside is None,
+                        root=inside).decode("utf-8")
     parser = configparser.RawConfigParser()
     parser.read_string(text, source=path)
     return parser
@@ -113,12 +117,12 @@ def configured(prefix: str | None, env: dict[str, str], isolated: bool, cwd: str
     from ``PIP_<OPTION>`` environment variables (unless ``--isolated``), later ones winning, as
     (--option, value) pairs to read before the command line."""
     out = Configured()
-    merged: dict[str, dict[str, tuple[str, str]]] = {"global": {}, "install": {}}
+    merged: dict[str, dict[str, tuple[str, str, str]]] = {"global": {}, "install": {}}
     for level, path in config_files(prefix, env, isolated, cwd):
         if not os.path.lexists(path) or path == os.devnull:  # PIP_CONFIG_FILE=/dev/null: nothing
             continue
         try:
-            parser = _read_config(path)
+            parser = _read_config(path, prefix if level == "site" else None)
         except (OSError, UnicodeDecodeError, configparser.Error) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0][:200]
             out.unreadable.append(f"{path} ({level} pip configuration): cannot read it ({why})")
@@ -126,13 +130,13 @@ def configured(prefix: str | None, env: dict[str, str], isolated: bool, cwd: str
         for section in ("global", "install"):
             if parser.has_section(section):
                 for name, value in parser.items(section):
-                    merged[section][_key(name)] = (value, f"{path} [{section}]")
-    values: dict[str, tuple[str, str]] = {**merged["global"], **merged["install"]}
+                    merged[section][_key(name)] = (value, f"{path} [{section}]", level)
+    values: dict[str, tuple[str, str, str]] = {**merged["global"], **merged["install"]}
     if not isolated:
         for name, value in env.items():
             if name.startswith("PIP_") and name[4:].lower() not in ("version", "help", "config_file"):
-                values[_key(name[4:])] = (value, name)
-    for key, (value, where) in values.items():
+                values[_key(name[4:])] = (value, name, "env")
+    for key, (value, where, level) in values.items():
         if key in _COUNTS or key not in PIP_FLAGS | PIP_VALUES:
             continue  # pip ignores a name it has no option for
         if key in PIP_FLAGS:
@@ -143,6 +147,10 @@ def configured(prefix: str | None, env: dict[str, str], isolated: bool, cwd: str
                     out.notes.append(f"pip reads {key} from {where}")
             elif word not in _FALSE:
                 out.unreadable.append(f"{where}: {key.removeprefix('--')} = {value[:80]!r} is not a yes or no")
+        elif key in _APPEND and level == "site" and key in _FILES:
+            # the environment's own file is tree content: it does not steer what guard opens
+            out.options += [(key, v) for v in value.split() if "://" in v]
+            out.not_opened += [f"{key} {v}" for v in value.split() if "://" not in v]
         elif key in _APPEND:
             out.options += [(key, v) for v in value.split()]
         else:
