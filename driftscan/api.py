@@ -703,7 +703,7 @@ def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequenc
             result.originals.__exit__(None, None, None)
 
 
-def _run_command(argv: Sequence[str], stdout: int | None) -> tuple[int, str | None]:
+def _run_command(argv: Sequence[str], stdout: int | None, env: dict[str, str] | None = None) -> tuple[int, str | None]:
     """Run ``argv`` (no shell) with the terminal's stdin and stderr, stdout to ``stdout`` when given;
     (its exit status as a shell reports it — 128+N when killed by signal N, 127 not found, 126 not
     runnable —, why it did not start). Ctrl-C goes to the command, which decides; guard waits."""
@@ -712,7 +712,7 @@ def _run_command(argv: Sequence[str], stdout: int | None) -> tuple[int, str | No
     import threading
 
     try:
-        proc = subprocess.Popen(list(argv), stdout=stdout)
+        proc = subprocess.Popen(list(argv), stdout=stdout, env=env)  # the environment guard read it with
     except FileNotFoundError:
         return 127, f"{argv[0]}: command not found"
     except PermissionError:
@@ -880,7 +880,7 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
     before = fingerprints(predicted, planned)
     say(f"running: {shlex.join(command)}")
     t0 = time.perf_counter()
-    code, why = _run_command(command, command_stdout)
+    code, why = _run_command(command, command_stdout, env)
     report.command_seconds = round(time.perf_counter() - t0, 3)
     report.ran, report.exit_code = True, code
     if why:

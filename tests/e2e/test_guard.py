@@ -300,6 +300,7 @@ def test_uv_reinstall_from_a_wheel_file_wipes_an_in_place_edit_of_the_cache_copy
 # ---------------------------------------------------------------------------- recognising commands
 
 def test_recognise_install_commands(tmp_path):
+    env = {"PATH": "", "HOME": str(tmp_path), "XDG_CONFIG_DIRS": str(tmp_path)}  # no pip.conf but this test's
     whl = tmp_path / "toy_pkg-1.0-py3-none-any.whl"
     cmd = recognise(["uv", "pip", "install", "--python", "/v/bin/python", "--force-reinstall", "--no-deps", str(whl)],
                     env={}, cwd=str(tmp_path))
@@ -311,8 +312,8 @@ def test_recognise_install_commands(tmp_path):
     assert (cmd.tool, cmd.upgrade, cmd.forced, cmd.source, cmd.environment) == \
         (Tool.PIP, True, False, str(tmp_path / "wh"), "/v")
     assert cmd.change("six", "1.16.0").value == "reinstall" and cmd.change("six", "1.17.0").value == "maybe"
-    assert recognise(["pip3", "install", "six"], env={"PATH": ""}).source == "index"
-    assert recognise(["pip", "install", "six"], env={"PATH": ""}).change("six", "1.0").value == "none"
+    assert recognise(["pip3", "install", "six"], env=env).source == "index"
+    assert recognise(["pip", "install", "six"], env=env).change("six", "1.0").value == "none"
     cmd = recognise(["uv", "pip", "install", "--reinstall-package", "six", "six"], env={})
     assert cmd.change("six", "1.0").value == "reinstall"
     cmd = recognise(["uv", "sync", "--reinstall"], env={}, cwd=str(tmp_path))
@@ -332,7 +333,8 @@ def test_requirements_files_are_read_for_names_only(tmp_path):
         f"--find-links ./wh\n--no-index\n-r more.txt\nsix[extra]>=1; python_version>'3'\n"
         f"./local/project\n-e git+https://example.invalid/x.git#egg=x\n"
         f"# $(touch {marker})\n`touch {marker}`\n")
-    cmd = recognise(["pip", "install", "-r", str(tmp_path / "reqs.txt")], env={"PATH": ""}, cwd=str(tmp_path))
+    cmd = recognise(["pip", "install", "-r", str(tmp_path / "reqs.txt")], env={"PATH": "", "HOME": str(tmp_path)},
+                    cwd=str(tmp_path))
     assert {(r.name, r.version) for r in cmd.requested} >= {("six", None), ("otherpkg", "2.0")}
     assert cmd.source == str(tmp_path / "wh") and "./local/project" in cmd.unnamed
     assert not marker.exists()
@@ -566,3 +568,141 @@ def test_a_wheel_whose_record_lies_about_a_member_is_not_trusted_to_wipe_it(tmp_
     # neither wiped nor the edit: the member's bytes, under a RECORD row that claims the original
     assert (core["outcome"], core["held"]) == ("changed", True), core
     assert (site / "toypkg/core.py").read_text() == "def f():\n    return 666\n"
+
+
+# ---------------------------------------------------------------- a command is read as pip and uv read it
+
+FIX_EDIT = "def g(v):\n    return v if v == v else 0\n"
+
+
+@pytest.fixture(scope="module")
+def partial(tmp_path_factory, house) -> tuple[Path, Path]:
+    """A pip venv with toypkg's fix.py edited and its original nowhere: guard's checkpoint is partial.
+    Every test here is refused, so the venv stays as it is for the next."""
+    venv = pip_venv(tmp_path_factory, "guard-bypass")
+    venvs.pip_install(venv, "--no-cache-dir", "--no-index", "--find-links", str(house), "toypkg")
+    site = venvs.site_packages_of(venv)
+    replace_by_rename(site / "toypkg/fix.py", FIX_EDIT)
+    return venv, site
+
+
+def refused_and_not_run(partial, tmp_path: Path, *command: str, more_env: dict[str, str] | None = None) -> dict:
+    """guard refuses ``command`` on the partial checkpoint, and nothing under the venv changed."""
+    venv, site = partial
+    (tmp_path / "empty-uv-cache").mkdir(exist_ok=True)
+    env = {**env_for(tmp_path, tmp_path / "empty-uv-cache"), **(more_env or {})}
+    before = snapshot_tree(venv)
+    code, report, _ = guard(venv, env, *command)
+    assert code == EXIT_REFUSED and report["ran"] is False, report
+    assert (site / "toypkg/fix.py").read_text() == FIX_EDIT  # the edit is still there
+    assert snapshot_tree(venv) == before  # nothing installed, nothing rewritten
+    return report
+
+
+def pip_from_house(venv: Path, house: Path, *options: str) -> list[str]:
+    """The venv's pip reinstalling toypkg 1.0 from ``house`` named by URL: pip finds the wheel there,
+    guard takes no original from it (a URL is not a local directory), so the checkpoint stays partial."""
+    return [str(venv / "bin/python"), "-m", "pip", "install", "--no-cache-dir", "--no-deps", "--no-index",
+            "--find-links", house.as_uri(), *options, "toypkg==1.0"]
+
+
+def assert_partial_refusal(report: dict) -> None:
+    assert report["command"]["forced"] is True and report["command"]["reinstalls"] == ["toypkg"], report["command"]
+    assert "the checkpoint is partial" in report["refused"][0]["reason"] and "toypkg/fix.py" in \
+        report["refused"][0]["reason"]
+
+
+def test_an_abbreviated_force_reinstall_is_refused(partial, tmp_path, house):
+    report = refused_and_not_run(partial, tmp_path, *pip_from_house(partial[0], house, "--force-rein"))
+    assert_partial_refusal(report)
+
+
+def test_combined_short_flags_with_a_requirements_file_are_refused(partial, tmp_path, house):
+    reqs = tmp_path / "reqs.txt"
+    reqs.write_text("toypkg==1.0\n")
+    command = [str(partial[0] / "bin/python"), "-m", "pip", "install", "--no-cache-dir", "--no-deps", "--no-index",
+               "--find-links", house.as_uri(), "-Ir", str(reqs)]
+    report = refused_and_not_run(partial, tmp_path, *command)
+    assert_partial_refusal(report)
+    assert report["command"]["requested"] == ["toypkg"]
+
+
+def test_force_reinstall_in_the_venvs_pip_conf_is_refused(partial, tmp_path, house):
+    conf = partial[0] / "pip.conf"
+    conf.write_text("[install]\nforce-reinstall = true\n")
+    try:
+        report = refused_and_not_run(partial, tmp_path, *pip_from_house(partial[0], house))
+    finally:
+        conf.unlink()
+    assert_partial_refusal(report)
+    assert any(str(conf) in n for n in report["command"]["notes"]), report["command"]["notes"]
+
+
+def test_pip_force_reinstall_in_the_environment_is_refused(partial, tmp_path, house):
+    report = refused_and_not_run(partial, tmp_path, *pip_from_house(partial[0], house),
+                                 more_env={"PIP_FORCE_REINSTALL": "1"})
+    assert_partial_refusal(report)
+    assert any("PIP_FORCE_REINSTALL" in n for n in report["command"]["notes"])
+
+
+@pytest.mark.parametrize("line", ["../outside/{wheel}", "--find-links ../outside\ntoypkg==1.0"])
+def test_a_wheel_outside_the_requirements_files_directory_is_not_an_original(partial, tmp_path, house, line):
+    outside, project = tmp_path / "outside", tmp_path / "project"
+    outside.mkdir()
+    project.mkdir()
+    (outside / wheel(house).name).write_bytes(wheel(house).read_bytes())
+    (project / "reqs.txt").write_text(line.format(wheel=wheel(house).name) + "\n")
+    command = [str(partial[0] / "bin/python"), "-m", "pip", "install", "--no-cache-dir", "--no-deps",
+               "--force-reinstall", "-r", str(project / "reqs.txt")]
+    report = refused_and_not_run(partial, tmp_path, *command)
+    assert report["checkpoint"]["partial"] is True  # nothing outside was taken as the original
+    named = outside / wheel(house).name if line.startswith("..") else outside
+    assert f"unnamed requirement: {named}" in report["notes"], report["notes"]
+    assert any("outside its directory" in n for n in report["command"]["notes"])
+    assert "the checkpoint is partial" in report["refused"][0]["reason"]
+
+
+def test_an_interpreter_uv_picks_only_when_it_runs_is_refused(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    venv, site = uv_venv(tmp_path, house, cache, "otherpkg")
+    before = snapshot_tree(venv)
+    code, report, _ = guard(venv, env_for(tmp_path, cache), venvs.uv_bin(), "pip", "install", "--python", "3",
+                            "--reinstall", "--no-index", "--find-links", str(house), "otherpkg")
+    assert code == EXIT_REFUSED and report["ran"] is False, report
+    assert "cannot tell for certain which environment" in report["refused"][0]["reason"]
+    assert "--python 3 is an interpreter request" in report["refused"][0]["reason"]
+    assert snapshot_tree(venv) == before
+
+
+def test_a_copied_venvs_pip_is_refused_for_the_venv_it_really_changes(tmp_path_factory, tmp_path, house):
+    original = pip_venv(tmp_path_factory, "guard-cp-original")
+    bundled = Path(__import__("ensurepip").__file__).parent / "_bundled"  # its pip, rewritten to name this venv
+    venvs.pip_install(original, "--no-cache-dir", "--no-index", "--find-links", str(bundled), "--force-reinstall",
+                      "--no-deps", "pip")
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(original), str(copy)], check=True)
+    assert (copy / "bin/pip").read_text().splitlines()[0] == f"#!{original}/bin/python"  # the situation
+    before = snapshot_tree(original)
+    env = env_for(tmp_path, tmp_path / "uv-cache")
+    code, report, _ = guard(copy, env, str(copy / "bin/pip"), "install", "--no-cache-dir", "--no-index",
+                            "--find-links", str(house), "toypkg")
+    assert code == EXIT_REFUSED and report["ran"] is False, report
+    assert f"installs into {original}" in report["refused"][0]["reason"]
+    assert f"{copy}/bin/python -m pip installs into {copy}" in report["refused"][0]["reason"]
+    assert snapshot_tree(original) == before and not list(venvs.site_packages_of(copy).glob("toypkg*"))
+
+
+def test_uv_directory_is_refused_for_the_venv_uv_really_changes(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    here, other = tmp_path / "here", tmp_path / "other"
+    here_venv = venvs.make_uv_venv(here / ".venv", cache)
+    other_venv = venvs.make_uv_venv(other / ".venv", cache)
+    venvs.uv_install(other_venv, cache, "--no-index", "--find-links", str(house), "otherpkg")
+    before = snapshot_tree(other_venv)
+    proc = cli("guard", "--venv", str(here_venv), "--format", "json", "--", venvs.uv_bin(), "--directory", "../other",
+               "pip", "install", "--reinstall", "--no-index", "--find-links", str(house), "otherpkg",
+               env=env_for(tmp_path, cache), cwd=str(here))
+    report = json.loads(proc.stdout)
+    assert proc.returncode == EXIT_REFUSED and report["ran"] is False, report
+    assert f"installs into {other_venv}" in report["refused"][0]["reason"]
+    assert snapshot_tree(other_venv) == before

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from driftscan.reinstall.guard import pipoptions
 from driftscan.reinstall.guard.command import Change, Requested, Tool, normalize, recognise, wheel_name
 
 
@@ -17,9 +19,12 @@ def venv(tmp_path):
     root = tmp_path / "venv"
     (root / "bin").mkdir(parents=True)
     (root / "pyvenv.cfg").write_text("home = /usr/bin\n")
-    for name in ("pip", "pip3", "python"):
+    python = root / "bin" / "python"
+    python.write_text(f"#!/bin/sh\ntouch {tmp_path}/RAN\n")
+    python.chmod(0o755)
+    for name in ("pip", "pip3"):  # a console script as pip writes it: its shebang names the venv's python
         script = root / "bin" / name
-        script.write_text(f"#!/bin/sh\ntouch {tmp_path}/RAN\n")
+        script.write_text(f"#!{python}\nimport os\nopen('{tmp_path}/RAN', 'w')\n")
         script.chmod(0o755)
     return root
 
@@ -35,8 +40,21 @@ def nothing_runs(monkeypatch):
     monkeypatch.setattr(os, "system", refuse)
 
 
-def _env(venv) -> dict[str, str]:
-    return {"PATH": str(venv / "bin")}
+@pytest.fixture(autouse=True)
+def no_machine_config(monkeypatch, tmp_path_factory):
+    """pip's and uv's configuration files are this test's own: none unless it writes them."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setattr(pipoptions, "SYSTEM_CONFIG", str(home / "etc-pip.conf"))
+    for name in ("HOME", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS"):
+        monkeypatch.setenv(name, str(home))
+    for name in [n for n in os.environ if n.startswith(("PIP_", "UV_"))] + ["VIRTUAL_ENV", "CONDA_PREFIX"]:
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+def _env(venv, **more: str) -> dict[str, str]:
+    home = os.environ["HOME"]
+    return {"PATH": str(venv / "bin"), "HOME": home, "XDG_CONFIG_DIRS": home, **more}
 
 
 def test_pip_force_reinstall_of_pinned_names(venv, tmp_path):
@@ -183,3 +201,296 @@ def test_wheel_name_and_normalize():
     assert wheel_name("foo-1.0-1-cp312-cp312-linux_x86_64.whl") == ("foo", "1.0")
     assert wheel_name("foo-1.0.tar.gz") is None and wheel_name("notawheel.whl") is None
     assert normalize("A.b__C") == "a-b-c"
+
+
+# ------------------------------------------------------------------ the environment a command changes
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    """(V, V2): a real venv (stdlib venv, its own pip) and a ``cp -a`` copy of it, whose bin/pip
+    still names V's interpreter in its shebang."""
+    from fixtures.upgrades import pip_venv
+
+    copy = pip_venv(tmp_path_factory, "guard-copy")  # itself a cp -a copy of a venv made once per run
+    shebang = (copy / "bin/pip").read_text().splitlines()[0]
+    original = Path(shebang[2:]).parent.parent
+    assert original != copy and (original / "pyvenv.cfg").is_file(), shebang  # the situation
+    return original, copy
+
+
+@pytest.fixture(scope="module")
+def linked_python(real, tmp_path_factory):
+    """(a link outside any venv to V's python, the sys.prefix that python reports when run through it)."""
+    link = tmp_path_factory.mktemp("elsewhere") / "python3"
+    link.symlink_to(real[0] / "bin/python")
+    prefix = subprocess.run([str(link), "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True,
+                            check=True).stdout.strip()  # python's own word (the test runs it; recognise never does)
+    return link, prefix
+
+
+@pytest.fixture(scope="module")
+def long_venv(real, tmp_path_factory):
+    """A real venv at a path too long for a shebang, its pip reinstalled there: pip writes its
+    ``#!/bin/sh`` + ``exec`` launcher."""
+    import ensurepip
+
+    long_dir = tmp_path_factory.mktemp("long") / ("d" * 60) / ("e" * 60)
+    long_dir.parent.mkdir()
+    subprocess.run(["cp", "-a", str(real[1]), str(long_dir)], check=True)
+    bundled = Path(ensurepip.__file__).parent / "_bundled"
+    subprocess.run([str(long_dir / "bin/python"), "-m", "pip", "install", "-q", "--no-cache-dir", "--no-index",
+                    "--find-links", str(bundled), "--force-reinstall", "--no-deps", "pip"], check=True)
+    return long_dir
+
+
+def test_pips_launcher_for_a_long_path(long_venv, tmp_path):
+    head = (long_venv / "bin/pip").read_text().splitlines()[:2]
+    assert head[0] == "#!/bin/sh" and head[1].startswith("\'\'\'exec' "), head  # the situation
+    r = recognise([str(long_venv / "bin/pip"), "install", "six"], env=_env(long_venv), cwd=str(tmp_path))
+    assert r.environment == str(long_venv) and not r.environment_unsure
+    assert "/bin/sh launcher" in r.environment_why
+
+
+def test_a_copied_venvs_pip_changes_the_venv_its_shebang_names(real, tmp_path):
+    original, copy = real
+    r = recognise([str(copy / "bin/pip"), "install", "six"], env=_env(copy), cwd=str(tmp_path))
+    assert r.environment == str(original) and not r.environment_unsure
+    assert f"runs {original}/bin/python" in r.environment_why
+    r = recognise(["pip", "install", "six"], env=_env(copy), cwd=str(tmp_path))
+    assert r.environment == str(original), "pip found on PATH in the copy: the same script"
+    r = recognise([str(copy / "bin/python"), "-m", "pip", "install", "six"], env=_env(copy), cwd=str(tmp_path))
+    assert r.environment == str(copy), "the copy's own interpreter: its pyvenv.cfg"
+
+
+def test_python_m_pip_follows_symlinks_the_way_python_finds_its_prefix(real, linked_python, tmp_path):
+    original, _ = real
+    link, prefix = linked_python  # no pyvenv.cfg next to the link: python runs as its base installation
+    r = recognise([str(link), "-m", "pip", "install", "six"], env=_env(original), cwd=str(tmp_path))
+    assert r.environment == os.path.realpath(prefix) != str(original)
+    r = recognise(["python", "-m", "pip", "install", "six"], env=_env(original), cwd=str(tmp_path))
+    assert r.environment == str(original)
+
+
+def test_shebangs_env_and_the_long_path_launcher(real, tmp_path):
+    original, _ = real
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    env_pip = bin_ / "pip"
+    env_pip.write_text("#!/usr/bin/env python\nimport sys\n")
+    r = recognise([str(env_pip), "install", "six"], env=_env(original), cwd=str(tmp_path))
+    assert r.environment == str(original) and "from PATH" in r.environment_why
+    long_pip = bin_ / "pip3"  # what pip writes when the interpreter path is too long for a shebang
+    long_pip.write_text(f"#!/bin/sh\n'''exec' \"{original}/bin/python\" \"$0\" \"$@\"\n' '''\nimport sys\n")
+    r = recognise([str(long_pip), "install", "six"], env={}, cwd=str(tmp_path))
+    assert r.environment == str(original) and "/bin/sh launcher" in r.environment_why
+
+
+@pytest.mark.parametrize("content", [b"\x7fELF\x02\x01binary launcher", b"#!/usr/bin/env\n",
+                                     b"#!/bin/sh\nexec python \"$@\"\n",
+                                     b"#!/usr/bin/env bash\nexec pyenv exec pip \"$@\"\n"])  # a pyenv shim
+def test_a_pip_guard_cannot_resolve_is_unsure(content, tmp_path):
+    pip = tmp_path / "pip"
+    pip.write_bytes(content)
+    r = recognise([str(pip), "install", "six"], env={"PATH": "/usr/bin:/bin"}, cwd=str(tmp_path))
+    assert r.tool is Tool.PIP and r.environment_unsure and r.environment is None
+    assert recognise(["pip", "install", "six"], env={"PATH": str(tmp_path / "none")}).environment_unsure
+
+
+def test_uv_directory_and_project_choose_another_dot_venv(tmp_path):
+    for root in ("here", "other"):
+        (tmp_path / root / ".venv").mkdir(parents=True)
+        (tmp_path / root / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    here = str(tmp_path / "here")
+    assert recognise(["uv", "pip", "install", "x"], env={}, cwd=here).environment == str(tmp_path / "here/.venv")
+    for flag in ("--directory", "--project"):
+        r = recognise(["uv", flag, "../other", "pip", "install", "--reinstall", "x"], env={}, cwd=here)
+        assert r.environment == str(tmp_path / "other/.venv") and r.forced, flag
+    r = recognise(["uv", "--directory", str(tmp_path / "other"), "sync"], env={}, cwd=here)
+    assert r.environment == str(tmp_path / "other/.venv")
+    r = recognise(["uv", "pip", "install", "x"], env={"UV_PYTHON": str(tmp_path / "other/.venv")}, cwd=here)
+    assert r.environment == str(tmp_path / "other/.venv")
+    r = recognise(["uv", "pip", "install", "x"], env={"UV_PYTHON": "3.11"}, cwd=here)
+    assert r.environment_unsure and "interpreter request" in r.environment_unsure
+    r = recognise(["uv", "sync"], env={"UV_PROJECT_ENVIRONMENT": "envs/p"}, cwd=here)
+    assert r.environment == str(tmp_path / "here/envs/p")
+
+
+def test_pip_target_prefix_user_and_python(venv, tmp_path):
+    r = recognise(["pip", "install", "--targ", "out", "six"], env=_env(venv), cwd=str(tmp_path))
+    assert r.environment == str(tmp_path / "out") and r.environment_why == "pip --target out"
+    r = recognise(["pip", "install", "six"], env=_env(venv, PIP_PREFIX=str(tmp_path / "pre")), cwd=str(tmp_path))
+    assert r.environment == str(tmp_path / "pre")
+    r = recognise(["pip", "install", "--user", "six"], env=_env(venv, PYTHONUSERBASE=str(tmp_path / "ub")),
+                  cwd=str(tmp_path))
+    assert r.environment == str(tmp_path / "ub")
+    r = recognise(["pip", "--python", str(tmp_path), "install", "six"], env=_env(venv), cwd=str(tmp_path))
+    assert r.environment_unsure, "a directory without pyvenv.cfg"
+
+
+# ------------------------------------------------------------------ options as pip and uv read them
+
+@pytest.mark.parametrize("argv,forced", [
+    (["--force-rein", "demo"], True),  # optparse: an unambiguous prefix
+    (["--force-reinstall=", "demo"], True),
+    (["-I", "demo"], True),
+    (["--ignore-inst", "demo"], True),
+    (["--upgrade", "demo"], False),
+])
+def test_pip_abbreviations(venv, tmp_path, argv, forced):
+    r = recognise(["pip", "install", *argv], env=_env(venv), cwd=str(tmp_path))
+    assert r.forced is forced and [q.name for q in r.requested] == ["demo"]
+
+
+@pytest.mark.parametrize("option,why", [("--no-dep", "ambiguous abbreviation"), ("--bogus", "not a pip install"),
+                                        ("-Z", "not a pip install")])
+def test_what_pip_guard_cannot_read_is_a_forced_reinstall(venv, tmp_path, option, why):
+    r = recognise(["pip", "install", option, "demo"], env=_env(venv), cwd=str(tmp_path))
+    assert r.forced and any(why in n and "forced reinstall" in n for n in r.notes)
+    assert r.change("demo", "1.0") is Change.REINSTALL
+
+
+def test_combined_short_flags_take_their_value(venv, tmp_path):
+    (tmp_path / "reqs.txt").write_text("demo==1.0\n")
+    (tmp_path / "house").mkdir()
+    r = recognise(["pip", "install", "-Ir", "reqs.txt"], env=_env(venv), cwd=str(tmp_path))
+    assert r.forced and r.requested == (Requested("demo", "1.0"),), "reqs.txt is the -r file, not a package"
+    r = recognise(["pip", "install", "-UIrreqs.txt", "-qf", "house", "--no-ind"], env=_env(venv), cwd=str(tmp_path))
+    assert r.forced and r.upgrade and r.requested == (Requested("demo", "1.0"),)
+    assert r.source == str(tmp_path / "house") and r.source_why == "--find-links with --no-index"
+    r = recognise(["pip", "install", "--requirement=reqs.txt"], env=_env(venv), cwd=str(tmp_path))
+    assert r.requested == (Requested("demo", "1.0"),) and not r.forced
+
+
+def test_uv_takes_no_abbreviation(tmp_path):
+    """uv (clap) refuses ``--reinst`` ('unexpected argument'): it is not a forced reinstall there."""
+    r = recognise(["uv", "pip", "install", "--reinst", "demo"], env={"VIRTUAL_ENV": str(tmp_path)}, cwd=str(tmp_path))
+    assert not r.forced
+    r = recognise(["uv", "pip", "install", "-nr", "reqs.txt"], env={"VIRTUAL_ENV": str(tmp_path)}, cwd=str(tmp_path))
+    assert r.no_cache and not r.requested and any("cannot read the requirements file" in n for n in r.notes)
+
+
+@pytest.mark.parametrize("conf,forced", [
+    ("[install]\nforce-reinstall = true\n", True),
+    ("[global]\nforce_reinstall = yes\n", True),
+    ("[global]\nignore-installed = on\n", True),
+    ("[install]\nforce-reinstall = 1\n[global]\nforce-reinstall = false\n", True),  # [install] wins
+    ("[install]\nforce-reinstall = false\n", False),
+    ("[install]\nforce-reinstall = maybe\n", True),  # not a yes or no: read protectively
+    ("[install\nforce-reinstall = false\n", True),  # not a config file pip can read
+])
+def test_the_venvs_own_pip_conf(venv, tmp_path, conf, forced):
+    (venv / "pip.conf").write_text(conf)
+    r = recognise(["pip", "install", "demo"], env=_env(venv), cwd=str(tmp_path))
+    assert r.forced is forced
+    assert (not forced) or any(str(venv / "pip.conf") in n for n in r.notes)
+
+
+def test_the_venvs_pip_conf_does_not_steer_what_guard_opens(venv, tmp_path):
+    """The venv's own pip.conf is tree content: its find-links and requirements are not opened, and a
+    link out of the venv is not followed (read as a forced reinstall)."""
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "reqs.txt").write_text("numpy\n")
+    (venv / "pip.conf").write_text(f"[global]\nfind-links = {tmp_path / 'wheels'} https://example.invalid/w\n"
+                                   f"[install]\nrequirement = {tmp_path / 'reqs.txt'}\n")
+    r = recognise(["pip", "install", "demo"], env=_env(venv), cwd=str(tmp_path))
+    assert [q.name for q in r.requested] == ["demo"] and r.wheel_dirs == ()
+    assert f"--find-links {tmp_path / 'wheels'}" in r.unnamed and f"--requirement {tmp_path / 'reqs.txt'}" in r.unnamed
+    assert sum("named by the environment's own pip.conf" in n for n in r.notes) == 2
+    (venv / "pip.conf").unlink()
+    (tmp_path / "elsewhere.conf").write_text("[install]\nforce-reinstall = false\n")
+    (venv / "pip.conf").symlink_to(tmp_path / "elsewhere.conf")
+    r = recognise(["pip", "install", "demo"], env=_env(venv), cwd=str(tmp_path))
+    assert r.forced and any("cannot read it" in n and "not followed" in n for n in r.notes), r.notes
+
+
+def test_pip_conf_of_each_level_and_pip_config_file(venv, tmp_path, no_machine_config):
+    home = no_machine_config
+    (home / ".config" / "pip").mkdir(parents=True)
+    (home / ".config" / "pip" / "pip.conf").write_text("[install]\nno-deps = true\n")
+    r = recognise(["pip", "install", "demo"], env=_env(venv), cwd=str(tmp_path))
+    assert r.no_deps and not r.forced, "the user's pip.conf"
+    (home / "pip" ).mkdir()
+    (home / "pip" / "pip.conf").write_text("[global]\nupgrade = true\n")  # XDG_CONFIG_DIRS=home: the global one
+    assert recognise(["pip", "install", "demo"], env=_env(venv), cwd=str(tmp_path)).upgrade
+    (tmp_path / "mine.conf").write_text("[global]\nforce-reinstall = true\n")
+    r = recognise(["pip", "install", "demo"], env=_env(venv, PIP_CONFIG_FILE="mine.conf"), cwd=str(tmp_path))
+    assert r.forced and not r.no_deps, "PIP_CONFIG_FILE, and the user's file is not read beside it"
+    r = recognise(["pip", "install", "--isolated", "demo"], env=_env(venv), cwd=str(tmp_path))
+    assert not r.no_deps, "--isolated: no user configuration"
+    (home / "pip" / "pip.conf").unlink()
+    (home / "pip" / "pip.conf").mkdir()  # unreadable as a file
+    r = recognise(["pip", "install", "demo"], env=_env(venv), cwd=str(tmp_path))
+    assert r.forced and any("cannot read it" in n for n in r.notes)
+
+
+def test_pip_environment_variables(venv, tmp_path):
+    (tmp_path / "house").mkdir()
+    (tmp_path / "reqs.txt").write_text("demo==2.0\n")
+    env = _env(venv, PIP_FORCE_REINSTALL="1", PIP_NO_DEPS="yes", PIP_REQUIREMENT="reqs.txt",
+               PIP_FIND_LINKS="house", PIP_NO_INDEX="true", PIP_UPGRADE="off")
+    r = recognise(["pip", "install"], env=env, cwd=str(tmp_path))
+    assert r.forced and r.no_deps and not r.upgrade
+    assert r.requested == (Requested("demo", "2.0"),)
+    assert r.source == str(tmp_path / "house") and r.source_why == "--find-links with --no-index"
+    assert any("PIP_FORCE_REINSTALL" in n for n in r.notes)
+    assert not recognise(["pip", "install", "--isolated", "demo"], env=env, cwd=str(tmp_path)).forced
+    assert recognise(["pip", "install", "demo"], env=_env(venv, PIP_IGNORE_INSTALLED="1"), cwd=str(tmp_path)).forced
+    r = recognise(["pip", "install", "demo"], env=_env(venv, PIP_TARGET=str(tmp_path / "t")), cwd=str(tmp_path))
+    assert r.environment == str(tmp_path / "t")
+    other = tmp_path / "other"
+    (other / "bin").mkdir(parents=True)
+    (other / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (other / "pip.conf").write_text("[install]\nforce-reinstall = true\n")
+    r = recognise(["pip", "install", "demo"], env=_env(venv, PIP_PYTHON=str(other / "bin/python")),
+                  cwd=str(tmp_path))
+    assert r.environment == str(other) and r.forced, "PIP_PYTHON's environment, and its own pip.conf"
+    r = recognise(["pip", "install", "demo"], env=_env(venv, PIP_CONFIG_FILE=os.devnull), cwd=str(tmp_path))
+    assert not r.forced and not r.notes, "PIP_CONFIG_FILE=/dev/null: no configuration"
+
+
+def test_uv_environment_variables_and_configuration(tmp_path):
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("")
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_DIRS": str(tmp_path / "home")}
+    cwd = str(tmp_path)
+    assert not recognise(["uv", "pip", "install", "demo"], env=env, cwd=cwd).forced
+    r = recognise(["uv", "pip", "install", "demo"], env={**env, "UV_REINSTALL": "1", "UV_NO_CACHE": "true"}, cwd=cwd)
+    assert r.forced and r.no_cache
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n[tool.uv]\nreinstall-package = ['Demo']\n")
+    r = recognise(["uv", "pip", "install", "demo"], env=env, cwd=cwd)
+    assert r.change("demo", "1.0") is Change.REINSTALL and not r.forced
+    (tmp_path / "uv.toml").write_text("[pip]\nreinstall = true\n")  # uv.toml wins over pyproject.toml
+    assert recognise(["uv", "pip", "install", "demo"], env=env, cwd=cwd).forced
+    assert not recognise(["uv", "pip", "install", "--no-config", "demo"], env=env, cwd=cwd).forced
+    assert not recognise(["uv", "sync"], env=env, cwd=cwd).forced, "[pip] is for uv pip only"
+    (tmp_path / "uv.toml").write_text("reinstall = [")
+    r = recognise(["uv", "sync"], env=env, cwd=cwd)
+    assert r.forced and r.reinstall_all and any("cannot read this uv configuration" in n for n in r.notes)
+
+
+# ------------------------------------------------------------------ requirements files stay in their directory
+
+def test_a_requirements_file_opens_nothing_outside_its_directory(venv, tmp_path, monkeypatch):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "six-1.16.0-py3-none-any.whl").write_bytes(b"PK")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "reqs.txt").write_text("../outside/six-1.16.0-py3-none-any.whl\n--find-links ../outside\n"
+                                      f"-f {outside}\ndemo\n")
+    touched: list[str] = []
+    for name in ("open", "scandir", "listdir"):  # opened or listed (a stat of a path is no read)
+        real_fn = getattr(os, name)
+
+        def spy(path, *args, _real=real_fn, **kwargs):
+            touched.append(os.fspath(path) if isinstance(path, (str, os.PathLike)) else "")
+            return _real(path, *args, **kwargs)
+        monkeypatch.setattr(os, name, spy)
+    r = recognise(["pip", "install", "-r", "project/reqs.txt"], env=_env(venv), cwd=str(tmp_path))
+    monkeypatch.undo()
+    assert [q.name for q in r.requested] == ["demo"]
+    assert str(outside / "six-1.16.0-py3-none-any.whl") in r.unnamed and str(outside) in r.unnamed
+    assert r.wheel_dirs == () and r.source == "index"
+    assert sum("outside its directory" in n for n in r.notes) == 3
+    assert not [p for p in touched if p.startswith(str(outside))], touched
+    assert r.change("six", "1.16.0") is Change.NONE and r.unnamed, "unnamed: guard predicts protectively"

@@ -84,6 +84,18 @@ def test_missing_source_in_the_commands_own_words(tmp_path):
     assert missing_source(recognise(argv, env={}, cwd=str(tmp_path)), argv, str(tmp_path)) is None
 
 
+def test_an_environment_guard_cannot_resolve_is_refused(tmp_path):
+    """``uv --python 3.11``: uv picks the interpreter when it runs; guard says so and refuses."""
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("")
+    command = recognise(["uv", "pip", "install", "--python", "3.11", "x"], env={}, cwd=str(tmp_path))
+    refusal = other_environment(command, str(tmp_path / ".venv"))
+    assert refusal is not None and "cannot tell for certain" in refusal.reason and "3.11" in refusal.reason
+    assert "--force" in refusal.reason
+    assert other_environment(recognise(["uv", "pip", "install", "x"], env={}, cwd=str(tmp_path)),
+                             str(tmp_path / ".venv")) is None
+
+
 def test_fingerprint_of_each_kind_of_path(tmp_path):
     f = tmp_path / "f.py"
     f.write_bytes(b"x = 1\n")

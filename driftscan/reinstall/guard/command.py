@@ -7,6 +7,11 @@ as ``--from`` takes it (a wheel file, a find-links directory, or ``index``). A r
 is read as data for its names and source options only (a size cap, a depth cap, nothing in it is
 run or followed to the network). Anything else is ``Tool.OTHER``: guard predicts nothing certain
 for it.
+
+The words are read as the installer reads them: pip's abbreviations and configuration
+(``pipoptions``), uv's variables and configuration (``uvoptions``), the environment the
+interpreter really installs into (``interpreter``). What cannot be read for certain is read as a
+forced reinstall, and said in ``notes``.
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ from __future__ import annotations
 import enum
 import os
 import re
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ...fs.reader import read_regular
+from .interpreter import Resolved, interpreter_environment, script_environment, which
+from .pipoptions import PIP_FLAGS, PIP_SHORT_FLAGS, PIP_SHORT_VALUES, PIP_VALUES, configured, expand
+from .uvoptions import settings as uv_settings
 
 REQUIREMENTS_MAX = 4 << 20  # a requirements file is a list of names, not a data set
 REQUIREMENTS_DEPTH = 8  # -r inside -r inside ...
@@ -70,6 +77,7 @@ class Recognised:
     wheel_dirs: tuple[str, ...] = ()  # local directories the command installs from (originals may be there)
     environment: str | None = None  # the environment the command names (a venv or prefix), when it names one
     environment_why: str = ""
+    environment_unsure: str = ""  # why guard cannot tell for certain which environment the command changes
     unnamed: tuple[str, ...] = ()  # requirements whose distribution guard cannot tell (a project dir, an sdist)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
@@ -139,8 +147,19 @@ _CONDA_VALUES = {"-n", "--name", "-p", "--prefix", "-c", "--channel", "--file", 
                  "--experimental", "--strict-channel-priority"}
 
 
-def _options(argv: Sequence[str], takes_value: set[str]) -> tuple[list[tuple[str, str | None]], list[str]]:
-    """(options with their values, positional arguments); ``--`` ends the options."""
+_UV_SHORT_VALUES = frozenset(o for o in _UV_VALUES if len(o) == 2)
+
+
+def _options(argv: Sequence[str], takes_value: set[str] | frozenset[str], *, pip: bool = False,
+             problems: list[str] | None = None, interspersed: bool = True
+             ) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """(options with their values, positional arguments); ``--`` ends the options. ``pip``: read
+    as pip's optparse does, a long option by its unambiguous prefix too; what cannot be read for
+    certain goes to ``problems``. Short flags combine (``-Ir reqs.txt``): one that takes a value
+    takes the rest of the word, or the next word. ``interspersed`` False: stop at the first
+    positional argument (pip's options before its command name)."""
+    problems = [] if problems is None else problems
+    short_values = PIP_SHORT_VALUES if pip else {o for o in takes_value if len(o) == 2}
     opts: list[tuple[str, str | None]] = []
     args: list[str] = []
     i = 0
@@ -149,20 +168,43 @@ def _options(argv: Sequence[str], takes_value: set[str]) -> tuple[list[tuple[str
         if word == "--":
             args += argv[i + 1:]
             break
-        if word.startswith("--") and "=" in word:
-            key, _, value = word.partition("=")
-            opts.append((key, value))
-        elif word in takes_value:
-            opts.append((word, argv[i + 1] if i + 1 < len(argv) else None))
-            i += 1
-        elif len(word) > 2 and word[0] == "-" and word[1] != "-" and word[:2] in takes_value:
-            opts.append((word[:2], word[2:]))  # -rreqs.txt, -fDIR
-        elif word.startswith("-") and word != "-":
-            if word[1] != "-" and len(word) > 2:  # bundled short flags: -Uq
-                opts += [(f"-{c}", None) for c in word[1:]]
+        if word.startswith("--"):
+            key, eq, value = word.partition("=")
+            if pip:
+                full, why = expand(key)
+                if full is None:
+                    problems.append(why)
+                    opts.append((key, value if eq else None))
+                    i += 1
+                    continue
+                key, takes = full, full in PIP_VALUES
             else:
-                opts.append((word, None))
+                takes = key in takes_value
+            if eq:
+                opts.append((key, value))
+            elif takes:
+                opts.append((key, argv[i + 1] if i + 1 < len(argv) else None))
+                i += 1
+            else:
+                opts.append((key, None))
+        elif word.startswith("-") and word != "-":
+            for j in range(1, len(word)):
+                key = "-" + word[j]
+                if key in short_values:
+                    rest = word[j + 1:]
+                    if rest:
+                        opts.append((key, rest))  # -rreqs.txt, -Irreqs.txt
+                    else:
+                        opts.append((key, argv[i + 1] if i + 1 < len(argv) else None))
+                        i += 1
+                    break
+                if pip and key not in PIP_SHORT_FLAGS:
+                    problems.append(f"{key}: not a pip install option guard knows")
+                opts.append((key, None))
         else:
+            if not interspersed:
+                args += argv[i:]
+                break
             args.append(word)
         i += 1
     return opts, args
@@ -180,12 +222,25 @@ class _Reading:
     custom_index: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def requirement(self, text: str, base: str) -> None:
+    def outside(self, what: str, path: str, top: str | None) -> bool:
+        """A path a requirements file names outside its own directory: not opened (data does not
+        steer reads), recorded as not known."""
+        if top is None or _under(path, top):
+            return False
+        self.notes.append(f"{path}: {what} named by a requirements file, outside its directory: not read; "
+                          "what it installs is not known")
+        self.unnamed.append(path)
+        return True
+
+    def requirement(self, text: str, base: str, top: str | None = None) -> None:
+        """``top``: the directory of the requirements file that names it, which a file it names must be in."""
         text = text.strip()[:300]  # a name, a path or a URL; never more than a line of a report
         if not text:
             return
         if text.endswith(".whl"):
             path = text if "://" in text else os.path.abspath(os.path.join(base, text.removeprefix("file:")))
+            if "://" not in text and self.outside("a wheel file", path, top):
+                return
             named = wheel_name(text)
             if named is None:
                 self.unnamed.append(text)
@@ -245,12 +300,14 @@ class _Reading:
             if not line:
                 continue
             if line.startswith("-"):
-                opts, args = _options(line.split(), _PIP_VALUES | _UV_VALUES)
+                problems: list[str] = []
+                opts, args = _options(line.split(), _PIP_VALUES | _UV_VALUES, pip=True, problems=problems)
+                self.notes += [f"{full}: {p}" for p in problems]
                 self.options(opts, here, depth + 1, seen, top)
                 for arg in args:
-                    self.requirement(arg, here)
+                    self.requirement(arg, here, top)
             else:
-                self.requirement(line, here)
+                self.requirement(line, here, top)
 
     def options(self, opts: list[tuple[str, str | None]], base: str, depth: int = 0,
                 seen: set[str] | None = None, top: str | None = None) -> None:
@@ -260,7 +317,10 @@ class _Reading:
             elif key in ("-e", "--editable") and value:
                 self.unnamed.append(f"-e {value}")
             elif key in ("-f", "--find-links") and value:
-                self.find_links.append(value if "://" in value else os.path.abspath(os.path.join(base, value)))
+                path = value if "://" in value else os.path.abspath(os.path.join(base, value.removeprefix("file:")))
+                if "://" in value or not self.outside("a --find-links directory", path,
+                                                      top if depth > 0 else None):
+                    self.find_links.append(path)
             elif key == "--no-index":
                 self.index = False
             elif key in ("-i", "--index-url", "--extra-index-url", "--index", "--default-index") and value:
@@ -295,106 +355,182 @@ def _source(reading: _Reading, user_said: list[str]) -> tuple[str | None, str, t
     return "index", ("the index" + (f" ({reading.custom_index[0]})" if reading.custom_index else "")), dirs
 
 
-def _venv_of_interpreter(path: str) -> str:
-    """The environment an interpreter (or a venv directory) belongs to: the directory above its bin/."""
-    path = os.path.abspath(path)
+def _user_base(env: dict[str, str]) -> str:
+    base = env.get("PYTHONUSERBASE")
+    return os.path.abspath(base) if base else os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local")
+
+
+def _path(value: str, cwd: str) -> str:
+    return os.path.abspath(os.path.join(cwd, os.path.expanduser(value)))
+
+
+def _interpreter_value(value: str, cwd: str, what: str) -> Resolved:
+    """``--python VALUE`` given as a path: an interpreter, or an environment directory."""
+    path = _path(value, cwd)
     if os.path.isdir(path):
-        return path
-    return os.path.dirname(os.path.dirname(path))
+        if os.path.isfile(os.path.join(path, "pyvenv.cfg")):
+            return Resolved(path, f"{what}: the venv {path}")
+        return Resolved(path, f"{what}: the directory {path}", f"{what}: {path} is a directory without pyvenv.cfg")
+    return interpreter_environment(path, what)
 
 
-def _located(word: str, env: dict[str, str]) -> str | None:
-    if os.sep in word:
-        return os.path.abspath(word)
-    return shutil.which(word, path=env.get("PATH", os.defpath))
-
-
-def _pip(words: Sequence[str], environment: str | None, why: str, cwd: str) -> Recognised:
-    """``pip [global options] install ...``."""
-    opts, args = _options(list(words), _PIP_VALUES)
-    if not args or args[0] != "install":
-        return Recognised(Tool.OTHER, notes=(f"pip {args[0] if args else ''}: not an install",))
-    # Options before and after "install": re-read the part after it for the requirements.
-    before = opts
-    opts, args = _options(list(words)[list(words).index("install") + 1:], _PIP_VALUES)
-    for key, value in before + opts:
-        if key == "--python" and value:
-            environment, why = _venv_of_interpreter(value), f"pip --python {value}"
-        elif key in ("--prefix", "--root") and value:
-            environment, why = os.path.abspath(value), f"pip {key} {value}"
-        elif key in ("-t", "--target") and value:
-            environment, why = os.path.abspath(value), f"pip --target {value}"
+def _pip(words: Sequence[str], resolved: Resolved, cwd: str, env: dict[str, str]) -> Recognised:
+    """``pip [general options] install ...``, with the options pip takes from its configuration
+    files and ``PIP_*`` variables; ``resolved``: the environment the pip that runs belongs to."""
+    problems: list[str] = []
+    before, rest = _options(list(words), _PIP_VALUES, pip=True, problems=problems, interspersed=False)
+    if not rest or rest[0] != "install":
+        return Recognised(Tool.OTHER, notes=(f"pip {rest[0] if rest else ''}: not an install",))
+    opts, args = _options(rest[1:], _PIP_VALUES, pip=True, problems=problems)
+    given = before + opts
+    isolated = any(k == "--isolated" for k, _ in given)
+    python = next((v for k, v in reversed(given) if k == "--python" and v), None)
+    if python:  # pip runs itself again under that interpreter, which installs into its own environment
+        resolved = _interpreter_value(python, cwd, f"pip --python {python}")
+    conf = configured(resolved.environment, env, isolated, cwd)
+    configured_python = next((v for k, v in reversed(conf.options) if k == "--python" and v), None)
+    if not python and configured_python:  # PIP_PYTHON: the pip it starts reads that environment's pip.conf
+        resolved = _interpreter_value(configured_python, cwd, f"pip's configured --python {configured_python}")
+        conf = configured(resolved.environment, env, isolated, cwd)
+    everything = conf.options + given  # the command line wins over the configuration
+    environment, why, unsure = resolved.environment, resolved.why, resolved.unsure
+    user = False
+    for key, value in everything:
+        if key in ("--prefix", "--root", "--target", "-t") and value:
+            name = "--target" if key == "-t" else key
+            environment, why, unsure = _path(value, cwd), f"pip {name} {value}", ""
+        elif key == "--user":
+            user = True
+        elif key == "--no-user":
+            user = False
+    if user:
+        environment, why, unsure = _user_base(env), "pip --user installs into the user's site-packages", ""
     reading = _Reading(cwd)
-    reading.options(opts, cwd)
+    reading.options(given, cwd)  # the command's own sources first: the prediction is for the first
+    reading.options(conf.options, cwd)
+    for named in conf.not_opened:
+        reading.unnamed.append(named)
+        reading.notes.append(f"{named}: named by the environment's own pip.conf: not opened; what it installs "
+                             "is not known")
     for arg in args:
         reading.requirement(arg, cwd)
-    keys = {k for k, _ in opts}
-    notes: list[str] = list(reading.notes)
+    keys = {k for k, _ in everything}
+    notes: list[str] = list(conf.notes) + list(reading.notes)
+    doubts = problems + conf.unreadable
+    if doubts:
+        notes += [f"{d}: read as a forced reinstall of everything the command names" for d in doubts]
     source, source_why, dirs = _source(reading, notes)
-    return Recognised(Tool.PIP, tuple(reading.requested), forced="--force-reinstall" in keys or "--ignore-installed"
-                      in keys or "-I" in keys, upgrade="-U" in keys or "--upgrade" in keys,
-                      no_deps="--no-deps" in keys, source=source, source_why=source_why, wheel_dirs=dirs,
-                      environment=environment, environment_why=why, unnamed=tuple(reading.unnamed),
+    forced = bool(keys & {"--force-reinstall", "--ignore-installed", "-I"}) or bool(doubts)
+    return Recognised(Tool.PIP, tuple(reading.requested), forced=forced,
+                      upgrade=bool(keys & {"-U", "--upgrade"}), no_deps=bool(keys & {"--no-deps", "--no-dependencies"}),
+                      source=source, source_why=source_why, wheel_dirs=dirs, environment=environment,
+                      environment_why=why, environment_unsure=unsure, unnamed=tuple(reading.unnamed),
                       notes=tuple(notes))
 
 
-def _uv_environment(opts: list[tuple[str, str | None]], env: dict[str, str], cwd: str) -> tuple[str | None, str]:
-    for key, value in opts:
-        if key in ("-p", "--python") and value:
-            if os.sep in value or os.path.exists(value):
-                return _venv_of_interpreter(value), f"uv --python {value}"
-            return None, f"uv --python {value} (an interpreter request, not a path)"
-        if key in ("--prefix", "--target") and value:
-            return os.path.abspath(value), f"uv {key} {value}"
-    if any(k == "--system" for k, _ in opts):
-        return None, "uv --system"
-    if env.get("VIRTUAL_ENV"):
-        return os.path.abspath(env["VIRTUAL_ENV"]), "uv uses VIRTUAL_ENV"
-    here = cwd
+def _venv_upward(start: str) -> str | None:
+    here = start
     while True:
         if os.path.isfile(os.path.join(here, ".venv", "pyvenv.cfg")):
-            return os.path.join(here, ".venv"), "uv uses the .venv it finds from the working directory"
+            return os.path.join(here, ".venv")
         parent = os.path.dirname(here)
         if parent == here:
-            return None, "uv finds no environment from here"
+            return None
+        here = parent
+
+
+def _uv_environment(opts: list[tuple[str, str | None]], env: dict[str, str], cwd: str, project: str) -> Resolved:
+    """The environment ``uv pip`` installs into: --python / UV_PYTHON, --prefix / --target, --system,
+    VIRTUAL_ENV, CONDA_PREFIX, else the .venv found upward from the project directory."""
+    python = next((v for k, v in reversed(opts) if k in ("-p", "--python") and v), None)
+    said = "uv --python"
+    if python is None and env.get("UV_PYTHON"):
+        python, said = env["UV_PYTHON"], "UV_PYTHON"
+    for key, value in reversed(opts):
+        if key in ("--prefix", "--target") and value:
+            return Resolved(_path(value, cwd), f"uv {key} {value}")
+    if python is not None:
+        if os.sep in python or os.path.exists(os.path.join(cwd, python)):
+            return _interpreter_value(python, cwd, f"{said} {python}")
+        return Resolved(None, f"{said} {python}",
+                        f"{said} {python} is an interpreter request: uv picks the interpreter when it runs")
+    if any(k == "--system" for k, _ in opts) or env.get("UV_SYSTEM_PYTHON", "").lower() in ("1", "true", "yes", "on"):
+        return Resolved(None, "uv --system", "uv --system: uv picks a system interpreter when it runs")
+    for name in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        if env.get(name):
+            return Resolved(_path(env[name], cwd), f"uv uses {name}")
+    found = _venv_upward(project)
+    if found:
+        return Resolved(found, "uv uses the .venv it finds from " + ("the working directory" if project == cwd
+                                                                      else project))
+    return Resolved(None, "uv finds no environment from here", f"uv finds no .venv from {project}")
+
+
+def _project_root(start: str) -> str:
+    here = start
+    while True:
+        if os.path.isfile(os.path.join(here, "pyproject.toml")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return start
         here = parent
 
 
 def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
     opts, args = _options(list(words), _UV_VALUES)
     keys = {k for k, _ in opts}
-    no_cache = "--no-cache" in keys or "-n" in keys or env.get("UV_NO_CACHE", "").lower() in ("1", "true", "yes")
-    reinstall_packages = tuple(normalize(v) for k, v in opts if k == "--reinstall-package" and v)
+    directory = next((v for k, v in reversed(opts) if k == "--directory" and v), None)
+    if directory:  # uv runs as if started there: every relative path, the .venv, the project
+        cwd = _path(directory, cwd)
+    project_opt = next((v for k, v in reversed(opts) if k == "--project" and v), None) or env.get("UV_PROJECT")
+    project = _path(project_opt, cwd) if project_opt else cwd
+    config_file = next((v for k, v in reversed(opts) if k == "--config-file" and v), None)
+    pip = args[:2] == ["pip", "install"]
+    conf = uv_settings(project, env, pip=pip, config_file=_path(config_file, cwd) if config_file else None,
+                       no_config="--no-config" in keys)
+    doubts = list(conf.unreadable)
+    no_cache = "--no-cache" in keys or "-n" in keys or conf.no_cache
+    forced = "--reinstall" in keys or "--force-reinstall" in keys or conf.reinstall or bool(doubts)
+    reinstall_packages = tuple(normalize(v) for k, v in opts if k == "--reinstall-package" and v) + \
+        tuple(normalize(p) for p in conf.reinstall_packages)
     upgrade_packages = tuple(normalize(v) for k, v in opts if k in ("-P", "--upgrade-package") and v)
-    if args[:2] == ["pip", "install"]:
-        environment, why = _uv_environment(opts, env, cwd)
+    notes: list[str] = list(conf.notes) + [f"{d}: read as a forced reinstall" for d in doubts]
+    if directory:
+        notes.append(f"uv --directory {directory}: uv runs in {cwd}")
+    if pip:
+        resolved = _uv_environment(opts, env, cwd, project)
         reading = _Reading(cwd)
         reading.options(opts, cwd)
         for arg in args[2:]:
             reading.requirement(arg, cwd)
-        notes: list[str] = list(reading.notes)
+        notes += reading.notes
         source, source_why, dirs = _source(reading, notes)
-        return Recognised(Tool.UV_PIP, tuple(reading.requested),
-                          forced="--reinstall" in keys or "--force-reinstall" in keys,
+        return Recognised(Tool.UV_PIP, tuple(reading.requested), forced=forced,
                           upgrade="-U" in keys or "--upgrade" in keys, reinstall_packages=reinstall_packages,
                           upgrade_packages=upgrade_packages, no_deps="--no-deps" in keys, no_cache=no_cache,
-                          source=source, source_why=source_why, wheel_dirs=dirs, environment=environment,
-                          environment_why=why, unnamed=tuple(reading.unnamed), notes=tuple(notes))
+                          source=source, source_why=source_why, wheel_dirs=dirs, environment=resolved.environment,
+                          environment_why=resolved.why, environment_unsure=resolved.unsure,
+                          unnamed=tuple(reading.unnamed), notes=tuple(notes))
     if args[:1] == ["sync"]:
-        environment, why = _uv_environment([(k, v) for k, v in opts if k in ("-p", "--python")], env, cwd)
-        project = next((v for k, v in opts if k in ("--project", "--directory") and v), None)
-        if env.get("UV_PROJECT_ENVIRONMENT"):
-            environment, why = os.path.abspath(env["UV_PROJECT_ENVIRONMENT"]), "UV_PROJECT_ENVIRONMENT"
-        elif "--active" not in keys:
-            root = os.path.abspath(project) if project else cwd
+        root = _project_root(project)
+        unsure = ""
+        if "--active" in keys:
+            if env.get("VIRTUAL_ENV"):
+                environment, why = _path(env["VIRTUAL_ENV"], cwd), "uv sync --active uses VIRTUAL_ENV"
+            else:
+                environment, why = os.path.join(root, ".venv"), "uv sync --active without VIRTUAL_ENV"
+        elif env.get("UV_PROJECT_ENVIRONMENT"):
+            environment, why = _path(env["UV_PROJECT_ENVIRONMENT"], root), "UV_PROJECT_ENVIRONMENT"
+        else:
             environment, why = os.path.join(root, ".venv"), "uv sync installs into the project's .venv"
-        return Recognised(Tool.UV_SYNC, forced="--reinstall" in keys, reinstall_all="--reinstall" in keys,
+        notes.append("uv sync installs what the lock file says and removes what it does not list: which "
+                     "distributions change is not known before it runs")
+        return Recognised(Tool.UV_SYNC, forced=forced, reinstall_all=forced,
                           reinstall_packages=reinstall_packages, upgrade_packages=upgrade_packages,
                           upgrade="-U" in keys or "--upgrade" in keys, no_cache=no_cache, source="index",
                           source_why="uv sync installs from the lock file's index", environment=environment,
-                          environment_why=why,
-                          notes=("uv sync installs what the lock file says and removes what it does not list: "
-                                 "which distributions change is not known before it runs",))
+                          environment_why=why, environment_unsure=unsure, notes=tuple(notes))
     return Recognised(Tool.OTHER, notes=(f"uv {' '.join(args[:2])}: not an install guard knows",))
 
 
@@ -451,14 +587,12 @@ def recognise(argv: Sequence[str], env: dict[str, str] | None = None, cwd: str |
                                              "set variables in guard's own environment",))
     head = os.path.basename(words[0])
     if re.fullmatch(r"pip(?:3(?:\.\d+)?)?", head):
-        located = _located(words[0], env)
-        environment = _venv_of_interpreter(located) if located else None
-        return _pip(words[1:], environment, f"{words[0]} is {located}" if located else f"{words[0]} not found", cwd)
+        return _pip(words[1:], script_environment(words[0], env, cwd), cwd, env)
     if _PYTHON.match(head) and words[1:3] == ["-m", "pip"]:
-        located = _located(words[0], env)
-        environment = _venv_of_interpreter(located) if located else None
-        return _pip(words[3:], environment, f"{words[0]} -m pip" + (f" ({located})" if located and os.sep not in
-                                                                      words[0] else ""), cwd)
+        located = which(words[0], env, cwd)
+        resolved = interpreter_environment(located, f"{words[0]} -m pip") if located else \
+            Resolved(None, f"{words[0]} not found", f"{words[0]} is not on PATH")
+        return _pip(words[3:], resolved, cwd, env)
     if head == "uv" or (_PYTHON.match(head) and words[1:3] == ["-m", "uv"]):
         return _uv(words[1:] if head == "uv" else words[3:], env, cwd)
     if head in ("conda", "mamba", "micromamba"):

@@ -197,7 +197,12 @@ def missing_source(command: Recognised, argv: Sequence[str], cwd: str | None) ->
 
 
 def other_environment(command: Recognised, target_root: str | None) -> Refusal | None:
-    """The command installs into another environment than the one guard audits."""
+    """The command installs into another environment than the one guard audits, or guard cannot
+    tell for certain which one it installs into (protect the work: refuse unless --force)."""
+    if command.environment_unsure and command.tool in (Tool.PIP, Tool.UV_PIP, Tool.UV_SYNC):
+        return Refusal(reason=(f"guard cannot tell for certain which environment the command installs into "
+                               f"({command.environment_unsure}): the predictions may be for the wrong environment; "
+                               "pass --force to run it anyway"), command=None)
     if command.environment is None or target_root is None:
         return None
     if os.path.realpath(command.environment) == os.path.realpath(target_root):

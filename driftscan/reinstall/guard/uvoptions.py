@@ -1,0 +1,112 @@
+"""uv's reinstall settings beyond its command line: its ``UV_*`` environment variables and its
+configuration files (``uv.toml``, ``pyproject.toml``'s ``[tool.uv]``), read as data, size-capped.
+uv (clap) takes no abbreviations: ``--reinst`` is an error, not ``--reinstall``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+
+from ...fs.reader import read_regular
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG_MAX = 1 << 20
+_TRUE = frozenset({"y", "yes", "t", "true", "on", "1"})  # clap's boolish values
+_FALSE = frozenset({"n", "no", "f", "false", "off", "0", ""})
+
+
+@dataclass
+class UvSettings:
+    reinstall: bool = False
+    reinstall_packages: list[str] = field(default_factory=list)
+    no_cache: bool = False
+    notes: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+
+
+def boolish(env: dict[str, str], name: str, out: UvSettings) -> bool:
+    value = env.get(name)
+    if value is None:
+        return False
+    word = value.strip().lower()
+    if word in _TRUE:
+        out.notes.append(f"uv reads {name}={value[:40]}")
+        return True
+    if word not in _FALSE:
+        out.unreadable.append(f"{name}={value[:40]!r} is not a yes or no")
+    return False
+
+
+def _project_file(start: str) -> str | None:
+    """The uv.toml or pyproject.toml uv takes its project settings from: the nearest one upward."""
+    here = start
+    while True:
+        for name in ("uv.toml", "pyproject.toml"):
+            path = os.path.join(here, name)
+            if os.path.isfile(path):
+                return path
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def config_files(project: str, env: dict[str, str], config_file: str | None, no_config: bool) -> list[str]:
+    if no_config:
+        return []
+    home = env.get("HOME") or os.path.expanduser("~")
+    user = os.path.join(env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "uv", "uv.toml")
+    system = [os.path.join(d, "uv", "uv.toml") for d in env.get("XDG_CONFIG_DIRS", "/etc/xdg").split(os.pathsep) if d]
+    files = [*system, "/etc/uv/uv.toml", user]
+    if config_file:
+        files.append(config_file)
+    else:
+        found = _project_file(project)
+        if found:
+            files.append(found)
+    return list(dict.fromkeys(files))
+
+
+def settings(project: str, env: dict[str, str], *, pip: bool, config_file: str | None = None,
+             no_config: bool = False) -> UvSettings:
+    """uv's reinstall settings from its configuration files and environment (``pip``: a ``uv pip``
+    command, which also reads the ``[pip]`` table)."""
+    out = UvSettings()
+    no_config = no_config or env.get("UV_NO_CONFIG", "").strip().lower() in _TRUE
+    config_file = config_file or env.get("UV_CONFIG_FILE") or None
+    for path in config_files(project, env, config_file, no_config):
+        if not os.path.lexists(path):
+            continue
+        try:
+            data = tomllib.loads(read_regular(path, CONFIG_MAX, what="uv configuration file").decode("utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)[:200]
+            out.unreadable.append(f"{path}: cannot read this uv configuration ({why})")
+            continue
+        table = data.get("tool", {}).get("uv", {}) if path.endswith("pyproject.toml") else data
+        if not isinstance(table, dict):
+            continue
+        tables = [table] + ([table["pip"]] if pip and isinstance(table.get("pip"), dict) else [])
+        for t in tables:
+            value = t.get("reinstall")
+            if value is True:
+                out.reinstall = True
+                out.notes.append(f"uv reads reinstall = true from {path}")
+            elif value not in (None, False):
+                out.unreadable.append(f"{path}: reinstall = {str(value)[:40]!r} is not true or false")
+            packages = t.get("reinstall-package")
+            if isinstance(packages, list):
+                out.reinstall_packages += [p for p in packages if isinstance(p, str)]
+                out.notes.append(f"uv reads reinstall-package from {path}")
+            if t.get("no-cache") is True:
+                out.no_cache = True
+    if boolish(env, "UV_REINSTALL", out):
+        out.reinstall = True
+    if boolish(env, "UV_NO_CACHE", out):
+        out.no_cache = True
+    return out
