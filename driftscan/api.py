@@ -679,7 +679,8 @@ def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequenc
 
     started = time.perf_counter()
     index = load_index(checkpoint_dir)
-    if venv is None and not site_packages:
+    from_checkpoint = venv is None and not site_packages
+    if from_checkpoint:
         venv, site_packages = index.venv, (() if index.venv else tuple(index.site_packages))
         if venv is None and not site_packages:
             raise TargetError(f"{checkpoint_dir}: the checkpoint names no environment; pass --venv")
@@ -688,7 +689,7 @@ def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequenc
     try:
         plan = plan_reapply(os.path.abspath(checkpoint_dir), index, result.target, result.verification.distributions,
                             only=only, exclude_findings=exclude_findings, keep_findings=keep_findings,
-                            partial=partial, wheels=wheels, fetch=fetch)
+                            partial=partial, wheels=wheels, fetch=fetch, from_checkpoint=from_checkpoint)
         if yes and plan.writes:
             written = write_checkpoint(checkpoint_path or default_checkpoint_path(result.target), result.target,
                                        result.drifts, result.report, result.originals)
