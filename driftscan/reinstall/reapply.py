@@ -127,6 +127,8 @@ class ReapplyFile(BaseModel):
                                                             "code: left out on purpose, not a failure")
     encoding: str | None = Field(default=None, description="the source encoding it is read and written in, when "
                                                            "not UTF-8 (PEP 263)")
+    creates: list[str] = Field(default_factory=list, description="directories written first (a recreated file's "
+                                                                 "missing parents), outermost first")
 
 
 class ReapplyReport(BaseModel):
@@ -891,6 +893,10 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
     if text is not None:
         item.diff = _diff("", text, f.relpath)
     item.written_findings = list(item.findings)  # what --keep-findings brings back with it
+    from .restore import _missing_parents
+
+    item.creates = [printable(d) for d in _missing_parents(path)]
+    # The mode the index gives, without setuid/setgid/sticky or group/other write (replace_file).
     plan.writes.append(Write(item, path, data, f.mode if f.mode is not None else 0o644))
 
 

@@ -208,21 +208,26 @@ def test_a_cache_inside_the_environment_is_refused_and_nothing_written(tmp_path,
 
 
 def test_reapply_writes_only_what_the_dry_run_listed_and_keeps_the_mode_the_reference_says(tmp_path, venv, env):
-    """An added file that is absent, in a package directory: the dry run names it, --yes writes
-    it and nothing else, never with a setuid bit or group/other write the index asks for."""
+    """An added file that is absent, in a directory not there yet: the dry run names the file and
+    the directory (text and JSON), --yes writes them and nothing else, never with the setuid bit
+    or group/other write the index asks for."""
     site = site_of(venv)
-    rel = os.path.relpath(site / NAME / "extra.txt", venv)
+    new = site / NAME / "newdir" / "extra.txt"
     data = b"notes\n"
-    row = {"relpath": rel, "kind": "added", "content": "files/extra.txt", "hash_after": sha256(data), "mode": 0o6777}
+    row = {"relpath": os.path.relpath(new, venv), "kind": "added", "content": "files/extra.txt",
+           "hash_after": sha256(data), "mode": 0o6777}
     cp = tampered_checkpoint(tmp_path / "cp", venv, [row], {"files/extra.txt": data})
     before = listing(venv)
     dry = json.loads(cli("reapply", str(cp), "--venv", str(venv), "--format", "json", env=env).stdout)
+    text = cli("reapply", str(cp), "--venv", str(venv), env=env).stdout
     assert listing(venv) == before
-    listed = {f["path"] for f in dry["files"] if f["status"] == "planned"}
-    assert listed == {str(site / NAME / "extra.txt")}
+    (planned,) = [f for f in dry["files"] if f["status"] == "planned"]
+    assert (planned["path"], planned["creates"]) == (str(new), [str(new.parent)])
+    assert f"writes {new}" in text and f"creates the directory {new.parent}" in text, text
     proc = cli("reapply", str(cp), "--venv", str(venv), "--yes", "--format", "json", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     after = listing(venv)
     changed = {k for k in set(after) | set(before) if after.get(k) != before.get(k)}
-    assert changed == {os.path.relpath(site / NAME / "extra.txt", venv)}
-    assert stat.S_IMODE(os.stat(site / NAME / "extra.txt").st_mode) & 0o7022 == 0
+    assert changed == {os.path.relpath(new, venv), os.path.relpath(new.parent, venv)}
+    assert new.read_bytes() == data
+    assert stat.S_IMODE(os.stat(new).st_mode) & 0o7022 == 0
