@@ -231,3 +231,30 @@ def test_reapply_writes_only_what_the_dry_run_listed_and_keeps_the_mode_the_refe
     assert changed == {os.path.relpath(new, venv), os.path.relpath(new.parent, venv)}
     assert new.read_bytes() == data
     assert stat.S_IMODE(os.stat(new).st_mode) & 0o7022 == 0
+
+
+def test_a_package_directory_swapped_for_a_symlink_mid_reapply_fails_that_file(tmp_path, venv, env, monkeypatch):
+    from driftscan.reinstall import reapply as reapply_mod
+
+    site = site_of(venv)
+    new = site / NAME / "extra.txt"
+    data = b"notes\n"
+    row = {"relpath": os.path.relpath(new, venv), "kind": "added", "content": "files/extra.txt",
+           "hash_after": sha256(data)}
+    cp = tampered_checkpoint(tmp_path / "cp", venv, [row], {"files/extra.txt": data})
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    real_open_journal = reapply_mod.open_journal
+
+    def swap_then_open(root, notes):
+        shutil.move(str(site / NAME), str(outside / NAME))
+        (site / NAME).symlink_to(outside / NAME)
+        return real_open_journal(root, notes)
+
+    monkeypatch.setattr(reapply_mod, "open_journal", swap_then_open)
+    report = api.reapply(str(cp), str(venv), yes=True, checkpoint_path=str(tmp_path / "new-cp"))
+    (item,) = report.files
+    assert item.status == "failed" and "symlink" in item.reason, item
+    assert item in report.refused_or_failed
+    assert not (outside / NAME / "extra.txt").exists()
+    assert not [n for n in os.listdir(outside / NAME) if n.startswith(".driftscan")]
