@@ -627,7 +627,10 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
                              write_checkpoint)
     from .reinstall.restore import apply_restore, keep_unsaved, plan_restore, predict, refuse_unchecked
 
+    from .caches.location import refuse_inside
+
     started = time.perf_counter()
+    refuse_inside([venv or "", *site_packages, *model_dirs])  # before the audit writes its own caches
     result = _held_run(venv, site_packages, model_dirs, wheels=wheels, fetch=fetch, uv_cache=uv_cache, jobs=jobs,
                        use_cache=use_cache, include_environment=True, hf_cache=hf_cache)
     originals = result.originals
@@ -679,16 +682,20 @@ def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequenc
 
     started = time.perf_counter()
     index = load_index(checkpoint_dir)
-    if venv is None and not site_packages:
+    from_checkpoint = venv is None and not site_packages
+    if from_checkpoint:
         venv, site_packages = index.venv, (() if index.venv else tuple(index.site_packages))
         if venv is None and not site_packages:
             raise TargetError(f"{checkpoint_dir}: the checkpoint names no environment; pass --venv")
+    from .caches.location import refuse_inside
+
+    refuse_inside([venv or "", *site_packages])  # before the audit writes its own caches
     result = _held_run(venv, site_packages, (), wheels=wheels, fetch=False, uv_cache=None, jobs=jobs,
                        use_cache=use_cache, include_environment=True)
     try:
         plan = plan_reapply(os.path.abspath(checkpoint_dir), index, result.target, result.verification.distributions,
                             only=only, exclude_findings=exclude_findings, keep_findings=keep_findings,
-                            partial=partial, wheels=wheels, fetch=fetch)
+                            partial=partial, wheels=wheels, fetch=fetch, from_checkpoint=from_checkpoint)
         if yes and plan.writes:
             written = write_checkpoint(checkpoint_path or default_checkpoint_path(result.target), result.target,
                                        result.drifts, result.report, result.originals)

@@ -35,3 +35,26 @@ def write_cache_file(path: str, data: bytes, prefix: str = ".cache-") -> None:
             raise
     except OSError:
         pass
+
+
+# The cache subdirectories restore and reapply write to (their journals, the reapply ledger,
+# originals kept for later runs).
+WRITTEN_SUBDIRS = ("restore", "reapply", "originals")
+
+
+def refuse_inside(roots) -> None:
+    """ConfigError when driftscan's cache directory, or one of the subdirectories a writing
+    command uses, resolves inside one of ``roots`` (an environment or model directory being
+    audited or written): a cache there would write into the audited tree. Nothing is created."""
+    from ..core.errors import ConfigError
+
+    base = user_cache_dir()
+    real_roots = [os.path.realpath(r) for r in roots if r]
+    for sub in ("", *WRITTEN_SUBDIRS):
+        path = os.path.join(base, sub) if sub else base
+        real = os.path.realpath(path)
+        for root in real_roots:
+            if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+                where = f"{path} resolves to {real}" if real != os.path.abspath(path) else path
+                raise ConfigError(f"driftscan's cache {where}, inside the audited tree {root}: nothing written "
+                                  "(set DRIFTSCAN_CACHE_DIR to a directory outside it)")

@@ -525,11 +525,11 @@ def _save_patch(tmp: str, item: CheckpointFile, original_path: str, current_path
 
 def load_index(path: str) -> CheckpointIndex:
     """A checkpoint's index; ConfigError with one line when it is not a checkpoint."""
-    from ..fs.reader import read_regular
+    from ..fs.confined import read_below
 
     index_path = os.path.join(path, INDEX)
     try:
-        data = read_regular(index_path, 256 << 20, what="checkpoint index")
+        data = read_below(path, INDEX, 256 << 20)  # the index itself is not followed out of the checkpoint
     except OSError as exc:
         raise ConfigError(f"{path}: not a driftscan checkpoint ({INDEX}: {os_error(exc)})") from None
     try:

@@ -63,7 +63,7 @@ from ..formats.patch import (PatchError, PatchTooLarge, added_line_numbers, appl
 from ..lint.artifacts import recheck
 from ..fs.paths import printable
 from .plan import normalize
-from .restore import close_journal, mode_for, open_journal, replace_file, verify_file
+from .restore import close_journal, mode_for, open_journal, replace_file, verify_fd, verify_file
 
 READ_MAX = 64 << 20
 DIFF_MAX_LINES = 400  # lines of each resulting diff shown (the JSON's ``diff`` is cut there, and says so)
@@ -127,6 +127,8 @@ class ReapplyFile(BaseModel):
                                                             "code: left out on purpose, not a failure")
     encoding: str | None = Field(default=None, description="the source encoding it is read and written in, when "
                                                            "not UTF-8 (PEP 263)")
+    creates: list[str] = Field(default_factory=list, description="directories written first (a recreated file's "
+                                                                 "missing parents), outermost first")
 
 
 class ReapplyReport(BaseModel):
@@ -177,6 +179,9 @@ class Options:
     fetch: bool = False
     finder: OriginalFinder | None = None  # --wheels / --fetch, when given
     sites: tuple[str, ...] = ()  # the target's site-packages: where a .pth's imports must resolve
+    # Set when the environment is the one the checkpoint names (not the user): the directories a
+    # RECORD of it lists files in, the only places an added file is recreated.
+    record_dirs: frozenset[str] | None = None
 
 
 @dataclass
@@ -184,6 +189,7 @@ class ReapplyPlan:
     report: ReapplyReport
     writes: list[Write] = field(default_factory=list)
     ledger_key: str = ""
+    roots: tuple[str, ...] = ()  # the environment written to: every write stays below one of them
 
 
 def _text(data: bytes) -> str | None:
@@ -240,6 +246,10 @@ def _encode(text: str, path: str, encoding: str) -> tuple[bytes | None, str]:
 
 
 def _read_saved(checkpoint: str, rel: str | None) -> bytes | None:
+    """A file of the checkpoint, opened below its directory without following any symlink
+    (``files/`` a link to ``~/.ssh`` reads nothing); None when absent, outside or unreadable."""
+    from ..fs.confined import read_below
+
     try:
         path = saved_path(checkpoint, rel)
     except ConfigError:
@@ -247,8 +257,8 @@ def _read_saved(checkpoint: str, rel: str | None) -> bytes | None:
     if path is None:
         return None
     try:
-        return read_regular(path, READ_MAX, what="checkpoint file", follow=False)
-    except OSError:
+        return read_below(checkpoint, rel or "", READ_MAX)
+    except (OSError, ValueError):
         return None
 
 
@@ -430,6 +440,41 @@ def _same_original(path: str, f: CheckpointFile, dist: Distribution | None) -> b
     entry = record_rows(dist).get(os.path.normpath(path))
     return entry is not None and entry.hash is not None and hash_text(entry.hash) == f.hash_before \
         and verify_file(path, entry)
+
+
+def _listed(path: str, dists: Sequence[Distribution]):
+    """The RECORD row of this environment listing ``path`` (any distribution), or None."""
+    key = os.path.normpath(path)
+    for d in dists:
+        entry = record_rows(d).get(key)
+        if entry is not None:
+            return entry
+    return None
+
+
+def checked_environment(target: Target, index: CheckpointIndex, dists: Sequence[Distribution]) -> frozenset[str]:
+    """The environment the checkpoint names, checked to be that environment before anything is
+    written into it: the target's prefix is the checkpoint's (by real path), it is a Python
+    environment (a venv's ``pyvenv.cfg``) with installed distributions whose RECORD lists files.
+    Returns the directories those RECORDs list files in; ConfigError saying what failed."""
+    same = lambda a, b: os.path.realpath(a) == os.path.realpath(b)  # noqa: E731
+    if index.venv:
+        if not (target.venv and same(target.venv, index.venv)):
+            raise ConfigError(f"the checkpoint names {printable(index.venv)} as its environment, but it resolves to "
+                              f"another prefix: nothing written (name the environment with --venv)")
+        try:
+            cfg = os.lstat(os.path.join(target.venv, "pyvenv.cfg"))
+        except OSError:
+            cfg = None
+        if cfg is None or not stat.S_ISREG(cfg.st_mode):
+            raise ConfigError(f"the checkpoint names {printable(index.venv)} as its environment, but it is not a "
+                              "virtual environment (no pyvenv.cfg): nothing written (name the environment with --venv)")
+    dirs = frozenset(os.path.dirname(p) for d in dists for p in record_rows(d))
+    if not dirs:
+        raise ConfigError(f"the checkpoint names {printable(index.venv or ', '.join(index.site_packages))} as its "
+                          "environment, but no installed distribution there has a RECORD: nothing written (name the "
+                          "environment with --venv)")
+    return dirs
 
 
 def _is_original(path: str, dist: Distribution | None) -> bool:
@@ -711,19 +756,33 @@ def _other_environment(target: Target, index: CheckpointIndex) -> str | None:
 
 def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists: Sequence[Distribution],
                  only: Sequence[str] = (), exclude_findings: bool = True, *, keep_findings: bool = False,
-                 partial: bool = False, wheels: Sequence[str] = (), fetch: bool = False) -> ReapplyPlan:
+                 partial: bool = False, wheels: Sequence[str] = (), fetch: bool = False,
+                 from_checkpoint: bool = False) -> ReapplyPlan:
     """Plan the reapply. Injected debug code is left out unless ``keep_findings`` (or the older
-    ``exclude_findings=False``)."""
+    ``exclude_findings=False``). ``from_checkpoint``: the environment is the one the checkpoint
+    names, not one the user named: it is checked to be that environment first
+    (``checked_environment``), and added files go only where a RECORD of it lists files."""
     root = environment_root(target)
     if root is None:
         raise ConfigError("reapply needs an environment (--venv or --site-packages)")
     roots = environment_roots(target)
     exclude = exclude_findings and not keep_findings
+    from ..caches.location import refuse_inside
+
+    refuse_inside(roots)
+    record_dirs = checked_environment(target, index, dists) if from_checkpoint else None
     finder = OriginalFinder(wheels, fetch, target.python_version, target.venv) if wheels or fetch else None
-    options = Options(exclude, partial, tuple(wheels), fetch, finder, tuple(target.site_packages))
+    options = Options(exclude, partial, tuple(wheels), fetch, finder, tuple(target.site_packages), record_dirs)
     plan = ReapplyPlan(ReapplyReport(dry_run=True, source=checkpoint, keep_findings=not exclude,
                                      target=printable(target.venv or root),
                                      other_target=_other_environment(target, index)))
+    plan.roots = tuple(roots)
+    if record_dirs is not None:
+        plan.report.notes.append(
+            f"the environment written to is the one the checkpoint names, {printable(target.venv or root)}: checked "
+            f"to be that environment (same prefix{', a pyvenv.cfg' if target.venv else ''}, "
+            f"{sum(1 for d in dists if d.entries)} distribution(s) with a RECORD); only files a RECORD of it lists, "
+            "and added files that are absent in a directory a RECORD of it lists, are written")
     ledger = _load_ledger(root)
     names = NameIndex(checkpoint, index, root, roots)
     wanted = [o.strip("/") for o in only]
@@ -798,6 +857,11 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
                                                   "brings it back)"
             item.excluded_debug = True
             return
+    if options.record_dirs is not None and os.path.dirname(os.path.normpath(path)) not in options.record_dirs:
+        item.status, item.reason = "refused", ("the environment is the one the checkpoint names, and no RECORD of it "
+                                               "lists a file in this directory: not recreated (name the environment "
+                                               "with --venv to recreate it there)")
+        return
     if os.path.lexists(path):
         try:
             same = read_regular(path, READ_MAX, follow=False) == data
@@ -829,6 +893,10 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
     if text is not None:
         item.diff = _diff("", text, f.relpath)
     item.written_findings = list(item.findings)  # what --keep-findings brings back with it
+    from .restore import _missing_parents
+
+    item.creates = [printable(d) for d in _missing_parents(path)]
+    # The mode the index gives, without setuid/setgid/sticky or group/other write (replace_file).
     plan.writes.append(Write(item, path, data, f.mode if f.mode is not None else 0o644))
 
 
@@ -888,6 +956,11 @@ def _plan_copied(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: st
     item = ReapplyFile(relpath=f.relpath, path="", action="copy", distribution=f.distribution, version_then=f.version)
     path = _begin(plan, item, f, root, roots)
     if path is None:
+        return
+    if _listed(path, dists) is None:
+        # The checkpoint's own originals/ copy matching the file proves nothing about the file.
+        item.status, item.reason = "skipped", ("no RECORD of this environment lists it: reapply writes back only "
+                                               "package files and added files that are absent; not replaced")
         return
     saved, original = _read_saved(checkpoint, f.content), _read_saved(checkpoint, f.original)
     if original is not None and f.hash_before and not matches(f.hash_before, original):
@@ -1171,23 +1244,21 @@ def _write_rej(path: str, text: str, checkpoint: str) -> str | None:
     return None
 
 
-def _delete(w: Write) -> str | None:
-    """Delete a package file again: still a regular file matching its RECORD row, not followed."""
-    try:
-        st = os.lstat(w.path)
-    except FileNotFoundError:
+def _delete(w: Write, roots: Sequence[str]) -> str | None:
+    """Delete a package file again: still a regular file matching its RECORD row, reached
+    without following a symlink below the environment root."""
+    from ..fs.confined import rel_below, unlink_below
+
+    base = next((r for r in sorted(roots, key=len, reverse=True) if rel_below(r, w.path)), None)
+    if base is None:
+        return "outside the environment: not deleted"
+
+    def check(fd: int) -> str | None:
+        if not verify_fd(fd, w.entry):  # type: ignore[arg-type]
+            return "no longer the verified original (changed meanwhile): not deleted"
         return None
-    except OSError as exc:
-        return os_error(exc)
-    if not stat.S_ISREG(st.st_mode):
-        return f"now a {stat.filemode(st.st_mode)}: not deleted"
-    if not verify_file(w.path, w.entry):  # type: ignore[arg-type]
-        return "no longer the verified original (changed meanwhile): not deleted"
-    try:
-        os.unlink(w.path)
-    except OSError as exc:
-        return os_error(exc)
-    return None
+
+    return unlink_below(base, rel_below(base, w.path) or "", check)
 
 
 def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
@@ -1196,9 +1267,10 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
     report.dry_run = False
     journal = open_journal(root, report.notes)
     ledger = _load_ledger(root)
+    roots = plan.roots or ((root,) if root else ())
     for w in plan.writes:
         if w.data is None:
-            why = _delete(w)
+            why = _delete(w, roots)
             w.item.status, w.item.reason = ("failed", why) if why else ("applied", w.item.reason)
             continue
         if w.rej is not None:
@@ -1212,7 +1284,7 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
             out.write(data)
             return True
 
-        why = replace_file(w.path, fill, w.mode, journal)
+        why = replace_file(w.path, fill, w.mode, journal, roots)
         if why:
             w.item.status, w.item.reason = "failed", why
             continue

@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import stat
-import secrets
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
@@ -119,6 +118,7 @@ class Planned:
 class RestorePlan:
     report: RestoreReport
     planned: list[Planned] = field(default_factory=list)
+    roots: tuple[str, ...] = ()  # the environment the user named: every write stays below one of them
 
 
 def _package_dirs(dist: Distribution, others: Sequence[Distribution]) -> list[str]:
@@ -166,6 +166,9 @@ def plan_restore(target: Target, drifts: Sequence[Drift], dists: Sequence[Distri
     """What restoring would do: the actions, what stays (with how to handle it), what is refused."""
     drifts = file_by_file(drifts)  # a directory's missing files are recreated one by one
     roots = environment_roots(target)
+    from ..caches.location import refuse_inside
+
+    refuse_inside(roots)  # its journal must not be written into the environment it restores
     chosen = select_distributions(names, dists) if names else []
     chosen_names = {normalize(d.name) for d in chosen}
     env_root = roots[0] if roots else None
@@ -173,7 +176,7 @@ def plan_restore(target: Target, drifts: Sequence[Drift], dists: Sequence[Distri
     wanted_paths = [os.path.normpath(os.path.abspath(p)) if os.path.isabs(p) or os.path.lexists(p)
                     else os.path.normpath(p).replace(os.sep, "/") for p in paths]
     report = RestoreReport(dry_run=True, distributions=[d.name for d in chosen])
-    plan = RestorePlan(report)
+    plan = RestorePlan(report, roots=tuple(roots))
     for p in wanted_paths:
         if os.path.isabs(p) and not any(inside(r, os.path.dirname(p)) or inside(r, p) for r in roots):
             report.refused.append(Remaining(path=printable(p), relpath=printable(p), kind="-", scope="-",
@@ -390,14 +393,25 @@ def verify_file(path: str, entry: RecordEntry) -> bool:
     except OSError:
         return False
     try:
-        if entry.size is not None and st.st_size != entry.size:
+        return verify_fd(fd, entry)
+    finally:
+        os.close(fd)
+
+
+def verify_fd(fd: int, entry: RecordEntry) -> bool:
+    """The open regular file ``fd`` matches its RECORD row."""
+    if entry.hash is None:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (entry.size is not None and st.st_size != entry.size):
             return False
         h = new_hash(entry.hash.algorithm)
         for piece in read_pieces(fd, st.st_size):
             h.update(piece)
-        return h.digest() == entry.hash.digest
-    finally:
-        os.close(fd)
+    except OSError:
+        return False
+    return h.digest() == entry.hash.digest
 
 
 def mode_for(path: str, executable: bool = False) -> int:
@@ -412,52 +426,39 @@ def mode_for(path: str, executable: bool = False) -> int:
     return 0o755 if executable else 0o644
 
 
-def replace_file(path: str, fill: Callable[[BinaryIO], bool], mode: int, journal: str) -> str | None:
+def replace_file(path: str, fill: Callable[[BinaryIO], bool], mode: int, journal: str,
+                 roots: Sequence[str] = ()) -> str | None:
     """Write a new file next to ``path`` with ``fill(out)`` (False: what it wrote is not to be
     trusted), fsync it with ``mode``, and rename it over ``path``; None on success, else why not
-    (``path`` is then as it was). The temporary name is journaled first (see clean_leftovers)."""
-    directory = os.path.dirname(path)
-    temp = os.path.join(directory, f".driftscan-restore-{secrets.token_hex(8)}.tmp")
+    (``path`` is then as it was). ``path`` must lie below one of ``roots`` (the environment the
+    user named): every directory below that root is opened without following a symlink
+    (``fs.confined``), so a directory swapped for a link meanwhile fails this one file. Missing
+    parent directories are created the same way. The temporary name is journaled first (see
+    clean_leftovers)."""
+    from ..fs.confined import rel_below, replace_below
+
+    base = next((r for r in sorted(roots, key=len, reverse=True) if rel_below(r, path)), None)
+    if base is None:
+        return "outside the environment: not written"
     # Never a setuid, setgid or sticky bit, nor group/other write, whatever the tree's file had:
     # the new file may be root's now.
     mode &= 0o755
-    try:
-        os.makedirs(directory, mode=0o755, exist_ok=True)
-        _journal(journal, {"temp": os.fsencode(temp).hex()})  # before it exists: a kill leaves no stranger
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC,
-                     0o600)
-    except OSError as exc:
-        return f"cannot write there: {os_error(exc)}"
-    try:
-        st = os.fstat(fd)
-        _journal(journal, {"temp": os.fsencode(temp).hex(), "dev": st.st_dev, "ino": st.st_ino})
-        with os.fdopen(fd, "wb") as out:
-            fd = -1
-            if not fill(out):
-                raise OSError("the content to write did not verify")
-            out.flush()
-            os.fchmod(out.fileno(), mode)
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException as exc:
-        if fd >= 0:
-            os.close(fd)
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            return os_error(exc) if exc.strerror else str(exc)
-        raise
-    return None
+
+    def note(temp: str, dev: int | None, ino: int | None) -> None:
+        row: dict[str, Any] = {"temp": os.fsencode(temp).hex()}
+        if ino is not None:
+            row.update(dev=dev, ino=ino)
+        _journal(journal, row)  # before it exists: a kill leaves no stranger
+
+    return replace_below(base, rel_below(base, path) or "", fill, mode, note, create_dirs=True)
 
 
-def _write_one(p: Planned, journal: str) -> str | None:
+def _write_one(p: Planned, journal: str, roots: Sequence[str]) -> str | None:
     """Restore one file from its verified original, then check it against RECORD."""
     assert p.entry is not None and p.copy is not None
     copy, entry = p.copy, p.entry
     why = replace_file(p.path, lambda out: copy.copy_to(entry, out), mode_for(p.path, copy.executable(entry)),
-                       journal)
+                       journal, roots)
     if why == "the content to write did not verify":
         return f"the original from {copy.source.value} {copy.path} no longer matches RECORD"
     if why is None and not verify_file(p.path, entry):
@@ -465,12 +466,22 @@ def _write_one(p: Planned, journal: str) -> str | None:
     return why
 
 
-def _remove_one(p: Planned) -> str | None:
+def _remove_one(p: Planned, roots: Sequence[str]) -> str | None:
+    from ..fs.confined import lstat_below, open_dir, parts_of, rel_below
+
+    base = next((r for r in sorted(roots, key=len, reverse=True) if rel_below(r, p.path)), None)
+    if base is None:
+        return "outside the environment: not removed"
+    parts = parts_of(rel_below(base, p.path) or "")
     try:
-        st = os.lstat(p.path)
+        st = lstat_below(base, "/".join(parts))
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
             return f"now a {stat.filemode(st.st_mode)}, not removed"
-        os.unlink(p.path)
+        parent = open_dir(base, parts[:-1])
+        try:
+            os.unlink(parts[-1], dir_fd=parent)
+        finally:
+            os.close(parent)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -484,8 +495,9 @@ def apply_restore(plan: RestorePlan, root: str, progress: Callable[[int, int], N
     report = plan.report
     report.dry_run = False
     journal = open_journal(root, report.notes)
+    roots = plan.roots or ((root,) if root else ())
     for i, p in enumerate(plan.planned):
-        why = _remove_one(p) if p.action.action == REMOVE else _write_one(p, journal)
+        why = _remove_one(p, roots) if p.action.action == REMOVE else _write_one(p, journal, roots)
         p.action.status = Status.FAILED.value if why else (
             Status.REMOVED.value if p.action.action == REMOVE else Status.RESTORED.value)
         p.action.error = printable(why) if why else None

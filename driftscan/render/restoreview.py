@@ -151,6 +151,10 @@ def render_reapply_text(r) -> str:
         dropped = f", {f.dropped} of {f.hunks} hunks left out (debug findings)" if f.dropped else ""
         reason = f": {f.reason}" if f.reason else ""
         lines.append(f"  {status:<14} {f.relpath}{versions}{dropped}{reason}")
+        if f.status in ("planned", "applied", "partial") and f.path:
+            # Exactly what is (or would be) written: the file, and its missing parents first.
+            lines += [f"      creates the directory {d}" for d in f.creates]
+            lines.append(f"      {'deletes' if f.action == 'delete' else 'writes'} {f.path}")
         if f.original:
             lines.append(f"      original: {f.original}")
         for c in f.conflicts:

@@ -822,7 +822,9 @@ def test_a_file_that_cannot_be_written_fails_alone_and_the_rest_is_restored(venv
     real_open = os.open
 
     def refuse(path, flags, *args, **kwargs):
-        if isinstance(path, str) and ".driftscan-restore-" in path and os.path.dirname(path).endswith("toypkg") \
+        # The temporary file is opened by name in its directory's descriptor (never by a path).
+        where = os.readlink(f"/proc/self/fd/{kwargs['dir_fd']}") if kwargs.get("dir_fd") is not None else path
+        if isinstance(path, str) and ".driftscan-restore-" in path and str(where).endswith("toypkg") \
                 and not getattr(refuse, "done", False):
             refuse.done = True
             raise PermissionError(13, "Permission denied", path)
