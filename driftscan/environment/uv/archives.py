@@ -297,9 +297,11 @@ def uv_installed(distributions: Iterable[Distribution]) -> list[Distribution]:
 def archives_of(cache_dir: str | None, distributions: Iterable[Distribution],
                 linked: Iterable[str] = ()) -> tuple[list[str], list[IndexedArchive], list[Distribution]]:
     """The archives a venv's uv-installed distributions came from or would be reinstalled from: every
-    archive uv's wheel index names for each name and version (the registry, an index, find-links, a
-    URL, a wheel file), plus ``linked`` (archives a drifted file was found hard-linked to); and the
-    uv-installed distributions for which the index names none (their cache copies go unchecked)."""
+    archive uv's wheel index names for each name, in any version (the registry, an index,
+    find-links, a URL, a wheel file: an older version's edited archive outlives an upgrade, and a
+    downgrade or another project installs it), plus ``linked`` (archives a drifted file was found
+    hard-linked to); and the uv-installed distributions for which the index names no archive of
+    the installed version (their cache copies go unchecked)."""
     found: dict[str, None] = {}
     index: list[IndexedArchive] = []
     unfound: list[Distribution] = []
@@ -307,8 +309,8 @@ def archives_of(cache_dir: str | None, distributions: Iterable[Distribution],
     if cache_dir and wanted:
         roots = index_roots(cache_dir)
         for dist in wanted:
-            hits = indexed_archives(cache_dir, dist.name, dist.version, roots)
-            if not hits:
+            hits = indexed_archives(cache_dir, dist.name, None, roots)
+            if not any(os.path.basename(h.entry).startswith(f"{dist.version}-") for h in hits):
                 unfound.append(dist)
             for hit in hits:
                 index.append(hit)

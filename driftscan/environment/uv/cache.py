@@ -191,15 +191,16 @@ def index_roots(cache_dir: str) -> list[str]:
     return roots
 
 
-def indexed_archives(cache_dir: str | None, name: str, version: str,
+def indexed_archives(cache_dir: str | None, name: str, version: str | None,
                      roots: list[str] | None = None) -> list[IndexedArchive]:
     """The archives uv's wheel index names for ``name`` ``version`` (every source: the registry,
     other indexes, find-links, URLs, wheel files): what a new install of it links from.
-    ``roots``: ``index_roots(cache_dir)``, when the caller looks up several distributions."""
+    ``version`` None: every version the index holds. ``roots``: ``index_roots(cache_dir)``, when
+    the caller looks up several distributions."""
     if not cache_dir:
         return []
     archive_roots = [os.path.normpath(r) for r in archive_dirs(cache_dir)]
-    wanted, prefix = _norm(name), f"{version}-"
+    wanted, prefix = _norm(name), (f"{version}-" if version is not None else "")
     out: list[IndexedArchive] = []
     for root in index_roots(cache_dir) if roots is None else roots:
         try:

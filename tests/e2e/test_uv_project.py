@@ -1,0 +1,89 @@
+"""driftscan on real uv projects: a pyproject.toml, ``uv lock`` and ``uv sync`` against a local flat
+index of wheels built here (``--offline``, a private uv cache per test), edits made through uv's
+hard links into its cache. Each test checks what uv really did on disk, then what driftscan said."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fixtures import venvs
+from fixtures.restoring import audit_json, cli
+from fixtures.wheels import build_wheel
+
+pytestmark = pytest.mark.slow
+
+V1 = {"toypkg/__init__.py": "X = 1\n", "toypkg/core.py": "def f():\n    return 1\n"}
+V2 = {"toypkg/__init__.py": "X = 2\n", "toypkg/core.py": "def f():\n    return 2\n"}
+EDIT = "import pdb; pdb.set_trace()  # EDIT\n"
+
+
+@pytest.fixture(scope="module")
+def house(tmp_path_factory) -> Path:
+    house = tmp_path_factory.mktemp("uv-project-wheels")
+    build_wheel(house, "toypkg", "1.0", V1)
+    build_wheel(house, "toypkg", "2.0", V2)
+    build_wheel(house, "otherpkg", "2.0", {"otherpkg/__init__.py": "Y = 1\n"})
+    return house
+
+
+def env_for(tmp: Path, cache: Path) -> dict[str, str]:
+    (tmp / "no-pip-cache").mkdir(exist_ok=True)
+    return {**venvs.uv_env(cache), "PIP_CACHE_DIR": str(tmp / "no-pip-cache"), "UV_OFFLINE": "1",
+            "DRIFTSCAN_CHECKPOINT_DIR": str(tmp / "checkpoints"), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "XDG_CACHE_HOME": str(tmp / "xdg")}
+
+
+def project(root: Path, house: Path, toypkg: str = "==1.0") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pyproject.toml").write_text(
+        f'[project]\nname = "{root.name}"\nversion = "0.1"\nrequires-python = ">=3.8"\n'
+        f'dependencies = ["toypkg{toypkg}", "otherpkg"]\n\n[tool.uv]\npackage = false\n\n'
+        f'[[tool.uv.index]]\nname = "local"\nurl = "{house}"\nformat = "flat"\ndefault = true\n')
+    return root
+
+
+def uv(root: Path, env: dict[str, str], *args: str) -> str:
+    proc = subprocess.run([venvs.uv_bin(), *args], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, **env})
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr
+
+
+def synced(root: Path, house: Path, env: dict[str, str], toypkg: str = "==1.0") -> Path:
+    project(root, house, toypkg)
+    uv(root, env, "lock", "--offline", "--python", os.path.realpath(venvs.sys.executable))
+    uv(root, env, "sync", "--offline", "--python", os.path.realpath(venvs.sys.executable))
+    return root / ".venv"
+
+
+def core(venv: Path) -> Path:
+    return venvs.site_packages_of(venv) / "toypkg/core.py"
+
+
+def edit_through_link(venv: Path) -> None:
+    with open(core(venv), "a") as f:  # in place: the cache's archive shares the inode
+        f.write(EDIT)
+    assert os.stat(core(venv)).st_nlink > 1
+
+
+def test_default_audit_names_an_old_versions_edited_archive_after_an_upgrade(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    env = env_for(tmp_path, cache)
+    venv = synced(tmp_path / "proj", house, env)
+    edit_through_link(venv)
+    project(tmp_path / "proj", house, "==2.0")
+    uv(tmp_path / "proj", env, "lock", "--offline")
+    uv(tmp_path / "proj", env, "sync", "--offline")
+    assert "EDIT" not in core(venv).read_text()
+    # What uv does with the old archive: a second project synced from this cache gets the edit.
+    other = synced(tmp_path / "proj-b", house, env)
+    assert EDIT in core(other).read_text()
+    report = audit_json(venv, env=env)  # no --uv-cache: uv's cache as UV_CACHE_DIR names it
+    archives = [d for d in report["drifts"] if d["kind"] == "cache-modified"]
+    assert [(d["distribution"]["name"], d["distribution"]["version"]) for d in archives] == [("toypkg", "1.0")]
+    assert archives[0]["remedy"].startswith("uv cache clean") and "toypkg" in archives[0]["remedy"]
