@@ -87,3 +87,51 @@ def test_default_audit_names_an_old_versions_edited_archive_after_an_upgrade(tmp
     archives = [d for d in report["drifts"] if d["kind"] == "cache-modified"]
     assert [(d["distribution"]["name"], d["distribution"]["version"]) for d in archives] == [("toypkg", "1.0")]
     assert archives[0]["remedy"].startswith("uv cache clean") and "toypkg" in archives[0]["remedy"]
+
+
+def guard(venv: Path, env: dict[str, str], cwd: Path, *command: str, args: tuple[str, ...] = ()) -> tuple[int, dict]:
+    proc = cli("guard", "--venv", str(venv), "--format", "json", *args, "--", *command, env=env, cwd=str(cwd))
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_sync_reinstall_package_from_a_local_index_links_the_edited_archive_back(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    env = env_for(tmp_path, cache)
+    root = tmp_path / "proj"
+    venv = synced(root, house, env)
+    edit_through_link(venv)
+    command = (venvs.uv_bin(), "sync", "--offline", "--reinstall-package", "toypkg")
+    code, refused = guard(venv, env, root, *command, args=("--wheels", str(house)))
+    assert code == 2 and not refused["ran"]
+    assert any("debug code back" in r["reason"] for r in refused["refused"])
+    predictions = {p["kind"]: p for p in refused["predictions"]}
+    assert predictions["modified"]["prediction"] == "SURVIVES"  # the refusal and the prediction agree
+    code, report = guard(venv, env, root, *command, args=("--wheels", str(house), "--force"))
+    # What uv did: the venv's file is still the cache's edited one.
+    assert EDIT in core(venv).read_text() and os.stat(core(venv)).st_nlink > 1
+    by_kind = {p["kind"]: p for p in report["predictions"]}
+    assert (by_kind["modified"]["prediction"], by_kind["modified"]["outcome"]) == ("SURVIVES", "survived")
+    archive = by_kind["cache-modified"]
+    assert (archive["prediction"], archive["outcome"], archive["held"]) == ("SURVIVES", "survived", True)
+    assert EDIT in (Path(archive["path"]) / "toypkg/core.py").read_text()
+    assert report["summary"]["failed"] == 0 and code == 0
+
+
+def test_sync_after_a_lock_upgrade_reinstalls_what_the_lock_changed(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    env = env_for(tmp_path, cache)
+    root = tmp_path / "proj"
+    venv = synced(root, house, env)
+    site = venvs.site_packages_of(venv)
+    os.unlink(site / "otherpkg/__init__.py")  # a drift of a distribution the lock keeps as it is
+    project(root, house, "==2.0")
+    uv(root, env, "lock", "--offline")  # the lock moves on; the venv does not, yet
+    code, report = guard(venv, env, root, venvs.uv_bin(), "sync", "--offline", args=("--force",))
+    assert report["command"]["reinstalls"] == ["toypkg"]
+    moves = {v["name"]: v for v in report["versions"]}
+    assert (moves["toypkg"]["before"], moves["toypkg"]["after"], moves["toypkg"]["asked"]) == ("1.0", "2.0", True)
+    other = {p["relpath"]: p for p in report["predictions"]}["otherpkg/__init__.py"]
+    assert (other["prediction"], other["outcome"]) == ("SURVIVES", "survived")  # uv sync left otherpkg as it was
+    assert not (site / "otherpkg/__init__.py").exists()
+    assert report["summary"]["failed"] == 0

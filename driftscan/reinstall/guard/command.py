@@ -65,6 +65,8 @@ class Recognised:
     upgrade_packages: tuple[str, ...] = ()  # uv's --upgrade-package NAME
     no_deps: bool = False
     no_cache: bool = False  # uv --no-cache: a temporary cache, every wheel unpacked afresh
+    offline: bool = False  # uv --offline / UV_OFFLINE: served from uv's cache, nothing fetched again
+    exact: bool = False  # uv sync with its lock read: installed distributions it does not name are removed
     source: str | None = None  # as --from takes it: a .whl path, a directory, "index"; None: as installed
     source_why: str = ""
     wheel_dirs: tuple[str, ...] = ()  # local directories the command installs from (originals may be there)
@@ -86,6 +88,8 @@ class Recognised:
             return Change.REINSTALL
         wanted = [r for r in self.requested if r.name == name]
         if not wanted:
+            if self.exact:
+                return Change.REINSTALL  # uv sync removes what its lock does not list: every file goes
             return Change.MAYBE if name in self.upgrade_packages else Change.NONE
         if self.forced:
             return Change.REINSTALL
@@ -388,13 +392,22 @@ def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
         elif "--active" not in keys:
             root = os.path.abspath(project) if project else cwd
             environment, why = os.path.join(root, ".venv"), "uv sync installs into the project's .venv"
-        return Recognised(Tool.UV_SYNC, forced="--reinstall" in keys, reinstall_all="--reinstall" in keys,
+        from .uvlock import project_root, read_lock
+
+        found = project_root(os.path.abspath(project) if project else cwd)
+        lock = read_lock(found) if found else None
+        exact = lock is not None and lock.path is not None and not upgrade_packages and not {"-U", "--upgrade"} & keys
+        return Recognised(Tool.UV_SYNC, tuple(Requested(p.name, p.version) for p in lock.packages) if exact and lock
+                          else (), forced="--reinstall" in keys, reinstall_all="--reinstall" in keys,
                           reinstall_packages=reinstall_packages, upgrade_packages=upgrade_packages,
                           upgrade="-U" in keys or "--upgrade" in keys, no_cache=no_cache, source="index",
-                          source_why="uv sync installs from the lock file's index", environment=environment,
-                          environment_why=why,
-                          notes=("uv sync installs what the lock file says and removes what it does not list: "
-                                 "which distributions change is not known before it runs",))
+                          offline="--offline" in keys or env.get("UV_OFFLINE", "").lower() in ("1", "true", "yes"),
+                          exact=exact, source_why="uv sync installs from the lock file's index",
+                          environment=environment, environment_why=why,
+                          notes=(lock.note if lock and lock.note and exact else
+                                 "uv sync installs what the lock file says and removes what it does not list: "
+                                 "which distributions change is not known before it runs"
+                                 + (f" ({lock.note})" if lock and lock.note else ""),))
     return Recognised(Tool.OTHER, notes=(f"uv {' '.join(args[:2])}: not an install guard knows",))
 
 
