@@ -135,3 +135,22 @@ def test_sync_after_a_lock_upgrade_reinstalls_what_the_lock_changed(tmp_path, ho
     assert (other["prediction"], other["outcome"]) == ("SURVIVES", "survived")  # uv sync left otherpkg as it was
     assert not (site / "otherpkg/__init__.py").exists()
     assert report["summary"]["failed"] == 0
+
+
+def test_plan_reinstalls_a_uv_projects_environment_with_uv_sync(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    env = env_for(tmp_path, cache)
+    root = tmp_path / "proj"
+    venv = synced(root, house, env)
+    edit_through_link(venv)
+    proc = cli("plan", "--reinstall", "toypkg", "--venv", str(venv), "--format", "json", env=env)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    commands = [s["command"] for s in json.loads(proc.stdout)["steps"] if s.get("command")]
+    reinstall = f"uv sync --project {root} --reinstall-package toypkg"
+    assert reinstall in commands and not any("uv pip install" in c for c in commands)
+    clean = next(c for c in commands if c.startswith("uv cache clean"))
+    assert commands.index(clean) < commands.index(reinstall)
+    # The plan's command, run: with the cache cleaned first, uv sync gives the venv the original.
+    uv(root, env, *clean.split()[1:])
+    uv(root, env, *reinstall.split()[1:], "--offline")
+    assert core(venv).read_text() == V1["toypkg/core.py"]
