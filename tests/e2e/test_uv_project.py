@@ -154,3 +154,59 @@ def test_plan_reinstalls_a_uv_projects_environment_with_uv_sync(tmp_path, house)
     uv(root, env, *clean.split()[1:])
     uv(root, env, *reinstall.split()[1:], "--offline")
     assert core(venv).read_text() == V1["toypkg/core.py"]
+
+
+@pytest.mark.parametrize("inside", [True, False])
+def test_a_moved_archive_directory_is_followed_inside_the_cache_only(tmp_path, house, inside):
+    cache = tmp_path / "uv-cache"
+    env = env_for(tmp_path, cache)
+    first = venvs.make_uv_venv(tmp_path / "a", cache)
+    venvs.uv_install(first, cache, "--no-index", "--find-links", str(house), "toypkg==1.0")
+    edit_through_link(first)
+    moved = (cache / "store") if inside else (tmp_path / "other-disk" / "archive-v0")
+    moved.parent.mkdir(exist_ok=True)
+    os.rename(cache / "archive-v0", moved)
+    os.symlink(moved, cache / "archive-v0")
+    second = venvs.make_uv_venv(tmp_path / "b", cache)
+    venvs.uv_install(second, cache, "--no-index", "--find-links", str(house), "toypkg==1.0")
+    assert EDIT in core(second).read_text()  # uv follows the link: the new venv gets the edit
+    proc = cli("audit", "--venv", str(second), "--uv-cache", str(cache), "--format", "json", env=env)
+    report = json.loads(proc.stdout)
+    archives = [d for d in report["drifts"] if d["kind"] == "cache-modified"]
+    not_checked = [e for e in report["errors"] if "not checked" in e["message"]]
+    if inside:
+        assert [d["distribution"]["name"] for d in archives] == ["toypkg"] and not not_checked
+    else:
+        assert archives == [] and [e["path"] for e in not_checked] == [str(cache / "archive-v0")]
+        assert proc.returncode & 2 and str(moved) in not_checked[0]["message"]  # bit 2: not all checked
+
+
+@pytest.mark.network
+def test_sync_reinstall_package_from_the_registry_fetches_into_a_new_archive(tmp_path):
+    """The package registry over HTTP: uv sync --reinstall-package fetches the wheel again, unpacks it
+    into a new archive and repoints its index there; the old archive stays, edited."""
+    from tests.conftest import skip_or_fail_without_network
+
+    cache = tmp_path / "uv-cache"
+    env = {**env_for(tmp_path, cache), "UV_OFFLINE": "0"}
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "proj"\nversion = "0.1"\nrequires-python = ">=3.8"\n'
+                                         'dependencies = ["six==1.16.0"]\n\n[tool.uv]\npackage = false\n')
+    proc = subprocess.run([venvs.uv_bin(), "sync", "--python", os.path.realpath(venvs.sys.executable)], cwd=root,
+                          capture_output=True, text=True, env={**os.environ, **env})
+    if proc.returncode != 0:
+        skip_or_fail_without_network(f"uv sync from the package registry failed: {proc.stderr[-300:]}")
+    six = venvs.site_packages_of(root / ".venv") / "six.py"
+    with open(six, "a") as f:
+        f.write(EDIT)
+    code, report = guard(root / ".venv", env, root, venvs.uv_bin(), "sync", "--reinstall-package", "six",
+                         args=("--force",))
+    assert EDIT not in six.read_text()  # what uv did: a fresh copy in the venv
+    by_kind = {p["kind"]: p for p in report["predictions"]}
+    assert (by_kind["modified"]["prediction"], by_kind["modified"]["outcome"]) == ("WIPED", "wiped")
+    archive = by_kind["cache-modified"]
+    assert EDIT in (Path(archive["path"]) / "six.py").read_text()  # the old archive keeps the edit
+    assert (archive["prediction"], archive["outcome"], archive["held"]) == ("SURVIVES", "survived", True)
+    assert not any("debug code back" in r["reason"] for r in report["refused"])
+    assert report["summary"]["failed"] == 0

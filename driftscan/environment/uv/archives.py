@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ...caches.racy import settled_stat
 from ...caches.statcache import _read_framed, _write_framed, signature
-from .cache import IndexedArchive, index_roots, indexed_archives, list_archives, MAX_ARCHIVES
+from .cache import IndexedArchive, index_roots, indexed_archives, links_out, list_archives, within, MAX_ARCHIVES
 from ...fs.reader import LIMITS, os_error, read_regular_stat
 from ...core.values import Area, Distribution, DriftKind, FileCheck, Problem
 from ...formats.record import parse_record
@@ -267,11 +267,20 @@ def audit_archives(cache_dir: str, archives: Iterable[str] | None = None, stat_c
                                               "not checked"))
     else:
         chosen = sorted(set(archives))
+    for link, target in links_out(cache_dir) if archives is None else ():
+        errors.append(Problem(link, f"uv cache archive not checked: a symlink out of the cache (to {target}); uv "
+                                    "installs from it, driftscan does not follow it (name that directory with "
+                                    "--uv-cache to check it)"))
     checks: list[FileCheck] = []
     files = 0
     for archive in chosen:
         try:
-            if not stat.S_ISDIR(os.lstat(archive).st_mode):
+            mode = os.lstat(archive).st_mode
+            if stat.S_ISLNK(mode) and not within(cache_dir, archive):
+                errors.append(Problem(archive, f"uv cache archive not checked: a symlink out of the cache (to "
+                                               f"{os.path.realpath(archive)}); not followed"))
+                continue
+            if not stat.S_ISDIR(mode) and not stat.S_ISLNK(mode):
                 errors.append(Problem(archive, "uv cache archive not checked: not a directory"))
                 continue
         except OSError as exc:
