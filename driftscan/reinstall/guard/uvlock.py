@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass
 
 from ...fs.reader import read_regular
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
 
 LOCK_MAX = 32 << 20  # a lock file of a very large project is a few MB
 LOCK_PACKAGES_MAX = 100_000
@@ -78,7 +79,8 @@ def read_lock(project: str) -> LockRead:
     for pkg in packages[:LOCK_PACKAGES_MAX]:
         if not isinstance(pkg, dict) or not isinstance(pkg.get("name"), str) or not _NAME.match(pkg["name"]):
             continue
-        source = pkg.get("source") if isinstance(pkg.get("source"), dict) else {}
+        source = pkg.get("source")
+        source = source if isinstance(source, dict) else {}
         version = pkg.get("version")
         local = any(k in source for k in _LOCAL_SOURCES)
         version = version if isinstance(version, str) and _VERSION.match(version) and not local else None
