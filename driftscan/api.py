@@ -175,7 +175,11 @@ def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache:
         note = unchecked_note(cache_dir, unfound, exists=True)
         notes = [note] if note else []
         if not archives:
-            return verification, notes
+            from .environment.uv.archives import links_out_problems
+
+            moved = links_out_problems(cache_dir, top_only=True)  # archive-v0 moved out: say so
+            return (dataclasses.replace(verification, errors=verification.errors + moved) if moved
+                    else verification), notes
     from .caches.statcache import user_cache_dir
 
     from .environment.uv.archives import CleanArchives

@@ -210,3 +210,18 @@ def test_sync_reinstall_package_from_the_registry_fetches_into_a_new_archive(tmp
     assert (archive["prediction"], archive["outcome"], archive["held"]) == ("SURVIVES", "survived", True)
     assert not any("debug code back" in r["reason"] for r in report["refused"])
     assert report["summary"]["failed"] == 0
+
+
+def test_a_default_audit_says_uvs_archive_directory_leads_out_of_the_cache(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    env = env_for(tmp_path, cache)
+    venv = venvs.make_uv_venv(tmp_path / "a", cache)
+    venvs.uv_install(venv, cache, "--no-index", "--find-links", str(house), "toypkg==1.0")
+    moved = tmp_path / "other-disk" / "archive-v0"
+    moved.parent.mkdir()
+    os.rename(cache / "archive-v0", moved)
+    os.symlink(moved, cache / "archive-v0")
+    proc = cli("audit", "--venv", str(venv), "--format", "json", env=env)  # the cache UV_CACHE_DIR names
+    report = json.loads(proc.stdout)
+    assert [e["path"] for e in report["errors"] if "not checked" in e["message"]] == [str(cache / "archive-v0")]
+    assert proc.returncode == 2  # not everything was checked

@@ -249,6 +249,13 @@ def _audit_archive(archive: str, stat_cache, index: Sequence[IndexedArchive],
     return check, problem, checked
 
 
+def links_out_problems(cache_dir: str, top_only: bool = False) -> tuple[Problem, ...]:
+    """An error for each archive directory of the cache that is a symlink leading out of it."""
+    return tuple(Problem(link, f"uv cache archive not checked: a symlink out of the cache (to {target}); uv "
+                               "installs from it, driftscan does not follow it (name that directory with "
+                               "--uv-cache to check it)") for link, target in links_out(cache_dir, top_only=top_only))
+
+
 def audit_archives(cache_dir: str, archives: Iterable[str] | None = None, stat_cache=None,
                    index: Sequence[IndexedArchive] = (), clean: CleanArchives | None = None) -> CacheAudit:
     """Audit the archives of uv's cache at ``cache_dir``: ``archives`` (paths inside it), or every
@@ -267,10 +274,7 @@ def audit_archives(cache_dir: str, archives: Iterable[str] | None = None, stat_c
                                               "not checked"))
     else:
         chosen = sorted(set(archives))
-    for link, target in links_out(cache_dir) if archives is None else ():
-        errors.append(Problem(link, f"uv cache archive not checked: a symlink out of the cache (to {target}); uv "
-                                    "installs from it, driftscan does not follow it (name that directory with "
-                                    "--uv-cache to check it)"))
+    errors += links_out_problems(cache_dir, top_only=archives is not None)
     checks: list[FileCheck] = []
     files = 0
     for archive in chosen:

@@ -158,9 +158,10 @@ def list_archives(cache_dir: str, limit: int = MAX_ARCHIVES) -> tuple[list[str],
     return sorted(found), False
 
 
-def links_out(cache_dir: str, limit: int = MAX_ARCHIVES) -> list[tuple[str, str]]:
+def links_out(cache_dir: str, limit: int = MAX_ARCHIVES, top_only: bool = False) -> list[tuple[str, str]]:
     """(link, where it leads) for each ``archive-v*`` directory or ``archive-v*/<id>`` of the cache
-    that is a symlink leading out of it (or dangling): uv follows it, driftscan does not."""
+    that is a symlink leading out of it (or dangling): uv follows it, driftscan does not.
+    ``top_only``: the ``archive-v*`` directories alone (one listing of the cache's top)."""
     out: list[tuple[str, str]] = []
     seen = 0
     try:
@@ -174,6 +175,8 @@ def links_out(cache_dir: str, limit: int = MAX_ARCHIVES) -> list[tuple[str, str]
                 out.append((top.path, os.path.realpath(top.path)))
                 continue
         elif not top.is_dir(follow_symlinks=False):
+            continue
+        if top_only:
             continue
         try:
             with os.scandir(top.path) as ids:
