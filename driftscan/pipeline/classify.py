@@ -159,6 +159,13 @@ def uv_project_of(target: Target) -> str | None:
     return None
 
 
+def uv_cache_prune(cache_dir: str | None = None) -> str:
+    """``uv cache prune``: what removes an archive no entry of uv's wheel index names any more
+    (``uv cache clean NAME`` leaves it: measured, uv 0.13.9)."""
+    where = f" --cache-dir {shlex.quote(cache_dir)}" if cache_dir and not _is_uv_default(cache_dir) else ""
+    return f"uv cache prune{where}"
+
+
 def _then(note: str | None, command: str) -> str:
     return f"{note}: {command}" if note else command
 

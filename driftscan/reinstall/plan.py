@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..pipeline.classify import effective_installer, reinstall_parts, requirement, uv_cache_clean
+from ..pipeline.classify import effective_installer, reinstall_parts, requirement, uv_cache_clean, uv_cache_prune
 from ..environment.reinstall_source import (CacheEntry, Relink, ReinstallSource, SourceKind, cache_entry,
                                         confirmed, installed_source, mismatch, relink)
 from ..environment.target import site_packages_prefix
@@ -439,7 +439,8 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
                                        "its archive "
                                        "there differs from its own RECORD, and an install from the source it was "
                                        "unpacked for links the edit back",
-                                  command=uv_cache_clean(dist, drift.check.root)))
+                                  command=uv_cache_clean(dist, drift.check.root)
+                                  if drift.check.actual.get("index_entries") else uv_cache_prune(drift.check.root)))
             clean_step[dist.name] = len(steps)
     steps.append(PlanStep(step=f"reinstall {', '.join(plan.reinstall)} with {who}" + (f" ({note})" if note else ""),
                           command=reinstall))

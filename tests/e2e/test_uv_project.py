@@ -210,6 +210,11 @@ def test_sync_reinstall_package_from_the_registry_fetches_into_a_new_archive(tmp
     assert (archive["prediction"], archive["outcome"], archive["held"]) == ("SURVIVES", "survived", True)
     assert not any("debug code back" in r["reason"] for r in report["refused"])
     assert report["summary"]["failed"] == 0
+    # uv's index no longer names the old archive: `uv cache clean six` would leave it, prune removes it.
+    [left] = report["leftovers"]["uv_cache"]
+    assert left["command"].startswith("uv cache prune")
+    uv(root, env, *left["command"].split()[1:])
+    assert not Path(archive["path"]).exists()
 
 
 def test_a_default_audit_says_uvs_archive_directory_leads_out_of_the_cache(tmp_path, house):

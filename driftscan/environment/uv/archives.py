@@ -238,7 +238,9 @@ def _audit_archive(archive: str, stat_cache, index: Sequence[IndexedArchive],
     sources = [i.entry for i in index if i.archive == archive]
     via = (f"uv's wheel index links {len(sources)} source(s) to it ({sources[0]}" +
            (", …" if len(sources) > 1 else "") + "), so a new venv installed from that source gets the edit"
-           if sources else "a new venv that uv installs from this archive gets the edit")
+           if sources else "no entry of uv's wheel index names it (uv fetched the wheel again into a new archive, "
+           "or the index was cleaned): a new install does not link it, venvs still hard-linked to it share the edit, "
+           "and `uv cache clean NAME` leaves it; `uv cache prune` removes it")
     shared = f"; edited files have {links} hard links: venvs share them now" if links > 1 else ""
     evidence = (f"uv's cache archive of {name} {version} differs from its own RECORD: {named}; {via}{shared}. "
                 "A reinstall from a wheel file or with pip leaves the cache as it is")

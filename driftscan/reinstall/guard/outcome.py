@@ -14,7 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..checkpoint import CheckpointIndex
-from ...pipeline.classify import uv_cache_clean
+from ...environment.reinstall_source import cache_entry
+from ...pipeline.classify import uv_cache_clean, uv_cache_prune
 from ...core.errors import DriftscanError
 from ...fs.reader import open_regular, os_error
 from ...lint.artifacts import recheck
@@ -120,8 +121,6 @@ def _refetched(entries: Sequence[str], command: Recognised) -> bool:
 def _sync_outcome(drift: DriftOut | None, command: Recognised) -> tuple[str, str] | None:
     """What ``uv sync`` that reinstalls a distribution does to a file of it hard-linked to an edited
     archive of uv's cache: (status, reason), or None when not known here."""
-    from ...environment.reinstall_source import cache_entry
-
     link = _uv_link(drift)
     copy, cache_dir = (link.get("copy"), link.get("dir")) if link else (None, None)
     if drift is None or drift.distribution is None or not isinstance(copy, str) or not isinstance(cache_dir, str):
@@ -486,10 +485,14 @@ def leftovers(plan: Plan, after: Report, uv_cache: str | None) -> Leftovers:
         dist = Distribution(name=drift.distribution.name, version=drift.distribution.version, metadata_dir="",
                             site_packages="")
         cache_dir = link.get("dir") if link else None
+        cache_dir = cache_dir if isinstance(cache_dir, str) else uv_cache
+        # No index entry names the archive any more (uv fetched the wheel again into a new one):
+        # `uv cache clean NAME` leaves it, `uv cache prune` removes it.
+        indexed = cache_entry(cache_dir, copy, drift.distribution.name) is not None
         left.uv_cache.append(LeftArchive(distribution=drift.distribution.name, relpath=drift.relpath, edited_copy=copy,
                                          archive=_archive_of(copy),
-                                         command=uv_cache_clean(dist, cache_dir if isinstance(cache_dir, str)
-                                                                else uv_cache)))
+                                         command=uv_cache_clean(dist, cache_dir) if indexed
+                                         else uv_cache_prune(cache_dir)))
     left.added = sorted(d.path for d in after.drifts if d.kind.value == "added")
     return left
 
