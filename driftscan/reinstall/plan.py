@@ -435,10 +435,12 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
         dist = drift.check.distribution
         if drift.check.kind is DriftKind.CACHE_MODIFIED and dist is not None and normalize(dist.name) in chosen \
                 and _step_of(clean_step, dist.name) is None:
+            indexed = bool(drift.check.actual.get("index_entries"))
             steps.append(PlanStep(step=f"clean {dist.name} from uv's cache ({drift.check.root}) before the reinstall: "
-                                       "its archive "
-                                       "there differs from its own RECORD, and an install from the source it was "
-                                       "unpacked for links the edit back",
+                                       "its archive there differs from its own RECORD, and " +
+                                       ("an install from the source it was unpacked for links the edit back" if indexed
+                                        else "no index entry names it any more: uv cache prune removes it (uv cache "
+                                        "clean NAME leaves it)"),
                                   command=uv_cache_clean(dist, drift.check.root)
                                   if drift.check.actual.get("index_entries") else uv_cache_prune(drift.check.root)))
             clean_step[dist.name] = len(steps)
