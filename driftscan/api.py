@@ -159,7 +159,7 @@ def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache:
     if not cache_dir:
         return verification, []
     cache_dir = os.path.abspath(cache_dir)
-    from .pipeline.classify import uv_cache_clean
+    from .pipeline.classify import uv_cache_clean, uv_cache_prune
     from .environment.uv.archives import archives_of, audit_archives, unchecked_note, uv_installed
 
     notes = []
@@ -175,7 +175,11 @@ def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache:
         note = unchecked_note(cache_dir, unfound, exists=True)
         notes = [note] if note else []
         if not archives:
-            return verification, notes
+            from .environment.uv.archives import links_out_problems
+
+            moved = links_out_problems(cache_dir, top_only=True)  # archive-v0 moved out: say so
+            return (dataclasses.replace(verification, errors=verification.errors + moved) if moved
+                    else verification), notes
     from .caches.statcache import user_cache_dir
 
     from .environment.uv.archives import CleanArchives
@@ -187,7 +191,10 @@ def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache:
         stat_cache.save()
     if clean is not None:
         clean.save(found.archive_paths if archives is None else None)
-    checks = tuple(dataclasses.replace(c, remedy_hint=uv_cache_clean(c.distribution, cache_dir))  # type: ignore[arg-type]
+    # An archive no index entry names (uv fetched its wheel again into a new one) is left by
+    # `uv cache clean NAME`; `uv cache prune` removes it.
+    checks = tuple(dataclasses.replace(c, remedy_hint=uv_cache_clean(c.distribution, cache_dir)  # type: ignore[arg-type]
+                                       if c.actual.get("index_entries") else uv_cache_prune(cache_dir))
                    for c in found.checks)
     return dataclasses.replace(verification, checks=verification.checks + checks,
                                errors=verification.errors + found.errors), notes + list(found.skipped)

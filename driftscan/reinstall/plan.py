@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..pipeline.classify import effective_installer, reinstall_parts, requirement, uv_cache_clean
+from ..pipeline.classify import effective_installer, reinstall_parts, requirement, uv_cache_clean, uv_cache_prune
 from ..environment.reinstall_source import (CacheEntry, Relink, ReinstallSource, SourceKind, cache_entry,
                                         confirmed, installed_source, mismatch, relink)
 from ..environment.target import site_packages_prefix
@@ -468,27 +468,33 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
                               given_wheel=source.path if other and source else None)
     note, reinstall = reinstall_parts(target, chosen_dists, installer,
                                       [sources[normalize(d.name)] for d in chosen_dists] if source else ())
-    steps.append(PlanStep(step=f"reinstall {', '.join(plan.reinstall)} with {who}" + (f" ({note})" if note else ""),
-                          command=reinstall))
     for name, cache_dir in sorted(after_only.items()):
         dist = next(x for x in chosen_dists if x.name == name)
         where = f" ({cache_dir})" if cache_dir else ""
-        steps.append(PlanStep(step=f"then clean {name} from uv's cache{where}: the reinstall unpacks the wheel "
-                                   "afresh here, but the edited archive stays there and a later install from the "
-                                   "source it was unpacked for (other venvs too) links it back",
+        steps.append(PlanStep(step=f"clean {name} from uv's cache{where} before the reinstall: the reinstall "
+                                   "would unpack the wheel afresh here, but the edited archive would stay there and "
+                                   "a later install from the source it was unpacked for (other venvs too) links it "
+                                   "back",
                               command=uv_cache_clean(dist, cache_dir)))
         clean_step.setdefault(name, len(steps))
     # An edited archive of uv's cache that no venv file links to any more is a drift of its own
-    # (the cache audit's): the plan cleans it after the reinstall, so no later install links it back.
+    # (the cache audit's): the plan cleans it before the reinstall, which would link it back from the
+    # source it was unpacked for, and so no later install links it back either.
     for item, drift, _, _ in pending:
         dist = drift.check.distribution
         if drift.check.kind is DriftKind.CACHE_MODIFIED and dist is not None and normalize(dist.name) in chosen \
                 and _step_of(clean_step, dist.name) is None:
-            steps.append(PlanStep(step=f"then clean {dist.name} from uv's cache ({drift.check.root}): its archive "
-                                       "there differs from its own RECORD, and an install from the source it was "
-                                       "unpacked for links the edit back",
-                                  command=uv_cache_clean(dist, drift.check.root)))
+            indexed = bool(drift.check.actual.get("index_entries"))
+            steps.append(PlanStep(step=f"clean {dist.name} from uv's cache ({drift.check.root}) before the reinstall: "
+                                       "its archive there differs from its own RECORD, and " +
+                                       ("an install from the source it was unpacked for links the edit back" if indexed
+                                        else "no index entry names it any more: uv cache prune removes it (uv cache "
+                                        "clean NAME leaves it)"),
+                                  command=uv_cache_clean(dist, drift.check.root)
+                                  if drift.check.actual.get("index_entries") else uv_cache_prune(drift.check.root)))
             clean_step[dist.name] = len(steps)
+    steps.append(PlanStep(step=f"reinstall {', '.join(plan.reinstall)} with {who}" + (f" ({note})" if note else ""),
+                          command=reinstall))
     faster = _restore_alternative(drifts, chosen_dists, chosen, target, plan.estimate, originals, other)
     if faster is not None:
         steps.append(faster)

@@ -142,3 +142,35 @@ def test_archives_of_uv_installed_distributions(cache):
     note = a.unchecked_note(str(cache), unfound, exists=True)
     assert "has no archive in its wheel index for them" in note.message and "lost 2.0" in note.message
     assert a.unchecked_note(str(cache), [], exists=True) is None
+
+
+def test_an_archive_directory_linked_inside_the_cache_is_followed(cache):
+    root = archive(cache, "A1")
+    (root / "demo/core.py").write_text("X = 2  # edited\n")
+    os.rename(cache / "archive-v0", cache / "moved")
+    os.symlink("moved", cache / "archive-v0")
+    result = a.audit_archives(str(cache))
+    assert [c.path for c in result.checks] == [str(cache / "archive-v0/A1")] and result.errors == ()
+
+
+def test_an_archive_linked_inside_the_cache_is_followed(cache):
+    root = archive(cache, "A1")
+    (root / "demo/core.py").write_text("X = 2  # edited\n")
+    os.rename(root, cache / "elsewhere-A1")
+    os.symlink("../elsewhere-A1", root)
+    [check] = a.audit_archives(str(cache)).checks
+    assert check.path == str(root) and check.actual["edited"][0]["path"] == "demo/core.py"
+
+
+@pytest.mark.parametrize("which", ["archive-v0", "archive-v0/A1"])
+def test_a_link_out_of_the_cache_is_not_followed_and_said(cache, tmp_path, which):
+    root = archive(cache, "A1")
+    (root / "demo/core.py").write_text("X = 2  # edited\n")
+    outside = tmp_path / "other-disk" / "x"
+    outside.parent.mkdir()
+    os.rename(cache / which, outside)
+    os.symlink(outside, cache / which)
+    result = a.audit_archives(str(cache))
+    assert result.checks == ()
+    assert [e.path for e in result.errors] == [str(cache / which)]
+    assert "not checked" in result.errors[0].message and str(outside) in result.errors[0].message

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 
@@ -239,8 +240,14 @@ def test_plan_from_a_wheel_file_predicts_the_fresh_unpack_and_says_how_it_was_to
     commands = [s.command for s in result.steps if s.command]
     reinstall = f"uv pip install --python {venv} --reinstall --no-deps {wheel}"
     assert reinstall in commands
-    # The edited archive stays in uv's cache: cleaning it comes after the reinstall, not before.
-    assert commands.index(f"uv cache clean --cache-dir {cache} six") > commands.index(reinstall)
+    # The edited archive would stay in uv's cache: the plan cleans it, in the order the steps run (first),
+    # and every step a reason names comes before the reinstall it says it prepares.
+    clean = commands.index(f"uv cache clean --cache-dir {cache} six")
+    assert clean < commands.index(reinstall)
+    numbered = [s.command for s in result.steps]
+    for item in result.items:
+        for n in re.findall(r"step (\d+) \(`", item.reason):
+            assert int(n) - 1 < numbered.index(reinstall), item.reason
     assert "uv unpacking the wheel" in result.estimate.basis
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ...caches.racy import settled_stat
 from ...caches.statcache import _read_framed, _write_framed, signature
-from .cache import IndexedArchive, index_roots, indexed_archives, list_archives, MAX_ARCHIVES
+from .cache import IndexedArchive, index_roots, indexed_archives, links_out, list_archives, within, MAX_ARCHIVES
 from ...fs.reader import LIMITS, os_error, read_regular_stat
 from ...core.values import Area, Distribution, DriftKind, FileCheck, Problem
 from ...formats.record import parse_record
@@ -238,7 +238,9 @@ def _audit_archive(archive: str, stat_cache, index: Sequence[IndexedArchive],
     sources = [i.entry for i in index if i.archive == archive]
     via = (f"uv's wheel index links {len(sources)} source(s) to it ({sources[0]}" +
            (", …" if len(sources) > 1 else "") + "), so a new venv installed from that source gets the edit"
-           if sources else "a new venv that uv installs from this archive gets the edit")
+           if sources else "no entry of uv's wheel index names it (uv fetched the wheel again into a new archive, "
+           "or the index was cleaned): a new install does not link it, venvs still hard-linked to it share the edit, "
+           "and `uv cache clean NAME` leaves it; `uv cache prune` removes it")
     shared = f"; edited files have {links} hard links: venvs share them now" if links > 1 else ""
     evidence = (f"uv's cache archive of {name} {version} differs from its own RECORD: {named}; {via}{shared}. "
                 "A reinstall from a wheel file or with pip leaves the cache as it is")
@@ -247,6 +249,13 @@ def _audit_archive(archive: str, stat_cache, index: Sequence[IndexedArchive],
                       {"type": "directory", "edited": edited, "index_entries": sources, "links": links},
                       evidence, area=Area.EXTERNAL)
     return check, problem, checked
+
+
+def links_out_problems(cache_dir: str, top_only: bool = False) -> tuple[Problem, ...]:
+    """An error for each archive directory of the cache that is a symlink leading out of it."""
+    return tuple(Problem(link, f"uv cache archive not checked: a symlink out of the cache (to {target}); uv "
+                               "installs from it, driftscan does not follow it (name that directory with "
+                               "--uv-cache to check it)") for link, target in links_out(cache_dir, top_only=top_only))
 
 
 def audit_archives(cache_dir: str, archives: Iterable[str] | None = None, stat_cache=None,
@@ -267,11 +276,17 @@ def audit_archives(cache_dir: str, archives: Iterable[str] | None = None, stat_c
                                               "not checked"))
     else:
         chosen = sorted(set(archives))
+    errors += links_out_problems(cache_dir, top_only=archives is not None)
     checks: list[FileCheck] = []
     files = 0
     for archive in chosen:
         try:
-            if not stat.S_ISDIR(os.lstat(archive).st_mode):
+            mode = os.lstat(archive).st_mode
+            if stat.S_ISLNK(mode) and not within(cache_dir, archive):
+                errors.append(Problem(archive, f"uv cache archive not checked: a symlink out of the cache (to "
+                                               f"{os.path.realpath(archive)}); not followed"))
+                continue
+            if not stat.S_ISDIR(mode) and not stat.S_ISLNK(mode):
                 errors.append(Problem(archive, "uv cache archive not checked: not a directory"))
                 continue
         except OSError as exc:
@@ -297,9 +312,11 @@ def uv_installed(distributions: Iterable[Distribution]) -> list[Distribution]:
 def archives_of(cache_dir: str | None, distributions: Iterable[Distribution],
                 linked: Iterable[str] = ()) -> tuple[list[str], list[IndexedArchive], list[Distribution]]:
     """The archives a venv's uv-installed distributions came from or would be reinstalled from: every
-    archive uv's wheel index names for each name and version (the registry, an index, find-links, a
-    URL, a wheel file), plus ``linked`` (archives a drifted file was found hard-linked to); and the
-    uv-installed distributions for which the index names none (their cache copies go unchecked)."""
+    archive uv's wheel index names for each name, in any version (the registry, an index,
+    find-links, a URL, a wheel file: an older version's edited archive outlives an upgrade, and a
+    downgrade or another project installs it), plus ``linked`` (archives a drifted file was found
+    hard-linked to); and the uv-installed distributions for which the index names no archive of
+    the installed version (their cache copies go unchecked)."""
     found: dict[str, None] = {}
     index: list[IndexedArchive] = []
     unfound: list[Distribution] = []
@@ -307,8 +324,8 @@ def archives_of(cache_dir: str | None, distributions: Iterable[Distribution],
     if cache_dir and wanted:
         roots = index_roots(cache_dir)
         for dist in wanted:
-            hits = indexed_archives(cache_dir, dist.name, dist.version, roots)
-            if not hits:
+            hits = indexed_archives(cache_dir, dist.name, None, roots)
+            if not any(os.path.basename(h.entry).startswith(f"{dist.version}-") for h in hits):
                 unfound.append(dist)
             for hit in hits:
                 index.append(hit)

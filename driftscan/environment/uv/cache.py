@@ -102,18 +102,35 @@ def default_virtualenv_app_data(env: dict[str, str] | None = None) -> str | None
 # ``wheels-v8/pypi/<name>/<version>-<tag>`` (the registry) or ``wheels-v8/<index|url|path>/<hash>/
 # <name>/<version>-<tag>`` (other indexes, find-links, URLs, wheel files). The suffixes change between
 # uv releases, so they are matched by pattern. Everything here is the cache's: listings are
-# bounded, no symlink is followed except the index's into this cache's own archive directories.
+# bounded, no symlink is followed except the index's into this cache's own archive directories,
+# and an ``archive-v*`` directory or ``archive-v*/<id>`` that is itself a symlink (uv follows it, as
+# the OS resolves its index's links) only when it resolves inside the cache directory named; one
+# leading out of it is not followed and is listed as not checked (``links_out``).
 
 MAX_ARCHIVES = 100_000  # archive directories listed for an audit of the whole cache
 MAX_SOURCES = 4_096  # <hash> directories of one wheels-v*/<kind>/ looked at per distribution
 
 
+def within(cache_dir: str, path: str) -> bool:
+    """Whether ``path`` resolves (symlinks followed) to a directory strictly inside ``cache_dir``."""
+    real_root, real = os.path.realpath(cache_dir), os.path.realpath(path)
+    return real.startswith(real_root.rstrip(os.sep) + os.sep) and os.path.isdir(real)
+
+
+def _dir_in_cache(cache_dir: str, entry: os.DirEntry) -> bool:
+    """A real directory, or a symlink to a directory inside the cache (uv follows it too)."""
+    if entry.is_dir(follow_symlinks=False):
+        return True
+    return entry.is_symlink() and within(cache_dir, entry.path)
+
+
 def _versioned(cache_dir: str, stem: str) -> list[str]:
-    """``<cache>/<stem>-v<N>`` directories (real directories, not symlinks), newest format first."""
+    """``<cache>/<stem>-v<N>`` directories (real directories, or symlinks to directories inside the
+    cache), newest format first."""
     try:
         with os.scandir(cache_dir) as entries:
             found = [e.path for e in entries if e.name.startswith(stem + "-v") and e.name[len(stem) + 2:].isdigit()
-                     and e.is_dir(follow_symlinks=False)]
+                     and _dir_in_cache(cache_dir, e)]
     except OSError:
         return []
     return sorted(found, key=lambda p: -int(p.rsplit("-v", 1)[1]))
@@ -125,8 +142,8 @@ def archive_dirs(cache_dir: str) -> list[str]:
 
 
 def list_archives(cache_dir: str, limit: int = MAX_ARCHIVES) -> tuple[list[str], bool]:
-    """Every archive directory of the cache (``archive-v*/<id>``, real directories), sorted, and
-    whether the listing stopped at ``limit``."""
+    """Every archive directory of the cache (``archive-v*/<id>``: real directories, or symlinks to
+    directories inside the cache), sorted, and whether the listing stopped at ``limit``."""
     found: list[str] = []
     for root in archive_dirs(cache_dir):
         try:
@@ -134,11 +151,44 @@ def list_archives(cache_dir: str, limit: int = MAX_ARCHIVES) -> tuple[list[str],
                 for entry in ids:
                     if len(found) >= limit:
                         return sorted(found), True
-                    if entry.is_dir(follow_symlinks=False):
+                    if _dir_in_cache(cache_dir, entry):
                         found.append(entry.path)
         except OSError:
             continue
     return sorted(found), False
+
+
+def links_out(cache_dir: str, limit: int = MAX_ARCHIVES, top_only: bool = False) -> list[tuple[str, str]]:
+    """(link, where it leads) for each ``archive-v*`` directory or ``archive-v*/<id>`` of the cache
+    that is a symlink leading out of it (or dangling): uv follows it, driftscan does not.
+    ``top_only``: the ``archive-v*`` directories alone (one listing of the cache's top)."""
+    out: list[tuple[str, str]] = []
+    seen = 0
+    try:
+        with os.scandir(cache_dir) as entries:
+            tops = [e for e in entries if e.name.startswith("archive-v") and e.name[len("archive-v"):].isdigit()]
+    except OSError:
+        return out
+    for top in tops:
+        if top.is_symlink():
+            if not within(cache_dir, top.path):
+                out.append((top.path, os.path.realpath(top.path)))
+                continue
+        elif not top.is_dir(follow_symlinks=False):
+            continue
+        if top_only:
+            continue
+        try:
+            with os.scandir(top.path) as ids:
+                for entry in ids:
+                    seen += 1
+                    if seen > limit:
+                        return out
+                    if entry.is_symlink() and not within(cache_dir, entry.path):
+                        out.append((entry.path, os.path.realpath(entry.path)))
+        except OSError:
+            continue
+    return out
 
 
 def _norm(name: str) -> str:
@@ -158,9 +208,10 @@ def _archive_of(cache_dir: str, link: str, roots: list[str]) -> str | None:
     if parent not in roots or os.path.basename(target) in ("", ".", ".."):
         return None
     try:
-        return target if stat.S_ISDIR(os.lstat(target).st_mode) else None
+        mode = os.lstat(target).st_mode
     except OSError:
         return None
+    return target if stat.S_ISDIR(mode) or (stat.S_ISLNK(mode) and within(cache_dir, target)) else None
 
 
 @dataclass(frozen=True)
@@ -191,15 +242,16 @@ def index_roots(cache_dir: str) -> list[str]:
     return roots
 
 
-def indexed_archives(cache_dir: str | None, name: str, version: str,
+def indexed_archives(cache_dir: str | None, name: str, version: str | None,
                      roots: list[str] | None = None) -> list[IndexedArchive]:
     """The archives uv's wheel index names for ``name`` ``version`` (every source: the registry,
     other indexes, find-links, URLs, wheel files): what a new install of it links from.
-    ``roots``: ``index_roots(cache_dir)``, when the caller looks up several distributions."""
+    ``version`` None: every version the index holds. ``roots``: ``index_roots(cache_dir)``, when
+    the caller looks up several distributions."""
     if not cache_dir:
         return []
     archive_roots = [os.path.normpath(r) for r in archive_dirs(cache_dir)]
-    wanted, prefix = _norm(name), f"{version}-"
+    wanted, prefix = _norm(name), (f"{version}-" if version is not None else "")
     out: list[IndexedArchive] = []
     for root in index_roots(cache_dir) if roots is None else roots:
         try:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from ...fs.reader import read_regular
 from .interpreter import Resolved, interpreter_environment, script_environment, which
 from .pipoptions import PIP_FLAGS, PIP_SHORT_FLAGS, PIP_SHORT_VALUES, PIP_VALUES, configured, expand
+from .uvlock import project_root, read_lock
 from .uvoptions import settings as uv_settings
 
 REQUIREMENTS_MAX = 4 << 20  # a requirements file is a list of names, not a data set
@@ -72,6 +73,8 @@ class Recognised:
     upgrade_packages: tuple[str, ...] = ()  # uv's --upgrade-package NAME
     no_deps: bool = False
     no_cache: bool = False  # uv --no-cache: a temporary cache, every wheel unpacked afresh
+    offline: bool = False  # uv --offline / UV_OFFLINE: served from uv's cache, nothing fetched again
+    exact: bool = False  # uv sync with its lock read: installed distributions it does not name are removed
     source: str | None = None  # as --from takes it: a .whl path, a directory, "index"; None: as installed
     source_why: str = ""
     wheel_dirs: tuple[str, ...] = ()  # local directories the command installs from (originals may be there)
@@ -94,6 +97,8 @@ class Recognised:
             return Change.REINSTALL
         wanted = [r for r in self.requested if r.name == name]
         if not wanted:
+            if self.exact:
+                return Change.REINSTALL  # uv sync removes what its lock does not list: every file goes
             return Change.MAYBE if name in self.upgrade_packages else Change.NONE
         if self.forced:
             return Change.REINSTALL
@@ -466,15 +471,6 @@ def _uv_environment(opts: list[tuple[str, str | None]], env: dict[str, str], cwd
     return Resolved(None, "uv finds no environment from here", f"uv finds no .venv from {project}")
 
 
-def _project_root(start: str) -> str:
-    here = start
-    while True:
-        if os.path.isfile(os.path.join(here, "pyproject.toml")):
-            return here
-        parent = os.path.dirname(here)
-        if parent == here:
-            return start
-        here = parent
 
 
 def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
@@ -513,7 +509,7 @@ def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
                           environment_why=resolved.why, environment_unsure=resolved.unsure,
                           unnamed=tuple(reading.unnamed), notes=tuple(notes))
     if args[:1] == ["sync"]:
-        root = _project_root(project)
+        root = project_root(project) or project
         unsure = ""
         if "--active" in keys:
             if env.get("VIRTUAL_ENV"):
@@ -524,13 +520,23 @@ def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
             environment, why = _path(env["UV_PROJECT_ENVIRONMENT"], root), "UV_PROJECT_ENVIRONMENT"
         else:
             environment, why = os.path.join(root, ".venv"), "uv sync installs into the project's .venv"
-        notes.append("uv sync installs what the lock file says and removes what it does not list: which "
-                     "distributions change is not known before it runs")
-        return Recognised(Tool.UV_SYNC, forced=forced, reinstall_all=forced,
+        found = project_root(root)
+        lock = read_lock(found) if found else None
+        exact = lock is not None and lock.path is not None and not upgrade_packages and not {"-U", "--upgrade"} & keys
+        if lock and lock.note and exact:
+            notes.append(lock.note)
+        else:
+            notes.append("uv sync installs what the lock file says and removes what it does not list: which "
+                         "distributions change is not known before it runs" + (f" ({lock.note})" if lock and lock.note
+                                                                               else ""))
+        return Recognised(Tool.UV_SYNC, tuple(Requested(p.name, p.version) for p in lock.packages) if exact and lock
+                          else (), forced=forced, reinstall_all=forced,
                           reinstall_packages=reinstall_packages, upgrade_packages=upgrade_packages,
                           upgrade="-U" in keys or "--upgrade" in keys, no_cache=no_cache, source="index",
-                          source_why="uv sync installs from the lock file's index", environment=environment,
-                          environment_why=why, environment_unsure=unsure, notes=tuple(notes))
+                          offline="--offline" in keys or env.get("UV_OFFLINE", "").lower() in ("1", "true", "yes"),
+                          exact=exact, source_why="uv sync installs from the lock file's index",
+                          environment=environment, environment_why=why, environment_unsure=unsure,
+                          notes=tuple(notes))
     return Recognised(Tool.OTHER, notes=(f"uv {' '.join(args[:2])}: not an install guard knows",))
 
 

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..checkpoint import CheckpointIndex
-from ...pipeline.classify import uv_cache_clean
+from ...environment.reinstall_source import cache_entry
+from ...pipeline.classify import uv_cache_clean, uv_cache_prune
 from ...core.errors import DriftscanError
 from ...fs.reader import open_regular, os_error
 from ...lint.artifacts import recheck
@@ -49,7 +50,7 @@ def reinstalled(command: Recognised, installed: dict[str, str]) -> tuple[list[st
         return sorted(installed), []
     sure: list[str] = []
     maybe: list[str] = []
-    for name in sorted(command.names()):
+    for name in sorted(command.names() | (set(installed) if command.exact else set())):
         if name not in installed:
             continue
         change = command.change(name, installed[name])
@@ -68,7 +69,8 @@ def predict(plan: Plan, command: Recognised, sure: Sequence[str], maybe: Sequenc
     drifts = {d.path: d for d in plan.audit.drifts}
     out = []
     others_may_change = (command.forced and not command.no_deps and command.tool in (Tool.PIP, Tool.UV_PIP)) \
-        or bool(command.unnamed) or command.tool in (Tool.UV_SYNC,) or (command.tool is Tool.PIXI and command.upgrade)
+        or bool(command.unnamed) or (command.tool is Tool.UV_SYNC and not command.exact) \
+        or (command.tool is Tool.PIXI and command.upgrade)
     for item in plan.items:
         # guard runs the command alone, not the plan's steps (its uv cache clean) before it
         status = item.status_without_steps or item.status
@@ -92,12 +94,53 @@ def predict(plan: Plan, command: Recognised, sure: Sequence[str], maybe: Sequenc
                 and _uv_link(drift) and status in (SURVIVES, MAY_SURVIVE) and item.kind == "modified":
             status, reason = WIPED, ("uv --no-cache unpacks the wheel afresh into a temporary cache: the edited "
                                      "copy in uv's cache is not linked back")
+        elif dist in sure and not from_given and command.tool is Tool.UV_SYNC and item.kind == "modified" \
+                and _sync_outcome(drift, command) is not None:
+            status, reason = _sync_outcome(drift, command)  # type: ignore[misc]
         elif dist in sure and not from_given and command.source is None and command.source_why == "several sources" \
                 and _uv_link(drift) and status == SURVIVES:
             status, reason = MAY_SURVIVE, ("the command installs from several sources; from a wheel file uv "
                                            f"unpacks afresh (wiped), from its cache it links the edit back: {reason}")
         out.append(Predicted(item, status, reason))
     return out
+
+
+def _locked_version(command: Recognised, name: str) -> str | None:
+    return next((r.version for r in command.requested if r.name == normalize(name) and r.version), None)
+
+
+def _refetched(entries: Sequence[str], command: Recognised) -> bool:
+    """Whether uv fetches the wheel these index entries name again on a reinstall: fetched over
+    HTTP (a ``.http`` cache policy beside the entry, no ``.rev``) and not ``--offline``. uv then
+    unpacks it into a new archive and repoints the entry; a local wheel (``.rev``), or any wheel
+    offline, is served from the archive it has (measured: uv sync --reinstall-package, uv 0.13)."""
+    return not command.offline and bool(entries) and all(
+        os.path.lexists(e + ".http") and not os.path.lexists(e + ".rev") for e in entries)
+
+
+def _sync_outcome(drift: DriftOut | None, command: Recognised) -> tuple[str, str] | None:
+    """What ``uv sync`` that reinstalls a distribution does to a file of it hard-linked to an edited
+    archive of uv's cache: (status, reason), or None when not known here."""
+    link = _uv_link(drift)
+    copy, cache_dir = (link.get("copy"), link.get("dir")) if link else (None, None)
+    if drift is None or drift.distribution is None or not isinstance(copy, str) or not isinstance(cache_dir, str):
+        return None
+    locked = _locked_version(command, drift.distribution.name)
+    if command.exact and locked is None and normalize(drift.distribution.name) not in {r.name for r in
+                                                                                      command.requested}:
+        return WIPED, "uv sync removes it: the lock file does not list it"
+    if locked is not None and locked != drift.distribution.version:
+        return WIPED, (f"uv sync installs {drift.distribution.name} {locked} from the lock file: the files of "
+                       f"another archive replace this one")
+    entry = cache_entry(cache_dir, copy, drift.distribution.name)
+    if entry is None:
+        return None
+    if _refetched([entry.entry], command):
+        return WIPED, (f"uv sync fetches the wheel again over HTTP ({entry.entry}) and unpacks it into a new archive: "
+                       f"the venv gets a clean copy, while the edited archive stays in uv's cache (no longer indexed)")
+    why = "uv runs --offline" if command.offline else f"the wheel is a local file ({entry.entry})"
+    return SURVIVES, (f"{why}: uv sync links the edited archive {entry.archive} back, and the edit with it "
+                      "(clean it from uv's cache first)")
 
 
 def debug_comes_back(predicted: Sequence[Predicted], plan: Plan, sure: Sequence[str], command: Recognised,
@@ -121,7 +164,7 @@ def debug_comes_back(predicted: Sequence[Predicted], plan: Plan, sure: Sequence[
             continue
         key = drift.distribution.name
         found.setdefault(key, (drift, []))[1].append(f"{drift.relpath} ({', '.join(sorted({f.code for f in debug}))})")
-    out = _edited_archives(predicted, drifts, sure, command, set(found))
+    out = _edited_archives(predicted, drifts, sure, command, set(found), plan)
     for name, (drift, files) in sorted(found.items()):
         assert drift.distribution is not None
         dist = Distribution(name=drift.distribution.name, version=drift.distribution.version, metadata_dir="",
@@ -134,7 +177,7 @@ def debug_comes_back(predicted: Sequence[Predicted], plan: Plan, sure: Sequence[
 
 
 def _edited_archives(predicted: Sequence[Predicted], drifts: dict, sure: Sequence[str], command: Recognised,
-                     named: set[str]) -> list[Refusal]:
+                     named: set[str], plan: Plan) -> list[Refusal]:
     """Edited archives of uv's cache (the cache audit's drifts) of a distribution the command
     reinstalls, whose edited modules hold debug code: an install from the source they were
     unpacked for links them into the venv, even one whose own files are clean. A wheel file as the
@@ -151,6 +194,13 @@ def _edited_archives(predicted: Sequence[Predicted], drifts: dict, sure: Sequenc
         name = drift.distribution.name
         if normalize(name) not in sure or name in named or p.status not in (SURVIVES, MAY_SURVIVE):
             continue
+        entries = [e for e in (drift.actual or {}).get("index_entries") or () if isinstance(e, str)]
+        if _refetched(entries, command):
+            continue  # uv fetches the wheel again into a new archive: this one is not linked
+        installs = _locked_version(command, name) or next(
+            (d.version for d in plan.audit.distributions or [] if normalize(d.name) == normalize(name)), None)
+        if installs is not None and installs != drift.distribution.version:
+            continue  # the archive of another version: not what the command installs
         edited = (drift.actual or {}).get("edited") or []
         modules = [os.path.join(drift.path, e["path"]) for e in edited
                    if isinstance(e, dict) and isinstance(e.get("path"), str) and e["path"].endswith(".py")
@@ -389,6 +439,8 @@ def judge(predicted: Sequence[Predicted], before: dict, after: Report, judged: b
                 outcome, detail = Outcome.WIPED, f"all {len(was)} dump file(s) gone"
             else:
                 outcome, detail = Outcome.CHANGED, f"{len(still)} of {len(was)} dump file(s) still there"
+        elif p.item.kind == "cache-modified":
+            outcome, detail = _archive_now(path)
         else:
             now = fingerprint(path, _root(p.item))
             assert isinstance(was, Fingerprint)
@@ -409,6 +461,24 @@ def judge(predicted: Sequence[Predicted], before: dict, after: Report, judged: b
                 detail = "absent, as its reference says" if not now.exists else "matches its reference again"
         out.append(_prediction(p, outcome, detail, _held(p.status, outcome) if judged else None))
     return out
+
+
+def _archive_now(archive: str) -> tuple[Outcome, str]:
+    """An edited archive of uv's cache judged by its content after the command: checked again
+    against its own RECORD (whether or not the audit after the command still looked at it: uv may
+    have repointed its index to a new archive and left this one, edited, in the cache)."""
+    from ...environment.uv.archives import audit_archives
+
+    if not os.path.lexists(archive):
+        return Outcome.WIPED, "removed from uv's cache"
+    found = audit_archives(os.path.dirname(os.path.dirname(archive)), [archive])
+    if found.errors:
+        return Outcome.UNCHECKED, f"cannot check it: {found.errors[0].message}"
+    if not found.checks:
+        return Outcome.WIPED, "matches its own RECORD again"
+    edited = found.checks[0].actual.get("edited") or []
+    return Outcome.SURVIVED, (f"still edited: {len(edited)} file(s) differ from its own RECORD (an install from the "
+                              "source it was unpacked for links them)")
 
 
 def new_drifts(before: Report, after: Report) -> list[NewDrift]:
@@ -463,10 +533,14 @@ def leftovers(plan: Plan, after: Report, uv_cache: str | None) -> Leftovers:
         dist = Distribution(name=drift.distribution.name, version=drift.distribution.version, metadata_dir="",
                             site_packages="")
         cache_dir = link.get("dir") if link else None
+        cache_dir = cache_dir if isinstance(cache_dir, str) else uv_cache
+        # No index entry names the archive any more (uv fetched the wheel again into a new one):
+        # `uv cache clean NAME` leaves it, `uv cache prune` removes it.
+        indexed = cache_entry(cache_dir, copy, drift.distribution.name) is not None
         left.uv_cache.append(LeftArchive(distribution=drift.distribution.name, relpath=drift.relpath, edited_copy=copy,
                                          archive=_archive_of(copy),
-                                         command=uv_cache_clean(dist, cache_dir if isinstance(cache_dir, str)
-                                                                else uv_cache)))
+                                         command=uv_cache_clean(dist, cache_dir) if indexed
+                                         else uv_cache_prune(cache_dir)))
     left.added = sorted(d.path for d in after.drifts if d.kind.value == "added")
     return left
 
