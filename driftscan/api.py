@@ -860,7 +860,7 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
                              forced=recognised.forced, no_deps=recognised.no_deps, source=chosen_source,
                              source_why=source_why,
                              from_given=source is not None, environment=recognised.environment,
-                             notes=notes),
+                             environment_unsure=recognised.environment_unsure or None, notes=notes),
         ran=False, notes=[f"unnamed requirement: {u}" for u in recognised.unnamed])
     report.errors += [f"before: {e.path}: {e.message}" for e in planned.audit.errors]
     counts = {s: sum(1 for p in predicted if p.status == s) for s in ("WIPED", "SURVIVES", "MAY SURVIVE")}

@@ -671,7 +671,22 @@ def test_an_interpreter_uv_picks_only_when_it_runs_is_refused(tmp_path, house):
     assert code == EXIT_REFUSED and report["ran"] is False, report
     assert "cannot tell for certain which environment" in report["refused"][0]["reason"]
     assert "--python 3 is an interpreter request" in report["refused"][0]["reason"]
+    assert "--python 3 is an interpreter request" in report["command"]["environment_unsure"]
+    validate(report)
     assert snapshot_tree(venv) == before
+    text = cli("guard", "--venv", str(venv), "--", venvs.uv_bin(), "pip", "install", "--python", "3", "--reinstall",
+               "--no-index", "--find-links", str(house), "otherpkg", env=env_for(tmp_path, cache))
+    assert text.returncode == EXIT_REFUSED
+    assert "environment not certain: uv --python 3 is an interpreter request" in text.stdout, text.stdout
+
+
+def test_a_command_whose_environment_is_known_says_environment_unsure_null(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    venv, _ = uv_venv(tmp_path, house, cache, "otherpkg")
+    code, report, _ = guard(venv, env_for(tmp_path, cache), venvs.uv_bin(), "pip", "install", "--python",
+                            str(venv / "bin/python"), "--no-index", "--find-links", str(house), "otherpkg")
+    assert report["command"]["environment"] == str(venv) and report["command"]["environment_unsure"] is None, report
+    assert report["ran"] is True and code == 0, report
 
 
 def test_a_copied_venvs_pip_is_refused_for_the_venv_it_really_changes(tmp_path_factory, tmp_path, house):
