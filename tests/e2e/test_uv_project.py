@@ -230,3 +230,32 @@ def test_a_default_audit_says_uvs_archive_directory_leads_out_of_the_cache(tmp_p
     report = json.loads(proc.stdout)
     assert [e["path"] for e in report["errors"] if "not checked" in e["message"]] == [str(cache / "archive-v0")]
     assert proc.returncode == 2  # not everything was checked
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_default_audit_names_one_archive_that_leads_out_of_the_cache(tmp_path, house, edited):
+    cache = tmp_path / "uv-cache"
+    env = env_for(tmp_path, cache)
+    venv = venvs.make_uv_venv(tmp_path / "a", cache)
+    venvs.uv_install(venv, cache, "--no-index", "--find-links", str(house), "toypkg==1.0", "otherpkg")
+    if edited:
+        edit_through_link(venv)
+    [archive] = [a for a in (cache / "archive-v0").iterdir() if (a / "toypkg").is_dir()]
+    moved = tmp_path / "other-disk" / archive.name
+    moved.parent.mkdir()
+    os.rename(archive, moved)
+    os.symlink(moved, archive)
+    second = venv
+    proc = cli("audit", "--venv", str(second), "--format", "json", env=env)  # the cache UV_CACHE_DIR names
+    report = json.loads(proc.stdout)
+    not_checked = [e for e in report["errors"] if "not checked" in e["message"]]
+    assert [e["path"] for e in not_checked] == [str(archive)], report["errors"]
+    assert "toypkg" in not_checked[0]["message"] and str(moved) in not_checked[0]["message"]
+    assert "not followed" in not_checked[0]["message"]
+    messages = [e["message"] for e in report["errors"]] + [n if isinstance(n, str) else json.dumps(n)
+                                                           for n in report.get("notes", [])]
+    assert not any("no archive in its wheel index" in m and "toypkg" in m for m in messages), messages
+    assert proc.returncode & 2  # bit 2: not everything was checked
+    assert not any(d["kind"] == "cache-modified" for d in report["drifts"])
+    text = cli("audit", "--venv", str(second), env=env)
+    assert str(archive) in text.stdout + text.stderr
