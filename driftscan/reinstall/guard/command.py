@@ -473,6 +473,16 @@ def _uv_environment(opts: list[tuple[str, str | None]], env: dict[str, str], cwd
 
 
 
+_SAME_OPTION = {"-f": "--find-links", "-i": "--index-url"}
+
+
+def _not_given(environment: list[tuple[str, str | None]], keys: set[str]) -> list[tuple[str, str | None]]:
+    """The UV_* variables' options the command line does not give itself (clap: an option given
+    replaces its variable)."""
+    given = {_SAME_OPTION.get(k, k) for k in keys}
+    return [(k, v) for k, v in environment if _SAME_OPTION.get(k, k) not in given]
+
+
 def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
     opts, args = _options(list(words), _UV_VALUES)
     keys = {k for k, _ in opts}
@@ -497,7 +507,9 @@ def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
     if pip:
         resolved = _uv_environment(opts, env, cwd, project)
         reading = _Reading(cwd)
-        reading.options(opts, cwd)
+        reading.options(opts, cwd)  # the command line first: the prediction is for its first source
+        reading.options(_not_given(conf.environment, keys), cwd)
+        reading.options(conf.configured, cwd)
         for arg in args[2:]:
             reading.requirement(arg, cwd)
         notes += reading.notes
