@@ -145,7 +145,18 @@ def test_plan_reinstalls_a_uv_projects_environment_with_uv_sync(tmp_path, house)
     edit_through_link(venv)
     proc = cli("plan", "--reinstall", "toypkg", "--venv", str(venv), "--format", "json", env=env)
     assert "Traceback" not in proc.stderr, proc.stderr
-    commands = [s["command"] for s in json.loads(proc.stdout)["steps"] if s.get("command")]
+    plan = json.loads(proc.stdout)
+    commands = [s["command"] for s in plan["steps"] if s.get("command")]
+    # Without its cache step, the plan predicts what guard predicts for the same uv sync, for the
+    # same reason: the lock's source is the local flat index, whose archive uv links back.
+    item = {i["relpath"]: i for i in plan["items"]}["toypkg/core.py"]
+    online = {**env, "UV_OFFLINE": "0"}  # as the plan's command runs (the index is local: nothing is fetched)
+    _, refused = guard(venv, online, root, venvs.uv_bin(), "sync", "--reinstall-package", "toypkg")
+    predicted = {p["relpath"]: p for p in refused["predictions"]}["toypkg/core.py"]
+    assert not refused["ran"] and predicted["prediction"] == "SURVIVES"
+    assert item["status_without_steps"] == predicted["prediction"]
+    assert predicted["reason"] in item["reason_without_steps"], (predicted["reason"], item["reason_without_steps"])
+    assert item["status"] == "WIPED"  # with the cache step first
     reinstall = f"uv sync --project {root} --reinstall-package toypkg"
     assert reinstall in commands and not any("uv pip install" in c for c in commands)
     clean = next(c for c in commands if c.startswith("uv cache clean"))
