@@ -270,3 +270,26 @@ def test_a_default_audit_names_one_archive_that_leads_out_of_the_cache(tmp_path,
     assert not any(d["kind"] == "cache-modified" for d in report["drifts"])
     text = cli("audit", "--venv", str(second), env=env)
     assert str(archive) in text.stdout + text.stderr
+
+
+def test_sync_searches_the_locks_local_index_for_originals_and_ignores_uv_find_links(tmp_path, house):
+    """uv sync installs from the sources its uv.lock records (UV_FIND_LINKS elsewhere changes
+    nothing, measured): guard looks for originals in the lock's local flat index, no --wheels."""
+    cache = tmp_path / "uv-cache"
+    env = env_for(tmp_path, cache)
+    root = tmp_path / "proj"
+    venv = synced(root, house, env)
+    edited = venvs.site_packages_of(venv) / "toypkg/core.py"
+    os.unlink(edited)
+    edited.write_text("def f():\n    return 3\n")  # a new inode: the cache's copy stays clean; the original
+    uv(root, env, "cache", "clean", "toypkg")  # is in the lock's index, and only there
+    (tmp_path / "elsewhere").mkdir()
+    env = {**env, "UV_FIND_LINKS": str(tmp_path / "elsewhere")}
+    lock = (root / "uv.lock").read_text()
+    code, report = guard(venv, env, root, venvs.uv_bin(), "sync", "--offline", "--reinstall-package", "toypkg")
+    assert (root / "uv.lock").read_text() == lock  # uv did not re-lock for the variable
+    assert report["ran"] and report["checkpoint"]["partial"] is False, (report["refused"], report["checkpoint"])
+    assert any("do not change what a locked sync installs" in n for n in report["command"]["notes"])
+    core_p = {p["relpath"]: p for p in report["predictions"]}["toypkg/core.py"]
+    assert (core_p["prediction"], core_p["outcome"], core_p["held"]) == ("WIPED", "wiped", True)
+    assert core(venv).read_text() == V1["toypkg/core.py"] and code == 0

@@ -534,6 +534,9 @@ def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
             environment, why = os.path.join(root, ".venv"), "uv sync installs into the project's .venv"
         found = project_root(root)
         lock = read_lock(found) if found else None
+        if conf.environment:  # measured (uv 0.13): a locked uv sync installs from the lock's sources
+            notes.append("uv sync installs from the sources its uv.lock records: UV_FIND_LINKS and the UV_*INDEX* "
+                         "variables do not change what a locked sync installs")
         exact = lock is not None and lock.path is not None and not upgrade_packages and not {"-U", "--upgrade"} & keys
         if lock and lock.note and exact:
             notes.append(lock.note)
@@ -547,6 +550,7 @@ def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
                           upgrade="-U" in keys or "--upgrade" in keys, no_cache=no_cache, source="index",
                           offline="--offline" in keys or env.get("UV_OFFLINE", "").lower() in ("1", "true", "yes"),
                           exact=exact, source_why="uv sync installs from the lock file's index",
+                          wheel_dirs=tuple(d for d in (lock.local_registries if lock else ()) if os.path.isdir(d)),
                           environment=environment, environment_why=why, environment_unsure=unsure,
                           notes=tuple(notes))
     return Recognised(Tool.OTHER, notes=(f"uv {' '.join(args[:2])}: not an install guard knows",))
