@@ -276,8 +276,8 @@ def indexed_archives(cache_dir: str | None, name: str, version: str | None,
 
 def indexed_links_out(cache_dir: str | None, name: str, roots: list[str] | None = None) -> list[tuple[str, str]]:
     """(archive, where it leads) for each ``archive-v*/<id>`` that uv's wheel index names for
-    ``name`` (any version) and that is a symlink leading out of the cache (or dangling): uv installs
-    through it, driftscan does not follow it."""
+    ``name`` (any version) and that is a symlink leading out of the cache (or dangling): driftscan
+    does not follow it, so it is not checked."""
     if not cache_dir:
         return []
     archive_roots = [os.path.normpath(r) for r in archive_dirs(cache_dir)]
