@@ -38,12 +38,25 @@ def env_for(tmp: Path, cache: Path) -> dict[str, str]:
             "XDG_CACHE_HOME": str(tmp / "xdg")}
 
 
-def project(root: Path, house: Path, toypkg: str = "==1.0") -> Path:
+def simple_index(house: Path, dest: Path) -> str:
+    """A ``file://`` simple index (PEP 503 pages) of the wheels in ``house``."""
+    for wheel in sorted(house.glob("*.whl")):
+        page = dest / wheel.name.split("-")[0]
+        page.mkdir(parents=True, exist_ok=True)
+        (page / wheel.name).write_bytes(wheel.read_bytes())
+        with open(page / "index.html", "a") as f:
+            f.write(f'<a href="{wheel.name}">{wheel.name}</a>\n')
+    return dest.as_uri()
+
+
+def project(root: Path, house: Path, toypkg: str = "==1.0", index: str | None = None) -> Path:
+    """``index``: a simple index's URL; None: ``house`` as a flat index."""
     root.mkdir(parents=True, exist_ok=True)
+    source = f'url = "{index}"\n' if index else f'url = "{house}"\nformat = "flat"\n'
     (root / "pyproject.toml").write_text(
         f'[project]\nname = "{root.name}"\nversion = "0.1"\nrequires-python = ">=3.8"\n'
         f'dependencies = ["toypkg{toypkg}", "otherpkg"]\n\n[tool.uv]\npackage = false\n\n'
-        f'[[tool.uv.index]]\nname = "local"\nurl = "{house}"\nformat = "flat"\ndefault = true\n')
+        f'[[tool.uv.index]]\nname = "local"\n{source}default = true\n')
     return root
 
 
@@ -54,8 +67,8 @@ def uv(root: Path, env: dict[str, str], *args: str) -> str:
     return proc.stderr
 
 
-def synced(root: Path, house: Path, env: dict[str, str], toypkg: str = "==1.0") -> Path:
-    project(root, house, toypkg)
+def synced(root: Path, house: Path, env: dict[str, str], toypkg: str = "==1.0", index: str | None = None) -> Path:
+    project(root, house, toypkg, index)
     uv(root, env, "lock", "--offline", "--python", os.path.realpath(venvs.sys.executable))
     uv(root, env, "sync", "--offline", "--python", os.path.realpath(venvs.sys.executable))
     return root / ".venv"
@@ -137,11 +150,13 @@ def test_sync_after_a_lock_upgrade_reinstalls_what_the_lock_changed(tmp_path, ho
     assert report["summary"]["failed"] == 0
 
 
-def test_plan_reinstalls_a_uv_projects_environment_with_uv_sync(tmp_path, house):
+@pytest.mark.parametrize("index", ["flat", "file-simple"])
+def test_plan_reinstalls_a_uv_projects_environment_with_uv_sync(tmp_path, house, index):
     cache = tmp_path / "uv-cache"
     env = env_for(tmp_path, cache)
     root = tmp_path / "proj"
-    venv = synced(root, house, env)
+    venv = synced(root, house, env, index=simple_index(house, tmp_path / "simple") if index == "file-simple" else None)
+    assert f'registry = "{tmp_path / "simple" if index == "file-simple" else house}"' in (root / "uv.lock").read_text()
     edit_through_link(venv)
     proc = cli("plan", "--reinstall", "toypkg", "--venv", str(venv), "--format", "json", env=env)
     assert "Traceback" not in proc.stderr, proc.stderr
