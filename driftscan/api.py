@@ -172,11 +172,17 @@ def _audit_uv_cache(verification: Verification, uv_cache: str | None, use_cache:
         linked = [archive_holding(cache_dir, c.uv_cache.copy) for c in verification.checks
                   if c.uv_cache is not None and c.uv_cache.copy]
         archives, index, unfound = archives_of(cache_dir, verification.distributions, [a for a in linked if a])
-        note = unchecked_note(cache_dir, unfound, exists=True)
-        notes = [note] if note else []
-        if not archives:
-            from .environment.uv.archives import links_out_problems
+        from .environment.uv.archives import indexed_links_out_problems, links_out_problems
 
+        # an archive-v0/<id> the index names that leads out of the cache: named, not followed
+        out_of_cache, out_keys = indexed_links_out_problems(cache_dir, uv_installed(verification.distributions))
+        named_out = {p.path for p in out_of_cache}
+        archives = [a for a in archives if a not in named_out]  # not followed: said once, by name, here
+        note = unchecked_note(cache_dir, [d for d in unfound if d.key not in out_keys], exists=True)
+        notes = [note] if note else []
+        verification = dataclasses.replace(verification, errors=verification.errors + out_of_cache) \
+            if out_of_cache else verification
+        if not archives:
             moved = links_out_problems(cache_dir, top_only=True)  # archive-v0 moved out: say so
             return (dataclasses.replace(verification, errors=verification.errors + moved) if moved
                     else verification), notes
@@ -860,7 +866,7 @@ def guard(command: Sequence[str], venv: str | None = None, site_packages: Sequen
                              forced=recognised.forced, no_deps=recognised.no_deps, source=chosen_source,
                              source_why=source_why,
                              from_given=source is not None, environment=recognised.environment,
-                             notes=notes),
+                             environment_unsure=recognised.environment_unsure or None, notes=notes),
         ran=False, notes=[f"unnamed requirement: {u}" for u in recognised.unnamed])
     report.errors += [f"before: {e.path}: {e.message}" for e in planned.audit.errors]
     counts = {s: sum(1 for p in predicted if p.status == s) for s in ("WIPED", "SURVIVES", "MAY SURVIVE")}

@@ -20,6 +20,7 @@ import enum
 import os
 import re
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..core.errors import ConfigError
@@ -371,6 +372,29 @@ def relink(entry: CacheEntry | None, source: ReinstallSource) -> tuple[Relink, s
         return Relink.UNPACKS, (f"{source.path} has no {entry.filename or 'wheel the edited archive came from'}: "
                                 f"the reinstall installs another wheel, not the edited archive ({where})")
     return _same_file(entry, wheel, where, "the find-links wheel")
+
+
+def refetched(entries: Sequence[str], offline: bool) -> bool:
+    """Whether uv fetches the wheel these index entries name again on a reinstall: fetched over
+    HTTP (a ``.http`` cache policy beside the entry, no ``.rev``) and not ``--offline``. uv then
+    unpacks it into a new archive and repoints the entry; a local wheel (``.rev``: a find-links
+    directory or a ``file://`` index), or any wheel offline, is served from the archive it has
+    (measured: uv sync --reinstall-package, uv 0.13)."""
+    return not offline and bool(entries) and all(
+        os.path.lexists(e + ".http") and not os.path.lexists(e + ".rev") for e in entries)
+
+
+def sync_relink(entry: CacheEntry, offline: bool) -> tuple[Relink, str]:
+    """What ``uv sync`` that reinstalls a distribution (``--reinstall-package``, or a forced sync)
+    does with the edited archive ``entry`` names: the lock fixes the source, so the archive of that
+    source is the one uv installs from. Used by ``plan`` (its ``uv sync`` step) and ``guard``."""
+    if refetched([entry.entry], offline):
+        return Relink.UNPACKS, (f"uv sync fetches the wheel again over HTTP ({entry.entry}) and unpacks it into a new "
+                                "archive: the venv gets a clean copy, while the edited archive stays in uv's cache "
+                                "(no longer indexed)")
+    why = "uv runs --offline" if offline else f"the wheel is a local file ({entry.entry})"
+    return Relink.RELINKS, (f"{why}: uv sync links the edited archive {entry.archive} back, and the edit with it "
+                            "(clean it from uv's cache first)")
 
 
 def _same_file(entry: CacheEntry, wheel: str, where: str, what: str) -> tuple[Relink, str]:

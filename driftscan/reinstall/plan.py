@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from ..pipeline.classify import effective_installer, reinstall_parts, requirement, uv_cache_clean, uv_cache_prune
 from ..environment.reinstall_source import (CacheEntry, Relink, ReinstallSource, SourceKind, cache_entry,
-                                        confirmed, installed_source, mismatch, relink)
+                                        confirmed, installed_source, mismatch, relink, sync_relink)
 from ..environment.target import site_packages_prefix
 from ..environment.uv.cache import find_pristine_copy
 from ..core.errors import ConfigError
@@ -363,6 +363,11 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
     sources = _sources_for(chosen_dists, source, entries)
     plan.source = _source_json(source) if source is not None else None
     plan.sources = [_source_json(sources[normalize(d.name)], d.name) for d in chosen_dists]
+    note, reinstall = reinstall_parts(target, chosen_dists, installer,
+                                      [sources[normalize(d.name)] for d in chosen_dists] if source else ())
+    # A uv project's environment is reinstalled with uv sync: its lock fixes the source, and uv
+    # installs from that source's archive (guard's rule for the same command).
+    syncs = reinstall.startswith("uv sync ")
     # What the reinstall alone does to each uv-linked file, then which distributions the plan
     # cleans from uv's cache first (the reinstall would link an edited file back).
     alone: dict[str, tuple[str, str]] = {}
@@ -380,7 +385,8 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
             to_clean.setdefault(dist.name, link.cache_dir)
             continue
         entry = entries.get((link.cache_dir or "", _archive_id(link)))
-        outcome, why = relink(entry, sources[key])
+        outcome, why = sync_relink(entry, offline=False) if syncs and entry is not None else \
+            relink(entry, sources[key])
         how = "is a symlink to" if link.symlink else f"shares its inode ({link.links} links) with"
         why = f"{how} uv's cache copy {link.copy}, which carries the edit; {why}"
         status = {Relink.RELINKS: SURVIVES, Relink.UNPACKS: WIPED, Relink.UNKNOWN: MAY_SURVIVE}[outcome]
@@ -466,8 +472,6 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
     plan.estimate = _estimate(chosen_dists, who, sources, cleaned=bool(to_clean), relinks=relinks,
                               unpacks=bool(after_only), other=other,
                               given_wheel=source.path if other and source else None)
-    note, reinstall = reinstall_parts(target, chosen_dists, installer,
-                                      [sources[normalize(d.name)] for d in chosen_dists] if source else ())
     for name, cache_dir in sorted(after_only.items()):
         dist = next(x for x in chosen_dists if x.name == name)
         where = f" ({cache_dir})" if cache_dir else ""

@@ -33,6 +33,8 @@ def _command_line(report: "GuardReport") -> str:
 def render_guard_text(report: "GuardReport") -> str:
     lines = [f"guard: {report.target}" + (f" ({report.chosen_because})" if report.chosen_because else ""),
              _command_line(report)]
+    if report.command.environment_unsure:
+        lines.append(f"  environment not certain: {report.command.environment_unsure}")
     lines += [f"  note: {n}" for n in report.command.notes + report.notes]
     cp = report.checkpoint
     if cp is not None:

@@ -671,7 +671,22 @@ def test_an_interpreter_uv_picks_only_when_it_runs_is_refused(tmp_path, house):
     assert code == EXIT_REFUSED and report["ran"] is False, report
     assert "cannot tell for certain which environment" in report["refused"][0]["reason"]
     assert "--python 3 is an interpreter request" in report["refused"][0]["reason"]
+    assert "--python 3 is an interpreter request" in report["command"]["environment_unsure"]
+    validate(report)
     assert snapshot_tree(venv) == before
+    text = cli("guard", "--venv", str(venv), "--", venvs.uv_bin(), "pip", "install", "--python", "3", "--reinstall",
+               "--no-index", "--find-links", str(house), "otherpkg", env=env_for(tmp_path, cache))
+    assert text.returncode == EXIT_REFUSED
+    assert "environment not certain: uv --python 3 is an interpreter request" in text.stdout, text.stdout
+
+
+def test_a_command_whose_environment_is_known_says_environment_unsure_null(tmp_path, house):
+    cache = tmp_path / "uv-cache"
+    venv, _ = uv_venv(tmp_path, house, cache, "otherpkg")
+    code, report, _ = guard(venv, env_for(tmp_path, cache), venvs.uv_bin(), "pip", "install", "--python",
+                            str(venv / "bin/python"), "--no-index", "--find-links", str(house), "otherpkg")
+    assert report["command"]["environment"] == str(venv) and report["command"]["environment_unsure"] is None, report
+    assert report["ran"] is True and code == 0, report
 
 
 def test_a_copied_venvs_pip_is_refused_for_the_venv_it_really_changes(tmp_path_factory, tmp_path, house):
@@ -706,3 +721,34 @@ def test_uv_directory_is_refused_for_the_venv_uv_really_changes(tmp_path, house)
     assert proc.returncode == EXIT_REFUSED and report["ran"] is False, report
     assert f"installs into {other_venv}" in report["refused"][0]["reason"]
     assert snapshot_tree(other_venv) == before
+
+
+@pytest.mark.parametrize("where", ["variable", "config"])
+def test_uv_pip_sources_from_uvs_variables_and_configuration(tmp_path, house, where):
+    """UV_FIND_LINKS, or find-links / no-index in uv.toml: uv installs from that directory, and guard's
+    source, its originals and its prediction follow it."""
+    cache = tmp_path / "uv-cache"
+    venv, site = uv_venv(tmp_path, house, cache, "toypkg")
+    with open(site / "toypkg/core.py", "a") as f:  # in place: uv's cache archive shares the inode
+        f.write("Y = 2\n")
+    env = env_for(tmp_path, cache)
+    work = tmp_path / "work"
+    work.mkdir()
+    if where == "variable":
+        env["UV_FIND_LINKS"] = str(house)
+        command = [venvs.uv_bin(), "pip", "install", "--python", str(venv / "bin/python"), "--no-index",
+                   "--reinstall", "toypkg"]
+    else:
+        (work / "uv.toml").write_text(f'find-links = ["{os.path.relpath(house, work)}"]\nno-index = true\n')
+        command = [venvs.uv_bin(), "pip", "install", "--python", str(venv / "bin/python"), "--reinstall", "toypkg"]
+    proc = cli("guard", "--venv", str(venv), "--format", "json", "--", *command, env=env, cwd=str(work))
+    report = json.loads(proc.stdout)
+    assert report["command"]["source"] == str(house), report["command"]
+    assert report["command"]["source_why"] == "--find-links with --no-index"
+    assert report["ran"] is True and report["exit_code"] == 0, (report["refused"], proc.stderr)
+    assert report["checkpoint"]["partial"] is False  # the original was found in that directory
+    core = by_relpath(report)["toypkg/core.py"]
+    # the same wheel file the archive was unpacked from: uv links the edited archive back
+    assert (core["prediction"], core["outcome"], core["held"]) == ("SURVIVES", "survived", True), core
+    assert "Y = 2" in (site / "toypkg/core.py").read_text()
+    validate(report)

@@ -38,12 +38,25 @@ def env_for(tmp: Path, cache: Path) -> dict[str, str]:
             "XDG_CACHE_HOME": str(tmp / "xdg")}
 
 
-def project(root: Path, house: Path, toypkg: str = "==1.0") -> Path:
+def simple_index(house: Path, dest: Path) -> str:
+    """A ``file://`` simple index (PEP 503 pages) of the wheels in ``house``."""
+    for wheel in sorted(house.glob("*.whl")):
+        page = dest / wheel.name.split("-")[0]
+        page.mkdir(parents=True, exist_ok=True)
+        (page / wheel.name).write_bytes(wheel.read_bytes())
+        with open(page / "index.html", "a") as f:
+            f.write(f'<a href="{wheel.name}">{wheel.name}</a>\n')
+    return dest.as_uri()
+
+
+def project(root: Path, house: Path, toypkg: str = "==1.0", index: str | None = None) -> Path:
+    """``index``: a simple index's URL; None: ``house`` as a flat index."""
     root.mkdir(parents=True, exist_ok=True)
+    source = f'url = "{index}"\n' if index else f'url = "{house}"\nformat = "flat"\n'
     (root / "pyproject.toml").write_text(
         f'[project]\nname = "{root.name}"\nversion = "0.1"\nrequires-python = ">=3.8"\n'
         f'dependencies = ["toypkg{toypkg}", "otherpkg"]\n\n[tool.uv]\npackage = false\n\n'
-        f'[[tool.uv.index]]\nname = "local"\nurl = "{house}"\nformat = "flat"\ndefault = true\n')
+        f'[[tool.uv.index]]\nname = "local"\n{source}default = true\n')
     return root
 
 
@@ -54,8 +67,8 @@ def uv(root: Path, env: dict[str, str], *args: str) -> str:
     return proc.stderr
 
 
-def synced(root: Path, house: Path, env: dict[str, str], toypkg: str = "==1.0") -> Path:
-    project(root, house, toypkg)
+def synced(root: Path, house: Path, env: dict[str, str], toypkg: str = "==1.0", index: str | None = None) -> Path:
+    project(root, house, toypkg, index)
     uv(root, env, "lock", "--offline", "--python", os.path.realpath(venvs.sys.executable))
     uv(root, env, "sync", "--offline", "--python", os.path.realpath(venvs.sys.executable))
     return root / ".venv"
@@ -137,15 +150,28 @@ def test_sync_after_a_lock_upgrade_reinstalls_what_the_lock_changed(tmp_path, ho
     assert report["summary"]["failed"] == 0
 
 
-def test_plan_reinstalls_a_uv_projects_environment_with_uv_sync(tmp_path, house):
+@pytest.mark.parametrize("index", ["flat", "file-simple"])
+def test_plan_reinstalls_a_uv_projects_environment_with_uv_sync(tmp_path, house, index):
     cache = tmp_path / "uv-cache"
     env = env_for(tmp_path, cache)
     root = tmp_path / "proj"
-    venv = synced(root, house, env)
+    venv = synced(root, house, env, index=simple_index(house, tmp_path / "simple") if index == "file-simple" else None)
+    assert f'registry = "{tmp_path / "simple" if index == "file-simple" else house}"' in (root / "uv.lock").read_text()
     edit_through_link(venv)
     proc = cli("plan", "--reinstall", "toypkg", "--venv", str(venv), "--format", "json", env=env)
     assert "Traceback" not in proc.stderr, proc.stderr
-    commands = [s["command"] for s in json.loads(proc.stdout)["steps"] if s.get("command")]
+    plan = json.loads(proc.stdout)
+    commands = [s["command"] for s in plan["steps"] if s.get("command")]
+    # Without its cache step, the plan predicts what guard predicts for the same uv sync, for the
+    # same reason: the lock's source is the local flat index, whose archive uv links back.
+    item = {i["relpath"]: i for i in plan["items"]}["toypkg/core.py"]
+    online = {**env, "UV_OFFLINE": "0"}  # as the plan's command runs (the index is local: nothing is fetched)
+    _, refused = guard(venv, online, root, venvs.uv_bin(), "sync", "--reinstall-package", "toypkg")
+    predicted = {p["relpath"]: p for p in refused["predictions"]}["toypkg/core.py"]
+    assert not refused["ran"] and predicted["prediction"] == "SURVIVES"
+    assert item["status_without_steps"] == predicted["prediction"]
+    assert predicted["reason"] in item["reason_without_steps"], (predicted["reason"], item["reason_without_steps"])
+    assert item["status"] == "WIPED"  # with the cache step first
     reinstall = f"uv sync --project {root} --reinstall-package toypkg"
     assert reinstall in commands and not any("uv pip install" in c for c in commands)
     clean = next(c for c in commands if c.startswith("uv cache clean"))
@@ -230,3 +256,55 @@ def test_a_default_audit_says_uvs_archive_directory_leads_out_of_the_cache(tmp_p
     report = json.loads(proc.stdout)
     assert [e["path"] for e in report["errors"] if "not checked" in e["message"]] == [str(cache / "archive-v0")]
     assert proc.returncode == 2  # not everything was checked
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_default_audit_names_one_archive_that_leads_out_of_the_cache(tmp_path, house, edited):
+    cache = tmp_path / "uv-cache"
+    env = env_for(tmp_path, cache)
+    venv = venvs.make_uv_venv(tmp_path / "a", cache)
+    venvs.uv_install(venv, cache, "--no-index", "--find-links", str(house), "toypkg==1.0", "otherpkg")
+    if edited:
+        edit_through_link(venv)
+    [archive] = [a for a in (cache / "archive-v0").iterdir() if (a / "toypkg").is_dir()]
+    moved = tmp_path / "other-disk" / archive.name
+    moved.parent.mkdir()
+    os.rename(archive, moved)
+    os.symlink(moved, archive)
+    second = venv
+    proc = cli("audit", "--venv", str(second), "--format", "json", env=env)  # the cache UV_CACHE_DIR names
+    report = json.loads(proc.stdout)
+    not_checked = [e for e in report["errors"] if "not checked" in e["message"]]
+    assert [e["path"] for e in not_checked] == [str(archive)], report["errors"]
+    assert "toypkg" in not_checked[0]["message"] and str(moved) in not_checked[0]["message"]
+    assert "not followed" in not_checked[0]["message"]
+    messages = [e["message"] for e in report["errors"]] + [n if isinstance(n, str) else json.dumps(n)
+                                                           for n in report.get("notes", [])]
+    assert not any("no archive in its wheel index" in m and "toypkg" in m for m in messages), messages
+    assert proc.returncode & 2  # bit 2: not everything was checked
+    assert not any(d["kind"] == "cache-modified" for d in report["drifts"])
+    text = cli("audit", "--venv", str(second), env=env)
+    assert str(archive) in text.stdout + text.stderr
+
+
+def test_sync_searches_the_locks_local_index_for_originals_and_ignores_uv_find_links(tmp_path, house):
+    """uv sync installs from the sources its uv.lock records (UV_FIND_LINKS elsewhere changes
+    nothing, measured): guard looks for originals in the lock's local flat index, no --wheels."""
+    cache = tmp_path / "uv-cache"
+    env = env_for(tmp_path, cache)
+    root = tmp_path / "proj"
+    venv = synced(root, house, env)
+    edited = venvs.site_packages_of(venv) / "toypkg/core.py"
+    os.unlink(edited)
+    edited.write_text("def f():\n    return 3\n")  # a new inode: the cache's copy stays clean; the original
+    uv(root, env, "cache", "clean", "toypkg")  # is in the lock's index, and only there
+    (tmp_path / "elsewhere").mkdir()
+    env = {**env, "UV_FIND_LINKS": str(tmp_path / "elsewhere")}
+    lock = (root / "uv.lock").read_text()
+    code, report = guard(venv, env, root, venvs.uv_bin(), "sync", "--offline", "--reinstall-package", "toypkg")
+    assert (root / "uv.lock").read_text() == lock  # uv did not re-lock for the variable
+    assert report["ran"] and report["checkpoint"]["partial"] is False, (report["refused"], report["checkpoint"])
+    assert any("do not change what a locked sync installs" in n for n in report["command"]["notes"])
+    core_p = {p["relpath"]: p for p in report["predictions"]}["toypkg/core.py"]
+    assert (core_p["prediction"], core_p["outcome"], core_p["held"]) == ("WIPED", "wiped", True)
+    assert core(venv).read_text() == V1["toypkg/core.py"] and code == 0

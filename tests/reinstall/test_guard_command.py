@@ -468,6 +468,41 @@ def test_uv_environment_variables_and_configuration(tmp_path):
     assert r.forced and r.reinstall_all and any("cannot read this uv configuration" in n for n in r.notes)
 
 
+def test_uv_source_variables_and_configuration_in_uvs_precedence(tmp_path):
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("")
+    for d in ("cli", "env1", "env2", "conf", "flat"):
+        (tmp_path / d).mkdir()
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_DIRS": str(tmp_path / "home")}
+    cwd = str(tmp_path)
+
+    def uvpip(*words: str, **more: str):
+        return recognise(["uv", "pip", "install", *words, "demo"], env={**env, **more}, cwd=cwd)
+
+    r = uvpip(UV_FIND_LINKS="env1,env2")  # comma-separated, relative to uv's working directory
+    assert r.wheel_dirs == (str(tmp_path / "env1"), str(tmp_path / "env2")) and r.source == str(tmp_path / "env1")
+    assert "index" in r.source_why and any("UV_FIND_LINKS" in n for n in r.notes)
+    r = uvpip("-f", "cli", UV_FIND_LINKS="env1")  # the command line replaces the variable
+    assert r.wheel_dirs == (str(tmp_path / "cli"),)
+    assert uvpip(UV_NO_INDEX="1", UV_FIND_LINKS="env1").source_why.startswith("--find-links (the index")
+    assert uvpip(UV_INDEX="mine=https://example.invalid/simple").source_why == \
+        "the index (https://example.invalid/simple)"
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "uv.toml").write_text('find-links = ["../conf"]\nno-index = true\n')
+    r = recognise(["uv", "pip", "install", "demo"], env={**env, "UV_FIND_LINKS": "../env1"}, cwd=str(tmp_path / "sub"))
+    # the variable relative to uv's working directory, the configuration's to its file; both searched
+    assert r.wheel_dirs == (str(tmp_path / "env1"), str(tmp_path / "conf"))
+    assert r.source == str(tmp_path / "env1") and r.source_why == "--find-links with --no-index"
+    (tmp_path / "sub" / "uv.toml").unlink()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n[[tool.uv.index]]\nname = "l"\n'
+                                             'url = "flat"\nformat = "flat"\n')
+    r = recognise(["uv", "sync"], env=env, cwd=cwd)
+    assert r.tool is Tool.UV_SYNC
+    r = uvpip()
+    assert r.wheel_dirs == (str(tmp_path / "flat"),) and any("flat index" in n for n in r.notes)
+    assert uvpip("--no-config").wheel_dirs == ()
+
+
 # ------------------------------------------------------------------ requirements files stay in their directory
 
 def test_a_requirements_file_opens_nothing_outside_its_directory(venv, tmp_path, monkeypatch):

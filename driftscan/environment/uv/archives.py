@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 from ...caches.racy import settled_stat
 from ...caches.statcache import _read_framed, _write_framed, signature
-from .cache import IndexedArchive, index_roots, indexed_archives, links_out, list_archives, within, MAX_ARCHIVES
+from .cache import (IndexedArchive, index_roots, indexed_archives, indexed_links_out, links_out, list_archives, within,
+                    MAX_ARCHIVES)
 from ...fs.reader import LIMITS, os_error, read_regular_stat
 from ...core.values import Area, Distribution, DriftKind, FileCheck, Problem
 from ...formats.record import parse_record
@@ -256,6 +257,23 @@ def links_out_problems(cache_dir: str, top_only: bool = False) -> tuple[Problem,
     return tuple(Problem(link, f"uv cache archive not checked: a symlink out of the cache (to {target}); uv "
                                "installs from it, driftscan does not follow it (name that directory with "
                                "--uv-cache to check it)") for link, target in links_out(cache_dir, top_only=top_only))
+
+
+def indexed_links_out_problems(cache_dir: str, distributions: Iterable[Distribution]
+                               ) -> tuple[tuple[Problem, ...], set[str]]:
+    """A default audit's errors for the archives uv's wheel index names for these distributions
+    that are symlinks leading out of the cache (not followed, so not checked), and the keys of the
+    distributions they belong to."""
+    roots = index_roots(cache_dir)
+    problems: dict[str, Problem] = {}
+    keys: set[str] = set()
+    for dist in distributions:
+        for link, target in indexed_links_out(cache_dir, dist.name, roots):
+            keys.add(dist.key)
+            problems.setdefault(link, Problem(link, f"uv cache archive of {dist.name} not checked: a symlink out of "
+                                                    f"the cache (to {target}), named by uv's wheel index; not followed "
+                                                    "(name that directory with --uv-cache to check it)"))
+    return tuple(problems[k] for k in sorted(problems)), keys
 
 
 def audit_archives(cache_dir: str, archives: Iterable[str] | None = None, stat_cache=None,

@@ -195,17 +195,25 @@ def _norm(name: str) -> str:
     return "-".join(part for part in name.lower().replace("_", "-").replace(".", "-").split("-") if part)
 
 
-def _archive_of(cache_dir: str, link: str, roots: list[str]) -> str | None:
-    """The archive directory an index symlink names, if it is one of this cache's (no other
-    target is taken: the link is the cache's data)."""
+def _index_target(link: str, roots: list[str]) -> str | None:
+    """The ``archive-v*/<id>`` path an index symlink names, if it names one of this cache's archive
+    directories (no other target is taken: the link is the cache's data). Not looked at further."""
     try:
         if not stat.S_ISLNK(os.lstat(link).st_mode):
             return None
         target = os.path.normpath(os.path.join(os.path.dirname(link), os.readlink(link)))
     except OSError:
         return None
-    parent = os.path.dirname(target)
-    if parent not in roots or os.path.basename(target) in ("", ".", ".."):
+    if os.path.dirname(target) not in roots or os.path.basename(target) in ("", ".", ".."):
+        return None
+    return target
+
+
+def _archive_of(cache_dir: str, link: str, roots: list[str]) -> str | None:
+    """The archive directory an index symlink names, if it is one of this cache's and a directory
+    there (or a symlink to one inside the cache)."""
+    target = _index_target(link, roots)
+    if target is None:
         return None
     try:
         mode = os.lstat(target).st_mode
@@ -264,6 +272,33 @@ def indexed_archives(cache_dir: str | None, name: str, version: str | None,
             if archive is not None:
                 out.append(IndexedArchive(archive, link))
     return out
+
+
+def indexed_links_out(cache_dir: str | None, name: str, roots: list[str] | None = None) -> list[tuple[str, str]]:
+    """(archive, where it leads) for each ``archive-v*/<id>`` that uv's wheel index names for
+    ``name`` (any version) and that is a symlink leading out of the cache (or dangling): driftscan
+    does not follow it, so it is not checked."""
+    if not cache_dir:
+        return []
+    archive_roots = [os.path.normpath(r) for r in archive_dirs(cache_dir)]
+    out: dict[str, str] = {}
+    for root in index_roots(cache_dir) if roots is None else roots:
+        try:
+            with os.scandir(os.path.join(root, _norm(name))) as entries:
+                links = [e.path for e in entries if e.is_symlink()]
+        except OSError:
+            continue
+        for link in links:
+            target = _index_target(link, archive_roots)
+            if target is None or target in out:
+                continue
+            try:
+                leads_out = stat.S_ISLNK(os.lstat(target).st_mode) and not within(cache_dir, target)
+            except OSError:
+                continue
+            if leads_out:
+                out[target] = os.path.realpath(target)
+    return sorted(out.items())
 
 
 MAX_INDEX_ENTRIES = 200_000  # wheel index entries looked at for an audit of the whole cache

@@ -473,6 +473,16 @@ def _uv_environment(opts: list[tuple[str, str | None]], env: dict[str, str], cwd
 
 
 
+_SAME_OPTION = {"-f": "--find-links", "-i": "--index-url"}
+
+
+def _not_given(environment: list[tuple[str, str | None]], keys: set[str]) -> list[tuple[str, str | None]]:
+    """The UV_* variables' options the command line does not give itself (clap: an option given
+    replaces its variable)."""
+    given = {_SAME_OPTION.get(k, k) for k in keys}
+    return [(k, v) for k, v in environment if _SAME_OPTION.get(k, k) not in given]
+
+
 def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
     opts, args = _options(list(words), _UV_VALUES)
     keys = {k for k, _ in opts}
@@ -497,7 +507,9 @@ def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
     if pip:
         resolved = _uv_environment(opts, env, cwd, project)
         reading = _Reading(cwd)
-        reading.options(opts, cwd)
+        reading.options(opts, cwd)  # the command line first: the prediction is for its first source
+        reading.options(_not_given(conf.environment, keys), cwd)
+        reading.options(conf.configured, cwd)
         for arg in args[2:]:
             reading.requirement(arg, cwd)
         notes += reading.notes
@@ -522,6 +534,9 @@ def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
             environment, why = os.path.join(root, ".venv"), "uv sync installs into the project's .venv"
         found = project_root(root)
         lock = read_lock(found) if found else None
+        if conf.environment:  # measured (uv 0.13): a locked uv sync installs from the lock's sources
+            notes.append("uv sync installs from the sources its uv.lock records: UV_FIND_LINKS and the UV_*INDEX* "
+                         "variables do not change what a locked sync installs")
         exact = lock is not None and lock.path is not None and not upgrade_packages and not {"-U", "--upgrade"} & keys
         if lock and lock.note and exact:
             notes.append(lock.note)
@@ -535,6 +550,7 @@ def _uv(words: Sequence[str], env: dict[str, str], cwd: str) -> Recognised:
                           upgrade="-U" in keys or "--upgrade" in keys, no_cache=no_cache, source="index",
                           offline="--offline" in keys or env.get("UV_OFFLINE", "").lower() in ("1", "true", "yes"),
                           exact=exact, source_why="uv sync installs from the lock file's index",
+                          wheel_dirs=tuple(d for d in (lock.local_registries if lock else ()) if os.path.isdir(d)),
                           environment=environment, environment_why=why, environment_unsure=unsure,
                           notes=tuple(notes))
     return Recognised(Tool.OTHER, notes=(f"uv {' '.join(args[:2])}: not an install guard knows",))

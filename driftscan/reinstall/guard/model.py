@@ -35,6 +35,9 @@ class GuardCommand(BaseModel):
     from_given: bool = Field(default=False, description="the source is --from's, not read from the command")
     environment: str | None = Field(default=None, description="the environment the command installs into, when it "
                                                               "names one")
+    environment_unsure: str | None = Field(default=None, description="why guard could not tell for certain which "
+                                                                     "environment the command changes (it then "
+                                                                     "refuses unless --force); null: it could")
     notes: list[str] = Field(default_factory=list)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..checkpoint import CheckpointIndex
-from ...environment.reinstall_source import cache_entry
+from ...environment.reinstall_source import Relink, cache_entry, refetched, sync_relink
 from ...pipeline.classify import uv_cache_clean, uv_cache_prune
 from ...core.errors import DriftscanError
 from ...fs.reader import open_regular, os_error
@@ -109,15 +109,6 @@ def _locked_version(command: Recognised, name: str) -> str | None:
     return next((r.version for r in command.requested if r.name == normalize(name) and r.version), None)
 
 
-def _refetched(entries: Sequence[str], command: Recognised) -> bool:
-    """Whether uv fetches the wheel these index entries name again on a reinstall: fetched over
-    HTTP (a ``.http`` cache policy beside the entry, no ``.rev``) and not ``--offline``. uv then
-    unpacks it into a new archive and repoints the entry; a local wheel (``.rev``), or any wheel
-    offline, is served from the archive it has (measured: uv sync --reinstall-package, uv 0.13)."""
-    return not command.offline and bool(entries) and all(
-        os.path.lexists(e + ".http") and not os.path.lexists(e + ".rev") for e in entries)
-
-
 def _sync_outcome(drift: DriftOut | None, command: Recognised) -> tuple[str, str] | None:
     """What ``uv sync`` that reinstalls a distribution does to a file of it hard-linked to an edited
     archive of uv's cache: (status, reason), or None when not known here."""
@@ -135,12 +126,8 @@ def _sync_outcome(drift: DriftOut | None, command: Recognised) -> tuple[str, str
     entry = cache_entry(cache_dir, copy, drift.distribution.name)
     if entry is None:
         return None
-    if _refetched([entry.entry], command):
-        return WIPED, (f"uv sync fetches the wheel again over HTTP ({entry.entry}) and unpacks it into a new archive: "
-                       f"the venv gets a clean copy, while the edited archive stays in uv's cache (no longer indexed)")
-    why = "uv runs --offline" if command.offline else f"the wheel is a local file ({entry.entry})"
-    return SURVIVES, (f"{why}: uv sync links the edited archive {entry.archive} back, and the edit with it "
-                      "(clean it from uv's cache first)")
+    outcome, why = sync_relink(entry, command.offline)
+    return (SURVIVES if outcome is Relink.RELINKS else WIPED), why
 
 
 def debug_comes_back(predicted: Sequence[Predicted], plan: Plan, sure: Sequence[str], command: Recognised,
@@ -195,7 +182,7 @@ def _edited_archives(predicted: Sequence[Predicted], drifts: dict, sure: Sequenc
         if normalize(name) not in sure or name in named or p.status not in (SURVIVES, MAY_SURVIVE):
             continue
         entries = [e for e in (drift.actual or {}).get("index_entries") or () if isinstance(e, str)]
-        if _refetched(entries, command):
+        if refetched(entries, command.offline):
             continue  # uv fetches the wheel again into a new archive: this one is not linked
         installs = _locked_version(command, name) or next(
             (d.version for d in plan.audit.distributions or [] if normalize(d.name) == normalize(name)), None)

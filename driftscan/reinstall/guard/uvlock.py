@@ -14,6 +14,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from ...fs.reader import read_regular
 
@@ -40,6 +41,7 @@ class LockRead:
     path: str | None  # the uv.lock read, None when none was
     packages: tuple[Locked, ...] = ()
     note: str | None = None  # why it was not read, or what it cannot tell
+    local_registries: tuple[str, ...] = ()  # the local directories the lock installs from (flat or file:// indexes)
 
 
 def project_root(start: str) -> str | None:
@@ -76,6 +78,7 @@ def read_lock(project: str) -> LockRead:
     if not isinstance(packages, list):
         return LockRead(None, note=f"{path}: no [[package]] table; what uv sync installs is not known")
     out: dict[str, Locked] = {}
+    registries: dict[str, None] = {}
     for pkg in packages[:LOCK_PACKAGES_MAX]:
         if not isinstance(pkg, dict) or not isinstance(pkg.get("name"), str) or not _NAME.match(pkg["name"]):
             continue
@@ -83,11 +86,15 @@ def read_lock(project: str) -> LockRead:
         source = source if isinstance(source, dict) else {}
         version = pkg.get("version")
         local = any(k in source for k in _LOCAL_SOURCES)
+        registry = source.get("registry")
+        if isinstance(registry, str) and registry and ("://" not in registry or registry.startswith("file://")):
+            # a path is relative to the project; the directory is only looked at for wheels, as data
+            registries.setdefault(os.path.normpath(os.path.join(project, unquote(registry.removeprefix("file://")))))
         version = version if isinstance(version, str) and _VERSION.match(version) and not local else None
         name = _normalize(pkg["name"])
         if name in out and out[name].version != version:
             version = None  # several versions (markers, forks): which one installs is not known here
         out[name] = Locked(name, version)
-    return LockRead(path, tuple(sorted(out.values(), key=lambda p: p.name)),
+    return LockRead(path, tuple(sorted(out.values(), key=lambda p: p.name)), local_registries=tuple(registries),
                     note=(f"uv sync installs what {path} pins and removes what it does not list (read before "
                           "the command: a pyproject.toml changed since, which uv re-locks first, is not known)"))

@@ -25,6 +25,12 @@ class UvSettings:
     reinstall: bool = False
     reinstall_packages: list[str] = field(default_factory=list)
     no_cache: bool = False
+    # Where uv installs from beyond the command line, as (option, value) pairs the command's own
+    # options are read as: ``environment`` (UV_* variables: used for an option the command line
+    # does not give, as clap does), ``configured`` (the configuration files: added after both,
+    # as uv combines them; relative paths are relative to the file's directory).
+    environment: list[tuple[str, str | None]] = field(default_factory=list)
+    configured: list[tuple[str, str | None]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
 
@@ -72,6 +78,62 @@ def config_files(project: str, env: dict[str, str], config_file: str | None, no_
     return list(dict.fromkeys(files))
 
 
+def _config_sources(table: dict, path: str, out: UvSettings) -> None:
+    """``find-links``, ``no-index``, ``index-url``, ``extra-index-url`` and ``[[index]]`` of one table."""
+    here = os.path.dirname(path)
+
+    def local(value: str) -> str:
+        return value if "://" in value else os.path.join(here, os.path.expanduser(value))
+
+    links = table.get("find-links")
+    for value in links if isinstance(links, list) else []:
+        if isinstance(value, str) and value:
+            out.configured.append(("--find-links", local(value)))
+            out.notes.append(f"uv reads find-links {value[:200]} from {path}")
+    if table.get("no-index") is True:
+        out.configured.append(("--no-index", None))
+        out.notes.append(f"uv reads no-index = true from {path}")
+    for key in ("index-url", "extra-index-url"):
+        values = table.get(key)
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, str) and value:
+                out.configured.append(("--index-url", value))
+    indexes = table.get("index")
+    for index in indexes if isinstance(indexes, list) else []:
+        url = index.get("url") if isinstance(index, dict) else None
+        if not isinstance(url, str) or not url:
+            continue
+        if index.get("format") == "flat":  # a flat index is a find-links location
+            out.configured.append(("--find-links", local(url.removeprefix("file://"))))
+            out.notes.append(f"uv reads the flat index {url[:200]} from {path}")
+        else:
+            out.configured.append(("--index-url", url))
+
+
+def _environment_sources(env: dict[str, str], out: UvSettings) -> None:
+    """UV_FIND_LINKS (comma-separated), UV_DEFAULT_INDEX, UV_INDEX_URL, UV_INDEX and
+    UV_EXTRA_INDEX_URL (space-separated; UV_INDEX entries may be ``name=url``). uv 0.13 does not
+    read UV_NO_INDEX (measured: ``uv pip install`` still asks the registry)."""
+    for value in env.get("UV_FIND_LINKS", "").split(","):
+        if value.strip():
+            out.environment.append(("--find-links", value.strip()))
+    for name in ("UV_DEFAULT_INDEX", "UV_INDEX_URL"):
+        if env.get(name, "").strip():
+            out.environment.append(("--default-index" if name == "UV_DEFAULT_INDEX" else "--index-url",
+                                    env[name].strip()))
+    for name, key in (("UV_INDEX", "--index"), ("UV_EXTRA_INDEX_URL", "--extra-index-url")):
+        for value in env.get(name, "").split():
+            url = value.split("=", 1)[1] if key == "--index" and "=" in value and "://" not in value.split("=", 1)[0] \
+                else value
+            out.environment.append((key, url))
+    named = sorted({n for n in ("UV_FIND_LINKS", "UV_DEFAULT_INDEX", "UV_INDEX_URL", "UV_INDEX", "UV_EXTRA_INDEX_URL")
+                    if env.get(n, "").strip()})
+    if named:
+        out.notes.append(f"uv reads {', '.join(named)} (for what the command line does not give)")
+    if env.get("UV_NO_INDEX", "").strip():
+        out.notes.append("UV_NO_INDEX is set, but uv 0.13 does not read it: the index is used")
+
+
 def settings(project: str, env: dict[str, str], *, pip: bool, config_file: str | None = None,
              no_config: bool = False) -> UvSettings:
     """uv's reinstall settings from its configuration files and environment (``pip``: a ``uv pip``
@@ -105,8 +167,10 @@ def settings(project: str, env: dict[str, str], *, pip: bool, config_file: str |
                 out.notes.append(f"uv reads reinstall-package from {path}")
             if t.get("no-cache") is True:
                 out.no_cache = True
+            _config_sources(t, path, out)
     if boolish(env, "UV_REINSTALL", out):
         out.reinstall = True
     if boolish(env, "UV_NO_CACHE", out):
         out.no_cache = True
+    _environment_sources(env, out)
     return out
