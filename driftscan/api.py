@@ -628,6 +628,34 @@ def checkpoint(output: str, venv: str | None = None, site_packages: Sequence[str
             result.originals.__exit__(None, None, None)
 
 
+def _refuse_writing_inside(venv, site_packages, model_dirs=(), hf_cache=None, checkpoint=None) -> None:
+    """Before anything is audited or written (``restore``, ``reapply``): every root the run reads
+    or writes — the venv and site-packages named, the environment root a site-packages resolves
+    to (wider than the path given), each model directory and the hub cache — must not hold
+    driftscan's cache, nor (``checkpoint``: where ``--yes`` writes its checkpoint) the checkpoint.
+    One ConfigError naming both, nothing written."""
+    from .caches.location import refuse_inside
+    from .core.errors import ConfigError
+    from .environment.target import environment_roots
+
+    roots = [venv or "", *site_packages, *model_dirs]
+    if hf_cache is not None:
+        from .modeldir.hfcache import default_hf_cache
+
+        roots.append(hf_cache or default_hf_cache())
+    if venv is not None or site_packages:
+        roots.extend(environment_roots(resolve_target(venv, tuple(site_packages))))
+    roots = [r for r in dict.fromkeys(roots) if r]
+    refuse_inside(roots)
+    if checkpoint is not None:
+        dest = os.path.realpath(checkpoint)
+        for root in roots:
+            real = os.path.realpath(root)
+            if dest == real or dest.startswith(real.rstrip(os.sep) + os.sep):
+                raise ConfigError(f"{os.path.abspath(checkpoint)}: inside the audited tree {root}; a checkpoint "
+                                  "is written outside it")
+
+
 def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists: Sequence[str] = (),
             paths: Sequence[str] = (), wheels: Sequence[str] = (), fetch: bool = False, uv_cache: str | None = None,
             yes: bool = False, remove_added: bool = False, checkpoint_path: str | None = None,
@@ -640,10 +668,10 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
                              write_checkpoint)
     from .reinstall.restore import apply_restore, keep_unsaved, plan_restore, predict, refuse_unchecked
 
-    from .caches.location import refuse_inside
-
     started = time.perf_counter()
-    refuse_inside([venv or "", *site_packages, *model_dirs])  # before the audit writes its own caches
+    # before the audit writes its own caches, and before anything is written
+    _refuse_writing_inside(venv, site_packages, model_dirs, hf_cache,
+                           (checkpoint_path or checkpoints_base()) if yes else None)
     result = _held_run(venv, site_packages, model_dirs, wheels=wheels, fetch=fetch, uv_cache=uv_cache, jobs=jobs,
                        use_cache=use_cache, include_environment=True, hf_cache=hf_cache)
     originals = result.originals
@@ -700,9 +728,10 @@ def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequenc
         venv, site_packages = index.venv, (() if index.venv else tuple(index.site_packages))
         if venv is None and not site_packages:
             raise TargetError(f"{checkpoint_dir}: the checkpoint names no environment; pass --venv")
-    from .caches.location import refuse_inside
+    from .reinstall.checkpoint import checkpoints_base
 
-    refuse_inside([venv or "", *site_packages])  # before the audit writes its own caches
+    # before the audit writes its own caches, and before anything is written
+    _refuse_writing_inside(venv, site_packages, checkpoint=(checkpoint_path or checkpoints_base()) if yes else None)
     result = _held_run(venv, site_packages, (), wheels=wheels, fetch=False, uv_cache=None, jobs=jobs,
                        use_cache=use_cache, include_environment=True)
     try:

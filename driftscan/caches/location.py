@@ -17,24 +17,40 @@ def user_cache_dir() -> str:
     return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "driftscan")
 
 
-def write_cache_file(path: str, data: bytes, prefix: str = ".cache-") -> None:
-    """Write ``data`` to ``path`` atomically (a temporary file beside it, renamed over it); a
-    cache that cannot be written is silently skipped: it is only a cache."""
-    import tempfile  # only when something is written
+def below_cache(path: str) -> tuple[str, str]:
+    """``path`` as (base, relative path): below the cache directory when it is there (the cache
+    directory is the user's to choose and is followed; nothing below it is), else below its own
+    directory (a cache file the user named elsewhere)."""
+    from ..fs.confined import rel_below
 
-    directory = os.path.dirname(path)
+    root = os.path.abspath(user_cache_dir())
+    rel = rel_below(root, path)
+    if rel is None:
+        return os.path.dirname(os.path.abspath(path)), os.path.basename(path)
+    return root, rel
+
+
+def write_cache_file(path: str, data: bytes, prefix: str = ".cache-", mode: int = 0o600,
+                     dir_mode: int = 0o755) -> str | None:
+    """Write ``data`` to ``path`` atomically: every directory below the cache directory opened
+    (or made) without following a symlink, a temporary file created in the opened parent and
+    renamed over the name within it (``fs.confined``). A cache subdirectory swapped for a link
+    (into the audited tree, say) fails this write: nothing is written through it. None when
+    written, else why not; callers that only keep a cache skip it: it is only a cache."""
+    from ..fs.confined import replace_below
+
+    base, rel = below_cache(path)
+
+    def fill(out) -> bool:
+        out.write(data)
+        return True
+
     try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=prefix, dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except OSError:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass
+        os.makedirs(base, exist_ok=True)
+    except OSError as exc:
+        return f"{path}: cannot write there: {exc.strerror or exc}; not written"
+    why = replace_below(base, rel, fill, mode, create_dirs=True, temp_prefix=prefix, dir_mode=dir_mode)
+    return f"{path}: {why}; not written" if why else None
 
 
 # The cache subdirectories restore and reapply write to (their journals, the reapply ledger,

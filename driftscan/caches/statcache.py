@@ -60,18 +60,14 @@ def write_dump_list(paths, audited=()) -> str | None:
     """The files, NUL-terminated (what ``xargs -0`` reads), written atomically to
     ``dump_list_path``; None when that cannot be written, or would land inside a directory the
     audit reads (``audited``: a DRIFTSCAN_CACHE_DIR in the tree): the remedy then names each file."""
-    from ..fs.atomic import write_atomic
-    from ..core.errors import DriftscanError
     from ..fs.reader import inside
 
     path = dump_list_path(paths)
     directory = os.path.dirname(path)
     if any(inside(root, directory) for root in audited if root):
         return None
-    try:
-        os.makedirs(directory, exist_ok=True)
-        write_atomic(path, b"".join(os.fsencode(p) + b"\0" for p in paths))
-    except (OSError, DriftscanError):
+    # below the cache directory nothing is followed: a dumps/ swapped for a link is not written through
+    if write_cache_file(path, b"".join(os.fsencode(p) + b"\0" for p in paths), prefix=".dumps-", mode=0o644):
         return None
     return path
 

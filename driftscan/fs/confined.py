@@ -51,9 +51,9 @@ def _why(exc: OSError, name: str) -> OSError:
     return exc
 
 
-def open_dir(base: str, parts: list[str], create: bool = False) -> int:
+def open_dir(base: str, parts: list[str], create: bool = False, dir_mode: int = 0o755) -> int:
     """A descriptor of ``base/parts...``, each part opened without following a symlink;
-    ``create``: missing directories are made (0o755 less the umask) on the way."""
+    ``create``: missing directories are made (``dir_mode`` less the umask) on the way."""
     fd = os.open(base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
     try:
         for part in parts:
@@ -63,7 +63,7 @@ def open_dir(base: str, parts: list[str], create: bool = False) -> int:
                 if not create:
                     raise
                 try:
-                    os.mkdir(part, 0o755, dir_fd=fd)
+                    os.mkdir(part, dir_mode, dir_fd=fd)
                 except FileExistsError:
                     pass
                 try:
@@ -154,9 +154,34 @@ def unlink_below(base: str, rel: str, check: Callable[[int], str | None] | None 
         os.close(parent)
 
 
+def append_below(base: str, rel: str, data: bytes, mode: int = 0o600, create_dirs: bool = False) -> None:
+    """Append ``data`` to the regular file ``base/rel`` (created with ``mode`` when absent), its
+    directories and the file itself opened without following a symlink; fsynced. OSError else."""
+    parts = parts_of(rel)
+    parent = open_dir(base, parts[:-1], create=create_dirs)
+    try:
+        try:
+            fd = os.open(parts[-1], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC,
+                         mode, dir_fd=parent)
+        except OSError as exc:
+            raise _why(exc, parts[-1]) from None
+    finally:
+        os.close(parent)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{rel}: not a regular file")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def replace_below(base: str, rel: str, fill: Callable[[BinaryIO], bool], mode: int,
                   journal: Callable[[str, int | None, int | None], None] | None = None,
-                  create_dirs: bool = False) -> str | None:
+                  create_dirs: bool = False, temp_prefix: str = ".driftscan-restore-",
+                  dir_mode: int = 0o755) -> str | None:
     """Write ``base/rel`` as a new file: a temporary one created in the parent directory's
     descriptor (reached without following a symlink), filled by ``fill(out)`` (False: not to be
     trusted), ``mode`` set on it, fsynced, then renamed over the name within that same directory.
@@ -167,11 +192,11 @@ def replace_below(base: str, rel: str, fill: Callable[[BinaryIO], bool], mode: i
     except ValueError as exc:
         return str(exc)
     try:
-        parent = open_dir(base, parts[:-1], create=create_dirs)
+        parent = open_dir(base, parts[:-1], create=create_dirs, dir_mode=dir_mode)
     except OSError as exc:
         return f"cannot write there: {exc.strerror or exc}"
     name = parts[-1]
-    temp = f".driftscan-restore-{secrets.token_hex(8)}.tmp"
+    temp = f"{temp_prefix}{secrets.token_hex(8)}.tmp"
     temp_path = os.path.join(base, *parts[:-1], temp)
     fd = -1
     try:

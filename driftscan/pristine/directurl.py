@@ -159,14 +159,10 @@ def _known(path: str, signature: str, digests: dict[str, bytes]) -> bool:
 def _remember(path: str, signature: str, digests: dict[str, bytes]) -> None:
     import json
 
-    from ..fs.atomic import write_atomic
+    from ..caches.location import write_cache_file
 
     memo = _load_memo()
     memo[path] = {"signature": signature, **{a: d.hex() for a, d in digests.items()}}
     if len(memo) > 4096:  # keep the newest entries
         memo = dict(list(memo.items())[-4096:])
-    try:
-        os.makedirs(os.path.dirname(_memo_path()), exist_ok=True)
-        write_atomic(_memo_path(), json.dumps(memo))
-    except OSError:
-        pass  # a cache that cannot be written only costs time
+    write_cache_file(_memo_path(), json.dumps(memo).encode(), prefix=".memo-")  # unwritten: it only costs time

@@ -17,7 +17,6 @@ import tempfile
 from collections.abc import Sequence
 
 from ..caches.location import user_cache_dir, write_cache_file
-from ..fs.reader import read_regular
 from ..core.values import Distribution, Hash, RecordEntry
 from ..formats.record import new_hash, parse_hash
 
@@ -57,9 +56,12 @@ def kept(hash_before: str | None) -> bytes | None:
     path = kept_path(hash_before)
     if path is None:
         return None
+    from ..caches.location import below_cache
+    from ..fs.confined import read_below
+
     try:
-        data = read_regular(path, READ_MAX, what="kept original", follow=False)
-    except OSError:
+        data = read_below(*below_cache(path), READ_MAX)  # nothing below the cache directory followed
+    except (OSError, ValueError):
         return None
     return data if matches(hash_before, data) else None
 

@@ -20,9 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from ..caches.racy import RACY_NS  # a directory changed this recently is listed again next time
-from ..fs.atomic import write_atomic
 from ..caches.statcache import user_cache_dir
-from ..core.errors import ConfigError
 from ..fs.reader import LIMITS, read_regular
 from ..core.values import Distribution
 from .base import Rejected, SourceKind
@@ -124,12 +122,10 @@ class PipCacheIndex:
                 and isinstance(entry[0], str) and isinstance(entry[1], list) and isinstance(entry[2], dict)}
 
     def _save(self, dirs: dict[str, list]) -> None:
-        try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            write_atomic(self.path, json.dumps({"format": FORMAT, "root": self.root, "dirs": dirs},
-                                               separators=(",", ":")))
-        except (OSError, ConfigError):
-            pass  # only a cache
+        from ..caches.location import write_cache_file
+
+        write_cache_file(self.path, json.dumps({"format": FORMAT, "root": self.root, "dirs": dirs},
+                                               separators=(",", ":")).encode(), prefix=".pipcache-")  # only a cache
 
     def refresh(self) -> None:
         self.indexed, self.incomplete = 0, False

@@ -504,8 +504,8 @@ def _load_ledger(root: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _save_ledger(root: str, rows: dict) -> None:
-    write_cache_file(ledger_path(root), json.dumps(rows, sort_keys=True).encode("utf-8"), prefix=".ledger-")
+def _save_ledger(root: str, rows: dict) -> str | None:
+    return write_cache_file(ledger_path(root), json.dumps(rows, sort_keys=True).encode("utf-8"), prefix=".ledger-")
 
 
 # ---- names other modules read --------------------------------------------------------------
@@ -1230,18 +1230,24 @@ def _split(checkpoint: str, f: CheckpointFile, base: str, ours: str, wanted: str
 
 
 def _write_rej(path: str, text: str, checkpoint: str) -> str | None:
-    """Write a .rej file beside the checkpoint (atomically; never through a symlink)."""
-    from ..fs.atomic import write_atomic
+    """Write a .rej file beside the checkpoint: ``<CHECKPOINT>.rej/<relpath>.rej`` opened one
+    component at a time below the checkpoint's parent directory, nothing followed (``fs.confined``):
+    a ``.rej`` directory or a subdirectory that is a symlink fails this file, never written through."""
+    from ..fs.confined import rel_below, replace_below
 
-    top = os.path.abspath(checkpoint).rstrip(os.sep) + ".rej"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        if os.path.realpath(path) != os.path.abspath(path) or not os.path.abspath(path).startswith(top + os.sep):
-            return f"{path}: a symlink on the way; not written"
-        write_atomic(path, text)
-    except (OSError, ConfigError) as exc:
-        return f"cannot write {path}: {os_error(exc) if isinstance(exc, OSError) else exc}"
-    return None
+    top = os.path.abspath(checkpoint).rstrip(os.sep)
+    base = os.path.dirname(top)
+    rel = rel_below(base, path)
+    if rel is None or not rel.startswith(os.path.basename(top) + ".rej/"):
+        return f"{path}: not below {top}.rej; not written"
+    data = text.encode("utf-8")
+
+    def fill(out) -> bool:
+        out.write(data)
+        return True
+
+    why = replace_below(base, rel, fill, 0o644, create_dirs=True, temp_prefix=".driftscan-rej-")
+    return f"cannot write {path}: {why}" if why else None
 
 
 def _delete(w: Write, roots: Sequence[str]) -> str | None:
@@ -1265,9 +1271,9 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
     started = time.perf_counter()
     report = plan.report
     report.dry_run = False
-    journal = open_journal(root, report.notes)
-    ledger = _load_ledger(root)
     roots = plan.roots or ((root,) if root else ())
+    journal = open_journal(root, report.notes, roots)
+    ledger = _load_ledger(root)
     for w in plan.writes:
         if w.data is None:
             why = _delete(w, roots)
@@ -1292,6 +1298,8 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
         if w.ledger is not None and w.rej is None:  # a partial write does not carry all the changes
             ledger[w.ledger[0]] = {"key": w.ledger[1], "written": _sha(data)}
     close_journal(journal)
-    _save_ledger(root, ledger)
+    why = _save_ledger(root, ledger)
+    if why:
+        report.notes.append(f"the reapply ledger (what was written, for the next reapply) was not saved: {why}")
     report.duration_seconds = round(time.perf_counter() - started, 3)
     return report

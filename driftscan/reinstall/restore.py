@@ -317,16 +317,37 @@ def journal_path(root: str) -> str:
     return os.path.join(user_cache_dir(), "restore", f"{key}.jsonl")
 
 
-def clean_leftovers(journal: str, dry_run: bool = False) -> list[str]:
+def _journal_lines(journal: str) -> list[str] | None:
+    """The journal's lines, read below the cache directory without following a link; None when absent."""
+    from ..caches.location import below_cache
+    from ..fs.confined import read_below
+
+    try:
+        return read_below(*below_cache(journal), 64 << 20).decode("utf-8", "replace").splitlines()
+    except (OSError, ValueError):
+        return None
+
+
+def _unlink_journal(journal: str) -> None:
+    from ..caches.location import below_cache
+    from ..fs.confined import unlink_below
+
+    unlink_below(*below_cache(journal))
+
+
+def clean_leftovers(journal: str, dry_run: bool = False, roots: Sequence[str] = ()) -> list[str]:
     """Remove the temporary files a killed restore left, as its journal names them. Each name is
     journaled (a random name driftscan chose) before the file is created with O_EXCL, so a
     regular file at that exact path is the killed run's own; with the device and inode recorded
-    too, only that very file is removed. ``dry_run``: only say which (nothing is removed)."""
+    too, only that very file is removed. Each is reached below the environment root it lies in
+    (``roots``), every directory opened without following a symlink (``fs.confined``): a package
+    directory swapped for a link since the kill leads nowhere, and a name below no root is left
+    alone. ``dry_run``: only say which (nothing is removed)."""
+    from ..fs.confined import lstat_below, rel_below, unlink_below
+
     removed: list[str] = []
-    try:
-        with open(journal, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError:
+    lines = _journal_lines(journal)
+    if lines is None:
         return removed
     inodes: dict[str, tuple[int, int]] = {}
     names: list[str] = []
@@ -343,25 +364,40 @@ def clean_leftovers(journal: str, dry_run: bool = False) -> list[str]:
                 continue
         elif temp not in names:
             names.append(temp)
+    ordered = sorted((os.path.abspath(r) for r in roots if r), key=len, reverse=True)
     for temp in names:
-        try:
-            st = os.lstat(temp)
-        except OSError:
+        base = next((r for r in ordered if rel_below(r, temp)), None)
+        if base is None:
             continue
+        rel = rel_below(base, temp) or ""
         known = inodes.get(temp)
-        if stat.S_ISREG(st.st_mode) and (known is None or known == (st.st_dev, st.st_ino)):
-            if not dry_run:
-                os.unlink(temp)
-            removed.append(temp)
+        try:
+            st = lstat_below(base, rel)
+        except (OSError, ValueError):
+            continue
+        if not stat.S_ISREG(st.st_mode) or (known is not None and known != (st.st_dev, st.st_ino)):
+            continue
+        if not dry_run:
+
+            def same(fd: int, known=known) -> str | None:
+                got = os.fstat(fd)
+                return None if known is None or known == (got.st_dev, got.st_ino) else "another file now"
+
+            try:
+                if unlink_below(base, rel, same) is not None:
+                    continue
+            except ValueError:
+                continue
+        removed.append(temp)
     if not dry_run:
-        os.unlink(journal)
+        _unlink_journal(journal)
     return removed
 
 
-def open_journal(root: str, notes: list[str]) -> str:
+def open_journal(root: str, notes: list[str], roots: Sequence[str] = ()) -> str:
     """The journal of writes into ``root``, after removing what a killed run left (said in ``notes``)."""
     journal = journal_path(root)
-    leftovers = clean_leftovers(journal)
+    leftovers = clean_leftovers(journal, roots=roots or ((root,) if root else ()))
     if leftovers:
         notes.append(f"removed {len(leftovers)} temporary file(s) an interrupted run left: "
                      + ", ".join(printable(p) for p in leftovers))
@@ -371,17 +407,18 @@ def open_journal(root: str, notes: list[str]) -> str:
 def close_journal(journal: str) -> None:
     """Every journaled temporary file is renamed or removed: the journal has nothing left to say."""
     try:
-        os.unlink(journal)
-    except OSError:
+        _unlink_journal(journal)
+    except (OSError, ValueError):
         pass
 
 
 def _journal(journal: str, row: dict) -> None:
-    os.makedirs(os.path.dirname(journal), exist_ok=True)
-    with open(journal, "a", encoding="utf-8") as f:
-        f.write(json.dumps(row) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    """Append ``row``; the journal is opened below the cache directory without following a link
+    (a ``restore/`` swapped for a link into the environment fails the write it would precede)."""
+    from ..caches.location import below_cache
+    from ..fs.confined import append_below
+
+    append_below(*below_cache(journal), (json.dumps(row) + "\n").encode("utf-8"), create_dirs=True)
 
 
 def verify_file(path: str, entry: RecordEntry) -> bool:
@@ -494,8 +531,8 @@ def apply_restore(plan: RestorePlan, root: str, progress: Callable[[int, int], N
     started = time.perf_counter()
     report = plan.report
     report.dry_run = False
-    journal = open_journal(root, report.notes)
     roots = plan.roots or ((root,) if root else ())
+    journal = open_journal(root, report.notes, roots)
     for i, p in enumerate(plan.planned):
         why = _remove_one(p, roots) if p.action.action == REMOVE else _write_one(p, journal, roots)
         p.action.status = Status.FAILED.value if why else (
@@ -538,7 +575,8 @@ def predict(plan: RestorePlan, max_copy: int, root: str | None = None) -> None:
     file in a directory restore cannot write to would fail — and name the temporary files of an
     interrupted run ``--yes`` removes first, so that the dry run lists exactly the paths
     ``--yes`` writes."""
-    left = clean_leftovers(journal_path(root), dry_run=True) if root and plan.planned else []
+    left = clean_leftovers(journal_path(root), dry_run=True, roots=plan.roots or (root,)) \
+        if root and plan.planned else []
     if left:
         plan.report.notes.append(f"--yes first removes {len(left)} temporary file(s) an interrupted run left: "
                                  + ", ".join(printable(p) for p in left))

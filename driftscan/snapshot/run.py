@@ -385,8 +385,10 @@ def _remember_loaded(path: str, st: os.stat_result, roots: list[tuple[Root, str,
                                   for n, (root, part, m) in enumerate(roots)])
         blob = marshal.dumps(value)
         target = _loaded_cache_path(path)
-        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
-        write_atomic(target, _LOADED_FORMAT + xxhash.xxh3_64_digest(blob) + blob, mode=0o600)
+        from ..caches.location import write_cache_file
+
+        write_cache_file(target, _LOADED_FORMAT + xxhash.xxh3_64_digest(blob) + blob, prefix=".snapshot-",
+                         dir_mode=0o700)
     except (OSError, ValueError, OverflowError):
         pass  # a cache that cannot be written is no cache
 

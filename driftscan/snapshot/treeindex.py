@@ -138,10 +138,9 @@ def save(manifest: Manifest, root: str, limit: int, dirs: dict[str, tuple | None
                  consistency, missing)
         blob = marshal.dumps(value)
         target = _path(key)
-        from ..fs.atomic import write_atomic
+        from ..caches.location import write_cache_file
 
-        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
-        write_atomic(target, FORMAT + xxhash.xxh3_64_digest(blob) + blob, mode=0o600)
+        write_cache_file(target, FORMAT + xxhash.xxh3_64_digest(blob) + blob, prefix=".diffindex-", dir_mode=0o700)
     except (OSError, ValueError, TypeError, KeyError, OverflowError):
         pass  # a cache that cannot be written is no cache
 

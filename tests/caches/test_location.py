@@ -46,3 +46,20 @@ def test_unwritable_cache_is_skipped_silently(tmp_path):
     write_cache_file(str(target), b"x")  # os.replace onto a directory fails: skipped, temp removed
     assert target.is_dir()
     assert [n for n in os.listdir(tmp_path) if n.startswith(".cache-")] == []
+
+
+def test_nothing_below_the_cache_directory_is_followed_but_the_directory_itself_is(monkeypatch, tmp_path):
+    """The cache directory is the user's choice (a link to another disk is followed); a link below
+    it fails the write, with the reason, and nothing is written where it leads."""
+    real = tmp_path / "disk" / "cache"
+    real.mkdir(parents=True)
+    (tmp_path / "cache").symlink_to(real)
+    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
+    assert write_cache_file(str(tmp_path / "cache" / "statcache" / "x.bin"), b"one") is None
+    assert (real / "statcache" / "x.bin").read_bytes() == b"one"
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (real / "dumps").symlink_to(tree)
+    why = write_cache_file(str(tmp_path / "cache" / "dumps" / "a" / "l.list"), b"two")
+    assert why is not None and "symlink" in why and "not written" in why, why
+    assert os.listdir(tree) == []

@@ -99,3 +99,24 @@ def test_unlink_below_checks_the_open_file_and_follows_no_directory(tmp_path):
     assert unlink_below(str(base), "own.py", lambda fd: None) is None
     assert not (base / "own.py").exists()
     assert stat.S_ISDIR(lstat_below(str(tmp_path), "outside").st_mode)
+
+
+def test_append_below_creates_appends_and_never_follows_a_link(tmp_path):
+    from driftscan.fs.confined import append_below
+
+    base = tmp_path / "base"
+    base.mkdir()
+    append_below(str(base), "j/journal", b"one\n", create_dirs=True)
+    append_below(str(base), "j/journal", b"two\n")
+    assert (base / "j" / "journal").read_bytes() == b"one\ntwo\n"
+    assert stat.S_IMODE(os.stat(base / "j" / "journal").st_mode) == 0o600
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (base / "k").symlink_to(elsewhere)
+    with pytest.raises(OSError, match="symlink"):
+        append_below(str(base), "k/journal", b"x\n", create_dirs=True)
+    (elsewhere / "target").write_bytes(b"kept\n")
+    (base / "j" / "linked").symlink_to(elsewhere / "target")
+    with pytest.raises(OSError, match="symlink"):
+        append_below(str(base), "j/linked", b"x\n")
+    assert os.listdir(elsewhere) == ["target"] and (elsewhere / "target").read_bytes() == b"kept\n"

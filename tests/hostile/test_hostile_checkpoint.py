@@ -173,10 +173,10 @@ def test_a_package_directory_swapped_for_a_symlink_mid_restore_fails_that_file(t
     outside.mkdir()
     real_open_journal = restore_mod.open_journal
 
-    def swap_then_open(root, notes):
+    def swap_then_open(root, notes, *roots):
         shutil.move(str(site / NAME), str(outside / NAME))
         (site / NAME).symlink_to(outside / NAME)
-        return real_open_journal(root, notes)
+        return real_open_journal(root, notes, *roots)
 
     monkeypatch.setattr(restore_mod, "open_journal", swap_then_open)
     report = api.restore(str(venv), wheels=[str(house)], dists=[NAME], yes=True, checkpoint_path=str(tmp_path / "cp"))
@@ -246,10 +246,10 @@ def test_a_package_directory_swapped_for_a_symlink_mid_reapply_fails_that_file(t
     outside.mkdir()
     real_open_journal = reapply_mod.open_journal
 
-    def swap_then_open(root, notes):
+    def swap_then_open(root, notes, *roots):
         shutil.move(str(site / NAME), str(outside / NAME))
         (site / NAME).symlink_to(outside / NAME)
-        return real_open_journal(root, notes)
+        return real_open_journal(root, notes, *roots)
 
     monkeypatch.setattr(reapply_mod, "open_journal", swap_then_open)
     report = api.reapply(str(cp), str(venv), yes=True, checkpoint_path=str(tmp_path / "new-cp"))

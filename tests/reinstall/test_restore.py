@@ -420,14 +420,18 @@ def test_killed_restore_leaves_each_file_whole_and_a_rerun_finishes(tmp_path, ba
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 def test_kill_between_creating_the_temporary_file_and_journaling_it(venv, wheels, env, tmp_path):
     """SIGKILL exactly when restore opens its journal the second time for the first file (strace
-    injects it: after clean_leftovers' read and the line naming the temporary file, which is
-    journaled before it is created; the kill lands after its creation, before its inode is
-    journaled). The file left must still be removed by the next restore."""
+    injects it: after the line naming the temporary file, which is journaled before it is
+    created; the kill lands after its creation, before its inode is journaled; the first open
+    is clean_leftovers' read). The file left must still be removed by the next restore."""
     site = site_of(venv)
     edit_toy(site)
     journal = journal_path(str(venv))
     assert not os.path.exists(journal)
-    cmd = ["strace", "-f", "-qq", "-o", str(tmp_path / "strace.log"), "-P", journal, "-e", "trace=openat",
+    os.makedirs(os.path.dirname(journal), exist_ok=True)  # its directory there: each open of the journal is seen
+    # The journal is opened relative to its directory's descriptor (never followed): strace's -P
+    # matches a call by that descriptor's path.
+    cmd = ["strace", "-f", "-qq", "-o", str(tmp_path / "strace.log"), "-P", os.path.dirname(journal),
+           "-e", "trace=openat",
            "-e", "inject=openat:signal=SIGKILL:when=3",
            sys.executable, "-m", "driftscan", "restore", "--venv", str(venv), "--wheels", str(wheels),
            "--dist", "toypkg", "--yes", "--checkpoint", str(tmp_path / "cp")]
