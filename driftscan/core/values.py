@@ -54,6 +54,13 @@ class Severity(str, enum.Enum):
         return {"low": 1, "medium": 2, "high": 3}[self.value]
 
 
+class Origin(str, enum.Enum):
+    """Whether a debug finding in a drifted file is what drifted, decided against its verified original."""
+
+    INJECTED = "injected"  # not in the original
+    UPSTREAM = "upstream"  # the original has the same finding (rule code and normalised source line)
+
+
 class Area(str, enum.Enum):
     """Where a drifted file lives; decides which layers look at it and its scope."""
 
@@ -349,9 +356,12 @@ class Finding:
     # For a dump call whose target path is known: a glob of the files it writes
     # (e.g. "/tmp/nomla_*.pt"), so the audit can look for dumps left on disk.
     artifact_pattern: str | None = None
-    # "injected" (not in the original), "upstream" (the original has the same finding), or None
-    # when no original was at hand to tell (driftscan.pipeline.changes decides).
-    origin: str | None = None
+    # None when no original was at hand to tell (driftscan.pipeline.changes decides).
+    origin: Origin | None = None
+
+    def __post_init__(self) -> None:
+        if self.origin is not None and type(self.origin) is not Origin:  # API callers may pass the plain string
+            object.__setattr__(self, "origin", Origin(self.origin))
 
 
 @dataclass(frozen=True)

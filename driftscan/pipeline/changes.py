@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Union
 
 from ..fs.reader import inside, read_regular
 from ..formats.jsondiff import as_text, describe
-from ..core.values import Area, Distribution, Drift, DriftKind, FileCheck, Finding, PristineRef, RecordEntry
+from ..core.values import Area, Distribution, Drift, DriftKind, FileCheck, Finding, Origin, PristineRef, RecordEntry
 
 if TYPE_CHECKING:  # the pristine package (zipfile, subprocess) is imported only when originals are wanted
     from ..lint import Rule
@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # the pristine package (zipfile, subprocess) is imported only
 # original's findings are not remembered already (``ContentMemo``, keyed by the original's content).
 Rules = Union[Sequence["type[Rule]"], Callable[[], Sequence["type[Rule]"]]]
 
-INJECTED, UPSTREAM = "injected", "upstream"
 # Originals and current files compared up to this size (a modified 500 MB .so is named, not diffed).
 COMPARE_MAX = 64 << 20
 MAX_RANGES = 64  # changed byte ranges listed per binary file
@@ -96,9 +95,9 @@ def mark_origins(current: Sequence[Finding], original: Sequence[Finding]) -> tup
         key = (f.code, _norm(f.snippet))
         if left[key] > 0:
             left[key] -= 1
-            out.append(replace(f, origin=UPSTREAM))
+            out.append(replace(f, origin=Origin.UPSTREAM))
         else:
-            out.append(replace(f, origin=INJECTED))
+            out.append(replace(f, origin=Origin.INJECTED))
     return tuple(out)
 
 
@@ -237,7 +236,7 @@ def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet |
     for check in checks:
         dist = check.distribution
         if check.kind is DriftKind.ADDED and check.findings and check.area in (Area.PYTHON, Area.SOURCE):
-            out.append(replace(check, findings=tuple(replace(f, origin=INJECTED) for f in check.findings)))
+            out.append(replace(check, findings=tuple(replace(f, origin=Origin.INJECTED) for f in check.findings)))
             continue
         lookup = originals.get(dist) if originals is not None and dist is not None else None
         if dist is None or lookup is None or lookup.copy is None or check.kind not in _WANTED \

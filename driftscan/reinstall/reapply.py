@@ -57,7 +57,7 @@ from ..core.errors import ConfigError
 from .excise import excise, own_nodes, statement_blocks
 from ..fs.reader import inside, os_error, read_regular
 from ..pristine.kept import OriginalFinder, keep, kept, matches
-from ..core.values import Distribution, Finding, Target
+from ..core.values import Distribution, Finding, Origin, Target
 from ..formats.patch import (PatchError, PatchTooLarge, added_line_numbers, apply_hunks, diff_hunks, format_hunks,
                               make_patch, merge3, parse_patch, reverse_hunks)
 from ..lint.artifacts import recheck
@@ -80,7 +80,7 @@ class ConflictOut(BaseModel):
 class FindingOut(BaseModel):
     code: str
     line: int
-    origin: str | None = Field(default=None, description="injected | upstream, decided at reapply time against "
+    origin: Origin | None = Field(default=None, description="injected | upstream, decided at reapply time against "
                                                           "the verified original; null: no original")
 
 
@@ -360,14 +360,14 @@ def decide_origins(current: Sequence[Finding], original: Sequence[Finding], adde
     wanted = Counter(norm(f) for f in current)
     extra = {k: max(0, n - have[k]) for k, n in wanted.items()}
     order = sorted(range(len(current)), key=lambda i: (current[i].line not in added, current[i].line))
-    origin: dict[int, str] = {}
+    origin: dict[int, Origin] = {}
     for i in order:
         k = norm(current[i])
         if extra[k] > 0:
             extra[k] -= 1
-            origin[i] = "injected"
+            origin[i] = Origin.INJECTED
         else:
-            origin[i] = "upstream"
+            origin[i] = Origin.UPSTREAM
     return [replace(f, origin=origin[i]) for i, f in enumerate(current)]
 
 
@@ -851,7 +851,7 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
             item.status, item.reason = "refused", ("an added file the debug rules cannot inspect (it does not parse "
                                                    "or is too large): not recreated (--keep-findings brings it back)")
             return
-        item.findings = [FindingOut(code=x.code, line=x.line, origin="injected") for x in found or []]
+        item.findings = [FindingOut(code=x.code, line=x.line, origin=Origin.INJECTED) for x in found or []]
         if found and options.exclude_findings:
             item.status, item.reason = "skipped", "an added file with debug findings: left out (--keep-findings " \
                                                   "brings it back)"
@@ -1087,7 +1087,7 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
         else:
             decided = decide_origins(found_ours, found_base, added)
         item.findings = [FindingOut(code=x.code, line=x.line, origin=x.origin) for x in decided]
-        injected = [x for x in decided if x.origin == "injected"]
+        injected = [x for x in decided if x.origin is Origin.INJECTED]
         if options.exclude_findings and injected:
             cut = excise(base, ours, [(x.line, x.column) for x in injected],
                          keep_names=names.read_elsewhere(path, dist, names_defined(ours, added)))
@@ -1183,7 +1183,7 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
         if after is None or now is None:
             item.status, item.reason = "refused", "the result cannot be inspected by the debug rules: not written"
             return
-        left = [x for x in decide_origins(after, now, added_line_numbers(current, result)) if x.origin == "injected"]
+        left = [x for x in decide_origins(after, now, added_line_numbers(current, result)) if x.origin is Origin.INJECTED]
         if left:
             item.status = "refused"
             item.reason = ("the result would still carry injected debug code (" + ", ".join(

@@ -167,7 +167,7 @@ def render_reapply_text(r) -> str:
                              for k in f.kept)
             lines.append(f"      kept added lines: {kept or 'none'}")
         for x in f.written_findings:
-            lines.append(f"      debug code written back: {x.code} line {x.line} ({x.origin or 'origin unknown'})")
+            lines.append(f"      debug code written back: {x.code} line {x.line} ({x.origin.value if x.origin else 'origin unknown'})")
         if f.rej:
             lines.append(f"      conflicting hunks: {f.rej}")
         if r.dry_run and f.diff and f.status == "planned":

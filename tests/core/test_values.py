@@ -8,8 +8,8 @@ import pickle
 
 import pytest
 
-from driftscan.core.values import (Distribution, DriftKind, DumpFiles, DumpWriter, FileCheck, Hash,
-                                   MetadataKind, RecordEntry, RecordRows, Severity, Target, TargetKind,
+from driftscan.core.values import (Distribution, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Hash,
+                                   MetadataKind, Origin, RecordEntry, RecordRows, Severity, Target, TargetKind,
                                    UvCacheLink)
 
 SHA = hashlib.sha256(b"x").digest()
@@ -83,6 +83,14 @@ def test_plain_strings_from_api_callers_are_coerced():
     assert dist.key == "demo 1.0"
     with pytest.raises(ValueError):
         Target(kind="no-such-kind", venv=None, site_packages=())
+
+
+def test_a_finding_origin_given_as_its_string_becomes_the_member():
+    finding = Finding("DBG101", "torch-save-call", Severity.HIGH, 3, 5, "torch.save", origin="upstream")
+    assert finding.origin is Origin.UPSTREAM and finding.origin == "upstream"
+    assert Finding("DBG101", "torch-save-call", Severity.HIGH, 3, 5, "torch.save").origin is None
+    with pytest.raises(ValueError):
+        Finding("DBG101", "torch-save-call", Severity.HIGH, 3, 5, "torch.save", origin="no-such-origin")
 
 
 @pytest.mark.parametrize("direct_url,editable", [
