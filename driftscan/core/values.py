@@ -61,6 +61,22 @@ class Origin(str, enum.Enum):
     UPSTREAM = "upstream"  # the original has the same finding (rule code and normalised source line)
 
 
+class SourceKind(str, enum.Enum):
+    """Where the verified original of a package file was read from (``driftscan.pristine``)."""
+
+    DIRECT_URL = "direct_url"
+    WHEELS = "wheels"
+    UV_CACHE = "uv-cache"
+    PIP_CACHE = "pip-cache"
+    FETCH = "fetch"
+
+    @property
+    def label(self) -> str:
+        """How a reason names the source."""
+        return {"direct_url": "direct_url.json's wheel", "wheels": "--wheels", "uv-cache": "uv's cache",
+                "pip-cache": "pip's cache", "fetch": "--fetch"}[self.value]
+
+
 class Area(str, enum.Enum):
     """Where a drifted file lives; decides which layers look at it and its scope."""
 
@@ -409,11 +425,14 @@ class DumpFiles:
 class PristineRef:
     """Where the original of a drifted package file was read from (a verified copy)."""
 
-    source: str  # direct_url | wheels | uv-cache | pip-cache | fetch
+    source: SourceKind
     path: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source", SourceKind(self.source))  # API callers may pass the plain string
+
     def as_json(self) -> dict[str, str]:
-        return {"source": self.source, "path": self.path}
+        return {"source": self.source.value, "path": self.path}
 
 
 @dataclass(frozen=True)

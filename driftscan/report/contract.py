@@ -241,7 +241,8 @@ def _drift(d: Drift) -> DriftOut:
         json_changes=printable_tree(list(c.json_changes)),
         diff=printable(c.diff) if c.diff is not None else None,
         artifacts=[printable(p) for p in c.dumps.paths] if c.dumps and c.kind is DriftKind.DEBUG_ARTIFACTS else [],
-        pristine=PristineRefOut(source=c.pristine.source, path=printable(c.pristine.path)) if c.pristine else None,
+        pristine=PristineRefOut(source=c.pristine.source.value, path=printable(c.pristine.path))
+        if c.pristine else None,
         byte_ranges=[[a, b] for a, b in c.byte_ranges],
     )
 
