@@ -4,7 +4,28 @@ pre-checks (astfacts.py), which must agree on every name; no libcst here."""
 
 from __future__ import annotations
 
+import enum
 import re
+
+
+class ActionKind(str, enum.Enum):
+    """What a call does that debug code does (analysis.Action)."""
+
+    DUMP = "dump"  # serialises to a file: torch.save, numpy.save, pickle.dump...
+    TMP_WRITE = "tmp-write"  # writes to a hard-coded /tmp path
+    DEBUGGER = "debugger"  # breakpoint(), pdb.set_trace()...
+    PRINT = "print"  # a print statement
+
+
+class ReasonKind(str, enum.Enum):
+    """Why an action looks like debug code (analysis.Reason, astdump's reasons)."""
+
+    TMP_PATH = "tmp-path"
+    DEBUG_PATH = "debug-path"
+    PER_CALL = "per-call"
+    ONE_SHOT = "one-shot"
+    SHAPE = "shape"
+    SWITCH = "switch"  # the only weak one: a debug switch guards it, off unless asked for
 
 MARKER_WORDS = frozenset({"debug", "debugging", "dbg", "dump", "dumps", "dumped", "dumping", "dumper"})
 WORD_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
