@@ -143,7 +143,8 @@ def _original_findings(original: bytes, path: str, rules: Sequence[type[Rule]]) 
     # The rules that say a file was not inspected (too large, too complex, unreadable, unparsable)
     # run whatever the selection: an original that could not be inspected must not make every
     # current finding look injected.
-    problems = ("parse", "read", "size", "complexity")
+    from ..lint.vocabulary import NOT_INSPECTED as problems
+
     rules = [*rules, *(r for r in default_rules() if r.FILE_PROBLEM in problems and r not in rules)]
     file_level = {r.CODE for r in rules if r.FILE_PROBLEM in problems}
     try:
