@@ -20,8 +20,8 @@ def render_restore_text(r: RestoreReport) -> str:
         status = {Status.PLANNED: f"would {a.action}", Status.RESTORED: "restored", Status.REMOVED: "removed",
                   Status.FAILED: f"{'would FAIL' if r.dry_run else 'FAILED'} to {a.action}",
                   Status.NO_ORIGINAL: "NO ORIGINAL", Status.UNSAVED: "NOT SAVED"}[a.status]
-        untouched = a.status in (Status.NO_ORIGINAL, Status.UNSAVED)
-        origin = f"from {a.source}" if a.source else ("not touched" if untouched else "added file")
+        left_alone = a.status in (Status.NO_ORIGINAL, Status.UNSAVED)
+        origin = f"from {a.source}" if a.source else ("not touched" if left_alone else "added file")
         who = f"{a.distribution} {a.version}" if a.distribution else ""
         lines.append(f"  {status:<16} {a.relpath:<{width}}  ({who}, {origin})" + (f": {a.error}" if a.error else ""))
         lines += [f"      creates the directory {d}" for d in a.creates]
