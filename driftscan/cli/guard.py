@@ -49,6 +49,8 @@ def guard(command, venv, site_packages, model_dirs, hf_cache, source, checkpoint
     happened. Exit status: the command's own when it fails; else bit 1 when a prediction did not
     hold, bit 2 when guard refused to start it or something could not be checked.
     """
+    if command[0].startswith("-"):  # click hands unknown options on as the command: a typo must not run
+        raise click.UsageError(f"no such option: {command[0]} (the command guard runs goes after --)")
     from ..api import guard as run_guard
     from ..reinstall.guard import exit_status as guard_status
     from ..render.guardview import GUARD_RENDERERS
