@@ -1,5 +1,6 @@
 """driftscan's own caches, all in the user cache directory, never in the audited tree:
 ``location`` (where, and the one atomic write of a cache file), ``racy`` (the one rule by which
 any of them trusts a file's timestamps), ``statcache`` (the stat cache and the parsed-RECORD
-cache; ``NoCache`` is the null one ``--no-cache`` uses). The linter's scan cache is
+cache, ``StatCache``; ``NoCache`` is the null one ``--no-cache`` uses; both are a ``DigestCache``).
+The linter's scan cache is
 ``lint/scancache.py``."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
+from typing import BinaryIO
 
 
 def user_cache_dir() -> str:
@@ -41,7 +43,7 @@ def write_cache_file(path: str, data: bytes, prefix: str = ".cache-", mode: int 
 
     base, rel = below_cache(path)
 
-    def fill(out) -> bool:
+    def fill(out: BinaryIO) -> bool:
         out.write(data)
         return True
 
@@ -58,7 +60,7 @@ def write_cache_file(path: str, data: bytes, prefix: str = ".cache-", mode: int 
 WRITTEN_SUBDIRS = ("restore", "reapply", "originals")
 
 
-def refuse_inside(roots) -> None:
+def refuse_inside(roots: Iterable[str | None]) -> None:
     """ConfigError when driftscan's cache directory, or one of the subdirectories a writing
     command uses, resolves inside one of ``roots`` (an environment or model directory being
     audited or written): a cache there would write into the audited tree. Nothing is created."""

@@ -27,10 +27,12 @@ import hashlib
 import marshal
 import os
 import struct
+from collections.abc import Collection, Iterable
+from typing import Any, Protocol, Union
 
 import xxhash
 
-from .location import user_cache_dir, write_cache_file  # noqa: F401 - user_cache_dir re-exported
+from .location import user_cache_dir as user_cache_dir, write_cache_file  # user_cache_dir re-exported
 from .racy import settled_stat
 from ..fs.reader import LIMITS, read_regular
 from ..core.values import Hash, RecordEntry, RecordRows
@@ -49,14 +51,14 @@ OWNED_FORMAT = b"driftscan-owned-1\n"
 SIGNATURE = struct.Struct("<QqqQQ")
 
 
-def dump_list_path(paths) -> str:
+def dump_list_path(paths: Iterable[str]) -> str:
     """Where the exact list of these dump files goes: ``dumps/<hash of the list>.list`` in the
     user cache directory (the same files, the same file)."""
     data = b"".join(os.fsencode(p) + b"\0" for p in paths)
     return os.path.join(user_cache_dir(), "dumps", hashlib.sha256(data).hexdigest()[:32] + ".list")
 
 
-def write_dump_list(paths, audited=()) -> str | None:
+def write_dump_list(paths: Collection[str], audited: Iterable[str | None] = ()) -> str | None:
     """The files, NUL-terminated (what ``xargs -0`` reads), written atomically to
     ``dump_list_path``; None when that cannot be written, or would land inside a directory the
     audit reads (``audited``: a DRIFTSCAN_CACHE_DIR in the tree): the remedy then names each file."""
@@ -84,7 +86,7 @@ def tag(algorithm: str, digest: bytes) -> bytes:
     return algorithm.encode("ascii") + b"\0" + digest
 
 
-def _read_framed(path: str, fmt: bytes):
+def _read_framed(path: str, fmt: bytes) -> object:
     """A format line, an xxh3-64 checksum of the rest, a marshal payload; None if anything is off."""
     try:
         # The same reader as for the audited tree's files: a regular file only (a FIFO or a device
@@ -101,35 +103,87 @@ def _read_framed(path: str, fmt: bytes):
         return None  # written by a Python whose marshal format this one does not read
 
 
-def _write_framed(path: str, fmt: bytes, value) -> None:
+def _write_framed(path: str, fmt: bytes, value: dict[str, Any] | bytes) -> None:
     """Write atomically; a cache that cannot be written is silently skipped."""
     payload = marshal.dumps(value)
     write_cache_file(path, fmt + xxhash.xxh3_64_digest(payload) + payload, prefix=".statcache-")
 
 
-class StatCache:
+# A clean index (``environment.fast.cleanindex``) as the cache file holds it.
+CleanIndex = dict[str, Any]
+# A RECORD's rows and issues as the cache file holds them (``StatCache._flat``).
+FlatRecord = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]
+# RECORD path → (signature, allow_hex, the flat rows as loaded or the ParsedRecord in use).
+RememberedRecord = tuple[bytes, bool, Union[FlatRecord, ParsedRecord]]
+
+
+class DigestCache(Protocol):
+    """What an audit asks of a cache of digests and parsed RECORDs: ``StatCache`` (one file per
+    environment, or in memory only) and ``NoCache`` (``--no-cache``: remembers nothing)."""
+
+    hits: int  # rows settled without reading their content (counted by verify)
+    misses: int  # rows that had to be hashed
+
+    @property
+    def persistent(self) -> bool:
+        """Whether what it remembers is kept in a file for the next run (a clean index is only
+        worth building then)."""
+        ...
+
+    @property
+    def entries(self) -> dict[str, bytes]: ...
+
+    def record_signature(self, record_path: str) -> bytes | None: ...
+
+    def clean_index(self) -> CleanIndex | None: ...
+
+    def set_clean_index(self, index: CleanIndex | None, owned: bytes | None = None) -> None: ...
+
+    def owned_paths(self, digest: bytes) -> bytes | None: ...
+
+    def parsed_record(self, path: str, st: os.stat_result, allow_hex: bool) -> ParsedRecord | None: ...
+
+    def remember_record(self, path: str, st: os.stat_result, allow_hex: bool, parsed: ParsedRecord,
+                        read_at: int) -> None: ...
+
+    def lookup(self, path: str, st: os.stat_result, algorithm: str) -> bytes | None: ...
+
+    def store(self, path: str, st: os.stat_result, algorithm: str, digest: bytes, hashed_at: int) -> None: ...
+
+    def merge(self, entries: dict[str, bytes]) -> None: ...
+
+    def retain(self, live: Collection[str]) -> None: ...
+
+    def save(self) -> None: ...
+
+
+class StatCache(DigestCache):
     """One environment's cache file: path → signature + algorithm + digest, for files that were
     older than the racy window when hashed (a racily clean entry is never even stored); the
     parsed RECORDs; and, in a file of its own, the clean index (``verify.cleanindex``).
 
     Files are read on first use: a warm audit that the clean index settles never loads the rest."""
 
-    def __init__(self, path: str | None):
+    def __init__(self, path: str | None) -> None:
         self.path = path
         self._loaded = not path
         self._records_loaded = not path
         self._entries_data: dict[str, bytes] = {}
         # RECORD path → (signature, allow_hex, (rows, issues) as stored, or the ParsedRecord in use):
         # parsing 40 RECORDs of 40,000 rows costs a warm audit more than loading them (0.1 s / 0.03 s)
-        self._records_data: dict[str, tuple] = {}
+        self._records_data: dict[str, RememberedRecord] = {}
         self._dirty = False
         self._records_dirty = False
-        self._clean: dict | None = None
+        self._clean: CleanIndex | None = None
         self._clean_loaded = not path
         self._clean_dirty = False
         self._owned: bytes | None = None  # to be written beside the index (carried drift only)
         self.hits = 0  # rows settled without reading their content (counted by verify)
         self.misses = 0  # rows that had to be hashed
+
+    @property
+    def persistent(self) -> bool:
+        return self.path is not None
 
     @classmethod
     def for_target(cls, key: str, directory: str | None = None) -> StatCache:
@@ -140,14 +194,20 @@ class StatCache:
         if self._loaded:
             return
         self._loaded = True
-        loaded = _read_framed(self.path, FORMAT)  # type: ignore[arg-type]
+        assert self.path is not None  # a cache without a file is loaded from the start
+        loaded = _read_framed(self.path, FORMAT)
         if type(loaded) is dict:
             # Entries are used as bytes compared whole (a value of another type never matches).
             self._entries_data = loaded
 
+    def _beside(self, suffix: str) -> str:
+        """The file of this name beside the digests' (only a cache with a file reads or writes one)."""
+        assert self.path is not None
+        return self.path[:-len(".bin")] + suffix
+
     @property
     def _records_path(self) -> str:
-        return self.path[:-len(".bin")] + ".records.bin"  # type: ignore[index]
+        return self._beside(".records.bin")
 
     def _ensure_records(self) -> None:
         """The parsed RECORDs live in a file of their own: a warm audit that carries drift
@@ -166,7 +226,7 @@ class StatCache:
         return self._entries_data
 
     @property
-    def _records(self) -> dict[str, tuple]:
+    def _records(self) -> dict[str, RememberedRecord]:
         self._ensure_records()
         return self._records_data
 
@@ -182,9 +242,9 @@ class StatCache:
 
     @property
     def _clean_path(self) -> str:
-        return self.path[:-len(".bin")] + ".clean.bin"  # type: ignore[index]
+        return self._beside(".clean.bin")
 
-    def clean_index(self) -> dict | None:
+    def clean_index(self) -> CleanIndex | None:
         """The index the last clean audit left (``verify.cleanindex``), or None."""
         if not self._clean_loaded:
             self._clean_loaded = True
@@ -192,7 +252,7 @@ class StatCache:
             self._clean = loaded if type(loaded) is dict else None
         return self._clean
 
-    def set_clean_index(self, index: dict | None, owned: bytes | None = None) -> None:
+    def set_clean_index(self, index: CleanIndex | None, owned: bytes | None = None) -> None:
         """``owned``: the NUL-joined paths the RECORDs own, for an index that carries drift (read
         back by ``owned_paths`` only when the dump search asks; the index holds its digest)."""
         if self.path and (index is not None or self.clean_index() is not None):
@@ -200,7 +260,7 @@ class StatCache:
 
     @property
     def _owned_path(self) -> str:
-        return self.path[:-len(".bin")] + ".owned.bin"  # type: ignore[index]
+        return self._beside(".owned.bin")
 
     def owned_paths(self, digest: bytes) -> bytes | None:
         """What ``set_clean_index`` was given as ``owned``, if the file holds exactly that."""
@@ -249,7 +309,7 @@ class StatCache:
         self._records_dirty = True
 
     @staticmethod
-    def _flat(parsed: ParsedRecord | tuple) -> tuple:
+    def _flat(parsed: FlatRecord | ParsedRecord) -> FlatRecord:
         if not isinstance(parsed, ParsedRecord):
             return parsed
         rows = [(e.path, *((e.hash.algorithm, e.hash.digest, e.hash.encoding) if e.hash else (None, None, None)),
@@ -281,7 +341,7 @@ class StatCache:
             self._entries.update(entries)
             self._dirty = True
 
-    def retain(self, live) -> None:
+    def retain(self, live: Collection[str]) -> None:
         """Forget files no longer audited (uninstalled), so the cache does not grow forever."""
         if self._dirty:
             self._entries_data = {p: e for p, e in self._entries.items() if p in live}
@@ -317,23 +377,52 @@ class StatCache:
             self._clean_dirty = False
 
 
-class NoCache(StatCache):
+class NoCache(DigestCache):
     """``--no-cache``: reads nothing, remembers nothing."""
 
     def __init__(self) -> None:
-        super().__init__(None)
+        self.hits = 0
+        self.misses = 0
+        self._entries: dict[str, bytes] = {}  # always empty: nothing is stored
 
-    def lookup(self, path, st, algorithm):  # noqa: D102
+    @property
+    def persistent(self) -> bool:
+        return False
+
+    @property
+    def entries(self) -> dict[str, bytes]:
+        return self._entries
+
+    def record_signature(self, record_path: str) -> bytes | None:
         return None
 
-    def parsed_record(self, path, st, allow_hex):  # noqa: D102
+    def clean_index(self) -> CleanIndex | None:
         return None
 
-    def remember_record(self, path, st, allow_hex, parsed, read_at):  # noqa: D102
+    def set_clean_index(self, index: CleanIndex | None, owned: bytes | None = None) -> None:
         pass
 
-    def store(self, path, st, algorithm, digest, hashed_at):  # noqa: D102
+    def owned_paths(self, digest: bytes) -> bytes | None:
+        return None
+
+    def parsed_record(self, path: str, st: os.stat_result, allow_hex: bool) -> ParsedRecord | None:
+        return None
+
+    def remember_record(self, path: str, st: os.stat_result, allow_hex: bool, parsed: ParsedRecord,
+                        read_at: int) -> None:
         pass
 
-    def merge(self, entries):  # noqa: D102
+    def lookup(self, path: str, st: os.stat_result, algorithm: str) -> bytes | None:
+        return None
+
+    def store(self, path: str, st: os.stat_result, algorithm: str, digest: bytes, hashed_at: int) -> None:
+        pass
+
+    def merge(self, entries: dict[str, bytes]) -> None:
+        pass
+
+    def retain(self, live: Collection[str]) -> None:
+        pass
+
+    def save(self) -> None:
         pass

@@ -49,9 +49,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..report.accept import AcceptEntry
 from ..core.errors import ConfigError
 from ..fs.reader import read_regular
-from .find import (  # noqa: F401 - re-exported: where a configuration is looked for
+from .find import (  # noqa: F401 - user_config_path re-exported: where a configuration is looked for
     CONFIG_NAME, PYPROJECT, PYPROJECT_TABLE, TOML_MAX, NoConfig, _pyproject_table, discover, is_pyproject,
-    nothing_to_read, user_config_path)
+    nothing_to_read, user_config_path as user_config_path)
 from ..formats.tomlfile import read_toml as _read_toml
 
 if sys.version_info >= (3, 11):
@@ -137,7 +137,7 @@ def _contained(config: Config, base: str, notes: list[str], path: str) -> Config
         real = os.path.realpath(os.path.join(base, value))
         return real == os.path.realpath(base) or real.startswith(os.path.realpath(base) + os.sep)
 
-    update: dict = {}
+    update: dict[str, Any] = {}
     if config.rules_modules:
         notes.append(f"{path}: rules_modules not imported from a config file that was found, not named; "
                      "pass it with --config, or the modules with --rules-module")
@@ -157,7 +157,7 @@ def _contained(config: Config, base: str, notes: list[str], path: str) -> Config
     return config.model_copy(update=update)
 
 
-def _where(loc: tuple, table: str) -> str:
+def _where(loc: tuple[int | str, ...], table: str) -> str:
     """A pydantic error location as the file spells it: ``tool.driftscan.accept[2].reason``."""
     parts: list[str] = [table] if table else []
     for item in loc:
@@ -308,9 +308,9 @@ def _by_tomlkit(text: str, entries: list[AcceptEntry], pyproject: bool) -> str:
     if pyproject:
         if "tool" not in doc:
             doc.append("tool", tomlkit.table(is_super_table=True))
-        if "driftscan" not in doc["tool"]:  # type: ignore[operator]
-            doc["tool"].append("driftscan", tomlkit.table(is_super_table=True))  # type: ignore[union-attr]
-        table = doc["tool"]["driftscan"]  # type: ignore[index]
+        if "driftscan" not in doc["tool"]:
+            doc["tool"].append("driftscan", tomlkit.table(is_super_table=True))
+        table = doc["tool"]["driftscan"]
     if "accept" not in table:
         table.append("accept", tomlkit.aot())
     accept = table["accept"]
@@ -380,7 +380,8 @@ def append_entries(path: str, entries: list[AcceptEntry]) -> str:
 
 def _loads(text: str) -> dict[str, Any] | None:
     try:
-        return tomllib.loads(text)
+        doc: dict[str, Any] = tomllib.loads(text)  # (tomli, on 3.10, is untyped)
+        return doc
     except (tomllib.TOMLDecodeError, RecursionError):
         return None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING
 
 from . import find_distributions
 from ..fs.reader import default_jobs
@@ -20,6 +21,9 @@ from .roots import root_of
 from .unowned import UnownedWalk
 from .managers.registry import find_managed, settle_managed
 from .uv.links import annotate_app_data, annotate_uv_cache
+
+if TYPE_CHECKING:
+    from ..caches.statcache import DigestCache
 
 
 def _orphaned(target: Target, md) -> FileCheck:
@@ -38,10 +42,11 @@ def _orphaned(target: Target, md) -> FileCheck:
     )
 
 
-def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None, stat_cache=None,
+def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
+           stat_cache: DigestCache | None = None,
            progress=None, clean_index: bool = True) -> Verification:
     """``uv_cache``: where uv's cache is (default: uv's own rule), to trace hard-linked edits.
-    ``stat_cache``: a ``driftscan.caches.statcache.StatCache`` to skip re-hashing unchanged files; a clean
+    ``stat_cache``: a ``driftscan.caches.statcache.DigestCache`` to skip re-hashing unchanged files; a clean
     result also leaves it a clean index (``still_clean`` then settles the next audit).
     ``progress(done, total)``: bytes hashed so far, called from the hashing threads."""
     started_ns = time.time_ns()
@@ -65,7 +70,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
                                  *own.problems]
         orphaned = [_orphaned(target, md) for md in metadirs if md.distribution is None and md.missing]
         presence = presence_only(own.rows, own.owners)
-        index_possible = clean_index and stat_cache is not None and getattr(stat_cache, "path", None) is not None
+        index_possible = clean_index and stat_cache is not None and stat_cache.persistent
         cold = not (stat_cache is not None and stat_cache.entries)  # most files will be hashed
         walk = UnownedWalk(target, own, presence, signatures=index_possible, typed=cold)  # forked
         outcome = verify_records(target, metadirs, own, jobs, stat_cache, progress=progress,
@@ -92,7 +97,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
                      + sources.errors),
         referenced=own.owned_paths(),
     )
-    if index_possible:
+    if index_possible and stat_cache is not None:  # (the first implies the second)
         index = None
         if not editables and len(metadirs) == len(dists):
             index = build_index(target, verification, own.rows, presence, walk.unseen_presence_rows(),

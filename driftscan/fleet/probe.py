@@ -6,8 +6,26 @@ node where driftscan is not installed: it must import nothing but the standard l
 
 from __future__ import annotations
 
+from typing import TypedDict
 
-def probe_node(modules: list[str]) -> dict:
+
+class NodeFacts(TypedDict):
+    """What ``probe_node`` sends back (the driver checks it whole: ``answers.probe_answer``)."""
+
+    hostname: str
+    python: str
+    machine: str
+    system: str
+    executable: str
+    prefix: str
+    venv: str | None
+    driftscan: str | None  # its version; None: not installed
+    driftscan_error: str
+    missing: list[str]
+    sys_path: list[str]
+
+
+def probe_node(modules: list[str]) -> NodeFacts:
     """The node's hostname, Python, driftscan version (None: not installed) and which of
     ``modules`` (top-level import names driftscan needs) it cannot import."""
     import importlib.util
@@ -16,7 +34,8 @@ def probe_node(modules: list[str]) -> dict:
     import socket
     import sys
 
-    driftscan, why = None, ""
+    driftscan: str | None = None
+    why = ""
     try:
         spec = importlib.util.find_spec("driftscan")
         if spec is None:
@@ -27,7 +46,7 @@ def probe_node(modules: list[str]) -> dict:
             driftscan = version("driftscan")
     except Exception as exc:  # noqa: BLE001 - a probe reports, it never fails
         why = f"{type(exc).__name__}: {exc}"
-    missing = []
+    missing: list[str] = []
     for name in modules:
         try:
             if importlib.util.find_spec(name) is None:

@@ -32,7 +32,7 @@ def _same(a: Any, b: Any) -> bool:
         return False
     if isinstance(a, float) and math.isnan(a) and math.isnan(b):
         return True
-    return a == b
+    return bool(a == b)
 
 
 def iter_changes(old: Any, new: Any, pointer: str = "") -> Iterator[dict[str, Any]]:

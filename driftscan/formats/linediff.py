@@ -70,24 +70,28 @@ class Budget:
             raise DiffTooLarge(lines_changed(self.a, self.b), self.total)
 
 
-class BudgetedMatcher(difflib.SequenceMatcher):
+class BudgetedMatcher(difflib.SequenceMatcher[str]):
     """``difflib.SequenceMatcher`` (no junk function) that charges each ``find_longest_match`` to a
     ``Budget`` before running it; DiffTooLarge when the budget runs out."""
 
     def __init__(self, a: Sequence[str], b: Sequence[str], autojunk: bool = True, budget: Budget | None = None) -> None:
         self._prefix: list[int] | None = None
+        # set by difflib (typeshed does not declare them)
+        self.a: Sequence[str]
+        self.b2j: dict[str, list[int]]
         super().__init__(None, a, b, autojunk=autojunk)
         self.budget = budget if budget is not None else Budget(a, b)
 
-    def set_seq1(self, a):  # type: ignore[no-untyped-def]
+    def set_seq1(self, a: Sequence[str]) -> None:
         self._prefix = None
         super().set_seq1(a)
 
-    def set_seq2(self, b):  # type: ignore[no-untyped-def]
+    def set_seq2(self, b: Sequence[str]) -> None:
         self._prefix = None
         super().set_seq2(b)
 
-    def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):  # type: ignore[no-untyped-def]
+    def find_longest_match(self, alo: int = 0, ahi: int | None = None, blo: int = 0,
+                           bhi: int | None = None) -> difflib.Match:
         if ahi is None:
             ahi = len(self.a)
         if self._prefix is None:

@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import xxhash
 
@@ -125,7 +125,7 @@ class Manifest:
     # Which snapshot file (and root of it) this was loaded from, when that file is older than the
     # racy window: (realpath, size, mtime_ns, ctime_ns, inode, device, root number). What a
     # diff's index (snapshot/treeindex.py) is keyed by; None: no index is kept or used.
-    identity: tuple | None = field(default=None, compare=False)
+    identity: tuple[str | int, ...] | None = field(default=None, compare=False)
     # Paths (relative) the snapshot could not read or list, with the reason: not in ``files``, yet
     # no file found there now is "added" — it was there, unread (``/proc``, a file whose size lies).
     unreadable: dict[str, str] = field(default_factory=dict)
@@ -181,8 +181,9 @@ def scan_tree(root: str, *, lstat: bool = True) -> tuple[dict[str, os.stat_resul
     return found, problems
 
 
-def scan_dirs(root: str, stack: list[tuple[str, str]], found: dict, problems: list[Problem], *, lstat: bool = True,
-              expand: int = 0, dirs: dict | None = None) -> list[tuple[str, str]]:
+def scan_dirs(root: str, stack: list[tuple[str, str]], found: dict[str, os.stat_result | None],
+              problems: list[Problem], *, lstat: bool = True, expand: int = 0,
+              dirs: dict[str, tuple[int, ...] | None] | None = None) -> list[tuple[str, str]]:
     """``scan_tree``'s walk of the directories in ``stack`` (``(path, relative prefix)`` pairs,
     depth first), into ``found`` and ``problems``. With ``expand``, breadth first and only until
     that many directories are waiting: those are returned, unlisted (to be shared out). With
@@ -335,7 +336,23 @@ def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], N
 REDO = object()  # a mapper's decode: "the child did not settle this item, run it here"
 
 
-def in_threads(func: Callable, child_func: Callable, decode: Callable, items: list, sizes: list[int], jobs: int) -> list:
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+_Portable = TypeVar("_Portable")
+
+
+class Mapper(Protocol):
+    """How ``build_manifest`` (and the model directory audit) run ``func`` over ``items``:
+    ``in_threads``, or snapshot/run.py's ``forked_mapper``."""
+
+    def __call__(self, func: Callable[[_Item], _Result], child_func: Callable[[_Item], _Portable],
+                 decode: Callable[[_Portable], object], items: list[_Item], sizes: list[int],
+                 jobs: int) -> list[_Result]: ...
+
+
+def in_threads(func: Callable[[_Item], _Result], child_func: Callable[[_Item], _Portable],
+               decode: Callable[[_Portable], object], items: list[_Item], sizes: list[int],
+               jobs: int) -> list[_Result]:
     """The default mapper: ``[func(item) for item in items]``, large items in a thread pool
     (``fileio.map_by_size``). Another mapper (snapshot/run.py's) may run ``child_func`` over a
     share of the small items in a forked process, whose results ``decode`` turns into what
@@ -346,7 +363,7 @@ def in_threads(func: Callable, child_func: Callable, decode: Callable, items: li
 def build_manifest(root: str, *, embed_limit: int = EMBED_LIMIT, embed_code: bool = True, jobs: int = 2,
                    progress: Callable[[int, int], None] | None = None,
                    on_error: Callable[[Problem], None] | None = None,
-                   contain: str | None = None, mapper: Callable = in_threads) -> Iterator[tuple[str, ManifestEntry]]:
+                   contain: str | None = None, mapper: Mapper = in_threads) -> Iterator[tuple[str, ManifestEntry]]:
     """Hash every file under ``root`` (in ``jobs`` threads); yield ``(relpath, entry)`` sorted by path.
 
     One walk, one lstat per file (taken by the walk; a symlink followed inside the tree costs a
@@ -381,11 +398,12 @@ def build_manifest(root: str, *, embed_limit: int = EMBED_LIMIT, embed_code: boo
         except (OSError, ValueError) as exc:
             return None, (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
 
-    def portable(rel: str) -> tuple:  # in a forked child: no progress (the parent draws it), plain tuples
+    # in a forked child: no progress (the parent draws it), plain tuples
+    def portable(rel: str) -> tuple[tuple[Any, ...] | None, str]:
         entry, error = one(rel, None)
         return (tuple(entry) if entry is not None else None, error)
 
-    def decode(value: tuple) -> tuple[ManifestEntry | None, str]:
+    def decode(value: tuple[tuple[Any, ...] | None, str]) -> tuple[ManifestEntry | None, str]:
         if counter is not None and value[0] is not None:
             counter(value[0][1])
         return (ManifestEntry._make(value[0]) if value[0] is not None else None, value[1])
@@ -623,7 +641,7 @@ def read_manifest(path: str, doc: Any = None, *, root: str | None = None) -> Man
     return manifest
 
 
-_READ: dict[tuple, Manifest] = {}
+_READ: dict[tuple[str, int, int, int, int, int], Manifest] = {}
 
 
 def manifest_from(path: str, doc: Any) -> Manifest:

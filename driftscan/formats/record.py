@@ -228,7 +228,7 @@ def hash_text(h: Hash) -> str:
     return f"{h.algorithm}={h.digest.hex() if h.encoding == 'hex' else record_hash_text(h.digest)}"
 
 
-def new_hash(algorithm: str, data: bytes = b""):
+def new_hash(algorithm: str, data: bytes = b"") -> hashlib._Hash:
     """A hashlib object; md5 (Debian's choice) is asked for as a checksum, so a FIPS build allows it."""
     return hashlib.new(algorithm, data, usedforsecurity=False) if algorithm == "md5" else hashlib.new(algorithm, data)
 

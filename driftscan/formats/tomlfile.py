@@ -27,7 +27,8 @@ def read_toml(path: str) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror or exc}") from None
     try:
-        return tomllib.loads(raw.decode("utf-8"))
+        doc: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))  # (tomli, on 3.10, is untyped)
+        return doc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 (byte {exc.start}): TOML files are UTF-8") from None
     except tomllib.TOMLDecodeError as exc:

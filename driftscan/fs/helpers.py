@@ -162,7 +162,7 @@ class Tokens:
         got = os.read(self.fd, self._NUMBER.size)
         if len(got) != self._NUMBER.size:
             return None
-        number = self._NUMBER.unpack(got)[0]
+        number: int = self._NUMBER.unpack(got)[0]
         self.taken.append(number)
         return number
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from typing import Any, TypeVar, cast, overload
+
+_Report = TypeVar("_Report")
 
 
 def printable(path: str) -> str:
@@ -14,7 +17,15 @@ def printable(path: str) -> str:
         return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def printable_tree(value):
+@overload
+def printable_tree(value: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def printable_tree(value: list[Any] | tuple[Any, ...]) -> list[Any]: ...
+@overload
+def printable_tree(value: object) -> object: ...
+
+
+def printable_tree(value: object) -> object:
     """``printable`` applied to every string inside nested dicts and lists (report payloads)."""
     if isinstance(value, str):
         return printable(value)
@@ -53,14 +64,14 @@ def one_line(text: str) -> str:
     return inert(text).translate(_LINE_BREAKS)
 
 
-def line_safe(model, keep: frozenset[str] = frozenset({"diff"})):
+def line_safe(model: _Report, keep: frozenset[str] = frozenset({"diff"})) -> _Report:
     """A copy of a report (a datamodel.DataModel, or a pydantic model) whose strings are all
     ``one_line`` (but fields named in ``keep``, multi-line by nature), for text renderers; JSON
     keeps the real values."""
     import dataclasses
     import enum
 
-    def clean(value, key=None):
+    def clean(value: object, key: str | None = None) -> object:
         if isinstance(value, enum.Enum):
             return value
         if isinstance(value, str):
@@ -75,5 +86,8 @@ def line_safe(model, keep: frozenset[str] = frozenset({"diff"})):
         return value
 
     if dataclasses.is_dataclass(model):
-        return clean(model)
-    return type(model).model_validate(clean(model.model_dump(mode="json")))
+        return cast(_Report, clean(model))  # a dataclass of the same type
+    from pydantic import BaseModel
+
+    assert isinstance(model, BaseModel)  # not a dataclass: a pydantic model
+    return cast(_Report, type(model).model_validate(clean(model.model_dump(mode="json"))))

@@ -22,7 +22,8 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from ..core.values import Problem
 
@@ -235,10 +236,14 @@ def walk(top: str, onerror: Callable[[OSError], None] | None = None
         stack.extend(os.path.join(dirpath, name) for name in reversed(dirnames) if name not in links)
 
 
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
 POOL_MIN = 256 << 10  # bytes: files smaller than this are hashed by the calling thread
 
 
-def map_by_size(func: Callable, items: list, sizes: list[int], jobs: int, pool_min: int = POOL_MIN) -> list:
+def map_by_size(func: Callable[[_Item], _Result], items: Sequence[_Item], sizes: Sequence[int], jobs: int,
+                pool_min: int = POOL_MIN) -> list[_Result]:
     """``[func(item) for item in items]``, the large items (by ``sizes``) hashed in a thread pool,
     largest first, the small ones in this thread: hashlib and xxhash drop the GIL for a whole
     buffer, but threads that all hash small files pass the GIL back and forth at every system
@@ -248,7 +253,7 @@ def map_by_size(func: Callable, items: list, sizes: list[int], jobs: int, pool_m
         return [func(item) for item in items]
     from concurrent.futures import ThreadPoolExecutor  # not at start-up: 9 ms a command that never hashes pays
 
-    results: list = [None] * len(items)
+    results: list[Any] = [None] * len(items)  # every slot filled below
     # ``jobs`` threads for the large files: this thread is busy with the small ones only for a while
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="driftscan-hash-pool") as pool:
         futures = [(k, pool.submit(func, items[k])) for k in large]

@@ -64,7 +64,7 @@ def run(executable: str, top: str, env: dict[str, str], args: tuple[str, ...], i
 
 
 
-def _communicate(proc: subprocess.Popen, input: bytes | None, limit: float) -> tuple[bytes, bytes]:
+def _communicate(proc: subprocess.Popen[bytes], input: bytes | None, limit: float) -> tuple[bytes, bytes]:
     """``proc.communicate(input, timeout=limit)``, without its polling wait for the exit (sleeps
     of 0.5 ms and up: a millisecond per git call): pipes and a pidfd in one selector."""
     if input is not None or not hasattr(os, "pidfd_open") or proc.stdout is None or proc.stderr is None:
@@ -105,7 +105,7 @@ def _communicate(proc: subprocess.Popen, input: bytes | None, limit: float) -> t
     return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
 
 
-def _kill(proc: subprocess.Popen, posix: bool) -> None:
+def _kill(proc: subprocess.Popen[bytes], posix: bool) -> None:
     try:
         if posix:
             os.killpg(proc.pid, signal.SIGKILL)

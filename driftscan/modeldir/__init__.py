@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from .hfcache import containment_root, default_hf_cache, find_cache_repos
 from ..core.values import DriftKind, FileCheck, LayoutKind, Problem, Unverifiable
 from .consistency import consistency_checks
-from .check import SMALL_FILE_LIMIT, Context, KindResult, Meter
+from .check import SMALL_FILE_LIMIT, Context, KindResult
+from .hashing import Meter
 from .layout import ModelDirLayout
 from .provenance import PROVENANCES, detect_layout, provenance_of
 from .provenance.manifestdir import audit_manifest

@@ -27,7 +27,7 @@ from ..formats import jsondiff
 from ..fs.reader import file_type, os_error
 from ..fs.reader import map_by_size
 from ..core.values import Area, DriftKind, FileCheck, Problem, Unverifiable
-from .hashing import Meter, hash_file
+from .hashing import Meter as Meter, hash_file  # Meter re-exported: snapshot.run
 
 SMALL_FILE_LIMIT = 16 << 20  # tokenizer.json of a large-vocabulary model is ~10 MB and is a config
 

@@ -105,8 +105,8 @@ class ChangedWhileRead(OSError):
     the old content nor the new, so there is none."""
 
 
-def _reader(fd: int, first: int, step: int, buffers: list[mmap.mmap], free: SimpleQueue,
-            filled: SimpleQueue) -> None:
+def _reader(fd: int, first: int, step: int, buffers: list[mmap.mmap], free: SimpleQueue[int | None],
+            filled: SimpleQueue[tuple[int, int | BaseException]]) -> None:
     """Read chunks ``first``, ``first + step``, ... of the file into the buffers ``free`` hands
     over and pass each on through ``filled`` as (slot, bytes read) or (slot, exception); a short
     read is the end. ``os.preadv`` drops the GIL, so this runs while the caller hashes."""
@@ -151,8 +151,8 @@ def _hash_direct(path: str, st: os.stat_result, hashers: dict[str, Any], meter: 
         n_readers = max(1, min(DIRECT_READERS, -(-st.st_size // DIRECT_CHUNK)))
         buffers = [mmap.mmap(-1, DIRECT_CHUNK) for _ in range(2 * n_readers)]  # page-aligned, as O_DIRECT requires
         views = [memoryview(b) for b in buffers]
-        frees: list[SimpleQueue] = [SimpleQueue() for _ in range(n_readers)]
-        filleds: list[SimpleQueue] = [SimpleQueue() for _ in range(n_readers)]
+        frees: list[SimpleQueue[int | None]] = [SimpleQueue() for _ in range(n_readers)]
+        filleds: list[SimpleQueue[tuple[int, int | BaseException]]] = [SimpleQueue() for _ in range(n_readers)]
         for r in range(n_readers):
             frees[r].put(2 * r)
             frees[r].put(2 * r + 1)

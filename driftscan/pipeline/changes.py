@@ -179,7 +179,7 @@ class _OriginalFindings:
 
     def __init__(self, rules: Rules, memo: ContentMemo | None, plugins: bool) -> None:
         self._rules = rules
-        self._loaded: list | None = None
+        self._loaded: list[type[Rule]] | None = None
         self.memo = memo
         self.plugins = plugins
 

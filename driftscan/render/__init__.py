@@ -25,7 +25,7 @@ from .formats import REPORT_FORMATS  # noqa: E402
 _LAZY = {f"render_{fmt}": fmt for fmt in REPORT_FORMATS}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:  # the lazily imported names, of their own types
     if name == "RENDERERS":
         value: Any = {fmt: __getattr__(f"render_{fmt}") for fmt in REPORT_FORMATS}
     elif name in _LAZY:
@@ -44,11 +44,13 @@ def json_schema(kind: str = "audit") -> dict[str, Any]:
     if kind == "audit":
         from ..report.contract import report_schema
 
-        return report_schema()
+        schema: dict[str, Any] = report_schema()
+        return schema
     if kind == "scan":
         from .scan import scan_schema
 
-        return scan_schema()
+        scan: dict[str, Any] = scan_schema()
+        return scan
     if kind == "plan":
         from ..reinstall.plan import Plan
 

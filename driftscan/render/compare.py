@@ -6,7 +6,8 @@ another machine's report and is shown through ``one_line`` (text) or ``esc``/``c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 from itertools import groupby
 
 from ..compare import CompareReport, OutlierOut
@@ -16,10 +17,10 @@ from .markdown import code, esc
 SHOWN_PER_MACHINE = 50
 
 
-def _state(state: dict | None) -> str:
+def _state(state: Mapping[str, Any] | None) -> str:
     if not state:
         return "no majority"
-    text = state.get("state", "?")
+    text: str = state.get("state", "?")
     for key in ("hash", "xxh3_128", "target"):
         if state.get(key):
             value = str(state[key])

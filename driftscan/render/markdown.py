@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
@@ -191,7 +191,7 @@ def _diff_block(d: DriftOut, counts: tuple[int, int] | None) -> list[str]:
     return []
 
 
-def _json_cell(change: dict, key: str) -> str:
+def _json_cell(change: Mapping[str, Any], key: str) -> str:
     if key not in change:
         return ""
     text = json.dumps(change[key], ensure_ascii=False, sort_keys=True)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from ..fs.paths import line_safe, one_line
-from ..reinstall.checkpoint import Written
+from ..reinstall.checkpoint import CheckpointFile, Written
 from ..reinstall.restore import RestoreReport, Status
+
+if TYPE_CHECKING:  # imported by the reapply command itself
+    from ..reinstall.reapply import ReapplyReport
 
 _VERB = {"rewrite": "rewrite", "recreate": "recreate", "remove": "remove"}
 
@@ -105,7 +111,7 @@ def render_checkpoint_text(written: Written, allow_partial: bool = False) -> str
 ADDED_SHOWN = 20
 
 
-def _held(f) -> str:
+def _held(f: CheckpointFile) -> str:
     if f.not_copied:
         return f"NOT SAVED ({f.not_copied})"
     parts = []
@@ -125,14 +131,14 @@ def _held(f) -> str:
     return ", ".join(parts) + (f" — {f.no_original}" if f.no_original else "")
 
 
-def render_restore_json(r: RestoreReport) -> str:
+def render_restore_json(r: RestoreReport | ReapplyReport) -> str:
     return r.model_dump_json(indent=2) + "\n"
 
 
 RESTORE_RENDERERS = {"text": render_restore_text, "json": render_restore_json}
 
 
-def render_reapply_text(r) -> str:
+def render_reapply_text(r: ReapplyReport) -> str:
     from ..reinstall.reapply import Status as Reapplied
 
     r = line_safe(r)  # but each file's diff, multi-line by nature (made inert when written)
@@ -188,4 +194,5 @@ def render_reapply_text(r) -> str:
     return "\n".join(lines) + "\n"
 
 
-REAPPLY_RENDERERS = {"text": render_reapply_text, "json": render_restore_json}
+REAPPLY_RENDERERS: dict[str, Callable[[ReapplyReport], str]] = {"text": render_reapply_text,
+                                                                "json": render_restore_json}

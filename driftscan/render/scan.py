@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the rule engine (and libcst) is imported only by commands t
 SCAN_SCHEMA_VERSION: Final = "1"
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:  # the lazily imported names, of their own types
     # The pydantic model (scanmodel.py) is imported only by what needs it: rendering does not.
     if name in ("ScanReport", "ScanFindingOut", "ScanErrorOut", "ScanSummary", "scan_report", "scan_payload",
                 "scan_schema"):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from itertools import groupby
+from typing import Any
 
 from ..core.values import Origin
 from ..report.contract import DriftOut, Report, pristine_of
@@ -237,7 +239,7 @@ def colorize(text: str) -> str:
     return _MARKS.sub(lambda m: f"\x1b[{_ANSI[m.group(0)]}m{m.group(0)}\x1b[0m", text)
 
 
-def _brief(change: dict) -> str:
+def _brief(change: Mapping[str, Any]) -> str:
     op = change.get("op")
     if op == "changed":
         return f"{change.get('old')!r} → {change.get('new')!r}"

@@ -31,7 +31,7 @@ from ...fs.paths import relpath
 from .interface import WayBack
 from ... import git as gitaccess
 from ...fs.reader import os_error
-from ..check import MODIFIED, Context, Expect, KindResult, added_check, iso, run
+from ..check import MODIFIED, Context, Expect, KindResult, Outcome, added_check, iso, run
 
 ZERO = "0" * 40
 
@@ -221,7 +221,8 @@ def _symlink(ctx: Context, git: _Git, result: KindResult, rel: str, sha: str, la
                                        area=Area.MODEL))
 
 
-def _confirm(ctx: Context, git: _Git, top: str, prefix: str, outcomes: list, problems: list[Problem]) -> list:
+def _confirm(ctx: Context, git: _Git, top: str, prefix: str, outcomes: list[Outcome],
+             problems: list[Problem]) -> list[Outcome]:
     """Drop small "modified" files that git, applying .gitattributes (eol, ident), still hashes to the blob."""
     suspects = [o for o in outcomes if o.status == MODIFIED and o.content is not None
                 and o.expect.algorithm == "git-sha1" and "\n" not in o.expect.relpath]

@@ -24,7 +24,8 @@ from typing import Any
 from ..hfcache import Revision, is_cache_repo, repo_id_of, resolve_revision, snapshot_parent, snapshots_of
 from ..layout import ModelDirLayout, etag_algorithm
 from ...fs.reader import inside
-from ...formats.manifest import as_text, walk_tree
+from ...formats.jsondiff import as_text
+from ...formats.manifest import walk_tree
 from ...core.values import Area, DriftKind, FileCheck, LayoutKind, Problem, Unverifiable
 from ...fs.paths import relpath
 from .interface import WayBack
@@ -124,7 +125,7 @@ class _Snapshot:
             source=f"its blob name (the {lfs}etag recorded at download)",
             stale=_blob_stale(resolved, st.st_mtime), follow=True))
 
-    def foreign_link(self, rel: str, path: str, target: str, expected: dict) -> None:
+    def foreign_link(self, rel: str, path: str, target: str, expected: dict[str, Any]) -> None:
         try:
             os.stat(path)
         except FileNotFoundError:

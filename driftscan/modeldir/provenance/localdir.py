@@ -54,7 +54,8 @@ def matches_etag(data: bytes, etag: str) -> bool:
         return False
     hasher = new_hasher(algorithm, len(data))
     hasher.update(data)
-    return hasher.hexdigest() == etag
+    digest: str = hasher.hexdigest()
+    return digest == etag
 
 
 def original_finder(ctx: Context, etag: str, texts: dict[str, str], relpath: str) -> Callable[[], bytes | None]:

@@ -35,6 +35,7 @@ from ...formats.manifest import (
     ManifestEntry,
     ManifestError,
     hash_fd,
+    Mapper,
     in_threads,
     is_link_only,
     read_manifest,
@@ -180,7 +181,7 @@ def _hash_walked(ctx: Context, rel: str, entry: ManifestEntry, source: str, coun
 def _added(ctx: Context, rel: str, st: os.stat_result | None, reason: str) -> FileCheck:
     """engine.added_check with the walk's lstat (None: it vanished, or could not be stat'ed)."""
     path = os.path.join(ctx.root, rel)
-    actual: dict = {}
+    actual: dict[str, Any] = {}
     if st is not None:
         actual = {"type": file_type(st.st_mode), "size": st.st_size, "mtime": iso(st.st_mtime)}
         if stat.S_ISLNK(st.st_mode):
@@ -195,7 +196,7 @@ TRUSTED = object()  # in a walk's results: a file already settled by its signatu
 MATCHED = object()  # in a walk's results: a file already hashed by ``settle``, content and mode as recorded
 
 
-def settle(ctx: Context, manifest: Manifest, rel: str, st, trust: bool) -> object | None:
+def settle(ctx: Context, manifest: Manifest, rel: str, st: os.stat_result, trust: bool) -> object | None:
     """What compare_manifest would conclude for a small regular file the walk found, when that is
     "unchanged": TRUSTED (its signature, with ``trust``) or MATCHED (hashed: its content and mode
     as recorded); None for anything else, which compare_manifest then checks and words itself.
@@ -261,7 +262,7 @@ class SettleOpened:
         return st
 
 
-def settled_by_signature(manifest: Manifest, entry: ManifestEntry | None, st, limit: int) -> bool:
+def settled_by_signature(manifest: Manifest, entry: ManifestEntry | None, st: os.stat_result, limit: int) -> bool:
     """Whether the walk's lstat ``st`` settles ``entry`` without reading the file: a regular file
     then and now, small (a large one is settled by size and mtime anyway), its signature trusted
     (``Manifest.trusted``). For a tree whose root is inside its containment directory, with trust on."""
@@ -272,7 +273,7 @@ def settled_by_signature(manifest: Manifest, entry: ManifestEntry | None, st, li
 def compare_manifest(ctx: Context, manifest: Manifest, path: str, result: KindResult, *,
                      walked: dict[str, os.stat_result | None] | None = None,
                      walk_problems: list[Problem] | None = None, trust: bool = False,
-                     mapper: Callable = in_threads, from_index: tuple[int, list[str]] | None = None) -> int:
+                     mapper: Mapper = in_threads, from_index: tuple[int, list[str]] | None = None) -> int:
     """Compare the tree with ``manifest`` (read from ``path``) into ``result``; returns how many
     files were trusted by signature.
 
@@ -304,7 +305,8 @@ def compare_manifest(ctx: Context, manifest: Manifest, path: str, result: KindRe
         result.files_checked += from_index[0]
         items = [((rel, files[rel]), walked.get(rel)) for rel in from_index[1]]
     else:
-        found: list = list(map(walked.get, files))
+        # a stat, None, TRUSTED or MATCHED (``settle`` leaves the last two in the walk)
+        found: list[Any] = list(map(walked.get, files))
         done = found.count(TRUSTED) + found.count(MATCHED)
         trusted += found.count(TRUSTED)
         result.files_checked += done
@@ -360,7 +362,7 @@ def compare_manifest(ctx: Context, manifest: Manifest, path: str, result: KindRe
         """In a forked child: 1 + the size for a match, else 0 (and the parent looks again)."""
         return 1 + item[1].size if _hash_walked(ctx, item[0], item[1], source, count=False) is None else 0
 
-    def decode(value: int):
+    def decode(value: int) -> object:
         if type(value) is not int or value <= 0:
             return REDO
         ctx.meter.note_hashed(value - 1)
@@ -368,11 +370,11 @@ def compare_manifest(ctx: Context, manifest: Manifest, path: str, result: KindRe
 
     hashed = mapper(lambda item: _hash_walked(ctx, item[0], item[1], source), settled, decode, to_hash, sizes, ctx.jobs)
     ctx.meter.note_hashed(0, final=True)
-    for outcome in hashed:
-        if outcome is None:
+    for hashed_outcome in hashed:
+        if hashed_outcome is None:
             result.files_checked += 1
         else:
-            result.add_outcomes(ctx, [outcome])
+            result.add_outcomes(ctx, [hashed_outcome])
     for outcome in run(expects, ctx):
         if outcome.expect.path in flagged and outcome.status != "missing":
             result.files_checked += 1
@@ -410,7 +412,7 @@ def _unread_then(missed: dict[str, str], rel: str) -> str | None:
 
 def diff_manifest(ctx: Context, layout: ModelDirLayout, manifest: Manifest | None,
                   walked: dict[str, os.stat_result | None], walk_problems: list[Problem], *,
-                  trust: bool = False, mapper: Callable = in_threads,
+                  trust: bool = False, mapper: Mapper = in_threads,
                   from_index: tuple[int, list[str]] | None = None) -> tuple[KindResult, int]:
     """``audit_manifest`` for ``diff``: the tree walked already, the manifest read already (None:
     read it from ``layout.manifest``); also returns how many files were trusted by signature."""

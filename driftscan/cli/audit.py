@@ -1,0 +1,67 @@
+"""``driftscan audit``: installed files against their RECORDs, model directories against their provenance."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..render.formats import REPORT_FORMATS
+from .configuration import apply_accepted, load_config
+from .exits import exit_status, fail_on_policies, guarded
+from .options import (codes, config_option, jobs_option, model_options, no_cache_option, output_options,
+                      policy_options, pristine_options, rule_options, target_options, text_options, uv_cache_option)
+from .output import emit
+from .progress import Progress
+from .targets import config_targets, default_venv, pristine
+
+
+@click.command()
+@target_options("Audit this virtual environment (its interpreter is not run).",
+                "Audit a bare site-packages directory (repeatable).")
+@output_options(sorted(REPORT_FORMATS))
+@click.option("--strict", is_flag=True, help="Distributions that cannot be verified also set exit bit 2.")
+@jobs_option()
+@uv_cache_option
+@no_cache_option("Trust no cache (stat cache, parsed RECORDs, clean index): re-hash every file (paranoid mode).")
+@model_options
+@rule_options
+@click.option("--deep", is_flag=True, help="Hash large model files too (default: presence, size and mtime).")
+@click.option("--revision", metavar="REV", help="Model directories: the ref or commit to compare against.")
+@click.option("--manifest", metavar="FILE", help="Model directories: compare against this driftscan manifest.")
+@pristine_options
+@click.option("--no-pristine", is_flag=True,
+              help="Do not look for originals (no diffs, no injected/upstream origin for findings).")
+@text_options
+@policy_options
+@config_option
+@guarded
+def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, model_dirs, hf_cache, select, ignore,
+          no_plugins, deep, revision, manifest, wheels, fetch, no_pristine, show_diffs, verbose, quiet, show_upstream,
+          fail_on, exit_zero, config_file) -> None:
+    """Check installed files against their RECORDs and model directories against their provenance.
+
+    Lists files no RECORD owns, debug code in drifted Python files and the dumps it left. With no
+    --venv or --site-packages: the activated venv (VIRTUAL_ENV), CONDA_PREFIX, the uv project's
+    .venv, the python3 on PATH, else driftscan's own; --model-dir and --hf-cache add to it. Exit
+    status: bit 1 drift found, bit 2 something could not be checked (or a usage error).
+    """
+    from ..api import run
+
+    config = load_config(config_file)
+    dirs, hub, include_environment = config_targets(config, venv, site_packages, model_dirs, hf_cache)
+    for flag, value in (("--revision", revision), ("--manifest", manifest)):
+        if value and not dirs and hub is None:
+            raise click.UsageError(f"{flag} applies to model directories: give --model-dir (or --hf-cache) too")
+    venv, chosen_because = default_venv(venv, site_packages, bool(dirs) or hub is not None, include_environment)
+    report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
+                 model_dirs=dirs, hf_cache=hub, deep=deep, revision=revision, manifest=manifest, progress=Progress(),
+                 select=codes(select) or config.select, ignore=codes(ignore) or config.ignore,
+                 rules_modules=config.rules_modules, include_environment=include_environment,
+                 report_only=True, plugins=not no_plugins, compare=not no_pristine,
+                 pristine=pristine(venv, site_packages, wheels, fetch, uv_cache or config.uv_cache)).report
+    if chosen_because:
+        report.target.chosen_because = chosen_because
+    report = apply_accepted(report, config)
+    emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet)
+    sys.exit(exit_status(report, strict, fail_on_policies(fail_on), exit_zero))

@@ -1,0 +1,87 @@
+"""``driftscan guard -- COMMAND``: an install command run with the checkpoint before it and the check after it."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ..core.errors import DriftscanError
+from ..fs.paths import inert
+from .configuration import load_config
+from .exits import guarded
+from .options import (codes, config_option, jobs_option, model_options, no_cache_option, output_options,
+                      pristine_options, rule_options, target_options, uv_cache_option)
+from .output import for_text, write
+from .targets import config_targets, default_venv
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
+@target_options("The environment the command changes (default: the one the command names, else as for audit).")
+@model_options
+@click.option("--from", "source", metavar="WHEEL|DIR|index",
+              help="Where the reinstall comes from (default: read from the command; else as installed).")
+@click.option("--checkpoint", "checkpoint_path", metavar="DIR",
+              help="Where to write the checkpoint (default: where restore --yes puts its own).")
+@click.option("--expect", "expect", metavar="FILE", help="TOML expectations to check before and after.")
+@pristine_options
+@uv_cache_option
+@click.option("--force", is_flag=True,
+              help="Run the command even when guard would refuse (debug code would come back, a partial "
+                   "checkpoint, another environment); the report lists what was overridden.")
+@output_options(["text", "json"])
+@jobs_option()
+@no_cache_option("Trust no cache: re-hash every file (paranoid mode).")
+@rule_options
+@config_option
+@guarded
+def guard(command, venv, site_packages, model_dirs, hf_cache, source, checkpoint_path, expect, wheels, fetch,
+          uv_cache, force, fmt, output, jobs, no_cache, select, ignore, no_plugins, config_file) -> None:
+    """Run an install command with the checkpoint before it and the check after it.
+
+    Audits and predicts for the command (pip, uv pip, uv sync, conda/mamba/micromamba, pixi;
+    anything else: every drift may survive), writes a whole checkpoint, refuses to start when the
+    command would bring debug code back or the checkpoint could not undo it (--force overrides),
+    runs the command without a shell (its output passed through; with --format json and no
+    --output, its stdout goes to stderr), audits again and reports each prediction against what
+    happened. Exit status: the command's own when it fails; else bit 1 when a prediction did not
+    hold, bit 2 when guard refused to start it or something could not be checked.
+    """
+    if command[0].startswith("-"):  # click hands unknown options on as the command: a typo must not run
+        raise click.UsageError(f"no such option: {command[0]} (the command guard runs goes after --)")
+    from ..api import guard as run_guard
+    from ..reinstall.guard import exit_status as guard_status
+    from ..render.guardview import GUARD_RENDERERS
+
+    config = load_config(config_file)
+    for directory in wheels:
+        if not os.path.isdir(directory):
+            raise DriftscanError(f"--wheels {directory}: not a directory")
+    dirs, hub, _ = config_targets(config, venv, site_packages, model_dirs, hf_cache)
+    chosen_because = None
+    if venv is None and not site_packages:  # none named: where the command installs, else as for audit
+        from ..reinstall.guard import recognise
+
+        where = recognise(list(command)).environment
+        if where and (os.path.isfile(os.path.join(where, "pyvenv.cfg")) or os.path.isdir(os.path.join(where,
+                                                                                                     "conda-meta"))):
+            venv, chosen_because = where, "the command installs into it"
+    if chosen_because is None:
+        venv, chosen_because = default_venv(venv, site_packages)  # model directories add to it, never replace it
+
+    def say(text: str) -> None:
+        click.echo(inert(f"driftscan guard: {text}"), err=True)
+
+    to_file = bool(output and output != "-")
+    report = run_guard(list(command), venv, site_packages, model_dirs=dirs, hf_cache=hub, source=source,
+                       checkpoint_path=checkpoint_path, expect=expect, wheels=wheels, fetch=fetch,
+                       uv_cache=uv_cache or config.uv_cache, jobs=jobs, use_cache=not no_cache, force=force,
+                       select=codes(select) or config.select, ignore=codes(ignore) or config.ignore,
+                       rules_modules=config.rules_modules, plugins=not no_plugins, chosen_because=chosen_because,
+                       command_stdout=2 if fmt == "json" and not to_file else None, on_event=say)
+    if write(GUARD_RENDERERS[fmt](for_text(report, fmt)), fmt, output):
+        s = report.summary
+        say(f"report written to {output}: {s.held} held, {s.failed} failed, {s.unjudged} not judged")
+    sys.exit(guard_status(report))

@@ -1,0 +1,71 @@
+"""What a command works on: the environment meant when none is named, the model directories the
+command line and the configuration add, where originals come from, and the line that says so."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ..core.errors import DriftscanError
+from ..fs.paths import inert
+
+
+def config_targets(config, venv, site_packages, model_dirs, hf_cache):
+    """Command-line targets plus the config's model directories and caches. Config model
+    directories add to the default target instead of replacing it."""
+    named = venv is not None or bool(site_packages) or bool(model_dirs) or hf_cache is not None
+    dirs = list(dict.fromkeys([*model_dirs, *config.model_dirs]))
+    hub = hf_cache if hf_cache is not None else config.hf_cache_arg
+    include_environment = not named and bool(config.model_dirs or hub is not None)
+    return dirs, hub, include_environment
+
+
+def pristine(venv, site_packages, wheels, fetch, uv_cache):
+    """PristineOptions for the named environment, or None (run() then uses the defaults)."""
+    if not wheels and not fetch:
+        return None
+    from ..api import pristine_options
+    from ..environment import resolve_target
+
+    for directory in wheels:
+        if not os.path.isdir(directory):
+            raise DriftscanError(f"--wheels {directory}: not a directory")
+    return pristine_options(resolve_target(venv, tuple(site_packages)), wheels, fetch, uv_cache)
+
+
+def default_venv(venv: str | None, site_packages, models: bool = False,
+                 include_environment: bool = False) -> tuple[str | None, str | None]:
+    """(venv, why): the environment a command means when none is named (environment/default.py).
+    Model directories named (``models``) add to that environment; only when the one found is
+    driftscan's own do they stay alone (venv None), unless ``include_environment`` (the configuration's)."""
+    if venv is not None or site_packages:
+        return venv, None
+    from ..environment.default import default_environment
+
+    venv, why = default_environment()
+    if models and not include_environment:
+        if venv is None:
+            return None, ("the model directories alone: no environment of yours found (" + why.split(": ", 1)[-1]
+                          + "); driftscan's own is not audited")
+        if os.path.realpath(venv) == os.path.realpath(sys.prefix):  # e.g. driftscan's venv activated
+            return None, f"the model directories alone: the environment found ({why}) is driftscan's own, not audited"
+    return venv, why
+
+
+def say_target(command: str, venv: str | None, why: str | None, models=(), hf_cache: str | None = None,
+               alone: bool = False) -> None:
+    """The first line of a command run on an environment nobody named: what it covers (the
+    environment and why that one, plus the model directories), the same rule for every command
+    (environment/default.py)."""
+    if not why:
+        return
+    names = [f"model directory {m}" for m in models]
+    if hf_cache is not None:
+        names.append(f"the Hugging Face cache {hf_cache or '(the default one)'}")
+    if alone and names:
+        click.echo(inert(f"driftscan {command}: target {', '.join(names)} ({why})"), err=True)
+        return
+    also = (" + " + ", ".join(names)) if names else ""
+    click.echo(inert(f"driftscan {command}: target {venv or sys.prefix} ({why}){also}"), err=True)
