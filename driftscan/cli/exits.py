@@ -70,7 +70,9 @@ def _fails(report: Report, policy: str) -> bool:
     if policy in ("package", "environment", "source", "data", "external"):
         return any(d.scope.value == policy for d in counted)
     if policy in ("debug", "debug-high"):
-        findings = [f for d in counted for f in d.findings if f.origin != "upstream"]
+        from ..core.values import Origin
+
+        findings = [f for d in counted for f in d.findings if f.origin is not Origin.UPSTREAM]
         if policy == "debug-high":
             return any(f.severity.value == "high" for f in findings)
         return bool(findings) or any(d.kind.value == "debug-artifacts" for d in counted)

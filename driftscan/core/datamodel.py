@@ -51,9 +51,25 @@ def _enum_fields(cls: type) -> list[tuple[str, type[enum.Enum]]]:
     return out
 
 
-def describe(text: str) -> dict[str, str]:
-    """A field's description in the JSON Schema: ``field(default=..., metadata=describe("..."))``."""
-    return {"description": text}
+class InlineEnum:
+    """``Annotated[SomeEnum, InlineEnum(SomeEnum)]``: the field's JSON Schema lists the enum's values
+    in place (``{"enum": [...], "type": "string"}``, what a ``Literal`` of them publishes), not a
+    ``$ref`` to a definition of the enum: a field typed by a string ``Literal`` that becomes an enum
+    keeps its published schema (give it its title: ``describe``). (pydantic's ``WithJsonSchema``,
+    without importing pydantic.)"""
+
+    def __init__(self, kind: type[enum.Enum]) -> None:
+        self.kind = kind
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        return {"enum": [m.value for m in self.kind], "type": "string"}
+
+
+def describe(text: str, *, title: str | None = None) -> dict[str, str]:
+    """A field's description in the JSON Schema: ``field(default=..., metadata=describe("..."))``;
+    ``title``: the field's title, which pydantic leaves out of a field typed by an enum (even an
+    ``InlineEnum`` one) and gives every other field."""
+    return {"description": text} if title is None else {"description": text, "title": title}
 
 
 def _float(x: float) -> str:

@@ -54,6 +54,29 @@ class Severity(str, enum.Enum):
         return {"low": 1, "medium": 2, "high": 3}[self.value]
 
 
+class Origin(str, enum.Enum):
+    """Whether a debug finding in a drifted file is what drifted, decided against its verified original."""
+
+    INJECTED = "injected"  # not in the original
+    UPSTREAM = "upstream"  # the original has the same finding (rule code and normalised source line)
+
+
+class SourceKind(str, enum.Enum):
+    """Where the verified original of a package file was read from (``driftscan.pristine``)."""
+
+    DIRECT_URL = "direct_url"
+    WHEELS = "wheels"
+    UV_CACHE = "uv-cache"
+    PIP_CACHE = "pip-cache"
+    FETCH = "fetch"
+
+    @property
+    def label(self) -> str:
+        """How a reason names the source."""
+        return {"direct_url": "direct_url.json's wheel", "wheels": "--wheels", "uv-cache": "uv's cache",
+                "pip-cache": "pip's cache", "fetch": "--fetch"}[self.value]
+
+
 class Area(str, enum.Enum):
     """Where a drifted file lives; decides which layers look at it and its scope."""
 
@@ -349,9 +372,12 @@ class Finding:
     # For a dump call whose target path is known: a glob of the files it writes
     # (e.g. "/tmp/nomla_*.pt"), so the audit can look for dumps left on disk.
     artifact_pattern: str | None = None
-    # "injected" (not in the original), "upstream" (the original has the same finding), or None
-    # when no original was at hand to tell (driftscan.pipeline.changes decides).
-    origin: str | None = None
+    # None when no original was at hand to tell (driftscan.pipeline.changes decides).
+    origin: Origin | None = None
+
+    def __post_init__(self) -> None:
+        if self.origin is not None and type(self.origin) is not Origin:  # API callers may pass the plain string
+            object.__setattr__(self, "origin", Origin(self.origin))
 
 
 @dataclass(frozen=True)
@@ -399,11 +425,14 @@ class DumpFiles:
 class PristineRef:
     """Where the original of a drifted package file was read from (a verified copy)."""
 
-    source: str  # direct_url | wheels | uv-cache | pip-cache | fetch
+    source: SourceKind
     path: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source", SourceKind(self.source))  # API callers may pass the plain string
+
     def as_json(self) -> dict[str, str]:
-        return {"source": self.source, "path": self.path}
+        return {"source": self.source.value, "path": self.path}
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from .vocabulary import EPHEMERAL as _EPHEMERAL  # noqa: E402
 from .vocabulary import OPEN_FUNCTIONS as _OPEN_FUNCTIONS  # noqa: E402
 from .vocabulary import SHAPE_ATTRS as _SHAPE_ATTRS, SHAPE_METHODS as _SHAPE_METHODS  # noqa: E402
 from .vocabulary import WORD_RE as _WORD_RE  # noqa: E402
+from .vocabulary import ActionKind, ReasonKind  # noqa: E402
 
 
 def words(text: str) -> list[str]:
@@ -137,7 +138,7 @@ def is_main_test(test: cst.BaseExpression) -> bool:
 
 @dataclass(frozen=True)
 class Action:
-    kind: str  # "dump" | "tmp-write" | "debugger" | "print"
+    kind: ActionKind
     label: str  # what is called, for messages: "torch.save", "open", "breakpoint"
     path: PathInfo | None = None
 
@@ -222,19 +223,19 @@ def classify_call(call: cst.Call, ctx: FileContext) -> Action | None:
         if target is not None and _is_ephemeral(target, ctx):
             return None  # serialising to memory or to a file that deletes itself
         info = ctx.path_info(_file_target(target, ctx)) if target is not None else None
-        return Action("dump", name if name in DUMP_FUNCTIONS else "tofile", info)
+        return Action(ActionKind.DUMP, name if name in DUMP_FUNCTIONS else "tofile", info)
     if name in DEBUGGER_FUNCTIONS or attr in DEBUGGER_METHODS or (name or "").rpartition(".")[2] in DEBUGGER_METHODS:
-        return Action("debugger", name or attr or "debugger")
+        return Action(ActionKind.DEBUGGER, name or attr or "debugger")
     if isinstance(func, cst.Name) and func.value == "print" and "print" not in ctx.aliases:
-        return Action("print", "print") if _is_statement(call, ctx) else None
+        return Action(ActionKind.PRINT, "print") if _is_statement(call, ctx) else None
     if name in _OPEN_FUNCTIONS and call.args and _is_write_mode(_open_mode(call)):
         info = ctx.path_info(call.args[0].value)
         if info.in_tmp:
-            return Action("tmp-write", "open", info)
+            return Action(ActionKind.TMP_WRITE, "open", info)
     if attr in ("write_text", "write_bytes") and isinstance(func, cst.Attribute):
         info = ctx.path_info(func.value)
         if info.in_tmp:
-            return Action("tmp-write", f"Path.{attr}", info)
+            return Action(ActionKind.TMP_WRITE, f"Path.{attr}", info)
     return None
 
 
@@ -285,12 +286,12 @@ class Reason:
     """Why an action looks like debug code. A *weak* reason (a debug switch guards it) marks
     a debugging feature that is off unless asked for; strong ones mark code that runs."""
 
-    kind: str  # "tmp-path" | "debug-path" | "per-call" | "one-shot" | "shape" | "switch"
+    kind: ReasonKind
     text: str
 
     @property
     def strong(self) -> bool:
-        return self.kind != "switch"
+        return self.kind is not ReasonKind.SWITCH
 
 
 def debug_reasons(action: Action, ctx: FileContext) -> list[Reason]:
@@ -298,25 +299,25 @@ def debug_reasons(action: Action, ctx: FileContext) -> list[Reason]:
     reasons = []
     info = action.path
     if info is not None and info.in_tmp:
-        reasons.append(Reason("tmp-path", f"writes to {info.glob}"))
+        reasons.append(Reason(ReasonKind.TMP_PATH, f"writes to {info.glob}"))
     elif info is not None and info.glob and any(has_marker(raw) for raw in info.raw_literals):
-        reasons.append(Reason("debug-path", f"writes to a debug path {info.glob}"))
+        reasons.append(Reason(ReasonKind.DEBUG_PATH, f"writes to a debug path {info.glob}"))
     method = ctx.in_per_call_method()
     if method:
         if any(ctx.one_shot_flags(guard) for guard in ctx.guards()):
-            reasons.append(Reason("per-call", f"in {method}(), behind a one-shot flag: runs once per process"))
+            reasons.append(Reason(ReasonKind.PER_CALL, f"in {method}(), behind a one-shot flag: runs once per process"))
         else:
-            reasons.append(Reason("per-call", f"runs on every call of {method}()"))
+            reasons.append(Reason(ReasonKind.PER_CALL, f"runs on every call of {method}()"))
     for guard in ctx.guards():
         cond = ctx.condition(guard.test)
         flags = ctx.one_shot_flags(guard)
         if flags:
-            reasons.append(Reason("one-shot", f"guarded by a one-shot flag ({flags[0]})"))
+            reasons.append(Reason(ReasonKind.ONE_SHOT, f"guarded by a one-shot flag ({flags[0]})"))
         if cond.shape:
-            reasons.append(Reason("shape", "guarded by a shape condition"))
+            reasons.append(Reason(ReasonKind.SHAPE, "guarded by a shape condition"))
         switches = [m for m in cond.markers if m not in flags]
         if switches:
-            reasons.append(Reason("switch", f"guarded by a debug switch ({switches[0]})"))
+            reasons.append(Reason(ReasonKind.SWITCH, f"guarded by a debug switch ({switches[0]})"))
     return reasons
 
 

@@ -44,7 +44,7 @@ from .dumppaths import _BRACE_FIELD, _JOIN_FUNCS, _MAX_DEPTH, _PASS_THROUGH, _PA
 from .dumppaths import WILD, PathInfo, _join, _to_glob, fill_template
 from .vocabulary import DEBUGGER_FUNCTIONS, DEBUGGER_METHODS, DEBUGGER_MODULES, DUMP_FUNCTIONS, EPHEMERAL
 from .vocabulary import OPEN_FUNCTIONS, WORD_RE
-from .vocabulary import SHAPE_ATTRS, SHAPE_METHODS
+from .vocabulary import SHAPE_ATTRS, SHAPE_METHODS, ReasonKind
 
 if TYPE_CHECKING:
     from .rule import Rule
@@ -635,12 +635,12 @@ class _Walk:
     def dump(self, call: ast.Call, label: str, info: PathInfo | None) -> bool:
         """Report a dump; whether a strong reason makes it debug code (DebugCounter counts it)."""
         reasons = self.reasons(info)
-        strong = any(kind != "switch" for kind, _ in reasons)
+        strong = any(kind is not ReasonKind.SWITCH for kind, _ in reasons)
         if reasons:
             rule = self.kinds.get(DUMP_DEBUG)
             if rule is None:
                 return strong
-            severity = Severity.HIGH if any(kind != "switch" for kind, _ in reasons) else Severity.MEDIUM
+            severity = Severity.HIGH if any(kind is not ReasonKind.SWITCH for kind, _ in reasons) else Severity.MEDIUM
             pattern = artifact_pattern(info.glob) if info else None
             where = ""
             if pattern is None and info is not None and info.in_tmp:
@@ -659,18 +659,19 @@ class _Walk:
                               self.source.column(call) + 1, message, pattern))
 
     # -- why it looks like debug code (analysis.debug_reasons) --------------------------------
-    def reasons(self, info: PathInfo | None) -> list[tuple[str, str]]:
+    def reasons(self, info: PathInfo | None) -> list[tuple[ReasonKind, str]]:
         reasons = []
         if info is not None and info.in_tmp:
-            reasons.append(("tmp-path", f"writes to {info.glob}"))
+            reasons.append((ReasonKind.TMP_PATH, f"writes to {info.glob}"))
         elif info is not None and info.glob and any(has_marker(raw) for raw in info.raw_literals):
-            reasons.append(("debug-path", f"writes to a debug path {info.glob}"))
+            reasons.append((ReasonKind.DEBUG_PATH, f"writes to a debug path {info.glob}"))
         for func in reversed(self.functions):
             if _is_per_call_name(func.name):
                 if any(self.condition(g.test).one_shot & self.set_true(g) for g in self.guards):
-                    reasons.append(("per-call", f"in {func.name}(), behind a one-shot flag: runs once per process"))
+                    reasons.append((ReasonKind.PER_CALL,
+                                    f"in {func.name}(), behind a one-shot flag: runs once per process"))
                 else:
-                    reasons.append(("per-call", f"runs on every call of {func.name}()"))
+                    reasons.append((ReasonKind.PER_CALL, f"runs on every call of {func.name}()"))
                 break
         for guard in reversed(self.guards):
             cond = self.condition(guard.test)
@@ -679,14 +680,14 @@ class _Walk:
                 raise Unsure("which one-shot flag comes first is libcst's traversal order")
             flag = next(iter(flags), None)
             if flag is not None:
-                reasons.append(("one-shot", f"guarded by a one-shot flag ({flag})"))
+                reasons.append((ReasonKind.ONE_SHOT, f"guarded by a one-shot flag ({flag})"))
             if cond.shape:
-                reasons.append(("shape", "guarded by a shape condition"))
+                reasons.append((ReasonKind.SHAPE, "guarded by a shape condition"))
             switches = cond.markers - flags
             if len(switches) > 1:
                 raise Unsure("which marker comes first is libcst's traversal order")
             if switches:
-                reasons.append(("switch", f"guarded by a debug switch ({next(iter(switches))})"))
+                reasons.append((ReasonKind.SWITCH, f"guarded by a debug switch ({next(iter(switches))})"))
         return reasons
 
     def condition(self, test: ast.expr) -> _Condition:

@@ -16,6 +16,7 @@ from .registry import builtin_rules
 from .rule import Invalid, Rule
 from .testing import iter_examples, source_of
 from .triggers import AllOf, Trigger, describe_trigger, named_triggers
+from .vocabulary import FileProblem
 
 INTRO = f"""\
 # driftscan rule catalogue
@@ -69,7 +70,7 @@ def _expectation(example: Invalid) -> str:
 def rule_section(rule: type[Rule]) -> str:
     lines = [f"## {rule.CODE} `{rule.NAME}`", "", f"Severity: **{rule.SEVERITY.value}** — {rule.MESSAGE}.", ""]
     lines += [pyinspect.cleandoc(rule.__doc__ or ""), ""]
-    if rule.FILE_PROBLEM == "noqa":
+    if rule.FILE_PROBLEM == FileProblem.NOQA:
         lines += ["Reported by the engine itself, from the file's `# noqa` comments.", ""]
     elif rule.FILE_PROBLEM:
         lines += ["Reported by the engine itself when it cannot inspect a file.", ""]

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from ..fs.reader import read_regular
 from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem
 from .artifacts import find_artifacts
+from .vocabulary import NOT_INSPECTED, FileProblem
 
 if TYPE_CHECKING:
     from .rule import Rule
@@ -260,8 +261,8 @@ def _inspect_files(targets: Sequence[str], edited: set[str], jobs: int | None, s
             writers[finding.artifact_pattern].append((path, finding))
     skipped = _syntax_skipped(targets, edited)
     # A file with one of these was not inspected (DBG006, an unused noqa, says nothing of that).
-    file_level = {r.CODE for r in selected if r.FILE_PROBLEM in ("parse", "read", "size", "complexity")}
-    if any(r.FILE_PROBLEM in ("parse", "complexity") for r in selected):
+    file_level = {r.CODE for r in selected if r.FILE_PROBLEM in NOT_INSPECTED}
+    if any(r.FILE_PROBLEM in (FileProblem.PARSE, FileProblem.COMPLEXITY) for r in selected):
         added = [p for p in targets if p not in edited]
         checked = sorted(edited) + (added if len(added) <= SYNTAX_CHECK_ADDED_LIMIT else [])
         for path in checked:
@@ -269,7 +270,7 @@ def _inspect_files(targets: Sequence[str], edited: set[str], jobs: int | None, s
                 by_path[path].extend(_unparsable(path, selected))
     # Not remembered: an error, a file that could not be read, or one not inspected (timeout,
     # crash, too complex) — what may go differently next time is tried again.
-    transient = {r.CODE for r in scanned.values() if r.FILE_PROBLEM in ("complexity", "read")}
+    transient = {r.CODE for r in scanned.values() if r.FILE_PROBLEM in (FileProblem.COMPLEXITY, FileProblem.READ)}
     if memo is not None and not result.errors and not any(f.code in transient for _, f in result.findings):
         signed = _code_signature(list(scanned.values()), True, None)
         if signed is not None:

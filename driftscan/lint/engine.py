@@ -36,6 +36,7 @@ from .noqa import apply_noqa
 from .positions import node_starts
 from .registry import default_rules
 from .rule import Rule
+from .vocabulary import FileProblem
 from .triggers import OPTIMISTIC, PYTHON2, Memo, python_ast
 from .walker import walk
 
@@ -96,12 +97,12 @@ def inspect_path(
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read forever
-            return _file_finding(file_rules.get("read"), "could not read: not a regular file"), 0, False
+            return _file_finding(file_rules.get(FileProblem.READ), "could not read: not a regular file"), 0, False
         if max_bytes is not None and st.st_size > max_bytes:
             return _too_large(file_rules, st.st_size, max_bytes), 0, False
         data = read_regular(path, sys.maxsize if max_bytes is None else max_bytes)
     except OSError as e:
-        return _file_finding(file_rules.get("read"), f"could not read: {e.strerror or e}"), 0, False
+        return _file_finding(file_rules.get(FileProblem.READ), f"could not read: {e.strerror or e}"), 0, False
     findings, parsed = _inspect(data, path, rules, prefilter, max_bytes, defer_over, ast_checks)
     return findings, len(data), parsed
 
@@ -111,7 +112,7 @@ def _rules(rules: Sequence[type[Rule]] | None) -> Sequence[type[Rule]]:
     return [r for r in default_rules() if r.DEFAULT_ENABLED] if rules is None else rules
 
 
-def _file_rules(rules: Sequence[type[Rule]]) -> dict[str, type[Rule]]:
+def _file_rules(rules: Sequence[type[Rule]]) -> dict[FileProblem, type[Rule]]:
     return {r.FILE_PROBLEM: r for r in rules if r.FILE_PROBLEM}
 
 
@@ -136,13 +137,13 @@ def import_check(data: bytes, path: str, rules: Sequence[type[Rule]], *, parse: 
     too_complex = refusal(data)
     if too_complex is not None:
         return complexity_finding(file_rules, f"not parsed: {too_complex}")
-    if not parse or "parse" not in file_rules:
+    if not parse or FileProblem.PARSE not in file_rules:
         return []
     try:
         cst.parse_module(data)
     except Exception as exc:  # noqa: BLE001 - any parser failure means the same thing here
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return _file_finding(file_rules["parse"], f"could not parse this drifted file (it will not import): {message}",
+        return _file_finding(file_rules[FileProblem.PARSE], f"could not parse this drifted file (it will not import): {message}",
                              getattr(exc, "raw_line", 1) or 1)
     return []
 
@@ -175,7 +176,8 @@ def _inspect_all(
             memo[OPTIMISTIC] = True
         tree_rules = [r for r in tree_rules if _triggered(r, data, memo)]
         memo.pop(OPTIMISTIC, None)
-        problem_rules = [file_rules[k] for k in ("parse", "read", "complexity") if k in file_rules]
+        problem_rules = [file_rules[k] for k in (FileProblem.PARSE, FileProblem.READ, FileProblem.COMPLEXITY)
+                         if k in file_rules]
         if not tree_rules and not any(_triggered(r, data, memo) for r in problem_rules):
             return [], False
         if big and tree_rules:
@@ -237,7 +239,7 @@ def exact_findings(data: bytes, path: str, tree_rules: Sequence[type[Rule]], mem
 
 
 def _parse_failure(
-    data: bytes, rules: Sequence[type[Rule]], file_rules: dict[str, type[Rule]], memo: Memo, error: Exception
+    data: bytes, rules: Sequence[type[Rule]], file_rules: dict[FileProblem, type[Rule]], memo: Memo, error: Exception
 ) -> list[Finding]:
     if isinstance(error, (UnicodeDecodeError, LookupError)) or (
         isinstance(error, SyntaxError) and "encoding" in str(error.msg)
@@ -247,7 +249,7 @@ def _parse_failure(
         return []
     if isinstance(error, cst.ParserSyntaxError):
         return _unparsable(file_rules, data, error)
-    return _file_finding(file_rules.get("parse"), f"could not parse: {type(error).__name__}: {error}")
+    return _file_finding(file_rules.get(FileProblem.PARSE), f"could not parse: {type(error).__name__}: {error}")
 
 
 def _triggered(rule: type[Rule], data: bytes, memo: Memo) -> bool:
@@ -260,7 +262,8 @@ def _may_hide_debug_code(data: bytes, rules: Sequence[type[Rule]], memo: Memo) -
     code patterns, Python 2 statements, NUL bytes). Decided the same way with and without
     the prefilter, so the prefilter never changes the findings: a file that can hold no
     debug code needs no parse, and its syntax is not the scan's business."""
-    return any(_triggered(r, data, memo) for r in rules if r.FILE_PROBLEM in (None, "parse", "complexity"))
+    return any(_triggered(r, data, memo) for r in rules
+               if r.FILE_PROBLEM in (None, FileProblem.PARSE, FileProblem.COMPLEXITY))
 
 
 def _locate(ctx: FileContext, module: cst.Module, data: bytes) -> list[Finding]:
@@ -299,23 +302,23 @@ def _file_finding(
     return [Finding(rule.CODE, rule.NAME, rule.SEVERITY, line, column, message, snippet)]
 
 
-def complexity_finding(file_rules: dict[str, type[Rule]], message: str) -> list[Finding]:
+def complexity_finding(file_rules: dict[FileProblem, type[Rule]], message: str) -> list[Finding]:
     """The DBG004 finding (if selected): not parsed, or the parse crashed or ran out of time."""
-    return _file_finding(file_rules.get("complexity"), message)
+    return _file_finding(file_rules.get(FileProblem.COMPLEXITY), message)
 
 
-def _too_large(file_rules: dict[str, type[Rule]], size: int, max_bytes: int) -> list[Finding]:
-    return _file_finding(file_rules.get("size"), f"not inspected: {size} bytes is over the {max_bytes}-byte limit")
+def _too_large(file_rules: dict[FileProblem, type[Rule]], size: int, max_bytes: int) -> list[Finding]:
+    return _file_finding(file_rules.get(FileProblem.SIZE), f"not inspected: {size} bytes is over the {max_bytes}-byte limit")
 
 
-def _undecodable(file_rules: dict[str, type[Rule]], data: bytes, error: Exception) -> list[Finding]:
+def _undecodable(file_rules: dict[FileProblem, type[Rule]], data: bytes, error: Exception) -> list[Finding]:
     line = 1
     if isinstance(error, UnicodeDecodeError):
         line = data[: error.start].count(b"\n") + 1
-    return _file_finding(file_rules.get("read"), f"could not decode: {error}", line)
+    return _file_finding(file_rules.get(FileProblem.READ), f"could not decode: {error}", line)
 
 
-def _unparsable(file_rules: dict[str, type[Rule]], data: bytes, error: cst.ParserSyntaxError) -> list[Finding]:
+def _unparsable(file_rules: dict[FileProblem, type[Rule]], data: bytes, error: cst.ParserSyntaxError) -> list[Finding]:
     # libcst's error positions are often off; CPython's compiler locates the same error well.
     line, column = error.raw_line, error.raw_column + 1
     detail = " ".join(x.strip() for x in str(error).strip().splitlines()[:2] if x.strip())
@@ -332,4 +335,4 @@ def _unparsable(file_rules: dict[str, type[Rule]], data: bytes, error: cst.Parse
     hint = " (Python 2 code?)" if PYTHON2.matches(data) else ""
     lines = _source_lines(data, "utf-8")
     message = f"could not parse{hint}: {detail}"
-    return _file_finding(file_rules.get("parse"), message, line, column, _snippet(lines, line))
+    return _file_finding(file_rules.get(FileProblem.PARSE), message, line, column, _snippet(lines, line))

@@ -35,9 +35,10 @@ from dataclasses import dataclass
 
 from ..core.values import Finding
 from .rule import Rule
+from .vocabulary import FileProblem
 
 #: The ``FILE_PROBLEM`` of the unused-noqa rule: the engine reports it, no visitor does.
-NOQA_PROBLEM = "noqa"
+NOQA_PROBLEM = FileProblem.NOQA
 
 _CANDIDATE = re.compile(rb"#[ \t\f]*noqa", re.IGNORECASE)  # cheap: which files to look at at all
 _DIRECTIVE = re.compile(r"#[ \t\f]*noqa(?![\w-])", re.IGNORECASE)

@@ -20,6 +20,7 @@ import libcst as cst
 
 from ..core.values import Severity
 from .triggers import BaseTrigger
+from .vocabulary import FileProblem
 
 if TYPE_CHECKING:
     from .context import FileContext
@@ -69,8 +70,8 @@ class Rule:
     VALID: ClassVar[Sequence[Example]] = ()
     INVALID: ClassVar[Sequence[Example]] = ()
     #: Set by the rules that describe a file the engine could not inspect
-    #: ("parse", "read" or "size"); those rules have no visitor methods.
-    FILE_PROBLEM: ClassVar[str | None] = None
+    #: (parse, read, size, complexity; noqa); those rules have no visitor methods.
+    FILE_PROBLEM: ClassVar[FileProblem | None] = None
     #: Size cap the examples are checked with (only the file-size rule needs one).
     EXAMPLE_MAX_BYTES: ClassVar[int | None] = None
     #: False for a noisy rule that runs only when a --select names it (its code, a prefix of it,

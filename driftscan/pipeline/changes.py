@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Union
 
 from ..fs.reader import inside, read_regular
 from ..formats.jsondiff import as_text, describe
-from ..core.values import Area, Distribution, Drift, DriftKind, FileCheck, Finding, PristineRef, RecordEntry
+from ..core.values import Area, Distribution, Drift, DriftKind, FileCheck, Finding, Origin, PristineRef, RecordEntry
 
 if TYPE_CHECKING:  # the pristine package (zipfile, subprocess) is imported only when originals are wanted
     from ..lint import Rule
@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # the pristine package (zipfile, subprocess) is imported only
 # original's findings are not remembered already (``ContentMemo``, keyed by the original's content).
 Rules = Union[Sequence["type[Rule]"], Callable[[], Sequence["type[Rule]"]]]
 
-INJECTED, UPSTREAM = "injected", "upstream"
 # Originals and current files compared up to this size (a modified 500 MB .so is named, not diffed).
 COMPARE_MAX = 64 << 20
 MAX_RANGES = 64  # changed byte ranges listed per binary file
@@ -96,9 +95,9 @@ def mark_origins(current: Sequence[Finding], original: Sequence[Finding]) -> tup
         key = (f.code, _norm(f.snippet))
         if left[key] > 0:
             left[key] -= 1
-            out.append(replace(f, origin=UPSTREAM))
+            out.append(replace(f, origin=Origin.UPSTREAM))
         else:
-            out.append(replace(f, origin=INJECTED))
+            out.append(replace(f, origin=Origin.INJECTED))
     return tuple(out)
 
 
@@ -144,7 +143,8 @@ def _original_findings(original: bytes, path: str, rules: Sequence[type[Rule]]) 
     # The rules that say a file was not inspected (too large, too complex, unreadable, unparsable)
     # run whatever the selection: an original that could not be inspected must not make every
     # current finding look injected.
-    problems = ("parse", "read", "size", "complexity")
+    from ..lint.vocabulary import NOT_INSPECTED as problems
+
     rules = [*rules, *(r for r in default_rules() if r.FILE_PROBLEM in problems and r not in rules)]
     file_level = {r.CODE for r in rules if r.FILE_PROBLEM in problems}
     try:
@@ -237,7 +237,7 @@ def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet |
     for check in checks:
         dist = check.distribution
         if check.kind is DriftKind.ADDED and check.findings and check.area in (Area.PYTHON, Area.SOURCE):
-            out.append(replace(check, findings=tuple(replace(f, origin=INJECTED) for f in check.findings)))
+            out.append(replace(check, findings=tuple(replace(f, origin=Origin.INJECTED) for f in check.findings)))
             continue
         lookup = originals.get(dist) if originals is not None and dist is not None else None
         if dist is None or lookup is None or lookup.copy is None or check.kind not in _WANTED \
@@ -255,7 +255,7 @@ def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet |
         if entry is None or copy is None:
             out.append(check)
             continue
-        ref = PristineRef(copy.source.value, copy.path)
+        ref = PristineRef(copy.source, copy.path)
         original = copy.read(entry, COMPARE_MAX) if check.kind in _COMPARED else None
         check = replace(check, pristine=ref)
         if original is not None and check.regular_file:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from ..core.values import Distribution, RecordEntry
+from ..core.values import Distribution, RecordEntry, SourceKind  # noqa: F401 - SourceKind re-exported
 from ..formats.record import new_hash
 
 CHUNK = 1 << 20
@@ -24,20 +24,6 @@ NO_SIZE_CAP = 16 << 30
 # caller's read: only small files, and a budget per copy.
 KEEP_MAX_FILE = 1 << 20
 KEEP_BUDGET = 32 << 20
-
-
-class SourceKind(str, enum.Enum):
-    DIRECT_URL = "direct_url"
-    WHEELS = "wheels"
-    UV_CACHE = "uv-cache"
-    PIP_CACHE = "pip-cache"
-    FETCH = "fetch"
-
-    @property
-    def label(self) -> str:
-        """How a reason names the source."""
-        return {"direct_url": "direct_url.json's wheel", "wheels": "--wheels", "uv-cache": "uv's cache",
-                "pip-cache": "pip's cache", "fetch": "--fetch"}[self.value]
 
 
 @dataclass(frozen=True)

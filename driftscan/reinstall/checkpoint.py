@@ -36,7 +36,7 @@ from ..environment.target import environment_roots
 from ..core.errors import ConfigError
 from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error
 from ..pipeline.changes import file_by_file, record_rows
-from ..core.values import Area, Drift, DriftKind, FileCheck, Scope, Target
+from ..core.values import Area, Drift, DriftKind, FileCheck, Origin, Scope, Target
 from ..fs.paths import printable
 from ..formats.patch import PatchTooLarge, make_patch
 from ..pristine import PristineSet
@@ -53,7 +53,7 @@ PATCH_MAX = 16 << 20  # a text file beyond this gets its copy, not a patch
 class FindingRef(BaseModel):
     code: str
     line: int
-    origin: str | None = None
+    origin: Origin | None = None
 
 
 class CheckpointFile(BaseModel):

@@ -24,6 +24,7 @@ from ..core.errors import ConfigError
 from .expect import Expectation, evaluate
 from ..fs.reader import read_regular
 from ..core.values import Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target
+from ..core.values import SourceKind as PristineKind  # where an original came from (SourceKind: a reinstall's)
 from ..fs.paths import printable, relpath
 from ..formats.record import parse_hash
 from ..report.contract import Report
@@ -314,7 +315,6 @@ def _untrusted(source: ReinstallSource | None, chosen_dists: Sequence[Distributi
     neither "wiped" nor "survives" can be said of such a file from this wheel."""
     if source is None or source.kind is not SourceKind.WHEEL or not source.path:
         return {}, None
-    from ..pristine.base import SourceKind as PristineKind
     from ..pristine.wheel import open_wheel, wheel_members_error
 
     key = _wheel_name(source.path)
@@ -706,10 +706,11 @@ def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], 
     size = sum(int(d.check.expected.get("size") or 0) for d in restorable)
     restore_s = size / RESTORE_BYTES_PER_S + len(restorable) * RESTORE_SECONDS_PER_FILE
     refs = [d.check.pristine for d in restorable if d.check.pristine]
-    sources = sorted({r.source for r in refs})  # (every one of them has its original, checked above)
+    kinds = {r.source for r in refs}  # (every one of them has its original, checked above)
+    sources = sorted(k.value for k in kinds)
     # The restore must find the originals where this audit found them.
-    wheels = sorted({os.path.dirname(r.path) for r in refs if r.source == "wheels"})
-    found = "".join(f" --wheels {shlex.quote(w)}" for w in wheels) + (" --fetch" if "fetch" in sources else "")
+    wheels = sorted({os.path.dirname(r.path) for r in refs if r.source is PristineKind.WHEELS})
+    found = "".join(f" --wheels {shlex.quote(w)}" for w in wheels) + (" --fetch" if PristineKind.FETCH in kinds else "")
     return PlanStep(
         step=(f"faster alternative to the reinstall: restore the {len(restorable)} drifted file(s) "
               f"({size / 1e6:.1f} MB), each from a verified original of that file ({', '.join(sources)}): "

@@ -38,6 +38,7 @@ taken) is ``skipped`` with the reason: the report's ``not_applied`` lists it.
 from __future__ import annotations
 
 import ast
+import enum
 import hashlib
 import json
 import os
@@ -57,7 +58,7 @@ from ..core.errors import ConfigError
 from .excise import excise, own_nodes, statement_blocks
 from ..fs.reader import inside, os_error, read_regular
 from ..pristine.kept import OriginalFinder, keep, kept, matches
-from ..core.values import Distribution, Finding, Target
+from ..core.values import Distribution, Finding, Origin, Target
 from ..formats.patch import (PatchError, PatchTooLarge, added_line_numbers, apply_hunks, diff_hunks, format_hunks,
                               make_patch, merge3, parse_patch, reverse_hunks)
 from ..lint.artifacts import recheck
@@ -71,6 +72,21 @@ DIFF_MAX_LINES = 400  # lines of each resulting diff shown (the JSON's ``diff`` 
 _PROBLEMS = ("DBG001", "DBG002", "DBG003", "DBG004")
 
 
+class Status(str, enum.Enum):
+    """What became of one file (the same word in the dry run and after ``--yes``, except planned →
+    applied or partial)."""
+
+    PLANNED = "planned"
+    APPLIED = "applied"
+    PARTIAL = "partial"  # the clean hunks written, the conflicting ones in a .rej (--partial)
+    ALREADY = "already"  # the installed file has the changes already
+    UNCHANGED = "unchanged"  # nothing left to write once the debug code is left out
+    CONFLICT = "conflict"
+    SKIPPED = "skipped"
+    REFUSED = "refused"
+    FAILED = "failed"
+
+
 class ConflictOut(BaseModel):
     hunk: int
     base_start: int
@@ -80,7 +96,7 @@ class ConflictOut(BaseModel):
 class FindingOut(BaseModel):
     code: str
     line: int
-    origin: str | None = Field(default=None, description="injected | upstream, decided at reapply time against "
+    origin: Origin | None = Field(default=None, description="injected | upstream, decided at reapply time against "
                                                           "the verified original; null: no original")
 
 
@@ -104,8 +120,8 @@ class ReapplyFile(BaseModel):
     version_now: str | None = None
     action: str = Field(description="apply (same original) | merge (the version changed) | recreate (an added "
                                     "file) | copy (binary) | delete (a file the checkpoint recorded as missing)")
-    status: str = Field(default="planned", description="planned | applied | partial | already | unchanged | "
-                                                       "conflict | skipped | refused | failed")
+    status: Status = Field(default=Status.PLANNED, description="planned | applied | partial | already | "
+                                                              "unchanged | conflict | skipped | refused | failed")
     reason: str = ""
     hunks: int = 0
     dropped: int = Field(default=0, description="hunks left out entirely (debug code only)")
@@ -145,19 +161,19 @@ class ReapplyReport(BaseModel):
 
     @property
     def failed(self) -> list[ReapplyFile]:
-        return [f for f in self.files if f.status in ("conflict", "failed", "refused", "partial")]
+        return [f for f in self.files if f.status in (Status.CONFLICT, Status.FAILED, Status.REFUSED, Status.PARTIAL)]
 
     @property
     def not_applied(self) -> list[ReapplyFile]:
         """What was (or, in a dry run, would be) left undone: a conflict, a partial write (planned
         or done), a file skipped for any reason but being injected debug code."""
-        return [f for f in self.files if f.status in ("conflict", "partial")
-                or (f.status == "planned" and f.rej)
-                or (f.status == "skipped" and not f.excluded_debug)]
+        return [f for f in self.files if f.status in (Status.CONFLICT, Status.PARTIAL)
+                or (f.status is Status.PLANNED and f.rej)
+                or (f.status is Status.SKIPPED and not f.excluded_debug)]
 
     @property
     def refused_or_failed(self) -> list[ReapplyFile]:
-        return [f for f in self.files if f.status in ("failed", "refused")]
+        return [f for f in self.files if f.status in (Status.FAILED, Status.REFUSED)]
 
 
 @dataclass(frozen=True)
@@ -284,7 +300,7 @@ def _begin(plan: ReapplyPlan, item: ReapplyFile, f: CheckpointFile, root: str, r
     try:
         path = _target_path(root, roots, _real_rel(f))
     except ConfigError as exc:
-        item.status, item.reason = "failed", str(exc)
+        item.status, item.reason = Status.FAILED, str(exc)
         return None
     item.path = printable(path)
     return path
@@ -360,14 +376,14 @@ def decide_origins(current: Sequence[Finding], original: Sequence[Finding], adde
     wanted = Counter(norm(f) for f in current)
     extra = {k: max(0, n - have[k]) for k, n in wanted.items()}
     order = sorted(range(len(current)), key=lambda i: (current[i].line not in added, current[i].line))
-    origin: dict[int, str] = {}
+    origin: dict[int, Origin] = {}
     for i in order:
         k = norm(current[i])
         if extra[k] > 0:
             extra[k] -= 1
-            origin[i] = "injected"
+            origin[i] = Origin.INJECTED
         else:
-            origin[i] = "upstream"
+            origin[i] = Origin.UPSTREAM
     return [replace(f, origin=origin[i]) for i, f in enumerate(current)]
 
 
@@ -829,7 +845,7 @@ def _plan_one(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, 
     elif f.kind == "modified":
         plan.report.files.append(ReapplyFile(
             relpath=f.relpath, path="", action="copy", distribution=f.distribution, version_then=f.version,
-            status="skipped", reason=f"its content was not saved in the checkpoint ({f.not_copied or 'no copy'})"))
+            status=Status.SKIPPED, reason=f"its content was not saved in the checkpoint ({f.not_copied or 'no copy'})"))
 
 
 def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
@@ -840,7 +856,7 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
         return
     data = _read_saved(checkpoint, f.content)
     if data is None:
-        item.status, item.reason = "failed", "its copy in the checkpoint is unreadable"
+        item.status, item.reason = Status.FAILED, "its copy in the checkpoint is unreadable"
         return
     renamed = next((m for h, m in moved.items() if matches(h, data)), None)
     if renamed is not None:
@@ -848,17 +864,17 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
     if renamed is None and _is_py(path):
         found = findings_of(data, path)
         if found is None and options.exclude_findings:
-            item.status, item.reason = "refused", ("an added file the debug rules cannot inspect (it does not parse "
+            item.status, item.reason = Status.REFUSED, ("an added file the debug rules cannot inspect (it does not parse "
                                                    "or is too large): not recreated (--keep-findings brings it back)")
             return
-        item.findings = [FindingOut(code=x.code, line=x.line, origin="injected") for x in found or []]
+        item.findings = [FindingOut(code=x.code, line=x.line, origin=Origin.INJECTED) for x in found or []]
         if found and options.exclude_findings:
-            item.status, item.reason = "skipped", "an added file with debug findings: left out (--keep-findings " \
+            item.status, item.reason = Status.SKIPPED, "an added file with debug findings: left out (--keep-findings " \
                                                   "brings it back)"
             item.excluded_debug = True
             return
     if options.record_dirs is not None and os.path.dirname(os.path.normpath(path)) not in options.record_dirs:
-        item.status, item.reason = "refused", ("the environment is the one the checkpoint names, and no RECORD of it "
+        item.status, item.reason = Status.REFUSED, ("the environment is the one the checkpoint names, and no RECORD of it "
                                                "lists a file in this directory: not recreated (name the environment "
                                                "with --venv to recreate it there)")
         return
@@ -868,20 +884,20 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
         except OSError:
             same = False
         note = f"{item.reason}; " if item.reason else ""
-        item.status, item.reason = ("already", note + "present with the saved content") if same else \
-            ("skipped", note + "a different file is there now; not replaced")
+        item.status, item.reason = (Status.ALREADY, note + "present with the saved content") if same else \
+            (Status.SKIPPED, note + "a different file is there now; not replaced")
         return
     if renamed is None and path.endswith(".pth"):
         text = _text(data)
         mods = pth_imports(text) if text is not None else None
         if mods is None:
-            item.status, item.reason = "refused", "a .pth whose import lines are not plain Python: not recreated"
+            item.status, item.reason = Status.REFUSED, "a .pth whose import lines are not plain Python: not recreated"
             return
         coming = {os.path.normpath(w.path) for w in plan.writes if w.data is not None}
         missing = [m for m in mods if not _module_resolves(m, options.sites, coming)]
         if missing:
             debug = [p.relpath for p in plan.report.files if p.excluded_debug]
-            item.status = "skipped"
+            item.status = Status.SKIPPED
             # Not a failure when every missing module is an added file left out as debug code.
             item.excluded_debug = all(any(r.endswith((m.replace(".", "/") + ".py", m.replace(".", "/") +
                                                       "/__init__.py")) for r in debug) for m in missing)
@@ -915,21 +931,21 @@ def _plan_missing(plan: ReapplyPlan, f: CheckpointFile, root: str, roots: Sequen
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        item.status, item.reason = "already", f"{why}; already absent"
+        item.status, item.reason = Status.ALREADY, f"{why}; already absent"
         return
     except OSError as exc:
-        item.status, item.reason = "failed", f"cannot look at it: {os_error(exc)}"
+        item.status, item.reason = Status.FAILED, f"cannot look at it: {os_error(exc)}"
         return
     entry = record_rows(dist).get(os.path.normpath(path)) if dist is not None else None
     if entry is None or entry.hash is None:
-        item.status, item.reason = "skipped", (f"{why}; no RECORD of this environment lists it with a hash now: "
+        item.status, item.reason = Status.SKIPPED, (f"{why}; no RECORD of this environment lists it with a hash now: "
                                                "not deleted")
         return
     if not stat.S_ISREG(st.st_mode):
-        item.status, item.reason = "skipped", f"{why}; now a {stat.filemode(st.st_mode)}, not a regular file: not deleted"
+        item.status, item.reason = Status.SKIPPED, f"{why}; now a {stat.filemode(st.st_mode)}, not a regular file: not deleted"
         return
     if not verify_file(path, entry):
-        item.status, item.reason = "conflict", (f"{why}; the installed file is not the original of {dist.key if dist else '?'}"
+        item.status, item.reason = Status.CONFLICT, (f"{why}; the installed file is not the original of {dist.key if dist else '?'}"
                                                 " (changed since the reinstall): not deleted")
         return
     version = f" (the version changed {f.version} → {dist.version})" if dist and f.version and f.version != dist.version else ""
@@ -959,7 +975,7 @@ def _plan_copied(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: st
         return
     if _listed(path, dists) is None:
         # The checkpoint's own originals/ copy matching the file proves nothing about the file.
-        item.status, item.reason = "skipped", ("no RECORD of this environment lists it: reapply writes back only "
+        item.status, item.reason = Status.SKIPPED, ("no RECORD of this environment lists it: reapply writes back only "
                                                "package files and added files that are absent; not replaced")
         return
     saved, original = _read_saved(checkpoint, f.content), _read_saved(checkpoint, f.original)
@@ -968,19 +984,19 @@ def _plan_copied(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: st
     try:
         current = read_regular(path, READ_MAX, follow=False)
     except OSError as exc:
-        item.status, item.reason = "skipped", f"cannot read it: {os_error(exc)}"
+        item.status, item.reason = Status.SKIPPED, f"cannot read it: {os_error(exc)}"
         return
     if original is None and _same_original(path, f, _dist_now(f.distribution, dists)):
         original = current  # no original was saved, but the installed file is that very original
     if saved is None:
-        item.status, item.reason = "failed", "its saved copy in the checkpoint is unreadable"
+        item.status, item.reason = Status.FAILED, "its saved copy in the checkpoint is unreadable"
     elif current == saved:
-        item.status, item.reason = "already", "the installed file already has the saved content"
+        item.status, item.reason = Status.ALREADY, "the installed file already has the saved content"
     elif original is None:
-        item.status, item.reason = "conflict", ("no original was saved and the installed file is not the one it was "
+        item.status, item.reason = Status.CONFLICT, ("no original was saved and the installed file is not the one it was "
                                                 "changed from: not replaced; its saved copy is in the checkpoint")
     elif current != original:
-        item.status, item.reason = "conflict", ("binary, and not the original it was changed from (a new version?): "
+        item.status, item.reason = Status.CONFLICT, ("binary, and not the original it was changed from (a new version?): "
                                                 "not merged; its saved copy is in the checkpoint")
     else:
         plan.writes.append(Write(item, path, saved, mode_for(path)))
@@ -1013,7 +1029,7 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
     except PatchTooLarge as exc:
         # Any diff of this file (original, saved content, installed file) past its budget.
         del plan.writes[writes:]
-        item.status, item.reason = "refused", (f"{exc}: nothing written; merge by hand from the checkpoint's "
+        item.status, item.reason = Status.REFUSED, (f"{exc}: nothing written; merge by hand from the checkpoint's "
                                                "saved copy")
 
 
@@ -1026,46 +1042,46 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
     ours_data = _read_saved(checkpoint, f.content)
     ours, encoding = _decode(ours_data, path) if ours_data is not None else (None, "")
     if ours is None or ours_data is None:
-        item.status, item.reason = "failed", ("the saved content is missing or not text (in its declared "
+        item.status, item.reason = Status.FAILED, ("the saved content is missing or not text (in its declared "
                                               "encoding)")
         return
     if encoding != "utf-8":
         item.encoding = encoding
     if f.hash_after and not matches(f.hash_after, ours_data):
-        item.status, item.reason = "failed", "the saved content does not match the checkpoint's hash_after (changed?)"
+        item.status, item.reason = Status.FAILED, "the saved content does not match the checkpoint's hash_after (changed?)"
         return
     if f.distribution and dist is None:
-        item.status, item.reason = "skipped", (f"{f.distribution} is not installed in this environment: nothing "
+        item.status, item.reason = Status.SKIPPED, (f"{f.distribution} is not installed in this environment: nothing "
                                                "to apply the changes to")
         return
     try:
         current_data = read_regular(path, READ_MAX, follow=False)
     except FileNotFoundError:
-        item.status, item.reason = "skipped", (f"the file is gone from the installed version"
+        item.status, item.reason = Status.SKIPPED, (f"the file is gone from the installed version"
                                                f"{f' ({dist.key})' if dist else ''}: its changes are not applied")
         return
     except OSError as exc:
-        item.status, item.reason = "failed", f"cannot read it: {os_error(exc)}"
+        item.status, item.reason = Status.FAILED, f"cannot read it: {os_error(exc)}"
         return
     current, current_encoding = _decode(current_data, path)
     if current is None:
-        item.status, item.reason = "failed", "the installed file is not text (in its declared encoding) now"
+        item.status, item.reason = Status.FAILED, "the installed file is not text (in its declared encoding) now"
         return
     if current_data == ours_data:
         # No reinstall since the checkpoint: its debug code, if any, is the user's to remove.
-        item.status, item.reason = "already", "the file still holds the checkpoint's content: nothing to do"
+        item.status, item.reason = Status.ALREADY, "the file still holds the checkpoint's content: nothing to do"
         return
     base_data, where, tried = _find_original(checkpoint, f, ours, path, dist, options.finder)
     base = _decode(base_data, path)[0] if base_data is not None else None
     if base is None:
         why = "; ".join(tried)
         if options.exclude_findings:
-            item.status = "refused"
+            item.status = Status.REFUSED
             item.reason = (f"the origin of its debug findings cannot be decided: no verified original of "
                            f"{f.distribution or 'it'} {f.version or ''} {f.relpath} (tried: {why}); "
                            f"{_how_to_get(f)}")
         else:
-            item.status = "conflict"
+            item.status = Status.CONFLICT
             item.reason = ("no original was saved and the installed file is not the one it was changed from: merge "
                            f"by hand from the checkpoint's saved copy, or {_how_to_get(f)} (tried: {why})")
         return
@@ -1078,7 +1094,7 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
         found_base = findings_of(base_data or b"", path)
         if found_ours is None or found_base is None:
             if options.exclude_findings:
-                item.status = "refused"
+                item.status = Status.REFUSED
                 item.reason = ("the debug rules cannot inspect the " + ("saved content" if found_ours is None
                                else "original") + " (it does not parse, or is too large): the origin of its "
                                "findings cannot be decided")
@@ -1087,7 +1103,7 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
         else:
             decided = decide_origins(found_ours, found_base, added)
         item.findings = [FindingOut(code=x.code, line=x.line, origin=x.origin) for x in decided]
-        injected = [x for x in decided if x.origin == "injected"]
+        injected = [x for x in decided if x.origin is Origin.INJECTED]
         if options.exclude_findings and injected:
             cut = excise(base, ours, [(x.line, x.column) for x in injected],
                          keep_names=names.read_elsewhere(path, dist, names_defined(ours, added)))
@@ -1095,12 +1111,12 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
                             for r in cut.removed]
             item.kept = [LineRange(start_line=a, end_line=b) for a, b in cut.kept]
             if cut.left:
-                item.status = "refused"
+                item.status = Status.REFUSED
                 item.reason = "debug code that cannot be removed statement by statement: " + "; ".join(
                     f"line {line}: {why}" for line, why in cut.left) + " (nothing written; merge by hand)"
                 return
             if cut.text is None:
-                item.status, item.reason = "refused", cut.refused or "the debug code could not be removed"
+                item.status, item.reason = Status.REFUSED, cut.refused or "the debug code could not be removed"
                 return
             wanted = cut.text
             still = {n for a, b in cut.kept for n in range(a, b + 1)}
@@ -1114,22 +1130,22 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
     # The ledger only words the answer: "already" is decided by the content alone.
     by_us = isinstance(done, dict) and done.get("key") == key and done.get("written") == _sha(current_data)
     if wanted == base:
-        item.status, item.reason = "unchanged", "every change is injected debug code: nothing to apply"
+        item.status, item.reason = Status.UNCHANGED, "every change is injected debug code: nothing to apply"
         return
     if current == wanted:
-        item.status, item.reason = "already", ("the installed file is what an earlier reapply of these changes wrote"
+        item.status, item.reason = Status.ALREADY, ("the installed file is what an earlier reapply of these changes wrote"
                                                if by_us else "the installed file already has these changes")
         return
     merged = merge3(base, wanted, current) if current != base else None
     if merged is not None and merged.text == current and not merged.conflicts:
-        item.status, item.reason = "already", "the installed file already carries these changes"
+        item.status, item.reason = Status.ALREADY, "the installed file already carries these changes"
         return
     split = _split(checkpoint, f, base, ours, wanted, current, merged) if merged is not None and \
         merged.text is None else None
     if split is not None and split.partial_text is not None and split.partial_text == current:
         # The clean hunks are in, the conflicting ones not: what a --partial write leaves.
         item.action, item.conflicts = "merge", split.conflicts
-        item.status = "partial"
+        item.status = Status.PARTIAL
         there = os.path.exists(split.rej_file)
         item.rej = printable(split.rej_file) if there else None
         item.reason = (f"the file already holds the {split.clean} clean hunk(s) (an earlier --partial); the "
@@ -1138,7 +1154,7 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
                           "their .rej is gone (the checkpoint's patch has them)"))
         return
     if not _is_original(path, dist):
-        item.status = "conflict"
+        item.status = Status.CONFLICT
         item.reason = (f"the installed file is not the original of {dist.key if dist else f.distribution} "
                        "(changed since the reinstall): not touched")
         return
@@ -1151,7 +1167,7 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
             item.conflicts = split.conflicts
             n = len(split.conflicts)
             if not options.partial or split.partial_text is None:
-                item.status = "conflict"
+                item.status = Status.CONFLICT
                 if split.partial_text is not None:
                     item.reason = (f"{n} conflicting hunk(s): nothing applied to this file; --partial would apply "
                                    f"the {split.clean} clean hunk(s) and write the conflicting one(s) to "
@@ -1167,25 +1183,25 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
         else:
             result = merged.text or ""
     if result == current:
-        item.status, item.reason = "unchanged", "every hunk was left out"
+        item.status, item.reason = Status.UNCHANGED, "every hunk was left out"
         return
     broken = _parses(path, result)
     if broken:
-        item.status, item.reason = "failed", broken
+        item.status, item.reason = Status.FAILED, broken
         return
     out, why = _encode(result, path, current_encoding)
     if out is None:
-        item.status, item.reason = "refused", why
+        item.status, item.reason = Status.REFUSED, why
         return
     if is_py and options.exclude_findings:
         # The rules once more, on what would be written, against the installed original now.
         after, now = findings_of(out, path), findings_of(current_data, path)
         if after is None or now is None:
-            item.status, item.reason = "refused", "the result cannot be inspected by the debug rules: not written"
+            item.status, item.reason = Status.REFUSED, "the result cannot be inspected by the debug rules: not written"
             return
-        left = [x for x in decide_origins(after, now, added_line_numbers(current, result)) if x.origin == "injected"]
+        left = [x for x in decide_origins(after, now, added_line_numbers(current, result)) if x.origin is Origin.INJECTED]
         if left:
-            item.status = "refused"
+            item.status = Status.REFUSED
             item.reason = ("the result would still carry injected debug code (" + ", ".join(
                 f"{x.code} line {x.line}" for x in left) + "): not written")
             return
@@ -1277,12 +1293,12 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
     for w in plan.writes:
         if w.data is None:
             why = _delete(w, roots)
-            w.item.status, w.item.reason = ("failed", why) if why else ("applied", w.item.reason)
+            w.item.status, w.item.reason = (Status.FAILED, why) if why else (Status.APPLIED, w.item.reason)
             continue
         if w.rej is not None:
             why = _write_rej(w.rej[0], w.rej[1], report.source)
             if why:
-                w.item.status, w.item.reason = "failed", why + " (so the clean hunks were not applied either)"
+                w.item.status, w.item.reason = Status.FAILED, why + " (so the clean hunks were not applied either)"
                 continue
         data = w.data
 
@@ -1292,9 +1308,9 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
 
         why = replace_file(w.path, fill, w.mode, journal, roots)
         if why:
-            w.item.status, w.item.reason = "failed", why
+            w.item.status, w.item.reason = Status.FAILED, why
             continue
-        w.item.status = "partial" if w.rej is not None else "applied"
+        w.item.status = Status.PARTIAL if w.rej is not None else Status.APPLIED
         if w.ledger is not None and w.rej is None:  # a partial write does not carry all the changes
             ledger[w.ledger[0]] = {"key": w.ledger[1], "written": _sha(data)}
     close_journal(journal)

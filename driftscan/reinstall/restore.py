@@ -52,7 +52,7 @@ class Status(str, enum.Enum):
     UNSAVED = "unsaved"  # its content cannot be saved in the checkpoint: never touched
 
 
-NOT_DONE = {Status.FAILED.value, Status.NO_ORIGINAL.value, Status.UNSAVED.value}
+NOT_DONE = {Status.FAILED, Status.NO_ORIGINAL, Status.UNSAVED}
 
 
 class RestoreAction(BaseModel):
@@ -63,9 +63,10 @@ class RestoreAction(BaseModel):
     distribution: str | None = None
     version: str | None = None
     source: str | None = Field(default=None, description="the pristine source the bytes come from")
-    status: str = Field(default="planned", description="planned | restored | removed | failed | no-original (no "
-                                                       "verified original of this file: not touched) | unsaved (its "
-                                                       "content cannot be saved in the checkpoint: not touched)")
+    status: Status = Field(default=Status.PLANNED, description="planned | restored | removed | failed | no-original "
+                                                              "(no verified original of this file: not touched) | "
+                                                              "unsaved (its content cannot be saved in the "
+                                                              "checkpoint: not touched)")
     error: str | None = None
     get_original: str | None = Field(default=None, description="no-original: how to get one (--wheels DIR, --fetch, "
                                                                "the pip download line)")
@@ -98,7 +99,7 @@ class RestoreReport(BaseModel):
 
     @property
     def failed(self) -> list[RestoreAction]:
-        return [a for a in self.actions if a.status == Status.FAILED.value]
+        return [a for a in self.actions if a.status is Status.FAILED]
 
     @property
     def not_done(self) -> list[RestoreAction]:
@@ -271,7 +272,7 @@ def _plan_file(check: FileCheck, dist: Distribution, originals: PristineSet, roo
         ways = ways_to_original(dist, target.python_version if target else None, target.venv if target else None)
         why = why_no_original(lookup, entry, uv_edited=check.uv_cache is not None and bool(check.uv_cache.copy))
         return RestoreAction(path=item["path"], relpath=item["relpath"], kind=item["kind"], distribution=dist.name,
-                             version=dist.version, action=verb, status=Status.NO_ORIGINAL.value,
+                             version=dist.version, action=verb, status=Status.NO_ORIGINAL,
                              error=printable(f"no verified original of this file: {why}"),
                              get_original=printable(ways.text()))
     action = RestoreAction(path=item["path"], relpath=item["relpath"], kind=item["kind"], distribution=dist.name,
@@ -535,8 +536,8 @@ def apply_restore(plan: RestorePlan, root: str, progress: Callable[[int, int], N
     journal = open_journal(root, report.notes, roots)
     for i, p in enumerate(plan.planned):
         why = _remove_one(p, roots) if p.action.action == REMOVE else _write_one(p, journal, roots)
-        p.action.status = Status.FAILED.value if why else (
-            Status.REMOVED.value if p.action.action == REMOVE else Status.RESTORED.value)
+        p.action.status = Status.FAILED if why else (
+            Status.REMOVED if p.action.action == REMOVE else Status.RESTORED)
         p.action.error = printable(why) if why else None
         if progress:
             progress(i + 1, len(plan.planned))
@@ -561,7 +562,7 @@ def keep_unsaved(plan: RestorePlan, index) -> None:
     for p in plan.planned:
         why = unsaved.get(p.action.path)
         if why and p.action.action != RECREATE:
-            p.action.status = Status.UNSAVED.value
+            p.action.status = Status.UNSAVED
             p.action.error = (f"not restored: its content could not be saved in the checkpoint ({why}); "
                               "raise --max-copy or save it by hand")
             continue
@@ -584,13 +585,13 @@ def predict(plan: RestorePlan, max_copy: int, root: str | None = None) -> None:
     for p in plan.planned:
         why = _unsavable(p.path, max_copy) if p.action.action != RECREATE else None
         if why is not None:
-            p.action.status = Status.UNSAVED.value
+            p.action.status = Status.UNSAVED
             p.action.error = (f"would not be restored: its content cannot be saved in the checkpoint ({why}); "
                               "raise --max-copy or save it by hand")
             continue
         blocked = _unwritable(p.path)
         if blocked is not None:
-            p.action.status = Status.FAILED.value
+            p.action.status = Status.FAILED
             p.action.error = f"would fail: {blocked}"
             continue
         kept.append(p)

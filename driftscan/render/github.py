@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import posixpath
 
+from ..core.values import Origin
 from ..report.contract import DriftOut, Report
 from .sarif import DRIFT_KINDS, accepted_reason, drift_message
 
@@ -57,8 +58,8 @@ def _drift_level(d: DriftOut) -> str:
     return "error" if d.scope.value in ("package", "environment") else "warning"
 
 
-def _finding_level(severity: str, origin: str | None) -> str:
-    if origin == "upstream":
+def _finding_level(severity: str, origin: Origin | None) -> str:
+    if origin is Origin.UPSTREAM:
         return "notice"
     return "error" if severity == "high" else "warning"
 
@@ -80,9 +81,9 @@ def render_github(report: Report, *, workspace: str | None = None, show_upstream
         lines.append(command("notice" if accepted else _drift_level(d), drift_message(d),
                              file=workspace_path(where, workspace) if where else None, title=title))
         for f in d.findings:
-            if f.origin == "upstream" and not show_upstream:
+            if f.origin is Origin.UPSTREAM and not show_upstream:
                 continue
-            origin = f" ({f.origin})" if f.origin else ""
+            origin = f" ({f.origin.value})" if f.origin else ""
             level = "notice" if accepted else _finding_level(f.severity.value, f.origin)
             lines.append(command(level, f"{f.message}{origin}" + (" (in an accepted drift)" if accepted else ""),
                                  file=workspace_path(d.path, workspace), line=f.line or None,

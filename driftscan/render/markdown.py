@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
+from ..core.values import Origin
 from ..report.contract import SCOPE_ORDER, DriftOut, Report, pristine_of
 from .sarif import accepted_reason
 from .text import DIFF_TOO_LARGE, summary_line
@@ -168,7 +169,7 @@ TABLE_HEADER = ["| kind | path | prediction | remedy |", "| --- | --- | --- | --
 
 
 def _finding_line(d: DriftOut, f: Any) -> str:
-    origin = f", {f.origin}" if f.origin else ""
+    origin = f", {f.origin.value}" if f.origin else ""
     return (f"- {code(f'{d.relpath}:{f.line}')} **{esc(f.code)}** {esc(f.message)} "
             f"({esc(f.severity.value)}{origin})")
 
@@ -214,7 +215,7 @@ def _unit(d: DriftOut) -> _Unit:
         prediction += f"<br>accepted: {esc(accepted)}"
     unit = _Unit(row=f"| {esc(d.kind.value)} | {path} | {prediction} | {code(d.remedy) if d.remedy else ''} |")
     for f in d.findings:
-        if f.origin == "upstream":
+        if f.origin is Origin.UPSTREAM:
             unit.upstream.append(_finding_line(d, f))
         else:
             unit.findings.append(_finding_line(d, f))
@@ -233,7 +234,7 @@ def _collapsed_units(items: list[DriftOut]) -> tuple[list[_Unit], set[int]]:
         if len(members) <= COLLAPSE_OVER:
             continue
         size = sum(m.actual.get("size", 0) for m in members if isinstance(m.actual.get("size"), int))
-        codes = Counter(f.code for m in members for f in m.findings if f.origin != "upstream")
+        codes = Counter(f.code for m in members for f in m.findings if f.origin is not Origin.UPSTREAM)
         found = "; findings: " + ", ".join(f"{esc(c)} ×{n}" for c, n in sorted(codes.items())) if codes else ""
         units.append(_Unit(row=f"| added | {code(directory + '/')} ({_n(len(members), 'file')}, "
                                f"{size / 1e6:.1f} MB{found}) | **{_MARK[members[0].prediction.value]}** | "

@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING
 
 from ..fs.paths import line_safe, one_line
 from ..reinstall.checkpoint import CheckpointFile, Written
-from ..reinstall.restore import RestoreReport
+from ..reinstall.restore import RestoreReport, Status
 
 if TYPE_CHECKING:  # imported by the reapply command itself
     from ..reinstall.reapply import ReapplyReport
 
-_DONE = {"planned": "would", "restored": "", "removed": "", "failed": "FAILED"}
 _VERB = {"rewrite": "rewrite", "recreate": "recreate", "remove": "remove"}
 
 
@@ -24,11 +23,11 @@ def render_restore_text(r: RestoreReport) -> str:
     width = max((len(a.relpath) for a in r.actions), default=0)
     ways: dict[str, tuple[int, str]] = {}
     for a in r.actions:
-        status = {"planned": f"would {a.action}", "restored": "restored", "removed": "removed",
-                  "failed": f"{'would FAIL' if r.dry_run else 'FAILED'} to {a.action}",
-                  "no-original": "NO ORIGINAL", "unsaved": "NOT SAVED"}.get(a.status, a.status)
-        origin = f"from {a.source}" if a.source else ("not touched" if a.status in ("no-original", "unsaved")
-                                                      else "added file")
+        status = {Status.PLANNED: f"would {a.action}", Status.RESTORED: "restored", Status.REMOVED: "removed",
+                  Status.FAILED: f"{'would FAIL' if r.dry_run else 'FAILED'} to {a.action}",
+                  Status.NO_ORIGINAL: "NO ORIGINAL", Status.UNSAVED: "NOT SAVED"}[a.status]
+        left_alone = a.status in (Status.NO_ORIGINAL, Status.UNSAVED)
+        origin = f"from {a.source}" if a.source else ("not touched" if left_alone else "added file")
         who = f"{a.distribution} {a.version}" if a.distribution else ""
         lines.append(f"  {status:<16} {a.relpath:<{width}}  ({who}, {origin})" + (f": {a.error}" if a.error else ""))
         lines += [f"      creates the directory {d}" for d in a.creates]
@@ -47,15 +46,15 @@ def render_restore_text(r: RestoreReport) -> str:
         lines.append(f"could not check ({len(r.errors)}):")
         lines += [f"  {e}" for e in r.errors]
     lines += [f"note: {n}" for n in r.notes]
-    done = sum(a.status == "restored" for a in r.actions)
-    removed = sum(a.status == "removed" for a in r.actions)
-    no_original = sum(a.status == "no-original" for a in r.actions)
-    unsaved = sum(a.status == "unsaved" for a in r.actions)
+    done = sum(a.status is Status.RESTORED for a in r.actions)
+    removed = sum(a.status is Status.REMOVED for a in r.actions)
+    no_original = sum(a.status is Status.NO_ORIGINAL for a in r.actions)
+    unsaved = sum(a.status is Status.UNSAVED for a in r.actions)
     untouched = "".join([f"; {no_original} not touched: no verified original" if no_original else "",
                          f"; {unsaved} not touched: not saved in the checkpoint" if unsaved else ""])
     took = f" in {r.duration_seconds:.2f} s" if r.duration_seconds is not None else ""
     if r.dry_run:
-        planned = [a for a in r.actions if a.status == "planned"]
+        planned = [a for a in r.actions if a.status is Status.PLANNED]
         rewrite = sum(a.action != "remove" for a in planned)
         gone = sum(a.action == "remove" for a in planned)
         failing = f"; {len(r.failed)} would fail" if r.failed else ""
@@ -140,6 +139,8 @@ RESTORE_RENDERERS = {"text": render_restore_text, "json": render_restore_json}
 
 
 def render_reapply_text(r: ReapplyReport) -> str:
+    from ..reinstall.reapply import Status as Reapplied
+
     r = line_safe(r)  # but each file's diff, multi-line by nature (made inert when written)
     lines = [f"reapply {r.source}" + (f" onto {r.target}" if r.target else "")
              + (f" — NOT the environment the checkpoint was taken of ({r.other_target})" if r.other_target else "")
@@ -149,15 +150,15 @@ def render_reapply_text(r: ReapplyReport) -> str:
     if r.checkpoint:
         lines.append(f"checkpoint: {r.checkpoint}")
     for f in r.files:
-        status = {"planned": f"would {f.action}", "applied": f"{f.action} done",
-                  "partial": "partly applied"}.get(f.status, f.status)
+        status = {Reapplied.PLANNED: f"would {f.action}", Reapplied.APPLIED: f"{f.action} done",
+                  Reapplied.PARTIAL: "partly applied"}.get(f.status, f.status.value)
         versions = ""
         if f.version_then and f.version_now and f.version_then != f.version_now:
             versions = f" {f.distribution} {f.version_then} → {f.version_now}"
         dropped = f", {f.dropped} of {f.hunks} hunks left out (debug findings)" if f.dropped else ""
         reason = f": {f.reason}" if f.reason else ""
         lines.append(f"  {status:<14} {f.relpath}{versions}{dropped}{reason}")
-        if f.status in ("planned", "applied", "partial") and f.path:
+        if f.status in (Reapplied.PLANNED, Reapplied.APPLIED, Reapplied.PARTIAL) and f.path:
             # Exactly what is (or would be) written: the file, and its missing parents first.
             lines += [f"      creates the directory {d}" for d in f.creates]
             lines.append(f"      {'deletes' if f.action == 'delete' else 'writes'} {f.path}")
@@ -173,14 +174,15 @@ def render_reapply_text(r: ReapplyReport) -> str:
                              for k in f.kept)
             lines.append(f"      kept added lines: {kept or 'none'}")
         for x in f.written_findings:
-            lines.append(f"      debug code written back: {x.code} line {x.line} ({x.origin or 'origin unknown'})")
+            origin = x.origin.value if x.origin else "origin unknown"
+            lines.append(f"      debug code written back: {x.code} line {x.line} ({origin})")
         if f.rej:
             lines.append(f"      conflicting hunks: {f.rej}")
-        if r.dry_run and f.diff and f.status == "planned":
+        if r.dry_run and f.diff and f.status is Reapplied.PLANNED:
             lines += ["      " + line for line in f.diff.rstrip("\n").split("\n")]
     lines += [f"note: {n}" for n in r.notes]
-    done = sum(f.status in ("applied", "partial") for f in r.files)
-    planned = sum(f.status == "planned" for f in r.files)
+    done = sum(f.status in (Reapplied.APPLIED, Reapplied.PARTIAL) for f in r.files)
+    planned = sum(f.status is Reapplied.PLANNED for f in r.files)
     took = f" in {r.duration_seconds:.2f} s" if r.duration_seconds is not None else ""
     left = len(r.not_applied) + len(r.refused_or_failed)
     undone = f"; {left} file(s) not applied (see above)" if left else ""

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .._version import __version__
+from ..core.values import Origin
 
 if TYPE_CHECKING:
     from ..lint import ScanResult
@@ -439,10 +440,11 @@ def render_sarif(report: Report) -> str:
                                              prefix=_SCOPE_BASE.get(d.scope.value, ("ROOT", ""))[0],
                                              description=_SCOPE_BASE.get(d.scope.value, ("", "a directory"))[1])
         for f in d.findings:
-            if f.origin == "upstream":  # the original file has it too: not part of what drifted
+            if f.origin is Origin.UPSTREAM:  # the original file has it too: not part of what drifted
                 continue
             found = _finding_result(rules, occurrences, artifact, where, f.code, f.name, f.severity.value,
-                                    f.line, f.column, f.message, f.snippet, f.origin)
+                                    f.line, f.column, f.message, f.snippet,
+                                    f.origin.value if f.origin else None)
             if accepted is not None:  # the accepted content is accepted with the debug code in it
                 found["suppressions"] = [{"kind": "external", "status": "accepted",
                                           "justification": f"in an accepted drift: {accepted}"}]

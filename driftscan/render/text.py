@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from itertools import groupby
 from typing import Any
 
+from ..core.values import Origin
 from ..report.contract import DriftOut, Report, pristine_of
 
 DIFF_TOO_LARGE = "diff too large: "  # how a diff past its budget begins (formats/linediff.py)
@@ -180,10 +181,10 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
                 lines.append(f"      {d.evidence}")
             hidden_upstream = 0
             for f in d.findings:
-                if f.origin == "upstream" and not show_upstream:
+                if f.origin is Origin.UPSTREAM and not show_upstream:
                     hidden_upstream += 1
                     continue
-                origin = f" [{f.origin}]" if f.origin else ""
+                origin = f" [{f.origin.value}]" if f.origin else ""
                 lines.append(f"      {f.code} {f.severity.value:<6} line {f.line}:{f.column} {f.name}: {f.message}{origin}")
             if hidden_upstream:
                 lines.append(f"      ({hidden_upstream} finding{'s' if hidden_upstream != 1 else ''} also in the original "

@@ -8,15 +8,15 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 from collections.abc import Sequence
-from typing import Any, Final, Literal, cast
+from typing import Annotated, Any, Final, Literal
 
 from dataclasses import field
 
-from ..core.datamodel import DataModel, datamodel, describe
+from ..core.datamodel import DataModel, InlineEnum, datamodel, describe
 
 from .._version import __version__
 from ..fs.atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
-from ..core.values import Drift, DriftKind, Finding, Prediction, Scope, Severity, Verification
+from ..core.values import Drift, DriftKind, Finding, Origin, Prediction, Scope, Severity, Verification
 from ..fs.paths import printable, printable_tree, relpath
 
 SCHEMA_VERSION: Final = "1"
@@ -90,9 +90,9 @@ class FindingOut(DataModel):
     column: int
     message: str
     snippet: str = ""
-    origin: Literal["injected", "upstream"] | None = field(default=None, metadata=describe(
+    origin: Annotated[Origin, InlineEnum(Origin)] | None = field(default=None, metadata=describe(
         "injected: not in the original file; upstream: the original has it too (matched by rule code and "
-        "normalised source line); null: no original at hand to tell"))
+        "normalised source line); null: no original at hand to tell", title="Origin"))
 
 
 @datamodel
@@ -219,7 +219,7 @@ class Report(DataModel):
 
 def _finding(f: Finding) -> FindingOut:
     return FindingOut(code=f.code, name=f.name, severity=f.severity, line=f.line, column=f.column,
-                      message=f.message, snippet=f.snippet, origin=cast(Any, f.origin))
+                      message=f.message, snippet=f.snippet, origin=f.origin)
 
 
 def _drift(d: Drift) -> DriftOut:
@@ -241,7 +241,8 @@ def _drift(d: Drift) -> DriftOut:
         json_changes=printable_tree(list(c.json_changes)),
         diff=printable(c.diff) if c.diff is not None else None,
         artifacts=[printable(p) for p in c.dumps.paths] if c.dumps and c.kind is DriftKind.DEBUG_ARTIFACTS else [],
-        pristine=PristineRefOut(source=c.pristine.source, path=printable(c.pristine.path)) if c.pristine else None,
+        pristine=PristineRefOut(source=c.pristine.source.value, path=printable(c.pristine.path))
+        if c.pristine else None,
         byte_ranges=[[a, b] for a, b in c.byte_ranges],
     )
 

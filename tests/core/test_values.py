@@ -8,9 +8,9 @@ import pickle
 
 import pytest
 
-from driftscan.core.values import (Distribution, DriftKind, DumpFiles, DumpWriter, FileCheck, Hash,
-                                   MetadataKind, RecordEntry, RecordRows, Severity, Target, TargetKind,
-                                   UvCacheLink)
+from driftscan.core.values import (Distribution, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Hash,
+                                   MetadataKind, Origin, PristineRef, RecordEntry, RecordRows, Severity, SourceKind,
+                                   Target, TargetKind, UvCacheLink)
 
 SHA = hashlib.sha256(b"x").digest()
 
@@ -83,6 +83,23 @@ def test_plain_strings_from_api_callers_are_coerced():
     assert dist.key == "demo 1.0"
     with pytest.raises(ValueError):
         Target(kind="no-such-kind", venv=None, site_packages=())
+
+
+def test_a_finding_origin_given_as_its_string_becomes_the_member():
+    finding = Finding("DBG101", "torch-save-call", Severity.HIGH, 3, 5, "torch.save", origin="upstream")
+    assert finding.origin is Origin.UPSTREAM and finding.origin == "upstream"
+    assert Finding("DBG101", "torch-save-call", Severity.HIGH, 3, 5, "torch.save").origin is None
+    with pytest.raises(ValueError):
+        Finding("DBG101", "torch-save-call", Severity.HIGH, 3, 5, "torch.save", origin="no-such-origin")
+
+
+def test_a_pristine_source_given_as_its_string_becomes_the_member_and_reads_back_as_it():
+    ref = PristineRef("uv-cache", "/c/archive-v0/x")
+    assert ref.source is SourceKind.UV_CACHE and ref.source.label == "uv's cache"
+    assert ref.as_json() == {"source": "uv-cache", "path": "/c/archive-v0/x"}
+    assert type(ref.as_json()["source"]) is str
+    with pytest.raises(ValueError):
+        PristineRef("somewhere", "/x")
 
 
 @pytest.mark.parametrize("direct_url,editable", [

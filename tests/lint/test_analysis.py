@@ -10,6 +10,7 @@ import pytest
 
 from driftscan.lint import analysis
 from driftscan.lint.context import FileContext
+from driftscan.lint.vocabulary import ActionKind, ReasonKind
 from driftscan.lint.walker import walk
 
 
@@ -122,6 +123,7 @@ def test_classify_call_kinds():
         None,  # ... and its Path(...)
         None,  # ``torch. save``: a dot followed by a space is left alone
     ]
+    assert {type(a[0]) for a in actions(text) if a} == {ActionKind}  # the members, equal to their words
 
 
 def test_a_dump_into_memory_is_no_action():
@@ -171,7 +173,7 @@ def test_a_switch_is_a_weak_reason_and_a_tmp_path_a_strong_one():
         torch.save(x, "/tmp/a.pt")
     """
     (reasons,) = [r for r in at_calls(text, lambda ctx, c: analysis.debug_reasons(analysis.classify_call(c, ctx), ctx))]
-    assert [(r.kind, r.strong) for r in reasons] == [("tmp-path", True), ("switch", False)]
+    assert [(r.kind, r.strong) for r in reasons] == [(ReasonKind.TMP_PATH, True), (ReasonKind.SWITCH, False)]
 
 
 def test_a_one_shot_flag_in_a_per_call_method_runs_once():
@@ -185,7 +187,7 @@ def test_a_one_shot_flag_in_a_per_call_method_runs_once():
     """
     (reasons,) = at_calls(text, lambda ctx, c: analysis.debug_reasons(analysis.classify_call(c, ctx), ctx))
     kinds = [r.kind for r in reasons]
-    assert kinds == ["per-call", "one-shot"]
+    assert kinds == [ReasonKind.PER_CALL, ReasonKind.ONE_SHOT]
     assert "once per process" in reasons[0].text
 
 
@@ -198,7 +200,7 @@ def test_a_flag_that_is_also_a_marker_is_not_counted_as_a_switch():
             self._dumped = True
     """
     (reasons,) = at_calls(text, lambda ctx, c: analysis.debug_reasons(analysis.classify_call(c, ctx), ctx))
-    assert [r.kind for r in reasons] == ["one-shot"]
+    assert [r.kind for r in reasons] == [ReasonKind.ONE_SHOT]
 
 
 def test_in_debugging_helper_names_the_innermost_helper():

@@ -55,3 +55,19 @@ def test_shape_words_are_the_ones_the_shape_guard_uses():
 def test_every_debug_action_callee_is_in_the_shape_guards_list():
     last = {n.rpartition(".")[2] for n in set(vocabulary.DUMP_FUNCTIONS) | vocabulary.DEBUGGER_FUNCTIONS}
     assert last | vocabulary.DEBUGGER_METHODS | {"open", "print"} <= triggers.ACTION_CALLEES
+
+
+def test_each_file_problem_has_one_built_in_rule_and_a_string_one_is_still_looked_up():
+    """The file-level rules name their problem with the enum; a rule that names it with the plain
+    word (a plug-in written against earlier driftscan) is found by the engine all the same."""
+    from driftscan.lint import default_rules
+    from driftscan.lint.engine import _file_rules
+    from driftscan.lint.vocabulary import NOT_INSPECTED, FileProblem
+
+    built_in = [r for r in default_rules() if r.FILE_PROBLEM]
+    assert sorted(r.FILE_PROBLEM for r in built_in) == sorted(FileProblem)
+    assert all(type(r.FILE_PROBLEM) is FileProblem for r in built_in)
+    assert set(NOT_INSPECTED) == set(FileProblem) - {FileProblem.NOQA}
+    [parse] = [r for r in built_in if r.FILE_PROBLEM is FileProblem.PARSE]
+    plain = type("PlainParse", (parse,), {"FILE_PROBLEM": "parse"})
+    assert _file_rules([plain])[FileProblem.PARSE] is plain

@@ -414,3 +414,25 @@ def test_a_name_or_version_pip_could_not_be_asked_for_gets_no_download_line(tmp_
     fine = dataclasses.replace(dist, name="toypkg", version="1.0")
     assert download_line(fine, "3.11", None, str(tmp_path / "w d")) == \
         f"pip download --no-deps --only-binary :all: toypkg==1.0 -d '{tmp_path / 'w d'}'"
+
+
+def test_an_index_reads_its_finding_origins_typed_and_refuses_an_unknown_one_in_one_line(tmp_path):
+    """The origins a checkpoint saved (by this or an earlier driftscan: always one of these
+    strings) read back as the enum; one no driftscan writes makes the index invalid, said in one line."""
+    from driftscan.core.errors import ConfigError
+    from driftscan.core.values import Origin
+
+    findings = [{"code": "DBG101", "line": 7, "origin": "injected"}, {"code": "DBG101", "line": 9, "origin": "upstream"},
+                {"code": "DBG102", "line": 3}]
+    entry = {"path": "/v/lib/toypkg/core.py", "relpath": "lib/toypkg/core.py", "area": "env", "kind": "modified",
+             "scope": "package", "findings": findings}
+    cp = tmp_path / "cp"
+    cp.mkdir()
+    (cp / "checkpoint.json").write_text(json.dumps({"format": "1", "files": [entry]}))
+    assert [f.origin for f in load_index(str(cp)).files[0].findings] == [Origin.INJECTED, Origin.UPSTREAM, None]
+    findings[0]["origin"] = "vendored"
+    (cp / "checkpoint.json").write_text(json.dumps({"format": "1", "files": [entry]}))
+    with pytest.raises(ConfigError) as raised:
+        load_index(str(cp))
+    assert str(raised.value).startswith(f"{cp / 'checkpoint.json'}: not a valid checkpoint index")
+    assert "\n" not in str(raised.value)

@@ -89,3 +89,37 @@ def test_checkpoint_text_caps_added_files():
     text = render_checkpoint_text(Written("/cp", index))
     assert sum(1 for line in text.splitlines() if line.lstrip().startswith("added")) == ADDED_SHOWN
     assert "  ... and 5 more added file(s) (checkpoint.json lists them)" in text
+
+
+def test_every_restore_status_has_its_words_and_is_written_as_its_value():
+    from driftscan.reinstall.restore import Status
+
+    report = RestoreReport(dry_run=False, actions=[_action(f"demo/{s.value}.py", "rewrite", s) for s in Status])
+    text = render_restore_text(report)
+    words = {Status.PLANNED: "would rewrite", Status.RESTORED: "restored", Status.REMOVED: "removed",
+             Status.FAILED: "FAILED to rewrite", Status.NO_ORIGINAL: "NO ORIGINAL", Status.UNSAVED: "NOT SAVED"}
+    for status in Status:
+        [line] = [line for line in text.splitlines() if f"demo/{status.value}.py" in line]
+        assert line.strip().startswith(words[status]), line
+    data = json.loads(render_restore_json(report))
+    assert [a["status"] for a in data["actions"]] == [s.value for s in Status]
+    assert [a.status for a in RestoreReport.model_validate(data).actions] == list(Status)
+    assert [a.relpath for a in report.not_done] == ["demo/failed.py", "demo/no-original.py", "demo/unsaved.py"]
+
+
+def test_every_reapply_status_has_its_words_and_is_written_as_its_value():
+    from driftscan.reinstall.reapply import ReapplyFile, ReapplyReport, Status
+    from driftscan.render.restoreview import render_reapply_text
+
+    files = [ReapplyFile(relpath=f"demo/{s.value}.py", path=f"/v/demo/{s.value}.py", action="apply", status=s,
+                         reason="why") for s in Status]
+    report = ReapplyReport(dry_run=False, source="/cp", files=files)
+    text = render_reapply_text(report)
+    words = {Status.PLANNED: "would apply", Status.APPLIED: "apply done", Status.PARTIAL: "partly applied"}
+    for status in Status:
+        [line] = [line for line in text.splitlines() if line.split()[-2:] == [f"demo/{status.value}.py:", "why"]]
+        assert line.strip().startswith(words.get(status, status.value)), line
+    assert text.splitlines()[-1].startswith("2 file(s) written")  # applied and partial
+    data = json.loads(report.model_dump_json())
+    assert [f["status"] for f in data["files"]] == [s.value for s in Status]
+    assert {f.relpath for f in report.refused_or_failed} == {"demo/failed.py", "demo/refused.py"}

@@ -10,8 +10,10 @@ from types import SimpleNamespace
 
 import jsonschema
 
-from driftscan.core.values import (Distribution, Drift, DriftKind, FileCheck, Prediction, PristineRef, Scope,
-                                   Verification)
+import pytest
+
+from driftscan.core.values import (Distribution, Drift, DriftKind, FileCheck, Origin, Prediction, PristineRef,
+                                   Scope, Verification)
 from driftscan.report.contract import (SCOPE_ORDER, SCHEMA_VERSION, Report, build_report, pristine_of,
                                        pristine_out, report_schema)
 from fixtures.reports import DEMO, MODEL, SITE, TARGET, clean_report, every_kind_report
@@ -55,7 +57,7 @@ def test_drift_fields_carry_the_check():
     assert modified.relpath == "demo/core.py" and modified.path == f"{SITE}/demo/core.py"
     assert modified.distribution.name == "demo" and modified.distribution.installer == "pip"
     assert modified.diff.startswith("--- a/demo/core.py")
-    assert [f.code for f in modified.findings] == ["DBG101"] and modified.findings[0].origin == "injected"
+    assert [f.code for f in modified.findings] == ["DBG101"] and modified.findings[0].origin is Origin.INJECTED
     assert modified.expected["size"] == 10 and modified.actual["size"] == 12
     dumps = next(d for d in report.drifts if d.kind is DriftKind.DEBUG_ARTIFACTS)
     assert dumps.artifacts == ["/tmp/dbg_1.pt", "/tmp/dbg_2.pt"]
@@ -67,6 +69,26 @@ def test_json_validates_against_the_report_schema():
     data = json.loads(every_kind_report().model_dump_json())
     jsonschema.validate(data, report_schema())
     assert Report.model_validate(data).summary.by_kind == every_kind_report().summary.by_kind
+
+
+def test_a_report_read_back_has_typed_origins_and_refuses_an_unknown_one():
+    """A report written as JSON (by this or an earlier driftscan: the origin has always been one of
+    these strings) reads back with the enum; an origin no driftscan writes is a validation error,
+    as the schema says."""
+    data = json.loads(every_kind_report().model_dump_json())
+    [modified] = [d for d in data["drifts"] if d["kind"] == "modified"]
+    assert modified["findings"][0]["origin"] == "injected"
+    modified["findings"].append({**modified["findings"][0], "origin": "upstream"})
+    modified["findings"].append({**modified["findings"][0], "origin": None})
+    back = Report.model_validate(data)
+    [drift] = [d for d in back.drifts if d.kind is DriftKind.MODIFIED]
+    assert [f.origin for f in drift.findings] == [Origin.INJECTED, Origin.UPSTREAM, None]
+    assert json.loads(back.model_dump_json())["drifts"] == data["drifts"]
+    modified["findings"][0]["origin"] = "vendored"
+    with pytest.raises(ValueError, match="origin"):
+        Report.model_validate(data)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, report_schema())
 
 
 def test_undecodable_path_is_printable_everywhere():

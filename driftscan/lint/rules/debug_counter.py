@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from driftscan.lint import analysis, astdump, astfacts, triggers
+from driftscan.lint.vocabulary import ActionKind
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -222,10 +223,10 @@ class DebugCounter(Rule):
         action = self.context.action(node)
         if action is None:
             return
-        if action.kind == "print":
+        if action.kind is ActionKind.PRINT:
             self._debug_region(node)
             return
-        if action.kind == "dump" and not any(r.strong for r in self.context.debug_reasons(action)):
+        if action.kind is ActionKind.DUMP and not any(r.strong for r in self.context.debug_reasons(action)):
             return  # a checkpoint numbered by a step counter, or a switchable debug feature
         self._debug_region(node)
         for arg in node.args:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from driftscan.lint import astdump, astfacts, triggers
+from driftscan.lint.vocabulary import ActionKind
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -33,7 +34,7 @@ class DebugTensorDump(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         action = self.context.action(node)
-        if action is None or action.kind != "dump":
+        if action is None or action.kind is not ActionKind.DUMP:
             return
         reasons = self.context.debug_reasons(action)
         if not reasons:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from driftscan.lint import analysis, astdump, astfacts, triggers
+from driftscan.lint.vocabulary import ActionKind
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -37,7 +38,7 @@ class DebuggerCall(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         action = self.context.action(node)
-        if action is not None and action.kind == "debugger":
+        if action is not None and action.kind is ActionKind.DEBUGGER:
             self.calls.append((node, action.label, analysis.in_debugging_helper(self.context)))
 
     def leave_Module(self, node: cst.Module) -> None:

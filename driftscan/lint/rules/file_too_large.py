@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from driftscan.lint.vocabulary import FileProblem
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -15,7 +16,7 @@ class FileTooLarge(Rule):
     NAME = "file-too-large"
     MESSAGE = "file too large to inspect"
     SEVERITY = Severity.LOW
-    FILE_PROBLEM = "size"
+    FILE_PROBLEM = FileProblem.SIZE
     EXAMPLE_MAX_BYTES = 64
     VALID = [Valid("x = 1\n")]
     INVALID = [Invalid("TABLE = [\n" + "    0,\n" * 20 + "]\n", line=1, column=1)]

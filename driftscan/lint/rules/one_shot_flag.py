@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from driftscan.lint import analysis, astfacts, triggers
+from driftscan.lint.vocabulary import ActionKind
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -34,7 +35,7 @@ class OneShotFlag(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         action = self.context.action(node)
-        if action is None or action.kind == "print":
+        if action is None or action.kind is ActionKind.PRINT:
             return
         for guard in self.context.guards():
             flags = self.context.one_shot_flags(guard)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from driftscan.lint import triggers
+from driftscan.lint.vocabulary import FileProblem
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -21,7 +22,7 @@ class ParseError(Rule):
     NAME = "parse-error"
     MESSAGE = "could not parse"
     SEVERITY = Severity.MEDIUM
-    FILE_PROBLEM = "parse"
+    FILE_PROBLEM = FileProblem.PARSE
     TRIGGER = triggers.AnyOf(
         triggers.PYTHON2,
         triggers.NUL,

@@ -7,6 +7,7 @@ import os
 import libcst as cst
 
 from driftscan.lint import astfacts, triggers
+from driftscan.lint.vocabulary import ActionKind
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -29,7 +30,7 @@ class PrintCall(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         action = self.context.action(node)
-        if action is None or action.kind != "print":
+        if action is None or action.kind is not ActionKind.PRINT:
             return
         if os.path.basename(self.context.path) == "__main__.py" or self.context.in_main_block():
             return

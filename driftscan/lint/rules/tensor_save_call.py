@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from driftscan.lint import astdump, astfacts, triggers
+from driftscan.lint.vocabulary import ActionKind
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -25,7 +26,7 @@ class TensorSaveCall(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         action = self.context.action(node)
-        if action is None or action.kind != "dump" or self.context.debug_reasons(action):
+        if action is None or action.kind is not ActionKind.DUMP or self.context.debug_reasons(action):
             return
         self.report(
             node,

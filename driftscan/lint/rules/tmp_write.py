@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from driftscan.lint import astfacts, triggers
+from driftscan.lint.vocabulary import ActionKind, ReasonKind
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -25,9 +26,10 @@ class TmpWrite(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         action = self.context.action(node)
-        if action is None or action.kind != "tmp-write" or self._argument_of_dump():
+        if action is None or action.kind is not ActionKind.TMP_WRITE or self._argument_of_dump():
             return
-        reasons = [r for r in self.context.debug_reasons(action) if r.kind not in ("tmp-path", "debug-path")]
+        reasons = [r for r in self.context.debug_reasons(action)
+                   if r.kind not in (ReasonKind.TMP_PATH, ReasonKind.DEBUG_PATH)]
         severity = Severity.HIGH if any(r.strong for r in reasons) else Severity.MEDIUM
         detail = "".join(f"; {r.text}" for r in reasons)
         where = action.path.glob if action.path is not None else "a /tmp path"  # a tmp-write has a path
@@ -42,7 +44,7 @@ class TmpWrite(Rule):
         stack = self.context.stack
         if len(stack) >= 3 and isinstance(stack[-2], cst.Arg) and isinstance(stack[-3], cst.Call):
             outer = self.context.action(stack[-3])
-            return outer is not None and outer.kind == "dump"
+            return outer is not None and outer.kind is ActionKind.DUMP
         return False
 
     VALID = [

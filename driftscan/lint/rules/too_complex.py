@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from driftscan.lint.vocabulary import FileProblem
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.lint.rules.parse_error import ParseError
 from driftscan.core.values import Severity
@@ -27,7 +28,7 @@ class TooComplex(Rule):
     NAME = "too-complex"
     MESSAGE = "too deeply nested or too complex to parse safely"
     SEVERITY = Severity.MEDIUM
-    FILE_PROBLEM = "complexity"
+    FILE_PROBLEM = FileProblem.COMPLEXITY
     TRIGGER = ParseError.TRIGGER
     VALID = [
         Valid("x = " + "(" * 20 + "1" + ")" * 20 + "\n"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from driftscan.lint import triggers
+from driftscan.lint.vocabulary import FileProblem
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -16,7 +17,7 @@ class UnreadableFile(Rule):
     NAME = "unreadable-file"
     MESSAGE = "could not read or decode"
     SEVERITY = Severity.MEDIUM
-    FILE_PROBLEM = "read"
+    FILE_PROBLEM = FileProblem.READ
     TRIGGER = triggers.Undecodable()
     VALID = [Valid(b"# -*- coding: latin-1 -*-\nname = '\xe9t\xe9'\n")]
     INVALID = [

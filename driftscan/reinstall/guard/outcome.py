@@ -19,7 +19,7 @@ from ...pipeline.classify import uv_cache_clean, uv_cache_prune
 from ...core.errors import DriftscanError
 from ...fs.reader import open_regular, os_error
 from ...lint.artifacts import recheck
-from ...core.values import Distribution, DriftKind
+from ...core.values import Distribution, DriftKind, Origin
 from ..plan import MAY_SURVIVE, SURVIVES, WIPED, Plan, PlanItem
 from ...report.contract import DriftOut, Report
 from ...environment.content import record_digest
@@ -146,7 +146,7 @@ def debug_comes_back(predicted: Sequence[Predicted], plan: Plan, sure: Sequence[
             continue
         if normalize(drift.distribution.name) not in sure:
             continue
-        debug = [f for f in drift.findings if f.origin != "upstream"]
+        debug = [f for f in drift.findings if f.origin is not Origin.UPSTREAM]
         if not debug:
             continue
         key = drift.distribution.name
@@ -472,7 +472,7 @@ def new_drifts(before: Report, after: Report) -> list[NewDrift]:
     known = {d.path for d in before.drifts}
     return [NewDrift(path=d.path, relpath=d.relpath, kind=d.kind.value, scope=d.scope.value,
                      distribution=d.distribution.name if d.distribution else None,
-                     findings=sum(1 for f in d.findings if f.origin != "upstream"), evidence=d.evidence)
+                     findings=sum(1 for f in d.findings if f.origin is not Origin.UPSTREAM), evidence=d.evidence)
             for d in after.drifts if d.path not in known]
 
 
