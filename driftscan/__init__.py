@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from .api import audit
     from .core.values import DriftKind, Scope, Severity
     from .report.contract import SCHEMA_VERSION, DriftOut as Drift, Report
+    from .report.policy import FailOn, exit_status
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -18,6 +19,7 @@ __all__ = [
     "Drift",
     "DriftKind",
     "DriftscanError",
+    "FailOn",
     "RecordError",
     "Report",
     "Scope",
@@ -25,6 +27,7 @@ __all__ = [
     "TargetError",
     "__version__",
     "audit",
+    "exit_status",
 ]
 
 # Imported on first use (PEP 562): `import driftscan.cli` or `driftscan.formats.record` must not pay for
@@ -37,6 +40,8 @@ _LAZY = {
     "SCHEMA_VERSION": ("report.contract", "SCHEMA_VERSION"),
     "Drift": ("report.contract", "DriftOut"),
     "Report": ("report.contract", "Report"),
+    "FailOn": ("report.policy", "FailOn"),
+    "exit_status": ("report.policy", "exit_status"),
 }
 
 

@@ -1,24 +1,20 @@
-"""Exit status and failures: the bitmask every command exits with (documented in the README), the
-fail policy that sets its bit 1, and ``guarded``, which turns every error into one line on stderr."""
+"""Exit status and failures: the library's bitmask and fail policy (``report.policy``) as options,
+and ``guarded``, which turns every error into one line on stderr."""
 
 from __future__ import annotations
 
 import functools
 import sys
-from typing import TYPE_CHECKING
 
 import click
 
 from ..core.errors import DriftscanError
 from ..fs.paths import inert
+# The exit status bitmask and the fail policy are the library's; re-exported for the commands.
+from ..report.policy import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, FailOn, exit_status, fail_policies
 
-if TYPE_CHECKING:
-    from ..report.contract import Report
-
-# Exit status is a bitmask (documented in the README).
-EXIT_CLEAN = 0
-EXIT_DRIFT = 1
-EXIT_INCOMPLETE = 2
+__all__ = ["EXIT_CLEAN", "EXIT_DRIFT", "EXIT_INCOMPLETE", "FAIL_ON", "exit_status", "fail", "fail_on_policies",
+           "guarded"]
 
 
 def fail(message: str) -> None:
@@ -54,48 +50,12 @@ def guarded(func):
     return click.option("--debug", is_flag=True, hidden=True, help="Show tracebacks.")(wrapper)
 
 
-FAIL_ON = ["drift", "package", "environment", "source", "data", "external", "debug", "debug-high", "unverifiable",
-           "never"]
+FAIL_ON = [p.value for p in FailOn]
 
 
-def _counted(report: Report) -> list:
-    """The drifts that count toward the exit status: not accepted (an accepted drift stays in the report)."""
-    return [d for d in report.drifts if getattr(d, "accepted", None) is None]
-
-
-def _fails(report: Report, policy: str) -> bool:
-    counted = _counted(report)
-    if policy == "drift":
-        return bool(counted)
-    if policy in ("package", "environment", "source", "data", "external"):
-        return any(d.scope.value == policy for d in counted)
-    if policy in ("debug", "debug-high"):
-        from ..core.values import Origin
-
-        findings = [f for d in counted for f in d.findings if f.origin is not Origin.UPSTREAM]
-        if policy == "debug-high":
-            return any(f.severity.value == "high" for f in findings)
-        return bool(findings) or any(d.kind.value == "debug-artifacts" for d in counted)
-    if policy == "unverifiable":
-        return bool(report.unverifiable)
-    return False  # never
-
-
-def exit_status(report: Report, strict: bool, fail_on: tuple[str, ...] = ("drift",), exit_zero: bool = False) -> int:
-    """Bit 1 when the report meets one of the ``fail_on`` policies (never with ``exit_zero``);
-    bit 2 when something could not be checked (with ``strict``: also unverifiable distributions,
-    or a target where nothing at all could be verified)."""
-    status = EXIT_DRIFT if not exit_zero and any(_fails(report, p) for p in fail_on) else EXIT_CLEAN
-    nothing_verified = report.summary.files_checked == 0 and not report.drifts
-    if report.errors or (strict and (report.unverifiable or nothing_verified)):
-        status |= EXIT_INCOMPLETE
-    return status
-
-
-def fail_on_policies(values: tuple[str, ...]) -> tuple[str, ...]:
+def fail_on_policies(values: tuple[str, ...]) -> tuple[FailOn, ...]:
     """--fail-on's values, comma-separated and repeatable, checked (default: drift)."""
-    chosen = tuple(v.strip() for value in values for v in value.split(",") if v.strip()) or ("drift",)
-    unknown = [v for v in chosen if v not in FAIL_ON]
-    if unknown:
-        raise click.UsageError(f"--fail-on: unknown {', '.join(unknown)} (choose from {', '.join(FAIL_ON)})")
-    return chosen
+    try:
+        return fail_policies(values)
+    except ValueError as exc:
+        raise click.UsageError(f"--fail-on: {exc}") from None

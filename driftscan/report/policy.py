@@ -1,0 +1,82 @@
+"""What makes a report fail, as a library decision: the fail policies (``--fail-on``) and the exit
+status bitmask every command exits with (documented in the README). The CLI only maps options to
+these and exits with the number; a library caller gets the same verdict from the same report."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from ..core.values import Origin
+
+if TYPE_CHECKING:
+    from .contract import DriftOut, Report
+
+EXIT_CLEAN = 0
+EXIT_DRIFT = 1  # bit 1: the report meets a fail policy
+EXIT_INCOMPLETE = 2  # bit 2: something could not be checked (or a usage error, or a refusal)
+
+
+class FailOn(str, enum.Enum):
+    """What sets exit bit 1."""
+
+    DRIFT = "drift"  # any drift not accepted
+    PACKAGE = "package"  # a drift of that scope
+    ENVIRONMENT = "environment"
+    SOURCE = "source"
+    DATA = "data"
+    EXTERNAL = "external"
+    DEBUG = "debug"  # a debug finding not upstream, or dumps
+    DEBUG_HIGH = "debug-high"  # a high-severity debug finding not upstream
+    UNVERIFIABLE = "unverifiable"  # a distribution that could not be verified
+    NEVER = "never"
+
+
+_SCOPES = {FailOn.PACKAGE, FailOn.ENVIRONMENT, FailOn.SOURCE, FailOn.DATA, FailOn.EXTERNAL}
+
+
+def fail_policies(values: Iterable[str]) -> tuple[FailOn, ...]:
+    """Policies from words (comma-separated, repeatable; none: ``drift``). ValueError names the
+    words that are not policies."""
+    chosen = [v.strip() for value in values for v in value.split(",") if v.strip()] or [FailOn.DRIFT.value]
+    known = {p.value for p in FailOn}
+    unknown = [v for v in chosen if v not in known]
+    if unknown:
+        raise ValueError(f"unknown {', '.join(unknown)} (choose from {', '.join(p.value for p in FailOn)})")
+    return tuple(FailOn(v) for v in chosen)
+
+
+def counted(report: Report) -> list[DriftOut]:
+    """The drifts that count toward the exit status: not accepted (an accepted drift stays in the report)."""
+    return [d for d in report.drifts if getattr(d, "accepted", None) is None]
+
+
+def fails(report: Report, policy: FailOn) -> bool:
+    """Whether ``report`` meets ``policy``."""
+    drifts = counted(report)
+    if policy is FailOn.DRIFT:
+        return bool(drifts)
+    if policy in _SCOPES:
+        return any(d.scope.value == policy.value for d in drifts)
+    if policy in (FailOn.DEBUG, FailOn.DEBUG_HIGH):
+        findings = [f for d in drifts for f in d.findings if f.origin is not Origin.UPSTREAM]
+        if policy is FailOn.DEBUG_HIGH:
+            return any(f.severity.value == "high" for f in findings)
+        return bool(findings) or any(d.kind.value == "debug-artifacts" for d in drifts)
+    if policy is FailOn.UNVERIFIABLE:
+        return bool(report.unverifiable)
+    return False  # never
+
+
+def exit_status(report: Report, strict: bool = False, fail_on: Sequence[FailOn | str] = (FailOn.DRIFT,),
+                exit_zero: bool = False) -> int:
+    """Bit 1 when the report meets one of the ``fail_on`` policies (never with ``exit_zero``);
+    bit 2 when something could not be checked (with ``strict``: also unverifiable distributions,
+    or a target where nothing at all could be verified)."""
+    policies = [FailOn(p) for p in fail_on]
+    status = EXIT_DRIFT if not exit_zero and any(fails(report, p) for p in policies) else EXIT_CLEAN
+    nothing_verified = report.summary.files_checked == 0 and not report.drifts
+    if report.errors or (strict and (report.unverifiable or nothing_verified)):
+        status |= EXIT_INCOMPLETE
+    return status

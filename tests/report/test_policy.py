@@ -1,0 +1,50 @@
+"""The fail policy and the exit status bitmask, as a library caller gets them."""
+
+from __future__ import annotations
+
+import pytest
+
+import driftscan
+from driftscan.report.policy import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, FailOn, exit_status, fail_policies, fails
+from fixtures.reports import clean_report, every_kind_report
+
+
+def test_a_clean_report_fails_no_policy():
+    report = clean_report()
+    assert [p for p in FailOn if fails(report, p)] == []
+    assert exit_status(report) == EXIT_CLEAN
+
+
+def test_every_kind_report_fails_drift_and_never_never():
+    report = every_kind_report()
+    assert fails(report, FailOn.DRIFT) and not fails(report, FailOn.NEVER)
+    assert exit_status(report, fail_on=[FailOn.NEVER]) & EXIT_DRIFT == 0
+    assert exit_status(report, fail_on=["drift"]) & EXIT_DRIFT
+    assert exit_status(report, exit_zero=True) & EXIT_DRIFT == 0
+    scopes = {d.scope.value for d in report.drifts}
+    for policy in (FailOn.PACKAGE, FailOn.ENVIRONMENT, FailOn.SOURCE, FailOn.DATA, FailOn.EXTERNAL):
+        assert fails(report, policy) == (policy.value in scopes)
+
+
+def test_accepted_drift_does_not_count():
+    report = every_kind_report()
+    assert fails(report, FailOn.DRIFT)
+    accepted = report.model_copy(update={"drifts": [d.model_copy(update={"accepted": {"reason": "kept on purpose", "entry": 0}})
+                                                    for d in report.drifts]})
+    assert not fails(accepted, FailOn.DRIFT) and not fails(accepted, FailOn.DEBUG)
+
+
+def test_errors_set_bit_two():
+    report = every_kind_report()
+    assert exit_status(report, fail_on=[FailOn.NEVER]) == (EXIT_INCOMPLETE if report.errors else EXIT_CLEAN)
+
+
+def test_policies_are_read_from_words():
+    assert fail_policies([]) == (FailOn.DRIFT,)
+    assert fail_policies(["debug,package", "never"]) == (FailOn.DEBUG, FailOn.PACKAGE, FailOn.NEVER)
+    with pytest.raises(ValueError, match="unknown nope"):
+        fail_policies(["drift,nope"])
+
+
+def test_the_package_exports_them():
+    assert driftscan.exit_status is exit_status and driftscan.FailOn is FailOn
