@@ -14,42 +14,14 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from driftscan import api
-from fixtures.upgrades import MODEL, NAME, build_toypkg, cli, install, own_env, pip_venv, site_of
-
-
-@pytest.fixture(scope="module")
-def house(tmp_path_factory) -> Path:
-    return build_toypkg(tmp_path_factory.mktemp("hostile-cp-wheels") / "house")
-
-
-@pytest.fixture(scope="module")
-def base_venv(tmp_path_factory, house) -> Path:
-    venv = pip_venv(tmp_path_factory, "hostile-cp-base")
-    install(venv, house, f"{NAME}==1.0")
-    return venv
-
-
-@pytest.fixture
-def venv(tmp_path, base_venv) -> Path:
-    dest = tmp_path / "env" / "venv"
-    dest.parent.mkdir()
-    subprocess.run(["cp", "-a", str(base_venv), str(dest)], check=True)
-    return dest
-
-
-@pytest.fixture
-def env(tmp_path, monkeypatch) -> dict[str, str]:
-    values = own_env(tmp_path)
-    for key, value in values.items():
-        monkeypatch.setenv(key, value)
-    return values
+from fixtures.copiedvenv import base_venv, env, house, venv  # noqa: F401 (fixtures)
+from fixtures.upgrades import MODEL, NAME, cli, site_of
 
 
 def sha256(data: bytes) -> str:
