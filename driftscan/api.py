@@ -349,10 +349,10 @@ def _compare(verification: Verification, options: PristineOptions, originals: Pr
         lookups = tuple(found.lookups()) if found is not None else ()
     except BaseException:
         if opened is not None:
-            opened.__exit__(None, None, None)
+            opened.close()
         raise
     if opened is not None and not hold:
-        opened.__exit__(None, None, None)
+        opened.close()
         opened = None
     merged = Verification(target=verification.target, distributions=verification.distributions,
                           checks=tuple(checks), files_checked=verification.files_checked,
@@ -449,7 +449,7 @@ def plan(
                           model_dirs=[r.root for r in result.model_dirs])
     finally:
         if result.originals is not None:
-            result.originals.__exit__(None, None, None)
+            result.originals.close()
 
 
 def _held_by_checkpoint(path: str, drifts) -> frozenset[str]:
@@ -625,7 +625,7 @@ def checkpoint(output: str, venv: str | None = None, site_packages: Sequence[str
                                 [r.root for r in result.model_dirs], max_copy or DEFAULT_MAX_COPY)
     finally:
         if result.originals is not None:
-            result.originals.__exit__(None, None, None)
+            result.originals.close()
 
 
 def _refuse_writing_inside(venv, site_packages, model_dirs=(), hf_cache=None, checkpoint=None) -> None:
@@ -703,7 +703,7 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, dists
         return report
     finally:
         if originals is not None:
-            originals.__exit__(None, None, None)
+            originals.close()
 
 
 def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequence[str] = (), *,
@@ -749,7 +749,7 @@ def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequenc
         return plan.report
     finally:
         if result.originals is not None:
-            result.originals.__exit__(None, None, None)
+            result.originals.close()
 
 
 def _run_command(argv: Sequence[str], stdout: int | None, env: dict[str, str] | None = None) -> tuple[int, str | None]:
