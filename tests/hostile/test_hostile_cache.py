@@ -19,18 +19,8 @@ from pathlib import Path
 import pytest
 
 from driftscan import api
-from fixtures.copiedvenv import base_venv, env, house, venv  # noqa: F401 (fixtures)
+from fixtures.copiedvenv import base_venv, env, house, listing, venv  # noqa: F401 (fixtures)
 from fixtures.upgrades import MODEL, NAME, cli, site_of
-
-
-def listing(top: Path) -> dict[str, bytes | str]:
-    out: dict[str, bytes | str] = {}
-    for dirpath, dirnames, filenames in os.walk(top):
-        for name in dirnames + filenames:
-            path = Path(dirpath) / name
-            out[str(path.relative_to(top))] = os.readlink(path) if path.is_symlink() else (
-                path.read_bytes() if path.is_file() else "dir")
-    return out
 
 
 def added_file_checkpoint(dest: Path, venv: Path, data: bytes) -> Path:
