@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any, TypeVar, cast, overload
 
 _Report = TypeVar("_Report")
+
+
+def ancestors(start: str) -> Iterator[str]:
+    """``start`` (made absolute) and every directory above it, up to the filesystem's root: the
+    walk-up behind "the nearest directory holding X" (a project file, a ``.venv``, a ``.git``)."""
+    here = os.path.abspath(start)
+    while True:
+        yield here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return
+        here = parent
 
 
 def printable(path: str) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..fs.reader import inside, read_kind, walk
 from ..core.values import LayoutKind, Problem
-from ..fs.paths import printable
+from ..fs.paths import ancestors, printable
 from .hfcache import Revision
 
 METADATA_DIR = os.path.join(".cache", "huggingface", "download")
@@ -106,14 +106,7 @@ def has_metadata(root: str) -> bool:
 
 def find_git_top(path: str) -> str | None:
     """The nearest directory at or above ``path`` holding ``.git`` (a directory, or a file for worktrees)."""
-    current = os.path.abspath(path)
-    while True:
-        if os.path.exists(os.path.join(current, ".git")):
-            return current
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
+    return next((d for d in ancestors(path) if os.path.exists(os.path.join(d, ".git"))), None)
 
 
 @dataclass(frozen=True)

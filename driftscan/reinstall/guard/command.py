@@ -22,9 +22,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ...fs.paths import ancestors
 from ...fs.reader import read_regular
+from ...pristine.names import normalize_name
 from .interpreter import Resolved, interpreter_environment, script_environment, which
-from .pipoptions import PIP_FLAGS, PIP_SHORT_FLAGS, PIP_SHORT_VALUES, PIP_VALUES, configured, expand
+from .pipoptions import PIP_SHORT_FLAGS, PIP_SHORT_VALUES, PIP_VALUES, configured, expand
 from .uvlock import project_root, read_lock
 from .uvoptions import settings as uv_settings
 
@@ -50,7 +52,7 @@ class Change(str, enum.Enum):
 
 
 def normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return normalize_name(name)
 
 
 @dataclass(frozen=True)
@@ -434,14 +436,8 @@ def _pip(words: Sequence[str], resolved: Resolved, cwd: str, env: dict[str, str]
 
 
 def _venv_upward(start: str) -> str | None:
-    here = start
-    while True:
-        if os.path.isfile(os.path.join(here, ".venv", "pyvenv.cfg")):
-            return os.path.join(here, ".venv")
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
+    return next((os.path.join(d, ".venv") for d in ancestors(start)
+                 if os.path.isfile(os.path.join(d, ".venv", "pyvenv.cfg"))), None)
 
 
 def _uv_environment(opts: list[tuple[str, str | None]], env: dict[str, str], cwd: str, project: str) -> Resolved:

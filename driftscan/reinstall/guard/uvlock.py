@@ -16,7 +16,9 @@ import sys
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from ...fs.paths import ancestors
 from ...fs.reader import read_regular
+from ...pristine.names import normalize_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -46,18 +48,7 @@ class LockRead:
 
 def project_root(start: str) -> str | None:
     """The directory uv takes as the project from ``start``: the nearest one up with a pyproject.toml."""
-    here = os.path.abspath(start)
-    while True:
-        if os.path.isfile(os.path.join(here, "pyproject.toml")):
-            return here
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return next((d for d in ancestors(start) if os.path.isfile(os.path.join(d, "pyproject.toml"))), None)
 
 
 def read_lock(project: str) -> LockRead:
@@ -91,7 +82,7 @@ def read_lock(project: str) -> LockRead:
             # a path is relative to the project; the directory is only looked at for wheels, as data
             registries.setdefault(os.path.normpath(os.path.join(project, unquote(registry.removeprefix("file://")))))
         version = version if isinstance(version, str) and _VERSION.match(version) and not local else None
-        name = _normalize(pkg["name"])
+        name = normalize_name(pkg["name"])
         if name in out and out[name].version != version:
             version = None  # several versions (markers, forks): which one installs is not known here
         out[name] = Locked(name, version)

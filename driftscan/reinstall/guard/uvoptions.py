@@ -8,6 +8,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from ...fs.paths import ancestors
 from ...fs.reader import read_regular
 
 if sys.version_info >= (3, 11):
@@ -50,16 +51,12 @@ def boolish(env: dict[str, str], name: str, out: UvSettings) -> bool:
 
 def _project_file(start: str) -> str | None:
     """The uv.toml or pyproject.toml uv takes its project settings from: the nearest one upward."""
-    here = start
-    while True:
+    for here in ancestors(start):
         for name in ("uv.toml", "pyproject.toml"):
             path = os.path.join(here, name)
             if os.path.isfile(path):
                 return path
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
+    return None
 
 
 def config_files(project: str, env: dict[str, str], config_file: str | None, no_config: bool) -> list[str]:
