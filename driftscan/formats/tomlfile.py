@@ -20,10 +20,11 @@ M = TypeVar("M", bound="BaseModel")
 TOML_MAX = 16 << 20  # configuration and expectation files are a few lines
 
 
-def read_toml(path: str) -> dict[str, Any]:
-    """A TOML file's content; every failure one ConfigError line naming the file."""
+def read_toml(path: str, limit: int | None = None, what: str = "configuration file") -> dict[str, Any]:
+    """A TOML file's content (at most ``limit`` bytes, default ``TOML_MAX``); every failure one
+    ConfigError line naming the file."""
     try:
-        raw = read_regular(path, TOML_MAX, what="configuration file")
+        raw = read_regular(path, TOML_MAX if limit is None else limit, what=what)
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror or exc}") from None
     try:

@@ -51,7 +51,8 @@ def test_sync_reinstalls_what_the_lock_changed_and_removes_what_it_does_not_list
     assert reinstalled(command, installed) == (["attrs", "leftover"], [])
 
 
-@pytest.mark.parametrize("content", [b"not = [toml", b"\xff\xfe", b"package = 3\n"])
+@pytest.mark.parametrize("content", [b"not = [toml", b"\xff\xfe", b"package = 3\n",
+                                     b"package = " + b"[" * 100_000 + b"]" * 100_000 + b"\n"])
 def test_a_bad_lock_is_said_and_nothing_is_assumed(project, content):
     (project / "uv.lock").write_bytes(content)
     read = uvlock.read_lock(str(project))
@@ -76,3 +77,14 @@ def test_offline_is_read_from_the_flag_and_the_environment(project):
     assert recognise(["uv", "sync", "--offline"], env={}, cwd=str(project)).offline
     assert recognise(["uv", "sync"], env={"UV_OFFLINE": "1"}, cwd=str(project)).offline
     assert not recognise(["uv", "sync"], env={}, cwd=str(project)).offline
+
+
+def test_uv_configuration_that_is_not_what_uv_reads_is_said_not_a_traceback(tmp_path):
+    """A pyproject whose ``tool`` is not a table, and a uv.toml nested past the parser's depth: guard
+    reads neither as settings and goes on."""
+    (tmp_path / "pyproject.toml").write_text("tool = 1\n")
+    command = recognise(["uv", "pip", "install", "six"], env={}, cwd=str(tmp_path))
+    assert command.tool is Tool.UV_PIP and not command.forced
+    (tmp_path / "uv.toml").write_bytes(b"reinstall = " + b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    command = recognise(["uv", "pip", "install", "six"], env={}, cwd=str(tmp_path))
+    assert command.forced and any("nested too deeply" in n for n in command.notes), command.notes

@@ -12,18 +12,14 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 from ...fs.paths import ancestors
-from ...fs.reader import read_regular
+from ...core.errors import ConfigError
+from ...formats.tomlfile import read_toml
 from ...pristine.names import normalize_name
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 LOCK_MAX = 32 << 20  # a lock file of a very large project is a few MB
 LOCK_PACKAGES_MAX = 100_000
@@ -54,17 +50,12 @@ def project_root(start: str) -> str | None:
 def read_lock(project: str) -> LockRead:
     """The distributions ``<project>/uv.lock`` pins."""
     path = os.path.join(project, "uv.lock")
-    try:
-        text = read_regular(path, LOCK_MAX, what="uv.lock").decode("utf-8")
-        data = tomllib.loads(text)
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return LockRead(None, note=f"{path}: no lock file; uv sync locks first, so what it installs is not known")
-    except OSError as exc:
-        return LockRead(None, note=f"{path}: cannot read the lock file ({exc.strerror or exc}); what uv sync "
-                                   "installs is not known")
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return LockRead(None, note=f"{path}: not a lock file uv wrote ({str(exc)[:200]}); what uv sync installs "
-                                   "is not known")
+    try:
+        data = read_toml(path, LOCK_MAX, what="uv.lock")
+    except ConfigError as exc:
+        return LockRead(None, note=f"cannot read the lock file: {str(exc)[:300]}; what uv sync installs is not known")
     packages = data.get("package") if isinstance(data, dict) else None
     if not isinstance(packages, list):
         return LockRead(None, note=f"{path}: no [[package]] table; what uv sync installs is not known")

@@ -5,16 +5,12 @@ uv (clap) takes no abbreviations: ``--reinst`` is an error, not ``--reinstall``.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 
 from ...fs.paths import ancestors
-from ...fs.reader import read_regular
+from ...core.errors import ConfigError
+from ...formats.tomlfile import read_toml
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 CONFIG_MAX = 1 << 20
 _TRUE = frozenset({"y", "yes", "t", "true", "on", "1"})  # clap's boolish values
@@ -142,12 +138,12 @@ def settings(project: str, env: dict[str, str], *, pip: bool, config_file: str |
         if not os.path.lexists(path):
             continue
         try:
-            data = tomllib.loads(read_regular(path, CONFIG_MAX, what="uv configuration file").decode("utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)[:200]
-            out.unreadable.append(f"{path}: cannot read this uv configuration ({why})")
+            data = read_toml(path, CONFIG_MAX, what="uv configuration file")
+        except ConfigError as exc:
+            out.unreadable.append(f"cannot read this uv configuration: {str(exc)[:300]}")
             continue
-        table = data.get("tool", {}).get("uv", {}) if path.endswith("pyproject.toml") else data
+        tool = data.get("tool") if path.endswith("pyproject.toml") else None
+        table = (tool.get("uv", {}) if isinstance(tool, dict) else {}) if path.endswith("pyproject.toml") else data
         if not isinstance(table, dict):
             continue
         tables = [table] + ([table["pip"]] if pip and isinstance(table.get("pip"), dict) else [])
