@@ -43,7 +43,7 @@ def accept(paths, reason, any_content, expires, venv, site_packages, model_dirs,
     import datetime
 
     from ..report.accept import new_entries
-    from ..api import run
+    from ..api import Need, run
     from ..config.settings import Config, append_entries, default_accept_file, user_config_path
 
     if not reason.strip():
@@ -60,7 +60,7 @@ def accept(paths, reason, any_content, expires, venv, site_packages, model_dirs,
     venv, _ = default_venv(venv, site_packages, bool(dirs) or hub is not None, include_environment)
     report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                  model_dirs=dirs, hf_cache=hub, select=config.select, ignore=config.ignore,
-                 rules_modules=config.rules_modules, include_environment=include_environment, report_only=True,
+                 rules_modules=config.rules_modules, include_environment=include_environment, need=Need.REPORT,
                  compare=False).report
     try:
         wanted = new_entries(report, paths, reason, any_content=any_content, expires=until)

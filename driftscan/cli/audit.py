@@ -7,13 +7,13 @@ import sys
 import click
 
 from ..render.formats import REPORT_FORMATS
-from .configuration import apply_accepted, load_config
+from .configuration import load_config
 from .exits import exit_status, fail_on_policies, guarded
 from .options import (codes, config_option, jobs_option, model_options, no_cache_option, output_options,
                       policy_options, pristine_options, rule_options, target_options, text_options, uv_cache_option)
 from .output import emit
 from .progress import Progress
-from .targets import config_targets, default_venv, pristine
+from .targets import config_targets, default_venv, wheel_dirs
 
 
 @click.command()
@@ -46,7 +46,7 @@ def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, mo
     .venv, the python3 on PATH, else driftscan's own; --model-dir and --hf-cache add to it. Exit
     status: bit 1 drift found, bit 2 something could not be checked (or a usage error).
     """
-    from ..api import run
+    from ..api import Need, run
 
     config = load_config(config_file)
     dirs, hub, include_environment = config_targets(config, venv, site_packages, model_dirs, hf_cache)
@@ -54,14 +54,12 @@ def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, mo
         if value and not dirs and hub is None:
             raise click.UsageError(f"{flag} applies to model directories: give --model-dir (or --hf-cache) too")
     venv, chosen_because = default_venv(venv, site_packages, bool(dirs) or hub is not None, include_environment)
+    wheels = wheel_dirs(wheels)
     report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                  model_dirs=dirs, hf_cache=hub, deep=deep, revision=revision, manifest=manifest, progress=Progress(),
                  select=codes(select) or config.select, ignore=codes(ignore) or config.ignore,
                  rules_modules=config.rules_modules, include_environment=include_environment,
-                 report_only=True, plugins=not no_plugins, compare=not no_pristine,
-                 pristine=pristine(venv, site_packages, wheels, fetch, uv_cache or config.uv_cache)).report
-    if chosen_because:
-        report.target.chosen_because = chosen_because
-    report = apply_accepted(report, config)
+                 need=Need.REPORT, plugins=not no_plugins, compare=not no_pristine, wheels=wheels, fetch=fetch,
+                 chosen_because=chosen_because, accept=config.accept, accept_source=config.source).report
     emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet)
     sys.exit(exit_status(report, strict, fail_on_policies(fail_on), exit_zero))

@@ -51,7 +51,7 @@ def guard(command, venv, site_packages, model_dirs, hf_cache, source, checkpoint
     """
     if command[0].startswith("-"):  # click hands unknown options on as the command: a typo must not run
         raise click.UsageError(f"no such option: {command[0]} (the command guard runs goes after --)")
-    from ..api import guard as run_guard
+    from ..api import Invocation, guard as run_guard
     from ..reinstall.guard import exit_status as guard_status
     from ..render.guardview import GUARD_RENDERERS
 
@@ -75,12 +75,13 @@ def guard(command, venv, site_packages, model_dirs, hf_cache, source, checkpoint
         click.echo(inert(f"driftscan guard: {text}"), err=True)
 
     to_file = bool(output and output != "-")
-    report = run_guard(list(command), venv, site_packages, model_dirs=dirs, hf_cache=hub, source=source,
+    call = Invocation(tuple(command), stdout=2 if fmt == "json" and not to_file else None)
+    report = run_guard(call, venv, site_packages, model_dirs=dirs, hf_cache=hub, source=source,
                        checkpoint_path=checkpoint_path, expect=expect, wheels=wheels, fetch=fetch,
                        uv_cache=uv_cache or config.uv_cache, jobs=jobs, use_cache=not no_cache, force=force,
                        select=codes(select) or config.select, ignore=codes(ignore) or config.ignore,
                        rules_modules=config.rules_modules, plugins=not no_plugins, chosen_because=chosen_because,
-                       command_stdout=2 if fmt == "json" and not to_file else None, on_event=say)
+                       on_event=say)
     if write(GUARD_RENDERERS[fmt](for_text(report, fmt)), fmt, output):
         s = report.summary
         say(f"report written to {output}: {s.held} held, {s.failed} failed, {s.unjudged} not judged")

@@ -7,12 +7,12 @@ import sys
 import click
 
 from ..render.formats import PLAN_FORMATS
-from .configuration import apply_accepted, load_config
+from .configuration import load_config
 from .exits import EXIT_DRIFT, exit_status, fail_on_policies, guarded
 from .options import (codes, config_option, jobs_option, model_options, no_cache_option, output_options,
                       policy_options, pristine_options, rule_options, target_options, uv_cache_option)
 from .output import for_text, write
-from .targets import config_targets, default_venv, pristine, say_target
+from .targets import config_targets, default_venv, say_target, wheel_dirs
 
 
 def _names(values: tuple[str, ...]) -> list[str]:
@@ -66,13 +66,11 @@ def plan(reinstall, installer, source, checkpoint, venv, site_packages, expect, 
     result = run_plan(_names(reinstall), venv=venv, site_packages=site_packages, installer=installer,
                       expect=expect, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                       model_dirs=dirs, hf_cache=hub, include_environment=True,  # model directories add to it
-                      pristine=pristine(venv, site_packages, wheels, fetch, uv_cache or config.uv_cache),
+                      wheels=wheel_dirs(wheels), fetch=fetch,
                       select=codes(select) or config.select, ignore=codes(ignore) or config.ignore,
                       rules_modules=config.rules_modules, plugins=not no_plugins, source=source,
-                      checkpoint=checkpoint)
-    if chosen_because:
-        result.audit.target.chosen_because = chosen_because
-    result.audit = apply_accepted(result.audit, config)  # accepted drift never counts toward the status
+                      checkpoint=checkpoint, chosen_because=chosen_because,
+                      accept=config.accept, accept_source=config.source)  # accepted drift never counts
     from ..render.planview import PLAN_RENDERERS
 
     write(PLAN_RENDERERS[fmt](for_text(result, fmt)), fmt, output)

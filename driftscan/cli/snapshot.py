@@ -8,7 +8,7 @@ import click
 
 from ..fs.paths import inert
 from ..render.formats import REPORT_FORMATS
-from .configuration import apply_accepted, load_config
+from .configuration import load_config
 from .exits import EXIT_CLEAN, EXIT_INCOMPLETE, exit_status, fail_on_policies, guarded
 from .options import (codes, config_option, jobs_option, no_cache_option, output_options, policy_options,
                       rule_options, target_options, text_options)
@@ -68,10 +68,9 @@ def diff(snapshot_file, venv, site_packages, model_dirs, fmt, output, deep, jobs
     report = run_diff(snapshot_file, venv=venv, site_packages=site_packages, model_dirs=model_dirs, jobs=jobs,
                       deep=deep, progress=Progress(), select=codes(select) or config.select,
                       ignore=codes(ignore) or config.ignore, rules_modules=config.rules_modules,
-                      plugins=not no_plugins, use_cache=not no_cache)
-    if venv is None and not site_packages and not model_dirs:
-        report.target.chosen_because = "every root the snapshot recorded (no --venv, --site-packages or --model-dir)"
-    report = apply_accepted(report, config)
+                      plugins=not no_plugins, use_cache=not no_cache, accept=config.accept, accept_source=config.source,
+                      chosen_because=None if venv is not None or site_packages or model_dirs else
+                      "every root the snapshot recorded (no --venv, --site-packages or --model-dir)")
     emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet)
     if report.summary.trusted_by_signature and fmt == "text" and not quiet:
         click.echo(f"driftscan: {report.summary.trusted_by_signature} of {report.summary.files_checked} files trusted"

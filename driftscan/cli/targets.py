@@ -22,17 +22,12 @@ def config_targets(config, venv, site_packages, model_dirs, hf_cache):
     return dirs, hub, include_environment
 
 
-def pristine(venv, site_packages, wheels, fetch, uv_cache):
-    """PristineOptions for the named environment, or None (run() then uses the defaults)."""
-    if not wheels and not fetch:
-        return None
-    from ..api import pristine_options
-    from ..environment import resolve_target
-
+def wheel_dirs(wheels) -> tuple[str, ...]:
+    """The --wheels directories, each one checked to be a directory."""
     for directory in wheels:
         if not os.path.isdir(directory):
             raise DriftscanError(f"--wheels {directory}: not a directory")
-    return pristine_options(resolve_target(venv, tuple(site_packages)), wheels, fetch, uv_cache)
+    return tuple(wheels)
 
 
 def default_venv(venv: str | None, site_packages, models: bool = False,

@@ -51,9 +51,9 @@ def run_on_node(options: dict[str, Any]) -> dict[str, Any]:
             out["kind"] = "snapshot"
             out["unreadable"] = len(problems)
         else:
-            from ..api import run
+            from ..api import Need, run
 
-            report = run(venv, model_dirs=models, report_only=True).report
+            report = run(venv, model_dirs=models, need=Need.REPORT).report
             out["data"] = report.model_dump_json()
             out["kind"] = "report"
     except LookupError as exc:

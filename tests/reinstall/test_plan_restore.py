@@ -8,8 +8,7 @@ import shlex
 
 import pytest
 
-from driftscan.api import pristine_options, plan
-from driftscan.environment import resolve_target
+from driftscan.api import plan
 from fixtures import venvs
 from fixtures.harness import run_cli
 from fixtures.wheels import build_wheel
@@ -34,8 +33,7 @@ def patched(tmp_path_factory):
 
 def test_plan_offers_restore_when_every_drift_has_an_original(patched):
     venv, house, expect = patched
-    target = resolve_target(str(venv))
-    result = plan(["planpkg"], str(venv), expect=str(expect), pristine=pristine_options(target, [str(house)]))
+    result = plan(["planpkg"], str(venv), expect=str(expect), wheels=[str(house)])
     faster = [s for s in result.steps if s.command and s.command.startswith("driftscan restore")]
     assert len(faster) == 1, [s.step for s in result.steps]
     assert faster[0].command == (f"driftscan restore --dist planpkg --venv {shlex.quote(str(venv))} "
@@ -71,10 +69,9 @@ def test_plan_from_a_wheel_of_another_version_offers_no_restore(patched, tmp_pat
     big = {"planpkg/__init__.py": "", "planpkg/core.py": MODULE, "planpkg/weights.bin": "0" * 4_000_000,
            **{f"planpkg/extra{i}.py": "X = 1\n" for i in range(20)}}
     newer = build_wheel(tmp_path / "newer", "planpkg", "2.0", big)
-    pristine = pristine_options(resolve_target(str(venv)), [str(house)])
-    same = plan(["planpkg"], str(venv), pristine=pristine, source=str(house / "planpkg-1.0-py3-none-any.whl"))
+    same = plan(["planpkg"], str(venv), wheels=[str(house)], source=str(house / "planpkg-1.0-py3-none-any.whl"))
     assert any(s.command and s.command.startswith("driftscan restore") for s in same.steps)
-    result = plan(["planpkg"], str(venv), pristine=pristine, source=str(newer))
+    result = plan(["planpkg"], str(venv), wheels=[str(house)], source=str(newer))
     assert not any(s.command and s.command.startswith("driftscan restore") for s in result.steps)
     (why,) = [s.step for s in result.steps if s.step.startswith("no faster alternative")]
     assert "installs planpkg 2.0" in why and "planpkg 1.0" in why

@@ -187,12 +187,12 @@ def test_the_owned_paths_are_those_of_a_full_audit_even_without_their_file(venv,
     file gone or foreign) the RECORDs read again: both the set a full audit computes."""
     carried(venv)
     full = api.run(str(venv), use_cache=False).verification.referenced
-    settled = api.run(str(venv), report_only=True)
+    settled = api.run(str(venv), need=api.Need.REPORT)
     assert isinstance(settled.verification.referenced, cleanindex.OwnedPaths)
     assert set(settled.verification.referenced) == set(full) and len(full) > 100
     for owned in (tmp_path / "cache" / "statcache").glob("*.owned.bin"):
         owned.write_bytes(b"driftscan-owned-1\n" + b"\0" * 40)
-    settled = api.run(str(venv), report_only=True)
+    settled = api.run(str(venv), need=api.Need.REPORT)
     assert isinstance(settled.verification.referenced, cleanindex.OwnedPaths)
     assert set(settled.verification.referenced) == set(full)
 

@@ -1,0 +1,346 @@
+"""The audit, stage by stage: each stage a function from one ``State`` to the next, in the order
+``STAGES`` lists them (``docs/architecture.md`` names the same). ``execute`` runs them all.
+
+The heavy stages import their modules when they run (tests/contract/test_imports.py): the clean
+index settles a warm audit of an unchanged environment without RECORD verification's modules; a
+venv alone never pays for model directories; no drifted Python file, no libcst; no drift, no
+search for originals."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..caches.statcache import NoCache, StatCache, user_cache_dir, write_dump_list
+from ..core.errors import DriftscanError, TargetError
+from ..core.values import Drift, DriftKind, FileCheck, Problem, Target, TargetKind, Verification
+from ..environment import resolve_target
+from ..environment.target import environment_roots
+from ..environment.uv.cache import default_uv_cache
+from ..fs.reader import default_jobs
+from ..report.accept import apply_accepted
+from ..report.contract import Report, build_report
+from .classify import classify, uv_cache_clean, uv_cache_prune
+from .options import AuditOptions, Need
+
+if TYPE_CHECKING:
+    from ..modeldir import ModelDirResult
+    from ..pristine import PristineOptions, PristineSet
+
+NO_PYTHON = Target(kind=TargetKind.NONE, venv=None, site_packages=())
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class State:
+    """What the audit knows after a stage. ``originals`` is open only when the caller needs them
+    (``Need.ORIGINALS``): the ``Run`` built from the last state closes them."""
+
+    options: AuditOptions
+    need: Need
+    started: float
+    target: Target
+    models: tuple[str, ...]
+    verification: Verification
+    progress: Progress | None = None
+    model_results: tuple[ModelDirResult, ...] = ()
+    skipped: tuple[Problem, ...] = ()
+    lookups: tuple[Any, ...] = ()  # pristine.Lookup per drifted distribution (or not looked up)
+    originals: PristineSet | None = None
+    drifts: tuple[Drift, ...] = ()
+    report: Report | None = None
+
+    def with_checks(self, checks: Sequence[FileCheck], *, errors: Sequence[Problem] = ()) -> State:
+        verification = dataclasses.replace(self.verification, checks=tuple(checks),
+                                           errors=self.verification.errors + tuple(errors))
+        return dataclasses.replace(self, verification=verification)
+
+    @property
+    def package_dirs(self) -> tuple[str, ...]:
+        """The environment's own directories: no file in them is ever a dump."""
+        t = self.target
+        return (*t.site_packages, *t.extra_roots, *((t.bin_dir,) if t.bin_dir else ()))
+
+
+def model_dir_paths(model_dirs: Sequence[str], hf_cache: str | None) -> list[str]:
+    """The named model directories, plus every repository of a Hugging Face cache ("" = the default one)."""
+    paths = list(model_dirs)
+    if hf_cache is not None:
+        from ..modeldir.hfcache import default_hf_cache, find_cache_repos  # model directories: see the top
+
+        cache = hf_cache or default_hf_cache()
+        if not os.path.isdir(cache):
+            raise TargetError(f"{cache}: no Hugging Face cache here")
+        paths += find_cache_repos(cache)
+    return list(dict.fromkeys(os.path.abspath(p) for p in paths))
+
+
+def resolve(options: AuditOptions, need: Need, progress: Progress | None = None) -> State:
+    """The target and everything discovery knows before a file is read: the environment (naming
+    only model directories names none), the model directories, the wheel directories given."""
+    started = time.perf_counter()
+    named = options.targets
+    models = model_dir_paths(named.model_dirs, named.hf_cache)
+    target = resolve_target(named.venv, named.site_packages) if named.python_named or not models else NO_PYTHON
+    for directory in options.originals.wheels:
+        if not os.path.isdir(directory):
+            raise DriftscanError(f"--wheels {directory}: not a directory")
+    return State(options, need, started, target, tuple(models), Verification(target, (), (), 0, (), ()),
+                 progress=progress)
+
+
+def verify_environment(state: State) -> State:
+    """Every RECORD row, the files no RECORD lists, editable sources, package managers' records
+    and uv's links (environment/verify.py) — or, when only the report is read, the clean index's
+    answer for an unchanged clean environment (one lstat per file and directory)."""
+    target, cache_policy = state.target, state.options.cache
+    if target is NO_PYTHON:
+        return state
+    cache = StatCache.for_target(target.venv or "\0".join(target.site_packages)) if cache_policy.use_cache \
+        else NoCache()
+    index_on = os.environ.get("DRIFTSCAN_CLEAN_INDEX") != "off"  # off: to measure the path without it
+    if state.need is Need.REPORT and index_on:
+        from ..environment.fast.cleanindex import still_clean  # see the top: the warm path's only import
+
+        settled = still_clean(target, cache.clean_index(), cache, cache_policy.uv_cache)
+        if settled is not None:
+            return dataclasses.replace(state, verification=settled)
+    from ..environment.verify import verify  # see the top: not for a warm clean audit
+
+    verification = verify(target, jobs=state.options.jobs, uv_cache=cache_policy.uv_cache, stat_cache=cache,
+                          progress=state.progress, clean_index=index_on)
+    cache.save()
+    return dataclasses.replace(state, verification=verification)
+
+
+def verify_model_dirs(state: State) -> State:
+    """Each model directory against its provenance, merged into the same checks."""
+    if not state.models:
+        return state
+    from ..modeldir import verify_model_dir  # see the top: a venv alone does not pay for it
+    from ..modeldir.remedies import with_remedies
+
+    opts = state.options.model_dirs
+    results = tuple(verify_model_dir(p, deep=opts.deep, revision=opts.revision, manifest=opts.manifest,
+                                     jobs=state.options.jobs or default_jobs(), progress=state.progress)
+                    for p in state.models)
+    v = state.verification
+    merged = dataclasses.replace(
+        v, checks=v.checks + tuple(c for r in results for c in with_remedies(r)),
+        files_checked=v.files_checked + sum(r.files_checked for r in results),
+        unverifiable=v.unverifiable + tuple(u for r in results for u in r.unverifiable),
+        errors=v.errors + tuple(e for r in results for e in r.errors))
+    return dataclasses.replace(state, verification=merged, model_results=results)
+
+
+def hash_content(state: State) -> State:
+    """The digest of each modified or added file's current content (for ``compare`` and accept pins)."""
+    if not state.verification.checks:
+        return state
+    from ..environment.content import with_content_hashes
+
+    return state.with_checks(with_content_hashes(state.verification.checks))
+
+
+def find_debug_code(state: State) -> State:
+    """Debug-code findings on drifted Python files, and the dumps they left on disk."""
+    v = state.verification
+    if not any(c.path.endswith((".py", ".pyw")) for c in v.checks):
+        return state  # nothing to parse: libcst is not even imported
+    from ..lint.drifts import inspect_drifts  # see the top: libcst only for a drifted Python file
+
+    rules, cache = state.options.rules, state.options.cache
+    outcome = inspect_drifts(v.checks, jobs=state.options.jobs, select=rules.select, ignore=rules.ignore,
+                             rules_modules=rules.modules, owned=v.referenced.__contains__,
+                             package_dirs=state.package_dirs, plugins=rules.plugins,
+                             dump_list=write_dump_list,  # many dumps: their exact list in the user cache
+                             memo_dir=os.path.join(user_cache_dir(), "inspect") if cache.use_cache else None)
+    state = state.with_checks([*outcome.checks, *outcome.artifacts], errors=outcome.errors)
+    return dataclasses.replace(state, skipped=state.skipped + tuple(outcome.skipped))
+
+
+def recorded_dumps(state: State) -> State:
+    """The dumps earlier checkpoints of this environment recorded that are still on disk and that
+    this audit did not name itself (the code that named them may be gone since)."""
+    roots = environment_roots(state.target) if state.target is not NO_PYTHON else ()
+    if not roots:
+        return state
+    from ..reinstall.dumpledger import recorded_checks
+
+    v = state.verification
+    named: set[str] = set()
+    for c in v.checks:
+        if c.kind is DriftKind.DEBUG_ARTIFACTS and c.dumps is not None:
+            named.update(c.dumps.paths)
+        elif c.kind is DriftKind.POSSIBLE_DEBUG_ARTIFACTS:
+            named.update(p for p in c.actual.get("possible_artifacts") or () if isinstance(p, str))
+    checks, notes = recorded_checks(roots[0], named, v.referenced.__contains__, state.package_dirs, write_dump_list)
+    if checks:
+        state = state.with_checks(v.checks + tuple(checks))
+    return dataclasses.replace(state, skipped=state.skipped + tuple(notes))
+
+
+def audit_uv_cache(state: State) -> State:
+    """uv's cache archives checked against their own RECORDs: with a cache named (--uv-cache, the
+    configuration), every archive of it; else, in uv's default cache, the archives the
+    environment's uv-installed distributions came from or would be reinstalled from, and those a
+    drifted file is hard-linked to. Each edited archive is a ``cache-modified`` drift."""
+    from ..environment.uv.archives import (CleanArchives, archives_of, audit_archives, indexed_links_out_problems,
+                                           links_out_problems, unchecked_note, uv_installed)
+    from ..environment.uv.cache import all_indexed_archives, archive_holding
+
+    named, use_cache = state.options.cache.uv_cache, state.options.cache.use_cache
+    cache_dir = named or default_uv_cache()
+    if not cache_dir:
+        return state
+    cache_dir = os.path.abspath(cache_dir)
+    v = state.verification
+    notes: list[Problem] = []
+    if named is not None:
+        archives, index = None, all_indexed_archives(cache_dir)
+    elif not os.path.isdir(cache_dir):
+        note = unchecked_note(cache_dir, uv_installed(v.distributions), exists=False)
+        return dataclasses.replace(state, skipped=state.skipped + ((note,) if note else ()))
+    else:
+        linked = [archive_holding(cache_dir, c.uv_cache.copy) for c in v.checks
+                  if c.uv_cache is not None and c.uv_cache.copy]
+        archives, index, unfound = archives_of(cache_dir, v.distributions, [a for a in linked if a])
+        # an archive-v0/<id> the index names that leads out of the cache: named, not followed
+        out_of_cache, out_keys = indexed_links_out_problems(cache_dir, uv_installed(v.distributions))
+        named_out = {p.path for p in out_of_cache}
+        archives = [a for a in archives if a not in named_out]  # not followed: said once, by name, here
+        note = unchecked_note(cache_dir, [d for d in unfound if d.key not in out_keys], exists=True)
+        notes = [note] if note else []
+        state = state.with_checks(v.checks, errors=out_of_cache)
+        if not archives:
+            moved = links_out_problems(cache_dir, top_only=True)  # archive-v0 moved out: say so
+            state = state.with_checks(state.verification.checks, errors=moved)
+            return dataclasses.replace(state, skipped=state.skipped + tuple(notes))
+    stat_cache = StatCache.for_target(cache_dir, os.path.join(user_cache_dir(), "uv-archives")) if use_cache else None
+    clean = CleanArchives(stat_cache.path[:-len(".bin")] + ".archives.bin") if stat_cache and stat_cache.path else None
+    found = audit_archives(cache_dir, archives, stat_cache, index, clean)
+    if stat_cache is not None:
+        stat_cache.save()
+    if clean is not None:
+        clean.save(found.archive_paths if archives is None else None)
+    # An archive no index entry names (uv fetched its wheel again into a new one) is left by
+    # `uv cache clean NAME`; `uv cache prune` removes it.
+    checks = tuple(dataclasses.replace(c, remedy_hint=uv_cache_clean(c.distribution, cache_dir)  # type: ignore[arg-type]
+                                       if c.actual.get("index_entries") else uv_cache_prune(cache_dir))
+                   for c in found.checks)
+    state = state.with_checks(state.verification.checks + checks, errors=found.errors)
+    return dataclasses.replace(state, skipped=state.skipped + tuple(notes) + tuple(found.skipped))
+
+
+@dataclass(frozen=True)
+class _NotLookedUp:
+    """A report row for a drifted distribution whose originals were not looked for."""
+
+    distribution: object
+    copy: None = None
+    reason: str = "not looked for (--no-pristine): no diffs, and findings' origin unknown"
+    rejected: tuple[()] = ()
+
+
+def pristine_options(target: Target, wheels: Sequence[str] = (), fetch: bool = False,
+                     uv_cache: str | None = None) -> PristineOptions:
+    """Where to look for originals of ``target``'s files: the given wheel directories, and
+    ``pip download`` only when ``fetch``."""
+    from ..pristine import PristineOptions  # see the top: no drift, no search for originals
+
+    return PristineOptions(wheels=tuple(os.path.abspath(w) for w in wheels), fetch=fetch, uv_cache=uv_cache,
+                           venv=target.venv, python_version=target.python_version)
+
+
+def compare_with_originals(state: State) -> State:
+    """Diffs, byte ranges and finding origins from the verified originals of drifted package
+    files. The set of originals is closed here unless the caller needs it (``Need.ORIGINALS``)."""
+    from ..pipeline.changes import compare_with_originals as compare, wanted_originals
+
+    v, hold = state.verification, state.need is Need.ORIGINALS
+    if not state.options.originals.look:
+        if not v.checks:
+            return state
+        needed = wanted_originals(v.checks)
+        checks = compare(v.checks, None, ())  # added files' findings are still injected
+        return dataclasses.replace(state.with_checks(checks), lookups=tuple(_NotLookedUp(d) for d, _ in needed))
+    if not (v.checks or hold):
+        return state
+    needed = wanted_originals(v.checks)
+    if not needed and not any(c.findings for c in v.checks) and not hold:
+        return state
+    from ..pristine import find_pristine
+
+    rules, sources = state.options.rules, state.options.originals
+
+    def load() -> Sequence[Any]:
+        from ..lint import load_rules, select_rules
+
+        return select_rules(load_rules(rules.modules, plugins=rules.plugins), rules.select, rules.ignore)
+
+    memo = None
+    if state.options.cache.use_cache:  # the originals' findings by content: a warm audit of the same drift parses nothing
+        from ..lint.scancache import ContentMemo
+
+        memo = ContentMemo(os.path.join(user_cache_dir(), "inspect"),
+                           repr(("originals", sys.version, list(sys.path), list(rules.select), list(rules.ignore),
+                                 list(rules.modules), rules.plugins)))
+    options = pristine_options(state.target, sources.wheels, sources.fetch, state.options.cache.uv_cache)
+    with ExitStack() as stack:
+        found = stack.enter_context(find_pristine(needed, options)) if (needed or hold) else None
+        checks = compare(v.checks, found, load, memo, rules.plugins)
+        lookups = tuple(found.lookups()) if found is not None else ()
+        if hold:
+            stack.pop_all()  # the Run owns them now
+    return dataclasses.replace(state.with_checks(checks), lookups=lookups, originals=found if hold else None)
+
+
+def classify_drifts(state: State) -> State:
+    """Each file check becomes a drift with scope, prediction, remedy and evidence."""
+    installer = state.options.installer
+    return dataclasses.replace(state, drifts=tuple(classify(c, state.target, installer)
+                                                   for c in state.verification.checks))
+
+
+def build(state: State) -> State:
+    """The versioned report."""
+    results = state.model_results
+    report = build_report(state.verification, list(state.drifts), time.perf_counter() - state.started,
+                          model_dirs=[r.root for r in results], skipped=list(state.skipped),
+                          pristine=state.lookups, not_hashed=sum(r.large_files_unread for r in results))
+    if state.options.targets.chosen_because:
+        report.target.chosen_because = state.options.targets.chosen_because
+    return dataclasses.replace(state, report=report)
+
+
+def accept(state: State) -> State:
+    """The configuration's accepted drift marked in the report, stale and unused entries listed."""
+    accepted = state.options.accepted
+    if not accepted.entries or state.report is None:
+        return state
+    return dataclasses.replace(state, report=apply_accepted(state.report, accepted.entries, source=accepted.source))
+
+
+STAGES: tuple[Callable[[State], State], ...] = (
+    verify_environment, verify_model_dirs, hash_content, find_debug_code, recorded_dumps, audit_uv_cache,
+    compare_with_originals, classify_drifts, build, accept)
+
+
+def execute(options: AuditOptions, need: Need = Need.CHECKS, progress: Progress | None = None) -> State:
+    """Every stage in order, from ``resolve``. On an error the originals a stage holds are closed."""
+    state = resolve(options, need, progress)
+    try:
+        for stage in STAGES:
+            state = stage(state)
+    except BaseException:
+        if state.originals is not None:
+            state.originals.close()
+        raise
+    return state
