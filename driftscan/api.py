@@ -5,25 +5,34 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import hashlib
 import os
-import sys
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from .caches.location import refuse_inside
 from .caches.statcache import StatCache
-from .pipeline.classify import classify
+from .core.errors import ConfigError, DriftscanError, TargetError
+from .core.values import Drift, DriftKind, LayoutKind, MetadataKind, Problem, Target, Verification
 from .environment import find_distributions, resolve_target
-from .environment.target import containment_for
-from .environment.uv.cache import default_uv_cache
-from .core.errors import TargetError
-from .core.values import Drift, LayoutKind, Problem, Target, Verification
-from .fs.reader import default_jobs
 from .environment.ownership import build_ownership
-from .pipeline.options import (AuditOptions, AuditSettings, Need, OriginalSources, RuleSelection, options_of)
+from .environment.reinstall_source import parse_source
+from .environment.target import containment_for, environment_roots
+from .environment.uv.cache import default_uv_cache
+from .fs.reader import default_jobs, read_regular
+from .pipeline.classify import classify
+from .pipeline.options import AuditOptions, AuditSettings, Need, OriginalSources, RuleSelection, options_of
 from .pipeline.stages import (NO_PYTHON, Progress, State, accept, execute, find_debug_code, model_dir_paths,
                               pristine_options)
+from .report.contract import build_report
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -139,7 +148,6 @@ def plan(reinstall: Sequence[str], venv: str | None = None, site_packages: Seque
     (direct_url.json, INSTALLER, uv's cache). ``checkpoint``: a checkpoint directory already
     taken; the plan then asks for a checkpoint first only for wiped content it does not hold.
     """
-    from .environment.reinstall_source import parse_source
     from .reinstall.expect import load_expectations
     from .reinstall.plan import build_plan
 
@@ -166,10 +174,7 @@ def plan(reinstall: Sequence[str], venv: str | None = None, site_packages: Seque
 
 def _held_by_checkpoint(path: str, drifts) -> frozenset[str]:
     """The drifted paths whose current content ``path`` (a checkpoint) holds byte for byte."""
-    import hashlib
-
     from .reinstall.checkpoint import load_index, saved_path
-    from .fs.reader import read_regular
 
     def digest(file: str) -> bytes | None:
         try:
@@ -194,8 +199,6 @@ def _held_by_checkpoint(path: str, drifts) -> frozenset[str]:
 def _suggested_checkpoint(target: Target) -> str:
     """Where ``plan`` suggests the checkpoint goes: the place ``restore --yes`` writes its own
     (``checkpoint.default_checkpoint_path``), named without creating anything."""
-    from datetime import datetime, timezone
-
     base = os.environ.get("DRIFTSCAN_CHECKPOINT_DIR") or os.path.join(
         os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "driftscan", "checkpoints")
     from .reinstall.checkpoint import checkpoint_name, environment_root
@@ -248,8 +251,6 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
     ``use_cache``: files whose size, mtime and mode match the snapshot are settled without hashing
     (``summary.trusted_by_signature`` counts them) and RECORDs come from the parse cache; False
     (``--no-cache``) hashes every file and parses every RECORD."""
-    import tempfile
-
     from .modeldir.remedies import with_remedies
     from .snapshot.run import RootKind, attach_ownership, diff_root, load_snapshot
 
@@ -297,12 +298,10 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
     if inspect:  # the same stage as audit's, so one file gets the same findings from both
         inspected = find_debug_code(State(asked, Need.CHECKS, started, target, (), verification))
         verification, skipped = inspected.verification, list(inspected.skipped)
-    from .core.values import DriftKind
     from .snapshot.run import restored_drift
 
     drifts = [restored_drift(check) if check.kind is DriftKind.RESTORED else classify(check, target)
               for check in verification.checks]
-    from .report.contract import build_report
 
     report = build_report(verification, drifts, time.perf_counter() - started,
                           model_dirs=[r.path for r, _, _ in chosen if r.kind is RootKind.MODEL_DIR],
@@ -340,10 +339,6 @@ def _refuse_writing_inside(options: AuditOptions, checkpoint: str | None = None)
     to (wider than the path given), each model directory and the hub cache — must not hold
     driftscan's cache, nor (``checkpoint``: where ``--yes`` writes its checkpoint) the checkpoint.
     One ConfigError naming both, nothing written."""
-    from .caches.location import refuse_inside
-    from .core.errors import ConfigError
-    from .environment.target import environment_roots
-
     named = options.targets
     venv, site_packages = named.venv, named.site_packages
     roots = [venv or "", *site_packages, *named.model_dirs]
@@ -459,10 +454,6 @@ def _run_command(argv: Sequence[str], stdout: int | None, env: dict[str, str] | 
     """Run ``argv`` (no shell) with the terminal's stdin and stderr, stdout to ``stdout`` when given;
     (its exit status as a shell reports it — 128+N when killed by signal N, 127 not found, 126 not
     runnable —, why it did not start). Ctrl-C goes to the command, which decides; guard waits."""
-    import signal
-    import subprocess
-    import threading
-
     try:
         proc = subprocess.Popen(list(argv), stdout=stdout, env=env)  # the environment guard read it with
     except FileNotFoundError:
@@ -485,7 +476,6 @@ def _run_command(argv: Sequence[str], stdout: int | None, env: dict[str, str] | 
 def _expectations_now(expect: str, result: Run, placeholders: dict[str, str]) -> list[tuple[bool | None, str]]:
     """Each expectation of ``expect`` judged on the files as they are (``result``: a full audit of them)."""
     from .reinstall.expect import evaluate, load_expectations
-    from .fs.reader import read_regular
     from .reinstall.plan import EXPECT_MAX
 
     drifted = {os.path.normpath(c.path) for c in result.verification.checks}
@@ -557,11 +547,7 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
     its stdout to ``Invocation.stdout`` when given), audit again and say, per drift, whether the
     prediction held. ``on_event(text)`` hears each step before the command runs.
     Returns ``guard.GuardReport``; ``guard.exit_status`` gives its exit status."""
-    import shlex
-
     from .reinstall.checkpoint import check_destination, default_checkpoint_path, environment_root
-    from .core.errors import DriftscanError
-    from .core.values import MetadataKind
     from .reinstall.guard import (GuardCommand, GuardReport, Refusal, Tool, checkpoint_summary, debug_comes_back,
                         expectations, fingerprints, judge, leftovers, new_drifts, normalize, not_run,
                         other_environment, predict, recognise, reapply_line, reinstalled, summarise, unchecked,

@@ -1,5 +1,5 @@
 """Where driftscan's caches live: the user cache directory, never the audited tree. Its own
-module so that a command that only looks a cache up imports nothing else."""
+module so that a command that only looks a cache up imports nothing but the confined file access."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import os
 import sys
 from collections.abc import Iterable
 from typing import BinaryIO
+
+from ..core.errors import ConfigError
+from ..fs.confined import rel_below, replace_below
 
 
 def user_cache_dir() -> str:
@@ -23,8 +26,6 @@ def below_cache(path: str) -> tuple[str, str]:
     """``path`` as (base, relative path): below the cache directory when it is there (the cache
     directory is the user's to choose and is followed; nothing below it is), else below its own
     directory (a cache file the user named elsewhere)."""
-    from ..fs.confined import rel_below
-
     root = os.path.abspath(user_cache_dir())
     rel = rel_below(root, path)
     if rel is None:
@@ -39,8 +40,6 @@ def write_cache_file(path: str, data: bytes, prefix: str = ".cache-", mode: int 
     renamed over the name within it (``fs.confined``). A cache subdirectory swapped for a link
     (into the audited tree, say) fails this write: nothing is written through it. None when
     written, else why not; callers that only keep a cache skip it: it is only a cache."""
-    from ..fs.confined import replace_below
-
     base, rel = below_cache(path)
 
     def fill(out: BinaryIO) -> bool:
@@ -64,8 +63,6 @@ def refuse_inside(roots: Iterable[str | None]) -> None:
     """ConfigError when driftscan's cache directory, or one of the subdirectories a writing
     command uses, resolves inside one of ``roots`` (an environment or model directory being
     audited or written): a cache there would write into the audited tree. Nothing is created."""
-    from ..core.errors import ConfigError
-
     base = user_cache_dir()
     real_roots = [os.path.realpath(r) for r in roots if r]
     for sub in ("", *WRITTEN_SUBDIRS):

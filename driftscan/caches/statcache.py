@@ -37,6 +37,7 @@ from .racy import settled_stat
 from ..fs.reader import LIMITS, read_regular
 from ..core.values import Hash, RecordEntry, RecordRows
 from ..formats.record import ParsedRecord, RecordIssue
+from ..fs.reader import inside
 
 # A RECORD longer than this is parsed again at every audit rather than kept: its parse would cost
 # the cache more memory and time than it saves (a torch RECORD has some 15,000 rows).
@@ -62,8 +63,6 @@ def write_dump_list(paths: Collection[str], audited: Iterable[str | None] = ()) 
     """The files, NUL-terminated (what ``xargs -0`` reads), written atomically to
     ``dump_list_path``; None when that cannot be written, or would land inside a directory the
     audit reads (``audited``: a DRIFTSCAN_CACHE_DIR in the tree): the remedy then names each file."""
-    from ..fs.reader import inside
-
     path = dump_list_path(paths)
     directory = os.path.dirname(path)
     if any(inside(root, directory) for root in audited if root):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import datetime
 
 import click
 
@@ -13,6 +14,7 @@ from .configuration import apply_accepted, load_config
 from .exits import EXIT_CLEAN, guarded
 from .options import jobs_option, model_options, no_cache_option, target_options, uv_cache_option
 from .targets import config_targets, default_venv
+from ..api import Need, run
 
 
 @click.command()
@@ -40,10 +42,7 @@ def accept(paths, reason, any_content, expires, venv, site_packages, model_dirs,
     accepted drift stays in the report and does not count toward the exit status; once the file
     changes again (or the entry expires), the entry is stale and the drift counts again.
     """
-    import datetime
-
     from ..report.accept import new_entries
-    from ..api import Need, run
     from ..config.settings import Config, append_entries, default_accept_file, user_config_path
 
     if not reason.strip():

@@ -14,6 +14,7 @@ from .options import (codes, config_option, jobs_option, model_options, no_cache
 from .output import emit
 from .progress import Progress
 from .targets import config_targets, default_venv, wheel_dirs
+from ..api import Need, run
 
 
 @click.command()
@@ -46,8 +47,6 @@ def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, mo
     .venv, the python3 on PATH, else driftscan's own; --model-dir and --hf-cache add to it. Exit
     status: bit 1 drift found, bit 2 something could not be checked (or a usage error).
     """
-    from ..api import Need, run
-
     config = load_config(config_file)
     dirs, hub, include_environment = config_targets(config, venv, site_packages, model_dirs, hf_cache)
     for flag, value in (("--revision", revision), ("--manifest", manifest)):

@@ -12,6 +12,9 @@ from .exits import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, guarded
 from .options import format_option, jobs_option, no_cache_option, pristine_options, target_options, uv_cache_option
 from .output import write
 from .targets import default_venv, say_target
+from ..api import checkpoint as take
+from ..api import reapply as run_reapply
+from ..api import restore as run_restore
 
 
 @click.command()
@@ -41,7 +44,6 @@ def checkpoint(venv, site_packages, model_dirs, hf_cache, output, wheels, fetch,
     when a modified package file has no original and no patch (a partial checkpoint; the lines
     that complete it are printed; --allow-partial), bit 2 when a file could not be saved.
     """
-    from ..api import checkpoint as take
     from ..render.restoreview import render_checkpoint_text
 
     venv, chosen_because = default_venv(venv, site_packages, bool(model_dirs) or hf_cache is not None)
@@ -92,7 +94,6 @@ def restore(paths, dists, venv, site_packages, model_dirs, hf_cache, wheels, fet
     status: bit 2 when a file failed, was refused, or has no verified original (in the dry run:
     would be).
     """
-    from ..api import restore as run_restore
     from ..render.restoreview import RESTORE_RENDERERS
 
     venv, chosen_because = default_venv(venv, site_packages)  # restore rewrites an environment's files
@@ -141,7 +142,6 @@ def reapply(checkpoint_dir, venv, site_packages, only, keep_findings, exclude_fi
     skipped (gone, its distribution not installed, its place taken) —, bit 2 for a failure or a
     refusal.
     """
-    from ..api import reapply as run_reapply
     from ..render.restoreview import REAPPLY_RENDERERS
 
     if venv is None and not site_packages:

@@ -7,14 +7,13 @@ from typing import TYPE_CHECKING
 import click
 
 from ..fs.paths import inert
+from ..config.find import NoConfig, nothing_to_read
 
 if TYPE_CHECKING:
     from ..report.contract import Report
 
 
 def load_config(config_file: str | None):
-    from ..config.find import NoConfig, nothing_to_read
-
     if nothing_to_read(config_file):
         return NoConfig()
     from ..config.settings import load_config as load

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import traceback
 
 import click
 
@@ -42,8 +43,6 @@ def guarded(func):
             fail(f"{where}{exc.strerror or exc}")
         except Exception as exc:  # noqa: BLE001 - the promise is: no traceback without --debug
             if debug:
-                import traceback
-
                 traceback.print_exc()
             fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug and report it)")
 

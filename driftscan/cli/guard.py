@@ -15,6 +15,7 @@ from .options import (codes, config_option, jobs_option, model_options, no_cache
                       pristine_options, rule_options, target_options, uv_cache_option)
 from .output import for_text, write
 from .targets import config_targets, default_venv
+from ..api import Invocation, guard as run_guard
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -51,7 +52,6 @@ def guard(command, venv, site_packages, model_dirs, hf_cache, source, checkpoint
     """
     if command[0].startswith("-"):  # click hands unknown options on as the command: a typo must not run
         raise click.UsageError(f"no such option: {command[0]} (the command guard runs goes after --)")
-    from ..api import Invocation, guard as run_guard
     from ..reinstall.guard import exit_status as guard_status
     from ..render.guardview import GUARD_RENDERERS
 

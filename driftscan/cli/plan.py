@@ -13,6 +13,7 @@ from .options import (codes, config_option, jobs_option, model_options, no_cache
                       policy_options, pristine_options, rule_options, target_options, uv_cache_option)
 from .output import for_text, write
 from .targets import config_targets, default_venv, say_target, wheel_dirs
+from ..api import plan as run_plan
 
 
 def _names(values: tuple[str, ...]) -> list[str]:
@@ -57,8 +58,6 @@ def plan(reinstall, installer, source, checkpoint, venv, site_packages, expect, 
     Exit status: bit 1 when an expectation is not known to hold after the reinstall, or when what
     survives (or may survive) the reinstall meets --fail-on (default: any drift); bit 2 as for audit.
     """
-    from ..api import plan as run_plan
-
     config = load_config(config_file)
     dirs, hub, include_environment = config_targets(config, venv, site_packages, model_dirs, hf_cache)
     venv, chosen_because = default_venv(venv, site_packages)  # a reinstall is always of an environment

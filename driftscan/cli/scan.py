@@ -15,6 +15,9 @@ from .exits import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, guarded
 from .options import codes, config_option, jobs_option, no_cache_option, output_options, rule_options
 from .output import write
 from .progress import ScanProgress
+from ..caches.location import user_cache_dir
+from ..lint.scancache import ResultCache
+from ..lint.warmscan import scan_paths
 
 SEVERITIES = ["low", "medium", "high"]
 
@@ -43,17 +46,12 @@ def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no
     Exit status as for audit: bit 1 when a finding at or above --fail-on, bit 2 when a file
     could not be scanned or for a usage error.
     """
-    from ..lint.warmscan import scan_paths
-
     missing = [p for p in paths if not os.path.lexists(p)]
     if missing:
         raise DriftscanError(f"{missing[0]}: no such file or directory")
     config = load_config(config_file)
     cache = None
     if not no_cache:
-        from ..caches.location import user_cache_dir
-        from ..lint.scancache import ResultCache
-
         cache = ResultCache(os.path.join(user_cache_dir(), "scan"), __version__)
     result = scan_paths(paths, select=codes(select) or config.select, ignore=codes(ignore) or config.ignore,
                         jobs=jobs, prefilter=not no_prefilter, plugins=not no_plugins, unused_noqa=strict,

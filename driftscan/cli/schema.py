@@ -7,6 +7,7 @@ import json
 import click
 
 from .exits import guarded
+from ..report.contract import report_schema
 
 
 @click.command()
@@ -28,6 +29,5 @@ def schema(kind) -> None:
 
         click.echo(json.dumps(GuardReport.model_json_schema(), indent=2))
         return
-    from ..report.contract import report_schema
 
     click.echo(json.dumps(report_schema() if kind == "audit" else json_schema(kind), indent=2))

@@ -15,6 +15,8 @@ from .options import (codes, config_option, jobs_option, no_cache_option, output
 from .output import emit
 from .progress import Progress
 from .targets import default_venv, say_target
+from ..api import diff as run_diff
+from ..api import snapshot as take
 
 
 @click.command()
@@ -29,8 +31,6 @@ def snapshot(venv, site_packages, model_dirs, output, jobs) -> None:
     With no target, records the environment audit would (VIRTUAL_ENV, CONDA_PREFIX, ...). One root gives a plain manifest (also
     usable as `audit --model-dir DIR --manifest FILE`); several give a bundle.
     """
-    from ..api import snapshot as take
-
     venv, chosen_because = default_venv(venv, site_packages, bool(model_dirs))
     say_target("snapshot", venv, chosen_because, model_dirs, alone=venv is None and bool(model_dirs))
     problems = take(output, venv=venv, site_packages=site_packages, model_dirs=model_dirs, jobs=jobs,
@@ -62,8 +62,6 @@ def diff(snapshot_file, venv, site_packages, model_dirs, fmt, output, deep, jobs
 
     A file whose size, mtime and mode match the snapshot is trusted by that signature, not hashed
     (the report counts them: summary.trusted_by_signature); --no-cache hashes every file."""
-    from ..api import diff as run_diff
-
     config = load_config(config_file)
     report = run_diff(snapshot_file, venv=venv, site_packages=site_packages, model_dirs=model_dirs, jobs=jobs,
                       deep=deep, progress=Progress(), select=codes(select) or config.select,

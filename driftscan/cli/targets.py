@@ -10,6 +10,7 @@ import click
 
 from ..core.errors import DriftscanError
 from ..fs.paths import inert
+from ..environment.default import default_environment
 
 
 def config_targets(config, venv, site_packages, model_dirs, hf_cache):
@@ -37,7 +38,6 @@ def default_venv(venv: str | None, site_packages, models: bool = False,
     driftscan's own do they stay alone (venv None), unless ``include_environment`` (the configuration's)."""
     if venv is not None or site_packages:
         return venv, None
-    from ..environment.default import default_environment
 
     venv, why = default_environment()
     if models and not include_environment:

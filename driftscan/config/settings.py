@@ -43,6 +43,7 @@ import re
 import stat
 import sys
 from typing import Any
+import copy
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -53,6 +54,7 @@ from .find import (  # noqa: F401 - user_config_path re-exported: where a config
     CONFIG_NAME, PYPROJECT, PYPROJECT_TABLE, TOML_MAX, NoConfig, _pyproject_table, discover, is_pyproject,
     nothing_to_read, user_config_path as user_config_path)
 from ..formats.tomlfile import read_toml as _read_toml
+from ..fs.atomic import write_atomic
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -288,8 +290,6 @@ def _insertion_point(lines: list[str], pyproject: bool) -> int:
 
 
 def _with_entries(data: dict[str, Any], entries: list[AcceptEntry], pyproject: bool) -> dict[str, Any]:
-    import copy
-
     expected = copy.deepcopy(data)
     table = expected
     if pyproject:
@@ -335,8 +335,6 @@ def append_entries(path: str, entries: list[AcceptEntry]) -> str:
     pyproject.toml, created if needed), or at the end. The result is checked to mean exactly
     the old file plus the entries, and written atomically with the file's permissions. Returns
     the new text."""
-    from ..fs.atomic import write_atomic
-
     pyproject = is_pyproject(path)
     exists = os.path.lexists(path)
     text = ""

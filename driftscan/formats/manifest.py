@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, NamedTuple, Protocol, TypeVar
+import socket
 
 import xxhash
 
@@ -456,8 +457,6 @@ def write_manifest(root: str, files_iter: Iterable[tuple[str, ManifestEntry]], o
 def hostname() -> str:
     """This machine's name, for a snapshot (``socket`` imported here: a diff, which only reads
     snapshots, does not pay for it)."""
-    import socket
-
     return socket.gethostname()
 
 

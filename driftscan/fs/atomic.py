@@ -10,6 +10,7 @@ import errno
 import os
 import stat
 from collections.abc import Iterable
+import secrets
 
 from ..core.errors import ConfigError
 
@@ -34,8 +35,6 @@ def output_path(path: str) -> str:
 def _create_temporary(directory: str, mode: int) -> tuple[int, str]:
     """A new file next to the target, opened for writing, created with ``mode`` (the umask applies,
     as to any file a program creates: mkstemp's 0600 would make every report private)."""
-    import secrets  # here, not at start-up: most runs write nothing
-
     for _ in range(100):
         tmp = os.path.join(directory, f".driftscan-{secrets.token_hex(8)}.tmp")
         try:

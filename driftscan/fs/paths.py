@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from typing import Any, TypeVar, cast, overload
+import dataclasses
+import enum
 
 _Report = TypeVar("_Report")
 
@@ -81,9 +83,6 @@ def line_safe(model: _Report, keep: frozenset[str] = frozenset({"diff"})) -> _Re
     """A copy of a report (a datamodel.DataModel, or a pydantic model) whose strings are all
     ``one_line`` (but fields named in ``keep``, multi-line by nature), for text renderers; JSON
     keeps the real values."""
-    import dataclasses
-    import enum
-
     def clean(value: object, key: str | None = None) -> object:
         if isinstance(value, enum.Enum):
             return value

@@ -18,12 +18,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..caches.statcache import NoCache, StatCache, user_cache_dir, write_dump_list
-from ..core.errors import DriftscanError, TargetError
+from ..core.errors import TargetError
 from ..core.values import Drift, DriftKind, FileCheck, Problem, Target, TargetKind, Verification
 from ..environment import resolve_target
+from ..environment.content import with_content_hashes
+from ..environment.fast.cleanindex import still_clean
 from ..environment.target import environment_roots
-from ..environment.uv.cache import default_uv_cache
+from ..environment.uv.archives import (CleanArchives, archives_of, audit_archives, indexed_links_out_problems,
+                                       links_out_problems, unchecked_note, uv_installed)
+from ..environment.uv.cache import all_indexed_archives, archive_holding, default_uv_cache
 from ..fs.reader import default_jobs
+from ..lint.scancache import ContentMemo
+from ..reinstall.dumpledger import recorded_checks
 from ..report.contract import Report, build_report
 from .classify import classify, uv_cache_clean, uv_cache_prune
 from .options import AuditOptions, Need
@@ -83,14 +89,11 @@ def model_dir_paths(model_dirs: Sequence[str], hf_cache: str | None) -> list[str
 
 def resolve(options: AuditOptions, need: Need, progress: Progress | None = None) -> State:
     """The target and everything discovery knows before a file is read: the environment (naming
-    only model directories names none), the model directories, the wheel directories given."""
+    only model directories names none) and the model directories."""
     started = time.perf_counter()
     named = options.targets
     models = model_dir_paths(named.model_dirs, named.hf_cache)
     target = resolve_target(named.venv, named.site_packages) if named.python_named or not models else NO_PYTHON
-    for directory in options.originals.wheels:
-        if not os.path.isdir(directory):
-            raise DriftscanError(f"--wheels {directory}: not a directory")
     return State(options, need, started, target, tuple(models), Verification(target, (), (), 0, (), ()),
                  progress=progress)
 
@@ -106,8 +109,6 @@ def verify_environment(state: State) -> State:
         else NoCache()
     index_on = os.environ.get("DRIFTSCAN_CLEAN_INDEX") != "off"  # off: to measure the path without it
     if state.need is Need.REPORT and index_on:
-        from ..environment.fast.cleanindex import still_clean  # see the top: the warm path's only import
-
         settled = still_clean(target, cache.clean_index(), cache, cache_policy.uv_cache)
         if settled is not None:
             return dataclasses.replace(state, verification=settled)
@@ -143,7 +144,6 @@ def hash_content(state: State) -> State:
     """The digest of each modified or added file's current content (for ``compare`` and accept pins)."""
     if not state.verification.checks:
         return state
-    from ..environment.content import with_content_hashes
 
     return state.with_checks(with_content_hashes(state.verification.checks))
 
@@ -171,7 +171,6 @@ def recorded_dumps(state: State) -> State:
     roots = environment_roots(state.target) if state.target is not NO_PYTHON else ()
     if not roots:
         return state
-    from ..reinstall.dumpledger import recorded_checks
 
     v = state.verification
     named: set[str] = set()
@@ -191,10 +190,6 @@ def audit_uv_cache(state: State) -> State:
     configuration), every archive of it; else, in uv's default cache, the archives the
     environment's uv-installed distributions came from or would be reinstalled from, and those a
     drifted file is hard-linked to. Each edited archive is a ``cache-modified`` drift."""
-    from ..environment.uv.archives import (CleanArchives, archives_of, audit_archives, indexed_links_out_problems,
-                                           links_out_problems, unchecked_note, uv_installed)
-    from ..environment.uv.cache import all_indexed_archives, archive_holding
-
     named, use_cache = state.options.cache.uv_cache, state.options.cache.use_cache
     cache_dir = named or default_uv_cache()
     if not cache_dir:
@@ -261,17 +256,17 @@ def pristine_options(target: Target, wheels: Sequence[str] = (), fetch: bool = F
 def compare_with_originals(state: State) -> State:
     """Diffs, byte ranges and finding origins from the verified originals of drifted package
     files. The set of originals is closed here unless the caller needs it (``Need.ORIGINALS``)."""
-    from ..pipeline.changes import compare_with_originals as compare, wanted_originals
-
     v, hold = state.verification, state.need is Need.ORIGINALS
+    if not (v.checks or hold):
+        return state
+    from .changes import compare_with_originals as compare, wanted_originals  # see the top: only with drift
+
     if not state.options.originals.look:
         if not v.checks:
             return state
         needed = wanted_originals(v.checks)
         checks = compare(v.checks, None, ())  # added files' findings are still injected
         return dataclasses.replace(state.with_checks(checks), lookups=tuple(_NotLookedUp(d) for d, _ in needed))
-    if not (v.checks or hold):
-        return state
     needed = wanted_originals(v.checks)
     if not needed and not any(c.findings for c in v.checks) and not hold:
         return state
@@ -286,8 +281,6 @@ def compare_with_originals(state: State) -> State:
 
     memo = None
     if state.options.cache.use_cache:  # the originals' findings by content: a warm audit of the same drift parses nothing
-        from ..lint.scancache import ContentMemo
-
         memo = ContentMemo(os.path.join(user_cache_dir(), "inspect"),
                            repr(("originals", sys.version, list(sys.path), list(rules.select), list(rules.ignore),
                                  list(rules.modules), rules.plugins)))
