@@ -16,12 +16,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from .caches.location import refuse_inside
 from .caches.statcache import StatCache
 from .core.errors import ConfigError, DriftscanError, TargetError
-from .core.values import Drift, DriftKind, LayoutKind, MetadataKind, Problem, Target, Verification
+from .core.values import (Distribution, Drift, DriftKind, FileCheck, LayoutKind, MetadataKind, Problem, Target,
+                          Verification)
 from .environment import find_distributions, resolve_target
 from .environment.ownership import build_ownership
 from .environment.reinstall_source import parse_source
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from .pristine import PristineSet
     from .reinstall.checkpoint import Written
     from .reinstall.guard import GuardReport
+    from .reinstall.guard.command import Recognised
     from .reinstall.plan import Plan
     from .reinstall.reapply import ReapplyReport
     from .reinstall.restore import RestoreReport
@@ -50,16 +52,19 @@ if TYPE_CHECKING:
 # Model directories, snapshots and Hugging Face caches are imported where used: an audit of a
 # venv alone should not pay for them at start-up (tests/contract/test_imports.py keeps it so).
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 __all__ = ["AuditOptions", "Invocation", "NO_PYTHON", "Need", "Run", "audit", "checkpoint", "diff", "guard",
            "model_dir_paths", "plan", "pristine_options", "reapply", "restore", "run", "snapshot"]
 
 
-def _without_cyclic_gc(func):
+def _without_cyclic_gc(func: Callable[P, R]) -> Callable[P, R]:
     """An audit allocates a few hundred thousand small acyclic objects; the cyclic collector's
     repeated passes over them cost a tenth of a warm audit and free nothing. Paused for the call,
     restored after (a host program's own setting included)."""
     @functools.wraps(func)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         enabled = gc.isenabled()
         gc.disable()
         try:
@@ -172,7 +177,7 @@ def plan(reinstall: Sequence[str], venv: str | None = None, site_packages: Seque
                           model_dirs=[r.root for r in result.model_dirs])
 
 
-def _held_by_checkpoint(path: str, drifts) -> frozenset[str]:
+def _held_by_checkpoint(path: str, drifts: Sequence[Drift]) -> frozenset[str]:
     """The drifted paths whose current content ``path`` (a checkpoint) holds byte for byte."""
     from .reinstall.checkpoint import load_index, saved_path
 
@@ -225,7 +230,8 @@ def snapshot_roots(venv: str | None, site_packages: Sequence[str], model_dirs: S
 
 @_without_cyclic_gc
 def snapshot(output: str, venv: str | None = None, site_packages: Sequence[str] = (),
-             model_dirs: Sequence[str] = (), *, jobs: int | None = None, progress=None) -> list:
+             model_dirs: Sequence[str] = (), *, jobs: int | None = None,
+             progress: Progress | None = None) -> list[Problem]:
     """Record every file of the named roots (default: the running environment) into ``output``.
     Returns the files that could not be read (they are left out of the snapshot)."""
     from .snapshot.run import take_snapshot
@@ -270,8 +276,8 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
             raise TargetError(f"{missing[0]}: not in the snapshot {snapshot_path}")
         results = [diff_root(r, m, man, jobs=jobs or default_jobs(), deep=deep, progress=progress, trust=use_cache)
                    for r, m, man in chosen]
-    checks: list = []
-    dists: list = []
+    checks: list[FileCheck] = []
+    dists: list[Distribution] = []
     for (root, _, _), result in zip(chosen, results):
         if root.kind is RootKind.MODEL_DIR:
             checks += with_remedies(result)
@@ -508,7 +514,7 @@ def _valid_source(source: str) -> str:
     raise TargetError(f"--from {source}: not a wheel file, a directory, or 'index'")
 
 
-def _command_source(recognised, command: Sequence[str], cwd: str | None) -> tuple[str | None, str, str | None]:
+def _command_source(recognised: Recognised, command: Sequence[str], cwd: str | None) -> tuple[str | None, str, str | None]:
     """(the source the command itself names, why, a note) — a wheel file it names that is missing is an
     error in the user's own words (the command would fail); a missing --find-links directory is
     ignored by pip and uv (with a warning), so the predictions are for the sources the

@@ -37,9 +37,12 @@ from ..api import Need, run
 @policy_options
 @config_option
 @guarded
-def audit(venv, site_packages, fmt, output, strict, jobs, uv_cache, no_cache, model_dirs, hf_cache, select, ignore,
-          no_plugins, deep, revision, manifest, wheels, fetch, no_pristine, show_diffs, verbose, quiet, show_upstream,
-          fail_on, exit_zero, config_file) -> None:
+def audit(venv: str | None, site_packages: tuple[str, ...], fmt: str, output: str | None, strict: bool,
+          jobs: int | None, uv_cache: str | None, no_cache: bool, model_dirs: tuple[str, ...], hf_cache: str | None,
+          select: tuple[str, ...], ignore: tuple[str, ...], no_plugins: bool, deep: bool, revision: str | None,
+          manifest: str | None, wheels: tuple[str, ...], fetch: bool, no_pristine: bool, show_diffs: bool,
+          verbose: bool, quiet: bool, show_upstream: bool, fail_on: tuple[str, ...], exit_zero: bool,
+          config_file: str | None) -> None:
     """Check installed files against their RECORDs and model directories against their provenance.
 
     Lists files no RECORD owns, debug code in drifted Python files and the dumps it left. With no

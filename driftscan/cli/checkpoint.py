@@ -33,8 +33,9 @@ from ..api import restore as run_restore
 @click.option("--allow-partial", is_flag=True,
               help="Exit 0 even when a modified package file has no original and no patch in the checkpoint.")
 @guarded
-def checkpoint(venv, site_packages, model_dirs, hf_cache, output, wheels, fetch, uv_cache, max_copy, jobs, no_cache,
-               allow_partial) -> None:
+def checkpoint(venv: str | None, site_packages: tuple[str, ...], model_dirs: tuple[str, ...], hf_cache: str | None,
+               output: str, wheels: tuple[str, ...], fetch: bool, uv_cache: str | None, max_copy: int | None,
+               jobs: int | None, no_cache: bool, allow_partial: bool) -> None:
     """Save all drift as a restorable checkpoint outside the audited tree.
 
     DIR gets patches/ (one -p0 unified diff per modified text file, from the environment root),
@@ -83,8 +84,10 @@ def checkpoint(venv, site_packages, model_dirs, hf_cache, output, wheels, fetch,
 @jobs_option()
 @no_cache_option()
 @guarded
-def restore(paths, dists, venv, site_packages, model_dirs, hf_cache, wheels, fetch, uv_cache, yes, remove_added,
-            checkpoint_path, max_copy, fmt, jobs, no_cache) -> None:
+def restore(paths: tuple[str, ...], dists: tuple[str, ...], venv: str | None, site_packages: tuple[str, ...],
+            model_dirs: tuple[str, ...], hf_cache: str | None, wheels: tuple[str, ...], fetch: bool,
+            uv_cache: str | None, yes: bool, remove_added: bool, checkpoint_path: str | None, max_copy: int | None,
+            fmt: str, jobs: int | None, no_cache: bool) -> None:
     """Put package-scope drift back to the verified original bytes (a dry run unless --yes).
 
     Only files a RECORD lists are rewritten, each from a source whose bytes match RECORD, through a
@@ -128,8 +131,9 @@ def restore(paths, dists, venv, site_packages, model_dirs, hf_cache, wheels, fet
 @format_option(["text", "json"])
 @jobs_option()
 @guarded
-def reapply(checkpoint_dir, venv, site_packages, only, keep_findings, exclude_findings, partial, wheels, fetch, yes,
-            checkpoint_path, fmt, jobs) -> None:
+def reapply(checkpoint_dir: str, venv: str | None, site_packages: tuple[str, ...], only: tuple[str, ...],
+            keep_findings: bool, exclude_findings: bool, partial: bool, wheels: tuple[str, ...], fetch: bool,
+            yes: bool, checkpoint_path: str | None, fmt: str, jobs: int | None) -> None:
     """Re-apply a checkpoint's patches after a reinstall or upgrade (a dry run unless --yes).
 
     Each file's original is verified (the checkpoint's copy, the installed file, a kept one,

@@ -17,7 +17,7 @@ from .output import write
 @click.option("--verbose", "-v", is_flag=True, help="Text: every path of every machine, not the first 50.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when machines differ.")
 @guarded
-def compare(inputs, fmt, output, verbose, exit_zero) -> None:
+def compare(inputs: tuple[str, ...], fmt: str, output: str | None, verbose: bool, exit_zero: bool) -> None:
     """Compare audit reports (or snapshots) of several machines; name each machine that deviates
     from the majority, and how (exit 1: some machine differs; 2: an input could not be read)."""
     from ..compare import compare_files

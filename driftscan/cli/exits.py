@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import sys
 import traceback
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import click
 
@@ -18,16 +20,16 @@ __all__ = ["EXIT_CLEAN", "EXIT_DRIFT", "EXIT_INCOMPLETE", "FAIL_ON", "exit_statu
            "guarded"]
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     click.echo(inert(f"driftscan: error: {message}"), err=True)
     sys.exit(EXIT_INCOMPLETE)
 
 
-def guarded(func):
+def guarded(func: Callable[..., None]) -> Callable[..., None]:
     """Turn every error into one line on stderr and exit status 2; never a traceback."""
 
     @functools.wraps(func)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> None:
         debug = kwargs.pop("debug", False)
         try:
             return func(*args, **kwargs)

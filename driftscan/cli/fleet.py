@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 import os
 import sys
 
@@ -15,7 +16,7 @@ from .progress import FleetProgress
 
 
 @contextlib.contextmanager
-def stdout_is_stderr():
+def stdout_is_stderr() -> Iterator[None]:
     """While Ray runs in this process, whatever it prints to stdout (its threads print cluster
     events there, through ``sys.stdout`` or the descriptor) goes to stderr: stdout carries only
     driftscan's own output, which a CI job may parse as JSON."""
@@ -46,8 +47,9 @@ def stdout_is_stderr():
 @click.option("--verbose", "-v", is_flag=True, help="Text: every differing path, not the first 50 per node.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when nodes differ.")
 @guarded
-def fleet(address, venv, venv_from_env, model_dirs, take_snapshot, timeout, reports_dir, fmt, output, verbose,
-          exit_zero) -> None:
+def fleet(address: str | None, venv: str | None, venv_from_env: bool, model_dirs: tuple[str, ...],
+          take_snapshot: bool, timeout: float, reports_dir: str | None, fmt: str, output: str | None, verbose: bool,
+          exit_zero: bool) -> None:
     """Audit every alive node of a Ray cluster once and compare them (needs the fleet extra: pip install
     'driftscan[fleet]'; run it from the cluster's serving venv). Exit 1: nodes differ; 2: a node unreachable or failed."""
     from ..fleet import run as run_fleet

@@ -38,8 +38,11 @@ from ..api import Invocation, guard as run_guard
 @rule_options
 @config_option
 @guarded
-def guard(command, venv, site_packages, model_dirs, hf_cache, source, checkpoint_path, expect, wheels, fetch,
-          uv_cache, force, fmt, output, jobs, no_cache, select, ignore, no_plugins, config_file) -> None:
+def guard(command: tuple[str, ...], venv: str | None, site_packages: tuple[str, ...], model_dirs: tuple[str, ...],
+          hf_cache: str | None, source: str | None, checkpoint_path: str | None, expect: str | None,
+          wheels: tuple[str, ...], fetch: bool, uv_cache: str | None, force: bool, fmt: str, output: str | None,
+          jobs: int | None, no_cache: bool, select: tuple[str, ...], ignore: tuple[str, ...], no_plugins: bool,
+          config_file: str | None) -> None:
     """Run an install command with the checkpoint before it and the check after it.
 
     Audits and predicts for the command (pip, uv pip, uv sync, conda/mamba/micromamba, pixi;

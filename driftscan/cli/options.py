@@ -3,18 +3,23 @@ given, so a command's --help lists them where the decorator stands."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from .exits import FAIL_ON
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 VENV_HELP = ("The virtual environment (default as for audit: VIRTUAL_ENV, CONDA_PREFIX, the uv project's .venv, the "
              "python3 on PATH, else driftscan's own).")
 
 
-def _group(*options):
+def _group(*options: Callable[[F], F]) -> Callable[[F], F]:
     """One decorator adding ``options`` in the order given (the first one listed first)."""
 
-    def decorate(func):
+    def decorate(func: F) -> F:
         for option in reversed(options):
             func = option(func)
         return func
@@ -22,7 +27,8 @@ def _group(*options):
     return decorate
 
 
-def target_options(venv_help: str = VENV_HELP, site_packages_help: str | None = "A bare site-packages."):
+def target_options(venv_help: str = VENV_HELP,
+                   site_packages_help: str | None = "A bare site-packages.") -> Callable[[F], F]:
     """--venv / --site-packages: the environment a command works on (the help says how each command uses it)."""
     return _group(
         click.option("--venv", metavar="PATH", help=venv_help),
@@ -30,7 +36,7 @@ def target_options(venv_help: str = VENV_HELP, site_packages_help: str | None = 
     )
 
 
-def model_options(func):
+def model_options(func: F) -> F:
     """Options naming model directories; shared by audit, plan, guard and accept."""
     return _group(
         click.option("--model-dir", "model_dirs", metavar="PATH", multiple=True,
@@ -42,7 +48,7 @@ def model_options(func):
     )(func)
 
 
-def output_options(formats: list[str], what: str = "report"):
+def output_options(formats: list[str], what: str = "report") -> Callable[[F], F]:
     """--format FORMAT (text by default) and --output/-o FILE, written atomically instead of stdout."""
     return _group(
         click.option("--format", "fmt", type=click.Choice(formats), default="text", show_default=True),
@@ -50,25 +56,25 @@ def output_options(formats: list[str], what: str = "report"):
     )
 
 
-def format_option(formats: list[str]):
+def format_option(formats: list[str]) -> Callable[[F], F]:
     """--format alone, for the commands that always write to stdout."""
     return click.option("--format", "fmt", type=click.Choice(formats), default="text", show_default=True)
 
 
-def jobs_option(workers: str = "hashing workers"):
+def jobs_option(workers: str = "hashing workers") -> Callable[[F], F]:
     return click.option("--jobs", "-j", type=click.IntRange(min=1), help=f"Parallel {workers} (default: cores).")
 
 
-def uv_cache_option(func):
+def uv_cache_option(func: F) -> F:
     return click.option("--uv-cache", metavar="DIR",
                         help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")(func)
 
 
-def no_cache_option(help: str = "Trust no cache: re-hash every file."):  # noqa: A002 - click's own word
+def no_cache_option(help: str = "Trust no cache: re-hash every file.") -> Callable[[F], F]:  # noqa: A002 - click's own word
     return click.option("--no-cache", is_flag=True, help=help)
 
 
-def text_options(func):
+def text_options(func: F) -> F:
     """How much the text report shows; shared by audit and diff."""
     return _group(
         click.option("--diff", "show_diffs", is_flag=True, help="Text: each modified file's diff against its original."),
@@ -80,7 +86,7 @@ def text_options(func):
     )(func)
 
 
-def pristine_options(func):
+def pristine_options(func: F) -> F:
     """Where originals of drifted package files are looked for; shared by audit, plan, checkpoint,
     restore, reapply and guard."""
     return _group(
@@ -93,7 +99,7 @@ def pristine_options(func):
     )(func)
 
 
-def rule_options(func):
+def rule_options(func: F) -> F:
     """--select / --ignore by code prefix or rule name (longest prefix wins), --no-plugins; shared by
     audit, plan, diff, scan and guard."""
     return _group(
@@ -111,7 +117,7 @@ def codes(values: tuple[str, ...]) -> list[str]:
     return [c.strip() for v in values for c in v.split(",") if c.strip()]
 
 
-def policy_options(func):
+def policy_options(func: F) -> F:
     """--fail-on / --exit-zero: which drift sets exit bit 1; shared by audit, plan and diff."""
     return _group(
         click.option("--fail-on", "fail_on", metavar="POLICY[,POLICY]", multiple=True,
@@ -121,7 +127,7 @@ def policy_options(func):
     )(func)
 
 
-def config_option(func):
+def config_option(func: F) -> F:
     return click.option("--config", "config_file", metavar="FILE",
                         help="Configuration file (default: the nearest driftscan.toml, or pyproject.toml with "
                              "[tool.driftscan], from here upward; then ~/.config/driftscan/config.toml).")(func)

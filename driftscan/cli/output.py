@@ -6,7 +6,8 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -15,6 +16,8 @@ from ..fs.paths import inert, line_safe
 
 if TYPE_CHECKING:
     from ..report.contract import Report
+
+M = TypeVar("M")
 
 # Start-up stays light: the renderers and the report models (pydantic) are imported by the
 # commands that build a report, so a command settled from its cache (a warm scan) never pays for them.
@@ -39,7 +42,7 @@ def write(text: str, fmt: str, output: str | None, color: bool = False) -> bool:
     return False
 
 
-def for_text(model, fmt: str):
+def for_text(model: M, fmt: str) -> M:
     """Text output shows every value from the tree on one line (paths.line_safe)."""
     return model if fmt in ESCAPED_FORMATS else line_safe(model)
 
@@ -48,6 +51,7 @@ def emit(report: Report, fmt: str, output: str | None, *, diffs: bool = False, s
          verbose: bool = False, quiet: bool = False) -> None:
     from ..render.text import render_text, summary_line
 
+    render: Callable[[Report], str]
     if fmt == "text" and quiet:
         render = lambda r: summary_line(r) + "\n"  # noqa: E731
     elif fmt == "text":

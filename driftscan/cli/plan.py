@@ -46,8 +46,11 @@ def _names(values: tuple[str, ...]) -> list[str]:
 @policy_options
 @config_option
 @guarded
-def plan(reinstall, installer, source, checkpoint, venv, site_packages, expect, fmt, output, jobs, uv_cache, no_cache,
-         model_dirs, hf_cache, wheels, fetch, select, ignore, no_plugins, fail_on, exit_zero, config_file) -> None:
+def plan(reinstall: tuple[str, ...], installer: str | None, source: str | None, checkpoint: str | None,
+         venv: str | None, site_packages: tuple[str, ...], expect: str | None, fmt: str, output: str | None,
+         jobs: int | None, uv_cache: str | None, no_cache: bool, model_dirs: tuple[str, ...], hf_cache: str | None,
+         wheels: tuple[str, ...], fetch: bool, select: tuple[str, ...], ignore: tuple[str, ...], no_plugins: bool,
+         fail_on: tuple[str, ...], exit_zero: bool, config_file: str | None) -> None:
     """What will reinstalling NAME undo, and what will survive it?
 
     Each drift is marked WIPED, SURVIVES or MAY SURVIVE with the reason, for a reinstall from

@@ -39,8 +39,9 @@ SEVERITIES = ["low", "medium", "high"]
 @no_cache_option("Inspect every file again instead of reusing the results of files unchanged since the last scan.")
 @config_option
 @guarded
-def scan(paths, select, ignore, no_plugins, fmt, output, jobs, rules_modules, no_prefilter, strict, fail_on,
-         exit_zero, statistics, no_cache, config_file) -> None:
+def scan(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...], no_plugins: bool, fmt: str,
+         output: str | None, jobs: int | None, rules_modules: tuple[str, ...], no_prefilter: bool, strict: bool,
+         fail_on: str, exit_zero: bool, statistics: bool, no_cache: bool, config_file: str | None) -> None:
     """Find injected debug code in Python files and directories (linter-style).
 
     Exit status as for audit: bit 1 when a finding at or above --fail-on, bit 2 when a file

@@ -15,7 +15,7 @@ from ..report.contract import report_schema
               default="audit", show_default=True,
               help="Whose JSON: audit's (and diff's) report, scan, plan, compare, fleet or guard --format json.")
 @guarded
-def schema(kind) -> None:
+def schema(kind: str) -> None:
     """Print the JSON Schema of the audit report (or of scan's, plan's, compare's, fleet's or guard's JSON output)."""
     from ..render import json_schema
 

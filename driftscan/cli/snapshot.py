@@ -25,7 +25,8 @@ from ..api import snapshot as take
 @click.option("--output", "-o", metavar="FILE", required=True, help="Where to write the snapshot (atomically).")
 @jobs_option("hashing threads")
 @guarded
-def snapshot(venv, site_packages, model_dirs, output, jobs) -> None:
+def snapshot(venv: str | None, site_packages: tuple[str, ...], model_dirs: tuple[str, ...], output: str,
+             jobs: int | None) -> None:
     """Record every file (xxh3-128, size, mode, mtime; small text files embedded) as a baseline.
 
     With no target, records the environment audit would (VIRTUAL_ENV, CONDA_PREFIX, ...). One root gives a plain manifest (also
@@ -56,8 +57,10 @@ def snapshot(venv, site_packages, model_dirs, output, jobs) -> None:
 @policy_options
 @config_option
 @guarded
-def diff(snapshot_file, venv, site_packages, model_dirs, fmt, output, deep, jobs, strict, no_cache, select, ignore,
-         no_plugins, show_diffs, verbose, quiet, show_upstream, fail_on, exit_zero, config_file) -> None:
+def diff(snapshot_file: str, venv: str | None, site_packages: tuple[str, ...], model_dirs: tuple[str, ...], fmt: str,
+         output: str | None, deep: bool, jobs: int | None, strict: bool, no_cache: bool, select: tuple[str, ...],
+         ignore: tuple[str, ...], no_plugins: bool, show_diffs: bool, verbose: bool, quiet: bool,
+         show_upstream: bool, fail_on: tuple[str, ...], exit_zero: bool, config_file: str | None) -> None:
     """Report drift against a snapshot, with audit's kinds and report format (exit 0: unchanged).
 
     A file whose size, mtime and mode match the snapshot is trusted by that signature, not hashed

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,8 +14,12 @@ from ..core.errors import DriftscanError
 from ..fs.paths import inert
 from ..environment.default import default_environment
 
+if TYPE_CHECKING:
+    from .configuration import Settings
 
-def config_targets(config, venv, site_packages, model_dirs, hf_cache):
+
+def config_targets(config: Settings, venv: str | None, site_packages: Sequence[str], model_dirs: Sequence[str],
+                   hf_cache: str | None) -> tuple[list[str], str | None, bool]:
     """Command-line targets plus the config's model directories and caches. Config model
     directories add to the default target instead of replacing it."""
     named = venv is not None or bool(site_packages) or bool(model_dirs) or hf_cache is not None
@@ -23,7 +29,7 @@ def config_targets(config, venv, site_packages, model_dirs, hf_cache):
     return dirs, hub, include_environment
 
 
-def wheel_dirs(wheels) -> tuple[str, ...]:
+def wheel_dirs(wheels: Sequence[str]) -> tuple[str, ...]:
     """The --wheels directories, each one checked to be a directory."""
     for directory in wheels:
         if not os.path.isdir(directory):
@@ -31,14 +37,13 @@ def wheel_dirs(wheels) -> tuple[str, ...]:
     return tuple(wheels)
 
 
-def default_venv(venv: str | None, site_packages, models: bool = False,
+def default_venv(venv: str | None, site_packages: Sequence[str], models: bool = False,
                  include_environment: bool = False) -> tuple[str | None, str | None]:
     """(venv, why): the environment a command means when none is named (environment/default.py).
     Model directories named (``models``) add to that environment; only when the one found is
     driftscan's own do they stay alone (venv None), unless ``include_environment`` (the configuration's)."""
     if venv is not None or site_packages:
         return venv, None
-
     venv, why = default_environment()
     if models and not include_environment:
         if venv is None:
@@ -49,7 +54,7 @@ def default_venv(venv: str | None, site_packages, models: bool = False,
     return venv, why
 
 
-def say_target(command: str, venv: str | None, why: str | None, models=(), hf_cache: str | None = None,
+def say_target(command: str, venv: str | None, why: str | None, models: Sequence[str] = (), hf_cache: str | None = None,
                alone: bool = False) -> None:
     """The first line of a command run on an environment nobody named: what it covers (the
     environment and why that one, plus the model directories), the same rule for every command
