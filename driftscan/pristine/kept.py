@@ -16,9 +16,14 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 
-from ..caches.location import user_cache_dir, write_cache_file
+from ..caches.location import below_cache, user_cache_dir, write_cache_file
 from ..core.values import Distribution, Hash, RecordEntry
 from ..formats.record import new_hash, parse_hash
+from ..fs.confined import read_below
+from .base import Rejected
+from .fetch import fetch_candidates
+from .wheel import open_wheel
+from .wheelhouse import Wheelhouse
 
 READ_MAX = 64 << 20
 
@@ -56,9 +61,6 @@ def kept(hash_before: str | None) -> bytes | None:
     path = kept_path(hash_before)
     if path is None:
         return None
-    from ..caches.location import below_cache
-    from ..fs.confined import read_below
-
     try:
         data = read_below(*below_cache(path), READ_MAX)  # nothing below the cache directory followed
     except (OSError, ValueError):
@@ -103,9 +105,6 @@ class OriginalFinder:
         return self._work
 
     def _wheels_of(self, name: str, version: str, like: Distribution | None) -> tuple[list[tuple[object, str]], list[str]]:
-        from .fetch import fetch_candidates
-        from .wheelhouse import Wheelhouse
-
         key = (name.lower(), version)
         if key in self._found:
             return self._found[key]
@@ -118,11 +117,11 @@ class OriginalFinder:
             candidates += list(fetch_candidates(tagged, self.python_version, self.venv, self._workdir, notes))
         found: list[tuple[object, str]] = []
         for c in candidates:
-            if not hasattr(c, "read"):
-                notes.append(f"{c.source.label} {c.path} (rejected: {c.reason})")  # type: ignore[union-attr]
+            if isinstance(c, Rejected):
+                notes.append(f"{c.source.label} {c.path} (rejected: {c.reason})")
                 continue
-            found.append((c.source, c.path))  # type: ignore[union-attr]
-            c.close()  # type: ignore[union-attr]
+            found.append((c.source, c.path))
+            c.close()
         if not self.wheels:
             notes.append("--wheels (not given)")
         if not self.fetch:
@@ -135,8 +134,6 @@ class OriginalFinder:
         """The original of ``record_path`` in ``name`` ``version``'s wheel: ``(bytes or None, where
         it came from, what was tried)``; what is found is kept (``keep``). ``like``: the installed
         distribution of that name (its WHEEL tags pick the wheel to download)."""
-        from .wheel import open_wheel
-
         h = _hash(hash_before)
         if h is None:
             return None, "", ["the checkpoint gives no usable hash_before"]
