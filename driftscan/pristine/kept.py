@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Sequence
 
 from ..caches.location import below_cache, user_cache_dir, write_cache_file
-from ..core.values import Distribution, Hash, RecordEntry
+from ..core.values import Distribution, Hash, RecordEntry, SourceKind
 from ..formats.record import new_hash, parse_hash
 from ..fs.confined import read_below
 from .base import Rejected
@@ -91,7 +91,7 @@ class OriginalFinder:
         self.fetch = fetch
         self.python_version = python_version
         self.venv = venv
-        self._found: dict[tuple[str, str], tuple[list[tuple[object, str]], list[str]]] = {}
+        self._found: dict[tuple[str, str], tuple[list[tuple[SourceKind, str]], list[str]]] = {}
         self._work: str | None = None
 
     def close(self) -> None:
@@ -104,7 +104,8 @@ class OriginalFinder:
             self._work = tempfile.mkdtemp(prefix="driftscan-reapply-")
         return self._work
 
-    def _wheels_of(self, name: str, version: str, like: Distribution | None) -> tuple[list[tuple[object, str]], list[str]]:
+    def _wheels_of(self, name: str, version: str, like: Distribution | None
+                   ) -> tuple[list[tuple[SourceKind, str]], list[str]]:
         key = (name.lower(), version)
         if key in self._found:
             return self._found[key]
@@ -115,7 +116,7 @@ class OriginalFinder:
         if self.fetch:
             tagged = Distribution(name, version, like.metadata_dir, like.site_packages) if like is not None else broad
             candidates += list(fetch_candidates(tagged, self.python_version, self.venv, self._workdir, notes))
-        found: list[tuple[object, str]] = []
+        found: list[tuple[SourceKind, str]] = []
         for c in candidates:
             if isinstance(c, Rejected):
                 notes.append(f"{c.source.label} {c.path} (rejected: {c.reason})")
@@ -145,7 +146,7 @@ class OriginalFinder:
         for source, path in found:
             try:
                 # A wheel of --wheels DIR may be a link into a wheelhouse; a download is driftscan's own.
-                copy = open_wheel(path, source, dist, follow=getattr(source, "value", "") != "fetch")  # type: ignore[arg-type]
+                copy = open_wheel(path, source, dist, follow=source.value != "fetch")
             except Exception as exc:  # noqa: BLE001 - a wheel that vanished or broke: a reason
                 tried.append(f"{path} ({type(exc).__name__})")
                 continue

@@ -257,7 +257,7 @@ class ZipCopy(PristineCopy):
         info = self._member(entry)
         if info is None:
             return None
-        return self._zip.open(info), info.file_size  # type: ignore[return-value]
+        return self._zip.open(info), info.file_size  # type: ignore[return-value]  # a ZipExtFile, typed IO[bytes]
 
     def close(self) -> None:
         super().close()
