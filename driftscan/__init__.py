@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
 from ._version import __version__
@@ -45,11 +46,9 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name not in _LAZY:
         raise AttributeError(f"module 'driftscan' has no attribute {name!r}")
-    import importlib
-
     module, attr = _LAZY[name]
     value = getattr(importlib.import_module(f".{module}", __name__), attr)
     globals()[name] = value

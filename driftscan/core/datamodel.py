@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from pydantic import TypeAdapter
     from typing_extensions import dataclass_transform
 else:
     def dataclass_transform(**_):  # only type checkers read it
@@ -34,7 +35,7 @@ T = TypeVar("T", bound="DataModel")
 def datamodel(cls: type[T]) -> type[T]:
     """Make ``cls`` a keyword-only dataclass with the model API (``DataModel``)."""
     cls = dataclasses.dataclass(kw_only=True)(cls)
-    cls.model_fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    cls.model_fields = {f.name: f for f in dataclasses.fields(cls)}
     return cls
 
 
@@ -90,9 +91,13 @@ def _float(x: float) -> str:
     return f"{mantissa}e-{int(exponent)}"
 
 
+def _fields(value: DataModel, json_mode: bool) -> dict[str, Any]:
+    return {f.name: _plain(getattr(value, f.name), json_mode) for f in dataclasses.fields(value)}
+
+
 def _plain(value: Any, json_mode: bool) -> Any:
     if isinstance(value, DataModel):
-        return {f.name: _plain(getattr(value, f.name), json_mode) for f in dataclasses.fields(value)}  # type: ignore[arg-type]
+        return _fields(value, json_mode)
     if isinstance(value, enum.Enum):
         return value.value if json_mode else value
     if isinstance(value, dict):
@@ -141,13 +146,14 @@ def to_json(value: Any, indent: int | None = None) -> str:
     return "".join(out)
 
 
-_ADAPTERS: dict[type, Any] = {}
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
 
 
-def _adapter(cls: type) -> Any:
+def _adapter(cls: type[T]) -> TypeAdapter[T]:
     """pydantic's TypeAdapter of ``cls``: imported, and built, only for a schema or a validation."""
-    adapter = _ADAPTERS.get(cls)
+    adapter: TypeAdapter[T] | None = _ADAPTERS.get(cls)
     if adapter is None:
+        # pydantic costs 0.2-0.3 s and ~11 MB at start-up; only a schema or a validation needs it.
         from pydantic import TypeAdapter
 
         adapter = _ADAPTERS[cls] = TypeAdapter(cls)
@@ -157,7 +163,9 @@ def _adapter(cls: type) -> Any:
 class DataModel:
     """The model API, on classes made with ``@datamodel``."""
 
-    model_fields: typing.ClassVar[dict[str, dataclasses.Field]]
+    model_fields: typing.ClassVar[dict[str, dataclasses.Field[Any]]]
+    # Set by @datamodel: every DataModel is a dataclass (dataclasses.fields and replace accept it).
+    __dataclass_fields__: typing.ClassVar[dict[str, dataclasses.Field[Any]]]
     _enums: typing.ClassVar[list[tuple[str, type[enum.Enum]]] | None] = None
 
     def __post_init__(self) -> None:
@@ -172,7 +180,7 @@ class DataModel:
 
     def model_dump(self, *, mode: str = "python", exclude: Iterable[str] | None = None) -> dict[str, Any]:
         """The fields as plain data (``mode="json"``: enums as values); ``exclude``: top-level fields left out."""
-        data = _plain(self, mode == "json")
+        data = _fields(self, mode == "json")
         for name in exclude or ():
             data.pop(name, None)
         return data
@@ -181,7 +189,7 @@ class DataModel:
         return to_json(self.model_dump(mode="json", exclude=exclude), indent)
 
     def model_copy(self: T, *, update: dict[str, Any] | None = None) -> T:
-        return dataclasses.replace(self, **(update or {}))  # type: ignore[type-var]
+        return dataclasses.replace(self, **(update or {}))
 
     @classmethod
     def model_validate(cls: type[T], data: Any) -> T:

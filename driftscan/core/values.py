@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from array import array
 from collections.abc import Iterable, Iterator, Sequence, Set as AbstractSet
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 
 class DriftKind(str, enum.Enum):
@@ -141,7 +141,7 @@ _NO_SIZE = (1 << 64) - 1  # RecordRows.sizes: the row gives no size
 _ODD_SIZE = (1 << 64) - 2  # RecordRows.sizes: a size no unsigned 64-bit column holds, in ``odd_sizes``
 
 
-class RecordRows(Sequence):
+class RecordRows(Sequence["RecordEntry"]):
     """The rows of one RECORD, column by column: what a tuple of ``RecordEntry`` holds, in less
     memory (a venv's 40,000 rows: ~15 MB as namedtuples, a Hash and a digest bytes each; ~6 MB
     here, two thirds of it the path strings). ``rows[i]`` and iteration give ``RecordEntry``
@@ -157,10 +157,10 @@ class RecordRows(Sequence):
 
     def __init__(self, entries: Iterable[RecordEntry] = ()) -> None:
         self.paths: list[str] = []
-        self.digests = bytearray()
+        self.digests: bytes | bytearray = bytearray()
         self.sizes = array("Q")
         self.lines = array("q")
-        self.kinds = bytearray()
+        self.kinds: bytes | bytearray = bytearray()
         self.other: dict[int, Hash] = {}
         self.odd_sizes: dict[int, int] = {}  # row → a size out of the column's range (a hostile record's)
         for entry in entries:
@@ -170,8 +170,8 @@ class RecordRows(Sequence):
     def freeze(self) -> RecordRows:
         """Done appending: the byte columns become bytes (no spare capacity; slices are bytes)."""
         if type(self.digests) is not bytes:
-            self.digests = bytes(self.digests)  # type: ignore[assignment]
-            self.kinds = bytes(self.kinds)  # type: ignore[assignment]
+            self.digests = bytes(self.digests)
+            self.kinds = bytes(self.kinds)
         return self
 
     @classmethod
@@ -183,25 +183,30 @@ class RecordRows(Sequence):
     def append_sha256(self, path: str, digest: bytes, size: int | None, line: int) -> None:
         """The common row (``digest``: 32 bytes; ``size``: None or 0 <= size < 2**64 - 2), without a
         RecordEntry or a Hash."""
-        self._thaw()
+        digests, kinds = self._thaw()
         self.paths.append(path)
-        self.digests += digest
+        digests += digest
         self.sizes.append(_NO_SIZE if size is None else size)
         self.lines.append(line)
-        self.kinds.append(_SHA256)
+        kinds.append(_SHA256)
 
     def append_bare(self, path: str, line: int) -> None:
         """A row with neither hash nor size (a directory, bytecode, RECORD itself)."""
-        self._thaw()
+        digests, kinds = self._thaw()
         self.paths.append(path)
-        self.digests += bytes(_DIGEST)
+        digests += bytes(_DIGEST)
         self.sizes.append(_NO_SIZE)
         self.lines.append(line)
-        self.kinds.append(_NO_HASH)
+        kinds.append(_NO_HASH)
 
-    def _thaw(self) -> None:
-        if type(self.digests) is bytes:  # appending after freeze(): rare (tests, a few rows)
-            self.digests, self.kinds = bytearray(self.digests), bytearray(self.kinds)
+    def _thaw(self) -> tuple[bytearray, bytearray]:
+        """The byte columns, appendable."""
+        digests, kinds = self.digests, self.kinds
+        if isinstance(digests, bytearray) and isinstance(kinds, bytearray):
+            return digests, kinds
+        # Appending after freeze(): rare (tests, a few rows).
+        self.digests, self.kinds = digests, kinds = bytearray(digests), bytearray(kinds)
+        return digests, kinds
 
     def append(self, entry: RecordEntry) -> None:
         path, digest, size, line = entry
@@ -218,7 +223,8 @@ class RecordRows(Sequence):
                 self.sizes[-1] = _ODD_SIZE
                 self.odd_sizes[len(self.paths) - 1] = size
         if digest is not None:
-            self.kinds[-1] = _OTHER_HASH
+            _, kinds = self._thaw()  # thawed by append_bare: the same column
+            kinds[-1] = _OTHER_HASH
             self.other[len(self.paths) - 1] = digest
 
     # -- columns ---------------------------------------------------------------------------
@@ -250,12 +256,16 @@ class RecordRows(Sequence):
                                                     "base64"))
         else:
             hash_ = self.other[i] if kind else None
-        size: int | None = self.sizes[i]
-        if size >= _ODD_SIZE:  # type: ignore[operator]
-            size = None if size == _NO_SIZE else self.odd_sizes[i]
-        return _new_tuple(RecordEntry, (self.paths[i], hash_, size, self.lines[i]))
+        size = self.sizes[i]
+        return _new_tuple(RecordEntry, (self.paths[i], hash_, size if size < _ODD_SIZE else
+                                        None if size == _NO_SIZE else self.odd_sizes[i], self.lines[i]))
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> RecordEntry: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[RecordEntry, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> RecordEntry | tuple[RecordEntry, ...]:
         if isinstance(i, slice):
             return tuple(self.entry(k) for k in range(*i.indices(len(self.paths))))
         if i < 0:
@@ -289,7 +299,7 @@ class RecordRows(Sequence):
     def __repr__(self) -> str:
         return repr(tuple(self))
 
-    def __reduce__(self):  # pickled (a fleet's report) as the rows it holds
+    def __reduce__(self) -> tuple[type[RecordRows], tuple[tuple[RecordEntry, ...]]]:  # pickled (a fleet's report) as the rows it holds
         return RecordRows, (tuple(self),)
 
 
@@ -465,7 +475,7 @@ class FileCheck:
     @property
     def regular_file(self) -> bool:
         """On disk as a regular file (a drift of a symlink, directory or other type is not)."""
-        return self.actual.get("type", "file") == "file"
+        return bool(self.actual.get("type", "file") == "file")
 
     def observed(self) -> dict[str, Any]:
         """``actual`` with the typed observations, as the report shows them."""

@@ -51,7 +51,7 @@ def derived_source(path: str) -> tuple[str, DerivedCache] | None:
 UV_TARGET_LOCK = ".lock"
 
 
-def is_installer_bookkeeping(site: str, entry: os.DirEntry) -> bool:
+def is_installer_bookkeeping(site: str, entry: os.DirEntry[str]) -> bool:
     """Files an installer keeps at the top of a directory it installs into, outside any RECORD
     (an empty one only: a lock file with content is not uv's)."""
     if entry.name != UV_TARGET_LOCK or os.path.dirname(entry.path) != site:

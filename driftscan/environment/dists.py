@@ -10,6 +10,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from ..fs.reader import LIMITS, read_regular, read_regular_stat
 from ..core.values import Distribution, MetadataKind, Problem, RecordEntry, RecordRows
@@ -17,11 +18,18 @@ from ..formats.record import parse_record
 from ..fs.containment import Containment
 from .target import is_prefix_site_packages, containment_for_site_packages
 
+if TYPE_CHECKING:
+    from ..caches.statcache import DigestCache
+
 # The cap of each metadata file read here is its kind's (fileio.LIMITS); other files get this.
 _OTHER_LIMIT = 1 << 20
 MAX_ISSUES = 100  # malformed rows reported one by one per RECORD
 # Installers whose RECORD is known to describe the installed files exactly (docs/installers.md §1, §4).
 TRUSTED_INSTALLERS = frozenset({"pip", "uv", "poetry", "pdm", "installer", "pipx", "hatch"})
+
+
+def trusted_installer(dist: Distribution) -> bool:
+    return dist.installer is not None and dist.installer.lower() in TRUSTED_INSTALLERS
 
 
 @dataclass(frozen=True)
@@ -92,7 +100,8 @@ def _name_version(meta_text: str | None, dirname: str) -> tuple[str, str]:
     return name or dirname, version or "unknown"
 
 
-def _read_dist_info(path: str, site: str, containment: Containment, cache=None, records: bool = True) -> MetadataDir:
+def _read_dist_info(path: str, site: str, containment: Containment, cache: DigestCache | None = None,
+                    records: bool = True) -> MetadataDir:
     absent = tuple(n for n in ("METADATA", "RECORD") if not os.path.lexists(os.path.join(path, n)))
     if absent:
         return MetadataDir(path, site, None, missing=absent)
@@ -116,6 +125,7 @@ def _read_dist_info(path: str, site: str, containment: Containment, cache=None, 
         name, version = _name_version(meta, os.path.basename(path))
         dist = Distribution(name=name, version=version, metadata_dir=path, site_packages=site)
         return MetadataDir(path, site, dist, tuple(reading.problems), has_file_list=False)
+    assert record_stat is not None  # read() gives the text and its stat together
     linked = _app_data_record(path, record, reading) if os.path.islink(path) else None
     if linked is not None:
         record, cache = linked, None  # (the merged text is not the file the cache would key on)
@@ -206,7 +216,7 @@ def _app_data_record(path: str, image_record: str, reading: _Reading) -> str | N
     match = _IMAGE.match(os.path.dirname(real)) if real else None
     if match is None:
         return None
-    import zipfile  # (only virtualenv app-data links need it)
+    import zipfile  # ~7 ms at start-up; only virtualenv app-data links need it
 
     house, stem = os.path.join(match.group("wheel"), "house"), match.group("stem")
     wheel = os.path.join(house, stem + ".whl")
@@ -286,7 +296,7 @@ def _dedupe(entries: RecordRows) -> tuple[RecordRows, list[str]]:
     return RecordRows(by_path.values()), messages
 
 
-def _direct_url(text: str) -> tuple[dict | None, str | None]:
+def _direct_url(text: str) -> tuple[dict[str, Any] | None, str | None]:
     """direct_url.json as verify and classify use it (PEP 610): a dict whose ``url`` is a string
     and whose ``dir_info``, ``vcs_info`` and ``archive_info`` are dicts; (None, why) otherwise.
     The file is the tree's: any JSON at all, 100,000 levels deep included."""
@@ -337,7 +347,7 @@ def _read_egg_info(path: str, site: str, containment: Containment) -> MetadataDi
     return MetadataDir(path, site, dist, tuple(reading.problems), has_file_list=has_list)
 
 
-def find_distributions(site_packages: tuple[str, ...], cache=None,
+def find_distributions(site_packages: tuple[str, ...], cache: DigestCache | None = None,
                        containment: Containment | None = None, records: bool = True) -> Iterator[MetadataDir]:
     """Yield every metadata directory in the given site-packages, sorted for stable output.
     ``cache``: a ``driftscan.caches.statcache.StatCache`` that remembers parsed RECORDs between runs;

@@ -7,11 +7,14 @@ import os
 import re
 from array import array
 from collections.abc import Iterator, Mapping, Sequence, Set as AbstractSet
-from typing import cast
+from typing import TypeVar, cast, overload
 
 from .dists import MetadataDir
 from ..fs.containment import Containment
 from ..core.values import Distribution, Hash, MetadataKind, Problem, RecordEntry, RecordRows, Target
+
+_T = TypeVar("_T")
+Row = tuple[Distribution, RecordEntry, str]  # (distribution, entry, absolute path): Ownership.rows
 
 
 def entry_path(site: str, record_path: str) -> str:
@@ -132,7 +135,7 @@ class Ownership:
         for k, j in zip(self._dist_of, self._index):
             yield k, tables[k], j
 
-    def rows_in_absent_directories(self, containment: Containment | None = None) -> array:
+    def rows_in_absent_directories(self, containment: Containment | None = None) -> array[int]:
         """Rows whose file's directory does not exist: missing without a look of their own. One
         lstat per directory rows name (not per row), relative paths split without building the
         absolute path of each row: a RECORD of a million rows under a deleted ``torch/`` costs a
@@ -249,7 +252,7 @@ class Ownership:
         return (site, top) in self.claimed or (site, name) in self.claimed
 
 
-class _RowView(Sequence):
+class _RowView(Sequence[_T]):
     """A sequence with one item per ownership row, made on demand by ``_item``."""
 
     def __init__(self, own: Ownership) -> None:
@@ -258,7 +261,12 @@ class _RowView(Sequence):
     def __len__(self) -> int:
         return len(self._own._dist_of)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> _T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[_T]: ...
+
+    def __getitem__(self, i: int | slice) -> _T | list[_T]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
         if i < 0:
@@ -267,11 +275,11 @@ class _RowView(Sequence):
             raise IndexError(i)
         return self._item(i)
 
-    def _item(self, i: int):
+    def _item(self, i: int) -> _T:
         raise NotImplementedError
 
 
-class _Entries(_RowView):
+class _Entries(_RowView[RecordEntry]):
     """``Ownership.entries``: row → its RecordEntry, made on demand from its distribution's rows."""
 
     def _item(self, i: int) -> RecordEntry:
@@ -284,14 +292,14 @@ class _Entries(_RowView):
             yield tables[k].entry(j)
 
 
-class _Rows(_RowView):
+class _Rows(_RowView[Row]):
     """``Ownership.rows`` as it was: (distribution, entry, absolute path) per row, made on demand."""
 
-    def _item(self, i: int):
+    def _item(self, i: int) -> Row:
         own = self._own
         return own.dist(i), own.entry(i), own.path(i)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Row]:
         own = self._own
         dists, prefixes, odd = own.dists, own._prefix, own._odd
         for i, (k, table, j) in enumerate(own.columns()):
@@ -300,7 +308,7 @@ class _Rows(_RowView):
             yield dists[k], entry, path if path is not None else prefixes[k] + entry.path
 
 
-class _Owners(Mapping):
+class _Owners(Mapping[str, list[tuple[Distribution, RecordEntry]]]):
     """``Ownership.owners`` as it was: absolute path → [(distribution, entry)] of the rows naming it."""
 
     def __init__(self, own: Ownership) -> None:
@@ -315,12 +323,6 @@ class _Owners(Mapping):
             raise KeyError(path)
         return [(own.dist(i), own.entry(i)) for i in own.rows_of(path)]
 
-    def get(self, path, default=None):  # type: ignore[override]
-        try:
-            return self[path]
-        except KeyError:
-            return default
-
     def __iter__(self) -> Iterator[str]:
         return self._own.paths()
 
@@ -329,7 +331,7 @@ class _Owners(Mapping):
         return sum(len(bucket) for _, bucket in own._buckets) + len(own._elsewhere)
 
 
-class OwnedView(AbstractSet):
+class OwnedView(AbstractSet[str]):
     """The owned paths of an ``Ownership``, as a read-only set."""
 
     def __init__(self, own: Ownership) -> None:
@@ -346,7 +348,7 @@ class OwnedView(AbstractSet):
 
     __hash__ = AbstractSet._hash
 
-    def __reduce__(self):  # pickled (a fleet's report, multiprocessing) as the plain set it stands for
+    def __reduce__(self) -> tuple[type[frozenset[str]], tuple[frozenset[str]]]:  # pickled (a fleet's report, multiprocessing) as the plain set it stands for
         return frozenset, (frozenset(self),)
 
 

@@ -10,13 +10,13 @@ import struct
 import threading
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from itertools import compress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from dataclasses import dataclass, replace
 
-from ..caches.statcache import SIGNATURE, tag
-from .dists import TRUSTED_INSTALLERS, MetadataDir
+from ..caches.statcache import SIGNATURE, DigestCache, tag
+from .dists import MetadataDir, trusted_installer
 from ..fs.containment import Containment
 from .target import containment_for
 from ..fs.reader import ByteProgress
@@ -24,8 +24,13 @@ from .managers.registry import MANAGED_KINDS
 from ..core.values import Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, Unverifiable
 from . import files
 from .fast import prehash, smallfiles
-from .ownership import Ownership, bytecode_source, is_bytecode, is_virtualenv_style_row
+from .ownership import Ownership, Row, bytecode_source, is_bytecode, is_virtualenv_style_row
 from .roots import root_of
+
+if TYPE_CHECKING:
+    from .unowned import UnownedWalk
+
+Progress = Callable[[int, int], None]  # ByteProgress's callback: (bytes done, bytes in all)
 
 _KIND = {
     files.MODIFIED: DriftKind.MODIFIED,
@@ -34,10 +39,7 @@ _KIND = {
 }
 
 
-Row = tuple  # (Distribution, RecordEntry, absolute path): Ownership.rows
-
-
-def _access(rows) -> tuple[Sequence[Any], Callable[[int], str]]:
+def _access(rows: Sequence[Row]) -> tuple[Sequence[RecordEntry], Callable[[int], str]]:
     """(the entry of each row, row → its absolute path): straight from the ``Ownership`` behind
     ``rows`` (its ``rows`` view makes a tuple per access), or from a plain list of rows."""
     own = getattr(rows, "_own", None)
@@ -46,7 +48,7 @@ def _access(rows) -> tuple[Sequence[Any], Callable[[int], str]]:
     return [row[1] for row in rows], lambda i: rows[i][2]
 
 
-def _size_of(rows) -> Callable[[int], int | None]:
+def _size_of(rows: Sequence[Row]) -> Callable[[int], int | None]:
     """Row → the size its RECORD gives, read from the columns where there are some."""
     own = getattr(rows, "_own", None)
     if isinstance(own, Ownership):
@@ -57,7 +59,7 @@ def _size_of(rows) -> Callable[[int], int | None]:
 class _Pairs:
     """(entry, absolute path) of some rows, made one at a time (for the small-files child)."""
 
-    def __init__(self, entries: Sequence[Any], path_of: Callable[[int], str], indices: Sequence[int]) -> None:
+    def __init__(self, entries: Sequence[RecordEntry], path_of: Callable[[int], str], indices: Sequence[int]) -> None:
         self._entries, self._path_of, self._indices = entries, path_of, indices
 
     def __len__(self) -> int:
@@ -87,7 +89,7 @@ def _cache_archives(links: Containment) -> tuple[str, ...]:
 
 
 
-def presence_only(rows: Sequence[Row], owners) -> list[bool]:
+def presence_only(rows: Sequence[Row], owners: Container[str]) -> list[bool]:
     """Rows checked by presence alone: no hash to compare, egg-info lists, and bytecode of an owned
     source (derived data: Python rewrites it at will, even a wheel-shipped .pyc, docs/installers.md §6a)."""
     flags: list[bool] = []
@@ -115,7 +117,7 @@ def presence_only(rows: Sequence[Row], owners) -> list[bool]:
     return flags
 
 
-def _stat_pass(rows: Sequence[Row], presence: list[bool], cache, links: Containment | None = None,
+def _stat_pass(rows: Sequence[Row], presence: list[bool], cache: DigestCache | None, links: Containment | None = None,
                settled: Sequence[int] = ()) -> tuple[list[files.EntryResult | None], Sequence[int]]:
     """Settle, one lstat per file at most, the files the stat cache knows unchanged. Rows the cache
     knows nothing of go straight to hashing, unstat'ed (the hashing path opens and fstat's them
@@ -156,6 +158,7 @@ def _stat_pass(rows: Sequence[Row], presence: list[bool], cache, links: Containm
             results[i] = check(path, entry, False, cache, read=False, links=links)
             continue
         digest = entry.hash
+        assert digest is not None  # a row not checked by presence alone has a hash (presence_only)
         try:  # signature() and tag(), inlined: this loop runs once per file of a warm audit
             expected = pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev) + (
                 sha256_tag if digest.algorithm == "sha256" else tag(digest.algorithm, b"")) + digest.digest
@@ -177,7 +180,8 @@ def _stat_pass(rows: Sequence[Row], presence: list[bool], cache, links: Containm
     return results, pending
 
 
-def _presence_pass(rows: Sequence[Row], presence: list[bool], results: list, unseen: list[int], cache,
+def _presence_pass(rows: Sequence[Row], presence: list[bool], results: list[files.EntryResult | None], unseen: list[int],
+                   cache: DigestCache | None,
                    links: Containment | None = None) -> None:
     """Presence-only rows: those the directory walk saw as regular files are there; the rest
     (``unseen``: symlinks, other types, missing, outside the walked roots) get an lstat and, if
@@ -242,7 +246,8 @@ class _TwoEnds:
 # EntryResult of its own (a RECORD of a million rows under a deleted directory holds one object).
 ABSENT = files.EntryResult(files.MISSING, {})
 
-def _check(path: str, entry: RecordEntry, presence_only: bool = False, cache=None, **kwargs: Any) -> files.EntryResult | None:
+def _check(path: str, entry: RecordEntry, presence_only: bool = False, cache: DigestCache | None = None,
+           **kwargs: Any) -> files.EntryResult | None:
     """``files.check_entry``, with a plainly missing file (no such path) as the shared ``ABSENT``:
     a million missing rows hold one object, not a million results with their expectations
     (``verify_records`` makes those only for the drifts it reports file by file)."""
@@ -257,8 +262,9 @@ BATCH_BYTES = 1 << 20
 HELPER_MIN = 256 << 10  # bytes; see take_high
 
 
-def _hash_pending(rows: Sequence[Row], presence: list[bool], pending: Sequence[int], results: list, jobs: int,
-                  cache, progress, links: Containment | None = None, walk=None) -> None:
+def _hash_pending(rows: Sequence[Row], presence: list[bool], pending: Sequence[int], results: list[files.EntryResult | None],
+                  jobs: int, cache: DigestCache | None, progress: Progress | None, links: Containment | None = None,
+                  walk: UnownedWalk | None = None) -> None:
     quick, check = files.quick_check, _check
     entries, path_of = _access(rows)
     size_of = _size_of(rows)
@@ -302,8 +308,9 @@ def _hash_pending(rows: Sequence[Row], presence: list[bool], pending: Sequence[i
         meter.add(sum(size_of(i) or 0 for i in theirs))
 
 
-def _share(rows: Sequence[Row], presence: list[bool], order: Sequence[int], sizes: Sequence[int], results: list,
-           jobs: int, cache, meter: ByteProgress, links: Containment | None = None, walk=None) -> None:
+def _share(rows: Sequence[Row], presence: list[bool], order: Sequence[int], sizes: Sequence[int],
+           results: list[files.EntryResult | None], jobs: int, cache: DigestCache | None, meter: ByteProgress,
+           links: Containment | None = None, walk: UnownedWalk | None = None) -> None:
     """``order`` (sizes ascending) between this thread, from the small end, and helper threads.
 
     The type of a file must be known before it is opened (a device node is never opened): an
@@ -362,8 +369,8 @@ def _share(rows: Sequence[Row], presence: list[bool], order: Sequence[int], size
         raise failures[0]
 
 
-def _settle_prehashed(rows: Sequence[Row], pending: Sequence[int], done: dict, cache, results: list
-                      ) -> Sequence[int]:
+def _settle_prehashed(rows: Sequence[Row], pending: Sequence[int], done: dict[str, tuple[bytes, str, bytes, int]],
+                      cache: DigestCache | None, results: list[files.EntryResult | None]) -> Sequence[int]:
     """Rows a ``Prehasher`` child hashed, if the file is still as the child read it; the rest."""
     rest = array("I")
     entries, path_of = _access(rows)
@@ -371,22 +378,25 @@ def _settle_prehashed(rows: Sequence[Row], pending: Sequence[int], done: dict, c
         entry, path = entries[i], path_of(i)
         found = done.get(path)
         if found is not None:
+            expected = entry.hash
+            assert expected is not None  # a pending row has a hash (presence_only)
             try:
                 st = os.lstat(path)
             except OSError:
                 st = None
-            digest = prehash.usable(st, found, entry.hash.algorithm) if st is not None else None
-            if digest is not None and st is not None and stat.S_ISREG(st.st_mode) and digest == entry.hash.digest \
+            digest = prehash.usable(st, found, expected.algorithm) if st is not None else None
+            if digest is not None and st is not None and stat.S_ISREG(st.st_mode) and digest == expected.digest \
                     and (entry.size is None or entry.size == st.st_size):
                 results[i] = files._PLAIN_OK
                 if cache is not None:
-                    cache.store(path, st, entry.hash.algorithm, digest, found[3])
+                    cache.store(path, st, expected.algorithm, digest, found[3])
                 continue
         rest.append(i)  # not hashed, changed since, or a drift: hashed here, which describes it
     return rest
 
 
-def _run(rows: Sequence[Row], presence: list[bool], jobs: int, cache, progress=None, walk=None,
+def _run(rows: Sequence[Row], presence: list[bool], jobs: int, cache: DigestCache | None,
+         progress: Progress | None = None, walk: UnownedWalk | None = None,
          early: prehash.Prehasher | None = None, links: Containment | None = None) -> list[files.EntryResult]:
     """Check every row: the stat-cache pass, what the ``early`` child hashed meanwhile, the files
     left to hash (from both ends), then the presence-only rows, which wait for the walk (running
@@ -407,7 +417,7 @@ def _run(rows: Sequence[Row], presence: list[bool], jobs: int, cache, progress=N
         _hash_pending(rows, presence, left, results, jobs, cache, None, links)  # only if the child failed
     unseen = walk.unseen_presence_rows() if walk is not None else [i for i, flag in enumerate(presence) if flag]
     _presence_pass(rows, presence, results, unseen, cache, links)
-    return results  # type: ignore[return-value]
+    return results  # type: ignore[return-value]  # the passes above settle every row: no None is left
 
 
 def _not_drift(entry: RecordEntry, path: str, result: files.EntryResult) -> bool:
@@ -418,8 +428,8 @@ def _not_drift(entry: RecordEntry, path: str, result: files.EntryResult) -> bool
 
 
 def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, jobs: int,
-                   cache=None, progress=None, presence: list[bool] | None = None,
-                   walk=None, early: prehash.Prehasher | None = None,
+                   cache: DigestCache | None = None, progress: Progress | None = None,
+                   presence: list[bool] | None = None, walk: UnownedWalk | None = None, early: prehash.Prehasher | None = None,
                    containment: Containment | None = None) -> RecordsOutcome:
     """``presence``: ``presence_only(own.rows, own.owners)``, if already computed; ``walk``: an
     ``UnownedWalk`` that tells which presence-only rows need a stat (default: all of them);
@@ -471,7 +481,9 @@ def verify_records(target: Target, metadirs: list[MetadataDir], own: Ownership, 
 
     checks_by_dist: dict[str, list[FileCheck]] = defaultdict(list)
     for check in gone_checks:
-        checks_by_dist[check.distribution.metadata_dir].append(check)  # type: ignore[union-attr]
+        owner = check.distribution
+        assert owner is not None  # a group of missing rows is one distribution's
+        checks_by_dist[owner.metadata_dir].append(check)
     for path, pairs in raw.items():
         winners = [d for d, r in pairs if r.status == files.OK]
         for dist, result in pairs:
@@ -543,7 +555,7 @@ def _top_gone(directory: str, root: str, memo: dict[str, str | None]) -> str | N
     return top
 
 
-def _missing_directories(target: Target, own: Ownership, results: list) -> tuple[bytearray | None, list[FileCheck]]:
+def _missing_directories(target: Target, own: Ownership, results: Sequence[files.EntryResult]) -> tuple[bytearray | None, list[FileCheck]]:
     """Missing rows grouped, per distribution, by the topmost directory above them that is gone
     (else by their own directory, which is there); a group of ``GROUP_MIN`` or more becomes one
     MISSING_DIRECTORY (or MISSING_FILES) check. Returns (a flag per row
@@ -551,7 +563,7 @@ def _missing_directories(target: Target, own: Ownership, results: list) -> tuple
     RECORD path (one lookup per directory a RECORD names, not one path per row)."""
     memo: dict[str, str | None] = {}
     tops: dict[tuple[int, str], tuple[str, bool]] = {}  # (distribution, RECORD directory) → (group, gone)
-    groups: dict[tuple[int, str, bool], array] = {}
+    groups: dict[tuple[int, str, bool], array[int]] = {}
     missing, plain_ok = files.MISSING, files._PLAIN_OK
     for i, result in enumerate(results):
         if result is plain_ok or (result is not ABSENT and result.status != missing):
@@ -590,10 +602,6 @@ def _missing_directories(target: Target, own: Ownership, results: list) -> tuple
                                     f"{len(rows)} files {dist.name}'s RECORD lists in this directory are missing; "
                                     "the directory is there"))
     return grouped, checks
-
-
-def trusted_installer(dist: Distribution) -> bool:
-    return dist.installer is not None and dist.installer.lower() in TRUSTED_INSTALLERS
 
 
 def _vouched_by_rows(dist: Distribution, found: list[FileCheck]) -> list[FileCheck]:

@@ -17,14 +17,17 @@ driftscan's own options and environment name) and from ``stat`` of the wheel fil
 from __future__ import annotations
 
 import enum
+import json
 import os
 import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from urllib.parse import unquote, urlsplit
 
 from ..core.errors import ConfigError
 from ..core.values import Distribution
+from ..fs.reader import read_regular
 
 
 class SourceKind(str, enum.Enum):
@@ -110,8 +113,6 @@ def _wheel_path(dist: Distribution) -> str | None:
     url = (dist.direct_url or {}).get("url")
     if not isinstance(url, str) or not url.startswith("file://") or "archive_info" not in (dist.direct_url or {}):
         return None
-    from urllib.parse import unquote, urlsplit
-
     path = unquote(urlsplit(url).path)
     return path if path.endswith(".whl") and os.path.isabs(path) else None
 
@@ -141,10 +142,6 @@ def installed_source(dist: Distribution, entry: CacheEntry | None = None) -> Rei
 def installed_ctime(dist: Distribution) -> int | None:
     """The ctime (ns) of the wheel file uv installed ``dist`` from, as its ``uv_cache.json`` records
     it (``{"timestamp": {"secs_since_epoch", "nanos_since_epoch"}}``); None without one."""
-    import json
-
-    from ..fs.reader import read_regular
-
     try:
         data = json.loads(read_regular(os.path.join(dist.metadata_dir, "uv_cache.json"), 64 << 10,
                                        what="uv_cache.json"))

@@ -125,7 +125,7 @@ def commit_at(repo: gitaccess.Repository, when: float | None) -> str | None:
 
 
 def _diff(repo: gitaccess.Repository, rel: str) -> str | None:
-    from .. import git as gitaccess
+    from .. import git as gitaccess  # imported already by _open, which made ``repo``: only the name here
 
     try:
         text = repo.run("diff", "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all", "HEAD",
@@ -139,7 +139,7 @@ def _diff(repo: gitaccess.Repository, rel: str) -> str | None:
 
 
 def _open(src: EditableSource, label: str) -> tuple[gitaccess.Repository | None, SourceOutcome | None]:
-    from .. import git as gitaccess  # (subprocess, shutil, tempfile: not imported by an audit without editables)
+    from .. import git as gitaccess  # ~45 ms (subprocess, shutil, tempfile): only an editable install needs it
 
     if gitaccess.git_executable() is None:
         return None, SourceOutcome([], 0, [Unverifiable(
@@ -186,7 +186,7 @@ def verify_source(src: EditableSource) -> SourceOutcome:
                                                   "source tree; not read")], [])
     repo, refused = _open(src, label)
     if repo is None:
-        return refused  # type: ignore[return-value]
+        return refused  # type: ignore[return-value]  # _open gives an outcome whenever it gives no repository
     with repo:
         return _verify(src, repo)
 
@@ -211,7 +211,7 @@ def _is_python_project(path: str) -> bool:
 
 
 def _verify(src: EditableSource, repo: gitaccess.Repository) -> SourceOutcome:
-    from .. import git as gitaccess
+    from .. import git as gitaccess  # imported already by _open, which made ``repo``: only the name here
 
     root = repo.top
     spec = os.path.relpath(src.project_dir, root)

@@ -9,6 +9,7 @@ import re
 import stat
 import sys
 import sysconfig
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from ..core.errors import TargetError
@@ -404,6 +405,7 @@ def containment_for(target: Target, link_roots: tuple[str, ...] | list[str] = ()
     return Containment(environment_roots(target), link_roots)
 
 
-def containment_for_site_packages(site_packages, link_roots=()) -> Containment:
+def containment_for_site_packages(site_packages: Iterable[str], link_roots: tuple[str, ...] | list[str] = ()
+                                  ) -> Containment:
     """The read boundary of bare site-packages directories."""
     return Containment(tuple(dict.fromkeys(site_packages_root(s) for s in site_packages)), link_roots)

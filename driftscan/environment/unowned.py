@@ -11,6 +11,7 @@ import mmap
 import os
 import stat
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..caches.statcache import signature
 from .target import environment_roots
@@ -22,9 +23,13 @@ from ..fs.helpers import Child, may_fork
 from .ownership import Ownership, bytecode_source, is_legit_site_file, is_venv_file
 from .roots import root_of
 
+# What the walk found: (added-file checks, problems, presence-only rows it did not see, listed directories)
+_Walked = tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]]
 
-def _walk(root: str, problems: list[Problem], skip_dir, regular: Callable[[str], object] | None,
-          listed: list[tuple[str, bytes]] | None = None) -> Iterator[os.DirEntry]:
+
+def _walk(root: str, problems: list[Problem], skip_dir: Callable[[str], bool],
+          regular: Callable[[str], object] | None,
+          listed: list[tuple[str, bytes]] | None = None) -> Iterator[os.DirEntry[str]]:
     """Yield every non-directory entry under ``root`` (symlinks to directories included), and pass
     the paths of regular files to ``regular``: the directory listing's file types, free of any stat.
     ``listed`` receives each directory's signature, taken *before* it is listed (an entry added
@@ -58,16 +63,16 @@ def _walk(root: str, problems: list[Problem], skip_dir, regular: Callable[[str],
                     stack.append(entry.path)
                 continue
             if is_file:
-                regular(entry.path)  # type: ignore[misc]
+                regular(entry.path)  # type: ignore[misc]  # is_file is only set when regular is given
             yield entry
 
 
-def _actual(entry: os.DirEntry) -> dict:
+def _actual(entry: os.DirEntry[str]) -> dict[str, Any]:
     try:
         st = entry.stat(follow_symlinks=False)
     except OSError:
         return {}
-    actual = {"type": file_type(st.st_mode), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    actual: dict[str, Any] = {"type": file_type(st.st_mode), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
     if stat.S_ISLNK(st.st_mode):
         try:
             actual["target"] = os.readlink(entry.path)
@@ -113,7 +118,7 @@ def find_unowned(target: Target, own: Ownership, regular: set[str] | bytearray |
             for i in own.rows_of(path):
                 marks[i] = 1
     else:
-        note = regular.add if regular is not None else None  # type: ignore[assignment]
+        note = regular.add if regular is not None else None  # type: ignore[assignment]  # set.add returns None: a Callable[[str], object]
 
     problems: list[Problem] = []
     checks: list[FileCheck] = []
@@ -192,7 +197,7 @@ class UnownedWalk:
         for hashing without an lstat each, worth it when most files will be hashed)."""
         self._target, self._own, self._presence, self._signatures = target, own, presence, signatures
         self._child: Child | None = None
-        self._result: tuple | None = None  # (checks, problems, unseen, listed)
+        self._result: _Walked | None = None
         self._regular: bytearray | None = None  # per row, 1 if seen as a regular file (when walking here)
         self._typed: bytes | None = None
         # A shared page, not the pipe, carries the answer to ``typed()``: the child writes it as
@@ -205,7 +210,7 @@ class UnownedWalk:
             self._child = None
             self._result = self._walk()
 
-    def _walk(self) -> tuple:
+    def _walk(self) -> _Walked:
         regular = bytearray(len(self._own.entries))  # per row: 1 if the walk saw its path as a regular file
         listed: list[tuple[str, bytes]] = []
         checks, problems = find_unowned(self._target, self._own, regular, listed if self._signatures else None)
@@ -226,7 +231,8 @@ class UnownedWalk:
     def _send(self, fd: int) -> None:
         checks, problems, unseen, listed = self._walk()
         if self._shared is not None:
-            self._shared[1:] = self._typed_of(self._regular)  # type: ignore[arg-type]
+            assert self._regular is not None  # set by _walk()
+            self._shared[1:] = self._typed_of(self._regular)
             self._shared[0] = 1
         # Plain values (marshal: pickle's import alone costs the audit half a megabyte)
         plain = [(c.kind.value, c.path, c.root, c.distribution.metadata_dir if c.distribution else None,
@@ -235,11 +241,12 @@ class UnownedWalk:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
 
-    def _collect(self) -> tuple:
+    def _collect(self) -> _Walked:
         if self._result is not None:
             return self._result
         data = self._child.wait() if self._child is not None else None
         try:
+            # No child's data (None) raises TypeError: walked here instead, below.
             plain, problems, unseen, listed = marshal.loads(data)  # type: ignore[arg-type]
             problems = [Problem(path, message) for path, message in problems]
             by_dir = {md.path: md.distribution for md in self._own.metadata.values()}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from . import find_distributions
@@ -24,9 +25,10 @@ from .uv.links import annotate_app_data, annotate_uv_cache
 
 if TYPE_CHECKING:
     from ..caches.statcache import DigestCache
+    from .dists import MetadataDir
 
 
-def _orphaned(target: Target, md) -> FileCheck:
+def _orphaned(target: Target, md: MetadataDir) -> FileCheck:
     try:
         content = sorted(os.listdir(md.path))
     except OSError:
@@ -44,7 +46,7 @@ def _orphaned(target: Target, md) -> FileCheck:
 
 def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
            stat_cache: DigestCache | None = None,
-           progress=None, clean_index: bool = True) -> Verification:
+           progress: Callable[[int, int], None] | None = None, clean_index: bool = True) -> Verification:
     """``uv_cache``: where uv's cache is (default: uv's own rule), to trace hard-linked edits.
     ``stat_cache``: a ``driftscan.caches.statcache.DigestCache`` to skip re-hashing unchanged files; a clean
     result also leaves it a clean index (``still_clean`` then settles the next audit).

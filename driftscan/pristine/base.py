@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from ..core.values import Distribution, RecordEntry, SourceKind  # noqa: F401 - SourceKind re-exported
+from ..core.values import Distribution, RecordEntry, SourceKind as SourceKind  # re-exported
 from ..formats.record import new_hash
 
 CHUNK = 1 << 20

@@ -8,14 +8,18 @@ must match it. Its content is used only where it hashes to what RECORD says.
 
 from __future__ import annotations
 
+import json
 import os
 
 import re
 import urllib.parse
 from typing import Any
 
+from ..caches.location import write_cache_file
+from ..caches.statcache import user_cache_dir
 from ..core.values import Distribution
 from ..formats.record import ACCEPTED_ALGORITHMS, new_hash
+from ..fs.reader import read_regular
 from .base import CHUNK, Rejected, SourceKind, error_text
 from .wheel import MAX_WHEEL, ZipCopy, open_file, wheel_members_error
 
@@ -52,7 +56,7 @@ def wheel_path(direct_url: Any) -> tuple[str | None, str]:
     return path, ""
 
 
-def archive_hashes(direct_url: dict) -> tuple[dict[str, bytes] | None, str | None]:
+def archive_hashes(direct_url: dict[str, Any]) -> tuple[dict[str, bytes] | None, str | None]:
     """The digests ``archive_info`` records, by algorithm: ({}, None) when none are recorded,
     (None, why) when what is recorded is malformed."""
     info = direct_url.get("archive_info")
@@ -129,8 +133,6 @@ def open_direct_url(dist: Distribution) -> tuple[ZipCopy | Rejected | None, str]
 # 800 MB torch wheel would otherwise pay for hashing it on every audit. The same trust as the stat
 # cache (docs/performance.md): a file rewritten in place keeps none of inode, size, mtime and ctime.
 def _memo_path() -> str:
-    from ..caches.statcache import user_cache_dir
-
     return os.path.join(user_cache_dir(), "pristine", "archive-digests.json")
 
 
@@ -138,11 +140,7 @@ def _signature(st: os.stat_result) -> str:
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
-def _load_memo() -> dict:
-    import json
-
-    from ..fs.reader import read_regular
-
+def _load_memo() -> dict[str, Any]:
     try:
         memo = json.loads(read_regular(_memo_path(), 16 << 20, what="cache"))
     except (OSError, ValueError):
@@ -157,10 +155,6 @@ def _known(path: str, signature: str, digests: dict[str, bytes]) -> bool:
 
 
 def _remember(path: str, signature: str, digests: dict[str, bytes]) -> None:
-    import json
-
-    from ..caches.location import write_cache_file
-
     memo = _load_memo()
     memo[path] = {"signature": signature, **{a: d.hex() for a, d in digests.items()}}
     if len(memo) > 4096:  # keep the newest entries

@@ -16,9 +16,14 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 
-from ..caches.location import user_cache_dir, write_cache_file
-from ..core.values import Distribution, Hash, RecordEntry
+from ..caches.location import below_cache, user_cache_dir, write_cache_file
+from ..core.values import Distribution, Hash, RecordEntry, SourceKind
 from ..formats.record import new_hash, parse_hash
+from ..fs.confined import read_below
+from .base import Rejected
+from .fetch import fetch_candidates
+from .wheel import open_wheel
+from .wheelhouse import Wheelhouse
 
 READ_MAX = 64 << 20
 
@@ -56,9 +61,6 @@ def kept(hash_before: str | None) -> bytes | None:
     path = kept_path(hash_before)
     if path is None:
         return None
-    from ..caches.location import below_cache
-    from ..fs.confined import read_below
-
     try:
         data = read_below(*below_cache(path), READ_MAX)  # nothing below the cache directory followed
     except (OSError, ValueError):
@@ -89,7 +91,7 @@ class OriginalFinder:
         self.fetch = fetch
         self.python_version = python_version
         self.venv = venv
-        self._found: dict[tuple[str, str], tuple[list[tuple[object, str]], list[str]]] = {}
+        self._found: dict[tuple[str, str], tuple[list[tuple[SourceKind, str]], list[str]]] = {}
         self._work: str | None = None
 
     def close(self) -> None:
@@ -102,10 +104,8 @@ class OriginalFinder:
             self._work = tempfile.mkdtemp(prefix="driftscan-reapply-")
         return self._work
 
-    def _wheels_of(self, name: str, version: str, like: Distribution | None) -> tuple[list[tuple[object, str]], list[str]]:
-        from .fetch import fetch_candidates
-        from .wheelhouse import Wheelhouse
-
+    def _wheels_of(self, name: str, version: str, like: Distribution | None
+                   ) -> tuple[list[tuple[SourceKind, str]], list[str]]:
         key = (name.lower(), version)
         if key in self._found:
             return self._found[key]
@@ -116,13 +116,13 @@ class OriginalFinder:
         if self.fetch:
             tagged = Distribution(name, version, like.metadata_dir, like.site_packages) if like is not None else broad
             candidates += list(fetch_candidates(tagged, self.python_version, self.venv, self._workdir, notes))
-        found: list[tuple[object, str]] = []
+        found: list[tuple[SourceKind, str]] = []
         for c in candidates:
-            if not hasattr(c, "read"):
-                notes.append(f"{c.source.label} {c.path} (rejected: {c.reason})")  # type: ignore[union-attr]
+            if isinstance(c, Rejected):
+                notes.append(f"{c.source.label} {c.path} (rejected: {c.reason})")
                 continue
-            found.append((c.source, c.path))  # type: ignore[union-attr]
-            c.close()  # type: ignore[union-attr]
+            found.append((c.source, c.path))
+            c.close()
         if not self.wheels:
             notes.append("--wheels (not given)")
         if not self.fetch:
@@ -135,8 +135,6 @@ class OriginalFinder:
         """The original of ``record_path`` in ``name`` ``version``'s wheel: ``(bytes or None, where
         it came from, what was tried)``; what is found is kept (``keep``). ``like``: the installed
         distribution of that name (its WHEEL tags pick the wheel to download)."""
-        from .wheel import open_wheel
-
         h = _hash(hash_before)
         if h is None:
             return None, "", ["the checkpoint gives no usable hash_before"]
@@ -148,7 +146,7 @@ class OriginalFinder:
         for source, path in found:
             try:
                 # A wheel of --wheels DIR may be a link into a wheelhouse; a download is driftscan's own.
-                copy = open_wheel(path, source, dist, follow=getattr(source, "value", "") != "fetch")  # type: ignore[arg-type]
+                copy = open_wheel(path, source, dist, follow=source.value != "fetch")
             except Exception as exc:  # noqa: BLE001 - a wheel that vanished or broke: a reason
                 tried.append(f"{path} ({type(exc).__name__})")
                 continue

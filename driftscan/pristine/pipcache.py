@@ -18,7 +18,9 @@ import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
+from ..caches.location import write_cache_file
 from ..caches.racy import RACY_NS  # a directory changed this recently is listed again next time
 from ..caches.statcache import user_cache_dir
 from ..fs.reader import LIMITS, read_regular
@@ -36,6 +38,9 @@ from .wheel import (
 )
 
 FORMAT = "driftscan-pip-http-v2-index-1"
+# One directory of the index, as JSON keeps it: [signature ("" when incomplete), subdirectories,
+# {body name: [body signature, name, version] or [body signature]}].
+_Listing = list[Any]
 MAX_INDEXED = 5000  # bodies whose central directory one run reads (the rest wait for the next run)
 CD_INDEX_CAP = 16 << 20  # bytes of one central directory read for the index
 MAX_DIRS = 500_000  # directories of the cache looked at
@@ -105,7 +110,7 @@ class PipCacheIndex:
         self.incomplete = False  # the last refresh hit a cap
         self._by_key: dict[tuple[str, str], list[str]] | None = None
 
-    def _load(self) -> dict[str, list]:
+    def _load(self) -> dict[str, _Listing]:
         try:
             data = json.loads(read_regular(self.path, LIMITS["cache"], what="cache"))
         except (OSError, ValueError, RecursionError):
@@ -121,16 +126,14 @@ class PipCacheIndex:
                 and isinstance(entry, list) and len(entry) == 3
                 and isinstance(entry[0], str) and isinstance(entry[1], list) and isinstance(entry[2], dict)}
 
-    def _save(self, dirs: dict[str, list]) -> None:
-        from ..caches.location import write_cache_file
-
+    def _save(self, dirs: dict[str, _Listing]) -> None:
         write_cache_file(self.path, json.dumps({"format": FORMAT, "root": self.root, "dirs": dirs},
                                                separators=(",", ":")).encode(), prefix=".pipcache-")  # only a cache
 
     def refresh(self) -> None:
         self.indexed, self.incomplete = 0, False
         old = self._load()
-        dirs: dict[str, list] = {}
+        dirs: dict[str, _Listing] = {}
         stack = [""]
         changed = False
         while stack:
@@ -165,9 +168,9 @@ class PipCacheIndex:
                                                                      if rel else os.path.join(self.root, name))
         self._by_key = by_key
 
-    def _list(self, path: str, rel: str, signature: str, known: dict) -> list:
+    def _list(self, path: str, rel: str, signature: str, known: dict[str, Any]) -> _Listing:
         subdirs: list[str] = []
-        bodies: dict[str, list] = {}
+        bodies: dict[str, list[str]] = {}
         complete = True
         try:
             with os.scandir(path) as entries:

@@ -81,13 +81,13 @@ class _Sources:
         if self._uv is False:
             where = self.options.uv_cache or default_uv_cache()
             self._uv = ArchiveIndex(where) if where and os.path.isdir(where) else None
-        return self._uv  # type: ignore[return-value]
+        return self._uv  # type: ignore[return-value]  # False (not looked up yet) is gone by now
 
     def pip(self) -> PipCacheIndex | None:
         if self._pip is False:
             where = self.options.pip_cache or default_pip_cache()
             self._pip = PipCacheIndex(where, self.progress) if where and os.path.isdir(where) else None
-        return self._pip  # type: ignore[return-value]
+        return self._pip  # type: ignore[return-value]  # False (not looked up yet) is gone by now
 
     def candidates(self, dist: Distribution, notes: list[str]) -> Iterator[PristineCopy | Rejected]:
         found, why = open_direct_url(dist)

@@ -19,7 +19,9 @@ from typing import BinaryIO
 
 from ..fs.reader import open_regular
 from ..core.values import Distribution, RecordEntry
+from ..formats.record import parse_record
 from .base import PristineCopy, SourceKind
+from .names import expand_tags
 
 MAX_WHEEL = 16 << 30  # the largest wheels (CUDA builds of torch) are a few GB
 CD_CAP = 64 << 20  # a central directory read for reading members (torch's: about 2 MB)
@@ -178,8 +180,6 @@ class ZipCopy(PristineCopy):
     def wheel_tags(self) -> frozenset[str]:
         """The ``Tag:`` lines of the wheel's own ``*.dist-info/WHEEL`` (what the installer copied
         into the installed dist-info), expanded; empty when it has none."""
-        from .names import expand_tags
-
         info = self._zip.NameToInfo.get(f"{self._info}/WHEEL") if self._info else None
         if info is None or info.file_size > 64 << 10:
             return frozenset()
@@ -218,8 +218,6 @@ class ZipCopy(PristineCopy):
     def own_record(self) -> dict[str, RecordEntry] | None:
         """The wheel's own RECORD (``*.dist-info/RECORD`` in it), by member name; None when it has
         none, or one too big or unreadable (a RECORD of a wheel is never trusted for its size)."""
-        from ..formats.record import parse_record
-
         info = self._zip.NameToInfo.get(f"{self._info}/RECORD") if self._info else None
         if info is None or info.file_size > OWN_RECORD_MAX:
             return None
@@ -259,7 +257,7 @@ class ZipCopy(PristineCopy):
         info = self._member(entry)
         if info is None:
             return None
-        return self._zip.open(info), info.file_size  # type: ignore[return-value]
+        return self._zip.open(info), info.file_size  # type: ignore[return-value]  # a ZipExtFile, typed IO[bytes]
 
     def close(self) -> None:
         super().close()

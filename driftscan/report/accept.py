@@ -181,7 +181,7 @@ class _Program:
             mask = 0
             for t, (kind, data) in enumerate(self.tokens):
                 if (kind == "lit" and ch == data) or (kind == "one" and ch != "/") or \
-                        (kind == "set" and ch != "/" and data.fullmatch(ch)):  # type: ignore[attr-defined]
+                        (kind == "set" and ch != "/" and data.fullmatch(ch)):  # type: ignore[attr-defined]  # a set's data: a Pattern
                     mask |= 1 << t
             if len(self.advance) < 4096:  # a subject's alphabet; a bound all the same
                 self.advance[ch] = mask

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 from collections.abc import Sequence
-from typing import Annotated, Any, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 from dataclasses import field
 
@@ -16,8 +16,11 @@ from ..core.datamodel import DataModel, InlineEnum, datamodel, describe
 
 from .._version import __version__
 from ..fs.atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
-from ..core.values import Drift, DriftKind, Finding, Origin, Prediction, Scope, Severity, Verification
+from ..core.values import Drift, DriftKind, Finding, Origin, Prediction, Problem, Scope, Severity, Verification
 from ..fs.paths import printable, printable_tree, relpath
+
+if TYPE_CHECKING:  # a clean audit's report imports no pristine code (tests/contract/test_imports.py)
+    from ..pristine.base import Lookup
 
 SCHEMA_VERSION: Final = "1"
 SCOPE_ORDER = [Scope.PACKAGE, Scope.ENVIRONMENT, Scope.SOURCE, Scope.DATA, Scope.EXTERNAL]
@@ -32,8 +35,9 @@ def _hostname() -> str:
     uname gives the same (POSIX: glibc's gethostname is uname's nodename)."""
     uname = getattr(os, "uname", None)
     if uname is not None:
-        return uname().nodename
-    import socket
+        nodename: str = uname().nodename
+        return nodename
+    import socket  # ~0.8 MB resident; only where os has no uname
 
     return socket.gethostname()
 
@@ -252,7 +256,7 @@ def pristine_of(report: Report, distribution: str) -> PristineOut | None:
     return next((p for p in report.pristine if p.distribution == distribution), None)
 
 
-def pristine_out(lookups: Sequence[Any]) -> list[PristineOut]:
+def pristine_out(lookups: Sequence[Lookup]) -> list[PristineOut]:
     """The report's view of ``driftscan.pristine.Lookup`` values."""
     out = []
     for lk in lookups:
@@ -267,8 +271,8 @@ def pristine_out(lookups: Sequence[Any]) -> list[PristineOut]:
 
 
 def build_report(verification: Verification, drifts: list[Drift], duration: float | None = None,
-                 model_dirs: list[str] | None = None, skipped: list | None = None,
-                 pristine: Sequence[Any] = (), not_hashed: int = 0, trusted_by_signature: int = 0) -> Report:
+                 model_dirs: list[str] | None = None, skipped: Sequence[Problem] | None = None,
+                 pristine: Sequence[Lookup] = (), not_hashed: int = 0, trusted_by_signature: int = 0) -> Report:
     t = verification.target
     out = sorted((_drift(d) for d in drifts), key=lambda d: (SCOPE_ORDER.index(d.scope),
                  d.distribution is None, d.distribution.name.lower() if d.distribution else "", d.path))

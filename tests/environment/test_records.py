@@ -8,9 +8,9 @@ import shutil
 import pytest
 
 from driftscan.core.values import DriftKind
-from driftscan.environment.dists import find_distributions
+from driftscan.environment.dists import find_distributions, trusted_installer
 from driftscan.environment.ownership import build_ownership
-from driftscan.environment.records import presence_only, trusted_installer, verify_records
+from driftscan.environment.records import presence_only, verify_records
 from driftscan.environment.target import containment_for, venv_target
 from fixtures.envtree import install, make_venv
 

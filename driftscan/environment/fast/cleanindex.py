@@ -36,12 +36,25 @@ import os
 import stat
 import struct
 from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import xxhash
 
 from ...caches.racy import settled
-from ...caches.statcache import SIGNATURE, signature, tag
+from ...caches.statcache import SIGNATURE, CleanIndex, DigestCache, signature, tag
 from ...core.values import (Area, Distribution, DriftKind, FileCheck, MetadataKind, RecordRows, Target, TargetKind,
                        Unverifiable, Verification)
+from ...fs.containment import Containment
 from ...fs.helpers import Child, may_fork
+from .. import files, find_distributions
+from ..dists import _read_dist_info, trusted_installer
+from ..managers.registry import find_managed
+from ..ownership import Row, build_ownership, entry_path
+from ..roots import root_of
+from ..target import containment_for
+from ..uv.cache import default_uv_cache, default_virtualenv_app_data
+from ..uv.links import annotate_app_data, annotate_uv_cache
 
 VERSION = 2
 SHARED = 0xFFFF
@@ -50,6 +63,10 @@ OWNED_LIST = "owned list"  # build_index's answer only, never stored in the inde
 _CARRIED = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.ADDED}
 _DEFAULT_CHECK = FileCheck(DriftKind.ADDED, "", "")
 _CHECK_FIELDS = ("kind", "path", "root", "distribution", "expected", "actual", "evidence")
+# A carried check as the index stores it: kind, path, root, metadata directory, expected, actual, evidence.
+_Stored = tuple[str, str, str, "str | None", "dict[str, Any]", "dict[str, Any]", str]
+# Stored checks as read back from the index: data, each value's type checked where a check is rebuilt.
+_Loaded = list[Any]
 
 
 class OwnedPaths:
@@ -57,7 +74,7 @@ class OwnedPaths:
     something asks (the dump search does): from the list written beside the index, or, if that
     is not the one the index names, from the RECORDs themselves (what a full audit computes)."""
 
-    def __init__(self, load, rebuild) -> None:
+    def __init__(self, load: Callable[[], bytes | None], rebuild: Callable[[], Iterable[str]]) -> None:
         self._load, self._rebuild = load, rebuild
         self._set: frozenset[str] | None = None
 
@@ -73,7 +90,7 @@ class OwnedPaths:
     def __contains__(self, path: object) -> bool:
         return path in self._paths()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._paths())
 
     def __len__(self) -> int:
@@ -93,8 +110,10 @@ def _old_enough(sig: bytes, started_ns: int) -> bool:
     return settled(mtime, ctime, started_ns)
 
 
-def build_index(target: Target, verification: Verification, rows, presence: list[bool], unseen: list[int],
-                listed: list[tuple[str, bytes]], cache, started_ns: int, records_checks=None, added=None) -> dict | None:
+def build_index(target: Target, verification: Verification, rows: Sequence[Row], presence: list[bool],
+                unseen: list[int], listed: list[tuple[str, bytes]], cache: DigestCache, started_ns: int,
+                records_checks: Sequence[FileCheck] | None = None, added: Sequence[FileCheck] | None = None
+                ) -> CleanIndex | None:
     """The index of an audit, or None when this audit cannot vouch for a later one.
     ``records_checks``, ``added``: the RECORD pass's checks before their annotations and the
     walk's, which ``verification.checks`` is made of (drift is carried only if they are given)."""
@@ -103,7 +122,7 @@ def build_index(target: Target, verification: Verification, rows, presence: list
     dists = verification.distributions
     if any(d.kind is not MetadataKind.DIST_INFO or d.editable for d in dists):
         return None
-    stored: list[tuple] = []
+    stored: list[_Stored] = []
     drifted: set[str] = set()
     paths: list[str] = []
     sigs: list[bytes] = []
@@ -128,7 +147,9 @@ def build_index(target: Target, verification: Verification, rows, presence: list
         if flag or path in drifted:
             continue
         cached = known.get(path)
-        expected_tag = tag(entry.hash.algorithm, entry.hash.digest)
+        digest = entry.hash
+        assert digest is not None  # a row not checked by presence alone has a hash
+        expected_tag = tag(digest.algorithm, digest.digest)
         if type(cached) is not bytes or len(cached) != SIGNATURE.size + len(expected_tag) or \
                 not cached.endswith(expected_tag):
             return None  # hashed within the racy window (or through a symlink): not vouched for
@@ -141,11 +162,11 @@ def build_index(target: Target, verification: Verification, rows, presence: list
         sigs.append(cached[:SIGNATURE.size])
     for dist in dists:
         record = os.path.join(dist.metadata_dir, "RECORD")
-        sig = cache.record_signature(record)
-        if type(sig) is not bytes or len(sig) != SIGNATURE.size:
+        record_sig = cache.record_signature(record)
+        if type(record_sig) is not bytes or len(record_sig) != SIGNATURE.size:
             return None
         paths.append(record)
-        sigs.append(sig)
+        sigs.append(record_sig)
     if target.kind is TargetKind.VENV and target.venv:
         listed = [*listed, _pyvenv_cfg(target.venv)]  # what the audit knows of it (its errors) stays true
     for directory, sig in listed:
@@ -179,17 +200,16 @@ def build_index(target: Target, verification: Verification, rows, presence: list
         "owners": owner.tobytes(),
     }
     if stored:
-        import xxhash
-
         joined = owned_list(verification)
         index["owned"] = xxhash.xxh3_128_digest(joined)  # the list itself: StatCache.owned_paths
         index[OWNED_LIST] = joined  # taken out by the caller, for StatCache.set_clean_index
     return index
 
 
-def _carry(checks: list[FileCheck], listed: dict[str, bytes], started_ns: int):
+def _carry(checks: list[FileCheck], listed: dict[str, bytes], started_ns: int
+           ) -> tuple[list[_Stored], list[tuple[str, bytes]]] | None:
     """The checks as stored, and the signatures that vouch for them; None if one cannot be carried."""
-    stored: list[tuple] = []
+    stored: list[_Stored] = []
     signed: list[tuple[str, bytes]] = []
     seen: set[str] = set()
     for check in checks:
@@ -227,7 +247,7 @@ def _pyvenv_cfg(prefix: str) -> tuple[str, bytes]:
         return path, b""
 
 
-def still_clean(target: Target, index: dict | None, cache=None, uv_cache: str | None = None) -> Verification | None:
+def still_clean(target: Target, index: CleanIndex | None, cache: DigestCache | None = None, uv_cache: str | None = None) -> Verification | None:
     """The last audit's verification again, if nothing it looked at has changed; else None.
     The index is a file in the user's cache: anything malformed in it only means "no".
     ``cache``: the stat cache (the parse cache reads the distributions a carried drift names);
@@ -238,7 +258,7 @@ def still_clean(target: Target, index: dict | None, cache=None, uv_cache: str | 
         return None
 
 
-def _still_clean(target: Target, index: dict | None, cache=None, uv_cache: str | None = None) -> Verification | None:
+def _still_clean(target: Target, index: CleanIndex | None, cache: DigestCache | None = None, uv_cache: str | None = None) -> Verification | None:
     if not isinstance(index, dict) or index.get("version") != VERSION \
             or tuple(index.get("roots", ())) != tuple(_roots(target)) \
             or tuple(index.get("site_packages", ())) != tuple(target.site_packages):
@@ -262,7 +282,7 @@ def _still_clean(target: Target, index: dict | None, cache=None, uv_cache: str |
                 or not all(type(d.installer) in (str, type(None)) and type(d.requested) is bool for d in dists) \
                 or not all(type(u.distribution) is str and type(u.reason) is str for u in unverifiable):
             return None  # what the report is built from must be what a clean audit stored
-        checks: tuple = ()
+        checks: tuple[FileCheck, ...] = ()
         referenced: frozenset[str] = frozenset()
         split = int(index["records_checks"])
         stored = list(index["checks"])
@@ -279,9 +299,11 @@ def _still_clean(target: Target, index: dict | None, cache=None, uv_cache: str |
             if carried is None:
                 return None
             dists, checks = carried
+            assert cache is not None  # nothing is carried without it
             digest = index.get("owned")
             if digest is not None and type(digest) is not bytes:
                 return None
+            # A set to its readers, loaded only if one asks: not an AbstractSet (whose equality would load it).
             referenced = OwnedPaths(lambda: cache.owned_paths(digest) if digest else None,  # type: ignore[assignment]
                                     lambda: _owned_by_records(target, uv_cache, cache))
         return Verification(target, dists, checks, int(index["files_checked"]), unverifiable, (),
@@ -290,10 +312,9 @@ def _still_clean(target: Target, index: dict | None, cache=None, uv_cache: str |
         return None  # a file gone, an index from elsewhere: the full audit decides
 
 
-def _full_distribution(light: Distribution, containment, cache) -> Distribution | None:
+def _full_distribution(light: Distribution, containment: Containment, cache: DigestCache | None
+                       ) -> Distribution | None:
     """The distribution read as a full audit reads it, if it is still the one the index names."""
-    from ..dists import _read_dist_info
-
     md = _read_dist_info(light.metadata_dir, light.site_packages, containment, cache)
     dist = md.distribution
     if md.problems or dist is None or (dist.name, dist.version, dist.installer, dist.requested) != \
@@ -302,25 +323,19 @@ def _full_distribution(light: Distribution, containment, cache) -> Distribution 
     return dist
 
 
-def _containment(target: Target, uv_cache: str | None):
-    from ..target import containment_for
-    from ..uv.cache import default_uv_cache, default_virtualenv_app_data
-
+def _containment(target: Target, uv_cache: str | None) -> tuple[Containment, str | None, str | None]:
     uv_cache = uv_cache or default_uv_cache()
     app_data = default_virtualenv_app_data()
     return containment_for(target, tuple(r for r in (uv_cache, app_data) if r)), uv_cache, app_data
 
 
-def _recheck(target: Target, dists: tuple, index: dict, changed: list[int], records: list, added: list,
-             uv_cache: str | None, cache):
+def _recheck(target: Target, dists: tuple[Distribution, ...], index: CleanIndex, changed: list[int],
+             records: _Loaded, added: _Loaded, uv_cache: str | None, cache: DigestCache | None
+             ) -> tuple[_Loaded, _Loaded] | None:
     """The stored checks with the files whose signature changed checked again, each against its
     RECORD row, as the RECORD pass would; None for anything but a regular file that is now ok
     or plainly modified, or an added file still a regular file (a directory, a RECORD, a shared
     path, a symlink, an error: the full audit)."""
-    from .. import files
-    from ..ownership import entry_path
-    from ..records import trusted_installer
-    from ..roots import root_of
 
     paths = index["paths"]
     signed = int(index["signed"])
@@ -330,7 +345,7 @@ def _recheck(target: Target, dists: tuple, index: dict, changed: list[int], reco
         return None  # an unknown installer's drifts carry a count in their evidence: the full audit
     containment = _containment(target, uv_cache)[0]
     by_dir = {d.metadata_dir: d for d in dists}
-    rows: dict[str, dict] = {}
+    rows: dict[str | None, dict[str, Any]] = {}  # metadata directory → its dist, table and row numbers
     records = list(records)
     added = list(added)
     at = {c[1]: k for k, c in enumerate(records)}
@@ -391,12 +406,11 @@ def _recheck(target: Target, dists: tuple, index: dict, changed: list[int], reco
     return [c for c in records if c[1] not in gone], added
 
 
-def _carried_checks(target: Target, dists: tuple, records_stored: list, added_stored: list, cache,
-                    uv_cache: str | None):
+def _carried_checks(target: Target, dists: tuple[Distribution, ...], records_stored: _Loaded, added_stored: _Loaded,
+                    cache: DigestCache | None, uv_cache: str | None
+                    ) -> tuple[tuple[Distribution, ...], tuple[FileCheck, ...]] | None:
     """The stored checks again, with the distributions they name read in full (as a full audit
     would), and the annotations that depend on uv's cache and virtualenv's app-data redone."""
-    from ..uv.links import annotate_app_data, annotate_uv_cache
-
     if cache is None:
         return None
     containment, uv_cache, app_data = _containment(target, uv_cache)
@@ -409,8 +423,8 @@ def _carried_checks(target: Target, dists: tuple, records_stored: list, added_st
             return None
         full[directory] = dist
 
-    def rebuilt(stored: list) -> list[FileCheck]:
-        out = []
+    def rebuilt(stored: _Loaded) -> list[FileCheck]:
+        out: list[FileCheck] = []
         for kind, path, root, directory, expected, actual, evidence in stored:
             if not (type(path) is str and type(root) is str and type(expected) is dict and type(actual) is dict
                     and type(evidence) is str):
@@ -424,12 +438,8 @@ def _carried_checks(target: Target, dists: tuple, records_stored: list, added_st
     return dists, tuple(records + rebuilt(added_stored))
 
 
-def _owned_by_records(target: Target, uv_cache: str | None, cache) -> frozenset[str]:
+def _owned_by_records(target: Target, uv_cache: str | None, cache: DigestCache | None) -> frozenset[str]:
     """What a full audit puts in ``Verification.referenced``, from the RECORDs (the parse cache)."""
-    from .. import find_distributions
-    from ..managers.registry import find_managed
-    from ..ownership import build_ownership
-
     containment = _containment(target, uv_cache)[0]
     managed = find_managed(target, containment)
     metadirs = [md for md in find_distributions(target.site_packages, cache, containment)

@@ -82,7 +82,7 @@ class Prehasher:
         child = Child(lambda fd: _child(site_packages, containment, fd, self._stop))
         if child.started:
             self._child = child
-            os.set_blocking(child.fd, False)  # type: ignore[arg-type]
+            os.set_blocking(child.fd, False)  # type: ignore[arg-type]  # a started child has its fd
 
     def _read(self, block: bool) -> None:
         fd = self._child.fd if self._child is not None else None
@@ -143,7 +143,7 @@ class Prehasher:
             self._child = None
 
 
-def _send(fd: int, message: tuple) -> None:
+def _send(fd: int, message: tuple[str | bytes | int, ...]) -> None:
     data = marshal.dumps(message)
     os.write(fd, _FRAME.pack(len(data)) + data)  # small frames: one write each, whole
 

@@ -14,11 +14,25 @@ from __future__ import annotations
 
 import marshal
 import os
-from collections.abc import Sequence, Sized
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from ...caches.statcache import StatCache
 from .. import files
 from ...fs.helpers import Child, may_fork
+
+if TYPE_CHECKING:
+    from ...core.values import RecordEntry
+    from ...fs.containment import Containment
+    from ..unowned import UnownedWalk
+
+
+class Pairs(Protocol):
+    """``(entry, absolute path)`` rows, counted, and made one at a time as they are iterated."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[tuple[RecordEntry, str]]: ...
 
 CHILD_MIN_FILES = 4096  # below this a fork costs more than it saves
 SMALL_FILE_S = 20e-6  # one small file, open to close, measured on the 40k-file venv
@@ -40,7 +54,8 @@ def child_share(sizes: Sequence[int], small_below: int, jobs: int) -> tuple[int,
 class SmallFilesChild:
     """The child at work on ``rows`` (``(entry, path)`` pairs); ``collect()`` gives its answers."""
 
-    def __init__(self, rows: Sized, links=None, walk=None, indices=None, record: bool = True) -> None:
+    def __init__(self, rows: Pairs, links: Containment | None = None, walk: UnownedWalk | None = None,
+                 indices: Sequence[int] | None = None, record: bool = True) -> None:
         """``rows``: a sized iterable of them (made one at a time in the child, not beforehand).
         ``links``: the audit's ``Containment`` (a row it refuses is left unmatched, for the
         parent to report); ``walk``: the ``UnownedWalk`` whose ``typed()`` says, by row index
@@ -61,7 +76,7 @@ class SmallFilesChild:
         failed: tuple[bytes, dict[str, bytes]] = (b"\0" * len(self.rows), {})
         data = self._child.wait()
         try:
-            matched, entries = marshal.loads(data)  # type: ignore[arg-type]
+            matched, entries = marshal.loads(data)  # type: ignore[arg-type]  # None (no answer): TypeError, failed
         except (EOFError, ValueError, TypeError):
             return failed
         if type(matched) is not bytes or len(matched) != len(self.rows) or type(entries) is not dict:
@@ -72,18 +87,19 @@ class SmallFilesChild:
         self._child.kill()
 
 
-def _child(rows, out: int, links=None, walk=None, indices=None, record: bool = True) -> None:
+def _child(rows: Pairs, out: int, links: Containment | None = None, walk: UnownedWalk | None = None,
+           indices: Sequence[int] | None = None, record: bool = True) -> None:
     recorder = StatCache(None) if record else None  # in memory only: its entries go back to the parent
     plain_ok, quick = files._PLAIN_OK, files.quick_check
     # A file's type must be known before it is opened (a device node is never opened): an lstat
     # each, until the unowned-file walk has listed the directories (``walk.typed()``, a page
     # shared with it: no pipe, no waiting).
-    typed = None
+    typed: bytes | None = None
     matched = bytearray(len(rows))
     for k, (entry, path) in enumerate(rows):
         if typed is None and walk is not None and not k & 127:
             typed = walk.typed()
-        known = typed is not None and typed[indices[k]]
+        known = typed is not None and indices is not None and typed[indices[k]] != 0  # (no walk without indices)
         matched[k] = quick(path, entry, recorder, regular=known, links=None if known else links) is plain_ok
     data = marshal.dumps((bytes(matched), recorder.entries if recorder is not None else {}))
     with os.fdopen(out, "wb") as pipe:

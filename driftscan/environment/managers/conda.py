@@ -372,12 +372,12 @@ class _PrefixReader:
             site_packages=self.prefix, kind=MetadataKind.CONDA, installer=INSTALLER, entries=tuple(entries),
             requested=bool(loaded.get("requested_spec") not in (None, "", "None") or loaded.get("requested_specs"))))
 
-    def _entries(self, path: str, loaded: dict, problems: list[Problem]) -> tuple[list[RecordEntry], bool]:
+    def _entries(self, path: str, loaded: dict[str, Any], problems: list[Problem]) -> tuple[list[RecordEntry], bool]:
         """The record's entries: ``paths_data.paths`` with hashes, then what only ``files``
         lists (presence). Whether the record had no usable ``paths_data`` at all."""
         entries: dict[str, RecordEntry] = {}
         paths_data = loaded.get("paths_data")
-        paths: list = []
+        paths: list[Any] = []
         if paths_data is not None:
             if not isinstance(paths_data, dict):
                 problems.append(Problem(path, f"paths_data is not an object but {_type_name(paths_data)}: ignored"))
@@ -423,7 +423,7 @@ class _PrefixReader:
         full = os.path.normpath(os.path.join(self.prefix, rel))
         return full.startswith(self.prefix.rstrip(os.sep) + os.sep)
 
-    def _entry(self, path: str, where: str, item: dict, line: int, problems: list[Problem]) -> RecordEntry | None:
+    def _entry(self, path: str, where: str, item: dict[str, Any], line: int, problems: list[Problem]) -> RecordEntry | None:
         value = item.get("_path")
         why = _safe_relpath(value)
         if why is not None or not isinstance(value, str) or not self._inside(value):

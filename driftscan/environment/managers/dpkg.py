@@ -41,7 +41,7 @@ import os
 import re
 import shlex
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from ...fs.reader import inside, read_regular
@@ -249,7 +249,7 @@ _FIELD = re.compile(rb"^(Package|Status|Architecture|Version|Multi-Arch|Conffile
 _NOT_A_FIELD = re.compile(rb"^[^ \t:\n][^:\n]*$", re.MULTILINE)  # neither "Name: value" nor a continuation line
 
 
-def _paragraphs(data: bytes, path: str, problems: _Problems):
+def _paragraphs(data: bytes, path: str, problems: _Problems) -> Iterator[tuple[int, dict[str, bytes]]]:
     """(first line number, {field: value}) of each paragraph, field names lower-cased."""
     pos, line = 0, 1
     for start, stop in [*(m.span() for m in _BLANK.finditer(data)), (len(data), len(data))]:

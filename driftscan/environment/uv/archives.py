@@ -21,10 +21,11 @@ import os
 import stat
 import time
 from collections.abc import Iterable, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 
 from ...caches.racy import settled_stat
-from ...caches.statcache import _read_framed, _write_framed, signature
+from ...caches.statcache import DigestCache, _read_framed, _write_framed, signature
 from .cache import (IndexedArchive, index_roots, indexed_archives, indexed_links_out, links_out, list_archives, within,
                     MAX_ARCHIVES)
 from ...fs.reader import LIMITS, os_error, read_regular_stat
@@ -162,7 +163,7 @@ class CleanArchives:
             self._dirty = False
 
 
-def _audit_archive(archive: str, stat_cache, index: Sequence[IndexedArchive],
+def _audit_archive(archive: str, stat_cache: DigestCache | None, index: Sequence[IndexedArchive],
                    clean: CleanArchives | None = None) -> tuple[FileCheck | None, Problem | None, int]:
     """(the drift when files differ from RECORD, the problem when it could not be checked, files checked)."""
     started = time.time_ns()
@@ -195,7 +196,7 @@ def _audit_archive(archive: str, stat_cache, index: Sequence[IndexedArchive],
                                      f"{first.message}{more}"), 0
     dirs = _Dirs(archive)
     seen = [record]
-    edited: list[dict] = []
+    edited: list[dict[str, Any]] = []
     unsafe: list[str] = []
     checked = 0
     links = 1
@@ -276,7 +277,7 @@ def indexed_links_out_problems(cache_dir: str, distributions: Iterable[Distribut
     return tuple(problems[k] for k in sorted(problems)), keys
 
 
-def audit_archives(cache_dir: str, archives: Iterable[str] | None = None, stat_cache=None,
+def audit_archives(cache_dir: str, archives: Iterable[str] | None = None, stat_cache: DigestCache | None = None,
                    index: Sequence[IndexedArchive] = (), clean: CleanArchives | None = None) -> CacheAudit:
     """Audit the archives of uv's cache at ``cache_dir``: ``archives`` (paths inside it), or every
     archive when None. ``stat_cache``: a ``driftscan.caches.statcache.StatCache`` for the digests and RECORD

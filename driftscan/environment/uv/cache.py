@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 
@@ -44,7 +45,7 @@ def _archive(cache_dir: str) -> str:
     return os.path.join(cache_dir, "archive-v0")
 
 
-def _candidates(cache_dir: str | None, record_path: str):
+def _candidates(cache_dir: str | None, record_path: str) -> Iterator[str]:
     """``archive-v0/<id>/<record_path>`` for every cached archive: one path per archive, no walk."""
     if not cache_dir:
         return
@@ -77,7 +78,7 @@ def find_cache_copy(cache_dir: str | None, path: str, record_path: str) -> Cache
     return None
 
 
-def find_pristine_copy(cache_dir: str | None, record_path: str, digest_matches) -> str | None:
+def find_pristine_copy(cache_dir: str | None, record_path: str, digest_matches: Callable[[str], bool]) -> str | None:
     """A cached copy of ``record_path`` whose content matches RECORD (``digest_matches(path)``)."""
     for candidate in _candidates(cache_dir, record_path):
         try:
@@ -117,7 +118,7 @@ def within(cache_dir: str, path: str) -> bool:
     return real.startswith(real_root.rstrip(os.sep) + os.sep) and os.path.isdir(real)
 
 
-def _dir_in_cache(cache_dir: str, entry: os.DirEntry) -> bool:
+def _dir_in_cache(cache_dir: str, entry: os.DirEntry[str]) -> bool:
     """A real directory, or a symlink to a directory inside the cache (uv follows it too)."""
     if entry.is_dir(follow_symlinks=False):
         return True
