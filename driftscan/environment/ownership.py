@@ -315,7 +315,7 @@ class _Owners(Mapping):
             raise KeyError(path)
         return [(own.dist(i), own.entry(i)) for i in own.rows_of(path)]
 
-    def get(self, path, default=None):  # type: ignore[override]
+    def get(self, path: str, default: None = None) -> list[tuple[Distribution, RecordEntry]] | None:  # type: ignore[override]
         try:
             return self[path]
         except KeyError:
