@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from bisect import bisect_left
 from dataclasses import dataclass
 
@@ -66,7 +66,8 @@ ALL = Facts(True, True, True, True, True, True, True, True)
 def facts(data: bytes, memo: Memo | None = None) -> Facts:
     """The facts of ``data`` (once per file with a memo); all true when CPython cannot parse it."""
     if memo is not None and "ast-facts" in memo:
-        return memo["ast-facts"]
+        remembered: Facts = memo["ast-facts"]
+        return remembered
     tree = python_ast(data, memo)
     found = ALL if tree is None else _facts(tree)
     if memo is not None:
@@ -121,12 +122,12 @@ def _child_fields(kind: type) -> tuple[str, ...]:
     return fields
 
 
-def _nodes(tree: ast.AST):
+def _nodes(tree: ast.AST) -> Iterator[ast.AST]:
     """The nodes the checks look at (calls, ifs, assignments, statements, imports), every one
     of them in the tree, in no particular order: ast.walk, without contexts, operators and
     leaves, at about half its cost."""
     interesting = frozenset(_INTERESTING)
-    todo: list = [tree]
+    todo: list[ast.AST] = [tree]
     pop, push, extend = todo.pop, todo.append, todo.extend
     AST = ast.AST
     children = _children

@@ -59,9 +59,9 @@ def iter_children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
     for name in child_fields(type(node)):
         value = getattr(node, name)
         if _is_node(value):
-            yield value  # type: ignore[misc]
+            yield value
         elif type(value) is tuple or type(value) is list:
-            for item in value:  # type: ignore[attr-defined]
+            for item in value:
                 if _is_node(item):
                     yield item
 
