@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 # Imported on first use (PEP 562), not by plain imports: a scan settled from its cache, and an
 # audit with no drifted .py, must not import libcst, which the engine, the rules and the registry
-# do (about a second of start-up; tests/contract/test_imports.py holds it).
+# do (0.3-0.7 s by python -X importtime; tests/contract/test_imports.py holds it).
 _WHERE = {
     "ArtifactGroup": "artifacts", "find_artifacts": "artifacts", "is_too_broad": "artifacts",
     "MAX_FILE_BYTES": "engine", "RuleError": "engine", "inspect_file": "engine", "inspect_source": "engine",

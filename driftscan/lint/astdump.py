@@ -163,28 +163,28 @@ class _Source:
                 raise Unsure("an identifier-like character outside strings and comments")
 
     def _span(self, node: ast.AST, spans: dict[int, list[tuple[int, int]]]) -> None:
-        start, end = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+        start, end = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]  # ast.AST has no positions: its expr and stmt do
         for line in range(start, end + 1):
-            a = node.col_offset if line == start else 0  # type: ignore[attr-defined]
-            b = node.end_col_offset if line == end else len(self.lines[line - 1])  # type: ignore[attr-defined]
+            a = node.col_offset if line == start else 0  # type: ignore[attr-defined]  # as above
+            b = node.end_col_offset if line == end else len(self.lines[line - 1])  # type: ignore[attr-defined]  # as above
             spans.setdefault(line, []).append((a, b or 0))
 
     def segment(self, node: ast.AST) -> str:
-        start, end = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+        start, end = node.lineno, node.end_lineno  # type: ignore[attr-defined]  # as above
         if end is None:
             raise Unsure("no end position")
         raw: bytes
         if start == end:
-            raw = self.lines[start - 1][node.col_offset:node.end_col_offset]  # type: ignore[attr-defined]
+            raw = self.lines[start - 1][node.col_offset:node.end_col_offset]  # type: ignore[attr-defined]  # as above
         else:
-            raw = b"\n".join([self.lines[start - 1][node.col_offset:],  # type: ignore[attr-defined]
-                              *self.lines[start:end - 1], self.lines[end - 1][:node.end_col_offset]])  # type: ignore[attr-defined]
+            raw = b"\n".join([self.lines[start - 1][node.col_offset:],  # type: ignore[attr-defined]  # as above
+                              *self.lines[start:end - 1], self.lines[end - 1][:node.end_col_offset]])  # type: ignore[attr-defined]  # as above
         return raw.decode("utf-8")
 
     def column(self, node: ast.AST) -> int:
         """libcst's column (0-based code points) of a node's start."""
-        line = self.lines[node.lineno - 1]  # type: ignore[attr-defined]
-        return len(line[:node.col_offset].decode("utf-8"))  # type: ignore[attr-defined]
+        line = self.lines[node.lineno - 1]  # type: ignore[attr-defined]  # as above
+        return len(line[:node.col_offset].decode("utf-8"))  # type: ignore[attr-defined]  # as above
 
     def tight_dot(self, func: ast.Attribute) -> bool:
         """No whitespace between the dot and the attribute name (``torch. save`` is left alone:
@@ -214,7 +214,7 @@ class _Source:
                 elif depth:
                     continue
                 elif kind == tokenize.STRING:
-                    prefix = re.match(r"[A-Za-z]*", tok.string).group(0).lower()  # type: ignore[union-attr]
+                    prefix = re.match(r"[A-Za-z]*", tok.string).group(0).lower()  # type: ignore[union-attr]  # [A-Za-z]* always matches
                     out.append(("f" in prefix, tok.string))
                 elif kind in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER):
                     continue
@@ -243,7 +243,7 @@ def _is_per_call_name(name: str) -> bool:  # analysis.is_per_call_name
 
 
 def _pos(node: ast.AST) -> tuple[int, int]:
-    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]  # as above
 
 
 @dataclass(frozen=True)
@@ -375,13 +375,13 @@ class _Walk:
             self.statements(node.body)
             self.withs.pop()
         elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            self.statements(node.body)  # type: ignore[attr-defined]
-            for handler in node.handlers:  # type: ignore[attr-defined]
+            self.statements(node.body)  # type: ignore[attr-defined]  # TryStar: 3.11+, not in 3.10's ast
+            for handler in node.handlers:  # type: ignore[attr-defined]  # as above
                 self.statements(handler.body)
                 if handler.type is not None:
                     self.expressions(handler.type)
-            self.statements(node.orelse)  # type: ignore[attr-defined]
-            self.statements(node.finalbody)  # type: ignore[attr-defined]
+            self.statements(node.orelse)  # type: ignore[attr-defined]  # as above
+            self.statements(node.finalbody)  # type: ignore[attr-defined]  # as above
         elif isinstance(node, ast.Match):
             self.expressions(node.subject)
             for case in node.cases:
@@ -658,7 +658,7 @@ class _Walk:
         return strong
 
     def report(self, rule: type[Rule], call: ast.AST, message: str, severity: Severity, pattern: str | None) -> None:
-        self.found.append(Hit(rule.CODE, rule.NAME, severity or rule.SEVERITY, call.lineno,  # type: ignore[attr-defined]
+        self.found.append(Hit(rule.CODE, rule.NAME, severity or rule.SEVERITY, call.lineno,  # type: ignore[attr-defined]  # as above
                               self.source.column(call) + 1, message, pattern))
 
     # -- why it looks like debug code (analysis.debug_reasons) --------------------------------
@@ -934,7 +934,7 @@ class _PathBuilder:
         tokens = self._literal(expr)
         if tokens is not None:
             if len(tokens) == 1 and tokens[0][0]:
-                return self._fstring(expr)  # type: ignore[arg-type]
+                return self._fstring(expr)  # type: ignore[arg-type]  # one f-string token: a JoinedStr
             if any(is_f for is_f, _ in tokens):
                 raise Unsure("an f-string concatenated with other strings")
             return self._concatenated([t for _, t in tokens], depth)

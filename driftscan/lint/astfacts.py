@@ -192,7 +192,7 @@ def _names(expr: ast.AST) -> set[str]:
 
 
 def _start(node: ast.AST) -> tuple[int, int]:
-    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]  # ast.AST has no positions: its expr and stmt do
 
 
 def _stmt_start(node: ast.stmt) -> tuple[int, int]:
@@ -202,7 +202,7 @@ def _stmt_start(node: ast.stmt) -> tuple[int, int]:
 
 
 def _end(node: ast.AST) -> tuple[int, int]:
-    return (node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]
+    return (node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]  # as above
 
 
 def _facts(tree: ast.Module) -> Facts:
@@ -412,9 +412,9 @@ def _assign(node: ast.Assign, increments: list[tuple[ast.AST, str, bool]]) -> No
             continue
         name = _terminal(target)
         if _dotted(other) is not None and _dotted(other) == _dotted(target):
-            increments.append((node, name, False))  # type: ignore[arg-type]
+            increments.append((node, name, False))  # type: ignore[arg-type]  # a Name or Attribute has a terminal name
         elif _is_getattr(other):
-            increments.append((node, name, True))  # type: ignore[arg-type]
+            increments.append((node, name, True))  # type: ignore[arg-type]  # as above
         return
 
 
@@ -439,7 +439,7 @@ def _tested_with_not(test: ast.AST) -> set[str]:
             if name:
                 out.add(name)
             elif _is_getattr(operand):
-                out |= _strings(operand)  # type: ignore[arg-type]
+                out |= _strings(operand)  # type: ignore[arg-type]  # _is_getattr: a Call
     return out
 
 

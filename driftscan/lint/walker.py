@@ -100,7 +100,7 @@ def walk(module: cst.Module, stack: list[cst.CSTNode], visitors: Iterable[object
                     handler(node)
             stack.pop()
             continue
-        node = item  # type: ignore[assignment]
+        node = item  # type: ignore[assignment]  # not _LEAVE: a node
         stack.append(node)
         node_type = type(node)
         handlers = on_visit.get(node_type.__name__)
