@@ -20,14 +20,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from ..core.errors import DriftscanError
-from .inputs import AS_REFERENCE, BY_NAME, EXTERNAL, REPORT, SNAPSHOT, InputError, Machine, canonical, kind_of, load
+from .inputs import (AS_REFERENCE, BY_NAME, EXTERNAL, REPORT, SNAPSHOT, Fact, InputError, Key, Machine, State, canonical,
+                     kind_of, load)
 from .model import (CompareReport, InputErrorOut, MachineOut, MissingRootOut, OutlierOut, SkewMachineOut,
                     VersionSkewOut)
 
 _UNKNOWN = "?"  # a report of an older driftscan: its versions are not known
+_T = TypeVar("_T")
+# What pass 1 counts per path: (distribution, its version on the machine, state) -> machines.
+_Slot = tuple[str | None, str, State]
 
 
 class CompareError(DriftscanError):
@@ -39,23 +43,23 @@ class _Verdict:
     """A path on which the comparable machines disagree."""
 
     dist: str | None
-    counts: dict[tuple, int]  # state -> machines, the implicit state included
-    reference: tuple | None  # the majority state; None on a tie
-    pair: tuple[tuple, tuple] | None  # two states tied: each machine against the other
+    counts: dict[State, int]  # state -> machines, the implicit state included
+    reference: State | None  # the majority state; None on a tie
+    pair: tuple[State, State] | None  # two states tied: each machine against the other
     group: int
-    implicit: tuple
+    implicit: State
     scope: str | None
 
 
-def _facts(machine: Machine, doc) -> Iterator[tuple]:
+def _facts(machine: Machine, doc: dict[str, Any]) -> Iterator[Fact]:
     return BY_NAME[machine.source].facts(machine, doc)
 
 
-def _machine(index: int, name: str, kind: str, doc, display: dict[str, str]) -> Machine:
+def _machine(index: int, name: str, kind: str, doc: dict[str, Any], display: dict[str, str]) -> Machine:
     return BY_NAME[kind].machine(index, name, doc, display)
 
 
-def _majority(values: Counter) -> tuple[Any, bool]:
+def _majority(values: Counter[_T]) -> tuple[_T | None, bool]:
     """The most common value and whether it is strictly the most common."""
     ranked = values.most_common()
     if not ranked:
@@ -69,7 +73,7 @@ class _Fleet:
         self.major: dict[str, str | None] = {}  # dist -> majority version (None: not installed)
         self.tied: set[str] = set()
         self.group_size: dict[str, int] = {}
-        self.root_count: Counter = Counter(root for m in machines for root in m.roots)
+        self.root_count: Counter[str] = Counter(root for m in machines for root in m.roots)
         known = [m.versions for m in machines if m.versions is not None]
         names = {d for versions in known for d in versions}
         for dist in names:
@@ -112,8 +116,8 @@ def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
     out = CompareReport(agree=0, compared=0)
     machines: list[Machine] = []
     kinds: dict[str, str] = {}
-    counts: dict[tuple[str, str], dict[tuple, int]] = {}
-    meta: dict[tuple[str, str], tuple[str | None, tuple]] = {}
+    counts: dict[Key, dict[_Slot, int]] = {}
+    meta: dict[Key, tuple[str | None, State]] = {}
     display: dict[str, str] = {}  # distribution names as written, shared by every machine
     for n, path in enumerate(paths):
         name = names[n] if names else path
@@ -168,7 +172,8 @@ def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
     return out
 
 
-def _verdicts(fleet: _Fleet, counts: dict, meta: dict, out: CompareReport) -> dict[tuple[str, str], _Verdict]:
+def _verdicts(fleet: _Fleet, counts: dict[Key, dict[_Slot, int]], meta: dict[Key, tuple[str | None, State]],
+              out: CompareReport) -> dict[Key, _Verdict]:
     verdicts = {}
     compared = agree = 0
     for key, bucket in counts.items():
@@ -180,14 +185,14 @@ def _verdicts(fleet: _Fleet, counts: dict, meta: dict, out: CompareReport) -> di
                     compared += 1
                     agree += 1
                     continue
-        by_dist: Counter = Counter()
+        by_dist: Counter[str | None] = Counter()
         for (dist, _, _), n in bucket.items():
             by_dist[dist] += n
         dist = max(by_dist, key=lambda d: (d is not None, by_dist[d]))
         if dist is not None and (dist in fleet.tied):
             continue  # its versions have no majority: reported as a skew only
         major = fleet.major.get(dist) if dist is not None else None
-        explicit: Counter = Counter()
+        explicit: Counter[State] = Counter()
         for (d, version, state), n in bucket.items():
             if d == dist and (dist is None or version in (major, _UNKNOWN) or dist not in fleet.major):
                 explicit[state] += n
@@ -217,11 +222,11 @@ def _verdicts(fleet: _Fleet, counts: dict, meta: dict, out: CompareReport) -> di
     return verdicts
 
 
-def _present(state) -> bool:
+def _present(state: State) -> bool:
     return isinstance(state, str) or state[0] not in ("absent", "missing")
 
 
-def _state_out(state, source: str) -> dict:
+def _state_out(state: State, source: str) -> dict[str, Any]:
     if isinstance(state, str):  # a snapshot's entry
         if state.startswith("link:"):
             return {"state": "symlink", "target": state[5:]}
@@ -231,7 +236,7 @@ def _state_out(state, source: str) -> dict:
         return {"state": "recorded"}
     if tag in ("absent", "missing"):
         return {"state": tag}
-    shown: dict = {"state": tag}
+    shown: dict[str, Any] = {"state": tag}
     token = state[1] if len(state) > 1 else None
     if isinstance(token, str):
         if token.startswith("size="):
@@ -241,7 +246,7 @@ def _state_out(state, source: str) -> dict:
     return shown
 
 
-def _kind(this, reference) -> str:
+def _kind(this: State, reference: State | None) -> str:
     if reference is not None and _present(reference) and not _present(this):
         return "missing"
     if reference is not None and not _present(reference) and _present(this):
@@ -253,7 +258,7 @@ def _kind(this, reference) -> str:
     return "modified"
 
 
-def _outlier(fleet: _Fleet, m: Machine, key: tuple[str, str], path: str, this: tuple, v: _Verdict,
+def _outlier(fleet: _Fleet, m: Machine, key: Key, path: str, this: State, v: _Verdict,
              scope: str | None) -> OutlierOut | None:
     if v.reference is not None:
         if this == v.reference:
@@ -280,7 +285,8 @@ def _path_on(m: Machine, root: str, rel: str) -> str:
     return rel if directory is None or root == EXTERNAL else directory.rstrip("/") + "/" + rel
 
 
-def _second_pass(fleet: _Fleet, verdicts: dict, out: CompareReport, progress, done: int, total: int):
+def _second_pass(fleet: _Fleet, verdicts: dict[Key, _Verdict], out: CompareReport,
+                 progress: Callable[[int, int], None] | None, done: int, total: int) -> Iterator[OutlierOut]:
     # Paths where a machine that does not list them deviates (the majority lists them).
     lacking = {key: v for key, v in verdicts.items()
                if v.counts.get(v.implicit, 0) and (v.reference is None or v.reference != v.implicit)}
@@ -330,10 +336,12 @@ def _skew(fleet: _Fleet) -> list[VersionSkewOut]:
             SkewMachineOut(machine=m.name, hostname=m.hostname, version=fleet.version(m, dist) or None) for m in odd]))
     pythons: Counter[str] = Counter(m.python_version for m in fleet.machines if m.python_version)
     if len(pythons) > 1:
-        version, strict = _majority(pythons)
-        odd = [m for m in fleet.machines if m.python_version and (not strict or m.python_version != version)]
+        found = _majority(pythons)  # bound first: mypy infers Counter[str | None] when unpacked at once
+        python, strict = found  # strict: a most common version, so not None
+        odd = [m for m in fleet.machines if m.python_version and (not strict or m.python_version != python)]
         out.append(VersionSkewOut(distribution="python", kind="python",
-                                  majority={"version": version, "machines": pythons[version]} if strict else None,
+                                  majority={"version": python, "machines": pythons[python]}
+                                  if strict and python is not None else None,
                                   machines=[SkewMachineOut(machine=m.name, hostname=m.hostname,
                                                            version=m.python_version) for m in odd]))
     return out
@@ -345,7 +353,7 @@ def _skew_drift_counts(fleet: _Fleet, out: CompareReport) -> None:
     if not out.version_skew or fleet.machines[0].source != REPORT:
         return
     wanted = {sm.machine for s in out.version_skew if s.kind == "distribution" for sm in s.machines if sm.version}
-    by_machine: dict[str, Counter] = {}
+    by_machine: dict[str, Counter[str]] = {}
     for m in fleet.machines:
         if m.name not in wanted:
             continue

@@ -42,8 +42,8 @@ _SITE_RE = re.compile(r"^(?:lib|lib64)/python\d+\.\d+t?/site-packages/|^Lib/site
 _DIST_INFO_RE = re.compile(r"^([^/]+?)-([^/-]+)\.(dist-info|egg-info)/(?:METADATA|PKG-INFO|top_level\.txt)$")
 # Drift kinds that describe something the reference lacks: where no report lists the path, it is absent.
 EXTRA_KINDS = frozenset({"added", "orphaned-bytecode", "orphaned-metadata", "debug-artifacts"})
-ABSENT = ("absent",)
-AS_REFERENCE = ("recorded",)
+ABSENT: tuple[str, ...] = ("absent",)
+AS_REFERENCE: tuple[str, ...] = ("recorded",)
 
 
 class InputError(DriftscanError):
@@ -79,7 +79,9 @@ class Machine:
 #          or (drift kind, content token) from a report
 #   scope: the drift's scope, implicit: the state of a machine whose input does not list the path,
 #   path: the path on this machine, or None (then it is the root's directory joined with relpath)
-Fact = tuple
+State = str | tuple[str, ...] | tuple[str, str | None]
+Key = tuple[str, str]
+Fact = tuple[Key, str | None, State, str | None, State, str | None]
 
 
 def _str(value: Any) -> str | None:
@@ -331,7 +333,7 @@ def report_facts(machine: Machine, doc: dict[str, Any]) -> Iterator[Fact]:
                 and isinstance(dist.get("version"), str):
             _add_version(machine, dist["name"], dist["version"])
         if kind == "missing":
-            state: tuple = ("missing",)
+            state: State = ("missing",)
         else:
             state = (kind, _content_token(drift))
         implicit = ABSENT if kind in EXTRA_KINDS else AS_REFERENCE

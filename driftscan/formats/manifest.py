@@ -310,7 +310,7 @@ def hash_fd(fd: int, size: int, counter: Callable[[int], None] | None, keep: boo
     return hasher.hexdigest(), None
 
 
-def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], None],
+def _entry(root: str, relpath: str, embed_limit: int, counter: Callable[[int], None] | None,
            embed_code: bool = True, contain: str | None = None, lst: os.stat_result | None = None) -> ManifestEntry:
     """The entry of one file; ``lst``: its lstat if the walk took it (else taken here)."""
     path = os.path.join(root, relpath)
@@ -395,7 +395,7 @@ def build_manifest(root: str, *, embed_limit: int = EMBED_LIMIT, embed_code: boo
 
     def one(rel: str, count: Callable[[int], None] | None = counter) -> tuple[ManifestEntry | None, str]:
         try:
-            return _entry(root, rel, embed_limit, count, embed_code, contain, walked[rel]), ""  # type: ignore[arg-type]
+            return _entry(root, rel, embed_limit, count, embed_code, contain, walked[rel]), ""
         except (OSError, ValueError) as exc:
             return None, (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
 

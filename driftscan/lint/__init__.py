@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from .rule import Invalid, Rule, Valid
     from .warmscan import scan_paths
 
-# Imported on first use (PEP 562): a scan settled from its cache must not import libcst, which
-# the engine, the rules and the registry do.
+# Imported on first use (PEP 562), not by plain imports: a scan settled from its cache, and an
+# audit with no drifted .py, must not import libcst, which the engine, the rules and the registry
+# do (0.3-0.7 s by python -X importtime; tests/contract/test_imports.py holds it).
 _WHERE = {
     "ArtifactGroup": "artifacts", "find_artifacts": "artifacts", "is_too_broad": "artifacts",
     "MAX_FILE_BYTES": "engine", "RuleError": "engine", "inspect_file": "engine", "inspect_source": "engine",
@@ -38,7 +39,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

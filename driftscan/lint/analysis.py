@@ -29,8 +29,9 @@ from .walker import iter_children
 if TYPE_CHECKING:
     from .context import FileContext
 
-from .vocabulary import (  # noqa: E402,F401 - the shared vocabulary, under the names used here
-    DEBUGGER_FUNCTIONS, DEBUGGER_METHODS, DEBUGGER_MODULES, DUMP_FUNCTIONS, MARKER_WORDS)
+from .vocabulary import (  # noqa: E402 - the shared vocabulary, under the names used here (re-exported)
+    DEBUGGER_FUNCTIONS as DEBUGGER_FUNCTIONS, DEBUGGER_METHODS as DEBUGGER_METHODS,
+    DEBUGGER_MODULES as DEBUGGER_MODULES, DUMP_FUNCTIONS as DUMP_FUNCTIONS, MARKER_WORDS as MARKER_WORDS)
 from .vocabulary import EPHEMERAL as _EPHEMERAL  # noqa: E402
 from .vocabulary import OPEN_FUNCTIONS as _OPEN_FUNCTIONS  # noqa: E402
 from .vocabulary import SHAPE_ATTRS as _SHAPE_ATTRS, SHAPE_METHODS as _SHAPE_METHODS  # noqa: E402

@@ -33,6 +33,7 @@ import ast
 import io
 import re
 import tokenize
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,7 @@ from ..core.values import Severity
 from .artifacts import artifact_pattern
 from .astfacts import _dotted, _terminal, has_marker, set_true
 from .dumppaths import _BRACE_FIELD, _JOIN_FUNCS, _MAX_DEPTH, _PASS_THROUGH, _PATH_CLASSES, _PERCENT_SPEC
-from .dumppaths import WILD, PathInfo, _join, _to_glob, fill_template
+from .dumppaths import WILD, Parts, PathInfo, _join, _to_glob, fill_template
 from .vocabulary import DEBUGGER_FUNCTIONS, DEBUGGER_METHODS, DEBUGGER_MODULES, DUMP_FUNCTIONS, EPHEMERAL
 from .vocabulary import OPEN_FUNCTIONS, WORD_RE
 from .vocabulary import SHAPE_ATTRS, SHAPE_METHODS, ReasonKind
@@ -131,8 +132,6 @@ class _Source:
         identifiers (``ｓave`` is ``save``), libcst keeps them as written. (An identifier is
         delimited by ASCII, which NFKC never joins to a neighbour: on a normalised line every
         identifier is normalised.)"""
-        import unicodedata
-
         lines = [(n, line) for n, line in enumerate(self.lines, 1) if not line.isascii()]
         suspects = []  # (line, byte offset) of the identifier-like ones on lines NFKC would change
         for number, line in lines:
@@ -164,27 +163,28 @@ class _Source:
                 raise Unsure("an identifier-like character outside strings and comments")
 
     def _span(self, node: ast.AST, spans: dict[int, list[tuple[int, int]]]) -> None:
-        start, end = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+        start, end = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]  # ast.AST has no positions: its expr and stmt do
         for line in range(start, end + 1):
-            a = node.col_offset if line == start else 0  # type: ignore[attr-defined]
-            b = node.end_col_offset if line == end else len(self.lines[line - 1])  # type: ignore[attr-defined]
+            a = node.col_offset if line == start else 0  # type: ignore[attr-defined]  # as above
+            b = node.end_col_offset if line == end else len(self.lines[line - 1])  # type: ignore[attr-defined]  # as above
             spans.setdefault(line, []).append((a, b or 0))
 
     def segment(self, node: ast.AST) -> str:
-        start, end = node.lineno, node.end_lineno  # type: ignore[attr-defined]
+        start, end = node.lineno, node.end_lineno  # type: ignore[attr-defined]  # as above
         if end is None:
             raise Unsure("no end position")
+        raw: bytes
         if start == end:
-            raw = self.lines[start - 1][node.col_offset:node.end_col_offset]  # type: ignore[attr-defined]
+            raw = self.lines[start - 1][node.col_offset:node.end_col_offset]  # type: ignore[attr-defined]  # as above
         else:
-            raw = b"\n".join([self.lines[start - 1][node.col_offset:],  # type: ignore[attr-defined]
-                              *self.lines[start:end - 1], self.lines[end - 1][:node.end_col_offset]])  # type: ignore[attr-defined]
+            raw = b"\n".join([self.lines[start - 1][node.col_offset:],  # type: ignore[attr-defined]  # as above
+                              *self.lines[start:end - 1], self.lines[end - 1][:node.end_col_offset]])  # type: ignore[attr-defined]  # as above
         return raw.decode("utf-8")
 
     def column(self, node: ast.AST) -> int:
         """libcst's column (0-based code points) of a node's start."""
-        line = self.lines[node.lineno - 1]  # type: ignore[attr-defined]
-        return len(line[:node.col_offset].decode("utf-8"))  # type: ignore[attr-defined]
+        line = self.lines[node.lineno - 1]  # type: ignore[attr-defined]  # as above
+        return len(line[:node.col_offset].decode("utf-8"))  # type: ignore[attr-defined]  # as above
 
     def tight_dot(self, func: ast.Attribute) -> bool:
         """No whitespace between the dot and the attribute name (``torch. save`` is left alone:
@@ -214,7 +214,7 @@ class _Source:
                 elif depth:
                     continue
                 elif kind == tokenize.STRING:
-                    prefix = re.match(r"[A-Za-z]*", tok.string).group(0).lower()  # type: ignore[union-attr]
+                    prefix = re.match(r"[A-Za-z]*", tok.string).group(0).lower()  # type: ignore[union-attr]  # [A-Za-z]* always matches
                     out.append(("f" in prefix, tok.string))
                 elif kind in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER):
                     continue
@@ -243,7 +243,7 @@ def _is_per_call_name(name: str) -> bool:  # analysis.is_per_call_name
 
 
 def _pos(node: ast.AST) -> tuple[int, int]:
-    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]  # as above
 
 
 @dataclass(frozen=True)
@@ -318,7 +318,9 @@ class _Walk:
                 self.report(rule, call, f"debugger call {label}() in debugging helper {helper}()", Severity.MEDIUM, None)
             else:
                 self.report(rule, call, f"debugger call {label}()", rule.SEVERITY, None)
-        key = lambda f: (f.line, f.column, f.code, f.message)  # noqa: E731 - engine._locate's order
+        def key(f: Hit) -> tuple[int, int, str, str]:  # engine._locate's order
+            return f.line, f.column, f.code, f.message
+
         if len({key(h) for h in self.found}) != len(set(self.found)):
             raise Unsure("two reports alike but in what they carry: their order is libcst's walk order")
         return sorted(self.found, key=key)
@@ -373,13 +375,13 @@ class _Walk:
             self.statements(node.body)
             self.withs.pop()
         elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            self.statements(node.body)  # type: ignore[attr-defined]
-            for handler in node.handlers:  # type: ignore[attr-defined]
+            self.statements(node.body)  # type: ignore[attr-defined]  # TryStar: 3.11+, not in 3.10's ast
+            for handler in node.handlers:  # type: ignore[attr-defined]  # as above
                 self.statements(handler.body)
                 if handler.type is not None:
                     self.expressions(handler.type)
-            self.statements(node.orelse)  # type: ignore[attr-defined]
-            self.statements(node.finalbody)  # type: ignore[attr-defined]
+            self.statements(node.orelse)  # type: ignore[attr-defined]  # as above
+            self.statements(node.finalbody)  # type: ignore[attr-defined]  # as above
         elif isinstance(node, ast.Match):
             self.expressions(node.subject)
             for case in node.cases:
@@ -493,7 +495,7 @@ class _Walk:
             if target is not None and self.ephemeral(target):
                 return
             info = self.path_info(self.file_target(target)) if target is not None else None
-            if self.dump(call, name if name in DUMP_FUNCTIONS else "tofile", info):  # type: ignore[arg-type]
+            if self.dump(call, name if name in DUMP_FUNCTIONS else "tofile", info):
                 self.feed(call)
             return
         if name in DEBUGGER_FUNCTIONS or attr in DEBUGGER_METHODS or (name or "").rpartition(".")[2] in DEBUGGER_METHODS:
@@ -570,7 +572,7 @@ class _Walk:
             raise Unsure("an integer at the start of a line: parenthesised or not")
         if not before.endswith(b"("):
             return True
-        after = line[expr.end_col_offset:].lstrip(b" \t\f")  # type: ignore[misc]
+        after = line[expr.end_col_offset:].lstrip(b" \t\f")
         if after.startswith(b")"):
             return False
         if not after or after.startswith(b"#"):
@@ -599,7 +601,8 @@ class _Walk:
                 continue  # kept code reads its value (DebugCounter.leave_Module)
             self.report(rule, node, f"debug counter: {verdict[0]}", verdict[1], None)
 
-    def counter_verdict(self, name: str, lazy: bool, per_call: str | None, reset: bool):
+    def counter_verdict(self, name: str, lazy: bool, per_call: str | None,
+                        reset: bool) -> tuple[str, Severity] | None:
         if name in self.feeds:
             return f"{name} feeds a debug dump or its condition", Severity.HIGH
         if reset:
@@ -655,7 +658,7 @@ class _Walk:
         return strong
 
     def report(self, rule: type[Rule], call: ast.AST, message: str, severity: Severity, pattern: str | None) -> None:
-        self.found.append(Hit(rule.CODE, rule.NAME, severity or rule.SEVERITY, call.lineno,  # type: ignore[attr-defined]
+        self.found.append(Hit(rule.CODE, rule.NAME, severity or rule.SEVERITY, call.lineno,  # type: ignore[attr-defined]  # as above
                               self.source.column(call) + 1, message, pattern))
 
     # -- why it looks like debug code (analysis.debug_reasons) --------------------------------
@@ -785,7 +788,7 @@ Read = tuple[tuple[int, ...], "tuple[int, str] | None"]
 
 
 def kept_read(reads: dict[str, list[Read]], globals_: set[tuple[int, str]], name: str, scope: int,
-              everywhere: bool, visiting: frozenset = frozenset()) -> bool:
+              everywhere: bool, visiting: frozenset[tuple[int, str]] = frozenset()) -> bool:
     """Whether kept code reads ``name`` (a counter or a name a counter's value went to) of
     ``scope``: a read outside debug code in its function or one nested in it (anywhere with
     ``everywhere``), whose value is not merely assigned to a name kept code does not read."""
@@ -809,7 +812,8 @@ class _KeptReads:
     def __init__(self, out: dict[str, list[Read]], calls: set[int], guards: set[int], own: dict[int, str]):
         self.out, self.calls, self.guards, self.own = out, calls, guards, own
 
-    def walk(self, node: ast.AST, chain: tuple[int, ...], debug: bool, skip: str | None, via) -> None:
+    def walk(self, node: ast.AST, chain: tuple[int, ...], debug: bool, skip: str | None,
+             via: tuple[int, str] | None) -> None:
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load) and not debug and node.id != skip:
                 self.out.setdefault(node.id, []).append((chain, via))
@@ -923,14 +927,14 @@ class _PathBuilder:
         tokens = self._literal(expr)
         return tokens is not None and (len(tokens) > 1 or not tokens[0][0])
 
-    def parts(self, expr: ast.AST, depth: int = 0) -> list:
+    def parts(self, expr: ast.AST, depth: int = 0) -> Parts:
         if depth > _MAX_DEPTH:
             return [WILD]
         d = depth + 1
         tokens = self._literal(expr)
         if tokens is not None:
             if len(tokens) == 1 and tokens[0][0]:
-                return self._fstring(expr)  # type: ignore[arg-type]
+                return self._fstring(expr)  # type: ignore[arg-type]  # one f-string token: a JoinedStr
             if any(is_f for is_f, _ in tokens):
                 raise Unsure("an f-string concatenated with other strings")
             return self._concatenated([t for _, t in tokens], depth)
@@ -949,7 +953,7 @@ class _PathBuilder:
                 return self.parts(assigned, d)
         return [WILD]
 
-    def _concatenated(self, tokens: list[str], depth: int) -> list:
+    def _concatenated(self, tokens: list[str], depth: int) -> Parts:
         """libcst nests implicit concatenation to the right: ``a b c`` is ``(a, (b, c))``."""
         if depth > _MAX_DEPTH:
             return [WILD]
@@ -961,11 +965,11 @@ class _PathBuilder:
             return [value]
         return self._concatenated(tokens[:1], depth + 1) + self._concatenated(tokens[1:], depth + 1)
 
-    def _fstring(self, expr: ast.JoinedStr) -> list:
+    def _fstring(self, expr: ast.JoinedStr) -> Parts:
         text = self.source.segment(expr)
         if "\\" in text or _DEBUG_SPECIFIER.search(text):
             raise Unsure("an f-string with a backslash or a {x=}")
-        out: list = []
+        out: Parts = []
         pending: str | None = None
         for value in expr.values:
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
@@ -979,11 +983,11 @@ class _PathBuilder:
             self._text(pending, out)
         return out
 
-    def _text(self, text: str, out: list) -> None:
+    def _text(self, text: str, out: Parts) -> None:
         self.raw.append(text.replace("{", "{{").replace("}", "}}"))  # its source text
         out.append(text)
 
-    def _call(self, call: ast.Call, depth: int) -> list:
+    def _call(self, call: ast.Call, depth: int) -> Parts:
         func = call.func
         args = [a.value for a in _args(call) if not a.star and a.keyword is None]
         if isinstance(func, ast.Attribute) and func.attr == "format" and self._is_plain_literal(func.value):

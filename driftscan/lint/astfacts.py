@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from bisect import bisect_left
 from dataclasses import dataclass
 
@@ -66,7 +66,8 @@ ALL = Facts(True, True, True, True, True, True, True, True)
 def facts(data: bytes, memo: Memo | None = None) -> Facts:
     """The facts of ``data`` (once per file with a memo); all true when CPython cannot parse it."""
     if memo is not None and "ast-facts" in memo:
-        return memo["ast-facts"]
+        remembered: Facts = memo["ast-facts"]
+        return remembered
     tree = python_ast(data, memo)
     found = ALL if tree is None else _facts(tree)
     if memo is not None:
@@ -121,12 +122,12 @@ def _child_fields(kind: type) -> tuple[str, ...]:
     return fields
 
 
-def _nodes(tree: ast.AST):
+def _nodes(tree: ast.AST) -> Iterator[ast.AST]:
     """The nodes the checks look at (calls, ifs, assignments, statements, imports), every one
     of them in the tree, in no particular order: ast.walk, without contexts, operators and
     leaves, at about half its cost."""
     interesting = frozenset(_INTERESTING)
-    todo: list = [tree]
+    todo: list[ast.AST] = [tree]
     pop, push, extend = todo.pop, todo.append, todo.extend
     AST = ast.AST
     children = _children
@@ -191,7 +192,7 @@ def _names(expr: ast.AST) -> set[str]:
 
 
 def _start(node: ast.AST) -> tuple[int, int]:
-    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]  # ast.AST has no positions: its expr and stmt do
 
 
 def _stmt_start(node: ast.stmt) -> tuple[int, int]:
@@ -201,7 +202,7 @@ def _stmt_start(node: ast.stmt) -> tuple[int, int]:
 
 
 def _end(node: ast.AST) -> tuple[int, int]:
-    return (node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]
+    return (node.end_lineno or node.lineno, node.end_col_offset or 0)  # type: ignore[attr-defined]  # as above
 
 
 def _facts(tree: ast.Module) -> Facts:
@@ -411,9 +412,9 @@ def _assign(node: ast.Assign, increments: list[tuple[ast.AST, str, bool]]) -> No
             continue
         name = _terminal(target)
         if _dotted(other) is not None and _dotted(other) == _dotted(target):
-            increments.append((node, name, False))  # type: ignore[arg-type]
+            increments.append((node, name, False))  # type: ignore[arg-type]  # a Name or Attribute has a terminal name
         elif _is_getattr(other):
-            increments.append((node, name, True))  # type: ignore[arg-type]
+            increments.append((node, name, True))  # type: ignore[arg-type]  # as above
         return
 
 
@@ -438,7 +439,7 @@ def _tested_with_not(test: ast.AST) -> set[str]:
             if name:
                 out.add(name)
             elif _is_getattr(operand):
-                out |= _strings(operand)  # type: ignore[arg-type]
+                out |= _strings(operand)  # type: ignore[arg-type]  # _is_getattr: a Call
     return out
 
 

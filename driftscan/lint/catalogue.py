@@ -11,7 +11,7 @@ import inspect as pyinspect
 import sys
 from collections.abc import Sequence
 
-from .engine import MAX_FILE_BYTES
+from .files import MAX_FILE_BYTES
 from .registry import builtin_rules
 from .rule import Invalid, Rule
 from .testing import iter_examples, source_of
@@ -98,10 +98,10 @@ def trigger_section(rules: Sequence[type[Rule]]) -> str:
         if isinstance(trigger, Trigger):
             what = f"`{trigger.regex_text()}`".replace("|", "\\|")
         elif hasattr(trigger, "triggers"):
-            what = " or ".join(describe_trigger(t) for t in trigger.triggers)  # type: ignore[attr-defined]
+            what = " or ".join(describe_trigger(t) for t in trigger.triggers)
             if isinstance(trigger, AllOf):
                 what = what.replace(" or ", " and ")
-            if all(isinstance(t, Trigger) and not t.label for t in trigger.triggers):  # type: ignore[attr-defined]
+            if all(isinstance(t, Trigger) and not t.label for t in trigger.triggers):
                 what = what.replace("|", "\\|")
         else:
             what = (pyinspect.getdoc(trigger) or "").splitlines()[0]

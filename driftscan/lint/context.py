@@ -162,5 +162,6 @@ class FileContext:
         return analysis.debug_reasons(action, self)
 
     # -- reporting ----------------------------------------------------------------------------
-    def add_report(self, node: cst.CSTNode, **fields) -> None:
-        self.reports.append(RuleHit(node=node, **fields))
+    def add_report(self, node: cst.CSTNode, *, code: str, name: str, severity: Severity, message: str,
+                   artifact_pattern: str | None) -> None:
+        self.reports.append(RuleHit(node, code, name, severity, message, artifact_pattern))

@@ -17,6 +17,7 @@ import os
 import re
 import shlex
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,7 +27,9 @@ from typing import TYPE_CHECKING
 
 from ..fs.reader import read_regular
 from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem
-from .artifacts import find_artifacts
+from .artifacts import ArtifactGroup, find_artifacts
+from .files import MAX_FILE_BYTES
+from .scancache import OutcomeMemo
 from .vocabulary import NOT_INSPECTED, FileProblem
 
 if TYPE_CHECKING:
@@ -97,8 +100,6 @@ def installed_at(check: FileCheck) -> float | None:
 
 
 def _when(t: float) -> str:
-    import time
-
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
@@ -157,7 +158,7 @@ def _artifact_check(pattern: str, writers: list[tuple[str, Finding]], owned: Cal
     return DumpSearch(drift, note, possible)
 
 
-def _possible_check(pattern: str, group, writers: list[tuple[str, Finding]], changed: float | None,
+def _possible_check(pattern: str, group: ArtifactGroup, writers: list[tuple[str, Finding]], changed: float | None,
                     install: float | None, dump_list: DumpLister | None, audited: Iterable[str]) -> FileCheck | None:
     """The possible-debug-artifacts drift: files matching ``pattern`` older than the code's last
     change (``changed``: its ctime or mtime, the later) but no older than its own mtime or its
@@ -202,7 +203,9 @@ _PREFIX_LAYOUT = re.compile(r"^(?P<prefix>.+?)[\\/](?:lib(?:64)?[\\/](?:python|p
 
 
 def _unparsable(path: str, rules: Sequence[type[Rule]]) -> list[Finding]:
-    from .engine import MAX_FILE_BYTES, import_check
+    # Deferred: the engine and the scanner import libcst (0.3-0.7 s, python -X importtime), which
+    # an audit with no drifted file to parse must not pay (tests/contract/test_imports.py).
+    from .engine import import_check
     from .scan import IN_PROCESS_BYTES
 
     try:
@@ -227,9 +230,11 @@ IN_PROCESS_TOTAL = 1 << 20
 
 
 def _inspect_files(targets: Sequence[str], edited: set[str], jobs: int | None, select: Sequence[str],
-                   ignore: Sequence[str], rules_modules: Sequence[str], plugins: bool, memo):
+                   ignore: Sequence[str], rules_modules: Sequence[str], plugins: bool, memo: OutcomeMemo | None) -> \
+        tuple[dict[str, list[Finding]], dict[str, list[tuple[str, Finding]]], list[Problem], list[Problem]]:
     """Run the rules on ``targets``: (findings by file, dump writers by pattern, scan errors,
     notes on what was skipped); remembered in ``memo`` when one is given and all went well."""
+    # Deferred, as in _unparsable: the registry and the scanner import libcst (0.3-0.7 s).
     from .registry import load_rules, select_rules
     from .scan import _code_signature, scan_paths
 
@@ -300,8 +305,6 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
     edited = {c.path for c in checks if _inspectable(c) and c.kind is not DriftKind.ADDED}
     memo = None
     if memo_dir is not None:
-        from .scancache import OutcomeMemo
-
         selection = repr(("audit", sys.version, list(sys.path), list(select), list(ignore), list(rules_modules), plugins,
                           SYNTAX_CHECK_ADDED_LIMIT, PARSE_BUDGET, sorted(edited)))
         memo = OutcomeMemo(memo_dir, selection, targets)
@@ -311,7 +314,7 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
         by_path: dict[str, list[Finding]] = defaultdict(list, found)
         writers: dict[str, list[tuple[str, Finding]]] = defaultdict(list)
         for path, finding in wrote:
-            writers[finding.artifact_pattern].append((path, finding))  # type: ignore[index]
+            writers[finding.artifact_pattern].append((path, finding))  # type: ignore[index]  # recall keeps writers with a pattern only
         scan_errors = [Problem(p, m) for p, m in errors]
         skipped = _syntax_skipped(targets, edited)
     else:

@@ -29,7 +29,7 @@ _PATH_CLASSES = {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathl
 _PASS_THROUGH = {"str", "os.fspath", "os.path.abspath", "os.path.normpath"}
 _MAX_DEPTH = 6
 
-Parts = list  # list[str | None]: literal text or WILD
+Parts = list["str | None"]  # literal text or WILD
 
 
 @dataclass(frozen=True)

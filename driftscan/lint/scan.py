@@ -26,6 +26,7 @@ scan's row without being read.
 from __future__ import annotations
 
 import bisect
+import faulthandler
 import multiprocessing
 import os
 import pickle
@@ -35,22 +36,24 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
 from multiprocessing.connection import Connection, wait
 
+import libcst
+
+from ..fs.helpers import may_fork
 from ..fs.reader import default_jobs
 from ..core.values import Problem
 from .files import Row, ScanResult, collect_files, gather
-from .engine import MAX_FILE_BYTES, RuleError, complexity_finding, inspect_path
+from .engine import RuleError, complexity_finding, inspect_path
+from .files import MAX_FILE_BYTES
 from .noqa import with_unused_noqa
 from .registry import load_rules, select_rules
 from .rule import Rule
 
-from .scancache import selection_id
+from .scancache import ResultCache, selection_id
 
-if TYPE_CHECKING:
-    from .scancache import ResultCache
-
+# What every worker scans with: the rules, the prefilter, the size cap (``_scan_files``'s arguments).
+_Config = tuple[Sequence[type[Rule]], bool, "int | None"]
 
 # -- worker side ---------------------------------------------------------------------------
 
@@ -82,6 +85,7 @@ def _scan_one(path: str, rules: Sequence[type[Rule]], prefilter: bool, max_bytes
     file: it passed the rules' AST checks when it was deferred (engine.inspect_path)."""
     try:
         findings, nbytes, parsed = inspect_path(path, rules, prefilter, max_bytes, defer_over, ast_checks)
+        # A deferred file's row holds None findings until it is scanned; Row types a finished one.
         return (path, findings, nbytes, parsed, None)  # type: ignore[return-value]
     except RuleError as e:
         return (path, [], 0, True, str(e))
@@ -144,12 +148,12 @@ _BOOT = ("import sys\n"
 class _Worker:
     """One worker process: forked where driftscan may fork its host, else a fresh interpreter."""
 
-    def __init__(self, fork: bool, config: tuple):
+    def __init__(self, fork: bool, config: _Config) -> None:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         self.inbox = Connection(from_child_r, writable=False)
         self.outbox = Connection(to_child_w, readable=False)
-        self.proc: multiprocessing.process.BaseProcess | subprocess.Popen | None = None
+        self.proc: multiprocessing.process.BaseProcess | subprocess.Popen[bytes] | None = None
         self.asked = False
         try:
             if fork:
@@ -233,10 +237,8 @@ class _Worker:
         return code
 
 
-def _fork_worker_main(inbox: Connection, outbox: Connection, parent_side: _Worker, config: tuple) -> None:
+def _fork_worker_main(inbox: Connection, outbox: Connection, parent_side: _Worker, config: _Config) -> None:
     parent_side.close()  # the parent's ends of the pipes, inherited by the fork
-    import faulthandler
-
     faulthandler.disable()  # a crash here costs one file and is reported by the parent, not dumped to stderr
     _worker_main(inbox, outbox, *config)
 
@@ -252,7 +254,7 @@ def _lost(path: str, why: str, rules: Sequence[type[Rule]]) -> Row:
     return (path, findings, 0, True, None if findings else f"not inspected: {why}")
 
 
-class _Arriving(list):
+class _Arriving(list[Row]):
     """Rows as they arrive, each arrival reported to ``progress(files done, files in all)``
     and to ``sink(row, lost)`` (the result cache)."""
 
@@ -266,13 +268,13 @@ class _Arriving(list):
         if self.progress is not None and n:
             self.progress(self.done, self.total)
 
-    def append(self, row, lost: bool = False) -> None:
+    def append(self, row: Row, lost: bool = False) -> None:
         super().append(row)
         if self.sink is not None:
             self.sink(row, lost)
         self._tick(1)
 
-    def extend(self, rows, lost: bool = False) -> None:
+    def extend(self, rows: Iterable[Row], lost: bool = False) -> None:
         rows = list(rows)
         super().extend(rows)
         if self.sink is not None:
@@ -280,7 +282,7 @@ class _Arriving(list):
                 self.sink(row, lost)
         self._tick(len(rows))
 
-    def __iadd__(self, rows):  # type: ignore[override, misc]
+    def __iadd__(self, rows: Iterable[Row]) -> _Arriving:  # type: ignore[override, misc]  # += takes any iterable, + a list (so typeshed's list)
         self.extend(rows)
         return self
 
@@ -326,7 +328,7 @@ class _Queue:
         return out
 
 
-def _scan_in_workers(files: list[tuple[str, int]], jobs: int, config: tuple,
+def _scan_in_workers(files: list[tuple[str, int]], jobs: int, config: _Config,
                      budget: float | None = None, progress: Callable[[int, int], None] | None = None,
                      total: int | None = None, done: int = 0,
                      sink: Callable[[Row, bool], None] | None = None) -> list[Row]:
@@ -334,8 +336,6 @@ def _scan_in_workers(files: list[tuple[str, int]], jobs: int, config: tuple,
     docstring: a file that crashes or stalls its worker costs that file, and only it).
     ``budget``: seconds for all of it; files not parsed by then get DBG004 with that reason
     (a tree of many slow-but-legal files must not hold an audit for minutes)."""
-    from ..fs.helpers import may_fork
-
     rules = config[0]
     rows: _Arriving = _Arriving(total if total is not None else len(files), progress, done, sink)
     fork = may_fork()  # only where driftscan may fork its host (driftscan/fs/helpers.py)
@@ -442,9 +442,7 @@ def _code_signature(rules: Sequence[type[Rule]], prefilter: bool,
     sources, the interpreter and libcst — as a key, and the source files it was taken from
     (the result cache's guards, scancache.py). None when a rule's source cannot be told apart
     (a class made at run time): such a scan is not cached."""
-    import libcst
-
-    parts: list = [sys.version, prefilter, max_bytes]
+    parts: list[object] = [sys.version, prefilter, max_bytes]
     here = os.path.dirname(os.path.abspath(__file__))
     sources = {os.path.join(here, n) for n in os.listdir(here) if n.endswith(".py")}
     sources.add(os.path.abspath(libcst.__file__))  # a new libcst is installed anew
@@ -506,7 +504,7 @@ def scan_paths(
         files, stats, errors = walked
         result.errors.extend(errors)
     jobs = default_jobs() if jobs is None else max(1, jobs)
-    config = (chosen, prefilter, max_bytes)
+    config: _Config = (chosen, prefilter, max_bytes)
     rows: list[Row] = []
     sink = None
     if cache is not None:

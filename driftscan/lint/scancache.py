@@ -32,12 +32,13 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from typing import cast
+from typing import Any, cast
 
 from ..caches.racy import settled, settled_stat
 from ..caches.location import write_cache_file
 from ..fs.reader import inside, read_regular
 from ..core.values import Finding, Severity
+from .files import Row
 
 FORMAT = b"driftscan-scancache-2"
 MAX_BYTES = 256 << 20  # a cache file larger than this is not read
@@ -91,7 +92,7 @@ def _guard(path: str) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode]
 
 
-def _read_document(path: str):
+def _read_document(path: str) -> object:
     """The JSON document behind a cache file's format line and checksum; None when there is
     none, or it is damaged or of another format."""
     try:
@@ -108,7 +109,7 @@ def _read_document(path: str):
         return None
 
 
-def _write_document(directory: str, path: str, document) -> None:
+def _write_document(directory: str, path: str, document: dict[str, object]) -> None:
     """Write ``document`` to ``path`` (in ``directory``) atomically behind its checksum; a cache
     that cannot be written is silently skipped."""
     payload = json.dumps(document, separators=(",", ":")).encode()
@@ -116,12 +117,12 @@ def _write_document(directory: str, path: str, document) -> None:
     write_cache_file(path, data, prefix=".scancache-")
 
 
-def _guards_hold(guards) -> bool:
+def _guards_hold(guards: object) -> bool:
     return type(guards) is list and all(
         type(g) is list and len(g) == 2 and type(g[0]) is str and _guard(g[0]) == g[1] for g in guards)
 
 
-def _finding(raw) -> Finding | None:
+def _finding(raw: object) -> Finding | None:
     if type(raw) is not list or len(raw) != 8:
         return None
     code, name, severity, line, column, message, snippet, artifact = raw
@@ -142,9 +143,9 @@ class ResultCache:
         self.version = version
         self.path: str | None = None
         self._key = ""
-        self._entries: dict[str, list] = {}
+        self._entries: dict[str, list[Any]] = {}  # path -> a JSON row (``store``), checked when read
         self._dirty = False
-        self._memos: dict = {}
+        self._memos: dict[str, object] = {}
         self.hits = 0
         self.misses = 0
 
@@ -186,7 +187,7 @@ class ResultCache:
         codes, guards = memo.get("codes"), memo.get("guards")
         if type(codes) is not list or not all(type(c) is str for c in codes) or not _guards_hold(guards):
             return None
-        self._key, self._entries, self._memos = loaded["key"], loaded["entries"], cast(dict, memos)
+        self._key, self._entries, self._memos = loaded["key"], loaded["entries"], cast("dict[str, object]", memos)
         return tuple(codes)
 
     def remember(self, selection: str, codes: Iterable[str], sources: Iterable[str], plugins: bool) -> None:
@@ -199,14 +200,14 @@ class ResultCache:
             others = [(k, v) for k, v in self._memos.items() if k != name][-(MEMOS - 1):]
             self._memos, self._dirty = {**dict(others), name: memo}, True
 
-    def _load(self) -> dict:
+    def _load(self) -> dict[str, Any]:
         """The cache file's content, ``{}`` when there is none or it is damaged; ``entries`` is a dict."""
-        loaded = _read_document(self.path)  # type: ignore[arg-type]
+        loaded = _read_document(self.path) if self.path is not None else None  # placed: a path
         if type(loaded) is not dict or type(loaded.get("key")) is not str or type(loaded.get("entries")) is not dict:
             return {}
         return loaded
 
-    def lookup(self, path: str, st: os.stat_result):
+    def lookup(self, path: str, st: os.stat_result) -> Row | None:
         """The row stored for ``path`` if its signature is ``st``'s, else None."""
         entry = self._entries.get(path)
         row = self._row(path, entry, st) if entry is not None else None
@@ -217,7 +218,7 @@ class ResultCache:
         return row
 
     @staticmethod
-    def _row(path: str, entry, st: os.stat_result):
+    def _row(path: str, entry: object, st: os.stat_result) -> Row | None:
         if type(entry) is not list or len(entry) != 4 or entry[0] != _signature(st):
             return None
         _, raw_findings, nbytes, parsed = entry
@@ -226,7 +227,7 @@ class ResultCache:
         findings = _findings(raw_findings)
         return None if findings is None else (path, findings, nbytes, parsed, None)
 
-    def store(self, path: str, st: os.stat_result, row, started_ns: int) -> None:
+    def store(self, path: str, st: os.stat_result, row: Row, started_ns: int) -> None:
         """Remember a file's row, unless the file changed too shortly before ``started_ns``."""
         if not settled_stat(st, started_ns):
             return
@@ -244,23 +245,28 @@ class ResultCache:
         entries = {p: e for p, e in self._entries.items() if p in live}
         if not self._dirty and len(entries) == len(self._entries):
             return
-        document: dict = {"key": self._key, "entries": entries}
+        document: dict[str, object] = {"key": self._key, "entries": entries}
         if self._memos:
             document["memos"] = self._memos
         _write_document(self.directory, self.path, document)
         self._entries, self._dirty = entries, False
 
 
-def _pack(finding: Finding) -> list:
+def _pack(finding: Finding) -> list[object]:
     return [finding.code, finding.name, finding.severity.value, finding.line, finding.column, finding.message,
             finding.snippet, finding.artifact_pattern]
 
 
-def _findings(raw) -> list[Finding] | None:
+def _findings(raw: object) -> list[Finding] | None:
     if type(raw) is not list:
         return None
-    found = [_finding(f) for f in raw]
-    return None if any(f is None for f in found) else found  # type: ignore[return-value]
+    found: list[Finding] = []
+    for item in raw:
+        finding = _finding(item)
+        if finding is None:
+            return None
+        found.append(finding)
+    return found
 
 
 class OutcomeMemo:
@@ -320,7 +326,7 @@ class OutcomeMemo:
         stats = self._stats()
         if stats is None or any(not settled(sig[1], sig[2], self.started_ns) for sig in stats.values()):
             return
-        doc = {"files": stats, "guards": [[p, _guard(p)] for p in guard_paths(sources, plugins)],
+        doc: dict[str, object] = {"files": stats, "guards": [[p, _guard(p)] for p in guard_paths(sources, plugins)],
                "by_path": {p: [_pack(f) for f in fs] for p, fs in by_path.items() if p in stats},
                "writers": [[p, _pack(f)] for p, f in writers], "errors": [list(e) for e in errors]}
         _write_document(self.directory, self.path, doc)
@@ -336,8 +342,8 @@ class ContentMemo:
         digest = hashlib.sha256(selection.encode("utf-8", "surrogateescape")).hexdigest()
         self.directory = directory
         self.path = os.path.join(directory, "content-" + digest[:32] + ".json")
-        self._entries: dict[str, list] = {}
-        self._guards: list | None = None
+        self._entries: dict[str, list[object]] = {}  # name -> packed findings (``_pack``), checked when read
+        self._guards: list[list[object]] | None = None
         self._dirty = False
         self._load()
 
@@ -355,7 +361,7 @@ class ContentMemo:
 
     def put(self, path: str, content: bytes, findings: Iterable[Finding], sources: Iterable[str],
             plugins: bool) -> None:
-        guards = [[p, _guard(p)] for p in guard_paths(sources, plugins)]
+        guards: list[list[object]] = [[p, _guard(p)] for p in guard_paths(sources, plugins)]
         if guards != self._guards:  # other rules' code than the entries were made with: start over
             self._entries, self._guards = {}, guards
         self._entries[self._name(path, content)] = [_pack(f) for f in findings]

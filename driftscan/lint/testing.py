@@ -16,7 +16,8 @@ import textwrap
 from collections.abc import Iterator
 
 from ..core.values import Finding
-from .engine import MAX_FILE_BYTES, inspect_source
+from .engine import inspect_source
+from .files import MAX_FILE_BYTES
 from .rule import Example, Invalid, Rule, Valid
 from .triggers import Memo
 

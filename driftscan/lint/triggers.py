@@ -17,14 +17,19 @@ from __future__ import annotations
 
 import gc
 import io
+import ast
 import re
 import tokenize
-from collections.abc import Callable
-from typing import Protocol
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol, cast
+
+from .complexity import measure
 
 
-class Memo(dict):
-    """Per-file cache so triggers shared between rules are evaluated once per file."""
+class Memo(dict[str | int | tuple[bytes, bool], Any]):
+    """Per-file cache so triggers shared between rules are evaluated once per file: by name, by a
+    trigger's id, or by (word, lowered) for a word searched for; values of as many kinds as names."""
 
 
 #: Memo key: while set, a trigger that needs CPython's syntax tree answers yes without building
@@ -67,7 +72,7 @@ class Trigger:
     def matches(self, data: bytes, memo: Memo | None = None) -> bool:
         if memo is not None:
             key = id(self)
-            hit = memo.get(key)
+            hit: bool | None = memo.get(key)
             if hit is None:
                 hit = memo[key] = self._matches(data, memo)
             return hit
@@ -159,7 +164,7 @@ def named_triggers(trigger: BaseTrigger) -> list[BaseTrigger]:
     return out
 
 
-def words_then(words: tuple[bytes, ...], rest: bytes, *, lowered: bool = False):
+def words_then(words: tuple[bytes, ...], rest: bytes, *, lowered: bool = False) -> Callable[[bytes, Memo | None], bool]:
     """A search equal to ``(?:w1|w2|...)rest``: ``w + rest`` for each word the bytes contain,
     each one starting with a literal (found by a fast search, not tried at every byte)."""
     regexes = [(w, re.compile(re.escape(w) + rest)) for w in words]
@@ -170,12 +175,12 @@ def words_then(words: tuple[bytes, ...], rest: bytes, *, lowered: bool = False):
     return search
 
 
-def preceded(before: bytes, skip: bytes, *after: bytes):
+def preceded(before: bytes, skip: bytes, *after: bytes) -> Callable[[bytes, Memo | None], bool]:
     """A search equal to ``[before][skip]*(?:after1|after2...)`` where ``before`` and ``skip``
     are disjoint byte classes: each match of an ``after`` (each starts with a literal, found by
     a fast search) is checked backwards — past the ``skip`` bytes, the nearest other byte must
     be one of ``before``. Overlapping matches are all tried."""
-    regexes = [(re.compile(a), re.match(rb"\w*", a).group()) for a in after]  # type: ignore[union-attr]
+    regexes = [(re.compile(a), re.split(rb"\W", a, maxsplit=1)[0]) for a in after]  # its leading word
     before_set = frozenset(b for b in range(256) if re.fullmatch(before, bytes([b])))
     skip_set = frozenset(b for b in range(256) if re.fullmatch(skip, bytes([b])))
     assert not before_set & skip_set
@@ -308,18 +313,14 @@ PYTHON2 = AnyOf(
 NUL = Trigger(rb"\x00", (b"\x00",), label="NUL byte")
 
 
-def python_ast(data: bytes, memo: Memo | None = None):
+def python_ast(data: bytes, memo: Memo | None = None) -> ast.Module | None:
     """CPython's syntax tree of ``data`` (once per file with a memo), or None when CPython's
     parser rejects it or the byte scan of complexity.py finds it unsafe to parse. CPython's
     parser is native and builds no concrete tree: ten to twenty times libcst's speed."""
     if memo is not None and "ast" in memo:
-        return memo["ast"]
-    import ast
-    import warnings
-
-    from .complexity import measure
-
-    tree = None
+        remembered: ast.Module | None = memo["ast"]
+        return remembered
+    tree: ast.Module | None = None
     if memo is not None and "refusal" in memo:
         refused = memo["refusal"]
     else:
@@ -337,7 +338,8 @@ def python_ast(data: bytes, memo: Memo | None = None):
         try:
             with warnings.catch_warnings():  # SyntaxWarnings (invalid escapes) are not ours to print
                 warnings.simplefilter("ignore")
-                tree = compile(data, "<scan>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+                tree = cast(ast.Module, compile(data, "<scan>", "exec", ast.PyCF_ONLY_AST,  # "exec": a Module
+                                                dont_inherit=True))
         except (SyntaxError, ValueError, MemoryError, RecursionError, OverflowError):
             tree = None
         finally:
@@ -372,7 +374,8 @@ class ShapeGuard:
 
     def matches(self, data: bytes, memo: Memo | None = None) -> bool:
         if memo is not None and "shape-guard" in memo:
-            return memo["shape-guard"]
+            remembered: bool = memo["shape-guard"]
+            return remembered
         if memo is not None and memo.get(OPTIMISTIC):
             return True  # (not remembered)
         tree = python_ast(data, memo)
@@ -385,10 +388,8 @@ class ShapeGuard:
         return self.label
 
 
-def _statements(body: list):
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Every statement of ``body`` and the blocks nested in it (expressions hold none)."""
-    import ast
-
     todo = list(reversed(body))
     while todo:
         node = todo.pop()
@@ -403,9 +404,7 @@ def _statements(body: list):
                         todo.extend(reversed(item.body))
 
 
-def _shape_guard(tree) -> bool:
-    import ast
-
+def _shape_guard(tree: ast.Module) -> bool:
     guards = []
     imported: set[str] = set()
     for node in _statements(tree.body):
@@ -440,7 +439,8 @@ class Undecodable:
 
     def matches(self, data: bytes, memo: Memo | None = None) -> bool:
         if memo is not None and "undecodable" in memo:
-            return memo["undecodable"]
+            remembered: bool = memo["undecodable"]
+            return remembered
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
             data.decode(encoding)

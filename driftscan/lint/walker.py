@@ -59,9 +59,9 @@ def iter_children(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
     for name in child_fields(type(node)):
         value = getattr(node, name)
         if _is_node(value):
-            yield value  # type: ignore[misc]
+            yield value
         elif type(value) is tuple or type(value) is list:
-            for item in value:  # type: ignore[attr-defined]
+            for item in value:
                 if _is_node(item):
                     yield item
 
@@ -100,7 +100,7 @@ def walk(module: cst.Module, stack: list[cst.CSTNode], visitors: Iterable[object
                     handler(node)
             stack.pop()
             continue
-        node = item  # type: ignore[assignment]
+        node = item  # type: ignore[assignment]  # not _LEAVE: a node
         stack.append(node)
         node_type = type(node)
         handlers = on_visit.get(node_type.__name__)

@@ -62,6 +62,8 @@ def scan_paths(
                 return gather(ScanResult(errors=errors, rules=codes), rows)
             walked = (files, stats, errors)
             cache.hits = cache.misses = 0  # the full scan looks every file up again
+    # Deferred: the full scan imports the engine and libcst (0.3-0.7 s, python -X importtime),
+    # which a scan settled from its cache above never needs (this module's reason to be).
     from .scan import scan_paths as full_scan
 
     return full_scan(paths, select, ignore, jobs, prefilter, extra_rule_modules, rules=rules, plugins=plugins,

@@ -21,13 +21,16 @@ import os
 import tempfile
 import time
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from typing import TypeVar, cast, overload
 
 import xxhash
 
+from ..caches.location import write_cache_file
 from ..caches.racy import settled_stat
+from ..caches.statcache import user_cache_dir
 from ..fs.atomic import write_atomic
 from ..modeldir.hfcache import containment_root
 from ..modeldir.provenance import detect_layout
@@ -49,7 +52,8 @@ from ..formats.manifest import (
     write_members,
     unreadable_of,
 )
-from ..core.values import Area, Drift, DriftKind, FileCheck, LayoutKind, Prediction, Problem, Scope
+from ..core.values import (Area, Distribution, Drift, DriftKind, FileCheck, LayoutKind, Prediction, Problem,
+                           RecordEntry, Scope)
 from ..fs.paths import printable
 from ..fs.helpers import Child, may_fork
 from ..environment.files import OK, check_entry, expected_of
@@ -58,7 +62,7 @@ from ..modeldir import ModelDirResult, merge_checks
 from . import treeindex
 from ..modeldir.consistency import INDEX_SUFFIX, consistency_checks
 from ..modeldir.check import SMALL_FILE_LIMIT, Context, KindResult, Meter
-from .sharedwalk import WalkStat, hash_shared, settle_shared
+from .sharedwalk import WalkedEntries, WalkStat, hash_shared, settle_shared
 from ..modeldir.provenance.manifestdir import (
     MATCHED,
     TRUSTED,
@@ -115,8 +119,15 @@ def _child_share(sizes: list[int]) -> list[int]:
     return taken
 
 
-def forked_mapper(func: Callable, child_func: Callable, decode: Callable, items: list, sizes: list[int],
-                  jobs: int) -> list:
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+_Portable = TypeVar("_Portable")
+_T = TypeVar("_T")
+
+
+def forked_mapper(func: Callable[[_Item], _Result], child_func: Callable[[_Item], _Portable],
+                  decode: Callable[[_Portable], object], items: list[_Item], sizes: list[int],
+                  jobs: int) -> list[_Result]:
     """``manifest.in_threads`` on two processes: a forked child (a GIL of its own) takes the
     largest files and a share of the small ones (``_child_share``), this process the rest, in
     this thread alone. Threads beside a thread on small files cost it the GIL at every system
@@ -138,7 +149,7 @@ def forked_mapper(func: Callable, child_func: Callable, decode: Callable, items:
     helper = Child(child)
     if not helper.started:
         return map_by_size(func, items, sizes, jobs)
-    results: list = [None] * len(items)
+    results: list[_Result | None] = [None] * len(items)
     try:
         for k in mine:
             results[k] = func(items[k])
@@ -156,8 +167,9 @@ def forked_mapper(func: Callable, child_func: Callable, decode: Callable, items:
         answers = [None] * len(share)
     for k, answer in zip(share, answers):
         value = decode(answer) if answer is not None else REDO
-        results[k] = func(items[k]) if value is REDO else value
-    return results
+        # decode answers what func would have (or REDO): the Mapper protocol's contract
+        results[k] = func(items[k]) if value is REDO else cast(_Result, value)
+    return cast("list[_Result]", results)  # every slot filled: by func here, or by the child's answers
 
 
 def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
@@ -213,8 +225,6 @@ _LOADED_FORMAT = b"driftscan-snapshot-load-4\n"  # 3: entries in columns; 4: wha
 
 
 def _loaded_cache_path(path: str) -> str:
-    from ..caches.statcache import user_cache_dir
-
     name = hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogateescape")).hexdigest()[:24]
     return os.path.join(user_cache_dir(), "snapshots", name + ".bin")
 
@@ -227,7 +237,12 @@ _as_entry = functools.partial(tuple.__new__, ManifestEntry)
 _NO_CTIME = -1  # in the columns: an entry without ctime_ns (a valid one is >= 0)
 
 
-def _columns(files: dict[str, ManifestEntry]) -> tuple:
+# A manifest's entries as ``_columns`` lays them out: paths joined, digests joined, numbers (bytes
+# of an array('q')), texts and links by position.
+_Columns = tuple[str, str, bytes, dict[int, str], dict[int, str]]
+
+
+def _columns(files: dict[str, ManifestEntry]) -> _Columns:
     """A manifest's entries as a few large values instead of 40,000 tuples (marshal loads these
     in C, where 40,000 tuples of seven cost ~0.1 s): the paths joined by NUL (which no path may
     hold), the digests joined, sizes, modes, mtimes and ctimes in one ``array('q')``, and the
@@ -243,7 +258,7 @@ def _columns(files: dict[str, ManifestEntry]) -> tuple:
 ONE_BY_ONE = 256  # entries built one at a time before all are built at once (cheaper each)
 
 
-class ColumnEntries(Mapping):
+class ColumnEntries(Mapping[str, ManifestEntry]):
     """A manifest's ``files`` loaded from ``_columns``: the same mapping of path to ManifestEntry
     (equal to the dict it was made from), with each entry built only when asked for. A warm diff
     settles nearly every file from the diff index by path alone; building 40,000 entries it never
@@ -251,7 +266,8 @@ class ColumnEntries(Mapping):
 
     __slots__ = ("_asked", "_digests", "_full", "_index", "_links", "_numbers", "_texts")
 
-    def __init__(self, rels: list[str], digests: str, numbers: array, texts: dict, links: dict) -> None:
+    def __init__(self, rels: list[str], digests: str, numbers: array[int], texts: dict[int, str],
+                 links: dict[int, str]) -> None:
         self._index = dict(zip(rels, range(len(rels))))
         if len(self._index) != len(rels) or len(digests) != 32 * len(rels) or len(numbers) != 4 * len(rels):
             raise ValueError("columns that do not fit together")
@@ -277,7 +293,13 @@ class ColumnEntries(Mapping):
             return self.as_dict()[rel]
         return self._entry(self._index[rel])
 
-    def get(self, rel, default=None):  # type: ignore[override]
+    @overload
+    def get(self, rel: str, default: None = None) -> ManifestEntry | None: ...
+
+    @overload
+    def get(self, rel: str, default: ManifestEntry | _T) -> ManifestEntry | _T: ...
+
+    def get(self, rel: str, default: object = None) -> object:
         if self._full is not None:
             return self._full.get(rel, default)
         k = self._index.get(rel)
@@ -290,24 +312,24 @@ class ColumnEntries(Mapping):
     def __contains__(self, rel: object) -> bool:
         return rel in self._index
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._index)
 
     def __len__(self) -> int:
         return len(self._index)
 
-    def keys(self):  # type: ignore[override]
+    def keys(self) -> KeysView[str]:
         return self._index.keys()  # a dict's view: set operations in C
 
     def as_dict(self) -> dict[str, ManifestEntry]:
         """Every entry, built in C-level loops (once)."""
         if self._full is None:
             n, numbers, digests = len(self._index), self._numbers, self._digests
-            ctimes = numbers[3::4].tolist()
+            ctimes: Sequence[int | None] = numbers[3::4].tolist()
             if _NO_CTIME in ctimes:
                 ctimes = [None if c == _NO_CTIME else c for c in ctimes]
-            texts: list = [None] * n
-            links: list = [None] * n
+            texts: list[str | None] = [None] * n
+            links: list[str | None] = [None] * n
             for k, text in self._texts.items():
                 texts[k] = text
             for k, link in self._links.items():
@@ -317,10 +339,10 @@ class ColumnEntries(Mapping):
             self._full = dict(zip(self._index, entries))
         return self._full
 
-    def items(self):  # type: ignore[override]
+    def items(self) -> ItemsView[str, ManifestEntry]:
         return self.as_dict().items()
 
-    def values(self):  # type: ignore[override]
+    def values(self) -> ValuesView[ManifestEntry]:
         return self.as_dict().values()
 
     def __eq__(self, other: object) -> bool:
@@ -328,13 +350,13 @@ class ColumnEntries(Mapping):
             other = other.as_dict()
         return self.as_dict() == other if isinstance(other, dict) else NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as a dict: Mapping declares a method
 
     def __repr__(self) -> str:
         return f"ColumnEntries({self.as_dict()!r})"
 
 
-def _from_columns(columns: tuple) -> ColumnEntries:
+def _from_columns(columns: _Columns) -> ColumnEntries:
     """``_columns`` undone (ValueError or TypeError for columns that do not fit together)."""
     joined, digests, raw_numbers, texts, links = columns
     numbers = array("q")
@@ -368,6 +390,7 @@ def _loaded_from_cache(path: str, st: os.stat_result) -> list[tuple[Root, str, M
             if type(unreadable) is not dict:
                 return None
             out.append((Root(RootKind(kind), root), part,
+                        # ColumnEntries stands in for (and equals) the dict Manifest.files is typed as
                         Manifest("", root, created, files, tool, started, unreadable=unreadable)))  # type: ignore[arg-type]
         return out
     except Exception:  # noqa: BLE001 - a damaged or foreign cache file is no cache
@@ -385,8 +408,6 @@ def _remember_loaded(path: str, st: os.stat_result, roots: list[tuple[Root, str,
                                   for n, (root, part, m) in enumerate(roots)])
         blob = marshal.dumps(value)
         target = _loaded_cache_path(path)
-        from ..caches.location import write_cache_file
-
         write_cache_file(target, _LOADED_FORMAT + xxhash.xxh3_64_digest(blob) + blob, prefix=".snapshot-",
                          dir_mode=0o700)
     except (OSError, ValueError, OverflowError):
@@ -500,7 +521,7 @@ def attach_ownership(checks: tuple[FileCheck, ...], own: Ownership, site_package
 _RESTORABLE = (DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.TYPE_CHANGED)
 
 
-def _against_record(check: FileCheck, owners: list) -> FileCheck:
+def _against_record(check: FileCheck, owners: list[tuple[Distribution, RecordEntry]]) -> FileCheck:
     """A file a RECORD lists that differs from the snapshot, judged against RECORD as well: one
     that matches its row's hash again is ``restored`` (back to pristine since the snapshot: a
     reinstall or a restore); one the snapshot did not have that differs from RECORD is
@@ -530,7 +551,7 @@ def _against_record(check: FileCheck, owners: list) -> FileCheck:
     return check
 
 
-def _is_own_record(dist, path: str) -> bool:
+def _is_own_record(dist: Distribution, path: str) -> bool:
     return os.path.join(dist.metadata_dir, "RECORD") == path and dist.metadata_dir.endswith(".dist-info")
 
 
@@ -544,7 +565,8 @@ SPLIT_DIRS = 256  # directories listed breadth first before the rest of the walk
 SPLIT_MIN_ENTRIES = 8192  # a manifest this small is walked in one process
 
 
-def _share_out(pending: list[tuple[str, str]], manifest: Manifest, limit: int) -> tuple[list, list]:
+def _share_out(pending: list[tuple[str, str]], manifest: Manifest,
+               limit: int) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """The directories waiting to be walked in two shares of about as much work each, by the
     manifest's files under each (``SMALL_FILE_S`` a file and the bytes of the small ones to hash;
     its paths are sorted, so two bisections a directory)."""
@@ -561,8 +583,8 @@ def _share_out(pending: list[tuple[str, str]], manifest: Manifest, limit: int) -
         lo, hi = bisect.bisect_left(names, prefix), bisect.bisect_left(names, prefix[:-1] + "0")
         weighed.append((cumulative[hi] - cumulative[lo], item))
     weighed.sort(key=lambda w: -w[0])
-    theirs: list = []
-    mine: list = []
+    theirs: list[tuple[str, str]] = []
+    mine: list[tuple[str, str]] = []
     load = [0.0, 0.0]
     for cost, item in weighed:
         side = 0 if load[0] <= load[1] else 1
@@ -572,7 +594,7 @@ def _share_out(pending: list[tuple[str, str]], manifest: Manifest, limit: int) -
 
 
 def _split_walk(ctx: Context, manifest: Manifest, trust: bool,
-                dirs: dict | None = None) -> tuple[dict, list[Problem]] | None:
+                dirs: dict[str, tuple[int, ...] | None] | None = None) -> tuple[WalkedEntries, list[Problem]] | None:
     """``scan_tree(ctx.root)`` and the settling of every unchanged small file (``settle``: by
     signature, or hashed) on two cores: the first directories are listed here breadth first, the
     rest shared out (``_share_out``); a forked walker walks and settles its share and sends back
@@ -581,24 +603,25 @@ def _split_walk(ctx: Context, manifest: Manifest, trust: bool,
     ``dirs``: each directory's signature, for the diff index (``scan_dirs``)."""
     if not (len(manifest.files) >= SPLIT_MIN_ENTRIES and may_fork() and walk_inside(ctx)):
         return None
-    found: dict = {}
+    found: WalkedEntries = {}
     problems: list[Problem] = []
     pending = scan_dirs(ctx.root, [(ctx.root, "")], found, problems, expand=SPLIT_DIRS, dirs=dirs)
     theirs, mine = _share_out(pending, manifest, ctx.limit)
 
-    def settled_in(walked: dict) -> tuple[dict, int]:
-        done, hashed = {}, 0
+    def settled_in(walked: dict[str, os.stat_result | None]) -> tuple[dict[str, object], int]:
+        done: dict[str, object] = {}
+        hashed = 0
         for rel, st in walked.items():
             verdict = settle(ctx, manifest, rel, st, trust)
             if verdict is not None:
                 done[rel] = verdict
-                hashed += st.st_size if verdict is MATCHED else 0
+                hashed += st.st_size if verdict is MATCHED and st is not None else 0  # settled: st is one
         return done, hashed
 
     def walker(fd: int) -> None:
-        got: dict = {}
+        got: dict[str, os.stat_result | None] = {}
         trouble: list[Problem] = []
-        listed: dict | None = {} if dirs is not None else None
+        listed: dict[str, tuple[int, ...] | None] | None = {} if dirs is not None else None
         scan_dirs(ctx.root, list(reversed(theirs)), got, trouble, dirs=listed)
         done, hashed = settled_in(got)
         trusted = [rel for rel, v in done.items() if v is TRUSTED]
@@ -631,13 +654,14 @@ def _split_walk(ctx: Context, manifest: Manifest, trust: bool,
         if dirs is not None:
             dirs.update(listed)
     except (ValueError, EOFError, TypeError):  # the walker failed: its share, here
-        more: dict = {}
+        more: dict[str, os.stat_result | None] = {}
         scan_dirs(ctx.root, list(reversed(theirs)), more, problems, dirs=dirs)
         found.update(more)
     return found, problems
 
 
-def _save_index(ctx: Context, manifest: Manifest, walked: dict, dirs: dict, walk_started: int,
+def _save_index(ctx: Context, manifest: Manifest, walked: WalkedEntries, dirs: dict[str, tuple[int, ...] | None],
+                walk_started: int,
                 consistency: bool) -> None:
     """Keep the diff index of this full walk: the files trusted by signature (settled so in the
     walk, or by ``settled_by_signature`` in the comparison), and every other entry walked."""
@@ -652,7 +676,7 @@ def _save_index(ctx: Context, manifest: Manifest, walked: dict, dirs: dict, walk
     treeindex.save(manifest, ctx.root, limit, dirs, walk_started, trusted, others, consistency, missing)
 
 
-def _to_compare(manifest: Manifest, walked: dict, missing: list[str]) -> list[str]:
+def _to_compare(manifest: Manifest, walked: WalkedEntries, missing: list[str]) -> list[str]:
     """The manifest's entries an index-served diff compares (those not trusted: the walked ones
     and the missing ones), in the manifest's order, as the full comparison meets them."""
     files = manifest.files
@@ -669,7 +693,7 @@ class DiffResult(ModelDirResult):
 
 
 def diff_root(root: Root, manifest_path: str, manifest: Manifest | None = None, *, jobs: int, deep: bool = False,
-              progress=None, trust: bool = False) -> DiffResult:
+              progress: Callable[[int, int], None] | None = None, trust: bool = False) -> DiffResult:
     """Compare one root with its manifest: ``verify_model_dir(root, manifest=...)``'s result, from
     one walk of the root. Large files are compared by size and mtime unless ``deep``; with
     ``trust``, a small file whose size, mtime and mode match the snapshot's (older than its racy
@@ -681,14 +705,15 @@ def diff_root(root: Root, manifest_path: str, manifest: Manifest | None = None, 
     ctx = Context(layout.root, deep, SMALL_FILE_LIMIT, max(1, jobs), meter, [], contain=containment_root(layout.root))
     # The diff index (treeindex): with trust, for a snapshot file it can name, inside containment.
     indexed = trust and manifest is not None and manifest.identity is not None and walk_inside(ctx)
-    index = treeindex.load(manifest, ctx.root, ctx.limit) if indexed else None  # type: ignore[arg-type]
+    index = treeindex.load(manifest, ctx.root, ctx.limit) if indexed and manifest is not None else None
     hit = treeindex.walk(ctx.root, index) if index is not None else None
-    dirs: dict | None = None
+    dirs: dict[str, tuple[int, ...] | None] | None = None
     from_index: tuple[int, list[str]] | None = None
-    if hit is not None:
+    walked: WalkedEntries
+    if hit is not None and index is not None and manifest is not None:  # a hit: an index, of a manifest
         walk_problems: list[Problem] = []
         walked = hit.entries
-        from_index = (hit.trusted, _to_compare(manifest, walked, index.missing))  # type: ignore[arg-type,union-attr]
+        from_index = (hit.trusted, _to_compare(manifest, walked, index.missing))
     else:
         index = None  # a directory changed: the walk, and a new index
         dirs = {} if indexed else None
@@ -718,8 +743,8 @@ def diff_root(root: Root, manifest_path: str, manifest: Manifest | None = None, 
         checks, problems = [], [Problem(layout.root, f"model directory audit failed: {type(exc).__name__}: {exc}")]
     consistency = index.consistency if index is not None else \
         any(rel.endswith((INDEX_SUFFIX, ".safetensors")) for rel in walked)
-    if dirs is not None and not walk_problems:
-        _save_index(ctx, manifest, walked, dirs, walk_started, consistency)  # type: ignore[arg-type]
+    if dirs is not None and manifest is not None and not walk_problems:  # dirs: indexed, so a manifest
+        _save_index(ctx, manifest, walked, dirs, walk_started, consistency)
     try:
         # The consistency checks look only at weight-map indexes and safetensors files: a tree
         # without any (a venv) has nothing for them, and their own walk is not taken.

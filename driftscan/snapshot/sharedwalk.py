@@ -46,7 +46,7 @@ import struct
 import tempfile
 from collections import deque
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol, TypeGuard, cast
 
 
 from ..fs.helpers import Child, may_fork
@@ -64,7 +64,7 @@ from ..formats.manifest import (
 )
 from ..fs.reader import NOFOLLOW, READ_FLAGS
 from ..core.values import Problem
-from ..modeldir.provenance.manifestdir import MATCHED
+from ..modeldir.provenance.manifestdir import MATCHED, SettleOpened
 
 MAX_FILES = 32  # files a message: few enough that the last messages even the two processes out
 # Names of files that are probably large get a message of their own: a model directory's few
@@ -193,8 +193,7 @@ class _Hasher:
                 if regular:
                     entry = self.regular_entry(base + rel, name)
                 else:  # a symlink, a FIFO...: the per-file path, lstat first
-                    entry = _entry(self.root, rel, self.embed_limit, None, self.embed_code,  # type: ignore[arg-type]
-                                   self.contain)
+                    entry = _entry(self.root, rel, self.embed_limit, None, self.embed_code, self.contain)
             except (OSError, ValueError) as exc:
                 self.errors[rel] = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
                 continue
@@ -231,11 +230,28 @@ class _Hasher:
         return ManifestEntry(digest, size, st.st_mode, st.st_mtime_ns, text, None, st.st_ctime_ns)
 
 
+_StatFields = tuple[int, int, int, float, int]  # WalkStat's, as the child sends them
+# A chunk of the child's answer: _Hasher's members and errors, or _Settler's matched paths and others.
+_Chunk = tuple[dict[str, str], dict[str, str]] | tuple[list[str], list[tuple[str, _StatFields | None]]]
+
+
+class _Worker(Protocol):
+    """What ``_shared_walk`` hands the files to, in the child and here (``_Hasher``, ``_Settler``)."""
+
+    def files(self, files: list[tuple[str, str, bool]]) -> None: ...
+
+    def done(self) -> tuple[int, int]: ...
+
+    def pending(self) -> int: ...
+
+    def take(self) -> _Chunk: ...
+
+
 class _Walk:
     """This process's walk (``manifest.scan_tree(root, lstat=False)``'s: the same entries, the
     same problems), handing files out as it goes."""
 
-    def __init__(self, root: str, worker, send: Callable[[bytes], bool]) -> None:
+    def __init__(self, root: str, worker: _Worker, send: Callable[[bytes], bool]) -> None:
         self.root, self.worker, self.send = root, worker, send
         self.found: list[tuple[str, list[str], list[str]]] = []  # every file, for a child that fails
         self.problems: list[Problem] = []
@@ -327,7 +343,8 @@ class _Walk:
             tick()
 
 
-def _shared_walk(root: str, worker, progress: Callable[[int, int], None] | None = None):
+def _shared_walk(root: str, worker: _Worker, progress: Callable[[int, int], None] | None = None) -> \
+        tuple[_Walk, list[object] | None, int] | None:
     """Walk ``root`` here, handing the files out through the pipe, ``worker.files(...)`` doing
     them in a forked child and in this process; the walk (``_Walk``), the child's answer (the
     chunks of ``worker.take()`` it spooled, marshalled; None if it failed) and the bytes both
@@ -416,7 +433,7 @@ def _spool_file() -> int | None:
         return None
 
 
-def _write_chunk(fd: int, part: tuple) -> int:
+def _write_chunk(fd: int, part: _Chunk) -> int:
     """``part`` marshalled, after its length, at the end of the spool; the bytes written."""
     data = marshal.dumps(part)
     chunk = memoryview(SPOOL_CHUNK.pack(len(data)) + data)
@@ -425,7 +442,7 @@ def _write_chunk(fd: int, part: tuple) -> int:
     return SPOOL_CHUNK.size + len(data)
 
 
-def _read_spool(fd: int, note: bytes | None) -> list | None:
+def _read_spool(fd: int, note: bytes | None) -> list[object] | None:
     """The child's chunks, in order, from the spool whose length its ``note`` gives; None if it
     failed (no note) or the spool is not whole."""
     if note is None or len(note) != SPOOL_CHUNK.size:
@@ -439,7 +456,8 @@ def _read_spool(fd: int, note: bytes | None) -> list | None:
         pieces.append(piece)
         offset += len(piece)
     data = b"".join(pieces)  # one piece: itself, not a copy
-    chunks, at = [], 0
+    chunks: list[object] = []
+    at = 0
     try:
         while at < length:
             (size,) = SPOOL_CHUNK.unpack_from(data, at)
@@ -492,7 +510,7 @@ class _Settler:
     (``manifestdir.SettleOpened``: MATCHED, or its fstat), every other entry lstat'ed, as
     ``manifest.scan_dirs`` and ``manifestdir.settle`` would have, in one process."""
 
-    def __init__(self, root: str, settle: Callable[[str, str], object | None]) -> None:
+    def __init__(self, root: str, settle: SettleOpened) -> None:
         self.base = root.rstrip(os.sep) + os.sep
         self.settle = settle
         self.matched: list[str] = []
@@ -513,16 +531,16 @@ class _Settler:
                     got = lstat(path)
                 except (OSError, ValueError):
                     got = None
-            other[rel] = got  # type: ignore[assignment]
+            other[rel] = cast("os.stat_result | None", got)  # SettleOpened: MATCHED, an fstat or None
         self.count += len(files)
 
     def done(self) -> tuple[int, int]:
-        return self.settle.hashed, self.count  # type: ignore[attr-defined]
+        return self.settle.hashed, self.count
 
     def pending(self) -> int:
         return len(self.matched) + len(self.other)
 
-    def take(self) -> tuple:
+    def take(self) -> tuple[list[str], list[tuple[str, _StatFields | None]]]:
         """What was settled since the last take: the matched paths and the others' stats (the
         child's answer, by chunks)."""
         taken = (self.matched, [(rel, None if st is None else (st.st_mode, st.st_size, st.st_mtime_ns, st.st_mtime,
@@ -531,7 +549,13 @@ class _Settler:
         return taken
 
 
-def settle_shared(root: str, settle) -> tuple[dict, list[Problem], int] | None:
+# A walk's entries by relative path: an lstat (os.stat_result or WalkStat), None (it could not be
+# taken), or manifestdir's MATCHED or TRUSTED for a file already settled. What compare_manifest
+# takes as ``walked`` (which it types as lstats alone): Any, as no one type holds the sentinels.
+WalkedEntries = dict[str, Any]
+
+
+def settle_shared(root: str, settle: SettleOpened) -> tuple[WalkedEntries, list[Problem], int] | None:
     """A cold diff's walk of ``root`` on two cores (``_Settler`` in each): every entry, MATCHED
     or with its stat, the directories that could not be listed, and the bytes hashed. None where
     forking is not allowed or the child cannot start (the caller walks as before)."""
@@ -542,7 +566,7 @@ def settle_shared(root: str, settle) -> tuple[dict, list[Problem], int] | None:
     if shared is None:
         return None
     walk, chunks, hashed = shared
-    walked: dict = dict.fromkeys(settler.matched, MATCHED)
+    walked: WalkedEntries = dict.fromkeys(settler.matched, MATCHED)
     walked.update(settler.other)
     for chunk in chunks or ():
         if _valid_settled(chunk):  # else: its files are done here, as a failed child's
@@ -561,7 +585,7 @@ def settle_shared(root: str, settle) -> tuple[dict, list[Problem], int] | None:
 _STAT_TYPES = (int, int, int, float, int)  # WalkStat's fields
 
 
-def _valid_settled(chunk: object) -> bool:
+def _valid_settled(chunk: object) -> TypeGuard[tuple[list[str], list[tuple[str, _StatFields | None]]]]:
     """A chunk of the child's settled files, as ``_Settler.take`` made it: matched paths, and
     (path, None or WalkStat's fields) for the others."""
     if not (type(chunk) is tuple and len(chunk) == 2 and type(chunk[0]) is list and type(chunk[1]) is list):
@@ -578,11 +602,11 @@ def _valid_settled(chunk: object) -> bool:
     return True
 
 
-def _valid_chunk(chunk: object) -> bool:
+def _valid_chunk(chunk: object) -> TypeGuard[tuple[dict[str, str], dict[str, str]]]:
     """A chunk of the child's members and errors, as ``_Hasher.take`` made it."""
     if not (type(chunk) is tuple and len(chunk) == 2 and all(type(part) is dict for part in chunk)):
         return False
-    return all(type(k) is str and type(v) is str for part in chunk for k, v in part.items())  # type: ignore[attr-defined]
+    return all(type(k) is str and type(v) is str for part in chunk for k, v in part.items())
 
 
 def _report(progress: Callable[[int, int], None], done: int, files_done: int, files: int) -> None:

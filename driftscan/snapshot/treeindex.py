@@ -33,12 +33,16 @@ import os
 import sys
 from array import array
 from itertools import chain
+from collections.abc import Callable
 from typing import NamedTuple
 
 import xxhash
 
+from ..caches.location import write_cache_file
 from ..caches.racy import settled
+from ..caches.statcache import user_cache_dir
 from ..formats.manifest import Manifest
+from ..fs.helpers import Child, Tokens, may_fork
 
 FORMAT = b"driftscan-diff-index-3\n"  # 3: the manifest's entries the walk did not find
 MAX_INDEX = 1 << 30
@@ -58,7 +62,7 @@ class TreeIndex:
 
     __slots__ = ("consistency", "dir_sigs", "dirs", "missing", "others", "trusted", "trusted_sigs")
 
-    def __init__(self, dirs: list[str], dir_sigs: list, trusted: list[str], trusted_sigs: array,
+    def __init__(self, dirs: list[str], dir_sigs: list[tuple[int, ...]], trusted: list[str], trusted_sigs: array[int],
                  others: list[str], consistency: bool, missing: list[str]) -> None:
         self.dirs, self.dir_sigs, self.trusted, self.trusted_sigs = dirs, dir_sigs, trusted, trusted_sigs
         self.others, self.consistency, self.missing = others, consistency, missing
@@ -69,18 +73,20 @@ class Walked(NamedTuple):
     the walk would list, with its lstat (None if it cannot be taken)."""
 
     trusted: int
-    entries: dict
+    entries: dict[str, os.stat_result | None]
 
 
-def _key(manifest: Manifest, root: str, limit: int) -> tuple | None:
+# Whose index a file is: (the snapshot file's identity, root, size limit, the snapshot's start, euid).
+_Key = tuple[tuple[str | int, ...], str, int, int, int]
+
+
+def _key(manifest: Manifest, root: str, limit: int) -> _Key | None:
     if manifest.identity is None or manifest.started_ns is None:
         return None
     return (tuple(manifest.identity), root, limit, manifest.started_ns, os.geteuid() if hasattr(os, "geteuid") else -1)
 
 
-def _path(key: tuple) -> str:
-    from ..caches.statcache import user_cache_dir
-
+def _path(key: _Key) -> str:
     name = hashlib.sha256(repr((key[0][0], key[0][-1], key[1])).encode("utf-8", "surrogateescape")).hexdigest()[:24]
     return os.path.join(user_cache_dir(), "diffindex", name + ".bin")
 
@@ -118,7 +124,7 @@ def load(manifest: Manifest, root: str, limit: int) -> TreeIndex | None:
         return None
 
 
-def save(manifest: Manifest, root: str, limit: int, dirs: dict[str, tuple | None], walk_started_ns: int,
+def save(manifest: Manifest, root: str, limit: int, dirs: dict[str, tuple[int, ...] | None], walk_started_ns: int,
          trusted: list[str], others: list[str], consistency: bool, missing: list[str]) -> None:
     """Write the index of a full walk (``dirs``: each listed directory's signature, taken before
     listing it), if every directory is older than the walk's start by more than RACY_NS.
@@ -138,8 +144,6 @@ def save(manifest: Manifest, root: str, limit: int, dirs: dict[str, tuple | None
                  consistency, missing)
         blob = marshal.dumps(value)
         target = _path(key)
-        from ..caches.location import write_cache_file
-
         write_cache_file(target, FORMAT + xxhash.xxh3_64_digest(blob) + blob, prefix=".diffindex-", dir_mode=0o700)
     except (OSError, ValueError, TypeError, KeyError, OverflowError):
         pass  # a cache that cannot be written is no cache
@@ -153,7 +157,7 @@ def _lstat_all(paths: list[str]) -> list[os.stat_result]:
     return list(map(lstat, paths))
 
 
-def _mismatches(paths: list[str], want: array, offset: int) -> tuple[list[int], list[os.stat_result]]:
+def _mismatches(paths: list[str], want: array[int], offset: int) -> tuple[list[int], list[os.stat_result]]:
     """The indices (from ``offset``) of the files whose signature is not the one in ``want``
     (four values a file), and their lstats. OSError if one cannot be stat'ed."""
     sts = _lstat_all(paths)
@@ -164,7 +168,7 @@ def _mismatches(paths: list[str], want: array, offset: int) -> tuple[list[int], 
     return [offset + k for k in ks], [sts[k] for k in ks]
 
 
-def _dirs_unchanged(root: str, base: str, dirs: list[str], want: list) -> bool:
+def _dirs_unchanged(root: str, base: str, dirs: list[str], want: list[tuple[int, ...]]) -> bool:
     """Whether every directory of ``dirs`` (relative prefixes, "" the root) has the signature in
     ``want``. OSError if one cannot be stat'ed."""
     stat = os.stat
@@ -186,7 +190,8 @@ def _pieces(index: TreeIndex) -> list[tuple[bool, int, int]]:
         [(False, k, min(k + per_file, files)) for k in range(0, files, per_file)]
 
 
-def _check(root: str, base: str, index: TreeIndex, pieces: list[tuple[bool, int, int]], take) -> \
+def _check(root: str, base: str, index: TreeIndex, pieces: list[tuple[bool, int, int]],
+           take: Callable[[], int | None]) -> \
         tuple[list[int], list[os.stat_result]] | None:
     """The pieces ``take()`` hands this process: the trusted files whose signature differs
     (indices, lstats), or None when a directory's signature differs. OSError if an entry
@@ -206,12 +211,11 @@ def _check(root: str, base: str, index: TreeIndex, pieces: list[tuple[bool, int,
     return changed, sts
 
 
-def _forked_share(root: str, base: str, index: TreeIndex, pieces: list, tokens):
+def _forked_share(root: str, base: str, index: TreeIndex, pieces: list[tuple[bool, int, int]],
+                  tokens: Tokens) -> Child | None:
     """A forked child taking pieces beside this process (``_check``), sending the indices of
     the files that differ (the parent lstats those again), or None for a directory changed or a
     file gone; None where forking is not allowed or it cannot start."""
-    from ..fs.helpers import Child, may_fork
-
     if not may_fork():
         return None
 
@@ -235,8 +239,6 @@ def walk(root: str, index: TreeIndex) -> Walked | None:
     a directory's signature differs or a trusted file cannot be stat'ed (the caller walks).
     Above ``SPLIT_MIN_FILES`` trusted files, a forked child takes pieces of the work (a stat a
     directory, an lstat a file) beside this process, whichever is free taking the next."""
-    from ..fs.helpers import Tokens
-
     base = root.rstrip(os.sep) + os.sep
     pieces = _pieces(index)
     tokens = Tokens(len(pieces))
@@ -270,7 +272,7 @@ def walk(root: str, index: TreeIndex) -> Walked | None:
             changed += theirs
         except (OSError, ValueError, IndexError, TypeError):
             return None
-    walked: dict = {}
+    walked: dict[str, os.stat_result | None] = {}
     for k, st in zip(changed, sts):
         walked[index.trusted[k]] = st  # compared as any walked file: trusted again only by Manifest.trusted
     lstat = os.lstat

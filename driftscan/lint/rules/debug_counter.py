@@ -8,6 +8,7 @@ import libcst as cst
 
 from driftscan.lint import analysis, astdump, astfacts, triggers
 from driftscan.lint.vocabulary import ActionKind
+from driftscan.lint.context import FileContext
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -163,7 +164,7 @@ class DebugCounter(Rule):
     AST_CHECK = astfacts.COUNTER
     AST_EXACT = astdump.DEBUG_COUNTER  # decided on CPython's tree where it can tell (astdump.py)
 
-    def __init__(self, context):
+    def __init__(self, context: FileContext) -> None:
         super().__init__(context)
         self.increments: list[_Increment] = []
         self.resets: set[tuple[int, str]] = set()  # (scope, name) set to a constant

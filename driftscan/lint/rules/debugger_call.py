@@ -6,6 +6,7 @@ import libcst as cst
 
 from driftscan.lint import analysis, astdump, astfacts, triggers
 from driftscan.lint.vocabulary import ActionKind
+from driftscan.lint.context import FileContext
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -27,7 +28,7 @@ class DebuggerCall(Rule):
     AST_CHECK = astfacts.DEBUGGER_CALL
     AST_EXACT = astdump.DEBUGGER_CALL  # decided on CPython's tree where it can tell (astdump.py)
 
-    def __init__(self, context):
+    def __init__(self, context: FileContext) -> None:
         super().__init__(context)
         self.calls: list[tuple[cst.Call, str, str | None]] = []
         self.defines_breakpoint = False

@@ -6,6 +6,7 @@ import libcst as cst
 
 from driftscan.lint import analysis, astfacts, triggers
 from driftscan.lint.vocabulary import ActionKind
+from driftscan.lint.context import FileContext
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -23,7 +24,7 @@ class OneShotFlag(Rule):
     TRIGGER = triggers.AnyOf(triggers.DEBUG_ACTION, triggers.MARKER_TRUE)
     AST_CHECK = astfacts.ONE_SHOT
 
-    def __init__(self, context):
+    def __init__(self, context: FileContext) -> None:
         super().__init__(context)
         # id(if) -> (node, flag, what it guards); an action beats a debug-sounding name.
         self.found: dict[int, tuple[cst.If, str, str]] = {}

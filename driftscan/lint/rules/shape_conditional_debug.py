@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from driftscan.lint import astfacts, triggers
+from driftscan.lint.context import FileContext
 from driftscan.lint.rule import Invalid, Rule, Valid
 from driftscan.core.values import Severity
 
@@ -24,7 +25,7 @@ class ShapeConditionalDebug(Rule):
                              triggers.SHAPE_GUARD)
     AST_CHECK = astfacts.SHAPE_GUARD
 
-    def __init__(self, context):
+    def __init__(self, context: FileContext) -> None:
         super().__init__(context)
         self.guarded: dict[int, tuple[cst.If, set[str]]] = {}
 

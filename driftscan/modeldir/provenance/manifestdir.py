@@ -196,7 +196,7 @@ TRUSTED = object()  # in a walk's results: a file already settled by its signatu
 MATCHED = object()  # in a walk's results: a file already hashed by ``settle``, content and mode as recorded
 
 
-def settle(ctx: Context, manifest: Manifest, rel: str, st: os.stat_result, trust: bool) -> object | None:
+def settle(ctx: Context, manifest: Manifest, rel: str, st: os.stat_result | None, trust: bool) -> object | None:
     """What compare_manifest would conclude for a small regular file the walk found, when that is
     "unchanged": TRUSTED (its signature, with ``trust``) or MATCHED (hashed: its content and mode
     as recorded); None for anything else, which compare_manifest then checks and words itself.
