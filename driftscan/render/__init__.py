@@ -7,6 +7,7 @@ imports it at start-up): each is imported when first used.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +25,6 @@ class _ReportRenderers(Mapping[str, "Callable[[Report], str]"]):
     def __getitem__(self, fmt: str) -> Callable[[Report], str]:
         if fmt not in REPORT_FORMATS:
             raise KeyError(fmt)
-        import importlib
-
         function: Callable[[Report], str] = getattr(importlib.import_module(f".{fmt}", __name__), f"render_{fmt}")
         return function
 
