@@ -8,6 +8,7 @@ import sys
 import click
 
 from ..fs.paths import inert, one_line
+from ..render.registry import REAPPLY, RESTORE, OutputFormat, RenderOptions, format_names, render
 from .exits import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, guarded
 from .options import format_option, jobs_option, no_cache_option, pristine_options, target_options, uv_cache_option
 from .output import write
@@ -45,8 +46,6 @@ def checkpoint(venv: str | None, site_packages: tuple[str, ...], model_dirs: tup
     when a modified package file has no original and no patch (a partial checkpoint; the lines
     that complete it are printed; --allow-partial), bit 2 when a file could not be saved.
     """
-    from ..render.restoreview import render_checkpoint_text
-
     venv, chosen_because = default_venv(venv, site_packages, bool(model_dirs) or hf_cache is not None)
     say_target("checkpoint", venv, chosen_because, model_dirs, hf_cache,
                alone=venv is None and bool(model_dirs or hf_cache is not None))
@@ -55,7 +54,7 @@ def checkpoint(venv: str | None, site_packages: tuple[str, ...], model_dirs: tup
                    hf_cache=hf_cache)
     for problem in written.problems:
         click.echo(one_line(f"driftscan: {problem}"), err=True)
-    click.echo(inert(render_checkpoint_text(written, allow_partial)), nl=False)
+    click.echo(inert(render(written, OutputFormat.TEXT, RenderOptions(allow_partial=allow_partial))), nl=False)
     status = EXIT_INCOMPLETE if written.problems else EXIT_CLEAN
     if written.index.partial and not allow_partial:
         status |= EXIT_DRIFT
@@ -80,7 +79,7 @@ def checkpoint(venv: str | None, site_packages: tuple[str, ...], model_dirs: tup
 @click.option("--max-copy", type=click.IntRange(min=0), metavar="BYTES",
               help="The checkpoint copies files up to this size (default 1 GiB); a drifted file it cannot save "
                    "is not restored.")
-@format_option(["text", "json"])
+@format_option(format_names(RESTORE))
 @jobs_option()
 @no_cache_option()
 @guarded
@@ -97,15 +96,13 @@ def restore(paths: tuple[str, ...], dists: tuple[str, ...], venv: str | None, si
     status: bit 2 when a file failed, was refused, or has no verified original (in the dry run:
     would be).
     """
-    from ..render.restoreview import RESTORE_RENDERERS
-
     venv, chosen_because = default_venv(venv, site_packages)  # restore rewrites an environment's files
     say_target("restore", venv, chosen_because, model_dirs, hf_cache)
     report = run_restore(venv, site_packages, dists=dists, paths=paths, wheels=wheels, fetch=fetch,
                          uv_cache=uv_cache, yes=yes, remove_added=remove_added, checkpoint_path=checkpoint_path,
                          model_dirs=model_dirs, jobs=jobs, use_cache=not no_cache, max_copy=max_copy,
                          hf_cache=hf_cache)
-    write(RESTORE_RENDERERS[fmt](report), fmt, None)
+    write(render(report, OutputFormat(fmt)), fmt, None)
     # Bit 2 when anything asked was not (or, in a dry run, would not be) done: a failure, a file
     # with no verified original, one its checkpoint could not save, a refusal, what was not checked.
     sys.exit(EXIT_INCOMPLETE if report.not_done or report.refused or report.errors else EXIT_CLEAN)
@@ -128,7 +125,7 @@ def restore(paths: tuple[str, ...], dists: tuple[str, ...], venv: str | None, si
 @pristine_options
 @click.option("--yes", is_flag=True, help="Write a checkpoint of the current drift, then write (default: a dry run).")
 @click.option("--checkpoint", "checkpoint_path", metavar="DIR", help="Where --yes writes its checkpoint.")
-@format_option(["text", "json"])
+@format_option(format_names(REAPPLY))
 @jobs_option()
 @guarded
 def reapply(checkpoint_dir: str, venv: str | None, site_packages: tuple[str, ...], only: tuple[str, ...],
@@ -146,8 +143,6 @@ def reapply(checkpoint_dir: str, venv: str | None, site_packages: tuple[str, ...
     skipped (gone, its distribution not installed, its place taken) —, bit 2 for a failure or a
     refusal.
     """
-    from ..render.restoreview import REAPPLY_RENDERERS
-
     if venv is None and not site_packages:
         click.echo(inert(f"driftscan reapply: target the environment {checkpoint_dir} was taken of (no --venv "
                          "named)"), err=True)
@@ -155,7 +150,7 @@ def reapply(checkpoint_dir: str, venv: str | None, site_packages: tuple[str, ...
         raise click.UsageError("--keep-findings and --exclude-findings contradict each other")
     report = run_reapply(checkpoint_dir, venv, site_packages, only=only, keep_findings=keep_findings, yes=yes,
                          checkpoint_path=checkpoint_path, jobs=jobs, partial=partial, wheels=wheels, fetch=fetch)
-    write(REAPPLY_RENDERERS[fmt](report), fmt, None)
+    write(render(report, OutputFormat(fmt)), fmt, None)
     status = EXIT_DRIFT if report.not_applied else EXIT_CLEAN
     if report.refused_or_failed:
         status |= EXIT_INCOMPLETE

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ..render.registry import COMPARE, OutputFormat, RenderOptions, format_names, render
 from .exits import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, guarded
 from .options import output_options
 from .output import write
@@ -13,7 +14,7 @@ from .output import write
 
 @click.command()
 @click.argument("inputs", metavar="REPORT_OR_SNAPSHOT...", nargs=-1, required=True)
-@output_options(["text", "json", "markdown"], "comparison")
+@output_options(format_names(COMPARE), "comparison")
 @click.option("--verbose", "-v", is_flag=True, help="Text: every path of every machine, not the first 50.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when machines differ.")
 @guarded
@@ -21,10 +22,8 @@ def compare(inputs: tuple[str, ...], fmt: str, output: str | None, verbose: bool
     """Compare audit reports (or snapshots) of several machines; name each machine that deviates
     from the majority, and how (exit 1: some machine differs; 2: an input could not be read)."""
     from ..compare import compare_files
-    from ..render.compare import COMPARE_RENDERERS
-
     result = compare_files(list(inputs))
-    write(COMPARE_RENDERERS[fmt](result, verbose=verbose), fmt, output)
+    write(render(result, OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, output)
     status = EXIT_DRIFT if result.differs and not exit_zero else EXIT_CLEAN
     if result.errors:
         status |= EXIT_INCOMPLETE

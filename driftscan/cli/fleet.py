@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from ..render.registry import FLEET, OutputFormat, RenderOptions, format_names, render
 from .exits import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, guarded
 from .options import output_options
 from .output import write
@@ -43,7 +44,7 @@ def stdout_is_stderr() -> Iterator[None]:
 @click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True,
               help="Seconds for the whole run: a node that has not answered by then is unreachable.")
 @click.option("--reports", "reports_dir", metavar="DIR", help="Keep every node's report (or snapshot) here as NODE_ID.json.")
-@output_options(["text", "json", "markdown"], "result")
+@output_options(format_names(FLEET), "result")
 @click.option("--verbose", "-v", is_flag=True, help="Text: every differing path, not the first 50 per node.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when nodes differ.")
 @guarded
@@ -53,8 +54,6 @@ def fleet(address: str | None, venv: str | None, venv_from_env: bool, model_dirs
     """Audit every alive node of a Ray cluster once and compare them (needs the fleet extra: pip install
     'driftscan[fleet]'; run it from the cluster's serving venv). Exit 1: nodes differ; 2: a node unreachable or failed."""
     from ..fleet import run as run_fleet
-    from ..fleet.render import FLEET_RENDERERS
-
     progress = FleetProgress()
     try:
         with stdout_is_stderr():  # Ray prints cluster events (a node marked dead) to stdout
@@ -62,7 +61,7 @@ def fleet(address: str | None, venv: str | None, venv_from_env: bool, model_dirs
                                snapshot=take_snapshot, timeout=timeout, reports_dir=reports_dir, progress=progress)
     finally:
         progress.close()
-    write(FLEET_RENDERERS[fmt](result, verbose=verbose), fmt, output)
+    write(render(result, OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, output)
     status = EXIT_DRIFT if result.differs and not exit_zero else EXIT_CLEAN
     if result.incomplete:
         status |= EXIT_INCOMPLETE

@@ -9,6 +9,7 @@ import click
 
 from ..core.errors import DriftscanError
 from ..fs.paths import inert
+from ..render.registry import GUARD, OutputFormat, format_names, render
 from .configuration import load_config
 from .exits import guarded
 from .options import (codes, config_option, jobs_option, model_options, no_cache_option, output_options,
@@ -32,7 +33,7 @@ from ..api import Invocation, guard as run_guard
 @click.option("--force", is_flag=True,
               help="Run the command even when guard would refuse (debug code would come back, a partial "
                    "checkpoint, another environment); the report lists what was overridden.")
-@output_options(["text", "json"])
+@output_options(format_names(GUARD))
 @jobs_option()
 @no_cache_option("Trust no cache: re-hash every file (paranoid mode).")
 @rule_options
@@ -56,8 +57,6 @@ def guard(command: tuple[str, ...], venv: str | None, site_packages: tuple[str, 
     if command[0].startswith("-"):  # click hands unknown options on as the command: a typo must not run
         raise click.UsageError(f"no such option: {command[0]} (the command guard runs goes after --)")
     from ..reinstall.guard import exit_status as guard_status
-    from ..render.guardview import GUARD_RENDERERS
-
     config = load_config(config_file)
     for directory in wheels:
         if not os.path.isdir(directory):
@@ -85,7 +84,7 @@ def guard(command: tuple[str, ...], venv: str | None, site_packages: tuple[str, 
                        select=codes(select) or config.select, ignore=codes(ignore) or config.ignore,
                        rules_modules=config.rules_modules, plugins=not no_plugins, chosen_because=chosen_because,
                        on_event=say)
-    if write(GUARD_RENDERERS[fmt](for_text(report, fmt)), fmt, output):
+    if write(render(for_text(report, fmt), OutputFormat(fmt)), fmt, output):
         s = report.summary
         say(f"report written to {output}: {s.held} held, {s.failed} failed, {s.unjudged} not judged")
     sys.exit(guard_status(report))

@@ -3,7 +3,6 @@ format does not escape text itself, coloured only for a terminal."""
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from collections.abc import Callable
@@ -13,6 +12,7 @@ import click
 
 from ..fs.atomic import write_atomic
 from ..fs.paths import inert, line_safe
+from ..render.registry import OutputFormat, RenderOptions, render
 
 if TYPE_CHECKING:
     from ..report.contract import Report
@@ -49,22 +49,11 @@ def for_text(model: M, fmt: str) -> M:
 
 def emit(report: Report, fmt: str, output: str | None, *, diffs: bool = False, show_upstream: bool = False,
          verbose: bool = False, quiet: bool = False) -> None:
-    from ..render.text import render_text, summary_line
+    options = RenderOptions(diffs=diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet)
+    if write(render(for_text(report, fmt), OutputFormat(fmt), options), fmt, output,
+             color=fmt == "text" and use_color(output)):
+        from ..render.text import summary_line
 
-    render: Callable[[Report], str]
-    if fmt == "text" and quiet:
-        render = lambda r: summary_line(r) + "\n"  # noqa: E731
-    elif fmt == "text":
-        render = functools.partial(render_text, diffs=diffs or verbose, show_upstream=show_upstream, verbose=verbose)
-    elif fmt == "github":
-        from ..render.github import render_github
-
-        render = functools.partial(render_github, show_upstream=show_upstream)
-    else:
-        from ..render import RENDERERS
-
-        render = RENDERERS[fmt]
-    if write(render(for_text(report, fmt)), fmt, output, color=fmt == "text" and use_color(output)):
         click.echo(inert(summary_line(report)), err=True)
 
 

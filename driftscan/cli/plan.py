@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..render.formats import PLAN_FORMATS
+from ..render.registry import OutputFormat, render
 from .configuration import load_config
 from .exits import EXIT_DRIFT, exit_status, fail_on_policies, guarded
 from .options import (codes, config_option, jobs_option, model_options, no_cache_option, output_options,
@@ -73,9 +74,7 @@ def plan(reinstall: tuple[str, ...], installer: str | None, source: str | None, 
                       rules_modules=config.rules_modules, plugins=not no_plugins, source=source,
                       checkpoint=checkpoint, chosen_because=chosen_because,
                       accept=config.accept, accept_source=config.source)  # accepted drift never counts
-    from ..render.planview import PLAN_RENDERERS
-
-    write(PLAN_RENDERERS[fmt](for_text(result, fmt)), fmt, output)
+    write(render(for_text(result, fmt), OutputFormat(fmt)), fmt, output)
     # The policy looks at what the reinstall leaves: the drifts that survive or may survive it.
     left = set(result.survives) | set(result.may_survive)
     remaining = result.audit.model_copy(update={"drifts": [d for d in result.audit.drifts if d.path in left]})

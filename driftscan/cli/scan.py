@@ -10,6 +10,7 @@ import click
 from .._version import __version__
 from ..core.errors import DriftscanError
 from ..render.formats import SCAN_FORMATS
+from ..render.registry import OutputFormat, RenderOptions, render
 from .configuration import load_config
 from .exits import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, guarded
 from .options import codes, config_option, jobs_option, no_cache_option, output_options, rule_options
@@ -58,14 +59,10 @@ def scan(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
                         jobs=jobs, prefilter=not no_prefilter, plugins=not no_plugins, unused_noqa=strict,
                         progress=ScanProgress(), cache=cache,
                         extra_rule_modules=[*rules_modules, *config.rules_modules])
-    if statistics:
-        from ..render.statistics import render_statistics
-
-        write(render_statistics(result), "text", output)
+    if statistics:  # one count per rule code, as text whatever the --format
+        write(render(result, OutputFormat.TEXT, RenderOptions(statistics=True)), "text", output)
     else:
-        from ..render.scan import SCAN_RENDERERS
-
-        write(SCAN_RENDERERS[fmt](result), fmt, output)
+        write(render(result, OutputFormat(fmt)), fmt, output)
     threshold = SEVERITIES.index(fail_on) + 1
     found = any(f.severity.rank >= threshold for _, f in result.findings)
     status = EXIT_DRIFT if found and not exit_zero else EXIT_CLEAN

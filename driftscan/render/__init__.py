@@ -1,39 +1,72 @@
-"""Renderers turn a Report into text for people or machines. One function per format."""
+"""Renderers turn a result (an audit report, a plan, a scan, ...) into text for people or machines.
+
+``render(result, fmt, options)`` (registry.py) is the one way in: one table of renderers keyed by the
+result's type and the ``OutputFormat``. Importing this package imports no renderer (the command line
+imports it at start-up): each is imported when first used.
+"""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
+
+from .formats import REPORT_FORMATS
+from .registry import NotRenderable, OutputFormat, RenderOptions, Renderer, render
 
 if TYPE_CHECKING:
     from ..report.contract import Report
-    from .github import render_github
-    from .json import render_json
-    from .markdown import render_markdown
-    from .sarif import render_sarif
-    from .text import render_text
-
-    RENDERERS: dict[str, Callable[[Report], str]]
-
-#: The report formats, by name (the keys of ``RENDERERS``). A module of its own (formats.py) so
-#: that the command line names them without importing the renderers, and with them pydantic.
-from .formats import REPORT_FORMATS  # noqa: E402
-
-# A report format FMT is the function render_FMT of the module render/FMT.py: REPORT_FORMATS is
-# the one registration.
-_LAZY = {f"render_{fmt}": fmt for fmt in REPORT_FORMATS}
 
 
-def __getattr__(name: str) -> Any:  # the lazily imported names, of their own types
-    if name == "RENDERERS":
-        value: Any = {fmt: __getattr__(f"render_{fmt}") for fmt in REPORT_FORMATS}
-    elif name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+class _ReportRenderers(Mapping[str, "Callable[[Report], str]"]):
+    """``RENDERERS``: each report format's one-argument function ``render_FMT`` of render/FMT.py, by
+    name, imported when looked up (as it always was; ``render`` is the way in that takes options)."""
+
+    def __getitem__(self, fmt: str) -> Callable[[Report], str]:
+        if fmt not in REPORT_FORMATS:
+            raise KeyError(fmt)
+        function: Callable[[Report], str] = getattr(importlib.import_module(f".{fmt}", __name__), f"render_{fmt}")
+        return function
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(REPORT_FORMATS)
+
+    def __len__(self) -> int:
+        return len(REPORT_FORMATS)
+
+
+RENDERERS: Mapping[str, Callable[[Report], str]] = _ReportRenderers()
+
+
+# The report renderers by their names here, each importing its module when first called.
+def render_text(report: Report, **options: Any) -> str:
+    from .text import render_text as text
+
+    return text(report, **options)
+
+
+def render_json(report: Report) -> str:
+    from .json import render_json as json
+
+    return json(report)
+
+
+def render_sarif(report: Report) -> str:
+    from .sarif import render_sarif as sarif
+
+    return sarif(report)
+
+
+def render_markdown(report: Report, **options: Any) -> str:
+    from .markdown import render_markdown as markdown
+
+    return markdown(report, **options)
+
+
+def render_github(report: Report, **options: Any) -> str:
+    from .github import render_github as github
+
+    return github(report, **options)
 
 
 SCHEMA_KINDS = ("audit", "scan", "plan", "compare")
@@ -47,7 +80,7 @@ def json_schema(kind: str = "audit") -> dict[str, Any]:
         schema: dict[str, Any] = report_schema()
         return schema
     if kind == "scan":
-        from .scan import scan_schema
+        from .scanmodel import scan_schema
 
         scan: dict[str, Any] = scan_schema()
         return scan
@@ -62,5 +95,5 @@ def json_schema(kind: str = "audit") -> dict[str, Any]:
     raise ValueError(f"no schema for {kind!r}: one of {', '.join(SCHEMA_KINDS)}")
 
 
-__all__ = ["REPORT_FORMATS", "RENDERERS", "SCHEMA_KINDS", "json_schema", "render_github", "render_json", "render_markdown",
-           "render_text"]
+__all__ = ["NotRenderable", "OutputFormat", "REPORT_FORMATS", "RENDERERS", "RenderOptions", "Renderer", "SCHEMA_KINDS",
+           "json_schema", "render", "render_github", "render_json", "render_markdown", "render_sarif", "render_text"]

@@ -1,66 +1,26 @@
-"""Renderers for ``driftscan scan``: linter-style text, or JSON for tools.
-
-The JSON is the ``ScanReport`` model (scanmodel.py): ``schema_version`` "1", fields only ever added
-(its JSON Schema: ``driftscan schema --for scan``, also docs/scan-schema.json).
-"""
+"""``driftscan scan``'s renderers (scanview.py) and its JSON model (scanmodel.py), by the names they
+have always been imported by. The command line renders through registry.py, which imports
+scanview.py alone: a scan pays for pydantic only when it asks for the schema."""
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING
 
-from ..fs.paths import one_line, printable
+from .scanmodel import ScanErrorOut, ScanFindingOut, ScanReport, ScanSummary, scan_payload, scan_report, scan_schema
+from .scanview import SCAN_SCHEMA_VERSION, render_scan_json, render_scan_text, scan_document
 
-if TYPE_CHECKING:  # the rule engine (and libcst) is imported only by commands that scan
+if TYPE_CHECKING:
     from ..lint import ScanResult
 
-SCAN_SCHEMA_VERSION: Final = "1"
 
-
-def __getattr__(name: str) -> Any:  # the lazily imported names, of their own types
-    # The pydantic model (scanmodel.py) is imported only by what needs it: rendering does not.
-    if name in ("ScanReport", "ScanFindingOut", "ScanErrorOut", "ScanSummary", "scan_report", "scan_payload",
-                "scan_schema"):
-        from . import scanmodel
-
-        return getattr(scanmodel, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def scan_document(result: "ScanResult") -> dict[str, Any]:
-    """The JSON document of ``ScanReport`` (scanmodel.py) as plain data, key for key in the
-    model's field order (tests/contract/test_schemas.py checks both agree)."""
-    return {
-        "schema_version": SCAN_SCHEMA_VERSION,
-        "findings": [{"path": printable(p), "code": f.code, "name": f.name, "severity": f.severity.value,
-                      "line": f.line, "column": f.column, "message": f.message, "snippet": f.snippet}
-                     for p, f in result.findings],
-        "errors": [{"path": printable(e.path), "message": printable(e.message)} for e in result.errors],
-        "summary": {"files_scanned": result.files_scanned, "bytes_scanned": result.bytes_scanned,
-                    "files_parsed": result.files_parsed, "findings": len(result.findings),
-                    "rules": list(result.rules)},
-    }
-
-
-def render_scan_json(result: "ScanResult") -> str:
-    return json.dumps(scan_document(result), indent=2, ensure_ascii=False) + "\n"
-
-
-def render_scan_text(result: "ScanResult") -> str:
-    lines = [f"{one_line(printable(p))}:{f.line}:{f.column}: {f.code} [{f.severity.value}] {f.name}: "
-             f"{one_line(f.message)}" for p, f in result.findings]
-    lines += [f"{one_line(printable(e.path))}: error: {one_line(e.message)}" for e in result.errors]
-    files = len({p for p, _ in result.findings})
-    lines.append(f"{len(result.findings)} finding{'s' if len(result.findings) != 1 else ''} in {files} "
-                 f"file{'s' if files != 1 else ''}; {result.files_scanned} file{'s' if result.files_scanned != 1 else ''} scanned "
-                 f"({result.bytes_scanned / 1e6:.1f} MB), {result.files_parsed} parsed; {len(result.errors)} errors")
-    return "\n".join(lines) + "\n"
-
-
-def render_scan_sarif_lazy(result: "ScanResult") -> str:
+def render_scan_sarif_lazy(result: ScanResult) -> str:
     from .sarif import render_scan_sarif
 
     return render_scan_sarif(result)
 
 
 SCAN_RENDERERS = {"text": render_scan_text, "json": render_scan_json, "sarif": render_scan_sarif_lazy}
+
+__all__ = ["SCAN_RENDERERS", "SCAN_SCHEMA_VERSION", "ScanErrorOut", "ScanFindingOut", "ScanReport", "ScanSummary",
+           "render_scan_json", "render_scan_sarif_lazy", "render_scan_text", "scan_document", "scan_payload",
+           "scan_report", "scan_schema"]

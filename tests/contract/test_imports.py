@@ -24,6 +24,17 @@ def test_importing_the_cli_and_the_api_stays_light():
     assert json.loads(proc.stdout) == []
 
 
+def test_the_renderer_registry_imports_no_renderer_and_no_model():
+    """The command line reads its --format choices from render/registry.py at start-up: looking a
+    renderer up imports it, naming the formats imports none (nor pydantic)."""
+    code = ("import json, sys; import driftscan.render, driftscan.render.registry; "
+            "print(json.dumps(sorted(m for m in sys.modules if m == 'pydantic' or m.startswith('driftscan.render.')"
+            " and m not in ('driftscan.render.registry', 'driftscan.render.formats'))))")
+    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
+
+
 # Every registered package manager's module, imported only where its records may be. A clean venv's
 # audit has no drift: no original is looked for, so neither is the pristine package imported.
 SYSTEM_READERS = [f"driftscan.environment.managers.{r.module}" for r in MANAGERS] + [
