@@ -38,35 +38,23 @@ class _ReportRenderers(Mapping[str, "Callable[[Report], str]"]):
 RENDERERS: Mapping[str, Callable[[Report], str]] = _ReportRenderers()
 
 
-# The report renderers by their names here, each importing its module when first called.
-def render_text(report: Report, **options: Any) -> str:
-    from .text import render_text as text
+def _imported(module: str, name: str) -> Callable[..., str]:
+    """render/``module``.py's ``name``, imported when first called (the report renderers by their
+    names here, as they always were)."""
 
-    return text(report, **options)
+    def call(*args: Any, **kwargs: Any) -> str:
+        function: Callable[..., str] = getattr(importlib.import_module(f".{module}", __name__), name)
+        return function(*args, **kwargs)
 
-
-def render_json(report: Report) -> str:
-    from .json import render_json as json
-
-    return json(report)
-
-
-def render_sarif(report: Report) -> str:
-    from .sarif import render_sarif as sarif
-
-    return sarif(report)
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
-def render_markdown(report: Report, **options: Any) -> str:
-    from .markdown import render_markdown as markdown
-
-    return markdown(report, **options)
-
-
-def render_github(report: Report, **options: Any) -> str:
-    from .github import render_github as github
-
-    return github(report, **options)
+render_text = _imported("text", "render_text")
+render_json = _imported("json", "render_json")
+render_sarif = _imported("sarif", "render_sarif")
+render_markdown = _imported("markdown", "render_markdown")
+render_github = _imported("github", "render_github")
 
 
 SCHEMA_KINDS = ("audit", "scan", "plan", "compare")

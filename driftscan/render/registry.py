@@ -84,153 +84,61 @@ class NotRenderable(DriftscanError, ValueError):
     """No renderer for this result in this format (or for this kind of value at all)."""
 
 
-# Each renderer below imports its module when called. Each takes the options of today's command line.
+def _lazy(module: str, name: str, call: Callable[[Callable[..., str], Any, RenderOptions], str] | None = None,
+          ) -> Renderer:
+    """The renderer ``name`` of ``module`` (under driftscan/), imported when first called: the one
+    place a renderer module is imported. ``call`` hands it the options it takes (default: none)."""
+
+    def render_lazily(result: Any, options: RenderOptions) -> str:
+        function: Callable[..., str] = getattr(importlib.import_module(f"driftscan.{module}"), name)
+        return call(function, result, options) if call is not None else function(result)
+
+    render_lazily.__qualname__ = f"{module}.{name}"
+    return render_lazily
+
 
 def _audit_text(report: Report, options: RenderOptions) -> str:
-    from .text import render_text, summary_line
-
     if options.quiet:
-        return summary_line(report) + "\n"
-    return render_text(report, diffs=options.diffs or options.verbose, show_upstream=options.show_upstream,
-                       verbose=options.verbose)
-
-
-def _audit_json(report: Report, options: RenderOptions) -> str:
-    from .json import render_json
-
-    return render_json(report)
-
-
-def _audit_sarif(report: Report, options: RenderOptions) -> str:
-    from .sarif import render_sarif
-
-    return render_sarif(report)
-
-
-def _audit_markdown(report: Report, options: RenderOptions) -> str:
-    from .markdown import render_markdown
-
-    return render_markdown(report)
-
-
-def _audit_github(report: Report, options: RenderOptions) -> str:
-    from .github import render_github
-
-    return render_github(report, show_upstream=options.show_upstream)
-
-
-def _plan_text(plan: Plan, options: RenderOptions) -> str:
-    from .planview import render_plan_text
-
-    return render_plan_text(plan)
-
-
-def _plan_json(plan: Plan, options: RenderOptions) -> str:
-    from .planview import render_plan_json
-
-    return render_plan_json(plan)
+        return _lazy("render.text", "summary_line")(report, options) + "\n"
+    return _lazy("render.text", "render_text", lambda f, r, o: f(r, diffs=o.diffs or o.verbose,
+                                                                 show_upstream=o.show_upstream,
+                                                                 verbose=o.verbose))(report, options)
 
 
 def _scan_text(result: ScanResult, options: RenderOptions) -> str:
     if options.statistics:
-        from .statistics import render_statistics
-
-        return render_statistics(result)
-    from .scanview import render_scan_text
-
-    return render_scan_text(result)
+        return _lazy("render.statistics", "render_statistics")(result, options)
+    return _lazy("render.scanview", "render_scan_text")(result, options)
 
 
-def _scan_json(result: ScanResult, options: RenderOptions) -> str:
-    from .scanview import render_scan_json
-
-    return render_scan_json(result)
-
-
-def _scan_sarif(result: ScanResult, options: RenderOptions) -> str:
-    from .sarif import render_scan_sarif
-
-    return render_scan_sarif(result)
-
-
-def _guard_text(report: GuardReport, options: RenderOptions) -> str:
-    from .guardview import render_guard_text
-
-    return render_guard_text(report)
-
-
-def _guard_json(report: GuardReport, options: RenderOptions) -> str:
-    from .guardview import render_guard_json
-
-    return render_guard_json(report)
-
-
-def _restore_text(report: RestoreReport, options: RenderOptions) -> str:
-    from .restoreview import render_restore_text
-
-    return render_restore_text(report)
-
-
-def _reapply_text(report: ReapplyReport, options: RenderOptions) -> str:
-    from .restoreview import render_reapply_text
-
-    return render_reapply_text(report)
-
-
-def _restore_json(report: RestoreReport | ReapplyReport, options: RenderOptions) -> str:
-    from .restoreview import render_restore_json
-
-    return render_restore_json(report)
-
-
-def _checkpoint_text(written: Written, options: RenderOptions) -> str:
-    from .restoreview import render_checkpoint_text
-
-    return render_checkpoint_text(written, options.allow_partial)
-
-
-def _compare_text(report: CompareReport, options: RenderOptions) -> str:
-    from .compare import render_compare_text
-
-    return render_compare_text(report, verbose=options.verbose)
-
-
-def _compare_json(report: CompareReport, options: RenderOptions) -> str:
-    from .compare import render_compare_json
-
-    return render_compare_json(report, verbose=options.verbose)
-
-
-def _compare_markdown(report: CompareReport, options: RenderOptions) -> str:
-    from .compare import render_compare_markdown
-
-    return render_compare_markdown(report, verbose=options.verbose)
-
-
-def _fleet(name: str) -> Renderer:
-    """fleet/render.py's ``name``: fleet sits above render/ (it needs Ray), so it is found by name."""
-
-    def render_fleet(result: Any, options: RenderOptions) -> str:
-        text: str = getattr(importlib.import_module("driftscan.fleet.render"), name)(result, verbose=options.verbose)
-        return text
-
-    return render_fleet
+def _verbose(function: Callable[..., str], result: Any, options: RenderOptions) -> str:
+    return function(result, verbose=options.verbose)
 
 
 _T, _J, _S, _M, _G = (OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.SARIF, OutputFormat.MARKDOWN,
                       OutputFormat.GITHUB)
 
 #: Every renderer, by result type then format; a type's formats in the order ``--format`` has listed them.
+#: Fleet's renderers live in fleet/render.py: fleet sits above render/ (it needs Ray), so it is named.
 _TABLE: dict[ResultType, dict[OutputFormat, Renderer]] = {
-    REPORT: {_T: _audit_text, _J: _audit_json, _S: _audit_sarif, _M: _audit_markdown, _G: _audit_github},
-    PLAN: {_T: _plan_text, _J: _plan_json},
-    SCAN: {_T: _scan_text, _J: _scan_json, _S: _scan_sarif},
-    GUARD: {_T: _guard_text, _J: _guard_json},
-    RESTORE: {_T: _restore_text, _J: _restore_json},
-    REAPPLY: {_T: _reapply_text, _J: _restore_json},
-    CHECKPOINT: {_T: _checkpoint_text},
-    COMPARE: {_T: _compare_text, _J: _compare_json, _M: _compare_markdown},
-    FLEET: {_T: _fleet("render_fleet_text"), _J: _fleet("render_fleet_json"), _M: _fleet("render_fleet_markdown")},
+    REPORT: {_T: _audit_text, _J: _lazy("render.json", "render_json"), _S: _lazy("render.sarif", "render_sarif"),
+             _M: _lazy("render.markdown", "render_markdown"),
+             _G: _lazy("render.github", "render_github", lambda f, r, o: f(r, show_upstream=o.show_upstream))},
+    PLAN: {_T: _lazy("render.planview", "render_plan_text"), _J: _lazy("render.planview", "render_plan_json")},
+    SCAN: {_T: _scan_text, _J: _lazy("render.scanview", "render_scan_json"),
+           _S: _lazy("render.sarif", "render_scan_sarif")},
+    GUARD: {_T: _lazy("render.guardview", "render_guard_text"), _J: _lazy("render.guardview", "render_guard_json")},
+    RESTORE: {_T: _lazy("render.restoreview", "render_restore_text"),
+              _J: _lazy("render.restoreview", "render_restore_json")},
+    REAPPLY: {_T: _lazy("render.restoreview", "render_reapply_text"),
+              _J: _lazy("render.restoreview", "render_restore_json")},
+    CHECKPOINT: {_T: _lazy("render.restoreview", "render_checkpoint_text", lambda f, r, o: f(r, o.allow_partial))},
+    COMPARE: {_T: _lazy("render.compare", "render_compare_text", _verbose),
+              _J: _lazy("render.compare", "render_compare_json", _verbose),
+              _M: _lazy("render.compare", "render_compare_markdown", _verbose)},
+    FLEET: {_T: _lazy("fleet.render", "render_fleet_text", _verbose),
+            _J: _lazy("fleet.render", "render_fleet_json", _verbose),
+            _M: _lazy("fleet.render", "render_fleet_markdown", _verbose)},
 }
 _BY_PATH = {kind.path: kind for kind in _TABLE}
 
