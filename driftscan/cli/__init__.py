@@ -18,6 +18,7 @@ import click
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from .._version import __version__  # noqa: E402 - after the environment setting above
+from ..fs.helpers import allow_fork  # noqa: E402
 from . import accept, audit, checkpoint, compare, fleet, guard, plan, scan, schema, snapshot  # noqa: E402
 from .exits import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, FAIL_ON, exit_status, guarded  # noqa: E402
 from .fleet import stdout_is_stderr as _stdout_is_stderr  # noqa: E402
@@ -52,8 +53,6 @@ def entry() -> None:
     An audit leaves a few hundred thousand objects behind; freeing them one by one at interpreter
     exit costs tens of milliseconds and serves nothing (no threads, files or atexit work remain).
     This process is driftscan's own, so its helpers may be forked from it (driftscan/fs/helpers.py)."""
-    from ..fs.helpers import allow_fork
-
     allow_fork()
     try:
         main(prog_name="driftscan")

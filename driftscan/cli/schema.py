@@ -8,6 +8,7 @@ import click
 
 from .exits import guarded
 from ..report.contract import report_schema
+from ..render import json_schema
 
 
 @click.command()
@@ -17,8 +18,6 @@ from ..report.contract import report_schema
 @guarded
 def schema(kind: str) -> None:
     """Print the JSON Schema of the audit report (or of scan's, plan's, compare's, fleet's or guard's JSON output)."""
-    from ..render import json_schema
-
     if kind == "fleet":
         from ..fleet.model import FleetResult  # pydantic only: Ray is not imported
 

@@ -16,11 +16,15 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+import tempfile
 from typing import TYPE_CHECKING, Union
 
 from ..fs.reader import inside, read_regular
 from ..formats.jsondiff import as_text, describe
 from ..core.values import Area, Distribution, Drift, DriftKind, FileCheck, Finding, Origin, PristineRef, RecordEntry
+from ..environment.files import expected_of
+from ..environment.ownership import is_bytecode, is_virtualenv_style_row
+from ..lint.vocabulary import NOT_INSPECTED
 
 if TYPE_CHECKING:  # the pristine package (zipfile, subprocess) is imported only when originals are wanted
     from ..lint import Rule
@@ -137,25 +141,20 @@ def _original_findings(original: bytes, path: str, rules: Sequence[type[Rule]]) 
     """The findings of the original file. A small one is parsed here (the byte pre-check keeps
     libcst from what could crash it); a large one in a worker with a time budget, as audit parses
     the drifted file itself (the original's bytes are the tree's too: its RECORD vouches for them)."""
-    from ..lint import MAX_FILE_BYTES, RuleError, default_rules, inspect_source
+    from ..lint import MAX_FILE_BYTES, RuleError, default_rules, inspect_source, scan_paths  # libcst: only here
     from ..lint.scan import IN_PROCESS_BYTES
 
     # The rules that say a file was not inspected (too large, too complex, unreadable, unparsable)
     # run whatever the selection: an original that could not be inspected must not make every
     # current finding look injected.
-    from ..lint.vocabulary import NOT_INSPECTED as problems
-
-    rules = [*rules, *(r for r in default_rules() if r.FILE_PROBLEM in problems and r not in rules)]
-    file_level = {r.CODE for r in rules if r.FILE_PROBLEM in problems}
+    rules = [*rules, *(r for r in default_rules() if r.FILE_PROBLEM in NOT_INSPECTED and r not in rules)]
+    file_level = {r.CODE for r in rules if r.FILE_PROBLEM in NOT_INSPECTED}
     try:
         if len(original) <= IN_PROCESS_BYTES:
             found = inspect_source(original, path, rules, prefilter=True, max_bytes=MAX_FILE_BYTES)
             return None if any(f.code in file_level for f in found) else found
     except RuleError:
         return None
-    import tempfile
-
-    from ..lint import scan_paths
 
     with tempfile.TemporaryDirectory(prefix="driftscan-original-") as work:
         copy = os.path.join(work, os.path.basename(path))
@@ -270,9 +269,6 @@ def file_by_file(drifts: Sequence[Drift]) -> list[Drift]:
     """``drifts`` with each grouped missing-files drift replaced by one ``missing`` drift per file
     it stands for (rows below its directory that are not on disk now; bytecode and hashless
     virtualenv rows are no drift): what ``restore`` recreates and ``checkpoint`` records, file by file."""
-    from ..environment.files import expected_of
-    from ..environment.ownership import is_bytecode, is_virtualenv_style_row
-
     out: list[Drift] = []
     rows: dict[str, dict[str, RecordEntry]] = {}
     for drift in drifts:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ..fs.paths import line_safe, one_line
 from ..reinstall.checkpoint import CheckpointFile, Written
 from ..reinstall.restore import RestoreReport, Status
+from ..reinstall.reapply import Status as Reapplied
 
 if TYPE_CHECKING:  # imported by the reapply command itself
     from ..reinstall.reapply import ReapplyReport
@@ -139,8 +140,6 @@ RESTORE_RENDERERS = {"text": render_restore_text, "json": render_restore_json}
 
 
 def render_reapply_text(r: ReapplyReport) -> str:
-    from ..reinstall.reapply import Status as Reapplied
-
     r = line_safe(r)  # but each file's diff, multi-line by nature (made inert when written)
     lines = [f"reapply {r.source}" + (f" onto {r.target}" if r.target else "")
              + (f" — NOT the environment the checkpoint was taken of ({r.other_target})" if r.other_target else "")

@@ -38,6 +38,8 @@ from urllib.parse import quote
 
 from .._version import __version__
 from ..core.values import Origin
+from ..core.errors import DriftscanError
+from ..fs.paths import printable
 
 if TYPE_CHECKING:
     from ..lint import ScanResult
@@ -119,7 +121,6 @@ def rule_help_uri(code: str, name: str) -> str:
 def _catalogue() -> dict[str, Any]:
     """Every rule class driftscan can load here (built-ins and plugins), by code. Imported only
     when a report has findings: the rule engine is not loaded for a clean audit."""
-    from ..core.errors import DriftscanError
     from ..lint.registry import builtin_rules, load_rules
 
     try:
@@ -455,8 +456,6 @@ def render_sarif(report: Report) -> str:
 def render_scan_sarif(result: ScanResult, cwd: str | None = None) -> str:
     """``scan``'s findings: a relative path is relative to ``SRCROOT``, the working directory
     (``cwd``, default: this process's); an absolute one is an absolute ``file://`` URI."""
-    from ..fs.paths import printable
-
     rules = _Rules()
     bases = _Bases()
     occurrences = _Occurrences()

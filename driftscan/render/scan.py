@@ -4,23 +4,14 @@ scanview.py alone: a scan pays for pydantic only when it asks for the schema."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from .sarif import render_scan_sarif
 from .scanmodel import ScanErrorOut, ScanFindingOut, ScanReport, ScanSummary, scan_payload, scan_report, scan_schema
 from .scanview import SCAN_SCHEMA_VERSION, render_scan_json, render_scan_text, scan_document
 
-if TYPE_CHECKING:
-    from ..lint import ScanResult
+render_scan_sarif_lazy = render_scan_sarif  # its old name
 
-
-def render_scan_sarif_lazy(result: ScanResult) -> str:
-    from .sarif import render_scan_sarif
-
-    return render_scan_sarif(result)
-
-
-SCAN_RENDERERS = {"text": render_scan_text, "json": render_scan_json, "sarif": render_scan_sarif_lazy}
+SCAN_RENDERERS = {"text": render_scan_text, "json": render_scan_json, "sarif": render_scan_sarif}
 
 __all__ = ["SCAN_RENDERERS", "SCAN_SCHEMA_VERSION", "ScanErrorOut", "ScanFindingOut", "ScanReport", "ScanSummary",
-           "render_scan_json", "render_scan_sarif_lazy", "render_scan_text", "scan_document", "scan_payload",
+           "render_scan_json", "render_scan_sarif", "render_scan_sarif_lazy", "render_scan_text", "scan_document", "scan_payload",
            "scan_report", "scan_schema"]
