@@ -54,7 +54,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from driftscan.fs.reader import default_jobs  # noqa: E402
-from driftscan.lint import scan_paths  # noqa: E402
+from driftscan.lint import ParseLimits, scan_paths  # noqa: E402
 from driftscan.lint.scan import collect_files  # noqa: E402
 
 # Rules for semgrep doing what driftscan's default rules look for (DBG101-DBG108; DBG001-DBG004
@@ -426,7 +426,7 @@ def bench_tree(tree: str, args, jobs: int, peers: dict[str, str], work: str) -> 
         check = sorted(set(check) | set(cut))
         result = scan_paths([tree], jobs=jobs)
         start = time.perf_counter()
-        unfiltered = scan_paths(check, jobs=jobs, prefilter=False)
+        unfiltered = scan_paths(check, jobs=jobs, limits=ParseLimits(prefilter=False))
         in_check = set(check)
         same = [pf for pf in result.findings if pf[0] in in_check] == unfiltered.findings
         differ = sorted({p for p, _ in result.findings if p in in_check} ^ {p for p, _ in unfiltered.findings}

@@ -33,7 +33,6 @@ from .pipeline.classify import classify
 from .pipeline.options import AuditOptions, AuditSettings, Need, OriginalSources, RuleSelection, options_of
 from .pipeline.stages import (NO_PYTHON, Progress, State, accept, execute, find_debug_code, model_dir_paths,
                               pristine_options)
-from .report.contract import build_report
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -258,6 +257,7 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
     (``summary.trusted_by_signature`` counts them) and RECORDs come from the parse cache; False
     (``--no-cache``) hashes every file and parses every RECORD."""
     from .modeldir.remedies import with_remedies
+    from .report.contract import build_report
     from .snapshot.run import RootKind, attach_ownership, diff_root, load_snapshot
 
     started = time.perf_counter()

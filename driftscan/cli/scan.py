@@ -17,6 +17,7 @@ from .options import codes, config_option, jobs_option, no_cache_option, output_
 from .output import write
 from .progress import ScanProgress
 from ..caches.location import user_cache_dir
+from ..lint.files import ParseLimits
 from ..lint.scancache import ResultCache
 from ..lint.warmscan import scan_paths
 
@@ -56,7 +57,7 @@ def scan(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...
     if not no_cache:
         cache = ResultCache(os.path.join(user_cache_dir(), "scan"), __version__)
     result = scan_paths(paths, select=codes(select) or config.select, ignore=codes(ignore) or config.ignore,
-                        jobs=jobs, prefilter=not no_prefilter, plugins=not no_plugins, unused_noqa=strict,
+                        jobs=jobs, limits=ParseLimits(prefilter=not no_prefilter), plugins=not no_plugins, unused_noqa=strict,
                         progress=ScanProgress(), cache=cache,
                         extra_rule_modules=[*rules_modules, *config.rules_modules])
     if statistics:  # one count per rule code, as text whatever the --format

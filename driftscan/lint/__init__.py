@@ -4,7 +4,7 @@ Entry points for the rest of driftscan:
 
 * ``inspect_source(source, path, rules=None)`` / ``inspect_file(path, rules=None)`` — findings
   for one file (used by ``audit`` on drifted files);
-* ``scan_paths(paths, select, ignore, jobs, prefilter, extra_rule_modules)`` — the
+* ``scan_paths(paths, select, ignore, jobs, extra_rule_modules, limits=ParseLimits())`` — the
   ``driftscan scan`` command: walk, prefilter, parse in parallel;
 * ``find_artifacts(pattern, newer_than=, owned=, exclude=)`` — dumps a finding's
   ``artifact_pattern`` left on disk: only plausible patterns, a bounded search, only regular
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .artifacts import ArtifactGroup, find_artifacts, is_too_broad
     from .engine import MAX_FILE_BYTES, RuleError, inspect_file, inspect_source
-    from .files import ScanResult
+    from .files import ParseLimits, ScanResult
     from .registry import ENTRY_POINT_GROUP, default_rules, load_rules, select_rules
     from .rule import Invalid, Rule, Valid
     from .warmscan import scan_paths
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "ArtifactGroup": "artifacts", "find_artifacts": "artifacts", "is_too_broad": "artifacts",
     "MAX_FILE_BYTES": "engine", "RuleError": "engine", "inspect_file": "engine", "inspect_source": "engine",
-    "ScanResult": "files",
+    "ParseLimits": "files", "ScanResult": "files",
     "ENTRY_POINT_GROUP": "registry", "default_rules": "registry", "load_rules": "registry",
     "select_rules": "registry",
     "Invalid": "rule", "Rule": "rule", "Valid": "rule",
@@ -57,6 +57,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "Invalid",
     "MAX_FILE_BYTES",
+    "ParseLimits",
     "Rule",
     "RuleError",
     "ScanResult",

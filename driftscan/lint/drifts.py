@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from ..fs.reader import read_regular
 from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem
 from .artifacts import ArtifactGroup, find_artifacts
-from .files import MAX_FILE_BYTES
+from .files import MAX_FILE_BYTES, ParseLimits
 from .scancache import OutcomeMemo
 from .vocabulary import NOT_INSPECTED, FileProblem
 
@@ -256,7 +256,7 @@ def _inspect_files(targets: Sequence[str], edited: set[str], jobs: int | None, s
     if total <= IN_PROCESS_TOTAL:
         jobs = 1
     result = scan_paths(targets, select=sorted(scanned), jobs=jobs, rules=list(scanned.values()), plugins=plugins,
-                        budget=PARSE_BUDGET)
+                        limits=ParseLimits(budget=PARSE_BUDGET))
     by_path: dict[str, list[Finding]] = defaultdict(list)
     writers: dict[str, list[tuple[str, Finding]]] = defaultdict(list)
     for path, finding in result.findings:

@@ -16,6 +16,18 @@ from ..core.values import Finding, Problem
 #: that a scan settled from the cache knows the default without importing the engine.
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
+
+@dataclass(frozen=True)
+class ParseLimits:
+    """How far a scan parses: ``prefilter`` (the byte and AST pre-checks that spare files no rule
+    can match; never a finding's difference), the largest file parsed (``max_bytes``; None: any),
+    and ``budget``, the seconds the parsing in workers may take in all (None: no limit; files
+    beyond it get DBG004)."""
+
+    prefilter: bool = True
+    max_bytes: int | None = MAX_FILE_BYTES
+    budget: float | None = None
+
 Row = tuple[str, list[Finding], int, bool, "str | None"]  # path, findings, bytes, parsed, error
 
 

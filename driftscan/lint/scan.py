@@ -43,7 +43,7 @@ import libcst
 from ..fs.helpers import may_fork
 from ..fs.reader import default_jobs
 from ..core.values import Problem
-from .files import Row, ScanResult, collect_files, gather
+from .files import ParseLimits, Row, ScanResult, collect_files, gather
 from .engine import RuleError, complexity_finding, inspect_path
 from .files import MAX_FILE_BYTES
 from .noqa import with_unused_noqa
@@ -467,13 +467,11 @@ def scan_paths(
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
     jobs: int | None = None,
-    prefilter: bool = True,
     extra_rule_modules: Iterable[str] = (),
     *,
     rules: Sequence[type[Rule]] | None = None,
     plugins: bool = True,
-    max_bytes: int | None = MAX_FILE_BYTES,
-    budget: float | None = None,
+    limits: ParseLimits = ParseLimits(),
     unused_noqa: bool = False,
     progress: Callable[[int, int], None] | None = None,
     cache: ResultCache | None = None,
@@ -482,8 +480,8 @@ def scan_paths(
     """Run the selected rules over every Python file under ``paths``.
 
     ``rules`` replaces the available rules (built-ins, plugins, ``extra_rule_modules``)
-    before ``select``/``ignore`` apply. ``budget``: seconds the parsing in workers may take in
-    all (files beyond it get DBG004); None for none. ``unused_noqa`` (``scan --strict``): the
+    before ``select``/``ignore`` apply. ``limits``: the prefilter, the largest file parsed and the
+    seconds the parsing in workers may take in all (``ParseLimits``). ``unused_noqa`` (``scan --strict``): the
     unused-noqa rule runs too, unless ``ignore`` names it (lint/noqa.py). ``cache``: results
     of files whose signature is unchanged since an earlier scan with the same rules
     (scancache.py). Unknown selectors and broken plugins raise ``driftscan.core.errors.ConfigError``;
@@ -491,6 +489,7 @@ def scan_paths(
     made (warmscan.py's files, stats and errors), not made again.
     """
     paths, select, ignore, extra_rule_modules = list(paths), list(select), list(ignore), list(extra_rule_modules)
+    prefilter, max_bytes, budget = limits.prefilter, limits.max_bytes, limits.budget
     available = list(rules) if rules is not None else load_rules(extra_rule_modules, plugins=plugins)
     # Rules handed over as they are run as they are (opt-in ones included) unless a selection is given too.
     chosen = list(rules) if rules is not None and not select and not ignore else select_rules(available, select, ignore)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..core.values import Problem
-from .files import MAX_FILE_BYTES, ScanResult, collect_files, gather
+from .files import ParseLimits, ScanResult, collect_files, gather
 from .scancache import selection_id
 
 if TYPE_CHECKING:
@@ -28,13 +28,11 @@ def scan_paths(
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
     jobs: int | None = None,
-    prefilter: bool = True,
     extra_rule_modules: Iterable[str] = (),
     *,
     rules: Sequence[type[Rule]] | None = None,
     plugins: bool = True,
-    max_bytes: int | None = MAX_FILE_BYTES,
-    budget: float | None = None,
+    limits: ParseLimits = ParseLimits(),
     unused_noqa: bool = False,
     progress: Callable[[int, int], None] | None = None,
     cache: ResultCache | None = None,
@@ -43,7 +41,8 @@ def scan_paths(
     paths, select, ignore, extra_rule_modules = list(paths), list(select), list(ignore), list(extra_rule_modules)
     walked = None
     if cache is not None and rules is None:
-        selection = selection_id(select, ignore, plugins, extra_rule_modules, unused_noqa, prefilter, max_bytes)
+        selection = selection_id(select, ignore, plugins, extra_rule_modules, unused_noqa, limits.prefilter,
+                                 limits.max_bytes)
         codes = cache.recall(paths, selection)
         if codes is not None:
             errors: list[Problem] = []
@@ -66,6 +65,5 @@ def scan_paths(
     # which a scan settled from its cache above never needs (this module's reason to be).
     from .scan import scan_paths as full_scan
 
-    return full_scan(paths, select, ignore, jobs, prefilter, extra_rule_modules, rules=rules, plugins=plugins,
-                     max_bytes=max_bytes, budget=budget, unused_noqa=unused_noqa, progress=progress, cache=cache,
-                     walked=walked)
+    return full_scan(paths, select, ignore, jobs, extra_rule_modules, rules=rules, plugins=plugins, limits=limits,
+                     unused_noqa=unused_noqa, progress=progress, cache=cache, walked=walked)

@@ -24,6 +24,7 @@ from ..formats.jsondiff import as_text, describe
 from ..core.values import Area, Distribution, Drift, DriftKind, FileCheck, Finding, Origin, PristineRef, RecordEntry
 from ..environment.files import expected_of
 from ..environment.ownership import is_bytecode, is_virtualenv_style_row
+from ..lint.files import ParseLimits
 from ..lint.vocabulary import NOT_INSPECTED
 
 if TYPE_CHECKING:  # the pristine package (zipfile, subprocess) is imported only when originals are wanted
@@ -160,7 +161,7 @@ def _original_findings(original: bytes, path: str, rules: Sequence[type[Rule]]) 
         copy = os.path.join(work, os.path.basename(path))
         with open(copy, "wb") as f:
             f.write(original)
-        result = scan_paths([copy], rules=rules, jobs=1, budget=ORIGINAL_PARSE_BUDGET)
+        result = scan_paths([copy], rules=rules, jobs=1, limits=ParseLimits(budget=ORIGINAL_PARSE_BUDGET))
     if result.errors or any(f.code in file_level for _, f in result.findings):
         return None
     return [f for _, f in result.findings]

@@ -30,12 +30,12 @@ from ..environment.uv.cache import all_indexed_archives, archive_holding, defaul
 from ..fs.reader import default_jobs
 from ..lint.scancache import ContentMemo
 from ..reinstall.dumpledger import recorded_checks
-from ..report.contract import Report, build_report
 from .classify import classify, uv_cache_clean, uv_cache_prune
 from .options import AuditOptions, Need
 
 if TYPE_CHECKING:
     from ..modeldir import ModelDirResult
+    from ..report.contract import Report
     from ..pristine import PristineOptions, PristineSet
 
 NO_PYTHON = Target(kind=TargetKind.NONE, venv=None, site_packages=())
@@ -303,6 +303,7 @@ def classify_drifts(state: State) -> State:
 
 def build(state: State) -> State:
     """The versioned report."""
+    from ..report.contract import build_report  # its classes: 6-9 ms a warm `driftscan scan` never pays
     results = state.model_results
     report = build_report(state.verification, list(state.drifts), time.perf_counter() - state.started,
                           model_dirs=[r.root for r in results], skipped=list(state.skipped),

@@ -19,7 +19,7 @@ import pytest
 
 from driftscan import audit
 from driftscan.lint import scan as scan_module
-from driftscan.lint import scan_paths
+from driftscan.lint import ParseLimits, scan_paths
 from driftscan.lint.complexity import MAX_CHAIN, MAX_DEPTH, measure
 from driftscan.lint.registry import builtin_rules
 from driftscan.lint.rule import Rule
@@ -261,13 +261,13 @@ def test_cli_audit_of_a_real_venv_keeps_its_drift_beside_parser_bombs(tmp_path):
 def test_a_scan_budget_ends_the_parsing_and_names_every_file_left(tmp_path):
     """Each file has its own budget, but many slow-but-legal files add up: the audit's scan has a
     budget for all of them (lint/drifts.py PARSE_BUDGET), past which files get DBG004."""
-    from driftscan.lint import scan_paths
+    from driftscan.lint import ParseLimits, scan_paths
 
     for i in range(4):
         (tmp_path / f"m{i}.py").write_text(f"import torch\ntorch.save(x, '/tmp/nomla_{i}_a.pt')\n")
     full = scan_paths([str(tmp_path)], jobs=2)
     assert {f.code for _, f in full.findings} >= {"DBG101"}
-    cut = scan_paths([str(tmp_path)], jobs=2, budget=0.0)
+    cut = scan_paths([str(tmp_path)], jobs=2, limits=ParseLimits(budget=0.0))
     by_file = {os.path.basename(p): f for p, f in cut.findings}
     assert set(by_file) == {f"m{i}.py" for i in range(4)}
     assert all(f.code == "DBG004" and "budget ran out" in f.message for f in by_file.values())

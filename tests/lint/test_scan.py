@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 import driftscan.lint
-from driftscan.lint import scan_paths
+from driftscan.lint import ParseLimits, scan_paths
 from driftscan.lint.registry import builtin_rules
 from driftscan.lint.testing import iter_examples, source_of
 from fixtures.paths import DATA
@@ -43,7 +43,7 @@ def test_prefilter_changes_nothing_but_the_work(corpus):
     inspect_dir = os.path.dirname(driftscan.lint.__file__)
     real_code = [inspect_dir, os.path.join(os.path.dirname(inspect_dir), "rules")]  # code full of trigger words
     fast = scan_paths([str(corpus), *real_code], jobs=1)
-    slow = scan_paths([str(corpus), *real_code], jobs=1, prefilter=False)
+    slow = scan_paths([str(corpus), *real_code], jobs=1, limits=ParseLimits(prefilter=False))
     assert fast.findings == slow.findings
     assert len({f.code for _, f in fast.findings}) >= 11
     assert (fast.files_scanned, fast.bytes_scanned) == (slow.files_scanned, slow.bytes_scanned)
@@ -116,5 +116,5 @@ def test_a_crashing_rule_is_a_problem_and_the_scan_goes_on(tmp_path):
 
 def test_nothing_selected_reads_but_parses_nothing(tmp_path):
     (tmp_path / "a.py").write_text("breakpoint()\n")
-    result = scan_paths([str(tmp_path)], rules=[], prefilter=False, jobs=1)
+    result = scan_paths([str(tmp_path)], rules=[], limits=ParseLimits(prefilter=False), jobs=1)
     assert (result.findings, result.files_scanned, result.files_parsed) == ([], 1, 0)

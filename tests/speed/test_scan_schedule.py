@@ -11,7 +11,7 @@ import time
 import pytest
 
 import driftscan.lint.scan as scan_module
-from driftscan.lint import analysis, scan_paths, triggers
+from driftscan.lint import ParseLimits, analysis, scan_paths, triggers
 from driftscan.lint.registry import builtin_rules
 from driftscan.lint.rule import Rule
 
@@ -157,7 +157,7 @@ def test_a_file_only_the_parse_rules_look_at_is_parsed_by_cpython_and_reported_t
     (tmp_path / "ok.py").write_text("def f():\n    print('x')\n")
     (tmp_path / "bad.py").write_text("def f(:\n    print('x')\n")
     fast = scan_paths([str(tmp_path)], jobs=1)
-    slow = scan_paths([str(tmp_path)], jobs=1, prefilter=False)
+    slow = scan_paths([str(tmp_path)], jobs=1, limits=ParseLimits(prefilter=False))
     assert fast.findings == slow.findings
     assert [(os.path.basename(p), f.code) for p, f in fast.findings] == [("bad.py", "DBG001")]
     assert fast.files_parsed == 2

@@ -17,6 +17,7 @@ from driftscan.caches import racy
 from driftscan.lint import scancache
 from driftscan.lint.scancache import FORMAT, ResultCache
 from fixtures.scantrees import view as _view, write_tree as _tree
+from driftscan.lint.files import ParseLimits
 from driftscan.lint.warmscan import scan_paths
 from fixtures.harness import run_cli_imports
 
@@ -75,8 +76,8 @@ def test_a_removed_file_leaves_the_warm_result(tmp_path, cache_dir, full_scans):
 
 
 @pytest.mark.parametrize("other", [
-    {"select": ["DBG101"]}, {"ignore": ["DBG106"]}, {"prefilter": False}, {"unused_noqa": True},
-    {"plugins": False}, {"max_bytes": 10},
+    {"select": ["DBG101"]}, {"ignore": ["DBG106"]}, {"limits": ParseLimits(prefilter=False)}, {"unused_noqa": True},
+    {"plugins": False}, {"limits": ParseLimits(max_bytes=10)},
 ])
 def test_another_selection_is_not_recalled(tmp_path, cache_dir, full_scans, other):
     tree = _tree(tmp_path / "tree")
