@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -36,10 +36,10 @@ from ..environment.target import environment_roots
 from ..core.errors import ConfigError
 from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error
 from ..pipeline.changes import file_by_file, record_rows
-from ..core.values import Area, Drift, DriftKind, FileCheck, Origin, Scope, Target
+from ..core.values import Area, Drift, DriftKind, FileCheck, Origin, RecordEntry, Scope, Target
 from ..fs.paths import printable
 from ..formats.patch import PatchTooLarge, make_patch
-from ..pristine import PristineSet
+from ..pristine import PristineCopy, PristineSet
 from ..formats.record import hash_text
 from ..report.contract import Report
 
@@ -286,7 +286,7 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
     # cache snapshot's links lead into its repository's blobs/, which is that tree).
     contain = {"env": env_root, **{f"model-{i}": containment_root(root) for i, root in enumerate(model_dirs)}}
     index.dumps = _dumps(drifts)
-    rows: dict[str, dict] = {}
+    rows: dict[str, dict[str, RecordEntry]] = {}
     dists: dict[str, CheckpointDistribution] = {}
     used: dict[str, set[str]] = defaultdict(set)
     for drift in drifts:
@@ -424,7 +424,7 @@ def _complete_with(index: CheckpointIndex, target: Target, drifts: Sequence[Drif
     index.complete_with.append(f"{again} --fetch")
 
 
-def _reference_hash(expected: dict) -> str | None:
+def _reference_hash(expected: dict[str, Any]) -> str | None:
     """A model file's reference digest as its verifier recorded it (``algorithm=value``)."""
     for key in ("hash", "sha256", "xxh3_128", "git_blob_sha1", "lfs_oid", "blob"):
         value = expected.get(key)
@@ -486,7 +486,8 @@ def _content_edited_behind(check: FileCheck) -> bool:
         and "dangling" not in check.actual and "resolves_to" not in check.actual
 
 
-def _save_original(tmp: str, item: CheckpointFile, copy, entry, area: str, rel: str) -> str | None:
+def _save_original(tmp: str, item: CheckpointFile, copy: PristineCopy, entry: RecordEntry, area: str,
+                   rel: str) -> str | None:
     dst_rel = f"originals/{area}/{rel}"
     dst = os.path.join(tmp, dst_rel)
     os.makedirs(os.path.dirname(dst), exist_ok=True)

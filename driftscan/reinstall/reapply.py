@@ -45,8 +45,9 @@ import os
 import stat
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, BinaryIO
 
 from pydantic import BaseModel, Field
 
@@ -58,13 +59,16 @@ from ..core.errors import ConfigError
 from .excise import excise, own_nodes, statement_blocks
 from ..fs.reader import inside, os_error, read_regular
 from ..pristine.kept import OriginalFinder, keep, kept, matches
-from ..core.values import Distribution, Finding, Origin, Target
-from ..formats.patch import (PatchError, PatchTooLarge, added_line_numbers, apply_hunks, diff_hunks, format_hunks,
-                              make_patch, merge3, parse_patch, reverse_hunks)
+from ..core.values import Distribution, Finding, Origin, RecordEntry, Target
+from ..formats.patch import (MergeResult, PatchError, PatchTooLarge, added_line_numbers, apply_hunks, diff_hunks,
+                             format_hunks, make_patch, merge3, parse_patch, reverse_hunks)
 from ..lint.artifacts import recheck
 from ..fs.paths import printable
 from .plan import normalize
 from .restore import close_journal, mode_for, open_journal, replace_file, verify_fd, verify_file
+
+if TYPE_CHECKING:
+    from ..lint import Rule
 
 READ_MAX = 64 << 20
 DIFF_MAX_LINES = 400  # lines of each resulting diff shown (the JSON's ``diff`` is cut there, and says so)
@@ -184,7 +188,7 @@ class Write:
     mode: int
     ledger: tuple[str, str] | None = None  # (relpath, digest of what was wanted)
     rej: tuple[str, str] | None = None  # (path of the .rej, its text)
-    entry: object = None  # the RECORD row a deletion verifies against first
+    entry: RecordEntry | None = None  # the RECORD row a deletion verifies against first
 
 
 @dataclass(frozen=True)
@@ -328,7 +332,7 @@ def _target_path(root: str, roots: Sequence[str], rel: str) -> str:
 # ---- findings and origins ------------------------------------------------------------------
 
 
-def _debug_rules() -> list:
+def _debug_rules() -> list[type[Rule]]:
     """Every DBG1 rule, opt-in ones too (a debug ``print`` is injected code to leave out even
     though audit does not report it by default), and the file-level problem rules."""
     from ..lint import default_rules
@@ -371,7 +375,9 @@ def decide_origins(current: Sequence[Finding], original: Sequence[Finding], adde
     """Each finding ``upstream`` while the original has as many of the same code and normalised
     line, else ``injected`` — the extra ones counted on lines the patch added first, so a copy
     of an upstream line pasted elsewhere is the injected one, not the original's."""
-    norm = lambda f: (f.code, " ".join(f.snippet.split()))  # noqa: E731
+    def norm(f: Finding) -> tuple[str, str]:
+        return f.code, " ".join(f.snippet.split())
+
     have = Counter(norm(f) for f in original)
     wanted = Counter(norm(f) for f in current)
     extra = {k: max(0, n - have[k]) for k, n in wanted.items()}
@@ -458,7 +464,7 @@ def _same_original(path: str, f: CheckpointFile, dist: Distribution | None) -> b
         and verify_file(path, entry)
 
 
-def _listed(path: str, dists: Sequence[Distribution]):
+def _listed(path: str, dists: Sequence[Distribution]) -> RecordEntry | None:
     """The RECORD row of this environment listing ``path`` (any distribution), or None."""
     key = os.path.normpath(path)
     for d in dists:
@@ -468,14 +474,17 @@ def _listed(path: str, dists: Sequence[Distribution]):
     return None
 
 
+def _same(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 def checked_environment(target: Target, index: CheckpointIndex, dists: Sequence[Distribution]) -> frozenset[str]:
     """The environment the checkpoint names, checked to be that environment before anything is
     written into it: the target's prefix is the checkpoint's (by real path), it is a Python
     environment (a venv's ``pyvenv.cfg``) with installed distributions whose RECORD lists files.
     Returns the directories those RECORDs list files in; ConfigError saying what failed."""
-    same = lambda a, b: os.path.realpath(a) == os.path.realpath(b)  # noqa: E731
     if index.venv:
-        if not (target.venv and same(target.venv, index.venv)):
+        if not (target.venv and _same(target.venv, index.venv)):
             raise ConfigError(f"the checkpoint names {printable(index.venv)} as its environment, but it resolves to "
                               f"another prefix: nothing written (name the environment with --venv)")
         try:
@@ -512,7 +521,7 @@ def ledger_path(root: str) -> str:
     return os.path.join(user_cache_dir(), "reapply", f"{key}.json")
 
 
-def _load_ledger(root: str) -> dict:
+def _load_ledger(root: str) -> dict[str, object]:
     try:
         data = json.loads(read_regular(ledger_path(root), 16 << 20, follow=False))
     except (OSError, ValueError):
@@ -520,7 +529,7 @@ def _load_ledger(root: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _save_ledger(root: str, rows: dict) -> str | None:
+def _save_ledger(root: str, rows: dict[str, object]) -> str | None:
     return write_cache_file(ledger_path(root), json.dumps(rows, sort_keys=True).encode("utf-8"), prefix=".ledger-")
 
 
@@ -761,12 +770,11 @@ def _module_resolves(name: str, roots: Sequence[str], coming: set[str]) -> bool:
 
 def _other_environment(target: Target, index: CheckpointIndex) -> str | None:
     """The checkpoint's environment when ``target`` is another one, else None."""
-    same = lambda a, b: os.path.realpath(a) == os.path.realpath(b)  # noqa: E731
     if index.venv:
-        return None if target.venv and same(target.venv, index.venv) else index.venv
+        return None if target.venv and _same(target.venv, index.venv) else index.venv
     if index.site_packages:
         mine = environment_roots(target)
-        return None if any(same(s, m) for s in index.site_packages for m in mine) else ", ".join(index.site_packages)
+        return None if any(_same(s, m) for s in index.site_packages for m in mine) else ", ".join(index.site_packages)
     return None
 
 
@@ -830,7 +838,7 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
 
 
 def _plan_one(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
-              dists: Sequence[Distribution], options: Options, ledger: dict, moved: dict[str, CheckpointFile],
+              dists: Sequence[Distribution], options: Options, ledger: dict[str, object], moved: dict[str, CheckpointFile],
               index: CheckpointIndex, names: NameIndex) -> None:
     saved = _read_saved(checkpoint, f.content) if f.content else None
     # A Python source in any declared encoding takes the statement-level path, never the copy.
@@ -1019,7 +1027,7 @@ def rej_path(checkpoint: str, rel: str) -> str:
 
 
 def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
-                  dists: Sequence[Distribution], options: Options, ledger: dict, names: NameIndex) -> None:
+                  dists: Sequence[Distribution], options: Options, ledger: dict[str, object], names: NameIndex) -> None:
     dist = _dist_now(f.distribution, dists)
     item = ReapplyFile(relpath=f.relpath, path="", distribution=f.distribution, version_then=f.version,
                        version_now=dist.version if dist else None, action="apply")
@@ -1034,7 +1042,7 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
 
 
 def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution | None, checkpoint: str,
-                       f: CheckpointFile, root: str, roots: Sequence[str], options: Options, ledger: dict,
+                       f: CheckpointFile, root: str, roots: Sequence[str], options: Options, ledger: dict[str, object],
                        names: NameIndex) -> None:
     path = _begin(plan, item, f, root, roots)
     if path is None:
@@ -1218,7 +1226,8 @@ class _Split:
     rej_text: str
 
 
-def _split(checkpoint: str, f: CheckpointFile, base: str, ours: str, wanted: str, current: str, merged) -> _Split:
+def _split(checkpoint: str, f: CheckpointFile, base: str, ours: str, wanted: str, current: str,
+           merged: MergeResult) -> _Split:
     """A conflicting merge split into its clean hunks (merged onto ``current``) and the
     conflicting ones (the .rej's text)."""
     # Numbered as in the checkpoint's patch (base → saved content), not the filtered one.
@@ -1258,7 +1267,7 @@ def _write_rej(path: str, text: str, checkpoint: str) -> str | None:
         return f"{path}: not below {top}.rej; not written"
     data = text.encode("utf-8")
 
-    def fill(out) -> bool:
+    def fill(out: BinaryIO) -> bool:
         out.write(data)
         return True
 
@@ -1275,8 +1284,10 @@ def _delete(w: Write, roots: Sequence[str]) -> str | None:
     if base is None:
         return "outside the environment: not deleted"
 
+    entry = w.entry  # always set on a deletion
+
     def check(fd: int) -> str | None:
-        if not verify_fd(fd, w.entry):  # type: ignore[arg-type]
+        if entry is None or not verify_fd(fd, entry):
             return "no longer the verified original (changed meanwhile): not deleted"
         return None
 
@@ -1302,7 +1313,7 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
                 continue
         data = w.data
 
-        def fill(out, data=data) -> bool:
+        def fill(out: BinaryIO, data: bytes = data) -> bool:
             out.write(data)
             return True
 

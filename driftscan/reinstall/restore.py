@@ -35,6 +35,8 @@ from ..fs.paths import printable, relpath
 from .plan import normalize, select_distributions
 from ..pristine import PristineCopy, PristineSet
 from ..formats.record import new_hash
+from ..report.contract import ErrorOut
+from .checkpoint import CheckpointIndex
 
 REWRITE, RECREATE, REMOVE = "rewrite", "recreate", "remove"
 _RESTORABLE = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}
@@ -250,7 +252,7 @@ def _owning_package_dir(path: str, candidates: Sequence[Distribution], dists: Se
 
 
 def _plan_file(check: FileCheck, dist: Distribution, originals: PristineSet, roots: Sequence[str],
-               rows: dict[str, dict[str, RecordEntry]], item: dict,
+               rows: dict[str, dict[str, RecordEntry]], item: dict[str, Any],
                target: Target | None = None) -> Planned | Remaining | RestoreAction:
     if not _inside_any(check.path, roots):
         return Remaining(**item, reason="outside the environment root: restore never writes there")
@@ -380,7 +382,7 @@ def clean_leftovers(journal: str, dry_run: bool = False, roots: Sequence[str] = 
             continue
         if not dry_run:
 
-            def same(fd: int, known=known) -> str | None:
+            def same(fd: int, known: tuple[int, int] | None = known) -> str | None:
                 got = os.fstat(fd)
                 return None if known is None or known == (got.st_dev, got.st_ino) else "another file now"
 
@@ -413,7 +415,7 @@ def close_journal(journal: str) -> None:
         pass
 
 
-def _journal(journal: str, row: dict) -> None:
+def _journal(journal: str, row: dict[str, Any]) -> None:
     """Append ``row``; the journal is opened below the cache directory without following a link
     (a ``restore/`` swapped for a link into the environment fails the write it would precede)."""
     from ..caches.location import below_cache
@@ -554,7 +556,7 @@ def check_names(names: Sequence[str], dists: Sequence[Distribution]) -> None:
 __all__ = ["ConfigError", "RestorePlan", "RestoreReport", "apply_restore", "plan_restore"]
 
 
-def keep_unsaved(plan: RestorePlan, index) -> None:
+def keep_unsaved(plan: RestorePlan, index: CheckpointIndex) -> None:
     """Take out of ``plan`` every file whose current content the checkpoint could not save (too
     large, unreadable): restoring it would destroy an edit that exists nowhere else."""
     unsaved = {f.path: f.not_copied for f in index.files if f.not_copied and f.type == "file"}
@@ -621,7 +623,7 @@ def _unwritable(path: str) -> str | None:
     return None
 
 
-def refuse_unchecked(plan: RestorePlan, errors, env_root: str | None) -> None:
+def refuse_unchecked(plan: RestorePlan, errors: Sequence[ErrorOut], env_root: str | None) -> None:
     """List what the audit could not check inside the environment (a package directory that is a
     symlink out of it, an unreadable RECORD) as refused: restore cannot vouch for it, writes
     nothing there, and says why."""
