@@ -27,6 +27,8 @@ from typing import Protocol, TypedDict
 from ..caches.location import user_cache_dir, write_cache_file
 from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Problem
 from ..lint.drifts import DumpLister
+from ..fs.reader import read_regular
+from ..lint.artifacts import recheck
 
 FORMAT = 1
 MAX_BYTES = 4 << 20  # the whole file
@@ -90,8 +92,6 @@ def _text(value: object) -> str | None:
 
 def _load(root: str) -> tuple[list[_Entry], str | None]:
     """(the valid checkpoint entries, newest last; why the file was ignored, or None)."""
-    from ..fs.reader import read_regular
-
     path = ledger_path(root)
     try:
         data = read_regular(path, MAX_BYTES, what="checkpoint dump list", follow=False)
@@ -154,8 +154,6 @@ def recorded_checks(root: str, named: set[str], owned: Callable[[str], bool] | N
                     dump_list: DumpLister | None = None) -> tuple[list[FileCheck], list[Problem]]:
     """The drifts of the dumps ``root``'s checkpoints recorded that are still on disk and not in
     ``named`` (the dump paths the audit found itself), and a note when the list was ignored."""
-    from ..lint.artifacts import recheck
-
     entries, why = _load(root)
     notes = [Problem(ledger_path(root), f"the dumps recorded by checkpoints ignored: {why}")] if why else []
     seen = set(named)

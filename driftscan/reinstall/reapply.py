@@ -40,10 +40,14 @@ from __future__ import annotations
 import ast
 import enum
 import hashlib
+import io
 import json
 import os
+import re
 import stat
+import sys
 import time
+import tokenize
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -51,7 +55,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from pydantic import BaseModel, Field
 
-from ..caches.location import user_cache_dir, write_cache_file
+from ..caches.location import refuse_inside, user_cache_dir, write_cache_file
 from ..pipeline.changes import record_rows
 from .checkpoint import CheckpointFile, CheckpointIndex, environment_root, saved_path
 from ..environment.target import environment_roots
@@ -65,7 +69,9 @@ from ..formats.patch import (MergeResult, PatchError, PatchTooLarge, added_line_
 from ..lint.artifacts import recheck
 from ..fs.paths import printable
 from .plan import normalize
-from .restore import close_journal, mode_for, open_journal, replace_file, verify_fd, verify_file
+from .restore import _missing_parents, close_journal, mode_for, open_journal, replace_file, verify_fd, verify_file
+from ..fs.confined import read_below, rel_below, replace_below, unlink_below
+from ..formats.record import hash_text, parse_hash
 
 if TYPE_CHECKING:
     from ..lint import Rule
@@ -227,9 +233,6 @@ def _is_py(path: str) -> bool:
 def source_encoding(data: bytes) -> str | None:
     """The encoding Python reads ``data`` in (BOM, PEP 263 cookie; default UTF-8), or None when
     the declaration is invalid. Only the bytes are looked at; nothing is run."""
-    import io
-    import tokenize
-
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except (SyntaxError, LookupError):
@@ -268,8 +271,6 @@ def _encode(text: str, path: str, encoding: str) -> tuple[bytes | None, str]:
 def _read_saved(checkpoint: str, rel: str | None) -> bytes | None:
     """A file of the checkpoint, opened below its directory without following any symlink
     (``files/`` a link to ``~/.ssh`` reads nothing); None when absent, outside or unreadable."""
-    from ..fs.confined import read_below
-
     try:
         path = saved_path(checkpoint, rel)
     except ConfigError:
@@ -335,6 +336,8 @@ def _target_path(root: str, roots: Sequence[str], rel: str) -> str:
 def _debug_rules() -> list[type[Rule]]:
     """Every DBG1 rule, opt-in ones too (a debug ``print`` is injected code to leave out even
     though audit does not report it by default), and the file-level problem rules."""
+    # Deferred: the rule engine loads libcst (73 modules, 195 ms measured); a refused or empty
+    # reapply, and rendering a reapply report, never run a rule.
     from ..lint import default_rules
 
     return [r for r in default_rules() if r.CODE.startswith("DBG1") or r.CODE in _PROBLEMS]
@@ -344,7 +347,7 @@ def findings_of(data: bytes | str, path: str, encoding: str = "utf-8") -> list[F
     """Every debug rule's findings on ``data`` (text: encoded in ``encoding`` first, so its
     cookie reads true); None when the file could not be inspected (does not parse, too large, a
     rule failed): its findings are unknown."""
-    from ..lint import RuleError, inspect_source
+    from ..lint import RuleError, inspect_source  # deferred: libcst, 270 ms (see _debug_rules)
 
     if isinstance(data, str):
         try:
@@ -457,8 +460,6 @@ def _same_original(path: str, f: CheckpointFile, dist: Distribution | None) -> b
     changed from (its RECORD hash is the checkpoint's hash_before)."""
     if dist is None or not f.hash_before:
         return False
-    from ..formats.record import hash_text
-
     entry = record_rows(dist).get(os.path.normpath(path))
     return entry is not None and entry.hash is not None and hash_text(entry.hash) == f.hash_before \
         and verify_file(path, entry)
@@ -543,9 +544,6 @@ NAMES_TOTAL_MAX = 32 << 20  # bytes read for one distribution
 def names_read(data: bytes) -> set[str]:
     """The names a module reads from another one: attributes (``a.RETRIES``, ``obj.enabled``)
     and ``from … import NAME``. Tokens only (data, never run; strings and comments are no use)."""
-    import io
-    import tokenize
-
     out: set[str] = set()
     prev, state = "", ""  # state: "from" (a from-import's module), "import" (its names)
     try:
@@ -699,8 +697,6 @@ class NameIndex:
 
     def read_elsewhere(self, path: str, dist: Distribution | None, candidates: set[str]) -> set[str]:
         """Those of ``candidates`` another module reads."""
-        import re
-
         if not candidates:
             return set()
         here = os.path.normpath(path)
@@ -744,8 +740,6 @@ def pth_imports(text: str) -> list[str] | None:
 def _module_resolves(name: str, roots: Sequence[str], coming: set[str]) -> bool:
     """``name`` found on disk in the environment's site directories ``roots`` (or about to be
     written there: ``coming``), or a standard-library / built-in module."""
-    import sys
-
     top = name.split(".")[0]
     if top in sys.builtin_module_names or top in getattr(sys, "stdlib_module_names", ()):
         return True
@@ -791,8 +785,6 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
         raise ConfigError("reapply needs an environment (--venv or --site-packages)")
     roots = environment_roots(target)
     exclude = exclude_findings and not keep_findings
-    from ..caches.location import refuse_inside
-
     refuse_inside(roots)
     record_dirs = checked_environment(target, index, dists) if from_checkpoint else None
     finder = OriginalFinder(wheels, fetch, target.python_version, target.venv) if wheels or fetch else None
@@ -917,8 +909,6 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
     if text is not None:
         item.diff = _diff("", text, f.relpath)
     item.written_findings = list(item.findings)  # what --keep-findings brings back with it
-    from .restore import _missing_parents
-
     item.creates = [printable(d) for d in _missing_parents(path)]
     # The mode the index gives, without setuid/setgid/sticky or group/other write (replace_file).
     plan.writes.append(Write(item, path, data, f.mode if f.mode is not None else 0o644))
@@ -962,8 +952,6 @@ def _plan_missing(plan: ReapplyPlan, f: CheckpointFile, root: str, roots: Sequen
 
 
 def _same_hash(a: str | None, b: str | None) -> bool:
-    from ..formats.record import parse_hash
-
     if not a or not b:
         return False
     try:
@@ -1258,8 +1246,6 @@ def _write_rej(path: str, text: str, checkpoint: str) -> str | None:
     """Write a .rej file beside the checkpoint: ``<CHECKPOINT>.rej/<relpath>.rej`` opened one
     component at a time below the checkpoint's parent directory, nothing followed (``fs.confined``):
     a ``.rej`` directory or a subdirectory that is a symlink fails this file, never written through."""
-    from ..fs.confined import rel_below, replace_below
-
     top = os.path.abspath(checkpoint).rstrip(os.sep)
     base = os.path.dirname(top)
     rel = rel_below(base, path)
@@ -1278,8 +1264,6 @@ def _write_rej(path: str, text: str, checkpoint: str) -> str | None:
 def _delete(w: Write, roots: Sequence[str]) -> str | None:
     """Delete a package file again: still a regular file matching its RECORD row, reached
     without following a symlink below the environment root."""
-    from ..fs.confined import rel_below, unlink_below
-
     base = next((r for r in sorted(roots, key=len, reverse=True) if rel_below(r, w.path)), None)
     if base is None:
         return "outside the environment: not deleted"

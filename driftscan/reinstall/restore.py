@@ -37,6 +37,10 @@ from ..pristine import PristineCopy, PristineSet
 from ..formats.record import new_hash
 from ..report.contract import ErrorOut
 from .checkpoint import CheckpointIndex
+from ..caches.location import below_cache, refuse_inside
+from ..fs.confined import (append_below, lstat_below, open_dir, parts_of, read_below, rel_below, replace_below,
+                           unlink_below)
+from ..pristine.howto import ways_to_original, why_no_original
 
 REWRITE, RECREATE, REMOVE = "rewrite", "recreate", "remove"
 _RESTORABLE = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}
@@ -169,8 +173,6 @@ def plan_restore(target: Target, drifts: Sequence[Drift], dists: Sequence[Distri
     """What restoring would do: the actions, what stays (with how to handle it), what is refused."""
     drifts = file_by_file(drifts)  # a directory's missing files are recreated one by one
     roots = environment_roots(target)
-    from ..caches.location import refuse_inside
-
     refuse_inside(roots)  # its journal must not be written into the environment it restores
     chosen = select_distributions(names, dists) if names else []
     chosen_names = {normalize(d.name) for d in chosen}
@@ -269,8 +271,6 @@ def _plan_file(check: FileCheck, dist: Distribution, originals: PristineSet, roo
     copy = lookup.original(entry) if lookup is not None else None
     verb = RECREATE if check.kind is DriftKind.MISSING else REWRITE
     if copy is None:
-        from ..pristine.howto import ways_to_original, why_no_original
-
         ways = ways_to_original(dist, target.python_version if target else None, target.venv if target else None)
         why = why_no_original(lookup, entry, uv_edited=check.uv_cache is not None and bool(check.uv_cache.copy))
         return RestoreAction(path=item["path"], relpath=item["relpath"], kind=item["kind"], distribution=dist.name,
@@ -322,9 +322,6 @@ def journal_path(root: str) -> str:
 
 def _journal_lines(journal: str) -> list[str] | None:
     """The journal's lines, read below the cache directory without following a link; None when absent."""
-    from ..caches.location import below_cache
-    from ..fs.confined import read_below
-
     try:
         return read_below(*below_cache(journal), 64 << 20).decode("utf-8", "replace").splitlines()
     except (OSError, ValueError):
@@ -332,9 +329,6 @@ def _journal_lines(journal: str) -> list[str] | None:
 
 
 def _unlink_journal(journal: str) -> None:
-    from ..caches.location import below_cache
-    from ..fs.confined import unlink_below
-
     unlink_below(*below_cache(journal))
 
 
@@ -346,8 +340,6 @@ def clean_leftovers(journal: str, dry_run: bool = False, roots: Sequence[str] = 
     (``roots``), every directory opened without following a symlink (``fs.confined``): a package
     directory swapped for a link since the kill leads nowhere, and a name below no root is left
     alone. ``dry_run``: only say which (nothing is removed)."""
-    from ..fs.confined import lstat_below, rel_below, unlink_below
-
     removed: list[str] = []
     lines = _journal_lines(journal)
     if lines is None:
@@ -418,9 +410,6 @@ def close_journal(journal: str) -> None:
 def _journal(journal: str, row: dict[str, Any]) -> None:
     """Append ``row``; the journal is opened below the cache directory without following a link
     (a ``restore/`` swapped for a link into the environment fails the write it would precede)."""
-    from ..caches.location import below_cache
-    from ..fs.confined import append_below
-
     append_below(*below_cache(journal), (json.dumps(row) + "\n").encode("utf-8"), create_dirs=True)
 
 
@@ -475,8 +464,6 @@ def replace_file(path: str, fill: Callable[[BinaryIO], bool], mode: int, journal
     (``fs.confined``), so a directory swapped for a link meanwhile fails this one file. Missing
     parent directories are created the same way. The temporary name is journaled first (see
     clean_leftovers)."""
-    from ..fs.confined import rel_below, replace_below
-
     base = next((r for r in sorted(roots, key=len, reverse=True) if rel_below(r, path)), None)
     if base is None:
         return "outside the environment: not written"
@@ -507,8 +494,6 @@ def _write_one(p: Planned, journal: str, roots: Sequence[str]) -> str | None:
 
 
 def _remove_one(p: Planned, roots: Sequence[str]) -> str | None:
-    from ..fs.confined import lstat_below, open_dir, parts_of, rel_below
-
     base = next((r for r in sorted(roots, key=len, reverse=True) if rel_below(r, p.path)), None)
     if base is None:
         return "outside the environment: not removed"

@@ -27,6 +27,7 @@ from ...environment.content import record_digest
 from .command import Change, Recognised, Tool, normalize
 from .model import (GuardCheckpoint, GuardExpectation, GuardPrediction, GuardReport, LeftArchive, LeftDump,
                     Leftovers, NewDrift, Outcome, Refusal, VersionMove)
+from ...environment.uv.archives import audit_archives
 
 HASH_MAX = 256 << 20  # a drifted file bigger than this is compared by size, mtime and inode
 DEBUG_ARTIFACTS = DriftKind.DEBUG_ARTIFACTS.value
@@ -173,7 +174,7 @@ def _edited_archives(predicted: Sequence[Predicted], drifts: dict[str, DriftOut]
     source is unpacked afresh (docs/reinstall-matrix.md), so it is not refused here."""
     if command.no_cache or (command.source or "").endswith(".whl"):
         return []
-    from ...lint.scan import scan_paths  # only when an edited archive is there
+    from ...lint.scan import scan_paths  # deferred: libcst, 294 ms measured; only when an edited archive is there
 
     out = []
     for p in predicted:
@@ -457,8 +458,6 @@ def _archive_now(archive: str) -> tuple[Outcome, str]:
     """An edited archive of uv's cache judged by its content after the command: checked again
     against its own RECORD (whether or not the audit after the command still looked at it: uv may
     have repointed its index to a new archive and left this one, edited, in the cache)."""
-    from ...environment.uv.archives import audit_archives
-
     if not os.path.lexists(archive):
         return Outcome.WIPED, "removed from uv's cache"
     found = audit_archives(os.path.dirname(os.path.dirname(archive)), [archive])
