@@ -117,6 +117,16 @@ class RemovedOut(BaseModel):
     reason: str
 
 
+class Action(str, enum.Enum):
+    """What reapply does to one file (the word in the report's ``action``)."""
+
+    APPLY = "apply"  # the same original
+    MERGE = "merge"  # the version changed
+    RECREATE = "recreate"  # an added file
+    COPY = "copy"  # binary
+    DELETE = "delete"  # a file the checkpoint recorded as missing
+
+
 class LineRange(BaseModel):
     start_line: int
     end_line: int
@@ -128,7 +138,7 @@ class ReapplyFile(BaseModel):
     distribution: str | None = None
     version_then: str | None = None
     version_now: str | None = None
-    action: str = Field(description="apply (same original) | merge (the version changed) | recreate (an added "
+    action: Action = Field(description="apply (same original) | merge (the version changed) | recreate (an added "
                                     "file) | copy (binary) | delete (a file the checkpoint recorded as missing)")
     status: Status = Field(default=Status.PLANNED, description="planned | applied | partial | already | "
                                                               "unchanged | conflict | skipped | refused | failed")
@@ -844,13 +854,13 @@ def _plan_one(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, 
         _plan_missing(plan, f, root, roots, dists, index)
     elif f.kind == "modified":
         plan.report.files.append(ReapplyFile(
-            relpath=f.relpath, path="", action="copy", distribution=f.distribution, version_then=f.version,
+            relpath=f.relpath, path="", action=Action.COPY, distribution=f.distribution, version_then=f.version,
             status=Status.SKIPPED, reason=f"its content was not saved in the checkpoint ({f.not_copied or 'no copy'})"))
 
 
 def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
                 options: Options, moved: dict[str, CheckpointFile]) -> None:
-    item = ReapplyFile(relpath=f.relpath, path="", action="recreate", distribution=f.distribution)
+    item = ReapplyFile(relpath=f.relpath, path="", action=Action.RECREATE, distribution=f.distribution)
     path = _begin(plan, item, f, root, roots)
     if path is None:
         return
@@ -919,7 +929,7 @@ def _plan_missing(plan: ReapplyPlan, f: CheckpointFile, root: str, roots: Sequen
     """A package file the user deleted (or renamed): deleted again only when the installed file
     is the verified original of a RECORD of this environment, a regular file inside it."""
     dist = _dist_now(f.distribution, dists)
-    item = ReapplyFile(relpath=f.relpath, path="", action="delete", distribution=f.distribution,
+    item = ReapplyFile(relpath=f.relpath, path="", action=Action.DELETE, distribution=f.distribution,
                        version_then=f.version, version_now=dist.version if dist else None)
     path = _begin(plan, item, f, root, roots)
     if path is None:
@@ -965,7 +975,7 @@ def _plan_copied(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: st
                  dists: Sequence[Distribution]) -> None:
     """A modified file with no patch (binary): its saved content goes back only over the very
     original it was changed from; a new version of it is not merged."""
-    item = ReapplyFile(relpath=f.relpath, path="", action="copy", distribution=f.distribution, version_then=f.version)
+    item = ReapplyFile(relpath=f.relpath, path="", action=Action.COPY, distribution=f.distribution, version_then=f.version)
     path = _begin(plan, item, f, root, roots)
     if path is None:
         return
@@ -1018,7 +1028,7 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
                   dists: Sequence[Distribution], options: Options, ledger: dict[str, object], names: NameIndex) -> None:
     dist = _dist_now(f.distribution, dists)
     item = ReapplyFile(relpath=f.relpath, path="", distribution=f.distribution, version_then=f.version,
-                       version_now=dist.version if dist else None, action="apply")
+                       version_now=dist.version if dist else None, action=Action.APPLY)
     writes = len(plan.writes)
     try:
         _plan_patched_item(plan, item, dist, checkpoint, f, root, roots, options, ledger, names)
@@ -1140,7 +1150,7 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
         merged.text is None else None
     if split is not None and split.partial_text is not None and split.partial_text == current:
         # The clean hunks are in, the conflicting ones not: what a --partial write leaves.
-        item.action, item.conflicts = "merge", split.conflicts
+        item.action, item.conflicts = Action.MERGE, split.conflicts
         item.status = Status.PARTIAL
         there = os.path.exists(split.rej_file)
         item.rej = printable(split.rej_file) if there else None
@@ -1158,7 +1168,7 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
     if merged is None:
         result = wanted
     else:
-        item.action = "merge"
+        item.action = Action.MERGE
         if split is not None:
             item.conflicts = split.conflicts
             n = len(split.conflicts)

@@ -42,7 +42,15 @@ from ..fs.confined import (append_below, lstat_below, open_dir, parts_of, read_b
                            unlink_below)
 from ..pristine.howto import ways_to_original, why_no_original
 
-REWRITE, RECREATE, REMOVE = "rewrite", "recreate", "remove"
+class Action(str, enum.Enum):
+    """What restore does to one file (the word in the report's ``action``)."""
+
+    REWRITE = "rewrite"  # modified or retyped
+    RECREATE = "recreate"  # missing
+    REMOVE = "remove"  # added, --remove-added
+
+
+REWRITE, RECREATE, REMOVE = Action.REWRITE, Action.RECREATE, Action.REMOVE
 _RESTORABLE = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}
 
 
@@ -64,7 +72,8 @@ NOT_DONE = {Status.FAILED, Status.NO_ORIGINAL, Status.UNSAVED}
 class RestoreAction(BaseModel):
     path: str
     relpath: str
-    action: str = Field(description="rewrite (modified or retyped) | recreate (missing) | remove (added, --remove-added)")
+    action: Action = Field(description="rewrite (modified or retyped) | recreate (missing) | remove (added, "
+                                       "--remove-added)")
     kind: str
     distribution: str | None = None
     version: str | None = None
