@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import shlex
 import shutil
 import socket
 import stat
@@ -27,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -36,12 +38,15 @@ from ..environment.target import environment_roots
 from ..core.errors import ConfigError
 from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error
 from ..pipeline.changes import file_by_file, record_rows
-from ..core.values import Area, Drift, DriftKind, FileCheck, Origin, Scope, Target
+from ..core.values import Area, Drift, DriftKind, FileCheck, Origin, RecordEntry, Scope, Target
 from ..fs.paths import printable
 from ..formats.patch import PatchTooLarge, make_patch
-from ..pristine import PristineSet
+from ..pristine import PristineCopy, PristineSet
 from ..formats.record import hash_text
 from ..report.contract import Report
+from ..fs.confined import read_below
+from ..pristine.howto import download_line, wheels_dir, why_no_original
+from .dumpledger import record
 
 FORMAT: Literal["1"] = "1"
 INDEX = "checkpoint.json"
@@ -148,6 +153,8 @@ class Written:
 def checkpoints_base() -> str:
     """Where checkpoints go when no path is named (``DRIFTSCAN_CHECKPOINT_DIR``, else
     ``$XDG_STATE_HOME/driftscan/checkpoints``)."""
+    # Deferred: modeldir and git.* (28 modules, 56 ms measured) would load with every import of
+    # this module, guard's start and `schema --for guard` included.
     from ..modeldir.remedies import checkpoints_base as base
 
     return base()
@@ -245,8 +252,6 @@ def write_checkpoint(dest: str, target: Target, drifts: Sequence[Drift], report:
         raise
     written.path = dest
     if env_root:  # the dumps stay named after a reinstall removes the code that names them
-        from .dumpledger import record
-
         record(env_root, dest, written.index.created_at, written.index.dumps)
     return written
 
@@ -277,7 +282,7 @@ def _fsync_tree(top: str) -> None:
 
 def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift], report: Report,
           originals: PristineSet | None, model_dirs: Sequence[str], max_copy: int) -> Written:
-    from ..modeldir.hfcache import containment_root
+    from ..modeldir.hfcache import containment_root  # deferred, as in checkpoints_base (56 ms)
 
     index = CheckpointIndex(root=env_root, venv=target.venv, site_packages=list(target.site_packages),
                             python_version=target.python_version, model_dirs=list(model_dirs))
@@ -286,7 +291,7 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
     # cache snapshot's links lead into its repository's blobs/, which is that tree).
     contain = {"env": env_root, **{f"model-{i}": containment_root(root) for i, root in enumerate(model_dirs)}}
     index.dumps = _dumps(drifts)
-    rows: dict[str, dict] = {}
+    rows: dict[str, dict[str, RecordEntry]] = {}
     dists: dict[str, CheckpointDistribution] = {}
     used: dict[str, set[str]] = defaultdict(set)
     for drift in drifts:
@@ -342,8 +347,6 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
         item.has_patch, item.has_original = item.patch is not None, item.original is not None
         if dist is not None and check.kind is DriftKind.MODIFIED and drift.scope is Scope.PACKAGE \
                 and not item.has_original:
-            from ..pristine.howto import why_no_original
-
             uv_edited = check.uv_cache is not None and bool(check.uv_cache.copy)
             item.no_original = printable(why_no_original(lookup, entry, uv_edited) if entry is not None
                                          else "RECORD does not list it")
@@ -391,8 +394,6 @@ def _dumps(drifts: Sequence[Drift]) -> list[CheckpointDump]:
 
 
 def _target_args(target: Target, model_dirs: Sequence[str]) -> list[str]:
-    import shlex
-
     args = ["--venv", target.venv] if target.venv else [a for s in target.site_packages for a in ("--site-packages", s)]
     return [shlex.quote(a) for a in args] + [a for m in model_dirs for a in ("--model-dir", shlex.quote(m))]
 
@@ -402,10 +403,6 @@ def _complete_with(index: CheckpointIndex, target: Target, drifts: Sequence[Drif
     """The lines that would give a partial checkpoint its missing originals: each distribution's
     ``pip download`` into driftscan's wheels directory, then the checkpoint again (to a new
     path) with ``--wheels`` that directory, or with ``--fetch``."""
-    import shlex
-
-    from ..pristine.howto import download_line, wheels_dir
-
     if not index.incomplete:
         return
     lacking = {f.distribution for f in index.files if f.relpath in index.incomplete and f.area == "env"}
@@ -424,7 +421,7 @@ def _complete_with(index: CheckpointIndex, target: Target, drifts: Sequence[Drif
     index.complete_with.append(f"{again} --fetch")
 
 
-def _reference_hash(expected: dict) -> str | None:
+def _reference_hash(expected: dict[str, Any]) -> str | None:
     """A model file's reference digest as its verifier recorded it (``algorithm=value``)."""
     for key in ("hash", "sha256", "xxh3_128", "git_blob_sha1", "lfs_oid", "blob"):
         value = expected.get(key)
@@ -486,7 +483,8 @@ def _content_edited_behind(check: FileCheck) -> bool:
         and "dangling" not in check.actual and "resolves_to" not in check.actual
 
 
-def _save_original(tmp: str, item: CheckpointFile, copy, entry, area: str, rel: str) -> str | None:
+def _save_original(tmp: str, item: CheckpointFile, copy: PristineCopy, entry: RecordEntry, area: str,
+                   rel: str) -> str | None:
     dst_rel = f"originals/{area}/{rel}"
     dst = os.path.join(tmp, dst_rel)
     os.makedirs(os.path.dirname(dst), exist_ok=True)
@@ -525,8 +523,6 @@ def _save_patch(tmp: str, item: CheckpointFile, original_path: str, current_path
 
 def load_index(path: str) -> CheckpointIndex:
     """A checkpoint's index; ConfigError with one line when it is not a checkpoint."""
-    from ..fs.confined import read_below
-
     index_path = os.path.join(path, INDEX)
     try:
         data = read_below(path, INDEX, 256 << 20)  # the index itself is not followed out of the checkpoint
@@ -557,8 +553,6 @@ def checkpoint_name(root: str | None) -> str:
     """A checkpoint's default name, before its time: the environment's absolute path as a slug
     (``/home/me/proj/.venv`` → ``home-me-proj-.venv``): never hidden, and two projects' ``.venv``
     differ. Safe characters only; a longer path keeps its tail and gains a hash of the whole."""
-    import re
-
     path = os.path.abspath(root) if root else "environment"
     slug = re.sub(r"-{2,}", "-", re.sub(r"[^A-Za-z0-9_.+-]+", "-", path)).strip("-.") or "root"
     if len(slug) > NAME_MAX:

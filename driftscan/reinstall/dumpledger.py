@@ -22,9 +22,13 @@ import json
 import os
 import shlex
 from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, TypedDict
 
 from ..caches.location import user_cache_dir, write_cache_file
 from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Problem
+from ..lint.drifts import DumpLister
+from ..fs.reader import read_regular
+from ..lint.artifacts import recheck
 
 FORMAT = 1
 MAX_BYTES = 4 << 20  # the whole file
@@ -32,6 +36,49 @@ MAX_CHECKPOINTS = 32  # the newest are kept
 MAX_DUMPS = 1_000  # per checkpoint (inspect.artifacts.MAX_FILES)
 MAX_TEXT = 4096  # any one string (a path, a pattern)
 INLINE = 3  # up to this many files named in the remedy itself (lint/drifts.py's INLINE_DUMPS)
+
+
+class _WriterRow(TypedDict):
+    path: str
+    line: int
+    code: str
+
+
+class _DumpRow(TypedDict):
+    path: str
+    pattern: str
+    possible: bool
+    writer: _WriterRow | None
+
+
+class _Entry(TypedDict):
+    """One checkpoint's dumps, as the file holds them."""
+
+    checkpoint: str
+    created_at: str
+    dumps: list[_DumpRow]
+
+
+class _Writer(Protocol):
+    @property
+    def path(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def code(self) -> str: ...
+
+
+class RecordedDump(Protocol):
+    """What is recorded of a dump (``checkpoint.CheckpointDump``, a later layer)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def pattern(self) -> str: ...
+    @property
+    def possible(self) -> bool: ...
+    @property
+    def writer(self) -> _Writer | None: ...
 
 
 def ledger_path(root: str) -> str:
@@ -43,10 +90,8 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and 0 < len(value) <= MAX_TEXT and "\0" not in value else None
 
 
-def _load(root: str) -> tuple[list[dict], str | None]:
+def _load(root: str) -> tuple[list[_Entry], str | None]:
     """(the valid checkpoint entries, newest last; why the file was ignored, or None)."""
-    from ..fs.reader import read_regular
-
     path = ledger_path(root)
     try:
         data = read_regular(path, MAX_BYTES, what="checkpoint dump list", follow=False)
@@ -62,12 +107,12 @@ def _load(root: str) -> tuple[list[dict], str | None]:
         return [], "not a checkpoint dump list of this driftscan"
     if doc.get("root") != os.path.abspath(root):
         return [], "it is another environment's"
-    out = []
+    out: list[_Entry] = []
     for entry in doc["checkpoints"][-MAX_CHECKPOINTS:]:
         if not isinstance(entry, dict) or _text(entry.get("checkpoint")) is None \
                 or not isinstance(entry.get("dumps"), list):
             return [], "a malformed checkpoint entry"
-        dumps = []
+        dumps: list[_DumpRow] = []
         for d in entry["dumps"][:MAX_DUMPS]:
             if not isinstance(d, dict) or _text(d.get("path")) is None or not isinstance(d.get("possible"), bool):
                 return [], "a malformed dump entry"
@@ -76,23 +121,21 @@ def _load(root: str) -> tuple[list[dict], str | None]:
                 and isinstance(writer.get("line"), int) and not isinstance(writer.get("line"), bool) \
                 and _text(writer.get("code")) is not None
             dumps.append({"path": d["path"], "pattern": _text(d.get("pattern")) or "", "possible": d["possible"],
-                          "writer": {k: writer[k] for k in ("path", "line", "code")}
+                          "writer": {"path": writer["path"], "line": writer["line"], "code": writer["code"]}
                           if ok_writer and isinstance(writer, dict) else None})
         out.append({"checkpoint": entry["checkpoint"], "created_at": _text(entry.get("created_at")) or "",
                     "dumps": dumps})
     return out, None
 
 
-def record(root: str, checkpoint: str, created_at: str, dumps: Iterable) -> None:
+def record(root: str, checkpoint: str, created_at: str, dumps: Iterable[RecordedDump]) -> None:
     """Add ``checkpoint``'s dumps (``checkpoint.CheckpointDump`` values) to ``root``'s list.
     Checkpoints none of whose dumps is still on disk are dropped; a list that cannot be written
     is skipped (it is a cache)."""
     entries, _ = _load(root)  # a malformed list is replaced
     entries = [e for e in entries if e["checkpoint"] != checkpoint and any(os.path.lexists(d["path"])
                                                                           for d in e["dumps"])]
-    new = [{"path": d.path, "pattern": d.pattern, "possible": bool(d.possible),
-            "writer": {"path": d.writer.path, "line": d.writer.line, "code": d.writer.code} if d.writer else None}
-           for d in dumps if _text(d.path) is not None][:MAX_DUMPS]
+    new = [_row(d) for d in dumps if _text(d.path) is not None][:MAX_DUMPS]
     if new:
         entries.append({"checkpoint": checkpoint, "created_at": created_at, "dumps": new})
     if not entries and not os.path.lexists(ledger_path(root)):
@@ -101,18 +144,22 @@ def record(root: str, checkpoint: str, created_at: str, dumps: Iterable) -> None
     write_cache_file(ledger_path(root), json.dumps(doc, indent=1).encode())
 
 
+def _row(d: RecordedDump) -> _DumpRow:
+    w = d.writer
+    return {"path": d.path, "pattern": d.pattern, "possible": bool(d.possible),
+            "writer": {"path": w.path, "line": w.line, "code": w.code} if w else None}
+
+
 def recorded_checks(root: str, named: set[str], owned: Callable[[str], bool] | None, exclude: Sequence[str],
-                    dump_list: Callable | None = None) -> tuple[list[FileCheck], list[Problem]]:
+                    dump_list: DumpLister | None = None) -> tuple[list[FileCheck], list[Problem]]:
     """The drifts of the dumps ``root``'s checkpoints recorded that are still on disk and not in
     ``named`` (the dump paths the audit found itself), and a note when the list was ignored."""
-    from ..lint.artifacts import recheck
-
     entries, why = _load(root)
     notes = [Problem(ledger_path(root), f"the dumps recorded by checkpoints ignored: {why}")] if why else []
     seen = set(named)
     checks: list[FileCheck] = []
     for entry in reversed(entries):  # the newest checkpoint names a dump first
-        groups: dict[tuple[str, bool], list[dict]] = {}
+        groups: dict[tuple[str, bool], list[_DumpRow]] = {}
         for d in entry["dumps"]:
             if d["path"] not in seen:
                 groups.setdefault((d["pattern"], d["possible"]), []).append(d)
@@ -127,8 +174,8 @@ def recorded_checks(root: str, named: set[str], owned: Callable[[str], bool] | N
     return checks, notes
 
 
-def _check(entry: dict, pattern: str, possible: bool, paths: tuple[str, ...], size: int,
-           writers: tuple[DumpWriter, ...], dump_list: Callable | None) -> FileCheck:
+def _check(entry: _Entry, pattern: str, possible: bool, paths: tuple[str, ...], size: int,
+           writers: tuple[DumpWriter, ...], dump_list: DumpLister | None) -> FileCheck:
     cp = entry["checkpoint"]
     where = pattern or os.path.dirname(paths[0])
     by = ", ".join(f"{w.path}:{w.line} ({w.code})" for w in writers) or "code no longer installed"

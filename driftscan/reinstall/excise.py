@@ -125,7 +125,7 @@ def statement_blocks(node: ast.AST) -> list[list[ast.stmt]]:
 
 
 def _first_line(node: ast.stmt) -> int:
-    decorators = getattr(node, "decorator_list", None) or ()
+    decorators: list[ast.expr] = getattr(node, "decorator_list", None) or []
     return min([node.lineno, *(d.lineno for d in decorators)])
 
 
@@ -489,10 +489,11 @@ class _Work:
     def _check_dir(self, k: int, removed_strings: set[str]) -> None:
         """An added ``os.makedirs``/``mkdir`` of a /tmp directory a removed dump wrote into, or of a
         path only removed code used."""
-        if self.gone[k] or not _filler(self.stmts[k].node):
+        node = self.stmts[k].node
+        if self.gone[k] or not _filler(node) or not isinstance(node, ast.Expr):  # self.dirs holds only call statements
             return
         self._step()
-        call = self.stmts[k].node.value  # type: ignore[attr-defined]
+        call = node.value
         strings = [n.value for n in ast.walk(call) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
         tmp = [v for v in strings if v.startswith(_TMP)]
         names = sorted({x.id for x in ast.walk(call) if isinstance(x, ast.Name)} - _PATH_WORDS)
@@ -786,14 +787,13 @@ def _normal(tree: ast.Module) -> str:
 
 
 def _ranges(numbers: Sequence[int]) -> Iterator[tuple[int, int]]:
-    start = prev = None
-    for n in numbers:
-        if start is None:
-            start = prev = n
-        elif n == prev + 1:  # type: ignore[operator]
+    if not numbers:
+        return
+    start = prev = numbers[0]
+    for n in numbers[1:]:
+        if n == prev + 1:
             prev = n
         else:
-            yield start, prev  # type: ignore[misc]
+            yield start, prev
             start = prev = n
-    if start is not None:
-        yield start, prev  # type: ignore[misc]
+    yield start, prev

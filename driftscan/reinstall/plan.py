@@ -6,12 +6,14 @@ its pristine copy in uv's cache when one is there).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 import re
 import shlex
-from collections.abc import Sequence, Set as AbstractSet
-from typing import Literal
+import zipfile
+from collections.abc import Callable, Mapping, Sequence, Set as AbstractSet
+from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import BaseModel, Field
 
@@ -23,13 +25,20 @@ from ..environment.uv.cache import find_pristine_copy
 from ..core.errors import ConfigError
 from .expect import Expectation, evaluate
 from ..fs.reader import read_regular
-from ..core.values import Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target
+from ..core.values import Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target, UvCacheLink
 from ..core.values import SourceKind as PristineKind  # where an original came from (SourceKind: a reinstall's)
 from ..fs.paths import printable, relpath
 from ..formats.record import parse_hash
 from ..report.contract import Report
 
-WIPED, SURVIVES, MAY_SURVIVE = "WIPED", "SURVIVES", "MAY SURVIVE"
+if TYPE_CHECKING:  # annotations only: plan runs without the pristine package when nothing is restored
+    from ..pristine import PristineSet
+
+Verdict = Literal["WIPED", "SURVIVES", "MAY SURVIVE"]  # what a reinstall does to a file
+WIPED: Final = "WIPED"
+SURVIVES: Final = "SURVIVES"
+MAY_SURVIVE: Final = "MAY SURVIVE"
+VERDICTS: dict[str, Verdict] = {WIPED: WIPED, SURVIVES: SURVIVES, MAY_SURVIVE: MAY_SURVIVE}
 
 
 class PlanItem(BaseModel):
@@ -109,8 +118,6 @@ def select_distributions(names: Sequence[str], dists: Sequence[Distribution]) ->
         dist = by_name.get(normalize(name))
         (chosen.append(dist) if dist else unknown.append(name))
     if unknown:
-        import difflib
-
         hints = [m for n in unknown for m in difflib.get_close_matches(normalize(n), by_name, n=3)]
         hint = f" (did you mean: {', '.join(dict.fromkeys(hints))}?)" if hints else ""
         raise ConfigError(f"not installed here: {', '.join(unknown)}{hint}")
@@ -175,7 +182,7 @@ def _read(path: str) -> bytes | None:
     return _read_target(path)[0]
 
 
-def _pristine(drift: Drift, uv_cache: str | None, originals=None) -> bytes | None:
+def _pristine(drift: Drift, uv_cache: str | None, originals: PristineSet | None = None) -> bytes | None:
     """The content a reinstall writes back, when a verified original is at hand (``originals``,
     a ``driftscan.pristine.PristineSet``), else a matching copy in uv's cache."""
     dist, expected = drift.check.distribution, drift.check.expected.get("hash")
@@ -200,8 +207,8 @@ def _pristine(drift: Drift, uv_cache: str | None, originals=None) -> bytes | Non
     return _read(copy) if copy else None
 
 
-def _expectation(exp: Expectation, drifts: dict[str, tuple[Drift, str]], referenced,
-                 uv_cache: str | None, originals=None) -> ExpectationResult:
+def _expectation(exp: Expectation, drifts: dict[str, tuple[Drift, str]], referenced: Callable[[str], bool],
+                 uv_cache: str | None, originals: PristineSet | None = None) -> ExpectationResult:
     path = os.path.normpath(exp.file)
     match = drifts.get(path) or drifts.get(os.path.realpath(path))
     # A file with no drift is known to match its reference only if something audited it.
@@ -248,9 +255,9 @@ def _wheel_version(path: str) -> str | None:
 
 
 def _same_version(a: str, b: str) -> bool:
-    try:
+    try:  # deferred: packaging is not a dependency, and its absence is handled here
         from packaging.version import InvalidVersion, Version
-    except ImportError:  # packaging is not a dependency: the spelling decides
+    except ImportError:  # the spelling decides
         return a.replace("_", "-").lower() == b.replace("_", "-").lower()
     try:
         return Version(a) == Version(b)
@@ -276,8 +283,6 @@ WHEEL_MAX_MEMBERS = 1_000_000  # a wheel's central directory read for the estima
 def _wheel_sizes(path: str) -> list[int] | None:
     """The uncompressed size of each file of a wheel (its zip directory only: nothing is unpacked
     or run); None when it cannot be read."""
-    import zipfile
-
     try:
         with zipfile.ZipFile(path) as z:
             infos = z.infolist()
@@ -294,7 +299,7 @@ def files_count(n: int) -> str:
 
 
 def _sources_for(chosen_dists: list[Distribution], source: ReinstallSource | None,
-                 entries: dict[str, CacheEntry | None]) -> dict[str, ReinstallSource]:
+                 entries: Mapping[str, CacheEntry]) -> dict[str, ReinstallSource]:
     """Each distribution's source: ``source`` (``--from``) where it applies (a wheel file applies to
     the distribution it is a wheel of), else the one it was installed from."""
     out = {}
@@ -315,6 +320,8 @@ def _untrusted(source: ReinstallSource | None, chosen_dists: Sequence[Distributi
     neither "wiped" nor "survives" can be said of such a file from this wheel."""
     if source is None or source.kind is not SourceKind.WHEEL or not source.path:
         return {}, None
+    # Deferred: the pristine package (24 modules, 25 ms measured) only for --from a wheel; a plan
+    # of a clean environment and `schema --for plan` do without it.
     from ..pristine.wheel import open_wheel, wheel_members_error
 
     key = _wheel_name(source.path)
@@ -346,7 +353,8 @@ def _untrusted(source: ReinstallSource | None, chosen_dists: Sequence[Distributi
 
 def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Sequence[Distribution],
                names: Sequence[str], installer: str | None, expectations: Sequence[Expectation] = (),
-               uv_cache: str | None = None, referenced=lambda path: False, originals=None,
+               uv_cache: str | None = None, referenced: Callable[[str], bool] = lambda path: False,
+               originals: PristineSet | None = None,
                source: ReinstallSource | None = None, held: AbstractSet[str] | None = None,
                checkpoint_dir: str | None = None, model_dirs: Sequence[str] = ()) -> Plan:
     """``referenced(path)``: whether the audit compared ``path`` with a reference (RECORD, metadata...).
@@ -359,8 +367,8 @@ def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Seque
                           f"({', '.join(d.name for d in chosen_dists)})")
     who, why_installer = effective_installer(target, chosen_dists, installer)
     plan = Plan(reinstall=[d.name for d in chosen_dists], installer=who, installer_reason=why_installer, audit=report)
-    entries = _cache_entries(drifts, chosen)
-    sources = _sources_for(chosen_dists, source, entries)
+    entries, entry_by_name = _cache_entries(drifts, chosen)
+    sources = _sources_for(chosen_dists, source, entry_by_name)
     plan.source = _source_json(source) if source is not None else None
     plan.sources = [_source_json(sources[normalize(d.name)], d.name) for d in chosen_dists]
     note, reinstall = reinstall_parts(target, chosen_dists, installer,
@@ -539,26 +547,29 @@ def _move(plan: Plan, item: PlanItem, status: str) -> None:
     lists[status].append(item.path)
 
 
-def _archive_id(link) -> str:
+def _archive_id(link: UvCacheLink) -> str:
     if not link.copy or not link.cache_dir:
         return ""
     return os.path.relpath(link.copy, os.path.join(link.cache_dir, "archive-v0")).split(os.sep, 1)[0]
 
 
-def _cache_entries(drifts: list[Drift], chosen: set[str]) -> dict:
+def _cache_entries(drifts: list[Drift], chosen: set[str]
+                   ) -> tuple[dict[tuple[str, str], CacheEntry | None], dict[str, CacheEntry]]:
     """uv cache entries of the chosen distributions' linked drifts, by (cache, archive id), and the
     first per distribution name (to tell where it was installed from)."""
-    out: dict = {}
+    by_archive: dict[tuple[str, str], CacheEntry | None] = {}
+    by_name: dict[str, CacheEntry] = {}
     for drift in drifts:
         dist, link = drift.check.distribution, drift.check.uv_cache
         if dist is None or link is None or not link.copy or not link.cache_dir or normalize(dist.name) not in chosen:
             continue
         key = (link.cache_dir, _archive_id(link))
-        if key not in out:
-            out[key] = cache_entry(link.cache_dir, link.copy, dist.name)
-        if out[key] is not None:
-            out.setdefault(normalize(dist.name), out[key])
-    return out
+        if key not in by_archive:
+            by_archive[key] = cache_entry(link.cache_dir, link.copy, dist.name)
+        found = by_archive[key]
+        if found is not None:
+            by_name.setdefault(normalize(dist.name), found)
+    return by_archive, by_name
 
 
 def _linked_from_cache(dist: Distribution) -> bool:
@@ -651,7 +662,7 @@ def _estimate(chosen_dists: list[Distribution], who: str, sources: dict[str, Rei
                               f"(about {UV_LINK_SPEEDUP:.0f}x less when its cache already holds the archive)")
 
 
-def _has_original(drift: Drift, originals) -> bool:
+def _has_original(drift: Drift, originals: PristineSet | None) -> bool:
     """Whether a verified original of this very file is at hand: the distribution's source (the
     drift's ``pristine``) gives bytes matching its RECORD row. A source that has some of the
     distribution's files, not this one (uv's cache with this file edited through a hard link), does
@@ -669,13 +680,13 @@ def _has_original(drift: Drift, originals) -> bool:
 
 
 def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], chosen: set[str],
-                         target: Target, estimate: PlanEstimate, originals=None,
+                         target: Target, estimate: PlanEstimate, originals: PristineSet | None = None,
                          other: tuple[Distribution, str] | None = None) -> PlanStep | None:
     """``driftscan restore`` in place of the reinstall, when every package drift of the chosen
     distributions has a verified original of that very file at hand; with both times estimated.
     When some lack one, the step says how many and how to get them, and promises nothing. Never
     when the reinstall installs another version (``other``): restore puts the installed one back."""
-    from ..pipeline.changes import file_by_file
+    from ..pipeline.changes import file_by_file  # deferred: 10 ms, only when there is package drift
 
     mine = file_by_file([d for d in drifts if d.scope is Scope.PACKAGE and d.check.distribution is not None
                          and normalize(d.check.distribution.name) in chosen])

@@ -40,17 +40,22 @@ from __future__ import annotations
 import ast
 import enum
 import hashlib
+import io
 import json
 import os
+import re
 import stat
+import sys
 import time
+import tokenize
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, BinaryIO
 
 from pydantic import BaseModel, Field
 
-from ..caches.location import user_cache_dir, write_cache_file
+from ..caches.location import refuse_inside, user_cache_dir, write_cache_file
 from ..pipeline.changes import record_rows
 from .checkpoint import CheckpointFile, CheckpointIndex, environment_root, saved_path
 from ..environment.target import environment_roots
@@ -58,13 +63,18 @@ from ..core.errors import ConfigError
 from .excise import excise, own_nodes, statement_blocks
 from ..fs.reader import inside, os_error, read_regular
 from ..pristine.kept import OriginalFinder, keep, kept, matches
-from ..core.values import Distribution, Finding, Origin, Target
-from ..formats.patch import (PatchError, PatchTooLarge, added_line_numbers, apply_hunks, diff_hunks, format_hunks,
-                              make_patch, merge3, parse_patch, reverse_hunks)
+from ..core.values import Distribution, Finding, Origin, RecordEntry, Target
+from ..formats.patch import (MergeResult, PatchError, PatchTooLarge, added_line_numbers, apply_hunks, diff_hunks,
+                             format_hunks, make_patch, merge3, parse_patch, reverse_hunks)
 from ..lint.artifacts import recheck
 from ..fs.paths import printable
 from .plan import normalize
-from .restore import close_journal, mode_for, open_journal, replace_file, verify_fd, verify_file
+from .restore import _missing_parents, close_journal, mode_for, open_journal, replace_file, verify_fd, verify_file
+from ..fs.confined import read_below, rel_below, replace_below, unlink_below
+from ..formats.record import hash_text, parse_hash
+
+if TYPE_CHECKING:
+    from ..lint import Rule
 
 READ_MAX = 64 << 20
 DIFF_MAX_LINES = 400  # lines of each resulting diff shown (the JSON's ``diff`` is cut there, and says so)
@@ -107,6 +117,16 @@ class RemovedOut(BaseModel):
     reason: str
 
 
+class Action(str, enum.Enum):
+    """What reapply does to one file (the word in the report's ``action``)."""
+
+    APPLY = "apply"  # the same original
+    MERGE = "merge"  # the version changed
+    RECREATE = "recreate"  # an added file
+    COPY = "copy"  # binary
+    DELETE = "delete"  # a file the checkpoint recorded as missing
+
+
 class LineRange(BaseModel):
     start_line: int
     end_line: int
@@ -118,7 +138,7 @@ class ReapplyFile(BaseModel):
     distribution: str | None = None
     version_then: str | None = None
     version_now: str | None = None
-    action: str = Field(description="apply (same original) | merge (the version changed) | recreate (an added "
+    action: Action = Field(description="apply (same original) | merge (the version changed) | recreate (an added "
                                     "file) | copy (binary) | delete (a file the checkpoint recorded as missing)")
     status: Status = Field(default=Status.PLANNED, description="planned | applied | partial | already | "
                                                               "unchanged | conflict | skipped | refused | failed")
@@ -184,7 +204,7 @@ class Write:
     mode: int
     ledger: tuple[str, str] | None = None  # (relpath, digest of what was wanted)
     rej: tuple[str, str] | None = None  # (path of the .rej, its text)
-    entry: object = None  # the RECORD row a deletion verifies against first
+    entry: RecordEntry | None = None  # the RECORD row a deletion verifies against first
 
 
 @dataclass(frozen=True)
@@ -223,9 +243,6 @@ def _is_py(path: str) -> bool:
 def source_encoding(data: bytes) -> str | None:
     """The encoding Python reads ``data`` in (BOM, PEP 263 cookie; default UTF-8), or None when
     the declaration is invalid. Only the bytes are looked at; nothing is run."""
-    import io
-    import tokenize
-
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except (SyntaxError, LookupError):
@@ -264,8 +281,6 @@ def _encode(text: str, path: str, encoding: str) -> tuple[bytes | None, str]:
 def _read_saved(checkpoint: str, rel: str | None) -> bytes | None:
     """A file of the checkpoint, opened below its directory without following any symlink
     (``files/`` a link to ``~/.ssh`` reads nothing); None when absent, outside or unreadable."""
-    from ..fs.confined import read_below
-
     try:
         path = saved_path(checkpoint, rel)
     except ConfigError:
@@ -328,9 +343,11 @@ def _target_path(root: str, roots: Sequence[str], rel: str) -> str:
 # ---- findings and origins ------------------------------------------------------------------
 
 
-def _debug_rules() -> list:
+def _debug_rules() -> list[type[Rule]]:
     """Every DBG1 rule, opt-in ones too (a debug ``print`` is injected code to leave out even
     though audit does not report it by default), and the file-level problem rules."""
+    # Deferred: the rule engine loads libcst (73 modules, 195 ms measured); a refused or empty
+    # reapply, and rendering a reapply report, never run a rule.
     from ..lint import default_rules
 
     return [r for r in default_rules() if r.CODE.startswith("DBG1") or r.CODE in _PROBLEMS]
@@ -340,7 +357,7 @@ def findings_of(data: bytes | str, path: str, encoding: str = "utf-8") -> list[F
     """Every debug rule's findings on ``data`` (text: encoded in ``encoding`` first, so its
     cookie reads true); None when the file could not be inspected (does not parse, too large, a
     rule failed): its findings are unknown."""
-    from ..lint import RuleError, inspect_source
+    from ..lint import RuleError, inspect_source  # deferred: libcst, 270 ms (see _debug_rules)
 
     if isinstance(data, str):
         try:
@@ -371,7 +388,9 @@ def decide_origins(current: Sequence[Finding], original: Sequence[Finding], adde
     """Each finding ``upstream`` while the original has as many of the same code and normalised
     line, else ``injected`` — the extra ones counted on lines the patch added first, so a copy
     of an upstream line pasted elsewhere is the injected one, not the original's."""
-    norm = lambda f: (f.code, " ".join(f.snippet.split()))  # noqa: E731
+    def norm(f: Finding) -> tuple[str, str]:
+        return f.code, " ".join(f.snippet.split())
+
     have = Counter(norm(f) for f in original)
     wanted = Counter(norm(f) for f in current)
     extra = {k: max(0, n - have[k]) for k, n in wanted.items()}
@@ -451,14 +470,12 @@ def _same_original(path: str, f: CheckpointFile, dist: Distribution | None) -> b
     changed from (its RECORD hash is the checkpoint's hash_before)."""
     if dist is None or not f.hash_before:
         return False
-    from ..formats.record import hash_text
-
     entry = record_rows(dist).get(os.path.normpath(path))
     return entry is not None and entry.hash is not None and hash_text(entry.hash) == f.hash_before \
         and verify_file(path, entry)
 
 
-def _listed(path: str, dists: Sequence[Distribution]):
+def _listed(path: str, dists: Sequence[Distribution]) -> RecordEntry | None:
     """The RECORD row of this environment listing ``path`` (any distribution), or None."""
     key = os.path.normpath(path)
     for d in dists:
@@ -468,14 +485,17 @@ def _listed(path: str, dists: Sequence[Distribution]):
     return None
 
 
+def _same(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 def checked_environment(target: Target, index: CheckpointIndex, dists: Sequence[Distribution]) -> frozenset[str]:
     """The environment the checkpoint names, checked to be that environment before anything is
     written into it: the target's prefix is the checkpoint's (by real path), it is a Python
     environment (a venv's ``pyvenv.cfg``) with installed distributions whose RECORD lists files.
     Returns the directories those RECORDs list files in; ConfigError saying what failed."""
-    same = lambda a, b: os.path.realpath(a) == os.path.realpath(b)  # noqa: E731
     if index.venv:
-        if not (target.venv and same(target.venv, index.venv)):
+        if not (target.venv and _same(target.venv, index.venv)):
             raise ConfigError(f"the checkpoint names {printable(index.venv)} as its environment, but it resolves to "
                               f"another prefix: nothing written (name the environment with --venv)")
         try:
@@ -512,7 +532,7 @@ def ledger_path(root: str) -> str:
     return os.path.join(user_cache_dir(), "reapply", f"{key}.json")
 
 
-def _load_ledger(root: str) -> dict:
+def _load_ledger(root: str) -> dict[str, object]:
     try:
         data = json.loads(read_regular(ledger_path(root), 16 << 20, follow=False))
     except (OSError, ValueError):
@@ -520,7 +540,7 @@ def _load_ledger(root: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _save_ledger(root: str, rows: dict) -> str | None:
+def _save_ledger(root: str, rows: dict[str, object]) -> str | None:
     return write_cache_file(ledger_path(root), json.dumps(rows, sort_keys=True).encode("utf-8"), prefix=".ledger-")
 
 
@@ -534,9 +554,6 @@ NAMES_TOTAL_MAX = 32 << 20  # bytes read for one distribution
 def names_read(data: bytes) -> set[str]:
     """The names a module reads from another one: attributes (``a.RETRIES``, ``obj.enabled``)
     and ``from … import NAME``. Tokens only (data, never run; strings and comments are no use)."""
-    import io
-    import tokenize
-
     out: set[str] = set()
     prev, state = "", ""  # state: "from" (a from-import's module), "import" (its names)
     try:
@@ -690,8 +707,6 @@ class NameIndex:
 
     def read_elsewhere(self, path: str, dist: Distribution | None, candidates: set[str]) -> set[str]:
         """Those of ``candidates`` another module reads."""
-        import re
-
         if not candidates:
             return set()
         here = os.path.normpath(path)
@@ -735,8 +750,6 @@ def pth_imports(text: str) -> list[str] | None:
 def _module_resolves(name: str, roots: Sequence[str], coming: set[str]) -> bool:
     """``name`` found on disk in the environment's site directories ``roots`` (or about to be
     written there: ``coming``), or a standard-library / built-in module."""
-    import sys
-
     top = name.split(".")[0]
     if top in sys.builtin_module_names or top in getattr(sys, "stdlib_module_names", ()):
         return True
@@ -761,12 +774,11 @@ def _module_resolves(name: str, roots: Sequence[str], coming: set[str]) -> bool:
 
 def _other_environment(target: Target, index: CheckpointIndex) -> str | None:
     """The checkpoint's environment when ``target`` is another one, else None."""
-    same = lambda a, b: os.path.realpath(a) == os.path.realpath(b)  # noqa: E731
     if index.venv:
-        return None if target.venv and same(target.venv, index.venv) else index.venv
+        return None if target.venv and _same(target.venv, index.venv) else index.venv
     if index.site_packages:
         mine = environment_roots(target)
-        return None if any(same(s, m) for s in index.site_packages for m in mine) else ", ".join(index.site_packages)
+        return None if any(_same(s, m) for s in index.site_packages for m in mine) else ", ".join(index.site_packages)
     return None
 
 
@@ -783,8 +795,6 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
         raise ConfigError("reapply needs an environment (--venv or --site-packages)")
     roots = environment_roots(target)
     exclude = exclude_findings and not keep_findings
-    from ..caches.location import refuse_inside
-
     refuse_inside(roots)
     record_dirs = checked_environment(target, index, dists) if from_checkpoint else None
     finder = OriginalFinder(wheels, fetch, target.python_version, target.venv) if wheels or fetch else None
@@ -830,7 +840,7 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
 
 
 def _plan_one(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
-              dists: Sequence[Distribution], options: Options, ledger: dict, moved: dict[str, CheckpointFile],
+              dists: Sequence[Distribution], options: Options, ledger: dict[str, object], moved: dict[str, CheckpointFile],
               index: CheckpointIndex, names: NameIndex) -> None:
     saved = _read_saved(checkpoint, f.content) if f.content else None
     # A Python source in any declared encoding takes the statement-level path, never the copy.
@@ -844,13 +854,13 @@ def _plan_one(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, 
         _plan_missing(plan, f, root, roots, dists, index)
     elif f.kind == "modified":
         plan.report.files.append(ReapplyFile(
-            relpath=f.relpath, path="", action="copy", distribution=f.distribution, version_then=f.version,
+            relpath=f.relpath, path="", action=Action.COPY, distribution=f.distribution, version_then=f.version,
             status=Status.SKIPPED, reason=f"its content was not saved in the checkpoint ({f.not_copied or 'no copy'})"))
 
 
 def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
                 options: Options, moved: dict[str, CheckpointFile]) -> None:
-    item = ReapplyFile(relpath=f.relpath, path="", action="recreate", distribution=f.distribution)
+    item = ReapplyFile(relpath=f.relpath, path="", action=Action.RECREATE, distribution=f.distribution)
     path = _begin(plan, item, f, root, roots)
     if path is None:
         return
@@ -909,8 +919,6 @@ def _plan_added(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str
     if text is not None:
         item.diff = _diff("", text, f.relpath)
     item.written_findings = list(item.findings)  # what --keep-findings brings back with it
-    from .restore import _missing_parents
-
     item.creates = [printable(d) for d in _missing_parents(path)]
     # The mode the index gives, without setuid/setgid/sticky or group/other write (replace_file).
     plan.writes.append(Write(item, path, data, f.mode if f.mode is not None else 0o644))
@@ -921,7 +929,7 @@ def _plan_missing(plan: ReapplyPlan, f: CheckpointFile, root: str, roots: Sequen
     """A package file the user deleted (or renamed): deleted again only when the installed file
     is the verified original of a RECORD of this environment, a regular file inside it."""
     dist = _dist_now(f.distribution, dists)
-    item = ReapplyFile(relpath=f.relpath, path="", action="delete", distribution=f.distribution,
+    item = ReapplyFile(relpath=f.relpath, path="", action=Action.DELETE, distribution=f.distribution,
                        version_then=f.version, version_now=dist.version if dist else None)
     path = _begin(plan, item, f, root, roots)
     if path is None:
@@ -954,8 +962,6 @@ def _plan_missing(plan: ReapplyPlan, f: CheckpointFile, root: str, roots: Sequen
 
 
 def _same_hash(a: str | None, b: str | None) -> bool:
-    from ..formats.record import parse_hash
-
     if not a or not b:
         return False
     try:
@@ -969,7 +975,7 @@ def _plan_copied(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: st
                  dists: Sequence[Distribution]) -> None:
     """A modified file with no patch (binary): its saved content goes back only over the very
     original it was changed from; a new version of it is not merged."""
-    item = ReapplyFile(relpath=f.relpath, path="", action="copy", distribution=f.distribution, version_then=f.version)
+    item = ReapplyFile(relpath=f.relpath, path="", action=Action.COPY, distribution=f.distribution, version_then=f.version)
     path = _begin(plan, item, f, root, roots)
     if path is None:
         return
@@ -1019,10 +1025,10 @@ def rej_path(checkpoint: str, rel: str) -> str:
 
 
 def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, roots: Sequence[str],
-                  dists: Sequence[Distribution], options: Options, ledger: dict, names: NameIndex) -> None:
+                  dists: Sequence[Distribution], options: Options, ledger: dict[str, object], names: NameIndex) -> None:
     dist = _dist_now(f.distribution, dists)
     item = ReapplyFile(relpath=f.relpath, path="", distribution=f.distribution, version_then=f.version,
-                       version_now=dist.version if dist else None, action="apply")
+                       version_now=dist.version if dist else None, action=Action.APPLY)
     writes = len(plan.writes)
     try:
         _plan_patched_item(plan, item, dist, checkpoint, f, root, roots, options, ledger, names)
@@ -1034,7 +1040,7 @@ def _plan_patched(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: s
 
 
 def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution | None, checkpoint: str,
-                       f: CheckpointFile, root: str, roots: Sequence[str], options: Options, ledger: dict,
+                       f: CheckpointFile, root: str, roots: Sequence[str], options: Options, ledger: dict[str, object],
                        names: NameIndex) -> None:
     path = _begin(plan, item, f, root, roots)
     if path is None:
@@ -1144,7 +1150,7 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
         merged.text is None else None
     if split is not None and split.partial_text is not None and split.partial_text == current:
         # The clean hunks are in, the conflicting ones not: what a --partial write leaves.
-        item.action, item.conflicts = "merge", split.conflicts
+        item.action, item.conflicts = Action.MERGE, split.conflicts
         item.status = Status.PARTIAL
         there = os.path.exists(split.rej_file)
         item.rej = printable(split.rej_file) if there else None
@@ -1162,7 +1168,7 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
     if merged is None:
         result = wanted
     else:
-        item.action = "merge"
+        item.action = Action.MERGE
         if split is not None:
             item.conflicts = split.conflicts
             n = len(split.conflicts)
@@ -1218,7 +1224,8 @@ class _Split:
     rej_text: str
 
 
-def _split(checkpoint: str, f: CheckpointFile, base: str, ours: str, wanted: str, current: str, merged) -> _Split:
+def _split(checkpoint: str, f: CheckpointFile, base: str, ours: str, wanted: str, current: str,
+           merged: MergeResult) -> _Split:
     """A conflicting merge split into its clean hunks (merged onto ``current``) and the
     conflicting ones (the .rej's text)."""
     # Numbered as in the checkpoint's patch (base → saved content), not the filtered one.
@@ -1249,8 +1256,6 @@ def _write_rej(path: str, text: str, checkpoint: str) -> str | None:
     """Write a .rej file beside the checkpoint: ``<CHECKPOINT>.rej/<relpath>.rej`` opened one
     component at a time below the checkpoint's parent directory, nothing followed (``fs.confined``):
     a ``.rej`` directory or a subdirectory that is a symlink fails this file, never written through."""
-    from ..fs.confined import rel_below, replace_below
-
     top = os.path.abspath(checkpoint).rstrip(os.sep)
     base = os.path.dirname(top)
     rel = rel_below(base, path)
@@ -1258,7 +1263,7 @@ def _write_rej(path: str, text: str, checkpoint: str) -> str | None:
         return f"{path}: not below {top}.rej; not written"
     data = text.encode("utf-8")
 
-    def fill(out) -> bool:
+    def fill(out: BinaryIO) -> bool:
         out.write(data)
         return True
 
@@ -1269,14 +1274,14 @@ def _write_rej(path: str, text: str, checkpoint: str) -> str | None:
 def _delete(w: Write, roots: Sequence[str]) -> str | None:
     """Delete a package file again: still a regular file matching its RECORD row, reached
     without following a symlink below the environment root."""
-    from ..fs.confined import rel_below, unlink_below
-
     base = next((r for r in sorted(roots, key=len, reverse=True) if rel_below(r, w.path)), None)
     if base is None:
         return "outside the environment: not deleted"
 
+    entry = w.entry  # always set on a deletion
+
     def check(fd: int) -> str | None:
-        if not verify_fd(fd, w.entry):  # type: ignore[arg-type]
+        if entry is None or not verify_fd(fd, entry):
             return "no longer the verified original (changed meanwhile): not deleted"
         return None
 
@@ -1302,7 +1307,7 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
                 continue
         data = w.data
 
-        def fill(out, data=data) -> bool:
+        def fill(out: BinaryIO, data: bytes = data) -> bool:
             out.write(data)
             return True
 

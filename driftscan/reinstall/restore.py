@@ -35,8 +35,22 @@ from ..fs.paths import printable, relpath
 from .plan import normalize, select_distributions
 from ..pristine import PristineCopy, PristineSet
 from ..formats.record import new_hash
+from ..report.contract import ErrorOut
+from .checkpoint import CheckpointIndex
+from ..caches.location import below_cache, refuse_inside
+from ..fs.confined import (append_below, lstat_below, open_dir, parts_of, read_below, rel_below, replace_below,
+                           unlink_below)
+from ..pristine.howto import ways_to_original, why_no_original
 
-REWRITE, RECREATE, REMOVE = "rewrite", "recreate", "remove"
+class Action(str, enum.Enum):
+    """What restore does to one file (the word in the report's ``action``)."""
+
+    REWRITE = "rewrite"  # modified or retyped
+    RECREATE = "recreate"  # missing
+    REMOVE = "remove"  # added, --remove-added
+
+
+REWRITE, RECREATE, REMOVE = Action.REWRITE, Action.RECREATE, Action.REMOVE
 _RESTORABLE = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED}
 
 
@@ -58,7 +72,8 @@ NOT_DONE = {Status.FAILED, Status.NO_ORIGINAL, Status.UNSAVED}
 class RestoreAction(BaseModel):
     path: str
     relpath: str
-    action: str = Field(description="rewrite (modified or retyped) | recreate (missing) | remove (added, --remove-added)")
+    action: Action = Field(description="rewrite (modified or retyped) | recreate (missing) | remove (added, "
+                                       "--remove-added)")
     kind: str
     distribution: str | None = None
     version: str | None = None
@@ -167,8 +182,6 @@ def plan_restore(target: Target, drifts: Sequence[Drift], dists: Sequence[Distri
     """What restoring would do: the actions, what stays (with how to handle it), what is refused."""
     drifts = file_by_file(drifts)  # a directory's missing files are recreated one by one
     roots = environment_roots(target)
-    from ..caches.location import refuse_inside
-
     refuse_inside(roots)  # its journal must not be written into the environment it restores
     chosen = select_distributions(names, dists) if names else []
     chosen_names = {normalize(d.name) for d in chosen}
@@ -250,7 +263,7 @@ def _owning_package_dir(path: str, candidates: Sequence[Distribution], dists: Se
 
 
 def _plan_file(check: FileCheck, dist: Distribution, originals: PristineSet, roots: Sequence[str],
-               rows: dict[str, dict[str, RecordEntry]], item: dict,
+               rows: dict[str, dict[str, RecordEntry]], item: dict[str, Any],
                target: Target | None = None) -> Planned | Remaining | RestoreAction:
     if not _inside_any(check.path, roots):
         return Remaining(**item, reason="outside the environment root: restore never writes there")
@@ -267,8 +280,6 @@ def _plan_file(check: FileCheck, dist: Distribution, originals: PristineSet, roo
     copy = lookup.original(entry) if lookup is not None else None
     verb = RECREATE if check.kind is DriftKind.MISSING else REWRITE
     if copy is None:
-        from ..pristine.howto import ways_to_original, why_no_original
-
         ways = ways_to_original(dist, target.python_version if target else None, target.venv if target else None)
         why = why_no_original(lookup, entry, uv_edited=check.uv_cache is not None and bool(check.uv_cache.copy))
         return RestoreAction(path=item["path"], relpath=item["relpath"], kind=item["kind"], distribution=dist.name,
@@ -320,9 +331,6 @@ def journal_path(root: str) -> str:
 
 def _journal_lines(journal: str) -> list[str] | None:
     """The journal's lines, read below the cache directory without following a link; None when absent."""
-    from ..caches.location import below_cache
-    from ..fs.confined import read_below
-
     try:
         return read_below(*below_cache(journal), 64 << 20).decode("utf-8", "replace").splitlines()
     except (OSError, ValueError):
@@ -330,9 +338,6 @@ def _journal_lines(journal: str) -> list[str] | None:
 
 
 def _unlink_journal(journal: str) -> None:
-    from ..caches.location import below_cache
-    from ..fs.confined import unlink_below
-
     unlink_below(*below_cache(journal))
 
 
@@ -344,8 +349,6 @@ def clean_leftovers(journal: str, dry_run: bool = False, roots: Sequence[str] = 
     (``roots``), every directory opened without following a symlink (``fs.confined``): a package
     directory swapped for a link since the kill leads nowhere, and a name below no root is left
     alone. ``dry_run``: only say which (nothing is removed)."""
-    from ..fs.confined import lstat_below, rel_below, unlink_below
-
     removed: list[str] = []
     lines = _journal_lines(journal)
     if lines is None:
@@ -380,7 +383,7 @@ def clean_leftovers(journal: str, dry_run: bool = False, roots: Sequence[str] = 
             continue
         if not dry_run:
 
-            def same(fd: int, known=known) -> str | None:
+            def same(fd: int, known: tuple[int, int] | None = known) -> str | None:
                 got = os.fstat(fd)
                 return None if known is None or known == (got.st_dev, got.st_ino) else "another file now"
 
@@ -413,12 +416,9 @@ def close_journal(journal: str) -> None:
         pass
 
 
-def _journal(journal: str, row: dict) -> None:
+def _journal(journal: str, row: dict[str, Any]) -> None:
     """Append ``row``; the journal is opened below the cache directory without following a link
     (a ``restore/`` swapped for a link into the environment fails the write it would precede)."""
-    from ..caches.location import below_cache
-    from ..fs.confined import append_below
-
     append_below(*below_cache(journal), (json.dumps(row) + "\n").encode("utf-8"), create_dirs=True)
 
 
@@ -473,8 +473,6 @@ def replace_file(path: str, fill: Callable[[BinaryIO], bool], mode: int, journal
     (``fs.confined``), so a directory swapped for a link meanwhile fails this one file. Missing
     parent directories are created the same way. The temporary name is journaled first (see
     clean_leftovers)."""
-    from ..fs.confined import rel_below, replace_below
-
     base = next((r for r in sorted(roots, key=len, reverse=True) if rel_below(r, path)), None)
     if base is None:
         return "outside the environment: not written"
@@ -505,8 +503,6 @@ def _write_one(p: Planned, journal: str, roots: Sequence[str]) -> str | None:
 
 
 def _remove_one(p: Planned, roots: Sequence[str]) -> str | None:
-    from ..fs.confined import lstat_below, open_dir, parts_of, rel_below
-
     base = next((r for r in sorted(roots, key=len, reverse=True) if rel_below(r, p.path)), None)
     if base is None:
         return "outside the environment: not removed"
@@ -554,7 +550,7 @@ def check_names(names: Sequence[str], dists: Sequence[Distribution]) -> None:
 __all__ = ["ConfigError", "RestorePlan", "RestoreReport", "apply_restore", "plan_restore"]
 
 
-def keep_unsaved(plan: RestorePlan, index) -> None:
+def keep_unsaved(plan: RestorePlan, index: CheckpointIndex) -> None:
     """Take out of ``plan`` every file whose current content the checkpoint could not save (too
     large, unreadable): restoring it would destroy an edit that exists nowhere else."""
     unsaved = {f.path: f.not_copied for f in index.files if f.not_copied and f.type == "file"}
@@ -621,7 +617,7 @@ def _unwritable(path: str) -> str | None:
     return None
 
 
-def refuse_unchecked(plan: RestorePlan, errors, env_root: str | None) -> None:
+def refuse_unchecked(plan: RestorePlan, errors: Sequence[ErrorOut], env_root: str | None) -> None:
     """List what the audit could not check inside the environment (a package directory that is a
     symlink out of it, an unreadable RECORD) as refused: restore cannot vouch for it, writes
     nothing there, and says why."""

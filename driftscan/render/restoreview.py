@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from ..fs.paths import line_safe, one_line
 from ..reinstall.checkpoint import CheckpointFile, Written
-from ..reinstall.restore import RestoreReport, Status
-from ..reinstall.reapply import Status as Reapplied
+from ..reinstall.reapply import Action as ReapplyAction, Status as Reapplied
+from ..reinstall.restore import Action, RestoreReport, Status
 
 if TYPE_CHECKING:  # imported by the reapply command itself
     from ..reinstall.reapply import ReapplyReport
@@ -24,8 +24,8 @@ def render_restore_text(r: RestoreReport) -> str:
     width = max((len(a.relpath) for a in r.actions), default=0)
     ways: dict[str, tuple[int, str]] = {}
     for a in r.actions:
-        status = {Status.PLANNED: f"would {a.action}", Status.RESTORED: "restored", Status.REMOVED: "removed",
-                  Status.FAILED: f"{'would FAIL' if r.dry_run else 'FAILED'} to {a.action}",
+        status = {Status.PLANNED: f"would {a.action.value}", Status.RESTORED: "restored", Status.REMOVED: "removed",
+                  Status.FAILED: f"{'would FAIL' if r.dry_run else 'FAILED'} to {a.action.value}",
                   Status.NO_ORIGINAL: "NO ORIGINAL", Status.UNSAVED: "NOT SAVED"}[a.status]
         left_alone = a.status in (Status.NO_ORIGINAL, Status.UNSAVED)
         origin = f"from {a.source}" if a.source else ("not touched" if left_alone else "added file")
@@ -56,8 +56,8 @@ def render_restore_text(r: RestoreReport) -> str:
     took = f" in {r.duration_seconds:.2f} s" if r.duration_seconds is not None else ""
     if r.dry_run:
         planned = [a for a in r.actions if a.status is Status.PLANNED]
-        rewrite = sum(a.action != "remove" for a in planned)
-        gone = sum(a.action == "remove" for a in planned)
+        rewrite = sum(a.action is not Action.REMOVE for a in planned)
+        gone = sum(a.action is Action.REMOVE for a in planned)
         failing = f"; {len(r.failed)} would fail" if r.failed else ""
         into = f" into {r.checkpoint_in}" if r.checkpoint_in else ""
         if planned:
@@ -149,7 +149,7 @@ def render_reapply_text(r: ReapplyReport) -> str:
     if r.checkpoint:
         lines.append(f"checkpoint: {r.checkpoint}")
     for f in r.files:
-        status = {Reapplied.PLANNED: f"would {f.action}", Reapplied.APPLIED: f"{f.action} done",
+        status = {Reapplied.PLANNED: f"would {f.action.value}", Reapplied.APPLIED: f"{f.action.value} done",
                   Reapplied.PARTIAL: "partly applied"}.get(f.status, f.status.value)
         versions = ""
         if f.version_then and f.version_now and f.version_then != f.version_now:
@@ -160,7 +160,7 @@ def render_reapply_text(r: ReapplyReport) -> str:
         if f.status in (Reapplied.PLANNED, Reapplied.APPLIED, Reapplied.PARTIAL) and f.path:
             # Exactly what is (or would be) written: the file, and its missing parents first.
             lines += [f"      creates the directory {d}" for d in f.creates]
-            lines.append(f"      {'deletes' if f.action == 'delete' else 'writes'} {f.path}")
+            lines.append(f"      {'deletes' if f.action is ReapplyAction.DELETE else 'writes'} {f.path}")
         if f.original:
             lines.append(f"      original: {f.original}")
         for c in f.conflicts:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...fs.paths import ancestors
 from ...core.errors import ConfigError
@@ -71,7 +72,7 @@ def config_files(project: str, env: dict[str, str], config_file: str | None, no_
     return list(dict.fromkeys(files))
 
 
-def _config_sources(table: dict, path: str, out: UvSettings) -> None:
+def _config_sources(table: dict[str, Any], path: str, out: UvSettings) -> None:
     """``find-links``, ``no-index``, ``index-url``, ``extra-index-url`` and ``[[index]]`` of one table."""
     here = os.path.dirname(path)
 
