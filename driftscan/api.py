@@ -5,34 +5,25 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
-import hashlib
 import os
 import shlex
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from .caches.location import refuse_inside
-from .caches.statcache import StatCache
 from .core.errors import ConfigError, DriftscanError, TargetError
-from .core.values import (Distribution, Drift, DriftKind, FileCheck, LayoutKind, MetadataKind, Problem, Target,
-                          Verification)
+from .core.values import Drift, LayoutKind, MetadataKind, Problem, Target, Verification
 from .environment import find_distributions, resolve_target
-from .environment.ownership import build_ownership
 from .environment.reinstall_source import parse_source
-from .environment.target import containment_for, environment_roots
+from .environment.target import environment_roots
 from .environment.uv.cache import default_uv_cache
-from .fs.reader import default_jobs, read_regular
-from .pipeline.classify import classify
 from .pipeline.options import AuditOptions, AuditSettings, Need, OriginalSources, RuleSelection, options_of
-from .pipeline.stages import (NO_PYTHON, Progress, State, accept, execute, find_debug_code, model_dir_paths,
-                              pristine_options)
+from .pipeline.stages import NO_PYTHON, Progress, execute, model_dir_paths, pristine_options
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -41,12 +32,10 @@ if TYPE_CHECKING:
     from .pristine import PristineSet
     from .reinstall.checkpoint import Written
     from .reinstall.guard import GuardReport
-    from .reinstall.guard.command import Recognised
     from .reinstall.plan import Plan
     from .reinstall.reapply import ReapplyReport
     from .reinstall.restore import RestoreReport
     from .report.contract import Report
-    from .snapshot.run import Root
 
 # Model directories, snapshots and Hugging Face caches are imported where used: an audit of a
 # venv alone should not pay for them at start-up (tests/contract/test_imports.py keeps it so).
@@ -152,8 +141,10 @@ def plan(reinstall: Sequence[str], venv: str | None = None, site_packages: Seque
     (direct_url.json, INSTALLER, uv's cache). ``checkpoint``: a checkpoint directory already
     taken; the plan then asks for a checkpoint first only for wiped content it does not hold.
     """
-    from .reinstall.expect import load_expectations
-    from .reinstall.plan import build_plan
+    # Each writing command imports what it drives when it runs: the reinstall modules pull in
+    # pydantic's models and the pristine package (130-190 ms, python -X importtime), which
+    # `driftscan audit` never needs.
+    from .reinstall import checkpoint as checkpoints, expect as expecting, plan as plans
 
     told = parse_source(source) if source is not None else None
     chosen = _options(venv, site_packages, options, settings)
@@ -167,64 +158,13 @@ def plan(reinstall: Sequence[str], venv: str | None = None, site_packages: Seque
         target = result.target
         placeholders = {"venv": target.venv or "",
                         "site_packages": target.site_packages[0] if target.site_packages else ""}
-        expectations = load_expectations(expect, placeholders) if expect else []
-        held = _held_by_checkpoint(checkpoint, result.drifts) if checkpoint is not None else None
-        return build_plan(result.report, result.drifts, target, result.verification.distributions, reinstall,
-                          chosen.installer, expectations, chosen.cache.uv_cache or default_uv_cache(),
-                          referenced=referenced, originals=result.originals, source=told, held=held,
-                          checkpoint_dir=_suggested_checkpoint(target),
-                          model_dirs=[r.root for r in result.model_dirs])
-
-
-def _held_by_checkpoint(path: str, drifts: Sequence[Drift]) -> frozenset[str]:
-    """The drifted paths whose current content ``path`` (a checkpoint) holds byte for byte."""
-    from .reinstall.checkpoint import load_index, saved_path
-
-    def digest(file: str) -> bytes | None:
-        try:
-            return hashlib.sha256(read_regular(file, 1 << 36, what="checkpointed file")).digest()
-        except OSError:
-            return None
-
-    index = load_index(path)
-    saved = {os.path.normpath(f.path): f.content for f in index.files if f.content}
-    held = set()
-    for drift in drifts:
-        rel = saved.get(os.path.normpath(drift.check.path))
-        if rel is None:
-            continue
-        copy = saved_path(path, rel)
-        now = digest(drift.check.path)
-        if copy is not None and now is not None and digest(copy) == now:
-            held.add(drift.check.path)
-    return frozenset(held)
-
-
-def _suggested_checkpoint(target: Target) -> str:
-    """Where ``plan`` suggests the checkpoint goes: the place ``restore --yes`` writes its own
-    (``checkpoint.default_checkpoint_path``), named without creating anything."""
-    base = os.environ.get("DRIFTSCAN_CHECKPOINT_DIR") or os.path.join(
-        os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state"), "driftscan", "checkpoints")
-    from .reinstall.checkpoint import checkpoint_name, environment_root
-
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return os.path.join(base, f"{checkpoint_name(environment_root(target))}-{stamp}")
-
-
-def snapshot_roots(venv: str | None, site_packages: Sequence[str], model_dirs: Sequence[str]) -> list[Root]:
-    from .snapshot.run import Root, RootKind
-
-    roots: list[Root] = []
-    if venv is not None or site_packages or not model_dirs:
-        target = resolve_target(venv, tuple(site_packages))
-        if target.venv:
-            roots.append(Root(RootKind.VENV, target.venv))
-        roots += [Root(RootKind.SITE_PACKAGES, s) for s in target.site_packages if not target.venv]
-    for path in model_dirs:
-        if not os.path.isdir(path):
-            raise TargetError(f"{path}: not a directory")
-        roots.append(Root(RootKind.MODEL_DIR, os.path.abspath(path)))
-    return roots
+        expectations = expecting.load_expectations(expect, placeholders) if expect else []
+        held = checkpoints.held_by(checkpoint, result.drifts) if checkpoint is not None else None
+        audited = plans.Audited(result.report, result.drifts, target, result.verification.distributions, referenced,
+                                result.originals, [r.root for r in result.model_dirs])
+        return plans.build_plan(audited, reinstall, chosen.installer, expectations,
+                                chosen.cache.uv_cache or default_uv_cache(), source=told, held=held,
+                                checkpoint_dir=checkpoints.suggested_path(target))
 
 
 @_without_cyclic_gc
@@ -233,18 +173,9 @@ def snapshot(output: str, venv: str | None = None, site_packages: Sequence[str] 
              progress: Progress | None = None) -> list[Problem]:
     """Record every file of the named roots (default: the running environment) into ``output``.
     Returns the files that could not be read (they are left out of the snapshot)."""
-    from .snapshot.run import take_snapshot
+    from .pipeline.snapshots import take  # the snapshot's walk and model-directory code: only here
 
-    return take_snapshot(snapshot_roots(venv, site_packages, model_dirs), output, jobs=jobs or default_jobs(),
-                         progress=progress)
-
-
-def _python_target(root: Root, named: Target) -> Target:
-    from .snapshot.run import RootKind
-
-    if root.path == named.venv or root.path in named.site_packages:
-        return named
-    return resolve_target(root.path) if root.kind is RootKind.VENV else resolve_target(None, [root.path])
+    return take(output, venv, site_packages, model_dirs, jobs=jobs, progress=progress)
 
 
 @_without_cyclic_gc
@@ -256,68 +187,9 @@ def diff(snapshot_path: str, venv: str | None = None, site_packages: Sequence[st
     ``use_cache``: files whose size, mtime and mode match the snapshot are settled without hashing
     (``summary.trusted_by_signature`` counts them) and RECORDs come from the parse cache; False
     (``--no-cache``) hashes every file and parses every RECORD."""
-    from .modeldir.remedies import with_remedies
-    from .report.contract import build_report
-    from .snapshot.run import RootKind, attach_ownership, diff_root, load_snapshot
+    from .pipeline.snapshots import diff_against  # as for snapshot()
 
-    started = time.perf_counter()
-    asked = _options(venv, site_packages, options, settings)
-    named, jobs, deep, use_cache = asked.targets, asked.jobs, asked.model_dirs.deep, asked.cache.use_cache
-    wanted = {os.path.abspath(p) for p in named.model_dirs}
-    target = NO_PYTHON
-    if named.venv is not None or named.site_packages:
-        target = resolve_target(named.venv, named.site_packages)
-        wanted |= {target.venv} if target.venv else set(target.site_packages)
-    with tempfile.TemporaryDirectory(prefix="driftscan-diff-") as work:
-        roots = load_snapshot(snapshot_path, work, use_cache=use_cache)
-        chosen = [(r, m, man) for r, m, man in roots if not wanted or r.path in wanted]
-        if wanted - {r.path for r, _, _ in chosen}:
-            missing = sorted(wanted - {r.path for r, _, _ in chosen})
-            raise TargetError(f"{missing[0]}: not in the snapshot {snapshot_path}")
-        results = [diff_root(r, m, man, jobs=jobs or default_jobs(), deep=deep, progress=progress, trust=use_cache)
-                   for r, m, man in chosen]
-    checks: list[FileCheck] = []
-    dists: list[Distribution] = []
-    for (root, _, _), result in zip(chosen, results):
-        if root.kind is RootKind.MODEL_DIR:
-            checks += with_remedies(result)
-            continue
-        # Files of a Python root are judged like audit's: RECORD decides package or environment scope.
-        python = _python_target(root, target)
-        target = python if target is NO_PYTHON else target
-        containment = containment_for(python, tuple(c for c in (default_uv_cache(),) if c))
-        cache = StatCache.for_target(python.venv or "\0".join(python.site_packages)) if use_cache else None
-        # RECORD rows only to attribute drift: an unchanged root needs the names and versions alone.
-        metadirs = list(find_distributions(python.site_packages, cache=cache, containment=containment,
-                                           records=bool(result.checks)))
-        if cache is not None:
-            cache.save()  # only the RECORD parses changed: the file audit keeps them in
-        dists += [md.distribution for md in metadirs if md.distribution is not None]
-        if result.checks:
-            checks += attach_ownership(result.checks, build_ownership(metadirs, containment), python.site_packages)
-    verification = Verification(
-        target=target, distributions=tuple(dists), checks=tuple(checks),
-        files_checked=sum(r.files_checked for r in results),
-        unverifiable=tuple(u for r in results for u in r.unverifiable),
-        errors=tuple(e for r in results for e in r.errors))
-    skipped: list[Problem] = []
-    if inspect:  # the same stage as audit's, so one file gets the same findings from both
-        inspected = find_debug_code(State(asked, Need.CHECKS, started, target, (), verification))
-        verification, skipped = inspected.verification, list(inspected.skipped)
-    from .snapshot.run import restored_drift
-
-    drifts = [restored_drift(check) if check.kind is DriftKind.RESTORED else classify(check, target)
-              for check in verification.checks]
-
-    report = build_report(verification, drifts, time.perf_counter() - started,
-                          model_dirs=[r.path for r, _, _ in chosen if r.kind is RootKind.MODEL_DIR],
-                          skipped=skipped, not_hashed=sum(r.large_files_unread for r in results),
-                          trusted_by_signature=sum(r.trusted for r in results))
-    if named.chosen_because:
-        report.target.chosen_because = named.chosen_because
-    accepted = accept(State(asked, Need.REPORT, started, target, (), verification, report=report)).report
-    assert accepted is not None  # accept keeps the report it was given
-    return accepted
+    return diff_against(snapshot_path, _options(venv, site_packages, options, settings), progress, inspect)
 
 
 def checkpoint(output: str, venv: str | None = None, site_packages: Sequence[str] = (), *,
@@ -327,11 +199,12 @@ def checkpoint(output: str, venv: str | None = None, site_packages: Sequence[str
     (a new directory outside the audited trees). ``hf_cache``: also every repository of that Hugging
     Face cache ("" = the default one). Returns ``checkpoint.Written``; ``Written.index.partial``
     says whether a modified package file lacks both an original and a patch."""
-    from .reinstall.checkpoint import DEFAULT_MAX_COPY, write_checkpoint
+    from .reinstall import checkpoint as checkpoints
 
     with run(options=_options(venv, site_packages, options, settings), need=Need.ORIGINALS) as result:
-        return write_checkpoint(output, result.target, result.drifts, result.report, result.originals,
-                                [r.root for r in result.model_dirs], max_copy or DEFAULT_MAX_COPY)
+        return checkpoints.write_checkpoint(output, result.target, result.drifts, result.report, result.originals,
+                                            [r.root for r in result.model_dirs],
+                                            max_copy or checkpoints.DEFAULT_MAX_COPY)
 
 
 def _with_environment(options: AuditOptions) -> AuditOptions:
@@ -372,39 +245,40 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, optio
     """Restore package-scope drift from verified originals: a dry run unless ``yes``; with
     ``yes``, a checkpoint is written first (``checkpoint_path``, default: see
     ``checkpoint.default_checkpoint_path``). Returns ``restore.RestoreReport``."""
-    from .reinstall.checkpoint import (DEFAULT_MAX_COPY, checkpoints_base, default_checkpoint_path, environment_root,
-                                       write_checkpoint)
-    from .reinstall.restore import apply_restore, keep_unsaved, plan_restore, predict, refuse_unchecked
+    from .reinstall import checkpoint as checkpoints, restore as restoring
 
     started = time.perf_counter()
     chosen = _with_environment(_options(venv, site_packages, options, settings))
     # before the audit writes its own caches, and before anything is written
-    _refuse_writing_inside(chosen, (checkpoint_path or checkpoints_base()) if yes else None)
+    _refuse_writing_inside(chosen, (checkpoint_path or checkpoints.checkpoints_base()) if yes else None)
+    base = checkpoint_path or checkpoints.checkpoints_base()
+    max_copy = max_copy or checkpoints.DEFAULT_MAX_COPY
     with run(options=chosen, need=Need.ORIGINALS) as result:
-        originals = result.originals
+        originals, target = result.originals, result.target
         assert originals is not None
-        planned = plan_restore(result.target, result.drifts, result.verification.distributions, originals,
-                               names=dists, paths=paths, remove_added=remove_added)
+        root = checkpoints.environment_root(target)
+        planned = restoring.plan_restore(target, result.drifts, result.verification.distributions, originals,
+                                         names=dists, paths=paths, remove_added=remove_added)
         report = planned.report
         report.errors = [f"{e.path}: {e.message}" for e in result.report.errors]
-        refuse_unchecked(planned, result.report.errors, environment_root(result.target))
+        restoring.refuse_unchecked(planned, result.report.errors, root)
         if yes and planned.planned:
-            written = write_checkpoint(checkpoint_path or default_checkpoint_path(result.target), result.target,
-                                       result.drifts, result.report, originals, [r.root for r in result.model_dirs],
-                                       max_copy=max_copy or DEFAULT_MAX_COPY)
+            written = checkpoints.write_checkpoint(checkpoint_path or checkpoints.default_checkpoint_path(target),
+                                                   target, result.drifts, result.report, originals,
+                                                   [r.root for r in result.model_dirs], max_copy=max_copy)
             report.checkpoint = written.path
             if written.index.partial:
                 report.notes.append(f"the checkpoint is partial: {len(written.index.incomplete)} modified package "
                                     "file(s) saved without an original or a patch (reapply cannot tell their fix from "
                                     "debug code); to complete it: " + " ; ".join(written.index.complete_with))
-            keep_unsaved(planned, written.index)
-            apply_restore(planned, environment_root(result.target) or "", progress)
+            restoring.keep_unsaved(planned, written.index)
+            restoring.apply_restore(planned, root or "", progress)
         elif yes:
             report.dry_run = False
         else:  # the dry run lists exactly what --yes would write, and what it would not
-            predict(planned, max_copy or DEFAULT_MAX_COPY, environment_root(result.target))
+            restoring.predict(planned, max_copy, root)
             if planned.planned:
-                report.checkpoint_in = os.path.abspath(checkpoint_path) if checkpoint_path else checkpoints_base()
+                report.checkpoint_in = os.path.abspath(checkpoint_path) if checkpoint_path else base
         report.duration_seconds = round(time.perf_counter() - started, 3)
         return report
 
@@ -421,12 +295,10 @@ def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequenc
     ``partial``: a file with conflicting hunks gets its clean ones, the others go to a ``.rej``
     beside the checkpoint. ``wheels``/``fetch``: where to find the originals the checkpoint lacks.
     Returns ``reapply.ReapplyReport``."""
-    from .reinstall.checkpoint import (checkpoints_base, default_checkpoint_path, environment_root, load_index,
-                                       write_checkpoint)
-    from .reinstall.reapply import apply_reapply, plan_reapply
+    from .reinstall import checkpoint as checkpoints, reapply as reapplying
 
     started = time.perf_counter()
-    index = load_index(checkpoint_dir)
+    index = checkpoints.load_index(checkpoint_dir)
     from_checkpoint = venv is None and not site_packages and options is None
     if from_checkpoint:
         venv, site_packages = index.venv, (() if index.venv else tuple(index.site_packages))
@@ -437,19 +309,21 @@ def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequenc
     # before the audit writes its own caches, and before anything is written
     _refuse_writing_inside(dataclasses.replace(chosen, targets=dataclasses.replace(chosen.targets, model_dirs=(),
                                                                                    hf_cache=None)),
-                           (checkpoint_path or checkpoints_base()) if yes else None)
+                           (checkpoint_path or checkpoints.checkpoints_base()) if yes else None)
     # The current drift's own originals come from the wheels named; nothing is downloaded for them.
     audited = dataclasses.replace(chosen, originals=dataclasses.replace(sources, fetch=False))
     with run(options=audited, need=Need.ORIGINALS) as result:
-        plan = plan_reapply(os.path.abspath(checkpoint_dir), index, result.target, result.verification.distributions,
-                            only=only, exclude_findings=exclude_findings, keep_findings=keep_findings,
-                            partial=partial, wheels=sources.wheels, fetch=sources.fetch,
-                            from_checkpoint=from_checkpoint)
+        target = result.target
+        plan = reapplying.plan_reapply(os.path.abspath(checkpoint_dir), index, target,
+                                       result.verification.distributions, only=only,
+                                       exclude_findings=exclude_findings, keep_findings=keep_findings,
+                                       partial=partial, wheels=sources.wheels, fetch=sources.fetch,
+                                       from_checkpoint=from_checkpoint)
         if yes and plan.writes:
-            written = write_checkpoint(checkpoint_path or default_checkpoint_path(result.target), result.target,
-                                       result.drifts, result.report, result.originals)
+            written = checkpoints.write_checkpoint(checkpoint_path or checkpoints.default_checkpoint_path(target),
+                                                   target, result.drifts, result.report, result.originals)
             plan.report.checkpoint = written.path
-            apply_reapply(plan, environment_root(result.target) or "")
+            reapplying.apply_reapply(plan, checkpoints.environment_root(target) or "")
         elif yes:
             plan.report.dry_run = False
         plan.report.duration_seconds = round(time.perf_counter() - started, 3)
@@ -479,59 +353,6 @@ def _run_command(argv: Sequence[str], stdout: int | None, env: dict[str, str] | 
     return (128 - code if code < 0 else code), None
 
 
-def _expectations_now(expect: str, result: Run, placeholders: dict[str, str]) -> list[tuple[bool | None, str]]:
-    """Each expectation of ``expect`` judged on the files as they are (``result``: a full audit of them)."""
-    from .reinstall.expect import evaluate, load_expectations
-    from .reinstall.plan import EXPECT_MAX
-
-    drifted = {os.path.normpath(c.path) for c in result.verification.checks}
-    roots = [r.root for r in result.model_dirs if r.kind is not LayoutKind.UNKNOWN]
-    out: list[tuple[bool | None, str]] = []
-    for exp in load_expectations(expect, placeholders):
-        path = os.path.normpath(exp.file)
-        known = path in result.verification.referenced or any(path.startswith(r.rstrip(os.sep) + os.sep)
-                                                              for r in roots)
-        state = True if path in drifted or os.path.realpath(path) in drifted else (False if known else None)
-        try:
-            content: bytes | None = read_regular(path, EXPECT_MAX, what="file an expectation checks")
-        except FileNotFoundError:
-            content = None
-        except OSError as exc:
-            out.append((None, f"not checked: cannot read it: {exc.strerror or exc}"))
-            continue
-        out.append(evaluate(exp, content, state))
-    return out
-
-
-def _valid_source(source: str) -> str:
-    if source == "index":
-        return source
-    path = os.path.abspath(source)
-    if source.endswith(".whl") and os.path.isfile(path):
-        return path
-    if os.path.isdir(path):
-        return path
-    raise TargetError(f"--from {source}: not a wheel file, a directory, or 'index'")
-
-
-def _command_source(recognised: Recognised, command: Sequence[str], cwd: str | None) -> tuple[str | None, str, str | None]:
-    """(the source the command itself names, why, a note) — a wheel file it names that is missing is an
-    error in the user's own words (the command would fail); a missing --find-links directory is
-    ignored by pip and uv (with a warning), so the predictions are for the sources the
-    distributions were installed from, and a note says so."""
-    from .reinstall.guard import missing_source
-
-    missing = missing_source(recognised, command, cwd)
-    if missing is None:
-        return recognised.source, recognised.source_why, None
-    if missing.wheel:
-        raise TargetError(f"the command's wheel file {missing.word}: {missing.why}; nothing was run (the command "
-                          "would fail)")
-    return None, "the command's --find-links directory is missing", (
-        f"the command's --find-links directory {missing.word}: {missing.why} (pip and uv ignore it); the "
-        "predictions are for the source each distribution was installed from")
-
-
 @dataclass(frozen=True)
 class Invocation:
     """The command guard runs: no shell; the environment guard read it with (None: driftscan's
@@ -553,11 +374,7 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
     its stdout to ``Invocation.stdout`` when given), audit again and say, per drift, whether the
     prediction held. ``on_event(text)`` hears each step before the command runs.
     Returns ``guard.GuardReport``; ``guard.exit_status`` gives its exit status."""
-    from .reinstall.checkpoint import check_destination, default_checkpoint_path, environment_root
-    from .reinstall.guard import (GuardCommand, GuardReport, Refusal, Tool, checkpoint_summary, debug_comes_back,
-                        expectations, fingerprints, judge, leftovers, new_drifts, normalize, not_run,
-                        other_environment, predict, recognise, reapply_line, reinstalled, summarise, unchecked,
-                        versions)
+    from .reinstall import checkpoint as checkpoints, guard as guarding, plan as plans
 
     started = time.perf_counter()
     call = command if isinstance(command, Invocation) else Invocation(tuple(command))
@@ -569,10 +386,14 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
     named, sources, cache = chosen.targets, chosen.originals, chosen.cache
     chosen_because = named.chosen_because
     target = resolve_target(named.venv, named.site_packages)
-    root = environment_root(target)
-    recognised = recognise(command, env, cwd)
-    chosen_source, source_why, source_note = (_valid_source(source), "--from", None) if source is not None else \
-        _command_source(recognised, command, cwd)
+    root = checkpoints.environment_root(target)
+    recognised = guarding.recognise(command, env, cwd)
+    chosen_source: str | None
+    source_note: str | None
+    if source is not None:
+        chosen_source, source_why, source_note = guarding.valid_source(source), "--from", None
+    else:
+        chosen_source, source_why, source_note = guarding.command_source(recognised, command, cwd)
     models = model_dir_paths(named.model_dirs, named.hf_cache)
     # The running interpreter's environment when none is named: named from here on, so model
     # directories add to it; the model directories as found, the hub cache's repositories included.
@@ -583,12 +404,13 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
         named, venv=venv, site_packages=site_packages, model_dirs=tuple(models), hf_cache=None,
         include_environment=True, chosen_because=None))
     metadirs = find_distributions(target.site_packages, records=False)
-    installed = {normalize(md.distribution.name): md.distribution.version for md in metadirs
+    installed = {guarding.normalize(md.distribution.name): md.distribution.version for md in metadirs
                  if md.distribution is not None and md.distribution.kind is not MetadataKind.EGG_LINK}
-    sure, maybe = reinstalled(recognised, installed)
-    installer = {Tool.PIP: "pip", Tool.UV_PIP: "uv", Tool.UV_SYNC: "uv"}.get(recognised.tool)
+    sure, maybe = guarding.reinstalled(recognised, installed)
+    tool = guarding.Tool
+    installer = {tool.PIP: "pip", tool.UV_PIP: "uv", tool.UV_SYNC: "uv"}.get(recognised.tool)
     originals_in = (*sources.wheels, *recognised.wheel_dirs)  # the command's own wheels are originals too (verified)
-    dest = check_destination(checkpoint_path or default_checkpoint_path(target),
+    dest = checkpoints.check_destination(checkpoint_path or checkpoints.default_checkpoint_path(target),
                              [r for r in (root, *target.site_packages, *models) if r])
     say(f"target: {root or ', '.join(target.site_packages)}" + (f" ({chosen_because})" if chosen_because else "")
         + "".join(f" + model directory {m}" for m in models))  # they add to the environment, as everywhere
@@ -599,26 +421,26 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
     with_originals = dataclasses.replace(sources, wheels=originals_in)
     planned = plan([*sure, *maybe], options=dataclasses.replace(chosen, installer=installer, originals=with_originals),
                    expect=expect, source=chosen_source)
-    predicted = predict(planned, recognised, sure, maybe, source is not None)
-    report = GuardReport(
+    predicted = guarding.predict(planned, recognised, sure, maybe, source is not None)
+    report = guarding.GuardReport(
         target=root or ", ".join(target.site_packages), chosen_because=chosen_because,
-        command=GuardCommand(argv=list(command), tool=recognised.tool.value, recognised=recognised.recognised,
-                             requested=sorted({r.name for r in recognised.requested}), reinstalls=[*sure, *maybe],
-                             forced=recognised.forced, no_deps=recognised.no_deps, source=chosen_source,
-                             source_why=source_why,
-                             from_given=source is not None, environment=recognised.environment,
-                             environment_unsure=recognised.environment_unsure or None, notes=notes),
+        command=guarding.GuardCommand(
+            argv=list(command), tool=recognised.tool.value, recognised=recognised.recognised,
+            requested=sorted({r.name for r in recognised.requested}), reinstalls=[*sure, *maybe],
+            forced=recognised.forced, no_deps=recognised.no_deps, source=chosen_source, source_why=source_why,
+            from_given=source is not None, environment=recognised.environment,
+            environment_unsure=recognised.environment_unsure or None, notes=notes),
         ran=False, notes=[f"unnamed requirement: {u}" for u in recognised.unnamed])
     report.errors += [f"before: {e.path}: {e.message}" for e in planned.audit.errors]
     counts = {s: sum(1 for p in predicted if p.status == s) for s in ("WIPED", "SURVIVES", "MAY SURVIVE")}
     say(f"predictions: {counts['WIPED']} wiped, {counts['SURVIVES']} survive, {counts['MAY SURVIVE']} may survive")
-    refusals = [r for r in (other_environment(recognised, target.venv or root),) if r is not None]
-    refusals += debug_comes_back(predicted, planned, sure, recognised, cache.uv_cache)
+    refusals = [r for r in (guarding.other_environment(recognised, target.venv or root),) if r is not None]
+    refusals += guarding.debug_comes_back(predicted, planned, sure, recognised, cache.uv_cache)
 
-    def refuse() -> GuardReport:
+    def refuse() -> guarding.GuardReport:
         report.refused = refusals
-        report.predictions = not_run(predicted)
-        summarise(report)
+        report.predictions = guarding.not_run(predicted)
+        guarding.summarise(report)
         report.duration_seconds = round(time.perf_counter() - started, 3)
         return report
 
@@ -628,19 +450,18 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
     kept = dataclasses.replace(chosen, originals=with_originals, rules=RuleSelection(),
                                targets=dataclasses.replace(chosen.targets, include_environment=False))
     written = checkpoint(dest, options=kept)
-    report.checkpoint = checkpoint_summary(written.path, written.index, written.problems, predicted)
+    report.checkpoint = guarding.checkpoint_summary(written.path, written.index, written.problems, predicted)
     say(f"checkpoint: {written.path}" + (" (partial)" if report.checkpoint.partial else ""))
     if report.checkpoint.at_risk:
         lacking = report.checkpoint.at_risk
-        refusals.append(Refusal(reason=(f"the checkpoint is partial: {len(lacking)} file(s) the command may wipe "
-                                        "that it could not bring back "
-                                        f"({'; '.join(lacking[:5])}{' …' if len(lacking) > 5 else ''})"),
-                                command=report.checkpoint.complete_with[0] if report.checkpoint.complete_with
-                                else None))
+        refusals.append(guarding.Refusal(
+            reason=(f"the checkpoint is partial: {len(lacking)} file(s) the command may wipe that it could not "
+                    f"bring back ({'; '.join(lacking[:5])}{' …' if len(lacking) > 5 else ''})"),
+            command=report.checkpoint.complete_with[0] if report.checkpoint.complete_with else None))
     if refusals and not force:
         return refuse()
     report.refused, report.forced = refusals, bool(refusals)
-    before = fingerprints(predicted, planned)
+    before = guarding.fingerprints(predicted, planned)
     say(f"running: {shlex.join(command)}")
     t0 = time.perf_counter()
     code, why = _run_command(command, call.stdout, env)
@@ -654,28 +475,29 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
                             "so none is held to what happened; each drift's outcome is listed")
     # After a failed command the environment may be half installed: what reapply would write there
     # is unknown, so no line that writes is offered — only its dry run, for once it is whole again.
-    line = reapply_line(written.path, written.index, target.venv, target.site_packages, yes=judged)
+    line = guarding.reapply_line(written.path, written.index, target.venv, target.site_packages, yes=judged)
     report.reapply, report.reapply_dry_run = (line, None) if judged else (None, line)
     try:
         after = run(options=dataclasses.replace(chosen, originals=OriginalSources(look=False)),
                     need=Need.REPORT if expect is None else Need.CHECKS)
     except (DriftscanError, OSError) as exc:  # the command ran: say what is known, never lose the report
         report.errors.append(f"after: the audit after the command could not run: {exc}")
-        report.predictions = unchecked(predicted, f"the audit after the command could not run: {exc}")
-        summarise(report)
+        report.predictions = guarding.unchecked(predicted, f"the audit after the command could not run: {exc}")
+        guarding.summarise(report)
         report.duration_seconds = round(time.perf_counter() - started, 3)
         return report
-    report.predictions = judge(predicted, before, after.report, judged)
+    report.predictions = guarding.judge(predicted, before, after.report, judged)
     asked = {r.name for r in recognised.requested} | set(sure) | set(maybe)
-    report.versions = versions(planned.audit, after.report, asked)
-    report.leftovers = leftovers(planned, after.report, cache.uv_cache)
-    report.new_drifts = new_drifts(planned.audit, after.report)
+    report.versions = guarding.versions(planned.audit, after.report, asked)
+    report.leftovers = guarding.leftovers(planned, after.report, cache.uv_cache)
+    report.new_drifts = guarding.new_drifts(planned.audit, after.report)
     if expect:
         placeholders = {"venv": target.venv or "",
                         "site_packages": target.site_packages[0] if target.site_packages else ""}
-        report.expectations = expectations(planned, _expectations_now(expect, after, placeholders), judged,
-                                           predicted, recognised.recognised)
+        verified = [r.root for r in after.model_dirs if r.kind is not LayoutKind.UNKNOWN]
+        now = plans.expectations_now(expect, after.verification, verified, placeholders)
+        report.expectations = guarding.expectations(planned, now, judged, predicted, recognised.recognised)
     report.errors += [f"after: {e.path}: {e.message}" for e in after.report.errors]
-    summarise(report)
+    guarding.summarise(report)
     report.duration_seconds = round(time.perf_counter() - started, 3)
     return report

@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 from .._version import __version__
 from ..environment.target import environment_roots
 from ..core.errors import ConfigError
-from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error
+from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error, read_regular
 from ..pipeline.changes import file_by_file, record_rows
 from ..core.values import Area, Drift, DriftKind, FileCheck, Origin, RecordEntry, Scope, Target
 from ..fs.paths import printable
@@ -568,3 +568,32 @@ def default_checkpoint_path(target: Target) -> str:
     os.makedirs(base, mode=0o700, exist_ok=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     return os.path.join(base, f"{checkpoint_name(environment_root(target))}-{stamp}")
+
+
+def held_by(path: str, drifts: Sequence[Drift]) -> frozenset[str]:
+    """The drifted paths whose current content ``path`` (a checkpoint) holds byte for byte."""
+    def digest(file: str) -> bytes | None:
+        try:
+            return hashlib.sha256(read_regular(file, 1 << 36, what="checkpointed file")).digest()
+        except OSError:
+            return None
+
+    index = load_index(path)
+    saved = {os.path.normpath(f.path): f.content for f in index.files if f.content}
+    held = set()
+    for drift in drifts:
+        rel = saved.get(os.path.normpath(drift.check.path))
+        if rel is None:
+            continue
+        copy = saved_path(path, rel)
+        now = digest(drift.check.path)
+        if copy is not None and now is not None and digest(copy) == now:
+            held.add(drift.check.path)
+    return frozenset(held)
+
+
+def suggested_path(target: Target) -> str:
+    """Where ``plan`` suggests the checkpoint goes: the place ``restore --yes`` writes its own
+    (``default_checkpoint_path``), named without creating anything."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return os.path.join(checkpoints_base(), f"{checkpoint_name(environment_root(target))}-{stamp}")

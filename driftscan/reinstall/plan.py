@@ -13,6 +13,7 @@ import re
 import shlex
 import zipfile
 from collections.abc import Callable, Mapping, Sequence, Set as AbstractSet
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import BaseModel, Field
@@ -23,9 +24,10 @@ from ..environment.reinstall_source import (CacheEntry, Relink, ReinstallSource,
 from ..environment.target import site_packages_prefix
 from ..environment.uv.cache import find_pristine_copy
 from ..core.errors import ConfigError
-from .expect import Expectation, evaluate
+from .expect import Expectation, evaluate, load_expectations
 from ..fs.reader import read_regular
-from ..core.values import Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target, UvCacheLink
+from ..core.values import (Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target, UvCacheLink,
+                           Verification)
 from ..core.values import SourceKind as PristineKind  # where an original came from (SourceKind: a reinstall's)
 from ..fs.paths import printable, relpath
 from ..formats.record import parse_hash
@@ -351,15 +353,32 @@ def _untrusted(source: ReinstallSource | None, chosen_dists: Sequence[Distributi
                  "be trusted; get the wheel again from where it came from, or reinstall from another source")
 
 
-def build_plan(report: Report, drifts: list[Drift], target: Target, dists: Sequence[Distribution],
-               names: Sequence[str], installer: str | None, expectations: Sequence[Expectation] = (),
-               uv_cache: str | None = None, referenced: Callable[[str], bool] = lambda path: False,
-               originals: PristineSet | None = None,
-               source: ReinstallSource | None = None, held: AbstractSet[str] | None = None,
-               checkpoint_dir: str | None = None, model_dirs: Sequence[str] = ()) -> Plan:
-    """``referenced(path)``: whether the audit compared ``path`` with a reference (RECORD, metadata...).
+def _nothing_referenced(path: str) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Audited:
+    """What the audit before a plan found. ``referenced(path)``: whether the audit compared
+    ``path`` with a reference (RECORD, metadata...); ``originals``: the originals it found, open."""
+
+    report: Report
+    drifts: Sequence[Drift]
+    target: Target
+    dists: Sequence[Distribution]
+    referenced: Callable[[str], bool] = _nothing_referenced
+    originals: PristineSet | None = None
+    model_dirs: Sequence[str] = ()
+
+
+def build_plan(audited: Audited, names: Sequence[str], installer: str | None, expectations: Sequence[Expectation] = (),
+               uv_cache: str | None = None, *, source: ReinstallSource | None = None,
+               held: AbstractSet[str] | None = None, checkpoint_dir: str | None = None) -> Plan:
+    """What reinstalling ``names`` does to what ``audited`` found.
     ``source``: where the reinstall installs from (``--from``; None: as each distribution was installed).
     ``held``: the drifted paths whose current content a checkpoint given holds (None: no checkpoint given)."""
+    report, drifts, target, dists = audited.report, list(audited.drifts), audited.target, audited.dists
+    referenced, originals, model_dirs = audited.referenced, audited.originals, audited.model_dirs
     chosen_dists = select_distributions(names, dists)
     chosen = {normalize(d.name) for d in chosen_dists}
     if source is not None and source.kind is SourceKind.WHEEL and _wheel_name(source.path or "") not in chosen:
@@ -764,3 +783,26 @@ def _later_steps(plan: Plan, drifts: list[Drift]) -> list[PlanStep]:
         elif e.holds_now is False:
             steps.append(PlanStep(step=f"apply '{e.name}': it does not hold now ({e.reason})"))
     return steps
+
+
+def expectations_now(expect: str, verification: Verification, verified_roots: Sequence[str],
+                     placeholders: dict[str, str]) -> list[tuple[bool | None, str]]:
+    """Each expectation of ``expect`` judged on the files as they are (``verification``: a full
+    audit of them; ``verified_roots``: the model directories whose provenance is known)."""
+    drifted = {os.path.normpath(c.path) for c in verification.checks}
+    roots = verified_roots
+    out: list[tuple[bool | None, str]] = []
+    for exp in load_expectations(expect, placeholders):
+        path = os.path.normpath(exp.file)
+        known = path in verification.referenced or any(path.startswith(r.rstrip(os.sep) + os.sep)
+                                                              for r in roots)
+        state = True if path in drifted or os.path.realpath(path) in drifted else (False if known else None)
+        try:
+            content: bytes | None = read_regular(path, EXPECT_MAX, what="file an expectation checks")
+        except FileNotFoundError:
+            content = None
+        except OSError as exc:
+            out.append((None, f"not checked: cannot read it: {exc.strerror or exc}"))
+            continue
+        out.append(evaluate(exp, content, state))
+    return out

@@ -21,13 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..core.errors import DriftscanError
 
 if TYPE_CHECKING:
-    from ..compare.model import CompareReport
     from ..lint.files import ScanResult
-    from ..reinstall.checkpoint import Written
-    from ..reinstall.guard.model import GuardReport
-    from ..reinstall.plan import Plan
-    from ..reinstall.reapply import ReapplyReport
-    from ..reinstall.restore import RestoreReport
     from ..report.contract import Report
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from driftscan.reinstall.plan import ExpectationResult, Plan, PlanEstimate, build_plan
+from driftscan.reinstall.plan import Audited, ExpectationResult, Plan, PlanEstimate, build_plan
 from driftscan.render.planview import PLAN_RENDERERS, render_plan_json, render_plan_text
 from fixtures.reports import DEMO, OTHER, PROJ, TARGET, clean_report, drift_of, every_kind_checks, every_kind_report
 
@@ -15,7 +15,7 @@ from fixtures.reports import DEMO, OTHER, PROJ, TARGET, clean_report, drift_of, 
 @pytest.fixture(scope="module")
 def plan() -> Plan:
     drifts = [drift_of(c) for c in every_kind_checks().values()]
-    return build_plan(every_kind_report(), drifts, TARGET, [DEMO, OTHER, PROJ], ["demo"], None)
+    return build_plan(Audited(every_kind_report(), drifts, TARGET, [DEMO, OTHER, PROJ]), ["demo"], None)
 
 
 def test_every_item_has_its_line_wiped_first(plan):

@@ -12,7 +12,7 @@ import pytest
 from driftscan.core.values import Finding, Problem, Severity
 from driftscan.fleet.model import FleetResult, NodeOut
 from driftscan.lint.files import ScanResult
-from driftscan.reinstall.plan import build_plan
+from driftscan.reinstall.plan import Audited, build_plan
 from driftscan.render import RENDERERS
 from driftscan.render.registry import (CHECKPOINT, COMPARE, FLEET, GUARD, PLAN, REAPPLY, REPORT, RESTORE, SCAN,
                                        NotRenderable, OutputFormat, RenderOptions, format_names, formats, render,
@@ -74,8 +74,8 @@ def test_a_plan_and_a_fleet_result_render_as_they_did():
     from driftscan.fleet.render import FLEET_RENDERERS
     from driftscan.render.planview import PLAN_RENDERERS
 
-    plan = build_plan(every_kind_report(), [drift_of(c) for c in every_kind_checks().values()], TARGET,
-                      [DEMO, OTHER, PROJ], ["demo"], None)
+    plan = build_plan(Audited(every_kind_report(), [drift_of(c) for c in every_kind_checks().values()], TARGET,
+                              [DEMO, OTHER, PROJ]), ["demo"], None)
     for name, function in PLAN_RENDERERS.items():
         assert render(plan, OutputFormat(name)) == function(plan), name
     fleet = FleetResult(kind="report", notes=["1 node(s) answered"], nodes=[

@@ -11,13 +11,14 @@ from __future__ import annotations
 from .command import Change, Recognised, Requested, Tool, normalize, recognise, wheel_name
 from .model import (GuardCheckpoint, GuardCommand, GuardExpectation, GuardPrediction, GuardReport, GuardSummary,
                     LeftArchive, LeftDump, Leftovers, NewDrift, Outcome, Refusal, VersionMove)
-from .outcome import (Predicted, checkpoint_summary, debug_comes_back, exit_status, expectations, fingerprint,
+from .outcome import (Predicted, checkpoint_summary, command_source, debug_comes_back, exit_status, expectations, fingerprint,
                       fingerprints, installed_versions, judge, leftovers, missing_source, new_drifts, not_run,
-                      other_environment, predict, reapply_line, reinstalled, summarise, unchecked, versions)
+                      other_environment, predict, reapply_line, reinstalled, summarise, unchecked, valid_source,
+                      versions)
 
 __all__ = ["Change", "GuardCheckpoint", "GuardCommand", "GuardExpectation", "GuardPrediction", "GuardReport",
            "GuardSummary", "LeftArchive", "LeftDump", "Leftovers", "NewDrift", "Outcome", "Predicted", "Recognised",
-           "Refusal", "Requested", "Tool", "VersionMove", "checkpoint_summary", "debug_comes_back", "exit_status",
+           "Refusal", "Requested", "Tool", "VersionMove", "checkpoint_summary", "command_source", "debug_comes_back", "exit_status",
            "expectations", "fingerprint", "fingerprints", "installed_versions", "judge", "leftovers", "missing_source",
            "new_drifts", "normalize", "not_run", "other_environment", "predict", "reapply_line", "recognise", "reinstalled",
-           "summarise", "unchecked", "versions", "wheel_name"]
+           "summarise", "unchecked", "valid_source", "versions", "wheel_name"]

@@ -17,7 +17,7 @@ from typing import Any
 from ..checkpoint import CheckpointIndex
 from ...environment.reinstall_source import Relink, cache_entry, refetched, sync_relink
 from ...pipeline.classify import uv_cache_clean, uv_cache_prune
-from ...core.errors import DriftscanError
+from ...core.errors import DriftscanError, TargetError
 from ...fs.reader import open_regular, os_error
 from ...lint.artifacts import recheck
 from ...core.values import Distribution, DriftKind, Origin
@@ -580,3 +580,31 @@ def exit_status(report: GuardReport) -> int:
     if report.summary.unchecked or report.errors:
         status |= EXIT_INCOMPLETE
     return status
+
+
+def valid_source(source: str) -> str:
+    """``--from``: a wheel file, a directory of wheels, or ``index``, checked."""
+    if source == "index":
+        return source
+    path = os.path.abspath(source)
+    if source.endswith(".whl") and os.path.isfile(path):
+        return path
+    if os.path.isdir(path):
+        return path
+    raise TargetError(f"--from {source}: not a wheel file, a directory, or 'index'")
+
+
+def command_source(recognised: Recognised, command: Sequence[str], cwd: str | None) -> tuple[str | None, str, str | None]:
+    """(the source the command itself names, why, a note) — a wheel file it names that is missing is an
+    error in the user's own words (the command would fail); a missing --find-links directory is
+    ignored by pip and uv (with a warning), so the predictions are for the sources the
+    distributions were installed from, and a note says so."""
+    missing = missing_source(recognised, command, cwd)
+    if missing is None:
+        return recognised.source, recognised.source_why, None
+    if missing.wheel:
+        raise TargetError(f"the command's wheel file {missing.word}: {missing.why}; nothing was run (the command "
+                          "would fail)")
+    return None, "the command's --find-links directory is missing", (
+        f"the command's --find-links directory {missing.word}: {missing.why} (pip and uv ignore it); the "
+        "predictions are for the source each distribution was installed from")
