@@ -14,7 +14,7 @@ import pytest
 
 import driftscan.lint.scan as scan_module
 from driftscan.caches import racy
-from driftscan.lint import scan_paths
+from driftscan.lint import ParseLimits, scan_paths
 from driftscan.lint import scancache
 from driftscan.lint.scancache import FORMAT, ResultCache
 from fixtures.scantrees import FILES, view as _view, write_tree as _tree
@@ -77,7 +77,8 @@ def test_a_file_changed_within_the_racy_window_is_not_stored(tmp_path, cache_dir
 def test_other_rules_or_options_do_not_hit(tmp_path, cache_dir):
     tree = _tree(tmp_path / "tree")
     scan_paths([str(tree)], jobs=1, cache=ResultCache(cache_dir))
-    for kwargs in ({"select": ["DBG106"]}, {"prefilter": False}, {"max_bytes": 10}, {"unused_noqa": True}):
+    for kwargs in ({"select": ["DBG106"]}, {"limits": ParseLimits(prefilter=False)}, {"limits": ParseLimits(max_bytes=10)},
+                   {"unused_noqa": True}):
         cache = ResultCache(cache_dir)
         result = scan_paths([str(tree)], jobs=1, cache=cache, **kwargs)
         assert cache.hits == 0, kwargs
