@@ -198,6 +198,8 @@ INLINE_DUMPS = 3
 # (paths, directories the audit reads) -> the list file written, or None: the caller's writer
 # (api passes driftscan.caches.statcache.write_dump_list; this layer writes nothing).
 DumpLister = Callable[[Sequence[str], Sequence[str]], Optional[str]]
+#: The rules available to a run, loaded on the first call (the rule engine imports libcst).
+RuleLoader = Callable[[], "Sequence[type[Rule]]"]
 # <prefix>/lib/pythonX.Y/site-packages: the prefix is audited too (environment/target.py's layout)
 _PREFIX_LAYOUT = re.compile(r"^(?P<prefix>.+?)[\\/](?:lib(?:64)?[\\/](?:python|pypy)\d[^\\/]*|Lib)[\\/](?:site|dist)-packages$")
 
@@ -230,7 +232,8 @@ IN_PROCESS_TOTAL = 1 << 20
 
 
 def _inspect_files(targets: Sequence[str], edited: set[str], jobs: int | None, select: Sequence[str],
-                   ignore: Sequence[str], rules_modules: Sequence[str], plugins: bool, memo: OutcomeMemo | None) -> \
+                   ignore: Sequence[str], rules_modules: Sequence[str], plugins: bool, memo: OutcomeMemo | None,
+                   loaded: RuleLoader | None = None) -> \
         tuple[dict[str, list[Finding]], dict[str, list[tuple[str, Finding]]], list[Problem], list[Problem]]:
     """Run the rules on ``targets``: (findings by file, dump writers by pattern, scan errors,
     notes on what was skipped); remembered in ``memo`` when one is given and all went well."""
@@ -240,7 +243,7 @@ def _inspect_files(targets: Sequence[str], edited: set[str], jobs: int | None, s
 
     # The prefilter never changes findings (a test holds it to that) and spares parsing files
     # that cannot match, which matters when thousands of .py files were added by hand.
-    available = load_rules(rules_modules, plugins=plugins)
+    available = list(loaded()) if loaded is not None else load_rules(rules_modules, plugins=plugins)
     selected = select_rules(available, select, ignore)
     reported = {r.CODE for r in selected}
     # Rule selection picks the findings shown, never the drift found: the dumps the code left are
@@ -289,7 +292,7 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
                    ignore: Sequence[str] = (), rules_modules: Sequence[str] = (),
                    owned: Callable[[str], bool] | None = None, package_dirs: Iterable[str] = (),
                    plugins: bool = True, dump_list: DumpLister | None = None,
-                   memo_dir: str | None = None) -> InspectOutcome:
+                   memo_dir: str | None = None, loaded: RuleLoader | None = None) -> InspectOutcome:
     """Findings on the drifted Python files, and the dumps their code left.
 
     ``owned(path)``: whether a RECORD owns ``path`` (such a file is never a dump);
@@ -298,7 +301,9 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
     many dump files somewhere outside the audited directories and says where, for a remedy of
     one ``xargs -0 rm`` (None, or it returning None: the remedy names every file); ``memo_dir``:
     where the findings of these files with these rules are remembered (the user cache; None:
-    inspect them, remember nothing). The dumps are searched for anew every time."""
+    inspect them, remember nothing); ``loaded``: the rules available (``rules_modules`` and
+    ``plugins`` loaded), called only when a file is parsed, so that a run loads them once. The
+    dumps are searched for anew every time."""
     targets = sorted({c.path for c in checks if _inspectable(c)})
     if not targets:
         return InspectOutcome(list(checks))
@@ -319,7 +324,7 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
         skipped = _syntax_skipped(targets, edited)
     else:
         by_path, writers, scan_errors, skipped = _inspect_files(targets, edited, jobs, select, ignore, rules_modules,
-                                                                plugins, memo)
+                                                                plugins, memo, loaded)
     outcome = InspectOutcome([replace(c, findings=tuple(by_path.get(c.path, ()))) if _inspectable(c) else c
                               for c in checks], errors=scan_errors, skipped=skipped)
     exclude = _package_dirs(checks) | set(package_dirs)
