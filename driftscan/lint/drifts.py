@@ -26,7 +26,7 @@ from typing import NamedTuple, Optional
 from typing import TYPE_CHECKING
 
 from ..fs.reader import read_regular
-from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem
+from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, FileState, Finding, Problem
 from .artifacts import ArtifactGroup, find_artifacts
 from .files import MAX_FILE_BYTES
 from .scancache import OutcomeMemo
@@ -186,9 +186,10 @@ def _possible_check(pattern: str, group: ArtifactGroup, writers: list[tuple[str,
     else:
         remedy = ("review them (ls -l -- " + " ".join(shlex.quote(p) for p in paths) + "); if they are the debug "
                   "code's dumps, remove them yourself: driftscan does not offer to delete possible dumps")
-    actual = {"possible_artifacts": list(paths), "count": len(paths), "bytes": group.possible_bytes,
-              "why": why, "written_by": [{"path": p, "line": f.line, "code": f.code} for p, f in writers],
-              **({"list_file": list_file} if list_file else {})}
+    actual: FileState = {"possible_artifacts": list(paths), "count": len(paths), "bytes": group.possible_bytes,
+                         "why": why, "written_by": [{"path": p, "line": f.line, "code": f.code} for p, f in writers]}
+    if list_file:
+        actual["list_file"] = list_file
     return FileCheck(DriftKind.POSSIBLE_DEBUG_ARTIFACTS, pattern, os.path.dirname(pattern), None, {}, actual,
                      evidence, area=Area.EXTERNAL, remedy_hint=remedy)
 

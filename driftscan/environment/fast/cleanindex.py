@@ -37,13 +37,13 @@ import stat
 import struct
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import xxhash
 
 from ...caches.racy import settled
 from ...caches.statcache import SIGNATURE, CleanIndex, DigestCache, signature, tag
-from ...core.values import (Area, Distribution, DriftKind, FileCheck, MetadataKind, RecordRows, Target, TargetKind,
+from ...core.values import (Area, Distribution, DriftKind, FileCheck, FileState, MetadataKind, RecordRows, Target, TargetKind,
                        Unverifiable, Verification)
 from ...fs.containment import Containment
 from ...fs.helpers import Child, may_fork
@@ -64,7 +64,7 @@ _CARRIED = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.ADDED}
 _DEFAULT_CHECK = FileCheck(DriftKind.ADDED, "", "")
 _CHECK_FIELDS = ("kind", "path", "root", "distribution", "expected", "actual", "evidence")
 # A carried check as the index stores it: kind, path, root, metadata directory, expected, actual, evidence.
-_Stored = tuple[str, str, str, "str | None", "dict[str, Any]", "dict[str, Any]", str]
+_Stored = tuple[str, str, str, "str | None", FileState, FileState, str]
 # Stored checks as read back from the index: data, each value's type checked where a check is rebuilt.
 _Loaded = list[Any]
 
@@ -430,7 +430,7 @@ def _carried_checks(target: Target, dists: tuple[Distribution, ...], records_sto
                     and type(evidence) is str):
                 raise ValueError("not a stored check")
             out.append(FileCheck(DriftKind(kind), path, root, full[directory] if directory is not None else None,
-                                 expected, actual, evidence))
+                                 cast(FileState, expected), cast(FileState, actual), evidence))  # as stored
         return out
 
     records = annotate_app_data(annotate_uv_cache(rebuilt(records_stored), uv_cache), app_data)
