@@ -25,6 +25,7 @@ from typing import NamedTuple, Optional
 
 from typing import TYPE_CHECKING
 
+from ..caches.keys import cache_key
 from ..fs.reader import read_regular
 from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, FileState, Finding, Problem
 from .artifacts import ArtifactGroup, find_artifacts
@@ -306,8 +307,8 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
     edited = {c.path for c in checks if _inspectable(c) and c.kind is not DriftKind.ADDED}
     memo = None
     if memo_dir is not None:
-        selection = repr(("audit", sys.version, list(sys.path), list(select), list(ignore), list(rules_modules), plugins,
-                          SYNTAX_CHECK_ADDED_LIMIT, PARSE_BUDGET, sorted(edited)))
+        selection = cache_key("audit", sys.version, list(sys.path), list(select), list(ignore), list(rules_modules),
+                              plugins, SYNTAX_CHECK_ADDED_LIMIT, PARSE_BUDGET, sorted(edited))
         memo = OutcomeMemo(memo_dir, selection, targets)
     recalled = memo.recall() if memo is not None else None
     if recalled is not None:
