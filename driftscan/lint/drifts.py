@@ -25,8 +25,9 @@ from typing import NamedTuple, Optional
 
 from typing import TYPE_CHECKING
 
+from ..caches.keys import cache_key
 from ..fs.reader import read_regular
-from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem
+from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, FileState, Finding, Problem
 from .artifacts import ArtifactGroup, find_artifacts
 from .files import MAX_FILE_BYTES, ParseLimits
 from .scancache import OutcomeMemo
@@ -186,9 +187,10 @@ def _possible_check(pattern: str, group: ArtifactGroup, writers: list[tuple[str,
     else:
         remedy = ("review them (ls -l -- " + " ".join(shlex.quote(p) for p in paths) + "); if they are the debug "
                   "code's dumps, remove them yourself: driftscan does not offer to delete possible dumps")
-    actual = {"possible_artifacts": list(paths), "count": len(paths), "bytes": group.possible_bytes,
-              "why": why, "written_by": [{"path": p, "line": f.line, "code": f.code} for p, f in writers],
-              **({"list_file": list_file} if list_file else {})}
+    actual: FileState = {"possible_artifacts": list(paths), "count": len(paths), "bytes": group.possible_bytes,
+                         "why": why, "written_by": [{"path": p, "line": f.line, "code": f.code} for p, f in writers]}
+    if list_file:
+        actual["list_file"] = list_file
     return FileCheck(DriftKind.POSSIBLE_DEBUG_ARTIFACTS, pattern, os.path.dirname(pattern), None, {}, actual,
                      evidence, area=Area.EXTERNAL, remedy_hint=remedy)
 
@@ -310,8 +312,8 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
     edited = {c.path for c in checks if _inspectable(c) and c.kind is not DriftKind.ADDED}
     memo = None
     if memo_dir is not None:
-        selection = repr(("audit", sys.version, list(sys.path), list(select), list(ignore), list(rules_modules), plugins,
-                          SYNTAX_CHECK_ADDED_LIMIT, PARSE_BUDGET, sorted(edited)))
+        selection = cache_key("audit", sys.version, list(sys.path), list(select), list(ignore), list(rules_modules),
+                              plugins, SYNTAX_CHECK_ADDED_LIMIT, PARSE_BUDGET, sorted(edited))
         memo = OutcomeMemo(memo_dir, selection, targets)
     recalled = memo.recall() if memo is not None else None
     if recalled is not None:

@@ -17,6 +17,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..caches.keys import cache_key
 from ..caches.statcache import NoCache, StatCache, user_cache_dir, write_dump_list
 from ..core.errors import TargetError
 from ..core.values import Drift, DriftKind, FileCheck, Problem, Target, TargetKind, Verification
@@ -302,8 +303,8 @@ def compare_with_originals(state: State) -> State:
     memo = None
     if state.options.cache.use_cache:  # the originals' findings by content: a warm audit of the same drift parses nothing
         memo = ContentMemo(os.path.join(user_cache_dir(), "inspect"),
-                           repr(("originals", sys.version, list(sys.path), list(rules.select), list(rules.ignore),
-                                 list(rules.modules), rules.plugins)))
+                           cache_key("originals", sys.version, list(sys.path), list(rules.select), list(rules.ignore),
+                                     list(rules.modules), rules.plugins))
     options = pristine_options(state.target, sources.wheels, sources.fetch, state.options.cache.uv_cache)
     with ExitStack() as stack:
         found = stack.enter_context(find_pristine(needed, options)) if (needed or hold) else None
