@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from ..core.errors import DriftscanError
-from .inputs import (AS_REFERENCE, BY_NAME, EXTERNAL, REPORT, SNAPSHOT, Fact, InputError, Key, Machine, State, canonical,
+from .inputs import (AS_REFERENCE, BY_NAME, EXTERNAL, Fact, InputError, InputKind, Key, Machine, State, canonical,
                      kind_of, load)
 from .model import (CompareReport, InputErrorOut, MachineOut, MissingRootOut, OutlierOut, SkewMachineOut,
                     VersionSkewOut)
@@ -55,7 +55,7 @@ def _facts(machine: Machine, doc: dict[str, Any]) -> Iterator[Fact]:
     return BY_NAME[machine.source].facts(machine, doc)
 
 
-def _machine(index: int, name: str, kind: str, doc: dict[str, Any], display: dict[str, str]) -> Machine:
+def _machine(index: int, name: str, kind: InputKind, doc: dict[str, Any], display: dict[str, str]) -> Machine:
     return BY_NAME[kind].machine(index, name, doc, display)
 
 
@@ -156,7 +156,7 @@ def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
         unread = "; ".join(f"{e.path}: {e.message}" for e in out.errors)
         raise CompareError("compare needs two reports or snapshots at least" + (f" (unreadable: {unread})" if unread else ""))
     fleet = _Fleet(machines)
-    out.machines = [MachineOut(name=m.name, hostname=m.hostname, source=cast(Any, m.source),
+    out.machines = [MachineOut(name=m.name, hostname=m.hostname, source=m.source,
                                python_version=m.python_version, files=m.files) for m in machines]
     out.version_skew = _skew(fleet)
     out.missing_roots = _missing_roots(fleet)
@@ -226,7 +226,7 @@ def _present(state: State) -> bool:
     return isinstance(state, str) or state[0] not in ("absent", "missing")
 
 
-def _state_out(state: State, source: str) -> dict[str, Any]:
+def _state_out(state: State, source: InputKind) -> dict[str, Any]:
     if isinstance(state, str):  # a snapshot's entry
         if state.startswith("link:"):
             return {"state": "symlink", "target": state[5:]}
@@ -293,7 +293,7 @@ def _second_pass(fleet: _Fleet, verdicts: dict[Key, _Verdict], out: CompareRepor
     for m in fleet.machines:
         try:
             doc = load(m.path)
-            if kind_of(doc) != m.source:
+            if kind_of(doc) is not m.source:
                 raise InputError("changed while being compared")
         except InputError as exc:
             out.errors.append(InputErrorOut(path=m.name, message=f"second read: {exc}"))
@@ -350,7 +350,7 @@ def _skew(fleet: _Fleet) -> list[VersionSkewOut]:
 def _skew_drift_counts(fleet: _Fleet, out: CompareReport) -> None:
     """For reports: how many drifts each skewed machine's own report lists for that distribution
     (read off pass 1's facts would cost memory per machine; the skew list is short)."""
-    if not out.version_skew or fleet.machines[0].source != REPORT:
+    if not out.version_skew or fleet.machines[0].source is not InputKind.REPORT:
         return
     wanted = {sm.machine for s in out.version_skew if s.kind == "distribution" for sm in s.machines if sm.version}
     by_machine: dict[str, Counter[str]] = {}
@@ -361,7 +361,7 @@ def _skew_drift_counts(fleet: _Fleet, out: CompareReport) -> None:
             doc = load(m.path)
         except InputError:
             continue
-        by_machine[m.name] = Counter(f[1] for f in BY_NAME[REPORT].facts(m, doc) if f[1])
+        by_machine[m.name] = Counter(f[1] for f in BY_NAME[InputKind.REPORT].facts(m, doc) if f[1])
 
     for skew in out.version_skew:
         if skew.kind != "distribution":
@@ -382,13 +382,13 @@ def _missing_roots(fleet: _Fleet) -> list[MissingRootOut]:
 
 def _notes(machines: list[Machine]) -> list[str]:
     notes = []
-    old = [m.name for m in machines if m.source == REPORT and m.versions is None]
+    old = [m.name for m in machines if m.source is InputKind.REPORT and m.versions is None]
     if old:
         notes.append(f"{len(old)} report(s) list no distributions (an older driftscan): their versions are not "
                      f"compared, e.g. {old[0]}")
     for m in machines:
         if m.skipped_entries:
             notes.append(f"{m.name}: {m.skipped_entries} malformed entries skipped")
-    if machines and machines[0].source == SNAPSHOT:
+    if machines and machines[0].source is InputKind.SNAPSHOT:
         notes.append("bytecode (__pycache__/*.pyc) is not compared: it embeds each machine's install time")
     return notes

@@ -13,6 +13,7 @@ version in its path), ``venv``, ``model:NAME`` (a model directory by its name), 
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import re
@@ -33,8 +34,14 @@ EXTERNAL = "external"
 SCHEMA_VERSION = "1"
 MANIFEST_VERSION = "1"
 BUNDLE_VERSION = "1"
-REPORT = "report"
-SNAPSHOT = "snapshot"
+
+
+class InputKind(str, enum.Enum):
+    """What one ``compare`` input is (``MachineOut.source`` in the result)."""
+
+    REPORT = "report"  # a driftscan audit report (--format json)
+    SNAPSHOT = "snapshot"  # a snapshot: a manifest or a bundle of them
+
 
 # A site-packages directory inside a venv snapshot: lib/python3.12/site-packages, lib/python3.13t/…,
 # Lib/site-packages on Windows.
@@ -58,7 +65,7 @@ def canonical(name: str) -> str:
 class Machine:
     index: int
     name: str
-    source: str
+    source: InputKind
     hostname: str | None = None
     python_version: str | None = None
     files: int | None = None
@@ -209,7 +216,7 @@ def _is_report(doc: dict[str, Any]) -> bool:
         and _array(doc.get("drifts")) is not None
 
 
-def kind_of(doc: Any) -> str:
+def kind_of(doc: Any) -> InputKind:
     """The name of the input format ``doc`` is (``FORMATS``, first match), else InputError; one of
     a version this driftscan does not read is an InputError too (that input's, before any of it
     is counted)."""
@@ -221,8 +228,8 @@ def kind_of(doc: Any) -> str:
     raise InputError("neither a driftscan audit report (--format json) nor a snapshot")
 
 
-def _known_version(kind: str, doc: dict[str, Any]) -> None:
-    if kind == REPORT:
+def _known_version(kind: InputKind, doc: dict[str, Any]) -> None:
+    if kind is InputKind.REPORT:
         fields = (("schema_version", SCHEMA_VERSION, "an audit report"),)
     elif "manifest_version" in doc:
         fields = (("manifest_version", MANIFEST_VERSION, "a snapshot"),)
@@ -290,7 +297,7 @@ def report_machine(index: int, name: str, doc: dict[str, Any], display: dict[str
     target = doc.get("target")
     summary: dict[str, Any] = doc["summary"] if isinstance(doc.get("summary"), dict) else {}
     files = summary.get("files_checked")
-    machine = Machine(index, name, REPORT, hostname=_str(doc.get("hostname")),
+    machine = Machine(index, name, InputKind.REPORT, hostname=_str(doc.get("hostname")),
                       python_version=_str(target.get("python_version")) if isinstance(target, dict) else None,
                       files=files if isinstance(files, int) and not isinstance(files, bool) else None,
                       roots=_report_roots(target), display=display if display is not None else {})
@@ -369,7 +376,7 @@ def _snapshot_root_class(kind: str | None, manifest: dict[str, Any], taken: dict
 
 
 def snapshot_machine(index: int, name: str, doc: dict[str, Any], display: dict[str, str] | None = None) -> Machine:
-    machine = Machine(index, name, SNAPSHOT, hostname=_str(doc.get("hostname")), files=0, versions={},
+    machine = Machine(index, name, InputKind.SNAPSHOT, hostname=_str(doc.get("hostname")), files=0, versions={},
                       display=display if display is not None else {})
     pythons = set()
     for kind, manifest in _manifests(doc):
@@ -479,7 +486,7 @@ class InputFormat(NamedTuple):
     """One kind of ``compare`` input: how a document is recognised, read into a machine (its name,
     roots, versions) and into facts (one per file or distribution it speaks of)."""
 
-    name: str
+    name: InputKind
     recognise: Callable[[dict[str, Any]], bool]
     machine: Callable[..., Machine]
     facts: Callable[[Machine, dict[str, Any]], Iterator[Fact]]
@@ -487,7 +494,7 @@ class InputFormat(NamedTuple):
 
 #: Every input format, tried in this order; a new one is registered here.
 FORMATS: tuple[InputFormat, ...] = (
-    InputFormat(SNAPSHOT, _is_snapshot, snapshot_machine, snapshot_facts),
-    InputFormat(REPORT, _is_report, report_machine, report_facts),
+    InputFormat(InputKind.SNAPSHOT, _is_snapshot, snapshot_machine, snapshot_facts),
+    InputFormat(InputKind.REPORT, _is_report, report_machine, report_facts),
 )
 BY_NAME = {fmt.name: fmt for fmt in FORMATS}

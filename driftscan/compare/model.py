@@ -5,9 +5,12 @@ Field names are a contract with CI jobs and fleet tooling: add fields, rename no
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, Field
+
+from ..core.datamodel import InlineEnum
+from .inputs import InputKind
 
 SCHEMA_VERSION: Final = "1"
 
@@ -15,7 +18,8 @@ SCHEMA_VERSION: Final = "1"
 class MachineOut(BaseModel):
     name: str = Field(description="the report or snapshot file as given on the command line")
     hostname: str | None = Field(default=None, description="as the report or snapshot recorded it")
-    source: Literal["report", "snapshot"]
+    # The enum's values in place, as the Literal it replaced published them (and its title).
+    source: Annotated[InputKind, InlineEnum(InputKind)] = Field(title="Source")
     python_version: str | None = None
     files: int | None = Field(default=None, description="files the audit checked, or the snapshot holds")
 

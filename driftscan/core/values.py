@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from array import array
 from collections.abc import Iterable, Iterator, Sequence, Set as AbstractSet
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple, TypedDict, overload
 
 
 class DriftKind(str, enum.Enum):
@@ -445,6 +445,83 @@ class PristineRef:
         return {"source": self.source.value, "path": self.path}
 
 
+class DumpWriterJson(TypedDict):
+    """A line of code that writes dumps, as ``FileState.written_by`` lists it."""
+
+    path: str
+    line: int
+    code: str
+
+
+class ArchiveMember(TypedDict, total=False):
+    """A file of one of uv's cache archives that differs from the archive's RECORD
+    (``FileState.edited``)."""
+
+    path: str  # as the archive's RECORD lists it
+    kind: str  # modified | missing | type-changed
+    expected: FileState
+    actual: FileState
+    why: str
+
+
+class FileState(TypedDict, total=False):
+    """What ``FileCheck.expected`` and ``FileCheck.actual`` hold: one side of a drift as the report
+    shows it. A plain dict at run time (the report writes it as it is); every key a layer writes
+    is named here, with its type, so a reader gets typed values (``check.actual.get("size")`` is
+    ``int | None``)."""
+
+    # any file
+    type: str  # file | symlink | directory | ... (core of a type-changed drift)
+    hash: str  # "<algorithm>=<hex digest>"
+    size: int | None  # None: a git clone's entry whose size git did not give
+    symlink_target: str | None  # a symlink's target (None: a snapshot's symlink entry that names none)
+    target: str  # a symlink found where a file was expected, or added: where it points
+    content_matches: bool  # such a symlink: whether what it resolves to has the recorded content
+    nlink: int  # st_nlink, when more than one name shares the inode
+    mtime_ns: int
+    mtime: str  # ISO 8601 (model directories)
+    mode: str  # octal permission bits (a manifest's entries)
+    # content digests of model files, by provenance
+    xxh3_128: str
+    sha256: str
+    git_blob_sha1: str
+    lfs_oid: str
+    blob: str  # a hub cache's blob (its etag)
+    index_blob: str  # a git clone: the blob the index has
+    etag: str
+    commit: str | None  # the commit a file was downloaded at, or an editable install's recorded/current HEAD
+    metadata_timestamp: str
+    resolves_to: str  # a hub cache symlink whose blob resolves outside the repository: where
+    also_linked_by: list[str]  # hub cache snapshots sharing the blob
+    dangling: bool  # a hub cache symlink whose blob is gone
+    git: str  # an editable install's source file as git has it
+    git_status: str  # git's status letters for it
+    placeholder: str  # a file conda rewrote at link time: the prefix placeholder it had
+    file_mode: str  # conda's "text" | "binary" for that rewrite
+    format: str  # what a corrupt file claims to be (safetensors)
+    named_by: str  # the weight-map index that names a missing shard
+    tensors: int  # how many tensors the index maps to it
+    # directories and metadata
+    files: int | list[str]  # a missing directory: how many files RECORD lists; orphaned metadata: its files
+    listed: list[str]  # the first files RECORD lists under a missing directory
+    record: str  # a uv cache archive's RECORD
+    edited: list[ArchiveMember]  # the archive's files that differ from its RECORD
+    index_entries: list[str]  # uv's index entries that point at the archive
+    links: int  # the most links of an edited archive file
+    # dumps
+    possible_artifacts: list[str]
+    count: int
+    bytes: int
+    why: str
+    written_by: list[DumpWriterJson]
+    list_file: str
+    recorded_by: str  # the checkpoint that recorded the dumps
+    recorded_at: str
+    # snapshots (diff)
+    matches_record: bool  # differs from the snapshot, matches RECORD again
+    rewritten_by_installer: bool
+
+
 @dataclass(frozen=True)
 class FileCheck:
     """One drifted path as verify saw it: what was expected, what is on disk."""
@@ -455,8 +532,8 @@ class FileCheck:
     distribution: Distribution | None = None
     # What the reference promises and what is on disk, as shown in the report (size, hash, type,
     # symlink_target, ...). Later layers decide nothing on these: what they act on is typed below.
-    expected: dict[str, Any] = field(default_factory=dict)
-    actual: dict[str, Any] = field(default_factory=dict)
+    expected: FileState = field(default_factory=lambda: FileState())
+    actual: FileState = field(default_factory=lambda: FileState())
     evidence: str = ""
     findings: tuple[Finding, ...] = ()
     area: Area = Area.PYTHON
@@ -475,7 +552,7 @@ class FileCheck:
     @property
     def regular_file(self) -> bool:
         """On disk as a regular file (a drift of a symlink, directory or other type is not)."""
-        return bool(self.actual.get("type", "file") == "file")
+        return self.actual.get("type", "file") == "file"
 
     def observed(self) -> dict[str, Any]:
         """``actual`` with the typed observations, as the report shows them."""
@@ -484,7 +561,9 @@ class FileCheck:
             extra.update(self.dumps.as_json())
         if self.uv_cache is not None:
             extra["uv_cache"] = self.uv_cache.as_json()
-        return {**self.actual, **extra} if extra else self.actual
+        out: dict[str, Any] = dict(self.actual)
+        out.update(extra)
+        return out
 
 
 @dataclass(frozen=True)

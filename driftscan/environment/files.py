@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..fs.reader import NOFOLLOW, READ_FLAGS, SMALL_READ, file_type, os_error
-from ..core.values import RecordEntry
+from ..core.values import FileState, RecordEntry
 from ..formats.record import hash_text, new_hash
 
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ ERROR = "error"
 @dataclass(frozen=True)
 class EntryResult:
     status: str
-    expected: dict[str, Any] = field(default_factory=dict)
-    actual: dict[str, Any] = field(default_factory=dict)
+    expected: FileState = field(default_factory=lambda: FileState())
+    actual: FileState = field(default_factory=lambda: FileState())
     message: str = ""
     link_target: str | None = None
     nlink: int = 1
@@ -42,8 +42,8 @@ class EntryResult:
     refused: bool = False  # an ERROR because the path leads outside the environment (message: where)
 
 
-def expected_of(entry: RecordEntry) -> dict[str, Any]:
-    expected: dict[str, Any] = {"type": "file"}
+def expected_of(entry: RecordEntry) -> FileState:
+    expected: FileState = {"type": "file"}
     if entry.hash is not None:
         expected["hash"] = hash_text(entry.hash)
     if entry.size is not None:
@@ -253,7 +253,7 @@ def check_entry(path: str, entry: RecordEntry, presence_only: bool = False, cach
 
 def _modified(entry: RecordEntry, st: os.stat_result, digest: bytes | None, link_target: str | None,
               real: str) -> EntryResult:
-    actual: dict[str, Any] = {"type": "file", "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    actual: FileState = {"type": "file", "size": st.st_size, "mtime_ns": st.st_mtime_ns}
     if digest is not None:
         recorded = entry.hash
         assert recorded is not None  # a digest is computed only for a row with a hash

@@ -21,7 +21,7 @@ from ..fs.containment import Containment
 from .target import containment_for
 from ..fs.reader import ByteProgress
 from .managers.registry import MANAGED_KINDS
-from ..core.values import Distribution, DriftKind, FileCheck, MetadataKind, Problem, RecordEntry, Target, Unverifiable
+from ..core.values import Distribution, DriftKind, FileCheck, FileState, MetadataKind, Problem, RecordEntry, Target, Unverifiable
 from . import files
 from .fast import prehash, smallfiles
 from .ownership import Ownership, Row, bytecode_source, is_bytecode, is_virtualenv_style_row
@@ -592,7 +592,7 @@ def _missing_directories(target: Target, own: Ownership, results: Sequence[files
         cut = len(root.rstrip(os.sep)) + 1
         listed = heapq.nsmallest(LISTED_MAX, (own.path(i)[cut:] for i in rows))  # every path is below it
         dist = own.dist(rows[0])
-        expected = {"type": "directory", "files": len(rows), "listed": listed}
+        expected: FileState = {"type": "directory", "files": len(rows), "listed": listed}
         if gone:
             checks.append(FileCheck(DriftKind.MISSING_DIRECTORY, directory, root, dist, expected, {},
                                     f"the directory is gone with the {len(rows)} files {dist.name}'s RECORD lists "

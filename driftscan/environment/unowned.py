@@ -16,7 +16,7 @@ from typing import Any
 from ..caches.statcache import signature
 from .target import environment_roots
 from .uv.cache import default_virtualenv_app_data
-from ..core.values import DriftKind, FileCheck, MetadataKind, Problem, Target
+from ..core.values import DriftKind, FileCheck, FileState, MetadataKind, Problem, Target
 from ..fs.reader import file_type
 from .derived import derived_source, is_installer_bookkeeping
 from ..fs.helpers import Child, may_fork
@@ -67,12 +67,12 @@ def _walk(root: str, problems: list[Problem], skip_dir: Callable[[str], bool],
             yield entry
 
 
-def _actual(entry: os.DirEntry[str]) -> dict[str, Any]:
+def _actual(entry: os.DirEntry[str]) -> FileState:
     try:
         st = entry.stat(follow_symlinks=False)
     except OSError:
         return {}
-    actual: dict[str, Any] = {"type": file_type(st.st_mode), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    actual: FileState = {"type": file_type(st.st_mode), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
     if stat.S_ISLNK(st.st_mode):
         try:
             actual["target"] = os.readlink(entry.path)

@@ -13,7 +13,7 @@ from .editable import find_editable_sources
 from .target import target_problems, containment_for
 from .uv.cache import default_uv_cache, default_virtualenv_app_data
 from ..core.values import DriftKind, FileCheck, Problem, Target, Verification
-from .fast.cleanindex import OWNED_LIST, build_index
+from .fast.cleanindex import build_index
 from .ownership import build_ownership
 from .fast.prehash import Prehasher
 from .records import presence_only, verify_records
@@ -100,9 +100,9 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
         referenced=own.owned_paths(),
     )
     if index_possible and stat_cache is not None:  # (the first implies the second)
-        index = None
+        index, owned = None, None
         if not editables and len(metadirs) == len(dists):
-            index = build_index(target, verification, own.rows, presence, walk.unseen_presence_rows(),
-                                walk.listed_directories(), stat_cache, started_ns, settled, added)
-        stat_cache.set_clean_index(index, index.pop(OWNED_LIST, None) if index else None)
+            index, owned = build_index(target, verification, own.rows, presence, walk.unseen_presence_rows(),
+                                       walk.listed_directories(), stat_cache, started_ns, settled, added)
+        stat_cache.set_clean_index(index, owned)
     return verification

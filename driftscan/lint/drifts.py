@@ -25,8 +25,9 @@ from typing import NamedTuple, Optional
 
 from typing import TYPE_CHECKING
 
+from ..caches.keys import cache_key
 from ..fs.reader import read_regular
-from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Finding, Problem
+from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, FileState, Finding, Problem
 from .artifacts import ArtifactGroup, find_artifacts
 from .files import MAX_FILE_BYTES, ParseLimits
 from .scancache import OutcomeMemo
@@ -186,9 +187,10 @@ def _possible_check(pattern: str, group: ArtifactGroup, writers: list[tuple[str,
     else:
         remedy = ("review them (ls -l -- " + " ".join(shlex.quote(p) for p in paths) + "); if they are the debug "
                   "code's dumps, remove them yourself: driftscan does not offer to delete possible dumps")
-    actual = {"possible_artifacts": list(paths), "count": len(paths), "bytes": group.possible_bytes,
-              "why": why, "written_by": [{"path": p, "line": f.line, "code": f.code} for p, f in writers],
-              **({"list_file": list_file} if list_file else {})}
+    actual: FileState = {"possible_artifacts": list(paths), "count": len(paths), "bytes": group.possible_bytes,
+                         "why": why, "written_by": [{"path": p, "line": f.line, "code": f.code} for p, f in writers]}
+    if list_file:
+        actual["list_file"] = list_file
     return FileCheck(DriftKind.POSSIBLE_DEBUG_ARTIFACTS, pattern, os.path.dirname(pattern), None, {}, actual,
                      evidence, area=Area.EXTERNAL, remedy_hint=remedy)
 
@@ -198,6 +200,8 @@ INLINE_DUMPS = 3
 # (paths, directories the audit reads) -> the list file written, or None: the caller's writer
 # (api passes driftscan.caches.statcache.write_dump_list; this layer writes nothing).
 DumpLister = Callable[[Sequence[str], Sequence[str]], Optional[str]]
+#: The rules available to a run, loaded on the first call (the rule engine imports libcst).
+RuleLoader = Callable[[], "Sequence[type[Rule]]"]
 # <prefix>/lib/pythonX.Y/site-packages: the prefix is audited too (environment/target.py's layout)
 _PREFIX_LAYOUT = re.compile(r"^(?P<prefix>.+?)[\\/](?:lib(?:64)?[\\/](?:python|pypy)\d[^\\/]*|Lib)[\\/](?:site|dist)-packages$")
 
@@ -230,7 +234,8 @@ IN_PROCESS_TOTAL = 1 << 20
 
 
 def _inspect_files(targets: Sequence[str], edited: set[str], jobs: int | None, select: Sequence[str],
-                   ignore: Sequence[str], rules_modules: Sequence[str], plugins: bool, memo: OutcomeMemo | None) -> \
+                   ignore: Sequence[str], rules_modules: Sequence[str], plugins: bool, memo: OutcomeMemo | None,
+                   loaded: RuleLoader | None = None) -> \
         tuple[dict[str, list[Finding]], dict[str, list[tuple[str, Finding]]], list[Problem], list[Problem]]:
     """Run the rules on ``targets``: (findings by file, dump writers by pattern, scan errors,
     notes on what was skipped); remembered in ``memo`` when one is given and all went well."""
@@ -240,7 +245,7 @@ def _inspect_files(targets: Sequence[str], edited: set[str], jobs: int | None, s
 
     # The prefilter never changes findings (a test holds it to that) and spares parsing files
     # that cannot match, which matters when thousands of .py files were added by hand.
-    available = load_rules(rules_modules, plugins=plugins)
+    available = list(loaded()) if loaded is not None else load_rules(rules_modules, plugins=plugins)
     selected = select_rules(available, select, ignore)
     reported = {r.CODE for r in selected}
     # Rule selection picks the findings shown, never the drift found: the dumps the code left are
@@ -289,7 +294,7 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
                    ignore: Sequence[str] = (), rules_modules: Sequence[str] = (),
                    owned: Callable[[str], bool] | None = None, package_dirs: Iterable[str] = (),
                    plugins: bool = True, dump_list: DumpLister | None = None,
-                   memo_dir: str | None = None) -> InspectOutcome:
+                   memo_dir: str | None = None, loaded: RuleLoader | None = None) -> InspectOutcome:
     """Findings on the drifted Python files, and the dumps their code left.
 
     ``owned(path)``: whether a RECORD owns ``path`` (such a file is never a dump);
@@ -298,15 +303,17 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
     many dump files somewhere outside the audited directories and says where, for a remedy of
     one ``xargs -0 rm`` (None, or it returning None: the remedy names every file); ``memo_dir``:
     where the findings of these files with these rules are remembered (the user cache; None:
-    inspect them, remember nothing). The dumps are searched for anew every time."""
+    inspect them, remember nothing); ``loaded``: the rules available (``rules_modules`` and
+    ``plugins`` loaded), called only when a file is parsed, so that a run loads them once. The
+    dumps are searched for anew every time."""
     targets = sorted({c.path for c in checks if _inspectable(c)})
     if not targets:
         return InspectOutcome(list(checks))
     edited = {c.path for c in checks if _inspectable(c) and c.kind is not DriftKind.ADDED}
     memo = None
     if memo_dir is not None:
-        selection = repr(("audit", sys.version, list(sys.path), list(select), list(ignore), list(rules_modules), plugins,
-                          SYNTAX_CHECK_ADDED_LIMIT, PARSE_BUDGET, sorted(edited)))
+        selection = cache_key("audit", sys.version, list(sys.path), list(select), list(ignore), list(rules_modules),
+                              plugins, SYNTAX_CHECK_ADDED_LIMIT, PARSE_BUDGET, sorted(edited))
         memo = OutcomeMemo(memo_dir, selection, targets)
     recalled = memo.recall() if memo is not None else None
     if recalled is not None:
@@ -319,7 +326,7 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
         skipped = _syntax_skipped(targets, edited)
     else:
         by_path, writers, scan_errors, skipped = _inspect_files(targets, edited, jobs, select, ignore, rules_modules,
-                                                                plugins, memo)
+                                                                plugins, memo, loaded)
     outcome = InspectOutcome([replace(c, findings=tuple(by_path.get(c.path, ()))) if _inspectable(c) else c
                               for c in checks], errors=scan_errors, skipped=skipped)
     exclude = _package_dirs(checks) | set(package_dirs)

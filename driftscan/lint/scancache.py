@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
+from ..caches.keys import cache_key
 from ..caches.racy import settled, settled_stat
 from ..caches.location import write_cache_file
 from ..fs.reader import inside, read_regular
@@ -56,8 +57,8 @@ _BUILTIN_RULES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__
 def selection_id(select: Iterable[str], ignore: Iterable[str], plugins: bool, extra_rule_modules: Iterable[str],
                  unused_noqa: bool, prefilter: bool, max_bytes: int | None) -> str:
     """What chooses the rules and shapes each row, besides the rules' code (see ``recall``)."""
-    return repr((sys.version, list(sys.path), list(select), list(ignore), plugins, list(extra_rule_modules),
-                 unused_noqa, prefilter, max_bytes))
+    return cache_key(sys.version, list(sys.path), list(select), list(ignore), plugins, list(extra_rule_modules),
+                     unused_noqa, prefilter, max_bytes)
 
 
 def guard_paths(sources: Iterable[str], plugins: bool) -> list[str]:

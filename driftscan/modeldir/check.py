@@ -21,12 +21,12 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from ..formats import jsondiff
 from ..fs.reader import file_type, os_error
 from ..fs.reader import map_by_size
-from ..core.values import Area, DriftKind, FileCheck, Problem, Unverifiable
+from ..core.values import Area, DriftKind, FileCheck, FileState, Problem, Unverifiable
 from .hashing import Meter as Meter, hash_file  # Meter re-exported: snapshot.run
 
 SMALL_FILE_LIMIT = 16 << 20  # tokenizer.json of a large-vocabulary model is ~10 MB and is a config
@@ -55,7 +55,7 @@ class Expect:
     algorithm: str | None  # "git-sha1" | "sha256" | "xxh3_128"; None checks presence only
     digest: str | None
     size: int | None = None
-    expected: dict[str, Any] = field(default_factory=dict)
+    expected: FileState = field(default_factory=lambda: FileState())
     source: str = ""  # evidence wording: "the LFS etag recorded at download (commit abc123)"
     # For a large unread file: why its freshness cannot be trusted, or None when it can.
     stale: Callable[[os.stat_result], str | None] | None = None
@@ -68,7 +68,7 @@ class Expect:
 class Outcome:
     expect: Expect
     status: str
-    actual: dict[str, Any] = field(default_factory=dict)
+    actual: FileState = field(default_factory=lambda: FileState())
     evidence: str = ""
     content: bytes | None = None  # current content of a small file that differs
 
@@ -170,7 +170,7 @@ def _stat_phase(exp: Expect, ctx: Context) -> Outcome | _ToHash:
 
 def large_unread_outcome(exp: Expect, st: os.stat_result) -> Outcome:
     """The verdict on a large file left unread (no --deep): its size, then its mtime, then its mode."""
-    actual = {"size": st.st_size, "mtime": iso(st.st_mtime)}
+    actual: FileState = {"size": st.st_size, "mtime": iso(st.st_mtime)}
     if exp.size is not None and st.st_size != exp.size:
         return Outcome(exp, MODIFIED, actual, f"size {st.st_size} differs from the {exp.size} in {exp.source}"
                        " (content not read)")
@@ -204,7 +204,9 @@ def _hash_phase(exp: Expect, todo: _ToHash, ctx: Context) -> Outcome:
     digest = digests[exp.algorithm]  # type: ignore[index]
     if digest == exp.digest:
         return mode_outcome(exp, st) or Outcome(exp, OK)
-    actual = {DIGEST_KEY[exp.algorithm]: digest, "size": st.st_size, "mtime": iso(st.st_mtime)}  # type: ignore[index]
+    # DIGEST_KEY names one of FileState's digest keys; first, as the report has always shown it
+    actual = cast(FileState, {DIGEST_KEY[exp.algorithm]: digest, "size": st.st_size,  # type: ignore[index]
+                              "mtime": iso(st.st_mtime)})
     evidence = f"{DIGEST_NAME[exp.algorithm]} differs from {exp.source}"  # type: ignore[index]
     if exp.size is not None and st.st_size != exp.size:
         evidence += f" (size {exp.size} → {st.st_size})"
@@ -232,7 +234,7 @@ def run(expects: list[Expect], ctx: Context) -> list[Outcome]:
 
 
 def to_check(ctx: Context, outcome: Outcome, *, evidence: str | None = None,
-             kind: DriftKind | None = None, extra_actual: dict[str, Any] | None = None) -> FileCheck:
+             kind: DriftKind | None = None, extra_actual: FileState | None = None) -> FileCheck:
     """The FileCheck for a drifted outcome, with JSON changes or a diff when the original is at hand."""
     exp = outcome.expect
     json_changes: tuple[dict[str, Any], ...] = ()
@@ -246,7 +248,7 @@ def to_check(ctx: Context, outcome: Outcome, *, evidence: str | None = None,
             if change.total:
                 text += f"; {jsondiff.summary(change)}"
     return FileCheck(kind or KIND[outcome.status], os.path.join(ctx.root, exp.relpath), ctx.root, None,
-                     dict(exp.expected), {**outcome.actual, **(extra_actual or {})}, text, area=Area.MODEL,
+                     exp.expected.copy(), {**outcome.actual, **(extra_actual or FileState())}, text, area=Area.MODEL,
                      json_changes=json_changes, diff=diff)
 
 
@@ -260,7 +262,7 @@ def _describe(original: bytes, content: bytes, relpath: str) -> jsondiff.Change:
 
 def added_check(ctx: Context, relpath: str, reason: str) -> FileCheck:
     path = os.path.join(ctx.root, relpath)
-    actual: dict[str, Any] = {}
+    actual: FileState = {}
     try:
         st = os.lstat(path)
         actual = {"type": file_type(st.st_mode), "size": st.st_size, "mtime": iso(st.st_mtime)}

@@ -79,14 +79,16 @@ def _way_back(kind: LayoutKind, root: str, commit: str | None, check: FileCheck,
     return provenance.way_back(check, root, commit, memo)
 
 
+def with_remedy(result: ModelDirResult, check: FileCheck, memo: dict[Any, Any]) -> FileCheck:
+    """``check`` (one of ``result``'s) with its way back as ``remedy_hint`` (one it has already is
+    kept) and the evidence for it; ``memo``: shared by the checks of one result."""
+    if check.remedy_hint:
+        return check
+    way = _remedy(result.kind, result.root, result.commit, check, memo)
+    return replace(check, evidence=check.evidence + way.evidence, remedy_hint=way.remedy)
+
+
 def with_remedies(result: ModelDirResult) -> tuple[FileCheck, ...]:
     """Each check of ``result`` with its ``remedy_hint`` (one it has already is kept)."""
     memo: dict[Any, Any] = {}
-    out = []
-    for c in result.checks:
-        if c.remedy_hint:
-            out.append(c)
-            continue
-        way = _remedy(result.kind, result.root, result.commit, c, memo)
-        out.append(replace(c, evidence=c.evidence + way.evidence, remedy_hint=way.remedy))
-    return tuple(out)
+    return tuple(with_remedy(result, c, memo) for c in result.checks)

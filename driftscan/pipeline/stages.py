@@ -17,6 +17,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..caches.keys import cache_key
 from ..caches.statcache import NoCache, StatCache, user_cache_dir, write_dump_list
 from ..core.errors import TargetError
 from ..core.values import Drift, DriftKind, FileCheck, Problem, Target, TargetKind, Verification
@@ -37,10 +38,28 @@ if TYPE_CHECKING:
     from ..modeldir import ModelDirResult
     from ..report.contract import Report
     from ..pristine import PristineOptions, PristineSet
+    from ..lint.rule import Rule
 
 NO_PYTHON = Target(kind=TargetKind.NONE, venv=None, site_packages=())
 
 Progress = Callable[[int, int], None]
+
+
+class LoadedRules:
+    """The rules available to one run (built-ins, plugins, rule modules), loaded the first time a
+    stage needs them and then shared: drifted files and their originals are inspected by the same
+    rules, loaded once. Nothing is loaded (nor libcst imported) when nothing is parsed."""
+
+    def __init__(self, modules: Sequence[str], plugins: bool) -> None:
+        self._modules, self._plugins = tuple(modules), plugins
+        self._available: tuple[type[Rule], ...] | None = None
+
+    def __call__(self) -> tuple[type[Rule], ...]:
+        if self._available is None:
+            from ..lint.registry import load_rules  # libcst: only when a file is parsed
+
+            self._available = tuple(load_rules(self._modules, plugins=self._plugins))
+        return self._available
 
 
 @dataclass(frozen=True)
@@ -55,6 +74,7 @@ class State:
     models: tuple[str, ...]
     verification: Verification
     progress: Progress | None = None
+    rules: LoadedRules | None = None  # resolve() makes it; the options' rules otherwise
     model_results: tuple[ModelDirResult, ...] = ()
     skipped: tuple[Problem, ...] = ()
     lookups: tuple[Any, ...] = ()  # pristine.Lookup per drifted distribution (or not looked up)
@@ -66,6 +86,10 @@ class State:
         verification = dataclasses.replace(self.verification, checks=tuple(checks),
                                            errors=self.verification.errors + tuple(errors))
         return dataclasses.replace(self, verification=verification)
+
+    @property
+    def loaded_rules(self) -> LoadedRules:
+        return self.rules or LoadedRules(self.options.rules.modules, self.options.rules.plugins)
 
     @property
     def package_dirs(self) -> tuple[str, ...]:
@@ -95,7 +119,7 @@ def resolve(options: AuditOptions, need: Need, progress: Progress | None = None)
     models = model_dir_paths(named.model_dirs, named.hf_cache)
     target = resolve_target(named.venv, named.site_packages) if named.python_named or not models else NO_PYTHON
     return State(options, need, started, target, tuple(models), Verification(target, (), (), 0, (), ()),
-                 progress=progress)
+                 progress=progress, rules=LoadedRules(options.rules.modules, options.rules.plugins))
 
 
 def verify_environment(state: State) -> State:
@@ -125,7 +149,6 @@ def verify_model_dirs(state: State) -> State:
     if not state.models:
         return state
     from ..modeldir import verify_model_dir  # see the top: a venv alone does not pay for it
-    from ..modeldir.remedies import with_remedies
 
     opts = state.options.model_dirs
     results = tuple(verify_model_dir(p, deep=opts.deep, revision=opts.revision, manifest=opts.manifest,
@@ -133,7 +156,7 @@ def verify_model_dirs(state: State) -> State:
                     for p in state.models)
     v = state.verification
     merged = dataclasses.replace(
-        v, checks=v.checks + tuple(c for r in results for c in with_remedies(r)),
+        v, checks=v.checks + tuple(c for r in results for c in r.checks),
         files_checked=v.files_checked + sum(r.files_checked for r in results),
         unverifiable=v.unverifiable + tuple(u for r in results for u in r.unverifiable),
         errors=v.errors + tuple(e for r in results for e in r.errors))
@@ -160,7 +183,8 @@ def find_debug_code(state: State) -> State:
                              rules_modules=rules.modules, owned=v.referenced.__contains__,
                              package_dirs=state.package_dirs, plugins=rules.plugins,
                              dump_list=write_dump_list,  # many dumps: their exact list in the user cache
-                             memo_dir=os.path.join(user_cache_dir(), "inspect") if cache.use_cache else None)
+                             memo_dir=os.path.join(user_cache_dir(), "inspect") if cache.use_cache else None,
+                             loaded=state.loaded_rules)
     state = state.with_checks([*outcome.checks, *outcome.artifacts], errors=outcome.errors)
     return dataclasses.replace(state, skipped=state.skipped + tuple(outcome.skipped))
 
@@ -224,12 +248,7 @@ def audit_uv_cache(state: State) -> State:
         stat_cache.save()
     if clean is not None:
         clean.save(found.archive_paths if archives is None else None)
-    # An archive no index entry names (uv fetched its wheel again into a new one) is left by
-    # `uv cache clean NAME`; `uv cache prune` removes it.
-    checks = tuple(dataclasses.replace(c, remedy_hint=uv_cache_clean(c.distribution, cache_dir)  # type: ignore[arg-type]
-                                       if c.actual.get("index_entries") else uv_cache_prune(cache_dir))
-                   for c in found.checks)
-    state = state.with_checks(state.verification.checks + checks, errors=found.errors)
+    state = state.with_checks(state.verification.checks + tuple(found.checks), errors=found.errors)
     return dataclasses.replace(state, skipped=state.skipped + tuple(notes) + tuple(found.skipped))
 
 
@@ -274,16 +293,18 @@ def compare_with_originals(state: State) -> State:
 
     rules, sources = state.options.rules, state.options.originals
 
-    def load() -> Sequence[Any]:
-        from ..lint import load_rules, select_rules
+    loaded = state.loaded_rules
 
-        return select_rules(load_rules(rules.modules, plugins=rules.plugins), rules.select, rules.ignore)
+    def load() -> Sequence[type[Rule]]:
+        from ..lint.registry import select_rules  # libcst: only when an original is parsed
+
+        return select_rules(loaded(), rules.select, rules.ignore)
 
     memo = None
     if state.options.cache.use_cache:  # the originals' findings by content: a warm audit of the same drift parses nothing
         memo = ContentMemo(os.path.join(user_cache_dir(), "inspect"),
-                           repr(("originals", sys.version, list(sys.path), list(rules.select), list(rules.ignore),
-                                 list(rules.modules), rules.plugins)))
+                           cache_key("originals", sys.version, list(sys.path), list(rules.select), list(rules.ignore),
+                                     list(rules.modules), rules.plugins))
     options = pristine_options(state.target, sources.wheels, sources.fetch, state.options.cache.uv_cache)
     with ExitStack() as stack:
         found = stack.enter_context(find_pristine(needed, options)) if (needed or hold) else None
@@ -294,11 +315,43 @@ def compare_with_originals(state: State) -> State:
     return dataclasses.replace(state.with_checks(checks), lookups=lookups, originals=found if hold else None)
 
 
+def _uv_cache_dir(state: State) -> str | None:
+    named = state.options.cache.uv_cache or default_uv_cache()
+    return os.path.abspath(named) if named else None
+
+
+def _with_remedy(check: FileCheck, state: State, owners: dict[tuple[str, DriftKind], ModelDirResult],
+                 memos: dict[str, dict[Any, Any]]) -> FileCheck:
+    """The remedies ``classify`` cannot make from the check alone: a model directory's way back
+    (from its provenance) and an edited uv cache archive's clean line."""
+    if check.remedy_hint:
+        return check
+    owner = owners.get((check.path, check.kind))
+    if owner is not None:
+        from ..modeldir.remedies import with_remedy  # only with model directories (see the top)
+
+        return with_remedy(owner, check, memos.setdefault(owner.root, {}))
+    if check.kind is DriftKind.CACHE_MODIFIED:
+        cache_dir, dist = _uv_cache_dir(state), check.distribution
+        # An archive no index entry names (uv fetched its wheel again into a new one) is left by
+        # `uv cache clean NAME`; `uv cache prune` removes it.
+        remedy = uv_cache_clean(dist, cache_dir) if check.actual.get("index_entries") and dist is not None \
+            else uv_cache_prune(cache_dir)
+        return dataclasses.replace(check, remedy_hint=remedy)
+    return check
+
+
 def classify_drifts(state: State) -> State:
-    """Each file check becomes a drift with scope, prediction, remedy and evidence."""
+    """Each file check becomes a drift with scope, prediction, remedy and evidence: every remedy
+    the audit makes is made here (packages' and environment files' by ``classify``), save two
+    made where their facts are — the exact list of many dumps (written to the user cache by
+    ``find_debug_code``) and an editable source tree's git view (environment/sourcetree.py)."""
+    owners = {(c.path, c.kind): r for r in state.model_results for c in r.checks}
+    memos: dict[str, dict[Any, Any]] = {}
+    checks = tuple(_with_remedy(c, state, owners, memos) for c in state.verification.checks)
     installer = state.options.installer
-    return dataclasses.replace(state, drifts=tuple(classify(c, state.target, installer)
-                                                   for c in state.verification.checks))
+    return dataclasses.replace(state.with_checks(checks),
+                               drifts=tuple(classify(c, state.target, installer) for c in checks))
 
 
 def build(state: State) -> State:

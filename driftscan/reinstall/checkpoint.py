@@ -26,7 +26,7 @@ import socket
 import stat
 import tempfile
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -421,7 +421,7 @@ def _complete_with(index: CheckpointIndex, target: Target, drifts: Sequence[Drif
     index.complete_with.append(f"{again} --fetch")
 
 
-def _reference_hash(expected: dict[str, Any]) -> str | None:
+def _reference_hash(expected: Mapping[str, Any]) -> str | None:
     """A model file's reference digest as its verifier recorded it (``algorithm=value``)."""
     for key in ("hash", "sha256", "xxh3_128", "git_blob_sha1", "lfs_oid", "blob"):
         value = expected.get(key)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, TypedDict
 
 from ..caches.location import user_cache_dir, write_cache_file
-from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, Problem
+from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, FileState, Problem
 from ..lint.drifts import DumpLister
 from ..fs.reader import read_regular
 from ..lint.artifacts import recheck
@@ -179,7 +179,9 @@ def _check(entry: _Entry, pattern: str, possible: bool, paths: tuple[str, ...], 
     cp = entry["checkpoint"]
     where = pattern or os.path.dirname(paths[0])
     by = ", ".join(f"{w.path}:{w.line} ({w.code})" for w in writers) or "code no longer installed"
-    recorded = {"recorded_by": cp, **({"recorded_at": entry["created_at"]} if entry["created_at"] else {})}
+    recorded: FileState = {"recorded_by": cp}
+    if entry["created_at"]:
+        recorded["recorded_at"] = entry["created_at"]
     list_file = dump_list(paths, ()) if dump_list is not None and len(paths) > INLINE else None
     quoted = shlex.quote(list_file) if list_file else None
     what = "possible dump file(s)" if possible else "file(s)"
@@ -191,9 +193,11 @@ def _check(entry: _Entry, pattern: str, possible: bool, paths: tuple[str, ...], 
         listing = f"xargs -0 ls -l -- < {quoted}" if quoted else "ls -l -- " + " ".join(shlex.quote(p) for p in paths)
         remedy = (f"review them ({listing}); if they are the debug code's dumps, remove them yourself: driftscan "
                   "does not offer to delete possible dumps")
-        actual = {"possible_artifacts": list(paths), "count": len(paths), "bytes": size,
-                  "written_by": [{"path": w.path, "line": w.line, "code": w.code} for w in writers],
-                  **({"list_file": list_file} if list_file else {}), **recorded}
+        actual: FileState = {"possible_artifacts": list(paths), "count": len(paths), "bytes": size,
+                             "written_by": [{"path": w.path, "line": w.line, "code": w.code} for w in writers]}
+        if list_file:
+            actual["list_file"] = list_file
+        actual.update(recorded)
         return FileCheck(DriftKind.POSSIBLE_DEBUG_ARTIFACTS, where, os.path.dirname(where), None, {}, actual,
                          evidence + "; driftscan does not offer to delete possible dumps", area=Area.EXTERNAL,
                          remedy_hint=remedy)

@@ -40,7 +40,7 @@ def _where(o: OutlierOut) -> str:
 
 def _headline(r: CompareReport) -> str:
     odd = len({o.machine for o in r.outliers})
-    what = " and ".join(f"{source}s" for source in sorted({m.source for m in r.machines}))  # reports, snapshots
+    what = " and ".join(f"{source}s" for source in sorted({m.source.value for m in r.machines}))  # reports, snapshots
     return (f"{len(r.machines)} machines compared ({what}): {odd} with paths unlike the majority's "
             f"({len(r.outliers)} path{'s' if len(r.outliers) != 1 else ''}); {len(r.version_skew)} version "
             f"skew{'s' if len(r.version_skew) != 1 else ''}; {r.agree} of {r.compared} paths agree")

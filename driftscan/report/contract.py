@@ -240,7 +240,7 @@ def _drift(d: Drift) -> DriftOut:
         remedy=printable(d.remedy),
         evidence=printable(d.evidence),
         findings=[_finding(f) for f in c.findings],
-        expected=printable_tree(c.expected),
+        expected=printable_tree(dict(c.expected)),
         actual=printable_tree(c.observed()),
         json_changes=printable_tree(list(c.json_changes)),
         diff=printable(c.diff) if c.diff is not None else None,

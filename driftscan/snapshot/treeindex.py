@@ -26,7 +26,6 @@ reported. The index lives in the user cache directory, checksummed; anything ami
 
 from __future__ import annotations
 
-import hashlib
 import marshal
 import operator
 import os
@@ -38,6 +37,7 @@ from typing import NamedTuple
 
 import xxhash
 
+from ..caches.keys import cache_key
 from ..caches.location import write_cache_file
 from ..caches.racy import settled
 from ..caches.statcache import user_cache_dir
@@ -87,7 +87,7 @@ def _key(manifest: Manifest, root: str, limit: int) -> _Key | None:
 
 
 def _path(key: _Key) -> str:
-    name = hashlib.sha256(repr((key[0][0], key[0][-1], key[1])).encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    name = cache_key(key[0][0], key[0][-1], key[1])[:24]
     return os.path.join(user_cache_dir(), "diffindex", name + ".bin")
 
 

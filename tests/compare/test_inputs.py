@@ -10,8 +10,8 @@ import os
 import pytest
 
 from driftscan.compare import inputs as compare_inputs
-from driftscan.compare.inputs import (ABSENT, AS_REFERENCE, BY_NAME, EXTERNAL, REPORT, SITE_PACKAGES, SNAPSHOT,
-                                      VENV, InputError, LazyArray, canonical, kind_of, load, report_facts,
+from driftscan.compare.inputs import (ABSENT, AS_REFERENCE, BY_NAME, EXTERNAL, SITE_PACKAGES, VENV, InputError,
+                                      InputKind, LazyArray, canonical, kind_of, load, report_facts,
                                       report_machine, snapshot_facts, snapshot_machine)
 
 SP = "/srv/venv/lib/python3.12/site-packages"
@@ -42,14 +42,14 @@ def report_doc(**extra):
 
 
 def test_kind_of_recognises_reports_and_snapshots():
-    assert kind_of(report_doc()) == REPORT
-    assert kind_of({"manifest_version": "1", "root": "/x", "files": {}}) == SNAPSHOT
-    assert kind_of({"bundle_version": "1", "roots": []}) == SNAPSHOT
+    assert kind_of(report_doc()) is InputKind.REPORT
+    assert kind_of({"manifest_version": "1", "root": "/x", "files": {}}) is InputKind.SNAPSHOT
+    assert kind_of({"bundle_version": "1", "roots": []}) is InputKind.SNAPSHOT
     for doc in ([], "text", {"schema_version": "1", "tool": {"name": "other"}, "drifts": []},
                 {"schema_version": "1", "tool": {"name": "driftscan"}, "drifts": "all"}):
         with pytest.raises(InputError, match="neither"):
             kind_of(doc)
-    assert set(BY_NAME) == {REPORT, SNAPSHOT}
+    assert set(BY_NAME) == set(InputKind)
 
 
 def test_canonical_names():
@@ -58,7 +58,7 @@ def test_canonical_names():
 
 def test_report_machine_reads_who_and_what():
     machine = report_machine(0, "a.json", report_doc())
-    assert machine.source == REPORT and machine.hostname == "gpu-01"
+    assert machine.source is InputKind.REPORT and machine.hostname == "gpu-01"
     assert machine.python_version == "3.12.3" and machine.files == 1234
     assert machine.versions == {"torch-utils": "2.1", "vllm": "0.6"}
     assert machine.display["torch-utils"] == "Torch_Utils"
@@ -139,7 +139,7 @@ def snapshot_doc():
 
 def test_snapshot_machine_finds_roots_python_and_versions():
     machine = snapshot_machine(1, "s.json", snapshot_doc())
-    assert machine.source == SNAPSHOT and machine.hostname == "gpu-02"
+    assert machine.source is InputKind.SNAPSHOT and machine.hostname == "gpu-02"
     assert machine.roots == {VENV: "/srv/venv", SITE_PACKAGES: "/srv/venv/lib/python3.12/site-packages"}
     assert machine.python_version == "3.12"
     assert machine.versions == {"vllm": "0.6"}

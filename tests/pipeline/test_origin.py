@@ -284,3 +284,23 @@ def test_no_pristine_origin_is_null_and_says_why(venv, wheels, env):
     entries = [p for p in report["_report"]["pristine"] if p["distribution"] == "orpkg"]
     assert entries, "pristine[] is empty with --no-pristine: nothing says why origins are null"
     assert entries[0]["source"] is None and "--no-pristine" in (entries[0]["reason"] or "")
+
+
+def test_one_audit_loads_the_rules_once_for_the_drifted_files_and_their_originals(venv, wheels, monkeypatch):
+    import driftscan.lint
+    from driftscan import api
+    from driftscan.lint import registry
+
+    registry.default_rules()  # the file-level rules every original runs, cached for the process
+    real, calls = registry.load_rules, []
+
+    def counted(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(registry, "load_rules", counted)
+    monkeypatch.setattr(driftscan.lint, "load_rules", counted, raising=False)  # its lazily bound name too
+    report = api.audit(str(venv), wheels=[str(wheels["house"])], use_cache=False, select=["DBG1"])
+    origins = {f.origin for d in report.drifts for f in d.findings}
+    assert {"injected", "upstream"} <= {getattr(o, "value", o) for o in origins}  # originals were parsed too
+    assert len(calls) == 1, calls

@@ -197,6 +197,28 @@ def test_the_owned_paths_are_those_of_a_full_audit_even_without_their_file(venv,
     assert set(settled.verification.referenced) == set(full)
 
 
+def test_the_owned_list_is_handed_to_the_cache_beside_the_index_not_inside_it(venv, monkeypatch):
+    """An index that carries drift holds the digest of the paths the RECORDs own; the list itself
+    goes to the stat cache as its own value, and no key of the index holds it."""
+    import xxhash
+
+    given = []
+    real = cache_mod.StatCache.set_clean_index
+
+    def spy(self, index, owned=None):
+        given.append((index, owned))
+        return real(self, index, owned)
+
+    monkeypatch.setattr(cache_mod.StatCache, "set_clean_index", spy)
+    drift_a_few_files(venv)
+    run = api.run(str(venv))
+    index, owned = given[-1]
+    assert index is not None and isinstance(owned, bytes)
+    assert index["owned"] == xxhash.xxh3_128_digest(owned)
+    assert {os.fsdecode(p) for p in owned.split(b"\0")} == set(run.verification.referenced)
+    assert all(v is not owned and v != owned for v in index.values())
+
+
 def test_a_drift_the_index_cannot_sign_is_not_carried(venv):
     """A symlink in place of a file (a type change) always takes the full path."""
     path = site(venv) / "requests" / "help.py"

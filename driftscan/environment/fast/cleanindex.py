@@ -37,13 +37,13 @@ import stat
 import struct
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import xxhash
 
 from ...caches.racy import settled
 from ...caches.statcache import SIGNATURE, CleanIndex, DigestCache, signature, tag
-from ...core.values import (Area, Distribution, DriftKind, FileCheck, MetadataKind, RecordRows, Target, TargetKind,
+from ...core.values import (Area, Distribution, DriftKind, FileCheck, FileState, MetadataKind, RecordRows, Target, TargetKind,
                        Unverifiable, Verification)
 from ...fs.containment import Containment
 from ...fs.helpers import Child, may_fork
@@ -59,12 +59,11 @@ from ..uv.links import annotate_app_data, annotate_uv_cache
 VERSION = 2
 SHARED = 0xFFFF
 RECHECK_MAX = 64  # changed files re-checked against their rows; more: the full audit
-OWNED_LIST = "owned list"  # build_index's answer only, never stored in the index
 _CARRIED = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.ADDED}
 _DEFAULT_CHECK = FileCheck(DriftKind.ADDED, "", "")
 _CHECK_FIELDS = ("kind", "path", "root", "distribution", "expected", "actual", "evidence")
 # A carried check as the index stores it: kind, path, root, metadata directory, expected, actual, evidence.
-_Stored = tuple[str, str, str, "str | None", "dict[str, Any]", "dict[str, Any]", str]
+_Stored = tuple[str, str, str, "str | None", FileState, FileState, str]
 # Stored checks as read back from the index: data, each value's type checked where a check is rebuilt.
 _Loaded = list[Any]
 
@@ -113,15 +112,17 @@ def _old_enough(sig: bytes, started_ns: int) -> bool:
 def build_index(target: Target, verification: Verification, rows: Sequence[Row], presence: list[bool],
                 unseen: list[int], listed: list[tuple[str, bytes]], cache: DigestCache, started_ns: int,
                 records_checks: Sequence[FileCheck] | None = None, added: Sequence[FileCheck] | None = None
-                ) -> CleanIndex | None:
-    """The index of an audit, or None when this audit cannot vouch for a later one.
+                ) -> tuple[CleanIndex | None, bytes | None]:
+    """The index of an audit, or None when this audit cannot vouch for a later one, and the
+    NUL-joined paths the RECORDs own when the index carries drift (for ``StatCache.set_clean_index``;
+    the index holds only its digest), else None.
     ``records_checks``, ``added``: the RECORD pass's checks before their annotations and the
     walk's, which ``verification.checks`` is made of (drift is carried only if they are given)."""
     if verification.errors:
-        return None
+        return None, None
     dists = verification.distributions
     if any(d.kind is not MetadataKind.DIST_INFO or d.editable for d in dists):
-        return None
+        return None, None
     stored: list[_Stored] = []
     drifted: set[str] = set()
     paths: list[str] = []
@@ -129,10 +130,10 @@ def build_index(target: Target, verification: Verification, rows: Sequence[Row],
     if verification.checks:
         if records_checks is None or added is None \
                 or len(records_checks) + len(added) != len(verification.checks):
-            return None  # orphaned metadata, editable sources...: the full path knows them
+            return None, None  # orphaned metadata, editable sources...: the full path knows them
         carried = _carry([*records_checks, *added], dict(listed), started_ns)
         if carried is None:
-            return None
+            return None, None
         stored, signed = carried
         drifted = {c[1] for c in stored}
         for path, sig in signed:
@@ -152,7 +153,7 @@ def build_index(target: Target, verification: Verification, rows: Sequence[Row],
         expected_tag = tag(digest.algorithm, digest.digest)
         if type(cached) is not bytes or len(cached) != SIGNATURE.size + len(expected_tag) or \
                 not cached.endswith(expected_tag):
-            return None  # hashed within the racy window (or through a symlink): not vouched for
+            return None, None  # hashed within the racy window (or through a symlink): not vouched for
         shared = path in first
         if shared:
             owner[first[path]] = SHARED
@@ -164,14 +165,14 @@ def build_index(target: Target, verification: Verification, rows: Sequence[Row],
         record = os.path.join(dist.metadata_dir, "RECORD")
         record_sig = cache.record_signature(record)
         if type(record_sig) is not bytes or len(record_sig) != SIGNATURE.size:
-            return None
+            return None, None
         paths.append(record)
         sigs.append(record_sig)
     if target.kind is TargetKind.VENV and target.venv:
         listed = [*listed, _pyvenv_cfg(target.venv)]  # what the audit knows of it (its errors) stays true
     for directory, sig in listed:
         if len(sig) != SIGNATURE.size or not _old_enough(sig, started_ns):
-            return None
+            return None, None
         paths.append(directory)
         sigs.append(sig)
     walked = tuple(_roots(target))
@@ -181,7 +182,7 @@ def build_index(target: Target, verification: Verification, rows: Sequence[Row],
         if path in drifted:
             continue  # a missing row: its directory's signature stands for it
         if any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in walked):
-            return None  # a symlink or an odd file inside the walked tree: the full path knows it
+            return None, None  # a symlink or an odd file inside the walked tree: the full path knows it
         outside.append(path)
     index = {
         "version": VERSION,
@@ -199,11 +200,11 @@ def build_index(target: Target, verification: Verification, rows: Sequence[Row],
         "signed": signed_count,
         "owners": owner.tobytes(),
     }
-    if stored:
-        joined = owned_list(verification)
-        index["owned"] = xxhash.xxh3_128_digest(joined)  # the list itself: StatCache.owned_paths
-        index[OWNED_LIST] = joined  # taken out by the caller, for StatCache.set_clean_index
-    return index
+    if not stored:
+        return index, None
+    joined = owned_list(verification)
+    index["owned"] = xxhash.xxh3_128_digest(joined)  # the list itself: StatCache.owned_paths
+    return index, joined
 
 
 def _carry(checks: list[FileCheck], listed: dict[str, bytes], started_ns: int
@@ -430,7 +431,7 @@ def _carried_checks(target: Target, dists: tuple[Distribution, ...], records_sto
                     and type(evidence) is str):
                 raise ValueError("not a stored check")
             out.append(FileCheck(DriftKind(kind), path, root, full[directory] if directory is not None else None,
-                                 expected, actual, evidence))
+                                 cast(FileState, expected), cast(FileState, actual), evidence))  # as stored
         return out
 
     records = annotate_app_data(annotate_uv_cache(rebuilt(records_stored), uv_cache), app_data)

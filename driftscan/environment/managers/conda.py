@@ -54,7 +54,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...fs.reader import file_type, inside, open_regular, read_regular
-from ...core.values import Distribution, DriftKind, FileCheck, Hash, MetadataKind, Problem, RecordEntry, Target
+from ...core.values import Distribution, DriftKind, FileCheck, FileState, Hash, MetadataKind, Problem, RecordEntry, Target
 from ...fs.containment import Containment
 from ..dists import MetadataDir
 from ..target import is_conda_prefix
@@ -560,7 +560,8 @@ def _special_paths(conda: CondaPrefix, rows: dict[str, tuple[Distribution, Recor
             problems.append(Problem(path, f"cannot stat: {exc.strerror or exc}"))
             continue
         want = stat.S_ISLNK if special.path_type == "softlink" else stat.S_ISDIR
-        kind, why, actual = None, "", {"type": file_type(st.st_mode)}
+        kind, why = None, ""
+        actual: FileState = {"type": file_type(st.st_mode)}
         if not want(st.st_mode):
             kind, why = DriftKind.TYPE_CHANGED, f"the package installs a {special.path_type} here"
         elif special.path_type == "softlink" and special.link_sha256 is not None:

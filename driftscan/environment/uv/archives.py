@@ -29,7 +29,7 @@ from ...caches.statcache import DigestCache, _read_framed, _write_framed, signat
 from .cache import (IndexedArchive, index_roots, indexed_archives, indexed_links_out, links_out, list_archives, within,
                     MAX_ARCHIVES)
 from ...fs.reader import LIMITS, os_error, read_regular_stat
-from ...core.values import Area, Distribution, DriftKind, FileCheck, Problem
+from ...core.values import Area, ArchiveMember, Distribution, DriftKind, FileCheck, Problem
 from ...formats.record import parse_record
 from ..files import MISSING, MODIFIED, OK, TYPE_CHANGED, check_entry
 
@@ -196,7 +196,7 @@ def _audit_archive(archive: str, stat_cache: DigestCache | None, index: Sequence
                                      f"{first.message}{more}"), 0
     dirs = _Dirs(archive)
     seen = [record]
-    edited: list[dict[str, Any]] = []
+    edited: list[ArchiveMember] = []
     unsafe: list[str] = []
     checked = 0
     links = 1
@@ -218,8 +218,11 @@ def _audit_archive(archive: str, stat_cache: DigestCache | None, index: Sequence
             continue
         if result.status in (MODIFIED, MISSING, TYPE_CHANGED):
             links = max(links, result.nlink)
-            edited.append({"path": entry.path, "kind": result.status, "expected": result.expected,
-                           "actual": result.actual, **({"why": result.message} if result.message else {})})
+            member: ArchiveMember = {"path": entry.path, "kind": result.status, "expected": result.expected,
+                                     "actual": result.actual}
+            if result.message:
+                member["why"] = result.message
+            edited.append(member)
         else:
             return None, Problem(path, f"uv cache archive not fully checked: {result.message}"), checked
     if unsafe:

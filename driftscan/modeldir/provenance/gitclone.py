@@ -26,7 +26,7 @@ from typing import Any
 from ..layout import ModelDirLayout, find_git_top
 from ...formats.lfs import LFS_POINTER_MAX, parse_lfs_pointer
 from ...formats.manifest import is_bookkeeping
-from ...core.values import Area, DriftKind, FileCheck, LayoutKind, Problem, Unverifiable
+from ...core.values import Area, DriftKind, FileCheck, FileState, LayoutKind, Problem, Unverifiable
 from ...fs.paths import relpath
 from .interface import WayBack
 from ... import git as gitaccess
@@ -160,7 +160,7 @@ def _expect(ctx: Context, git: _Git, rel: str, path: str, mode: str, sha: str, s
     stale: Callable[[os.stat_result], str | None] = lambda st: (  # noqa: E731
         "its stat data no longer matches git's index (changed since checkout) and its size matches"
         if status == "M" and index_sha == ZERO else None)
-    expected: dict[str, Any] = {"blob": sha, "size": size, "commit": commit}
+    expected: FileState = {"blob": sha, "size": size, "commit": commit}
     try:
         on_disk = os.lstat(abspath).st_size
     except OSError:
@@ -197,7 +197,7 @@ def _symlink(ctx: Context, git: _Git, result: KindResult, rel: str, sha: str, la
         result.problems.append(Problem(path, f"git cannot read the symlink's blob {sha[:12]}"))
         return
     target = os.fsdecode(blob)
-    expected = {"type": "symlink", "symlink_target": target, "blob": sha}
+    expected: FileState = {"type": "symlink", "symlink_target": target, "blob": sha}
     result.files_checked += 1
     try:
         st = os.lstat(path)

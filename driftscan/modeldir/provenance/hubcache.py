@@ -26,7 +26,7 @@ from ..layout import ModelDirLayout, etag_algorithm
 from ...fs.reader import inside
 from ...formats.jsondiff import as_text
 from ...formats.manifest import walk_tree
-from ...core.values import Area, DriftKind, FileCheck, LayoutKind, Problem, Unverifiable
+from ...core.values import Area, DriftKind, FileCheck, FileState, LayoutKind, Problem, Unverifiable
 from ...fs.paths import relpath
 from .interface import WayBack
 from ..check import MODIFIED, OK, Context, Expect, KindResult, Outcome, added_check, iso, run, to_check
@@ -98,7 +98,7 @@ class _Snapshot:
             self.result.problems.append(Problem(path, f"cannot read symlink: {os_error(exc)}"))
             return
         resolved = os.path.normpath(os.path.join(os.path.dirname(path), target))
-        expected = {"type": "symlink", "symlink_target": target, "commit": self.commit}
+        expected: FileState = {"type": "symlink", "symlink_target": target, "commit": self.commit}
         if os.path.dirname(resolved) != self.blobs:
             self.foreign_link(rel, path, target, expected)
             return
@@ -125,7 +125,7 @@ class _Snapshot:
             source=f"its blob name (the {lfs}etag recorded at download)",
             stale=_blob_stale(resolved, st.st_mtime), follow=True))
 
-    def foreign_link(self, rel: str, path: str, target: str, expected: dict[str, Any]) -> None:
+    def foreign_link(self, rel: str, path: str, target: str, expected: FileState) -> None:
         try:
             os.stat(path)
         except FileNotFoundError:
@@ -147,7 +147,7 @@ class _Snapshot:
         others = sorted(k for k in self.links.get(etag, {}) if k != f"{self.commit}/{exp.relpath}")
         evidence = (f"{outcome.evidence}: blobs/{etag} was edited in place (through the snapshot symlink)"
                     + (f"; {len(others)} other snapshot link(s) see the same edit" if others else ""))
-        extra = {"also_linked_by": others} if others else None
+        extra: FileState | None = {"also_linked_by": others} if others else None
         return to_check(self.ctx, outcome, evidence=evidence, extra_actual=extra)
 
     # -- a regular file where huggingface_hub put a symlink -------------------------------------
@@ -177,7 +177,7 @@ class _Snapshot:
         except OSError as exc:
             result.problems.append(Problem(path, f"cannot read: {os_error(exc)}"))
             return
-        actual = {"type": "file", "size": size}
+        actual: FileState = {"type": "file", "size": size}
         same = next((d for d in digests.values() if d in names), None)
         if same is not None:
             result.checks.append(FileCheck(

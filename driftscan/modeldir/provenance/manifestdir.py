@@ -41,7 +41,7 @@ from ...formats.manifest import (
     read_manifest,
     scan_tree,
 )
-from ...core.values import Area, DriftKind, FileCheck, LayoutKind, Problem, Unverifiable
+from ...core.values import Area, DriftKind, FileCheck, FileState, LayoutKind, Problem, Unverifiable
 from .interface import WayBack
 from ..hashing import _NOATIME, OPEN_FLAGS, open_noatime
 from ..check import (
@@ -85,8 +85,8 @@ def _link_check(ctx: Context, rel: str, entry: ManifestEntry, source: str) -> Fi
     actual = os.readlink(path) if stat.S_ISLNK(st.st_mode) else None
     if actual == entry.link:
         return None
-    expected = {"type": "symlink", "symlink_target": entry.link} if entry.link else {"type": "file"}
-    got = {"type": "symlink", "symlink_target": actual} if actual else {"type": "file"}
+    expected: FileState = {"type": "symlink", "symlink_target": entry.link} if entry.link else {"type": "file"}
+    got: FileState = {"type": "symlink", "symlink_target": actual} if actual else {"type": "file"}
     kind = DriftKind.TYPE_CHANGED if (actual is None) != (entry.link is None) else DriftKind.MODIFIED
     now = f"a symlink to {actual}" if actual else "a regular file"
     then = f"a symlink to {entry.link}" if entry.link else "a regular file"
@@ -171,7 +171,7 @@ def _hash_walked(ctx: Context, rel: str, entry: ManifestEntry, source: str, coun
             return None
         return mode_outcome(_expect(ctx, rel, entry, source), st)
     exp = _expect(ctx, rel, entry, source)
-    actual = {"xxh3_128": digest, "size": st.st_size, "mtime": iso(st.st_mtime)}
+    actual: FileState = {"xxh3_128": digest, "size": st.st_size, "mtime": iso(st.st_mtime)}
     evidence = f"xxh3-128 differs from {source}"
     if st.st_size != entry.size:
         evidence += f" (size {entry.size} → {st.st_size})"
@@ -181,7 +181,7 @@ def _hash_walked(ctx: Context, rel: str, entry: ManifestEntry, source: str, coun
 def _added(ctx: Context, rel: str, st: os.stat_result | None, reason: str) -> FileCheck:
     """engine.added_check with the walk's lstat (None: it vanished, or could not be stat'ed)."""
     path = os.path.join(ctx.root, rel)
-    actual: dict[str, Any] = {}
+    actual: FileState = {}
     if st is not None:
         actual = {"type": file_type(st.st_mode), "size": st.st_size, "mtime": iso(st.st_mtime)}
         if stat.S_ISLNK(st.st_mode):
