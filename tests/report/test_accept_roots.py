@@ -182,3 +182,22 @@ def test_root_is_written_before_sha256_and_read_back(tmp_path):
     assert text.index("root = ") < text.index("sha256 = ")
     [entry] = load_config(str(target)).accept
     assert (entry.root, entry.sha256) == ("/srv/models/kimi", "a" * 64)
+
+
+def test_a_local_model_directory_is_pinned_by_its_absolute_path(tmp_path):
+    from fixtures.modeldirs import build_local_dir
+
+    kimi, other = build_local_dir(tmp_path / "kimi", seed_files()), build_local_dir(tmp_path / "other", seed_files())
+    for model in (kimi, other):
+        with open(model / "config.json", "a") as f:
+            f.write("\n")
+    targets = ("--model-dir", str(kimi), "--model-dir", str(other))
+    proc = run_cli("accept", str(kimi / "config.json"), "--reason", "kimi's own", *targets, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    [entry] = load_config(str(tmp_path / "driftscan.toml")).accept
+    # Root told the two apart: the relpath is written, not the absolute path.
+    assert (entry.path, entry.root) == ("config.json", str(kimi))
+    out = run_cli("audit", *targets, "--format", "json", cwd=str(tmp_path))
+    report = json.loads(out.stdout)
+    assert out.returncode == 1 and report["summary"]["accepted"] == 1
+    assert [d["path"] for d in report["drifts"] if d["accepted"]] == [str(kimi / "config.json")]
