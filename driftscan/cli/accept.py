@@ -35,9 +35,9 @@ from ..api import Need, run
               help="The file to add the entries to (default: the configuration found from here upward, a "
                    "driftscan.toml or a pyproject.toml with [tool.driftscan]; else a new ./driftscan.toml).")
 @guarded
-def accept(paths: tuple[str, ...], reason: str, any_content: bool, any_root: bool, expires: str | None, venv: str | None,
-           site_packages: tuple[str, ...], model_dirs: tuple[str, ...], hf_cache: str | None, uv_cache: str | None,
-           jobs: int | None, no_cache: bool, config_file: str | None) -> None:
+def accept(paths: tuple[str, ...], reason: str, any_content: bool, any_root: bool, expires: str | None,
+           venv: str | None, site_packages: tuple[str, ...], model_dirs: tuple[str, ...], hf_cache: str | None,
+           uv_cache: str | None, jobs: int | None, no_cache: bool, config_file: str | None) -> None:
     """Accept the current drift of PATH...: one entry per drifted file, with its content's sha256
     (and, in a model directory, the directory: root).
 

@@ -1,12 +1,12 @@
 """Accepted drift: configuration entries that keep an intentional change from failing a run.
 
 An entry (``[[tool.driftscan.accept]]`` in a ``pyproject.toml``, ``[[accept]]`` in a
-``driftscan.toml``; docs/configuration.md) names a path, optionally the root it is under and the
-sha256 of the accepted content, a required reason and an optional expiry date. ``apply_accepted`` marks each drift an
-entry accepts (``accepted``: the reason and the entry), and lists the entries that no longer
-accept what they name (``stale_accepted``: expired, or the file's content changed) and those
-that match no drift (``unused_accepted``). An accepted drift stays in the report; ``counted``
-gives the drifts that count toward the exit status.
+``driftscan.toml``; docs/configuration.md) names a path, optionally the root it is under and
+the sha256 of the accepted content, a required reason and an optional expiry date.
+``apply_accepted`` marks each drift an entry accepts (``accepted``: the reason and the entry),
+and lists the entries that no longer accept what they name (``stale_accepted``: expired, or the
+file's content changed) and those that match no drift (``unused_accepted``). An accepted drift
+stays in the report; ``counted`` gives the drifts that count toward the exit status.
 
 Paths: an absolute ``path`` is compared with a drift's absolute path, any other with its
 ``relpath`` (as the report shows it). A path with ``*``, ``?`` or ``[`` is a glob, matched
