@@ -22,6 +22,9 @@ from ..api import Need, run
 @click.option("--reason", required=True, help="Why this drift is kept (written into each entry; required).")
 @click.option("--any-content", is_flag=True,
               help="Accept whatever the file holds (no sha256): the entry survives further edits.")
+@click.option("--any-root", is_flag=True,
+              help="Do not pin a model directory's drift to its directory (no root): the entry's relpath "
+                   "then names that file in every model directory.")
 @click.option("--expires", metavar="DATE", help="From this date (YYYY-MM-DD) on the entries are stale.")
 @target_options("The virtual environment (default: as for audit).")
 @model_options
@@ -32,16 +35,18 @@ from ..api import Need, run
               help="The file to add the entries to (default: the configuration found from here upward, a "
                    "driftscan.toml or a pyproject.toml with [tool.driftscan]; else a new ./driftscan.toml).")
 @guarded
-def accept(paths: tuple[str, ...], reason: str, any_content: bool, expires: str | None, venv: str | None,
-           site_packages: tuple[str, ...], model_dirs: tuple[str, ...], hf_cache: str | None, uv_cache: str | None,
-           jobs: int | None, no_cache: bool, config_file: str | None) -> None:
-    """Accept the current drift of PATH...: one entry per drifted file, with its content's sha256.
+def accept(paths: tuple[str, ...], reason: str, any_content: bool, any_root: bool, expires: str | None,
+           venv: str | None, site_packages: tuple[str, ...], model_dirs: tuple[str, ...], hf_cache: str | None,
+           uv_cache: str | None, jobs: int | None, no_cache: bool, config_file: str | None) -> None:
+    """Accept the current drift of PATH...: one entry per drifted file, with its content's sha256
+    (and, in a model directory, the directory: root).
 
     Runs the audit, finds the drifts PATH names (the relpath the report shows, or the file's
     path), and appends `[[accept]]` entries (`[[tool.driftscan.accept]]` in a pyproject.toml) to
     the configuration, keeping the rest of the file byte for byte. Written atomically. An
     accepted drift stays in the report and does not count toward the exit status; once the file
-    changes again (or the entry expires), the entry is stale and the drift counts again.
+    changes again (or the entry expires), the entry is stale and the drift counts again. A file
+    whose content cannot be read is refused (nothing is written) unless --any-content.
     """
     from ..report.accept import new_entries
     from ..config.settings import Config, append_entries, default_accept_file, user_config_path
@@ -63,7 +68,7 @@ def accept(paths: tuple[str, ...], reason: str, any_content: bool, expires: str 
                  rules_modules=config.rules_modules, include_environment=include_environment, need=Need.REPORT,
                  compare=False).report
     try:
-        wanted = new_entries(report, paths, reason, any_content=any_content, expires=until)
+        wanted = new_entries(report, paths, reason, any_content=any_content, any_root=any_root, expires=until)
     except ValueError as exc:
         raise DriftscanError(str(exc)) from None
     target = default_accept_file(config_file)
@@ -84,7 +89,9 @@ def accept(paths: tuple[str, ...], reason: str, any_content: bool, expires: str 
     append_entries(target, entries)
     for entry in entries:
         pinned = f"sha256 {entry.sha256[:16]}…" if entry.sha256 else "any content"
-        click.echo(one_line(f"accepted {entry.path} ({pinned})" + (f", until {entry.expires}" if entry.expires else "")))
+        under = f" in {entry.root}" if entry.root else ""
+        click.echo(one_line(f"accepted {entry.path}{under} ({pinned})"
+                            + (f", until {entry.expires}" if entry.expires else "")))
     click.echo(inert(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} added to {target}"
                      + (" (created)" if created else "")), err=True)
     if created and config.source and os.path.abspath(config.source) == os.path.abspath(user_config_path()):

@@ -242,6 +242,8 @@ def _key(header: str) -> str:
 
 def _entry_dict(entry: AcceptEntry) -> dict[str, Any]:
     out: dict[str, Any] = {"path": entry.path}
+    if entry.root is not None:
+        out["root"] = entry.root
     if entry.sha256:
         out["sha256"] = entry.sha256
     out["reason"] = entry.reason

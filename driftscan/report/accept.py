@@ -1,22 +1,30 @@
 """Accepted drift: configuration entries that keep an intentional change from failing a run.
 
 An entry (``[[tool.driftscan.accept]]`` in a ``pyproject.toml``, ``[[accept]]`` in a
-``driftscan.toml``; docs/configuration.md) names a path, optionally the sha256 of the accepted
-content, a required reason and an optional expiry date. ``apply_accepted`` marks each drift an
-entry accepts (``accepted``: the reason and the entry), and lists the entries that no longer
-accept what they name (``stale_accepted``: expired, or the file's content changed) and those
-that match no drift (``unused_accepted``). An accepted drift stays in the report; ``counted``
-gives the drifts that count toward the exit status.
+``driftscan.toml``; docs/configuration.md) names a path, optionally the root it is under and
+the sha256 of the accepted content, a required reason and an optional expiry date.
+``apply_accepted`` marks each drift an entry accepts (``accepted``: the reason and the entry),
+and lists the entries that no longer accept what they name (``stale_accepted``: expired, or the
+file's content changed) and those that match no drift (``unused_accepted``). An accepted drift
+stays in the report; ``counted`` gives the drifts that count toward the exit status.
 
 Paths: an absolute ``path`` is compared with a drift's absolute path, any other with its
 ``relpath`` (as the report shows it). A path with ``*``, ``?`` or ``[`` is a glob, matched
 against the whole path: ``*`` and ``?`` never match ``/``, ``**`` matches anything including
 ``/`` (``**/`` also no directory at all), ``[abc]`` / ``[!abc]`` are character classes.
 
-The sha256 is of the file's current bytes, read through ``fileio`` (a regular file only, never
-through a symlink at the file itself, at most ``HASH_MAX`` bytes). A drift whose file cannot be
-hashed — missing, a directory, a symlink, a dump pattern — is accepted only by an entry without
-``sha256``.
+Roots: an entry with ``root`` names only drifts whose root (the directory their relpath is
+relative to: a model directory, site-packages, the venv) is that directory — an absolute path
+compared as such, or a glob matched against the root's whole absolute path. Without ``root`` a
+relpath names its file in every root (a ``config.json`` in each model directory). ``driftscan
+accept`` pins a model directory's drifts to their directory (``new_entries``); environment
+drifts keep a relpath only, which travels to the same environment at another prefix.
+
+The sha256 is of the file's current bytes, read through ``fs.reader`` (a regular file only, at
+most ``HASH_MAX`` bytes, never through a symlink at the file itself — except in a hub cache
+snapshot, whose files are links into ``../../blobs``: followed there, and only within the cache
+repository's folder). A drift whose file cannot be hashed — missing, a directory, a symlink, a
+dump pattern — is accepted only by an entry without ``sha256``.
 """
 
 from __future__ import annotations
@@ -25,12 +33,14 @@ import datetime
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..fs.reader import open_regular, read_pieces
+from ..modeldir.hfcache import containment_root
 from .contract import DriftOut, Report, StaleAcceptedOut, UnusedAcceptedOut
 
 #: Files larger than this are not hashed for an accept entry (a model shard of 100 GB would
@@ -45,6 +55,8 @@ class AcceptEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str = Field(min_length=1, description="relpath as in the report, an absolute path, or a glob")
+    root: str | None = Field(default=None, description=(
+        "the drift's root directory (absolute, or a glob of it); omitted: the path in any root"))
     sha256: str | None = Field(default=None, description="hex digest of the accepted content; omitted: any content")
     reason: str = Field(description="why this drift is kept (required)")
     expires: datetime.date | None = Field(default=None, description="from this date on the entry is stale")
@@ -62,16 +74,16 @@ class AcceptEntry(BaseModel):
     @field_validator("path")
     @classmethod
     def _glob(cls, value: str) -> str:
-        if is_glob(value):
-            if len(value) > MAX_GLOB:
-                raise ValueError(f"a glob of {len(value)} characters; at most {MAX_GLOB}")
-            if sum(value.count(c) for c in "*?[") > MAX_WILDCARDS:
-                raise ValueError(f"more than {MAX_WILDCARDS} wildcards in one glob")
-            try:
-                _glob_tokens(value)
-            except re.error as exc:
-                raise ValueError(f"not a usable glob ({exc})") from None
-        return value
+        return _usable_glob(value)
+
+    @field_validator("root")
+    @classmethod
+    def _root(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith("/") and not (is_glob(value) and value.startswith("*")):
+            raise ValueError("an absolute directory, or a glob of one (starting with / or **/)")
+        return _usable_glob(value)
 
     @field_validator("reason")
     @classmethod
@@ -86,6 +98,19 @@ class AcceptEntry(BaseModel):
         if isinstance(value, datetime.datetime):  # a TOML datetime: only a date is meant here
             raise ValueError("a date (expires = 2027-03-01), not a date and time")
         return value
+
+
+def _usable_glob(value: str) -> str:
+    if is_glob(value):
+        if len(value) > MAX_GLOB:
+            raise ValueError(f"a glob of {len(value)} characters; at most {MAX_GLOB}")
+        if sum(value.count(c) for c in "*?[") > MAX_WILDCARDS:
+            raise ValueError(f"more than {MAX_WILDCARDS} wildcards in one glob")
+        try:
+            _glob_tokens(value)
+        except re.error as exc:
+            raise ValueError(f"not a usable glob ({exc})") from None
+    return value
 
 
 MAX_WILDCARDS = 16  # each costs the matcher a round per subject character: they stay few
@@ -216,19 +241,68 @@ def glob_match(pattern: str, subject: str) -> bool:
     return bool(states & program.accept)
 
 
-def matches(entry_path: str, drift: DriftOut) -> bool:
-    """Whether an entry's ``path`` names this drift (see the module docstring)."""
+def _path_matches(pattern: str, subject: str) -> bool:
+    if is_glob(pattern):
+        return glob_match(pattern, subject)
+    return os.path.normpath(pattern) == os.path.normpath(subject)
+
+
+def matches(entry_path: str, drift: DriftOut, root: str | None = None) -> bool:
+    """Whether an entry's ``path`` (and ``root``, when it has one) names this drift (see the
+    module docstring)."""
     absolute = entry_path.startswith("/")
-    subject = drift.path if absolute else drift.relpath
-    if is_glob(entry_path):
-        return glob_match(entry_path, subject)
-    return os.path.normpath(entry_path) == os.path.normpath(subject)
+    if not _path_matches(entry_path, drift.path if absolute else drift.relpath):
+        return False
+    if root is None:
+        return True
+    where = drift_root(drift)
+    return where is not None and _path_matches(root, where)
 
 
-def file_sha256(path: str) -> tuple[str | None, str]:
-    """``(hex digest, "")`` of a regular file, or ``(None, why it cannot be hashed)``."""
+def drift_root(drift: DriftOut) -> str | None:
+    """The directory the drift's relpath is relative to (None where the two do not fit)."""
+    relpath = drift.relpath.strip("/")
+    if not relpath or relpath == "." or not drift.path.endswith("/" + relpath):
+        return None
+    return drift.path[: -len(relpath) - 1] or "/"
+
+
+def _links_within(drift: DriftOut) -> str | None:
+    """Where symlinks at the drifted file may be followed for its content: a hub cache
+    snapshot's repository folder (its files are links to ``../../blobs/<etag>``); None elsewhere."""
+    root = drift_root(drift)
+    if root is None:
+        return None
+    repo = containment_root(root)
+    return repo if repo != os.path.abspath(root) else None
+
+
+def entry_root(drift: DriftOut) -> str | None:
+    """The ``root`` ``driftscan accept`` writes for a model directory's drift: the directory,
+    absolute; for a hub cache snapshot ``**/models--ORG--NAME/snapshots/REV`` (the cache is
+    elsewhere on every machine, the repository and revision are not)."""
+    root = drift_root(drift)
+    if root is None:
+        return None
+    repo = _links_within(drift)
+    if repo is None:
+        return literal(root)
+    return "**/" + literal(os.path.basename(repo) + "/" + os.path.relpath(root, repo))
+
+
+def drift_sha256(drift: DriftOut) -> tuple[str | None, str]:
+    """The drifted file's sha256 as an entry pins it (``file_sha256``, through a hub snapshot's
+    link within its repository folder)."""
+    if drift.kind.value == "debug-artifacts":
+        return None, "a dump pattern has no content to hash"
+    return file_sha256(drift.path, links_within=_links_within(drift))
+
+
+def file_sha256(path: str, *, links_within: str | None = None) -> tuple[str | None, str]:
+    """``(hex digest, "")`` of a regular file, or ``(None, why it cannot be hashed)``. A symlink
+    at the file is refused, unless ``links_within``: then followed, if it resolves inside it."""
     try:
-        fd, st = open_regular(path, follow=False)
+        fd, st = open_regular(path, follow=links_within is not None, root=links_within)
     except FileNotFoundError:
         return None, "the file is missing"
     except OSError as exc:
@@ -254,8 +328,7 @@ def _verdict(entry: AcceptEntry, drift: DriftOut, today: datetime.date,
     if entry.sha256 is None:
         return None
     if drift.path not in hashes:
-        hashes[drift.path] = file_sha256(drift.path) if drift.kind.value != "debug-artifacts" else \
-            (None, "a dump pattern has no content to hash")
+        hashes[drift.path] = drift_sha256(drift)
     digest, why = hashes[drift.path]
     if digest is None:
         return f"{why}; an entry with sha256 accepts only that content"
@@ -285,12 +358,15 @@ def apply_accepted(report: Report, entries: Sequence[AcceptEntry], today: dateti
     stale_entries: set[int] = set()
     drifts = []
     for drift in report.drifts:
-        verdicts = [(i, e, _verdict(e, drift, today, hashes)) for i, e in enumerate(entries) if matches(e.path, drift)]
+        verdicts = [(i, e, _verdict(e, drift, today, hashes)) for i, e in enumerate(entries)
+                    if matches(e.path, drift, e.root)]
         accepting = next(((i, e) for i, e, why in verdicts if why is None), None)
         if accepting is not None:
             i, entry = accepting
             used.add(i)
             mark = {"reason": entry.reason, "entry": i, "path": entry.path}
+            if entry.root is not None:
+                mark["root"] = entry.root
             if source:
                 mark["source"] = source
             drifts.append(drift.model_copy(update={"accepted": mark}))
@@ -333,14 +409,21 @@ def drifts_for(report: Report, path: str, cwd: str | None = None) -> list[DriftO
 
 
 def new_entries(report: Report, paths: Iterable[str], reason: str, *, any_content: bool = False,
-                expires: datetime.date | None = None, cwd: str | None = None) -> list[tuple[AcceptEntry, DriftOut, str]]:
+                any_root: bool = False, expires: datetime.date | None = None,
+                cwd: str | None = None) -> list[tuple[AcceptEntry, DriftOut, str]]:
     """One entry per drifted file the paths name: ``(entry, drift, note)``; the note says why an
-    entry has no sha256 when one was wanted. A path that names no drift is a ``ValueError``."""
+    entry has no sha256. A path that names no drift is a ``ValueError``, and so is a file whose
+    content cannot be read to pin it (unless ``any_content``): nothing is half accepted.
+
+    Each entry pins the file's current sha256 (``any_content``: none) and, for a model
+    directory's drift, its ``root`` (``any_root``: none, the relpath in any root). A file with
+    no content to pin — missing, a directory, a dump pattern — gets an entry without sha256."""
     out: list[tuple[AcceptEntry, DriftOut, str]] = []
     seen: set[str] = set()
     relpaths: dict[str, int] = {}
     for d in report.drifts:
         relpaths[d.relpath] = relpaths.get(d.relpath, 0) + 1
+    model_dirs = {os.path.normpath(m) for m in report.target.model_dirs}
     for path in paths:
         found = drifts_for(report, path, cwd)
         if not found:
@@ -349,13 +432,31 @@ def new_entries(report: Report, paths: Iterable[str], reason: str, *, any_conten
             if drift.path in seen:
                 continue
             seen.add(drift.path)
+            where = drift_root(drift)
+            in_model_dir = where is not None and (os.path.normpath(where) in model_dirs or
+                                                  _links_within(drift) is not None)
+            root = entry_root(drift) if in_model_dir and not any_root else None
             # The relpath travels (CI audits the same environment elsewhere); the absolute path
-            # only where the relpath would also name another drifted file.
+            # only where the relpath would also name another drifted file and no root tells them apart.
             named_by_relpath = not os.path.isabs(path) and os.path.normpath(path) == os.path.normpath(drift.relpath)
-            written = drift.relpath if relpaths.get(drift.relpath, 0) == 1 or named_by_relpath else drift.path
-            digest, note = (None, "") if any_content else file_sha256(drift.path)
-            if drift.kind.value == "debug-artifacts":
-                digest, note = None, "" if any_content else "a dump pattern has no content to hash"
-            entry = AcceptEntry(path=literal(written), sha256=digest, reason=reason, expires=expires)
+            written = drift.relpath if root is not None or relpaths.get(drift.relpath, 0) == 1 or named_by_relpath \
+                else drift.path
+            digest, note = (None, "") if any_content else drift_sha256(drift)
+            if digest is None and not any_content and _has_content(drift):
+                raise ValueError(f"{drift.relpath}: {note}: not accepted (an entry pins the content it accepts; "
+                                 "--any-content accepts whatever the file holds)")
+            entry = AcceptEntry(path=literal(written), root=root, sha256=digest, reason=reason, expires=expires)
             out.append((entry, drift, "" if digest or any_content else f"{note}: accepted with any content"))
     return out
+
+
+def _has_content(drift: DriftOut) -> bool:
+    """Whether there is a file at the drift's path whose content could be pinned (not missing,
+    not a directory, not a dump pattern), read or not."""
+    if drift.kind.value == "debug-artifacts" or drift.kind.value.startswith("missing"):
+        return False
+    try:
+        st = os.lstat(drift.path)
+    except OSError:
+        return False
+    return not stat.S_ISDIR(st.st_mode)
