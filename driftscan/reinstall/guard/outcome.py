@@ -20,7 +20,7 @@ from ...pipeline.classify import uv_cache_clean, uv_cache_prune
 from ...core.errors import DriftscanError, TargetError
 from ...fs.reader import open_regular, os_error
 from ...lint.artifacts import recheck
-from ...core.values import Distribution, DriftKind, Origin
+from ...core.values import Distribution, DriftKind, Origin, Scope
 from ..plan import MAY_SURVIVE, SURVIVES, VERDICTS, WIPED, Plan, PlanItem, Verdict
 from ...report.contract import DriftOut, Report
 from ...environment.content import record_digest
@@ -258,7 +258,7 @@ def checkpoint_summary(path: str, index: CheckpointIndex, problems: Sequence[str
                        predicted: Sequence[Predicted] = ()) -> GuardCheckpoint:
     """Whether the checkpoint holds every edited byte, and how to complete it when it does not;
     ``at_risk``: the files it lacks that the command may wipe (``predicted`` not to survive it)."""
-    lacking = [f for f in index.files if f.area == "env" and f.scope == "package" and f.kind == "modified"
+    lacking = [f for f in index.files if f.in_env and f.scope is Scope.PACKAGE and f.kind is DriftKind.MODIFIED
                and not f.patch and not f.original]
     not_saved = [f"{f.relpath}: {f.not_copied}" for f in index.files if f.not_copied]
     surviving = {p.item.path for p in predicted if p.status == SURVIVES}
