@@ -48,7 +48,8 @@ def take(venv: Path, house: Path, dest: Path, env: dict[str, str], cli_env: dict
     os.symlink("model.py", site / ALIAS)
     for rel in (MODEL, PROBE):
         os.chmod(site / rel, 0o644)  # the index records the mode: the same whatever the umask
-    proc = cli("checkpoint", "--venv", str(venv), "--wheels", str(house), "-o", str(dest), env={**env, **(cli_env or {})})
+    proc = cli("checkpoint", "--venv", str(venv), "--wheels", str(house), "-o", str(dest),
+               env={**env, **(cli_env or {})})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return dest
 
