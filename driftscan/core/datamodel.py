@@ -66,6 +66,15 @@ class InlineEnum:
         return {"enum": [m.value for m in self.kind], "type": "string"}
 
 
+class AsString:
+    """``Annotated[SomeEnum, AsString()]``: the field's JSON Schema stays ``{"type": "string"}``, what
+    a plain ``str`` field published before its values became an enum (give it its title: pydantic
+    leaves it out here too). (pydantic's ``WithJsonSchema``, without importing pydantic.)"""
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        return {"type": "string"}
+
+
 def describe(text: str, *, title: str | None = None) -> dict[str, str]:
     """A field's description in the JSON Schema: ``field(default=..., metadata=describe("..."))``;
     ``title``: the field's title, which pydantic leaves out of a field typed by an enum (even an

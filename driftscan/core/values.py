@@ -588,6 +588,15 @@ class Prediction(str, enum.Enum):
     MAY_SURVIVE = "may-survive"  # the worst case is survival, but driftscan could not confirm it
 
 
+class Verdict(str, enum.Enum):
+    """What a reinstall does to a drifted file, in the words of a plan's item and a guard's
+    prediction (their JSON): a ``Prediction``, or what plan and guard make of it."""
+
+    WIPED = "WIPED"
+    SURVIVES = "SURVIVES"
+    MAY_SURVIVE = "MAY SURVIVE"
+
+
 @dataclass(frozen=True)
 class Drift:
     """A classified drift: a FileCheck plus what a reinstall does to it."""

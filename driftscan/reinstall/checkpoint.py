@@ -17,6 +17,7 @@ or absent; an existing path is never replaced; it must lie outside every audited
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import os
 import re
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from .._version import __version__
 from ..environment.target import environment_roots
@@ -55,6 +56,23 @@ DEFAULT_MAX_COPY = 1 << 30
 PATCH_MAX = 16 << 20  # a text file beyond this gets its copy, not a patch
 
 
+ENV_AREA = "env"  # a file of the environment; ``model-<n>``: of the n-th model directory
+AREA_PATTERN = r"^(env|model-(0|[1-9][0-9]*))$"
+
+
+class EntryType(str, enum.Enum):
+    """What a checkpointed path was on disk when the checkpoint was taken (``fs.reader.file_type``'s
+    words, and ``missing``)."""
+
+    FILE = "file"
+    DIRECTORY = "directory"
+    SYMLINK = "symlink"
+    FIFO = "fifo"
+    SOCKET = "socket"
+    DEVICE = "device"
+    MISSING = "missing"
+
+
 class FindingRef(BaseModel):
     code: str
     line: int
@@ -65,9 +83,10 @@ class CheckpointFile(BaseModel):
     path: str = Field(description="absolute path when the checkpoint was taken")
     relpath: str = Field(description="relative to its root: the environment root, or a model directory")
     relpath_hex: str | None = Field(default=None, description="the real relpath's bytes, when it is not UTF-8")
-    area: str = Field(description="env, or model-<n> (the n-th model directory in target.model_dirs)")
-    kind: str
-    scope: str
+    area: str = Field(pattern=AREA_PATTERN,
+                      description="env, or model-<n> (the n-th model directory in target.model_dirs)")
+    kind: DriftKind
+    scope: Scope
     distribution: str | None = None
     version: str | None = None
     record_path: str | None = Field(default=None, description="the RECORD row's path, for package files")
@@ -75,7 +94,7 @@ class CheckpointFile(BaseModel):
     hash_after: str | None = Field(default=None, description="sha256 of the content when the checkpoint was taken")
     size_after: int | None = None
     mode: int | None = Field(default=None, description="permission bits of the file (st_mode & 0o7777)")
-    type: str = "file"
+    type: EntryType = EntryType.FILE
     symlink_target: str | None = None
     content: str | None = Field(default=None, description="files/…: the content when the checkpoint was taken")
     original: str | None = Field(default=None, description="originals/…: the verified original")
@@ -91,6 +110,12 @@ class CheckpointFile(BaseModel):
     has_original: bool = Field(default=False, description="original is set: the verified original is saved")
     no_original: str | None = Field(default=None, description="a modified package file without a saved original: "
                                                               "why, and how to get one")
+
+
+    @property
+    def in_env(self) -> bool:
+        """A file of the environment (not of a model directory)."""
+        return self.area == ENV_AREA
 
 
 class CheckpointDistribution(BaseModel):
@@ -218,7 +243,7 @@ def _area_of(check: FileCheck, env_root: str | None, model_dirs: Sequence[str]) 
                 return f"model-{i}", os.path.relpath(check.path, root).replace(os.sep, "/")
         return None
     if check.area is Area.PYTHON and env_root and check.path.startswith(env_root.rstrip(os.sep) + os.sep):
-        return "env", os.path.relpath(check.path, env_root).replace(os.sep, "/")
+        return ENV_AREA, os.path.relpath(check.path, env_root).replace(os.sep, "/")
     return None
 
 
@@ -289,7 +314,7 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
     written = Written(tmp, index)
     # What a symlink may be read through to, per area: never out of the tree audited (a hub
     # cache snapshot's links lead into its repository's blobs/, which is that tree).
-    contain = {"env": env_root, **{f"model-{i}": containment_root(root) for i, root in enumerate(model_dirs)}}
+    contain = {ENV_AREA: env_root, **{f"model-{i}": containment_root(root) for i, root in enumerate(model_dirs)}}
     index.dumps = _dumps(drifts)
     rows: dict[str, dict[str, RecordEntry]] = {}
     dists: dict[str, CheckpointDistribution] = {}
@@ -324,8 +349,8 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
                     pristine={"source": copy.source.value, "path": copy.path} if copy else None,
                     reason=lookup.reason if lookup else "not looked up")
         item = CheckpointFile(
-            path=printable(check.path), relpath=rel, area=area, kind=check.kind.value,
-            scope=drift.scope.value, distribution=dist.name if dist else None, version=dist.version if dist else None,
+            path=printable(check.path), relpath=rel, area=area, kind=check.kind,
+            scope=drift.scope, distribution=dist.name if dist else None, version=dist.version if dist else None,
             relpath_hex=os.fsencode(real_rel).hex() if rel != real_rel else None,
             record_path=entry.path if entry else None,
             hash_before=hash_text(entry.hash) if entry is not None and entry.hash is not None
@@ -339,7 +364,7 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
             copy = lookup.original(entry) if lookup is not None and entry is not None else None
             if copy is not None and entry is not None:
                 original = _save_original(tmp, item, copy, entry, store_area, store)
-            if original is not None and item.content and area == "env" and item.size_after is not None \
+            if original is not None and item.content and area == ENV_AREA and item.size_after is not None \
                     and item.size_after <= PATCH_MAX and plain:
                 _save_patch(tmp, item, original, os.path.join(tmp, item.content), rel)
         except OSError as exc:  # one file that cannot be saved costs that file, said in the index
@@ -405,7 +430,7 @@ def _complete_with(index: CheckpointIndex, target: Target, drifts: Sequence[Drif
     path) with ``--wheels`` that directory, or with ``--fetch``."""
     if not index.incomplete:
         return
-    lacking = {f.distribution for f in index.files if f.relpath in index.incomplete and f.area == "env"}
+    lacking = {f.distribution for f in index.files if f.relpath in index.incomplete and f.in_env}
     wheels = wheels_dir()
     seen: set[str] = set()
     for drift in drifts:
@@ -435,13 +460,13 @@ def _save_content(tmp: str, item: CheckpointFile, check: FileCheck, area: str, r
     try:
         st = os.lstat(check.path)
     except FileNotFoundError:
-        item.type = "missing"
+        item.type = EntryType.MISSING
         return
     except OSError as exc:
         item.not_copied = os_error(exc)
         return
     item.mode = stat.S_IMODE(st.st_mode)
-    item.type = file_type(st.st_mode)
+    item.type = EntryType(file_type(st.st_mode))
     source = check.path
     if stat.S_ISLNK(st.st_mode):
         try:
@@ -462,7 +487,7 @@ def _save_content(tmp: str, item: CheckpointFile, check: FileCheck, area: str, r
         item.link_resolves_to = printable(os.path.relpath(real, os.path.realpath(contain)).replace(os.sep, "/"))
         source = real
     elif not stat.S_ISREG(st.st_mode):
-        item.not_copied = f"a {item.type}, not a regular file"
+        item.not_copied = f"a {item.type.value}, not a regular file"
         return
     copy_rel = f"files/{area}/{rel}"
     digest, size, why = _copy_file(source, os.path.join(tmp, copy_rel), max_copy)
@@ -530,9 +555,24 @@ def load_index(path: str) -> CheckpointIndex:
         raise ConfigError(f"{path}: not a driftscan checkpoint ({INDEX}: {os_error(exc)})") from None
     try:
         return CheckpointIndex.model_validate_json(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{index_path}: not a valid checkpoint index ({_first_error(exc)})") from None
     except ValueError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(f"{index_path}: not a valid checkpoint index ({first})") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    """The first thing wrong in an index, in one line: where, and what (``files[3].kind: Input
+    should be 'modified', 'missing', ...``), the value shown shortened and printable."""
+    errors = exc.errors(include_url=False)
+    if not errors:
+        return "invalid"
+    first = errors[0]
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]).lstrip(".")
+    got = printable(repr(first["input"])[:80]) if first["type"] not in ("missing", "json_invalid") else ""
+    more = f"; {len(errors) - 1} more problem(s)" if len(errors) > 1 else ""
+    return f"{where or 'index'}: {printable(first['msg'])}" + (f" (found {got})" if got else "") + more
 
 
 def saved_path(checkpoint: str, rel: str | None) -> str | None:

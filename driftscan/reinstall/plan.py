@@ -14,7 +14,7 @@ import shlex
 import zipfile
 from collections.abc import Callable, Mapping, Sequence, Set as AbstractSet
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -23,11 +23,12 @@ from ..environment.reinstall_source import (CacheEntry, Relink, ReinstallSource,
                                         confirmed, installed_source, mismatch, relink, sync_relink)
 from ..environment.target import site_packages_prefix
 from ..environment.uv.cache import find_pristine_copy
+from ..core.datamodel import AsString
 from ..core.errors import ConfigError
 from .expect import Expectation, evaluate, load_expectations
 from ..fs.reader import read_regular
 from ..core.values import (Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target, UvCacheLink,
-                           Verification)
+                           Verdict, Verification)
 from ..core.values import SourceKind as PristineKind  # where an original came from (SourceKind: a reinstall's)
 from ..fs.paths import printable, relpath
 from ..formats.record import parse_hash
@@ -36,25 +37,21 @@ from ..report.contract import Report
 if TYPE_CHECKING:  # annotations only: plan runs without the pristine package when nothing is restored
     from ..pristine import PristineSet
 
-Verdict = Literal["WIPED", "SURVIVES", "MAY SURVIVE"]  # what a reinstall does to a file
-WIPED: Final = "WIPED"
-SURVIVES: Final = "SURVIVES"
-MAY_SURVIVE: Final = "MAY SURVIVE"
-VERDICTS: dict[str, Verdict] = {WIPED: WIPED, SURVIVES: SURVIVES, MAY_SURVIVE: MAY_SURVIVE}
-
-
 class PlanItem(BaseModel):
     path: str
     relpath: str
     kind: str
     scope: str
     distribution: str | None
-    status: str = Field(description="WIPED | SURVIVES | MAY SURVIVE: after the plan's steps before the reinstall "
+    # Verdicts, published as the plain strings they were (the schema says "string").
+    status: Annotated[Verdict, AsString()] = Field(
+        title="Status", description="WIPED | SURVIVES | MAY SURVIVE: after the plan's steps before the reinstall "
                                     "(a uv cache clean) and the reinstall")
     reason: str
-    status_without_steps: str | None = Field(
-        default=None, description="WIPED | SURVIVES | MAY SURVIVE for the reinstall command run alone, without "
-                                  "the plan's preparatory steps (what `driftscan guard` checks a bare command with)")
+    status_without_steps: Annotated[Verdict, AsString()] | None = Field(
+        default=None, title="Status Without Steps",
+        description="WIPED | SURVIVES | MAY SURVIVE for the reinstall command run alone, without "
+                    "the plan's preparatory steps (what `driftscan guard` checks a bare command with)")
     reason_without_steps: str | None = Field(default=None, description="why, for the reinstall command run alone")
 
 
@@ -143,27 +140,28 @@ def _replaced_whole(dists: Sequence[Distribution], installer: str) -> list[str]:
     return sorted(out)
 
 
-def _status(drift: Drift, chosen: set[str]) -> tuple[str, str]:
+def _status(drift: Drift, chosen: set[str]) -> tuple[Verdict, str]:
     check = drift.check
     dist = check.distribution
     in_set = dist is not None and normalize(dist.name) in chosen
     if check.kind is DriftKind.CACHE_MODIFIED:  # no reinstall touches uv's cache; a clean step may
-        return SURVIVES, drift.evidence
+        return Verdict.SURVIVES, drift.evidence
     if drift.scope is Scope.PACKAGE:
         if not in_set:
-            return SURVIVES, f"{dist.key if dist else 'its distribution'} is not part of this reinstall"
+            return Verdict.SURVIVES, f"{dist.key if dist else 'its distribution'} is not part of this reinstall"
         if drift.prediction is Prediction.WIPED:
-            return WIPED, drift.evidence
-        return (MAY_SURVIVE if drift.prediction is Prediction.MAY_SURVIVE else SURVIVES), drift.evidence
+            return Verdict.WIPED, drift.evidence
+        return (Verdict.MAY_SURVIVE if drift.prediction is Prediction.MAY_SURVIVE else Verdict.SURVIVES,
+                drift.evidence)
     if drift.scope is Scope.ENVIRONMENT and in_set and drift.prediction is Prediction.WIPED:
-        return WIPED, drift.evidence
+        return Verdict.WIPED, drift.evidence
     reasons = {
         Scope.ENVIRONMENT: "no RECORD lists it, so no reinstall removes it",
         Scope.DATA: "a model directory file: outside every package",
         Scope.SOURCE: "an editable install's source tree: a reinstall re-links the same tree",
         Scope.EXTERNAL: "written outside the environment",
     }
-    return SURVIVES, reasons.get(drift.scope, drift.evidence)
+    return Verdict.SURVIVES, reasons.get(drift.scope, drift.evidence)
 
 
 EXPECT_MAX = 64 << 20  # an expectation names a config file, not a weight shard
@@ -209,7 +207,7 @@ def _pristine(drift: Drift, uv_cache: str | None, originals: PristineSet | None 
     return _read(copy) if copy else None
 
 
-def _expectation(exp: Expectation, drifts: dict[str, tuple[Drift, str]], referenced: Callable[[str], bool],
+def _expectation(exp: Expectation, drifts: dict[str, tuple[Drift, Verdict]], referenced: Callable[[str], bool],
                  uv_cache: str | None, originals: PristineSet | None = None) -> ExpectationResult:
     path = os.path.normpath(exp.file)
     match = drifts.get(path) or drifts.get(os.path.realpath(path))
@@ -220,8 +218,8 @@ def _expectation(exp: Expectation, drifts: dict[str, tuple[Drift, str]], referen
         return ExpectationResult(name=exp.label, file=printable(path), check=exp.check, holds_now=None,
                                  holds_after=None, reason=f"not checked: {unread}")
     holds_now, why_now = evaluate(exp, now_content, drifted)
-    if not match or match[1] != WIPED:
-        stays = "unchanged by the reinstall" if not match else f"{match[1].lower()} the reinstall"
+    if not match or match[1] is not Verdict.WIPED:
+        stays = "unchanged by the reinstall" if not match else f"{match[1].value.lower()} the reinstall"
         return ExpectationResult(name=exp.label, file=printable(path), check=exp.check, holds_now=holds_now,
                                  holds_after=holds_now, reason=f"{why_now}; {stays}")
     if exp.check == "unchanged":
@@ -397,7 +395,7 @@ def build_plan(audited: Audited, names: Sequence[str], installer: str | None, ex
     syncs = reinstall.startswith("uv sync ")
     # What the reinstall alone does to each uv-linked file, then which distributions the plan
     # cleans from uv's cache first (the reinstall would link an edited file back).
-    alone: dict[str, tuple[str, str]] = {}
+    alone: dict[str, tuple[Verdict, str]] = {}
     to_clean: dict[str, str | None] = {}  # name -> the cache holding the edited copy
     after_only: dict[str, str | None] = {}  # edited archive left in the cache, wiped from this venv anyway
     for drift in drifts:
@@ -408,7 +406,7 @@ def build_plan(audited: Audited, names: Sequence[str], installer: str | None, ex
         if who != "uv":
             continue
         if not link.copy:
-            alone[drift.check.path] = (MAY_SURVIVE, drift.evidence)
+            alone[drift.check.path] = (Verdict.MAY_SURVIVE, drift.evidence)
             to_clean.setdefault(dist.name, link.cache_dir)
             continue
         entry = entries.get((link.cache_dir or "", _archive_id(link)))
@@ -416,9 +414,10 @@ def build_plan(audited: Audited, names: Sequence[str], installer: str | None, ex
             relink(entry, sources[key])
         how = "is a symlink to" if link.symlink else f"shares its inode ({link.links} links) with"
         why = f"{how} uv's cache copy {link.copy}, which carries the edit; {why}"
-        status = {Relink.RELINKS: SURVIVES, Relink.UNPACKS: WIPED, Relink.UNKNOWN: MAY_SURVIVE}[outcome]
+        status = {Relink.RELINKS: Verdict.SURVIVES, Relink.UNPACKS: Verdict.WIPED,
+                  Relink.UNKNOWN: Verdict.MAY_SURVIVE}[outcome]
         alone[drift.check.path] = (status, why)
-        if status == WIPED:
+        if status is Verdict.WIPED:
             after_only.setdefault(dist.name, link.cache_dir)
         elif to_clean.get(dist.name) is None:
             to_clean[dist.name] = link.cache_dir
@@ -426,8 +425,8 @@ def build_plan(audited: Audited, names: Sequence[str], installer: str | None, ex
         after_only.pop(name, None)
     steps: list[PlanStep] = []
     clean_step: dict[str, int] = {}
-    pending: list[tuple[PlanItem, Drift, str, str]] = []
-    by_path: dict[str, tuple[Drift, str]] = {}
+    pending: list[tuple[PlanItem, Drift, Verdict, str]] = []
+    by_path: dict[str, tuple[Drift, Verdict]] = {}
     replaced = _replaced_whole(chosen_dists, who)
     untrusted, untrusted_note = _untrusted(source, chosen_dists, drifts)
     for drift in drifts:
@@ -436,20 +435,20 @@ def build_plan(audited: Audited, names: Sequence[str], installer: str | None, ex
         alone_status, alone_reason = alone.get(check.path, (status, reason))
         status, reason = alone_status, alone_reason
         lie = untrusted.get(check.path)
-        if lie is not None and status == WIPED:
-            status = alone_status = MAY_SURVIVE
+        if lie is not None and status is Verdict.WIPED:
+            status = alone_status = Verdict.MAY_SURVIVE
             reason = alone_reason = (f"the --from wheel cannot be trusted for this file: {lie}; the reinstall writes "
                                      "that member's bytes and keeps the wheel's RECORD row, so what is there after it "
                                      "is neither the original nor, for certain, the edit")
         dist = check.distribution
         if dist is not None and dist.name in to_clean and check.path in alone:
             if check.uv_cache is not None and check.uv_cache.copy:
-                status = WIPED  # the reason names the step once the steps are numbered
+                status = Verdict.WIPED  # the reason names the step once the steps are numbered
             else:
-                status = MAY_SURVIVE
+                status = Verdict.MAY_SURVIVE
         whole = next((d for d in replaced if check.path.startswith(d + os.sep)), None)
-        if whole is not None and drift.scope is Scope.ENVIRONMENT and status == SURVIVES:
-            status = alone_status = WIPED
+        if whole is not None and drift.scope is Scope.ENVIRONMENT and status is Verdict.SURVIVES:
+            status = alone_status = Verdict.WIPED
             reason = alone_reason = (f"pip install --target --upgrade replaces {whole} whole, files no RECORD "
                                      "lists included")
         by_path[os.path.normpath(check.path)] = (drift, status)
@@ -460,11 +459,11 @@ def build_plan(audited: Audited, names: Sequence[str], installer: str | None, ex
                         reason_without_steps=printable(alone_reason))
         plan.items.append(item)
         pending.append((item, drift, alone_status, alone_reason))
-        {WIPED: plan.wiped, SURVIVES: plan.survives, MAY_SURVIVE: plan.may_survive}[status].append(item.path)
+        _lists(plan)[status].append(item.path)
     plan.expectations = [_expectation(e, by_path, referenced, uv_cache, originals) for e in expectations]
     # Steps: the checkpoint first when the reinstall would destroy content no checkpoint holds.
     # (a file a --from wheel is untrusted for is overwritten too: with bytes no RECORD vouches for)
-    lost = [d for item, d, _, _ in pending if (item.status == WIPED or d.check.path in untrusted)
+    lost = [d for item, d, _, _ in pending if (item.status is Verdict.WIPED or d.check.path in untrusted)
             and d.check.kind in _HAS_CONTENT and (held is None or d.check.path not in held)]
     if lost:
         steps.append(_checkpoint_step(lost, target, checkpoint_dir, model_dirs, held is not None,
@@ -536,7 +535,7 @@ def build_plan(audited: Audited, names: Sequence[str], installer: str | None, ex
         dist = drift.check.distribution
         n = _step_of(clean_step, dist.name) if dist is not None else None
         if drift.check.kind is DriftKind.CACHE_MODIFIED and n is not None:
-            _move(plan, item, WIPED)
+            _move(plan, item, Verdict.WIPED)
             item.reason = printable(f"step {n} (`{steps[n - 1].command}`) removes the edited archive from uv's "
                                     f"cache; without that step it survives: {alone_reason}")
             continue
@@ -544,10 +543,10 @@ def build_plan(audited: Audited, names: Sequence[str], installer: str | None, ex
         if n is None:
             continue
         command = steps[n - 1].command
-        if item.status == WIPED:
+        if item.status is Verdict.WIPED:
             item.reason = printable(f"after step {n} (`{command}`) removes the edited archive, the reinstall "
                                     f"unpacks the wheel afresh and writes the original; without that step: "
-                                    f"{alone_status.lower()} ({alone_reason})")
+                                    f"{alone_status.value.lower()} ({alone_reason})")
         else:
             item.reason = printable(f"step {n} (`{command}`) cleans the cache named there, but the edited copy "
                                     f"was not found in it; {alone_reason}")
@@ -558,12 +557,17 @@ def _step_of(steps: dict[str, int], name: str) -> int | None:
     return next((n for k, n in steps.items() if normalize(k) == normalize(name)), None)
 
 
-def _move(plan: Plan, item: PlanItem, status: str) -> None:
+def _move(plan: Plan, item: PlanItem, status: Verdict) -> None:
     """Change an item's status after the steps are known, keeping the three path lists in step."""
-    lists = {WIPED: plan.wiped, SURVIVES: plan.survives, MAY_SURVIVE: plan.may_survive}
+    lists = _lists(plan)
     lists[item.status].remove(item.path)
     item.status = status
     lists[status].append(item.path)
+
+
+def _lists(plan: Plan) -> dict[Verdict, list[str]]:
+    """The plan's path list of each verdict."""
+    return {Verdict.WIPED: plan.wiped, Verdict.SURVIVES: plan.survives, Verdict.MAY_SURVIVE: plan.may_survive}
 
 
 def _archive_id(link: UvCacheLink) -> str:

@@ -63,7 +63,7 @@ from ..core.errors import ConfigError
 from .excise import excise, own_nodes, statement_blocks
 from ..fs.reader import inside, os_error, read_regular
 from ..pristine.kept import OriginalFinder, keep, kept, matches
-from ..core.values import Distribution, Finding, Origin, RecordEntry, Target
+from ..core.values import Distribution, DriftKind, Finding, Origin, RecordEntry, Target
 from ..formats.patch import (MergeResult, PatchError, PatchTooLarge, added_line_numbers, apply_hunks, diff_hunks,
                              format_hunks, make_patch, merge3, parse_patch, reverse_hunks)
 from ..lint.artifacts import recheck
@@ -695,12 +695,12 @@ class NameIndex:
         if self._saved is None:
             self._saved = {}
             for f in self._index.files:
-                if f.area != "env" or not f.content or not _is_py(f.relpath):
+                if not f.in_env or not f.content or not _is_py(f.relpath):
                     continue
                 data = _read_saved(self._checkpoint, f.content)
                 if data is None or len(data) > NAMES_FILE_MAX:
                     continue
-                if f.kind == "added" and findings_of(data, f.relpath) != []:
+                if f.kind is DriftKind.ADDED and findings_of(data, f.relpath) != []:
                     continue  # a debug helper left out: what it reads is no reason to keep anything
                 self._saved[os.path.normpath(os.path.join(self._root, *f.relpath.split("/")))] = data
         return self._saved
@@ -812,19 +812,19 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
     ledger = _load_ledger(root)
     names = NameIndex(checkpoint, index, root, roots)
     wanted = [o.strip("/") for o in only]
-    chosen = [f for f in index.files if f.area == "env"
+    chosen = [f for f in index.files if f.in_env
               and (not wanted or any(f.relpath == w or f.relpath.startswith(w + "/") for w in wanted))]
     # A .pth last: whether what it imports is there after the reapply depends on the other files.
     chosen.sort(key=lambda f: f.relpath.endswith(".pth"))
     # A rename is a missing package file plus an added file with its very content.
-    originals_moved = {f.hash_before: f for f in index.files if f.kind == "missing" and f.hash_before}
+    originals_moved = {f.hash_before: f for f in index.files if f.kind is DriftKind.MISSING and f.hash_before}
     try:
         for f in chosen:
             _plan_one(plan, checkpoint, f, root, roots, dists, options, ledger, originals_moved, index, names)
     finally:
         if finder is not None:
             finder.close()
-    skipped_model = sum(1 for f in index.files if f.area != "env")
+    skipped_model = sum(1 for f in index.files if not f.in_env)
     if skipped_model:
         plan.report.notes.append(f"{skipped_model} model-directory file(s) not re-applied: no reinstall touches "
                                  "a model directory (their copies are in the checkpoint's files/)")
@@ -844,15 +844,15 @@ def _plan_one(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, 
               index: CheckpointIndex, names: NameIndex) -> None:
     saved = _read_saved(checkpoint, f.content) if f.content else None
     # A Python source in any declared encoding takes the statement-level path, never the copy.
-    if f.patch or (f.kind == "modified" and saved is not None and _decode(saved, f.relpath)[0] is not None):
+    if f.patch or (f.kind is DriftKind.MODIFIED and saved is not None and _decode(saved, f.relpath)[0] is not None):
         _plan_patched(plan, checkpoint, f, root, roots, dists, options, ledger, names)
-    elif f.kind == "added" and f.content:
+    elif f.kind is DriftKind.ADDED and f.content:
         _plan_added(plan, checkpoint, f, root, roots, options, moved)
-    elif f.kind == "modified" and f.content:
+    elif f.kind is DriftKind.MODIFIED and f.content:
         _plan_copied(plan, checkpoint, f, root, roots, dists)
-    elif f.kind == "missing":
+    elif f.kind is DriftKind.MISSING:
         _plan_missing(plan, f, root, roots, dists, index)
-    elif f.kind == "modified":
+    elif f.kind is DriftKind.MODIFIED:
         plan.report.files.append(ReapplyFile(
             relpath=f.relpath, path="", action=Action.COPY, distribution=f.distribution, version_then=f.version,
             status=Status.SKIPPED, reason=f"its content was not saved in the checkpoint ({f.not_copied or 'no copy'})"))
@@ -934,7 +934,7 @@ def _plan_missing(plan: ReapplyPlan, f: CheckpointFile, root: str, roots: Sequen
     path = _begin(plan, item, f, root, roots)
     if path is None:
         return
-    moved_to = [a.relpath for a in index.files if a.kind == "added" and _same_hash(a.hash_after, f.hash_before)]
+    moved_to = [a.relpath for a in index.files if a.kind is DriftKind.ADDED and _same_hash(a.hash_after, f.hash_before)]
     why = f"renamed to {', '.join(moved_to)}" if moved_to else "deleted in the checkpoint"
     try:
         st = os.lstat(path)

@@ -36,7 +36,7 @@ from .plan import normalize, select_distributions
 from ..pristine import PristineCopy, PristineSet
 from ..formats.record import new_hash
 from ..report.contract import ErrorOut
-from .checkpoint import CheckpointIndex
+from .checkpoint import CheckpointIndex, EntryType
 from ..caches.location import below_cache, refuse_inside
 from ..fs.confined import (append_below, lstat_below, open_dir, parts_of, read_below, rel_below, replace_below,
                            unlink_below)
@@ -553,7 +553,7 @@ __all__ = ["ConfigError", "RestorePlan", "RestoreReport", "apply_restore", "plan
 def keep_unsaved(plan: RestorePlan, index: CheckpointIndex) -> None:
     """Take out of ``plan`` every file whose current content the checkpoint could not save (too
     large, unreadable): restoring it would destroy an edit that exists nowhere else."""
-    unsaved = {f.path: f.not_copied for f in index.files if f.not_copied and f.type == "file"}
+    unsaved = {f.path: f.not_copied for f in index.files if f.not_copied and f.type is EntryType.FILE}
     kept = []
     for p in plan.planned:
         why = unsaved.get(p.action.path)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core.values import Verdict
+
 if TYPE_CHECKING:
     from ..reinstall.guard import GuardReport
 
-_ORDER = {"WIPED": 0, "MAY SURVIVE": 1, "SURVIVES": 2}
+_ORDER = {Verdict.WIPED: 0, Verdict.MAY_SURVIVE: 1, Verdict.SURVIVES: 2}
 _MARK = {True: "✓", False: "✗", None: "·"}
 
 
@@ -59,11 +61,11 @@ def render_guard_text(report: "GuardReport") -> str:
     lines.append("")
     if report.predictions:
         lines.append("Predictions (prediction → what happened):")
-        width = max(len(p.prediction) for p in report.predictions)
+        width = max(len(p.prediction.value) for p in report.predictions)
         for p in sorted(report.predictions, key=lambda p: (_ORDER[p.prediction], p.scope, p.distribution or "",
-                                                            p.path)):
+                                                           p.path)):
             owner = f"{p.distribution}: " if p.distribution else ""
-            lines.append(f"  {_MARK[p.held]} {p.prediction:<{width}} → {p.outcome.value:<9} [{p.scope}] {owner}"
+            lines.append(f"  {_MARK[p.held]} {p.prediction.value:<{width}} → {p.outcome.value:<9} [{p.scope}] {owner}"
                          f"{p.relpath} ({p.kind}): {p.detail}")
             if p.held is False:
                 lines.append(f"      predicted because: {p.reason}")

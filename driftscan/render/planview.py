@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core.values import Verdict
+
 if TYPE_CHECKING:
     from ..reinstall.plan import Plan
 
-_ORDER = {"WIPED": 0, "MAY SURVIVE": 1, "SURVIVES": 2}
+_ORDER = {Verdict.WIPED: 0, Verdict.MAY_SURVIVE: 1, Verdict.SURVIVES: 2}
 
 
 def render_plan_json(plan: "Plan") -> str:
@@ -28,10 +30,10 @@ def render_plan_text(plan: "Plan") -> str:
                      f"{': ' + src.detail if src.detail else ''})")
     lines.append("")
     if plan.items:
-        width = max(len(i.status) for i in plan.items)
+        width = max(len(i.status.value) for i in plan.items)
         for item in sorted(plan.items, key=lambda i: (_ORDER[i.status], i.scope, i.distribution or "", i.path)):
             owner = f"{item.distribution}: " if item.distribution else ""
-            lines.append(f"  {item.status:<{width}}  [{item.scope}] {owner}{item.relpath} ({item.kind})")
+            lines.append(f"  {item.status.value:<{width}}  [{item.scope}] {owner}{item.relpath} ({item.kind})")
             lines.append(f"  {'':<{width}}    {item.reason}")
     else:
         lines.append("  nothing has drifted: the reinstall changes no file")

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..fs.paths import line_safe, one_line
-from ..reinstall.checkpoint import CheckpointFile, Written
+from ..core.values import DriftKind, Scope
+from ..reinstall.checkpoint import CheckpointFile, EntryType, Written
 from ..reinstall.reapply import Action as ReapplyAction, Status as Reapplied
 from ..reinstall.restore import Action, RestoreReport, Status
 
@@ -79,15 +80,15 @@ def render_checkpoint_text(written: Written, allow_partial: bool = False) -> str
     index = written.index
     lines = [f"checkpoint: {written.path}"]
     shown_added = 0
-    added = [f for f in index.files if f.kind == "added"]
+    added = [f for f in index.files if f.kind is DriftKind.ADDED]
     for f in index.files:
-        where = one_line(f.relpath if f.area == "env" else f.path)
-        if f.kind == "added":
+        where = one_line(f.relpath if f.in_env else f.path)
+        if f.kind is DriftKind.ADDED:
             shown_added += 1
             if shown_added > ADDED_SHOWN:
                 continue
         held = one_line(_held(f))
-        lines.append(f"  {f.kind:<17} {where}: {held}")
+        lines.append(f"  {f.kind.value:<17} {where}: {held}")
     if shown_added > ADDED_SHOWN:
         lines.append(f"  ... and {len(added) - ADDED_SHOWN} more added file(s) (checkpoint.json lists them)")
     patches = sum(1 for f in index.files if f.patch)
@@ -96,7 +97,7 @@ def render_checkpoint_text(written: Written, allow_partial: bool = False) -> str
     dumps = (f"; {len(index.dumps)} dump file(s) listed" + (f" ({possible} possible)" if possible else "")
              if index.dumps else "")
     # Per file, never per distribution: a distribution's source may have verified some files only.
-    modified = [f for f in index.files if f.kind == "modified" and f.scope == "package"]
+    modified = [f for f in index.files if f.kind is DriftKind.MODIFIED and f.scope is Scope.PACKAGE]
     lines.append(f"{len(index.files)} drifted file(s): {patches} patch(es), {copies} copie(s); "
                  f"{sum(1 for f in modified if f.has_original)} of {len(modified)} modified package file(s) "
                  f"with a verified original{dumps}")
@@ -116,15 +117,15 @@ def _held(f: CheckpointFile) -> str:
     if f.not_copied:
         return f"NOT SAVED ({f.not_copied})"
     parts = []
-    if f.type == "symlink":
+    if f.type is EntryType.SYMLINK:
         parts.append(f"symlink to {f.symlink_target}")
         if f.content:
             parts.append(f"its edited content ({f.link_resolves_to})")
-    elif f.type == "missing":
+    elif f.type is EntryType.MISSING:
         parts.append("missing (nothing to copy)")
     elif f.content:
         parts.append("content")
-    if f.kind == "modified" and f.scope == "package":
+    if f.kind is DriftKind.MODIFIED and f.scope is Scope.PACKAGE:
         parts.append("patch" if f.has_patch else "no patch")
         parts.append("original" if f.has_original else "NO ORIGINAL")
     elif f.has_original:

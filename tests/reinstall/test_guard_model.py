@@ -42,3 +42,27 @@ def test_defaults_of_a_command_not_run():
     report = GuardReport(target=None, command=GuardCommand(argv=[], tool="other", recognised=False), ran=False)
     assert report.predictions == [] and report.leftovers == Leftovers() and report.summary.predictions == 0
     assert report.exit_code is None and report.refused == []
+
+
+def test_predictions_and_plan_statuses_are_one_enum_written_in_their_words():
+    from driftscan.core.values import Verdict
+    from driftscan.reinstall.plan import PlanItem
+
+    assert [v.value for v in Verdict] == ["WIPED", "SURVIVES", "MAY SURVIVE"]
+    for verdict in Verdict:
+        p = GuardPrediction(path="p", relpath="p", kind="modified", scope="package", prediction=verdict.value,
+                            reason="r", outcome=Outcome.WIPED, held=None)
+        item = PlanItem.model_validate_json(json.dumps({
+            "path": "p", "relpath": "p", "kind": "modified", "scope": "package", "distribution": None,
+            "status": verdict.value, "reason": "r", "status_without_steps": verdict.value}))
+        assert p.prediction is verdict and item.status is verdict and item.status_without_steps is verdict
+        assert json.loads(p.model_dump_json())["prediction"] == verdict.value
+        assert json.loads(item.model_dump_json())["status"] == verdict.value
+    with pytest.raises(pydantic.ValidationError):
+        PlanItem(path="p", relpath="p", kind="modified", scope="package", distribution=None, status="wiped",
+                 reason="r")
+    # The published schemas say what they said before: an enum of the words for guard, a string for plan.
+    schema = GuardReport.model_json_schema()["$defs"]["GuardPrediction"]["properties"]["prediction"]
+    assert schema == {"enum": ["WIPED", "SURVIVES", "MAY SURVIVE"], "title": "Prediction", "type": "string"}
+    status = PlanItem.model_json_schema()["properties"]["status"]
+    assert {k: v for k, v in status.items() if k != "description"} == {"title": "Status", "type": "string"}

@@ -14,7 +14,8 @@ from driftscan.reinstall.guard.outcome import (EXIT_FAILED_PREDICTION, EXIT_INCO
                                                missing_source,
                                                new_drifts, not_run, other_environment, predict, reinstalled,
                                                summarise, versions)
-from driftscan.reinstall.plan import MAY_SURVIVE, SURVIVES, WIPED, Plan, PlanItem
+from driftscan.core.values import Verdict
+from driftscan.reinstall.plan import Plan, PlanItem
 from fixtures.reports import clean_report, every_kind_report
 
 
@@ -39,25 +40,26 @@ def test_installed_versions_and_reinstalled():
 
 
 def test_predict_for_an_unknown_command_is_may_survive():
-    plan = _plan(_item("/v/a.py", WIPED), _item("/v/b.py", SURVIVES, kind="added", scope="environment", dist=None))
+    plan = _plan(_item("/v/a.py", Verdict.WIPED),
+                 _item("/v/b.py", Verdict.SURVIVES, kind="added", scope="environment", dist=None))
     out = predict(plan, Recognised(Tool.OTHER), [], [], False)
-    assert [p.status for p in out] == [MAY_SURVIVE, MAY_SURVIVE]
+    assert [p.status for p in out] == [Verdict.MAY_SURVIVE, Verdict.MAY_SURVIVE]
     assert "guard does not know what this command changes" in out[0].reason
 
 
 def test_predict_maybe_reinstalled_is_may_survive():
-    plan = _plan(_item("/v/a.py", WIPED))
+    plan = _plan(_item("/v/a.py", Verdict.WIPED))
     out = predict(plan, Recognised(Tool.PIP, (Requested("demo"),), upgrade=True), [], ["demo"], False)
-    assert out[0].status == MAY_SURVIVE and "may find nothing to do" in out[0].reason
+    assert out[0].status == Verdict.MAY_SURVIVE and "may find nothing to do" in out[0].reason
 
 
 def test_predict_dependencies_of_a_forced_install():
-    plan = _plan(_item("/v/other.py", SURVIVES, dist="other"))
+    plan = _plan(_item("/v/other.py", Verdict.SURVIVES, dist="other"))
     with_deps = predict(plan, Recognised(Tool.PIP, (Requested("demo"),), forced=True), ["demo"], [], False)
-    assert with_deps[0].status == MAY_SURVIVE and "dependencies" in with_deps[0].reason
+    assert with_deps[0].status == Verdict.MAY_SURVIVE and "dependencies" in with_deps[0].reason
     no_deps = predict(plan, Recognised(Tool.PIP, (Requested("demo"),), forced=True, no_deps=True), ["demo"], [],
                       False)
-    assert no_deps[0].status == SURVIVES
+    assert no_deps[0].status == Verdict.SURVIVES
 
 
 def test_other_environment_refused(tmp_path):
@@ -123,9 +125,11 @@ def test_judge_from_the_files(tmp_path):
     broken = tmp_path / "broken.py"
     for f in (wiped, kept, broken):
         f.write_text("edited\n")
-    predicted = [Predicted(_item(str(wiped), WIPED), WIPED, "r"),
-                 Predicted(_item(str(kept), SURVIVES, kind="added", scope="environment", dist=None), SURVIVES, "r"),
-                 Predicted(_item(str(broken), SURVIVES, kind="added", scope="environment", dist=None), SURVIVES, "r")]
+    predicted = [Predicted(_item(str(wiped), Verdict.WIPED), Verdict.WIPED, "r"),
+                 Predicted(_item(str(kept), Verdict.SURVIVES, kind="added", scope="environment", dist=None),
+                           Verdict.SURVIVES, "r"),
+                 Predicted(_item(str(broken), Verdict.SURVIVES, kind="added", scope="environment", dist=None),
+                           Verdict.SURVIVES, "r")]
     before = {p.item.path: fingerprint(p.item.path) for p in predicted}
     wiped.unlink()  # the reinstall removed it
     broken.unlink()  # predicted to survive, but gone
@@ -144,8 +148,8 @@ def test_judge_dump_files(tmp_path):
     dumps = [tmp_path / f"d{k}.pt" for k in range(3)]
     for d in dumps:
         d.write_bytes(b"x")
-    item = _item(str(tmp_path / "d*.pt"), SURVIVES, kind="debug-artifacts", scope="external", dist=None)
-    predicted = [Predicted(item, SURVIVES, "r")]
+    item = _item(str(tmp_path / "d*.pt"), Verdict.SURVIVES, kind="debug-artifacts", scope="external", dist=None)
+    predicted = [Predicted(item, Verdict.SURVIVES, "r")]
     before = {item.path: tuple(str(d) for d in dumps)}
     dumps[0].unlink()
     [p] = judge(predicted, before, clean_report(), judged=True)
@@ -164,8 +168,9 @@ def test_possible_dumps_are_judged_and_left_by_their_files(tmp_path):
     drift = dataclasses.replace(template, path=pattern, actual={**template.actual,
                                                                 "possible_artifacts": [str(d) for d in dumps]})
     plan = Plan(reinstall=["demo"], installer="pip", audit=dataclasses.replace(report, drifts=[drift]),
-                items=[_item(pattern, SURVIVES, kind="possible-debug-artifacts", scope="external", dist=None)])
-    predicted = [Predicted(plan.items[0], SURVIVES, "r")]
+                items=[_item(pattern, Verdict.SURVIVES, kind="possible-debug-artifacts", scope="external",
+                             dist=None)])
+    predicted = [Predicted(plan.items[0], Verdict.SURVIVES, "r")]
     before = fingerprints(predicted, plan)
     assert before == {pattern: tuple(str(d) for d in dumps)}
     [p] = judge(predicted, before, clean_report(), judged=True)
@@ -192,7 +197,7 @@ def _guard_report(**extra) -> GuardReport:
 
 
 def test_summarise_and_exit_status():
-    predicted = [Predicted(_item("/v/a.py", WIPED), WIPED, "r")]
+    predicted = [Predicted(_item("/v/a.py", Verdict.WIPED), Verdict.WIPED, "r")]
     report = _guard_report(ran=False, predictions=not_run(predicted))
     summarise(report)
     assert report.summary.predictions == 1 and report.summary.unjudged == 1

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import enum
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
+
+from ...core.datamodel import InlineEnum
+from ...core.values import Verdict
 
 
 class Outcome(str, enum.Enum):
@@ -68,7 +71,7 @@ class GuardPrediction(BaseModel):
     kind: str
     scope: str
     distribution: str | None = None
-    prediction: Literal["WIPED", "SURVIVES", "MAY SURVIVE"]
+    prediction: Annotated[Verdict, InlineEnum(Verdict)] = Field(title="Prediction")  # the schema's enum, as before
     reason: str
     outcome: Outcome
     detail: str = ""

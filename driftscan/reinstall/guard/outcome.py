@@ -20,8 +20,9 @@ from ...pipeline.classify import uv_cache_clean, uv_cache_prune
 from ...core.errors import DriftscanError, TargetError
 from ...fs.reader import open_regular, os_error
 from ...lint.artifacts import recheck
-from ...core.values import Distribution, DriftKind, Origin
-from ..plan import MAY_SURVIVE, SURVIVES, VERDICTS, WIPED, Plan, PlanItem, Verdict
+from ...core.values import Distribution, DriftKind, Origin, Scope
+from ...core.values import Verdict
+from ..plan import Plan, PlanItem
 from ...report.contract import DriftOut, Report
 from ...environment.content import record_digest
 from .command import Change, Recognised, Tool, normalize
@@ -75,34 +76,36 @@ def predict(plan: Plan, command: Recognised, sure: Sequence[str], maybe: Sequenc
         or (command.tool is Tool.PIXI and command.upgrade)
     for item in plan.items:
         # guard runs the command alone, not the plan's steps (its uv cache clean) before it
-        status = VERDICTS[item.status_without_steps or item.status]
+        status = item.status_without_steps or item.status
         reason = item.reason_without_steps or item.reason
         dist = normalize(item.distribution) if item.distribution else None
         drift = drifts.get(item.path)
         if not command.recognised:
-            before = status.lower()
-            status, reason = MAY_SURVIVE, (f"guard does not know what this command changes (a reinstall of its "
-                                           f"distribution: {before}, {reason})")
-        elif dist in maybe and status == WIPED:
-            status, reason = MAY_SURVIVE, (f"wiped if the command reinstalls {item.distribution} (it may find "
-                                           f"nothing to do): {reason}")
+            before = status.value.lower()
+            status, reason = Verdict.MAY_SURVIVE, ("guard does not know what this command changes (a reinstall of "
+                                                   f"its distribution: {before}, {reason})")
+        elif dist in maybe and status is Verdict.WIPED:
+            status, reason = Verdict.MAY_SURVIVE, (f"wiped if the command reinstalls {item.distribution} (it may "
+                                                   f"find nothing to do): {reason}")
         elif dist is not None and dist not in sure and dist not in maybe and item.scope == "package" \
-                and status == SURVIVES and others_may_change:
+                and status is Verdict.SURVIVES and others_may_change:
             why = ("the command installs requirements guard cannot name" if command.unnamed else
                    "uv sync changes what its lock file says" if command.tool is Tool.UV_SYNC else
                    "without --no-deps, the dependencies are reinstalled too")
-            status, reason = MAY_SURVIVE, f"{why}; if {item.distribution} is among them it is wiped"
+            status, reason = Verdict.MAY_SURVIVE, f"{why}; if {item.distribution} is among them it is wiped"
         elif dist in sure and command.no_cache and command.tool in (Tool.UV_PIP, Tool.UV_SYNC) \
-                and _uv_link(drift) and status in (SURVIVES, MAY_SURVIVE) and item.kind == "modified":
-            status, reason = WIPED, ("uv --no-cache unpacks the wheel afresh into a temporary cache: the edited "
-                                     "copy in uv's cache is not linked back")
+                and _uv_link(drift) and status in (Verdict.SURVIVES, Verdict.MAY_SURVIVE) \
+                and item.kind == "modified":
+            status, reason = Verdict.WIPED, ("uv --no-cache unpacks the wheel afresh into a temporary cache: the "
+                                             "edited copy in uv's cache is not linked back")
         elif dist in sure and not from_given and command.tool is Tool.UV_SYNC and item.kind == "modified" \
                 and (synced := _sync_outcome(drift, command)) is not None:
             status, reason = synced
         elif dist in sure and not from_given and command.source is None and command.source_why == "several sources" \
-                and _uv_link(drift) and status == SURVIVES:
-            status, reason = MAY_SURVIVE, ("the command installs from several sources; from a wheel file uv "
-                                           f"unpacks afresh (wiped), from its cache it links the edit back: {reason}")
+                and _uv_link(drift) and status is Verdict.SURVIVES:
+            status, reason = Verdict.MAY_SURVIVE, ("the command installs from several sources; from a wheel file "
+                                                   "uv unpacks afresh (wiped), from its cache it links the edit back: "
+                                                   f"{reason}")
         out.append(Predicted(item, status, reason))
     return out
 
@@ -121,15 +124,15 @@ def _sync_outcome(drift: DriftOut | None, command: Recognised) -> tuple[Verdict,
     locked = _locked_version(command, drift.distribution.name)
     if command.exact and locked is None and normalize(drift.distribution.name) not in {r.name for r in
                                                                                       command.requested}:
-        return WIPED, "uv sync removes it: the lock file does not list it"
+        return Verdict.WIPED, "uv sync removes it: the lock file does not list it"
     if locked is not None and locked != drift.distribution.version:
-        return WIPED, (f"uv sync installs {drift.distribution.name} {locked} from the lock file: the files of "
+        return Verdict.WIPED, (f"uv sync installs {drift.distribution.name} {locked} from the lock file: the files of "
                        f"another archive replace this one")
     entry = cache_entry(cache_dir, copy, drift.distribution.name)
     if entry is None:
         return None
     outcome, why = sync_relink(entry, command.offline)
-    return (SURVIVES if outcome is Relink.RELINKS else WIPED), why
+    return (Verdict.SURVIVES if outcome is Relink.RELINKS else Verdict.WIPED), why
 
 
 def debug_comes_back(predicted: Sequence[Predicted], plan: Plan, sure: Sequence[str], command: Recognised,
@@ -144,7 +147,8 @@ def debug_comes_back(predicted: Sequence[Predicted], plan: Plan, sure: Sequence[
     for p in predicted:
         drift = drifts.get(p.item.path)
         link = _uv_link(drift)
-        if drift is None or link is None or drift.distribution is None or p.status not in (SURVIVES, MAY_SURVIVE):
+        if drift is None or link is None or drift.distribution is None \
+                or p.status not in (Verdict.SURVIVES, Verdict.MAY_SURVIVE):
             continue
         if normalize(drift.distribution.name) not in sure:
             continue
@@ -182,7 +186,7 @@ def _edited_archives(predicted: Sequence[Predicted], drifts: dict[str, DriftOut]
         if drift is None or drift.kind.value != "cache-modified" or drift.distribution is None:
             continue
         name = drift.distribution.name
-        if normalize(name) not in sure or name in named or p.status not in (SURVIVES, MAY_SURVIVE):
+        if normalize(name) not in sure or name in named or p.status not in (Verdict.SURVIVES, Verdict.MAY_SURVIVE):
             continue
         entries = [e for e in (drift.actual or {}).get("index_entries") or () if isinstance(e, str)]
         if refetched(entries, command.offline):
@@ -258,10 +262,10 @@ def checkpoint_summary(path: str, index: CheckpointIndex, problems: Sequence[str
                        predicted: Sequence[Predicted] = ()) -> GuardCheckpoint:
     """Whether the checkpoint holds every edited byte, and how to complete it when it does not;
     ``at_risk``: the files it lacks that the command may wipe (``predicted`` not to survive it)."""
-    lacking = [f for f in index.files if f.area == "env" and f.scope == "package" and f.kind == "modified"
+    lacking = [f for f in index.files if f.in_env and f.scope is Scope.PACKAGE and f.kind is DriftKind.MODIFIED
                and not f.patch and not f.original]
     not_saved = [f"{f.relpath}: {f.not_copied}" for f in index.files if f.not_copied]
-    surviving = {p.item.path for p in predicted if p.status == SURVIVES}
+    surviving = {p.item.path for p in predicted if p.status is Verdict.SURVIVES}
     at_risk = [f.relpath for f in index.files if (f in lacking or f.not_copied) and f.path not in surviving]
     complete = []
     if lacking:
@@ -398,12 +402,12 @@ def _prediction(p: Predicted, outcome: Outcome, detail: str, held: bool | None) 
                            held=held)
 
 
-def _held(status: str, outcome: Outcome) -> bool | None:
+def _held(status: Verdict, outcome: Outcome) -> bool | None:
     if outcome in (Outcome.UNCHECKED, Outcome.NOT_RUN):
         return None
-    if status == MAY_SURVIVE:
+    if status is Verdict.MAY_SURVIVE:
         return True
-    if status == WIPED:
+    if status is Verdict.WIPED:
         return outcome is Outcome.WIPED
     return outcome is Outcome.SURVIVED
 
@@ -539,7 +543,8 @@ def expectations(plan: Plan, after: Sequence[tuple[bool | None, str]], judged: b
     """Each expectation now, as predicted for after the command, and after it (``after``: (holds, why)
     per expectation, in order). A file whose drift guard made MAY SURVIVE (or any file, around a
     command guard does not recognise) has no predicted state after."""
-    uncertain = {os.path.normpath(p.item.path) for p in predicted if p.status == MAY_SURVIVE != p.item.status}
+    uncertain = {os.path.normpath(p.item.path) for p in predicted
+                 if p.status is Verdict.MAY_SURVIVE and p.item.status is not Verdict.MAY_SURVIVE}
     out = []
     for e, (holds, why) in zip(plan.expectations, after):
         predicted_after, reason = e.holds_after, e.reason
