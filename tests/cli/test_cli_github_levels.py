@@ -100,3 +100,17 @@ def test_diff_annotations_follow_the_fail_policy(drifted):
             assert got[("added", "ghpkg_extra.py")] == {level}, (flags, got)
     finally:
         extra.unlink()
+
+
+def test_accepted_drift_is_a_notice_whatever_the_policy(drifted, tmp_path):
+    _, venv = drifted
+    config = tmp_path / "driftscan.toml"
+    config.write_text('[[accept]]\npath = "ghpkg/core.py"\nreason = "kept on purpose"\n')
+    for flags in ([], ["--fail-on", "debug"], ["--fail-on", "package"]):
+        proc = run_cli("audit", "--venv", str(venv), "--no-pristine", "--format", "github", "--config", str(config),
+                       *flags, cwd=str(tmp_path))
+        got = levels(proc.stdout)
+        assert got[CORE_DRIFT] == got[CORE_FINDING] == {"notice"}, (flags, got)
+        # the added module still fails the run where the policy says so
+        assert proc.returncode == (0 if flags == ["--fail-on", "package"] else 1), (flags, proc.stderr)
+        assert got[ADDED_DRIFT] == {"warning" if flags == ["--fail-on", "package"] else "error"}
