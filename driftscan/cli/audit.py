@@ -51,6 +51,7 @@ def audit(venv: str | None, site_packages: tuple[str, ...], fmt: str, output: st
     status: bit 1 drift found, bit 2 something could not be checked (or a usage error).
     """
     config = load_config(config_file)
+    policies = fail_on_policies(fail_on)  # a usage error before the audit runs
     dirs, hub, include_environment = config_targets(config, venv, site_packages, model_dirs, hf_cache)
     for flag, value in (("--revision", revision), ("--manifest", manifest)):
         if value and not dirs and hub is None:
@@ -63,5 +64,6 @@ def audit(venv: str | None, site_packages: tuple[str, ...], fmt: str, output: st
                  rules_modules=config.rules_modules, include_environment=include_environment,
                  need=Need.REPORT, plugins=not no_plugins, compare=not no_pristine, wheels=wheels, fetch=fetch,
                  chosen_because=chosen_because, accept=config.accept, accept_source=config.source).report
-    emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet)
-    sys.exit(exit_status(report, strict, fail_on_policies(fail_on), exit_zero))
+    emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet,
+         fail_on=policies, exit_zero=exit_zero)
+    sys.exit(exit_status(report, strict, policies, exit_zero))

@@ -12,6 +12,7 @@ import click
 from ..fs.atomic import write_atomic
 from ..fs.paths import inert, line_safe
 from ..render.registry import OutputFormat, RenderOptions, render
+from ..report.policy import FailOn
 
 if TYPE_CHECKING:
     from ..report.contract import Report
@@ -47,8 +48,11 @@ def for_text(model: M, fmt: str) -> M:
 
 
 def emit(report: Report, fmt: str, output: str | None, *, diffs: bool = False, show_upstream: bool = False,
-         verbose: bool = False, quiet: bool = False) -> None:
-    options = RenderOptions(diffs=diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet)
+         verbose: bool = False, quiet: bool = False, fail_on: tuple[FailOn, ...] = (FailOn.DRIFT,),
+         exit_zero: bool = False) -> None:
+    """``fail_on``, ``exit_zero``: the policy the command exits by (GitHub annotations' levels follow it)."""
+    options = RenderOptions(diffs=diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet,
+                            fail_on=fail_on, exit_zero=exit_zero)
     if write(render(for_text(report, fmt), OutputFormat(fmt), options), fmt, output,
              color=fmt == "text" and use_color(output)):
         from ..render.text import summary_line

@@ -66,15 +66,17 @@ def diff(snapshot_file: str, venv: str | None, site_packages: tuple[str, ...], m
     A file whose size, mtime and mode match the snapshot is trusted by that signature, not hashed
     (the report counts them: summary.trusted_by_signature); --no-cache hashes every file."""
     config = load_config(config_file)
+    policies = fail_on_policies(fail_on)  # a usage error before the audit runs
     report = run_diff(snapshot_file, venv=venv, site_packages=site_packages, model_dirs=model_dirs, jobs=jobs,
                       deep=deep, progress=Progress(), select=codes(select) or config.select,
                       ignore=codes(ignore) or config.ignore, rules_modules=config.rules_modules,
                       plugins=not no_plugins, use_cache=not no_cache, accept=config.accept, accept_source=config.source,
                       chosen_because=None if venv is not None or site_packages or model_dirs else
                       "every root the snapshot recorded (no --venv, --site-packages or --model-dir)")
-    emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet)
+    emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet,
+         fail_on=policies, exit_zero=exit_zero)
     if report.summary.trusted_by_signature and fmt == "text" and not quiet:
         click.echo(f"driftscan: {report.summary.trusted_by_signature} of {report.summary.files_checked} files trusted"
                    " by signature (size, mtime and mode as in the snapshot), not hashed; --no-cache hashes them",
                    err=True)
-    sys.exit(exit_status(report, strict, fail_on_policies(fail_on), exit_zero))
+    sys.exit(exit_status(report, strict, policies, exit_zero))

@@ -214,13 +214,14 @@ def _unit(d: DriftOut) -> _Unit:
     if accepted is not None:
         prediction += f"<br>accepted: {esc(accepted)}"
     unit = _Unit(row=f"| {esc(d.kind.value)} | {path} | {prediction} | {code(d.remedy) if d.remedy else ''} |")
-    for f in d.findings:
-        if f.origin is Origin.UPSTREAM:
-            unit.upstream.append(_finding_line(d, f))
-        else:
-            unit.findings.append(_finding_line(d, f))
+    _add_findings(unit, d)
     unit.details = _diff_block(d, counts)
     return unit
+
+
+def _add_findings(unit: _Unit, d: DriftOut) -> None:
+    for f in d.findings:
+        (unit.upstream if f.origin is Origin.UPSTREAM else unit.findings).append(_finding_line(d, f))
 
 
 def _collapsed_units(items: list[DriftOut]) -> tuple[list[_Unit], set[int]]:
@@ -236,9 +237,12 @@ def _collapsed_units(items: list[DriftOut]) -> tuple[list[_Unit], set[int]]:
         size = sum(m.actual.get("size", 0) for m in members if isinstance(m.actual.get("size"), int))
         codes = Counter(f.code for m in members for f in m.findings if f.origin is not Origin.UPSTREAM)
         found = "; findings: " + ", ".join(f"{esc(c)} ×{n}" for c, n in sorted(codes.items())) if codes else ""
-        units.append(_Unit(row=f"| added | {code(directory + '/')} ({_n(len(members), 'file')}, "
-                               f"{size / 1e6:.1f} MB{found}) | **{_MARK[members[0].prediction.value]}** | "
-                               "listed one by one in <code>--format json</code> |"))
+        unit = _Unit(row=f"| added | {code(directory + '/')} ({_n(len(members), 'file')}, "
+                         f"{size / 1e6:.1f} MB{found}) | **{_MARK[members[0].prediction.value]}** | "
+                         "listed one by one in <code>--format json</code> |")
+        for m in members:  # the row stands for the files; their findings are each listed still
+            _add_findings(unit, m)
+        units.append(unit)
         hidden |= {id(m) for m in members}
     return units, hidden
 

@@ -19,6 +19,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import DriftscanError
+from ..report.policy import FailOn
 
 if TYPE_CHECKING:
     from ..lint.files import ScanResult
@@ -45,6 +46,8 @@ class RenderOptions:
     quiet: bool = False  # audit text: the summary line only
     statistics: bool = False  # scan text: one count per rule code instead of the findings
     allow_partial: bool = False  # checkpoint text: a partial checkpoint was allowed (--allow-partial)
+    fail_on: tuple[FailOn, ...] = (FailOn.DRIFT,)  # audit github: the fail policy the run exits by (--fail-on)
+    exit_zero: bool = False  # audit github: nothing fails the run (--exit-zero)
 
 
 #: A renderer: the result and the options, to the text written.
@@ -117,7 +120,9 @@ _T, _J, _S, _M, _G = (OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.SARIF, 
 _TABLE: dict[ResultType, dict[OutputFormat, Renderer]] = {
     REPORT: {_T: _audit_text, _J: _lazy("render.json", "render_json"), _S: _lazy("render.sarif", "render_sarif"),
              _M: _lazy("render.markdown", "render_markdown"),
-             _G: _lazy("render.github", "render_github", lambda f, r, o: f(r, show_upstream=o.show_upstream))},
+             _G: _lazy("render.github", "render_github", lambda f, r, o: f(r, show_upstream=o.show_upstream,
+                                                                             fail_on=o.fail_on,
+                                                                             exit_zero=o.exit_zero))},
     PLAN: {_T: _lazy("render.planview", "render_plan_text"), _J: _lazy("render.planview", "render_plan_json")},
     SCAN: {_T: _scan_text, _J: _lazy("render.scanview", "render_scan_json"),
            _S: _lazy("render.sarif", "render_scan_sarif")},

@@ -14,7 +14,9 @@ class's ``MESSAGE`` and docstring, as in docs/rules.md — never a finding's mes
 ``docs/scopes-and-plan.md#drift-kinds`` for a drift rule.
 
 Levels: high → error, medium → warning, low → note; a drift is a warning when a reinstall
-wipes it and a note otherwise. A debug-artifacts drift is a glob (``/tmp/nomla_*.pt``): the
+wipes it and a note otherwise. A finding the original file has too (``origin: upstream``) is a
+note with an ``accepted`` suppression: listed (every finding the JSON report has is here), never
+an alert. A debug-artifacts drift is a glob (``/tmp/nomla_*.pt``): the
 glob is in the message, the dump files found are the locations — a glob is never a URI.
 
 Each result has ``partialFingerprints["driftscan/v1"]``: a hash of the rule, the root's kind,
@@ -441,12 +443,14 @@ def render_sarif(report: Report) -> str:
                                              prefix=_SCOPE_BASE.get(d.scope.value, ("ROOT", ""))[0],
                                              description=_SCOPE_BASE.get(d.scope.value, ("", "a directory"))[1])
         for f in d.findings:
-            if f.origin is Origin.UPSTREAM:  # the original file has it too: not part of what drifted
-                continue
             found = _finding_result(rules, occurrences, artifact, where, f.code, f.name, f.severity.value,
                                     f.line, f.column, f.message, f.snippet,
                                     f.origin.value if f.origin else None)
-            if accepted is not None:  # the accepted content is accepted with the debug code in it
+            if f.origin is Origin.UPSTREAM:  # the original file has it too: listed, not alerted on
+                found["level"] = "note"
+                found["suppressions"] = [{"kind": "external", "status": "accepted",
+                                          "justification": "also in the original file: not part of what drifted"}]
+            elif accepted is not None:  # the accepted content is accepted with the debug code in it
                 found["suppressions"] = [{"kind": "external", "status": "accepted",
                                           "justification": f"in an accepted drift: {accepted}"}]
             results.append(found)

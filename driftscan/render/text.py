@@ -161,10 +161,16 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
         collapsed = _collapsible(items)
         for directory, members in collapsed.items():
             size = sum(m.actual.get("size", 0) for m in members if isinstance(m.actual.get("size"), int))
-            codes = Counter(f.code for m in members for f in m.findings)
+            codes = Counter(f.code for m in members for f in m.findings if f.origin is not Origin.UPSTREAM)
             found = "; findings: " + ", ".join(f"{c} ×{n}" for c, n in sorted(codes.items())) if codes else ""
             lines.append(f"  {'added':<{width}}  {_MARK[members[0].prediction.value]}  {directory}/  "
                          f"({_n(len(members), 'file')}, {size / 1e6:.1f} MB{found}; listed one by one in --format json)")
+            hidden_upstream = 0
+            for m in members:  # the line stands for the files; their findings are each listed still
+                listed, hidden_by = _findings(m, show_upstream, where=f"{m.relpath} ")
+                lines += listed
+                hidden_upstream += hidden_by
+            lines += _hidden_upstream(hidden_upstream)
         hidden = {id(m) for members in collapsed.values() for m in members}
         for d in items:
             if id(d) in hidden:
@@ -179,16 +185,8 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
                                            and d.scope.value == "package")
                                or d.kind.value in ("possible-debug-artifacts", "cache-modified")):
                 lines.append(f"      {d.evidence}")
-            hidden_upstream = 0
-            for f in d.findings:
-                if f.origin is Origin.UPSTREAM and not show_upstream:
-                    hidden_upstream += 1
-                    continue
-                origin = f" [{f.origin.value}]" if f.origin else ""
-                lines.append(f"      {f.code} {f.severity.value:<6} line {f.line}:{f.column} {f.name}: {f.message}{origin}")
-            if hidden_upstream:
-                lines.append(f"      ({hidden_upstream} finding{'s' if hidden_upstream != 1 else ''} also in the original "
-                             "file not shown: --show-upstream)")
+            listed, hidden_upstream = _findings(d, show_upstream)
+            lines += listed + _hidden_upstream(hidden_upstream)
             if diffs and d.diff:
                 lines += _indented(d.diff)
             elif diffs and d.json_changes:
@@ -225,6 +223,25 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
         lines.append("")
     lines.append(summary_line(r))
     return "\n".join(lines) + "\n"
+
+
+def _findings(d: DriftOut, show_upstream: bool, where: str = "") -> tuple[list[str], int]:
+    """A drift's finding lines (``where``: the file, when the line does not follow the file's own
+    line) and how many were left out as also in the original file."""
+    lines, hidden = [], 0
+    for f in d.findings:
+        if f.origin is Origin.UPSTREAM and not show_upstream:
+            hidden += 1
+            continue
+        origin = f" [{f.origin.value}]" if f.origin else ""
+        lines.append(f"      {f.code} {f.severity.value:<6} {where}line {f.line}:{f.column} {f.name}: {f.message}{origin}")
+    return lines, hidden
+
+
+def _hidden_upstream(count: int) -> list[str]:
+    if not count:
+        return []
+    return [f"      ({count} finding{'s' if count != 1 else ''} also in the original file not shown: --show-upstream)"]
 
 
 _ANSI = {"WIPED": "32", "SURVIVES": "33", "MAY SURVIVE": "35", "ACCEPTED": "36", "high": "31", "medium": "33",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..core.values import Origin
 
 if TYPE_CHECKING:
-    from .contract import DriftOut, Report
+    from .contract import DriftOut, FindingOut as Finding, Report
 
 EXIT_CLEAN = 0
 EXIT_DRIFT = 1  # bit 1: the report meets a fail policy
@@ -52,21 +52,35 @@ def counted(report: Report) -> list[DriftOut]:
     return [d for d in report.drifts if getattr(d, "accepted", None) is None]
 
 
+def finding_fails(finding: Finding, policy: FailOn) -> bool:
+    """Whether a finding (of a drift not accepted) meets ``policy`` by itself: only the debug
+    policies look at findings, and never at one the original file has too."""
+    if finding.origin is Origin.UPSTREAM:
+        return False
+    if policy is FailOn.DEBUG:
+        return True
+    return policy is FailOn.DEBUG_HIGH and finding.severity.value == "high"
+
+
+def drift_fails(drift: DriftOut, policy: FailOn) -> bool:
+    """Whether ``drift`` alone meets ``policy`` (an accepted drift never does): what a report
+    fails on, one drift at a time, so a renderer can say which drift makes the run fail."""
+    if getattr(drift, "accepted", None) is not None:
+        return False
+    if policy is FailOn.DRIFT:
+        return True
+    if policy in _SCOPES:
+        return bool(drift.scope.value == policy.value)
+    if policy is FailOn.DEBUG and drift.kind.value == "debug-artifacts":
+        return True
+    return any(finding_fails(f, policy) for f in drift.findings)
+
+
 def fails(report: Report, policy: FailOn) -> bool:
     """Whether ``report`` meets ``policy``."""
-    drifts = counted(report)
-    if policy is FailOn.DRIFT:
-        return bool(drifts)
-    if policy in _SCOPES:
-        return any(d.scope.value == policy.value for d in drifts)
-    if policy in (FailOn.DEBUG, FailOn.DEBUG_HIGH):
-        findings = [f for d in drifts for f in d.findings if f.origin is not Origin.UPSTREAM]
-        if policy is FailOn.DEBUG_HIGH:
-            return any(f.severity.value == "high" for f in findings)
-        return bool(findings) or any(d.kind.value == "debug-artifacts" for d in drifts)
     if policy is FailOn.UNVERIFIABLE:
         return bool(report.unverifiable)
-    return False  # never
+    return any(drift_fails(d, policy) for d in report.drifts)
 
 
 def exit_status(report: Report, strict: bool = False, fail_on: Sequence[FailOn | str] = (FailOn.DRIFT,),

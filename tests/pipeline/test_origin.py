@@ -245,12 +245,14 @@ def test_text_hides_upstream_and_shows_the_diff(venv, wheels, env):
     assert not any(ln.startswith("-") and not ln.startswith("---") for ln in shown)
 
 
-def test_sarif_leaves_out_upstream_findings(venv, wheels, env):
+def test_sarif_suppresses_upstream_findings(venv, wheels, env):
     proc = audit(venv, "--wheels", str(wheels["house"]), "--format", "sarif", env=env)
     results = json.loads(proc.stdout)["runs"][0]["results"]
     found: dict[str, list[str]] = {}
+    upstream = [r for r in results if r.get("properties", {}).get("origin") == "upstream"]
+    assert upstream and all(r["level"] == "note" and r["suppressions"] for r in upstream)  # listed, no alert
     for r in results:
-        if not r["ruleId"].startswith("drift/"):
+        if not r["ruleId"].startswith("drift/") and r not in upstream:
             uri = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
             found.setdefault(uri.rsplit("/", 2)[-1], []).append(r["ruleId"])
     assert sorted(found["model.py"]) == ["DBG101", "DBG103"]

@@ -76,11 +76,12 @@ def test_levels(report, scenario):
     for level, props, message in parsed:
         by_title.setdefault(unescape(props.get("title", "")).split(":")[0].split(" (")[0], []).append(
             (level, props, message))
+    # the default policy (drift): every drift not accepted makes the run fail; a finding does not by itself
     assert {lv for lv, _, _ in by_title["driftscan modified"]} == {"error"}  # package drift
     assert {lv for lv, _, _ in by_title["driftscan added"]} == {"error"}  # environment drift
-    assert {lv for lv, _, _ in by_title["driftscan debug-artifacts"]} == {"warning"}  # external
+    assert {lv for lv, _, _ in by_title["driftscan debug-artifacts"]} == {"error"}  # external
     breakpoint_ = by_title["DBG106 debugger-call"]
-    assert [lv for lv, _, _ in breakpoint_] == ["error"]  # high; the upstream one in util.py is not shown
+    assert [lv for lv, _, _ in breakpoint_] == ["warning"]  # the upstream one in util.py is not shown
     level, props, message = breakpoint_[0]
     model = next(d for d in report.drifts if d.relpath == f"{NAME}/model.py")
     f = next(f for f in model.findings if f.code == "DBG106")

@@ -181,11 +181,12 @@ def test_wording_of_predictions(sarif):
     assert "survives a reinstall" in texts[f"{NAME}/a|b<script>.py"]
 
 
-def test_upstream_findings_are_left_out(sarif, scenario):
+def test_upstream_findings_are_suppressed_notes(sarif, scenario):
     run = sarif["runs"][0]
     util = [r for r in run["results"] if not r["ruleId"].startswith("drift/")
             and resolve(run, r["locations"][0]["physicalLocation"]["artifactLocation"]).endswith("/util.py")]
-    assert util == []
+    assert util and all(r["properties"]["origin"] == "upstream" and r["level"] == "note" for r in util)
+    assert all(r["suppressions"][0]["status"] == "accepted" for r in util)
 
 
 def fingerprints(doc: dict) -> dict[tuple[str, str], str]:
@@ -199,7 +200,8 @@ def fingerprints(doc: dict) -> dict[tuple[str, str], str]:
 
 def lines(doc: dict) -> dict[str, int]:
     return {r["ruleId"]: r["locations"][0]["physicalLocation"]["region"]["startLine"]
-            for r in doc["runs"][0]["results"] if r["ruleId"].startswith("DBG")}
+            for r in doc["runs"][0]["results"] if r["ruleId"].startswith("DBG")
+            and r.get("properties", {}).get("origin") != "upstream"}  # (in util.py, which does not move)
 
 
 def test_fingerprints_are_stable_across_runs_and_line_shifts(tmp_path, validator):
@@ -245,7 +247,8 @@ def test_accepted_drift_is_a_suppressed_result(scenario, validator):
               if d.relpath == f"{NAME}/model.py" else d for d in report.drifts]
     doc = json.loads(render_sarif(report.model_copy(update={"drifts": drifts})))
     validator.validate(doc)
-    suppressed = [r for r in doc["runs"][0]["results"] if r.get("suppressions")]
+    suppressed = [r for r in doc["runs"][0]["results"] if r.get("suppressions")
+                  and r.get("properties", {}).get("origin") != "upstream"]  # (suppressed as upstream)
     assert {r["ruleId"] for r in suppressed} == {"drift/modified", "DBG101", "DBG104", "DBG106"}
     assert all(s["justification"].endswith("kept on purpose") for r in suppressed for s in r["suppressions"])
 

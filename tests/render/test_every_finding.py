@@ -1,0 +1,99 @@
+"""Every finding the JSON report has appears in every other rendering of the same report: text
+(but those also in the original file, which it counts instead of listing unless asked), markdown,
+SARIF and GitHub annotations. One report with findings everywhere a renderer may lose one: in a
+modified file beside an upstream one, in an added module no distribution owns, in an editable
+source tree, in an added file among more than a listing shows."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from driftscan.render import OutputFormat, RenderOptions, render
+from fixtures.reports import rich_report
+
+Key = tuple[str, str, int]  # code, absolute path, line
+
+
+@pytest.fixture(scope="module")
+def report():
+    return rich_report()
+
+
+@pytest.fixture(scope="module")
+def expected(report) -> dict[Key, tuple[str, bool]]:
+    """Each finding of the JSON report: its key, with the drift's relpath and whether it is upstream."""
+    doc = json.loads(render(report, OutputFormat.JSON))
+    found = {(f["code"], d["path"], f["line"]): (d["relpath"], f["origin"] == "upstream")
+             for d in doc["drifts"] for f in d["findings"]}
+    assert len(found) == sum(len(d["findings"]) for d in doc["drifts"])  # no two share a key
+    return found
+
+
+def test_the_report_has_the_findings_a_renderer_may_lose(expected):
+    paths = {path.rsplit("/", 1)[-1] for _, path, _ in expected}
+    assert {"_nomla_debug_utils.py", "core.py", "train.py", "s07.py"} <= paths
+    assert any(upstream for _, upstream in expected.values())
+
+
+def _text_findings(text: str) -> tuple[set[tuple[str, str, int]], int]:
+    """(code, relpath, line) of every finding line, and the upstream findings said to be hidden."""
+    drift_row = re.compile(r"^  \S+\s+(?:WIPED|SURVIVES|MAY SURVIVE|PRISTINE)\s+(\S+)")
+    finding_row = re.compile(r"^      (DBG\d{3}) \S+\s+(?:(\S+) )?line (\d+):")
+    found, hidden, current = set(), 0, ""
+    for line in text.splitlines():
+        if m := drift_row.match(line):
+            current = m.group(1)
+        elif m := finding_row.match(line):
+            found.add((m.group(1), m.group(2) or current, int(m.group(3))))
+        elif m := re.match(r"^      \((\d+) findings? also in the original file not shown", line):
+            hidden += int(m.group(1))
+    return found, hidden
+
+
+@pytest.mark.parametrize("show_upstream", [False, True])
+def test_text_lists_every_finding_or_counts_it_as_upstream(report, expected, show_upstream):
+    text = render(report, OutputFormat.TEXT, RenderOptions(show_upstream=show_upstream))
+    found, hidden = _text_findings(text)
+    want = {(c, rel, line) for (c, _, line), (rel, up) in expected.items() if show_upstream or not up}
+    assert found == want
+    assert hidden == (0 if show_upstream else sum(up for _, up in expected.values()))
+
+
+def test_markdown_lists_every_finding(report, expected):
+    markdown = html.unescape(render(report, OutputFormat.MARKDOWN))
+    for (code, _, line), (rel, _) in expected.items():
+        assert f"- <code>{rel}:{line}</code> **{code}**" in markdown, (code, rel, line)
+    # a "Debug code found:" heading always has findings under it
+    assert not re.search(r"Debug code found:\n\n(?!- <code>)", markdown)
+
+
+def test_sarif_has_every_finding(report, expected):
+    run = json.loads(render(report, OutputFormat.SARIF))["runs"][0]
+    found = set()
+    for r in run["results"]:
+        if r["ruleId"].startswith("drift/"):
+            continue
+        physical = r["locations"][0]["physicalLocation"]
+        artifact, uri = physical["artifactLocation"], physical["artifactLocation"]["uri"]
+        if "uriBaseId" in artifact:
+            uri = run["originalUriBaseIds"][artifact["uriBaseId"]]["uri"] + uri
+        found.add((r["ruleId"], unquote(urlparse(uri).path), physical["region"]["startLine"]))
+    assert found == set(expected)
+
+
+@pytest.mark.parametrize("show_upstream", [False, True])
+def test_github_annotates_every_finding(report, expected, show_upstream):
+    text = render(report, OutputFormat.GITHUB, RenderOptions(show_upstream=show_upstream))
+    found = set()
+    for line in text.splitlines():
+        m = re.match(r"^::\w+ (.*?)::", line)
+        props = dict(p.split("=", 1) for p in m.group(1).split(",")) if m else {}
+        if "line" in props:
+            code = props["title"].split(" ", 1)[0]
+            found.add((code, unquote(props["file"].replace("%3A", ":").replace("%2C", ",")), int(props["line"])))
+    assert found == {k for k, (_, up) in expected.items() if show_upstream or not up}
