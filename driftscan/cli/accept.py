@@ -13,7 +13,7 @@ from ..fs.paths import inert, one_line
 from .configuration import apply_accepted, load_config
 from .exits import EXIT_CLEAN, guarded
 from .options import jobs_option, model_options, no_cache_option, target_options, uv_cache_option
-from .targets import config_targets, default_venv
+from .targets import config_targets, default_venv, say_empty_cache
 from ..api import Need, run
 
 
@@ -63,6 +63,7 @@ def accept(paths: tuple[str, ...], reason: str, any_content: bool, any_root: boo
     config = load_config(config_file) if not config_file or os.path.lexists(config_file) else Config()
     dirs, hub, include_environment = config_targets(config, venv, site_packages, model_dirs, hf_cache)
     venv, _ = default_venv(venv, site_packages, bool(dirs) or hub is not None, include_environment)
+    say_empty_cache("accept", hub)
     report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                  model_dirs=dirs, hf_cache=hub, select=config.select, ignore=config.ignore,
                  rules_modules=config.rules_modules, include_environment=include_environment, need=Need.REPORT,

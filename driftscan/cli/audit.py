@@ -13,7 +13,7 @@ from .options import (codes, config_option, jobs_option, model_options, no_cache
                       policy_options, pristine_options, rule_options, target_options, text_options, uv_cache_option)
 from .output import emit
 from .progress import Progress
-from .targets import config_targets, default_venv, wheel_dirs
+from .targets import config_targets, default_venv, say_empty_cache, wheel_dirs
 from ..api import Need, run
 
 
@@ -57,6 +57,7 @@ def audit(venv: str | None, site_packages: tuple[str, ...], fmt: str, output: st
         if value and not dirs and hub is None:
             raise click.UsageError(f"{flag} applies to model directories: give --model-dir (or --hf-cache) too")
     venv, chosen_because = default_venv(venv, site_packages, bool(dirs) or hub is not None, include_environment)
+    say_empty_cache("audit", hub)
     wheels = wheel_dirs(wheels)
     report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                  model_dirs=dirs, hf_cache=hub, deep=deep, revision=revision, manifest=manifest, progress=Progress(),

@@ -7,12 +7,13 @@ import sys
 
 import click
 
+from ..core.errors import DriftscanError
 from ..fs.paths import inert, one_line
 from ..render.registry import REAPPLY, RESTORE, OutputFormat, RenderOptions, format_names, render
 from .exits import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, guarded
 from .options import format_option, jobs_option, no_cache_option, pristine_options, target_options, uv_cache_option
 from .output import write
-from .targets import default_venv, say_target
+from .targets import default_venv, empty_cache, say_empty_cache, say_target
 from ..api import checkpoint as take
 from ..api import reapply as run_reapply
 from ..api import restore as run_restore
@@ -49,6 +50,10 @@ def checkpoint(venv: str | None, site_packages: tuple[str, ...], model_dirs: tup
     venv, chosen_because = default_venv(venv, site_packages, bool(model_dirs) or hf_cache is not None)
     say_target("checkpoint", venv, chosen_because, model_dirs, hf_cache,
                alone=venv is None and bool(model_dirs or hf_cache is not None))
+    empty = empty_cache(hf_cache)
+    if empty and venv is None and not site_packages and not model_dirs:
+        raise DriftscanError(f"{empty}: nothing to checkpoint, nothing written")
+    say_empty_cache("checkpoint", hf_cache)
     written = take(output, venv=venv, site_packages=site_packages, model_dirs=model_dirs, wheels=wheels,
                    fetch=fetch, uv_cache=uv_cache, jobs=jobs, use_cache=not no_cache, max_copy=max_copy,
                    hf_cache=hf_cache)
@@ -98,6 +103,7 @@ def restore(paths: tuple[str, ...], dists: tuple[str, ...], venv: str | None, si
     """
     venv, chosen_because = default_venv(venv, site_packages)  # restore rewrites an environment's files
     say_target("restore", venv, chosen_because, model_dirs, hf_cache)
+    say_empty_cache("restore", hf_cache)
     report = run_restore(venv, site_packages, dists=dists, paths=paths, wheels=wheels, fetch=fetch,
                          uv_cache=uv_cache, yes=yes, remove_added=remove_added, checkpoint_path=checkpoint_path,
                          model_dirs=model_dirs, jobs=jobs, use_cache=not no_cache, max_copy=max_copy,

@@ -15,7 +15,7 @@ from .exits import guarded
 from .options import (codes, config_option, jobs_option, model_options, no_cache_option, output_options,
                       pristine_options, rule_options, target_options, uv_cache_option)
 from .output import for_text, write
-from .targets import config_targets, default_venv
+from .targets import config_targets, default_venv, say_empty_cache
 from ..api import Invocation, guard as run_guard
 
 
@@ -62,6 +62,7 @@ def guard(command: tuple[str, ...], venv: str | None, site_packages: tuple[str, 
         if not os.path.isdir(directory):
             raise DriftscanError(f"--wheels {directory}: not a directory")
     dirs, hub, _ = config_targets(config, venv, site_packages, model_dirs, hf_cache)
+    say_empty_cache("guard", hub)
     chosen_because = None
     if venv is None and not site_packages:  # none named: where the command installs, else as for audit
         from ..reinstall.guard import recognise

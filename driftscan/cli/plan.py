@@ -13,7 +13,7 @@ from .exits import EXIT_DRIFT, exit_status, fail_on_policies, guarded
 from .options import (codes, config_option, jobs_option, model_options, no_cache_option, output_options,
                       policy_options, pristine_options, rule_options, target_options, uv_cache_option)
 from .output import for_text, write
-from .targets import config_targets, default_venv, say_target, wheel_dirs
+from .targets import config_targets, default_venv, say_empty_cache, say_target, wheel_dirs
 from ..api import plan as run_plan
 
 
@@ -66,6 +66,7 @@ def plan(reinstall: tuple[str, ...], installer: str | None, source: str | None, 
     dirs, hub, include_environment = config_targets(config, venv, site_packages, model_dirs, hf_cache)
     venv, chosen_because = default_venv(venv, site_packages)  # a reinstall is always of an environment
     say_target("plan", venv, chosen_because, dirs, hub)
+    say_empty_cache("plan", hub)
     result = run_plan(_names(reinstall), venv=venv, site_packages=site_packages, installer=installer,
                       expect=expect, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                       model_dirs=dirs, hf_cache=hub, include_environment=True,  # model directories add to it

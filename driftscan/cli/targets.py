@@ -54,6 +54,25 @@ def default_venv(venv: str | None, site_packages: Sequence[str], models: bool = 
     return venv, why
 
 
+def empty_cache(hf_cache: str | None) -> str | None:
+    """What to say of a Hugging Face cache asked for that holds no repository (None: not asked
+    for, holds one, or is no directory at all, which the run refuses on its own)."""
+    if hf_cache is None:
+        return None
+    from ..modeldir.hfcache import default_hf_cache, no_repository  # only when a cache is named
+
+    cache = os.path.abspath(hf_cache or default_hf_cache())
+    return no_repository(cache) if os.path.isdir(cache) else None
+
+
+def say_empty_cache(command: str, hf_cache: str | None) -> None:
+    """An empty cache asked for, said on stderr before the run (the report says it too: what could
+    not be checked when nothing else is audited, else a note)."""
+    message = empty_cache(hf_cache)
+    if message:
+        click.echo(inert(f"driftscan {command}: {message}"), err=True)
+
+
 def say_target(command: str, venv: str | None, why: str | None, models: Sequence[str] = (), hf_cache: str | None = None,
                alone: bool = False) -> None:
     """The first line of a command run on an environment nobody named: what it covers (the

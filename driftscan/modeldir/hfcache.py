@@ -40,6 +40,14 @@ def find_cache_repos(cache_dir: str) -> list[str]:
                   if name.startswith(REPO_PREFIXES) and os.path.isdir(os.path.join(cache_dir, name)))
 
 
+def no_repository(cache_dir: str) -> str | None:
+    """What to say when a cache asked for holds no repository (None: it holds one): an empty or
+    wrong directory must not pass as a clean cache."""
+    if find_cache_repos(cache_dir):
+        return None
+    return f"the Hugging Face cache {cache_dir} holds no repository (models--*/, datasets--*/, spaces--*/)"
+
+
 def repo_id_of(repo_dir: str) -> str:
     """``models--org--name`` → ``org/name`` (the form ``hf download`` takes)."""
     name = os.path.basename(repo_dir.rstrip(os.sep))

@@ -64,7 +64,7 @@ def _remedy(kind: LayoutKind, root: str, commit: str | None, check: FileCheck, m
 
 
 # The command a remedy's text starts with, or that follows its explanation's ": ".
-_DESTRUCTIVE = re.compile(r"(?:\A|: )(rm |git -C |hf download )")
+_DESTRUCTIVE = re.compile(r"(?:\A|: )(rm |git -C |hf download |cp |ln -sfn )")
 
 
 def _way_back(kind: LayoutKind, root: str, commit: str | None, check: FileCheck, memo: dict[Any, Any]) -> WayBack:

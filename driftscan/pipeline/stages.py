@@ -117,9 +117,33 @@ def resolve(options: AuditOptions, need: Need, progress: Progress | None = None)
     started = time.perf_counter()
     named = options.targets
     models = model_dir_paths(named.model_dirs, named.hf_cache)
-    target = resolve_target(named.venv, named.site_packages) if named.python_named or not models else NO_PYTHON
-    return State(options, need, started, target, tuple(models), Verification(target, (), (), 0, (), ()),
-                 progress=progress, rules=LoadedRules(options.rules.modules, options.rules.plugins))
+    # Model directories or a cache named replace the default environment, even when the cache
+    # turns out to hold nothing: driftscan's own environment is never audited in their stead.
+    python = named.python_named or not named.models_named
+    target = resolve_target(named.venv, named.site_packages) if python else NO_PYTHON
+    errors: tuple[Problem, ...] = ()
+    skipped: tuple[Problem, ...] = ()
+    empty = _empty_cache(named.hf_cache)
+    if empty is not None:
+        # Nothing else audited: the one thing asked for could not be checked (exit bit 2).
+        if models or python:
+            skipped = (empty,)
+        else:
+            errors = (empty,)
+    return State(options, need, started, target, tuple(models), Verification(target, (), (), 0, (), errors),
+                 progress=progress, rules=LoadedRules(options.rules.modules, options.rules.plugins),
+                 skipped=skipped)
+
+
+def _empty_cache(hf_cache: str | None) -> Problem | None:
+    """A Hugging Face cache asked for that holds no repository, said as a problem of the cache."""
+    if hf_cache is None:
+        return None
+    from ..modeldir.hfcache import default_hf_cache, no_repository  # model directories: see the top
+
+    cache = os.path.abspath(hf_cache or default_hf_cache())
+    message = no_repository(cache)
+    return Problem(cache, message) if message else None
 
 
 def verify_environment(state: State) -> State:

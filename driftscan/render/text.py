@@ -127,7 +127,7 @@ def _header(r: Report) -> str:
     if t.model_dirs:
         parts.append(("model directory " if len(t.model_dirs) == 1 else "model directories ") + ", ".join(t.model_dirs))
     chosen = f" (default target: {t.chosen_because})" if t.chosen_because else ""
-    return f"driftscan {r.tool.version} · " + " · ".join(parts) + chosen
+    return f"driftscan {r.tool.version} · " + (" · ".join(parts) or "nothing audited") + chosen
 
 
 def _pristine_line(r: Report, name: str) -> str | None:

@@ -67,6 +67,29 @@ def test_hf_cache_flag_audits_every_repository(tmp_path):
     assert missing.returncode == 2 and "no Hugging Face cache here" in missing.stderr
 
 
+def test_an_empty_hf_cache_is_said_and_is_not_a_clean_pass(tmp_path):
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    message = f"the Hugging Face cache {cache} holds no repository (models--*/, datasets--*/, spaces--*/)"
+    alone = {"VIRTUAL_ENV": "", "CONDA_PREFIX": "", "PATH": "/usr/bin:/bin"}  # no environment of the user's
+    proc = run_cli("audit", "--hf-cache", str(cache), "--format", "json", cwd=str(tmp_path), env=alone)
+    assert proc.returncode == 2 and f"driftscan audit: {message}" in proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["errors"] == [{"path": str(cache), "message": message}]
+    assert report["target"]["kind"] == "none" and report["summary"]["distributions"] == 0  # not driftscan's own
+    text = run_cli("audit", "--hf-cache", str(cache), cwd=str(tmp_path), env=alone)
+    assert text.returncode == 2 and message in text.stdout and "nothing audited" in text.stdout
+    # Beside a model directory that was checked: a note, and the directory's verdict is the exit status.
+    model = build_local_dir(tmp_path / "kimi", seed_files())
+    status, report = audit_json("--hf-cache", str(cache), "--model-dir", str(model))
+    assert status == 0 and report["skipped"] == [{"path": str(cache), "message": message}]
+    # A checkpoint of nothing but that cache: refused, nothing written.
+    cp = tmp_path / "cp"
+    proc = run_cli("checkpoint", "--hf-cache", str(cache), "-o", str(cp), cwd=str(tmp_path), env=alone)
+    assert proc.returncode == 2 and f"{message}: nothing to checkpoint, nothing written" in proc.stderr
+    assert not cp.exists() and "Traceback" not in proc.stderr
+
+
 def test_large_shard_is_not_read_unless_deep(tmp_path):
     files = seed_files()
     shard_len = 4 << 30

@@ -158,3 +158,43 @@ def test_find_cache_repos_and_default_location(tmp_path, monkeypatch):
     assert default_hf_cache() == str(tmp_path / "xdg" / "huggingface" / "hub")
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     assert default_hf_cache() == str(cache)
+
+
+# ---- a cache asked for that holds no repository ------------------------------------------------
+
+def test_no_repository_names_the_cache_only_when_it_is_empty(tmp_path):
+    from driftscan.modeldir.hfcache import no_repository
+
+    cache = tmp_path / "hub"
+    (cache / ".locks").mkdir(parents=True)
+    (cache / "models--not-a-dir").write_text("")
+    assert no_repository(str(cache)) == (f"the Hugging Face cache {cache} holds no repository"
+                                         " (models--*/, datasets--*/, spaces--*/)")
+    build_cache_repo(cache, seed_files())
+    assert no_repository(str(cache)) is None
+
+
+def test_an_empty_cache_alone_is_what_could_not_be_checked_not_an_environment(tmp_path):
+    from driftscan import audit
+    from driftscan.report.policy import EXIT_INCOMPLETE, exit_status
+
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    report = audit(hf_cache=str(cache))
+    message = f"the Hugging Face cache {cache} holds no repository (models--*/, datasets--*/, spaces--*/)"
+    assert [(e.path, e.message) for e in report.errors] == [(str(cache), message)]
+    assert (report.target.kind, report.target.venv, report.target.site_packages) == ("none", None, [])
+    assert report.summary.distributions == 0 and report.summary.files_checked == 0
+    assert exit_status(report) & EXIT_INCOMPLETE
+
+
+def test_an_empty_cache_beside_a_model_directory_is_a_note(tmp_path):
+    from driftscan import audit
+
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    other = build_cache_repo(tmp_path / "elsewhere", seed_files())
+    report = audit(hf_cache=str(cache), model_dirs=[str(other)])
+    assert report.errors == [] and report.drifts == [] and report.target.venv is None
+    assert [(s.path, s.message.split(" holds ")[1]) for s in report.skipped] == [
+        (str(cache), "no repository (models--*/, datasets--*/, spaces--*/)")]

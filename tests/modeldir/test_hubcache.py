@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 
 import pytest
@@ -199,7 +200,7 @@ def test_way_back_removes_an_edited_blob_before_downloading_again(repo):
                           f"hf download nvidia/Kimi-K2.5-NVFP4 config.json --revision {COMMIT}")
 
 
-def test_way_back_of_a_replaced_symlink_leaves_the_intact_blob(repo):
+def test_way_back_of_a_replaced_symlink_relinks_the_intact_blob(repo):
     from driftscan.modeldir.provenance import hubcache
 
     sm120_edit(snapshot(repo), rename=True)
@@ -207,7 +208,131 @@ def test_way_back_of_a_replaced_symlink_leaves_the_intact_blob(repo):
     check = next(c for c in result.checks if c.path.endswith("/config.json"))
     assert (repo / "blobs" / check.expected["blob"]).read_bytes() == seed_files()["config.json"]  # intact
     way = hubcache.way_back(check, result.root, None, {})
-    assert way.remedy == f"rm {check.path} && hf download nvidia/Kimi-K2.5-NVFP4 config.json"
+    assert way.remedy == f"ln -sfn ../../blobs/{check.expected['blob']} {check.path}"
+    assert f"blobs/{check.expected['blob']} is intact" in way.evidence
+
+
+# ---- the offline way back: the snapshot link re-made to a verified blob --------------------------
+
+def _remedies(root):
+    from driftscan.modeldir.remedies import with_remedies
+
+    result = verify_model_dir(str(root))
+    return result, {os.path.relpath(c.path, result.root): c for c in with_remedies(result)}
+
+
+def _after_checkpoint(remedy, model_root):
+    from driftscan.modeldir.remedies import CHECKPOINT_FIRST
+
+    head, sep, rest = remedy.partition(" && ")
+    assert sep and head.startswith(f"{CHECKPOINT_FIRST}driftscan checkpoint --model-dir {model_root} -o "), remedy
+    return rest
+
+
+def _run(command, cwd):
+    subprocess.run(command, shell=True, check=True, cwd=cwd, capture_output=True)
+
+
+def test_sed_i_gets_the_offline_relink_and_running_it_ends_the_drift(repo, tmp_path):
+    link = snapshot(repo) / "tokenizer_config.json"
+    etag = os.path.basename(os.readlink(link))
+    subprocess.run(["sed", "-i", "s/262144/131072/", str(link)], check=True)  # the real sed: a new file
+    assert not link.is_symlink()
+    result, checks = _remedies(repo)
+    check = checks["tokenizer_config.json"]
+    assert check.kind is DriftKind.MODIFIED and check.expected["blob"] == etag
+    rest = _after_checkpoint(check.remedy_hint, result.root)
+    assert rest == f"ln -sfn ../../blobs/{etag} {link}"
+    assert "hf download" not in check.remedy_hint and "without a download" in check.evidence
+    _run(rest, tmp_path)  # from anywhere: the link's target is relative to the link
+    assert os.readlink(link) == f"../../blobs/{etag}"
+    assert verify_model_dir(str(repo)).checks == ()
+
+
+def test_a_replaced_file_in_a_subfolder_links_back_from_its_depth(tmp_path):
+    repo = build_cache_repo(tmp_path / "hub", {**seed_files(), "tokenizer/sub/vocab.json": b'{"a": 1}\n'})
+    link = snapshot(repo) / "tokenizer" / "sub" / "vocab.json"
+    etag = os.path.basename(os.readlink(link))
+    subprocess.run(["sed", "-i", "s/1/2/", str(link)], check=True)
+    result, checks = _remedies(repo)
+    rest = _after_checkpoint(checks["tokenizer/sub/vocab.json"].remedy_hint, result.root)
+    assert rest == f"ln -sfn ../../../../blobs/{etag} {link}"
+    _run(rest, tmp_path)
+    assert link.read_bytes() == b'{"a": 1}\n' and verify_model_dir(str(repo)).checks == ()
+
+
+def test_an_identical_copy_is_relinked_too(repo, tmp_path):
+    link = snapshot(repo) / "tokenizer_config.json"
+    etag = os.path.basename(os.readlink(link))
+    data = link.read_bytes()
+    link.unlink()
+    link.write_bytes(data)
+    result, checks = _remedies(repo)
+    check = checks["tokenizer_config.json"]
+    assert check.kind is DriftKind.TYPE_CHANGED
+    rest = _after_checkpoint(check.remedy_hint, result.root)
+    assert rest == f"ln -sfn ../../blobs/{etag} {link}"
+    _run(rest, tmp_path)
+    assert verify_model_dir(str(repo)).checks == ()
+
+
+def test_an_edited_blob_is_restored_from_the_same_blob_in_another_repository(tmp_path):
+    cache = tmp_path / "hub"
+    other = build_cache_repo(cache, seed_files(), repo_id="someone/kimi-copy")
+    repo = build_cache_repo(cache, seed_files())
+    link = snapshot(repo) / "config.json"
+    with open(link, "a") as f:  # through the link: this repository's blob is the edited one
+        f.write(" ")
+    etag = os.path.basename(os.readlink(link))
+    result, checks = _remedies(repo)
+    check = checks["config.json"]
+    theirs, mine = other / "blobs" / etag, repo / "blobs" / etag
+    rest = _after_checkpoint(check.remedy_hint, result.root)
+    assert rest == f"rm {mine} && cp {theirs} {mine} && ln -sfn ../../blobs/{etag} {link}"
+    assert f"{theirs} is the same blob, verified against its etag" in check.evidence
+    _run(rest, tmp_path)
+    assert verify_model_dir(str(repo)).checks == () and verify_model_dir(str(other)).checks == ()
+
+
+def test_a_deleted_blob_is_copied_from_another_repository_without_a_checkpoint(tmp_path):
+    cache = tmp_path / "hub"
+    other = build_cache_repo(cache, seed_files(), repo_id="someone/kimi-copy")
+    repo = build_cache_repo(cache, seed_files())
+    link = snapshot(repo) / "generation_config.json"
+    etag = os.path.basename(os.readlink(link))
+    (repo / "blobs" / etag).unlink()
+    result, checks = _remedies(repo)
+    check = checks["generation_config.json"]
+    assert check.kind is DriftKind.MISSING  # nothing on disk to lose: no checkpoint line
+    assert check.remedy_hint == (f"cp {other / 'blobs' / etag} {repo / 'blobs' / etag} && "
+                                 f"ln -sfn ../../blobs/{etag} {link}")
+    _run(check.remedy_hint, tmp_path)
+    assert verify_model_dir(str(repo)).checks == ()
+
+
+def test_an_edited_copy_in_another_repository_is_no_original(tmp_path):
+    cache = tmp_path / "hub"
+    other = build_cache_repo(cache, seed_files(), repo_id="someone/kimi-copy")
+    repo = build_cache_repo(cache, seed_files())
+    link = snapshot(repo) / "generation_config.json"
+    etag = os.path.basename(os.readlink(link))
+    (repo / "blobs" / etag).unlink()
+    (other / "blobs" / etag).write_bytes(b"edited there too\n")
+    _, checks = _remedies(repo)
+    remedy = checks["generation_config.json"].remedy_hint
+    assert remedy == f"rm {link} && hf download nvidia/Kimi-K2.5-NVFP4 generation_config.json --revision {COMMIT}"
+
+
+def test_a_replaced_file_whose_blob_was_edited_too_is_not_relinked(repo):
+    """sed -i left the blob, then something edited the blob: no verified original here."""
+    from driftscan.modeldir.provenance import hubcache
+
+    sm120_edit(snapshot(repo), rename=True)
+    result = verify_model_dir(str(repo))
+    check = next(c for c in result.checks if c.path.endswith("/config.json"))
+    (repo / "blobs" / check.expected["blob"]).write_bytes(b"{}\n")
+    way = hubcache.way_back(check, result.root, COMMIT, {})
+    assert way.remedy == f"rm {check.path} && hf download nvidia/Kimi-K2.5-NVFP4 config.json --revision {COMMIT}"
 
 
 def test_way_back_outside_a_repository(tmp_path):

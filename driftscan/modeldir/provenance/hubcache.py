@@ -21,7 +21,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from ..hfcache import Revision, is_cache_repo, repo_id_of, resolve_revision, snapshot_parent, snapshots_of
+from ..hfcache import (Revision, blob_in_cache, find_cache_repos, is_cache_repo, repo_id_of, resolve_revision,
+                       snapshot_parent, snapshots_of)
 from ..layout import ModelDirLayout, etag_algorithm
 from ...fs.reader import inside
 from ...formats.jsondiff import as_text
@@ -31,7 +32,7 @@ from ...fs.paths import relpath
 from .interface import WayBack
 from ..check import MODIFIED, OK, Context, Expect, KindResult, Outcome, added_check, iso, run, to_check
 from ...fs.reader import file_type, os_error
-from ..hashing import hash_file
+from ..hashing import Meter, hash_file
 
 STALE_TOLERANCE = 1.0
 SIMILARITY = 0.5  # below this, an unreferenced blob is not taken for a replaced file's original
@@ -329,6 +330,61 @@ def _repo_dir(root: str) -> str | None:
     return None
 
 
+def _verified(blob: str, etag: str, repo: str, memo: dict[Any, Any]) -> bool:
+    """Whether ``blob`` is a regular file inside ``repo`` whose content hashes to its name (the
+    etag: git blob sha1, or sha256 for an LFS file); hashed once per run (``memo``)."""
+    key = ("verified blob", blob)
+    if key not in memo:
+        algorithm = etag_algorithm(etag)
+        ok = False
+        if algorithm and os.path.isfile(blob) and not os.path.islink(blob) and inside(repo, blob):
+            try:
+                digests, _, _ = hash_file(blob, (algorithm,), Meter(), keep=False, follow=False)
+            except OSError:
+                pass
+            else:
+                ok = digests[algorithm] == etag
+        memo[key] = ok
+    return bool(memo[key])
+
+
+def _verified_elsewhere(repo_dir: str, etag: str, memo: dict[Any, Any]) -> str | None:
+    """The same blob in another repository of the cache, verified against its etag: blobs are
+    content-addressed, so an identical one is this repository's original too."""
+    for other in find_cache_repos(os.path.dirname(repo_dir)):
+        if os.path.realpath(other) == os.path.realpath(repo_dir):
+            continue
+        candidate = blob_in_cache([other], etag)
+        if candidate is not None and _verified(candidate, etag, other, memo):
+            return candidate
+    return None
+
+
+def _offline(check: FileCheck, repo_dir: str, etag: str, memo: dict[Any, Any]) -> WayBack | None:
+    """The way back without the network, when a verified copy of the file's blob is here: the
+    snapshot's link re-made to ``blobs/<etag>`` (``ln -sfn``, the relative target huggingface_hub
+    writes), after copying the blob from another repository of the cache when this one's is gone
+    or edited. None when no verified copy is found."""
+    if etag_algorithm(etag) is None:
+        return None
+    blob = os.path.join(repo_dir, "blobs", etag)
+    q_path, q_blob = shlex.quote(check.path), shlex.quote(blob)
+    relink = f"ln -sfn {shlex.quote(os.path.relpath(blob, os.path.dirname(check.path)))} {q_path}"
+    if not os.path.islink(check.path) and _verified(blob, etag, repo_dir, memo):
+        return WayBack(relink, evidence=(
+            f"; blobs/{etag} is intact (its content hashes to its name): re-linking the snapshot file"
+            " to it restores the original without a download"))
+    other = _verified_elsewhere(repo_dir, etag, memo)
+    if other is None:
+        return None
+    copy = f"cp {shlex.quote(other)} {q_blob} && {relink}"
+    if os.path.lexists(blob):
+        copy = f"rm {q_blob} && {copy}"  # the edited blob: removed, not written through (hard links)
+    return WayBack(copy, evidence=(
+        f"; {other} is the same blob, verified against its etag: a verified original in another"
+        " repository of the cache, copied without a download"))
+
+
 def way_back(check: FileCheck, root: str, commit: str | None, memo: dict[Any, Any]) -> WayBack:
     repo_dir = _repo_dir(root)
     if not repo_dir:
@@ -336,6 +392,10 @@ def way_back(check: FileCheck, root: str, commit: str | None, memo: dict[Any, An
     q_rel, q_path = shlex.quote(relpath(check.path, check.root)), shlex.quote(check.path)
     rev = f" --revision {shlex.quote(commit)}" if commit else ""  # the commit comes from the tree
     etag = check.expected.get("blob")
+    if etag and check.kind in (DriftKind.MODIFIED, DriftKind.TYPE_CHANGED, DriftKind.MISSING):
+        offline = _offline(check, repo_dir, etag, memo)
+        if offline is not None:
+            return offline
     # Edited through the snapshot's link, the blob itself changed and goes too; a link replaced by
     # a file (sed -i, an editor's save) left the blob intact: the original other snapshots link to.
     through_link = os.path.islink(check.path)
