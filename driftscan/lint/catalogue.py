@@ -44,6 +44,28 @@ none.
 """
 
 
+#: What a scan of untouched upstream code reports at medium or above, and why each finding is
+#: right. tests/e2e/test_scan_upstream_corpus.py scans these releases and holds the list to it.
+CORPUS = """\
+## Pristine upstream code
+
+`driftscan scan` at the default selection over every `.py` file of two untouched wheels,
+vLLM 0.33.0 and torch 2.13.0, reports nothing at medium or above in vLLM, and these five
+findings in torch. Each is debug code torch ships on purpose, so the scan is right to name it
+(and exits 1 at the default `--fail-on medium`); where a tree keeps such code knowingly, a
+`# noqa: CODE` on its line or `--ignore` accepts it. A finding at medium or above that is not
+in this list is a false positive of a rule, and the test that scans both releases fails on it.
+
+| Where (torch 2.13.0) | Code | Why it is real debug code |
+| --- | --- | --- |
+| `torch/_dynamo/utils.py:5509` | DBG106 | `_breakpoint_for_c_dynamo()` calls `breakpoint()`: the hook C Dynamo calls so that a developer can look at values in pdb. |
+| `torch/_functorch/compilers.py:448` | DBG101 | `graph_saver_helper()` saves the example inputs with `torch.save` when its `dump_example_input` switch is on: a graph dump for debugging compilation. |
+| `torch/_inductor/cudagraph_trees.py:2364` | DBG103 | `debug_fail_counter` counts the CUDA graph re-recordings and nothing in the wheel reads it: a tally kept to be looked at while debugging. |
+| `torch/distributed/__init__.py:86` | DBG107 | `import pdb` inside `_make_distributed_pdb()`, the debugger behind `torch.distributed.breakpoint()`. |
+| `torch/distributed/__init__.py:131` | DBG106 | `pdb.set_trace()` in `torch.distributed.breakpoint()`, which stops one rank in the debugger on purpose. |
+"""
+
+
 def _code_block(source: bytes) -> str:
     try:
         text = source.decode("utf-8")
@@ -114,7 +136,7 @@ def render(rules: Sequence[type[Rule]] | None = None) -> str:
     table = ["| Code | Name | Severity | What |", "| --- | --- | --- | --- |"]
     table += [f"| {r.CODE} | `{r.NAME}` | {r.SEVERITY.value} | {r.MESSAGE} |" for r in rules]
     sections = [rule_section(r) for r in rules]
-    body = "\n".join(table) + "\n\n" + "\n".join(sections).rstrip() + "\n\n" + trigger_section(rules)
+    body = "\n".join(table) + "\n\n" + "\n".join(sections).rstrip() + "\n\n" + trigger_section(rules) + "\n" + CORPUS
     return INTRO + "\n" + body
 
 

@@ -322,6 +322,19 @@ class DebugCounter(Rule):
                 return _CALLS
             """
         ),
+        # A numbered report a service appends to its own log (vLLM's watchdog numbers its stack
+        # dumps so): "dump" in the name, but the number goes into what is written.
+        Valid(
+            """
+            import os
+
+            class StallMonitor:
+                def record_stall(self, why):
+                    with open(os.path.join(self.report_dir, "stalls.log"), "a") as log:
+                        log.write(f"stall report {self.dump_count}: {why}\\n")
+                    self.dump_count += 1
+            """
+        ),
     ]
     INVALID = [
         Invalid(
