@@ -132,3 +132,16 @@ def test_git_config_is_read_only_as_a_regular_file_inside_the_directory(tmp_path
     (root / ".git").mkdir()
     (root / ".git" / "config").symlink_to(tmp_path / "outside")
     assert find_repo_id(str(root), COMMIT) is None
+
+
+def test_a_name_without_a_full_commit_to_pin_is_not_used(tmp_path):
+    files = seed_files()
+    config = json.loads(files["config.json"])
+    config["_name_or_path"] = DERIVED
+    files["config.json"] = dump_json(config)
+    root = build_local_dir(tmp_path / "m", files, commit="3f2a9c1")  # a short commit: pins nothing
+    (root / "config.json").write_bytes(dump_json({**config, "max_position_embeddings": 4096}))
+    check = _config_check(root)
+    assert "; then no repository is known for sure: config.json's _name_or_path names " + DERIVED in check.remedy_hint
+    assert f"hf download {DERIVED}" not in check.remedy_hint
+    assert f"names {DERIVED}, not used without a recorded commit to pin the download to" in check.evidence

@@ -139,8 +139,11 @@ def _evidence(repo: RepoId | None, commit: str | None) -> str:
                 " config.json _name_or_path names one (README.md's base_model is the model this one was derived"
                 " from, not where it was downloaded)")
     said = f"; the repository {repo.repo_id} in the remedy: {repo.detail} (evidence: {repo.evidence.value})"
-    if repo.certain or commit is None or COMMIT.match(commit) is None:
+    if repo.certain:
         return said
+    if commit is None or COMMIT.match(commit) is None:
+        return (f"; no repository in the remedy: {repo.detail} (evidence: {repo.evidence.value}) names"
+                f" {repo.repo_id}, not used without a recorded commit to pin the download to")
     return (said + f", not a record of the download; --revision {commit[:12]} is the commit the download metadata"
             " records, so a wrong name fails instead of fetching another repository's file")
 
