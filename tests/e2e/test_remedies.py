@@ -24,7 +24,7 @@ from driftscan.api import plan
 from driftscan.pipeline.classify import uv_cache_clean
 from driftscan.core.values import Distribution
 from driftscan.modeldir.provenance.localdir import REPO_PLACEHOLDER
-from driftscan.modeldir.provenance.repository import find_repo_id, valid_repo_id
+from driftscan.modeldir.provenance.hubrepo import find_repo_id, valid_repo_id
 from fixtures import venvs
 from fixtures.harness import run_cli
 from fixtures.modeldirs import COMMIT, build_cache_repo, build_local_dir, dump_json, seed_files, sm120_edit

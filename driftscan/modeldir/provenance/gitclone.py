@@ -246,6 +246,7 @@ def _confirm(ctx: Context, git: _Git, top: str, prefix: str, outcomes: list[Outc
     same = {id(o) for o, d in zip(suspects, digests, strict=False) if d == o.expect.digest}
     return [o for o in outcomes if id(o) not in same]
 
+
 def remote_urls(root: str) -> list[tuple[str, str]]:
     """(remote name, url) for each ``url`` of a ``[remote "NAME"]`` section of ``root/.git/config``,
     in file order: read as lines (a regular file inside ``root``, at most GIT_CONFIG_MAX bytes), not

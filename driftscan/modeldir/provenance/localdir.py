@@ -21,7 +21,7 @@ from ...fs.paths import relpath
 from ..check import Context, Expect, KindResult, added_check, iso, run
 from ..hashing import hash_file, new_hasher
 from .interface import WayBack
-from .repository import COMMIT, RepoId, find_repo_id
+from .hubrepo import COMMIT, RepoId, find_repo_id
 
 STALE_TOLERANCE = 1.0  # seconds; huggingface_hub's own allowance for imprecise mtimes
 # What the remedy shows where no repository id was found: visibly not one, quoted (unquoted, its
@@ -110,7 +110,7 @@ def audit_local_dir(ctx: Context, layout: ModelDirLayout, revision: str | None) 
     return result
 
 
-# --- the way back: the repository from repository.py's ranking, the revision from the metadata ---
+# --- the way back: the repository from hubrepo.py's ranking, the revision from the metadata ---
 
 def _download_command(q_rel: str, q_root: str, commit: str | None, repo: RepoId | None) -> str:
     """The remedy: which evidence named the repository, then the download pinned to ``commit``; with

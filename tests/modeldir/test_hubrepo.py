@@ -13,7 +13,7 @@ import pytest
 from driftscan.core.values import DriftKind
 from driftscan.modeldir import verify_model_dir
 from driftscan.modeldir.remedies import with_remedies
-from driftscan.modeldir.provenance.repository import RepoEvidence, find_repo_id, hub_repo_of_url
+from driftscan.modeldir.provenance.hubrepo import RepoEvidence, find_repo_id, hub_repo_of_url
 from fixtures.modeldirs import COMMIT, build_cache_repo, build_local_dir, dump_json, seed_files
 
 DERIVED = "nvidia/DeepSeek-V2-Lite-NVFP4"
