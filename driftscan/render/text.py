@@ -191,6 +191,8 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
                 lines += _indented(d.diff)
             elif diffs and d.json_changes:
                 lines += [f"      {c.get('op')} {c.get('pointer') or '/'}: {_brief(c)}" for c in d.json_changes]
+            if d.scope.value == "data" and d.remedy:  # each file of a model directory has its own way back
+                lines.append(f"      remedy: {d.remedy}")
         first = items[0]
         if first.distribution and first.scope.value == "package" and any(d.kind.value == "modified" for d in items):
             source = _pristine_line(r, first.distribution.name)

@@ -30,11 +30,13 @@ def test_seed_local_dir_edit_shows_exactly_the_two_configs(tmp_path):
     for d in report["drifts"]:
         assert (d["kind"], d["scope"], d["survives_reinstall"], d["prediction"]) == ("modified", "data", True,
                                                                                    "survives")
-        # Nothing in the directory names its repository: the remedy says how to find it, and its
-        # placeholder cannot be pasted by mistake (quoted, and not a repository id hf accepts).
-        assert d["remedy"].startswith("the repository id is recorded nowhere here")
-        assert f"then: checkpoint first: driftscan checkpoint --model-dir {model} -o " in d["remedy"]
-        assert f" && hf download '<ORG/NAME: see above>' {d['relpath']} --revision " in d["remedy"]
+        # Nothing in the directory names its repository: the remedy saves the edit, says so, gives
+        # the offline way, and the command's shape holds a placeholder that cannot be pasted by
+        # mistake (quoted, and not a repository id hf accepts).
+        assert d["remedy"].startswith(f"checkpoint first: driftscan checkpoint --model-dir {model} -o ")
+        assert "; then no repository is known: " in d["remedy"]
+        assert "restore it offline from a copy of the original" in d["remedy"]
+        assert f", hf download '<ORG/NAME: see above>' {d['relpath']} --revision " in d["remedy"]
     # A --local-dir download keeps only hashes: the original text is not at hand, so no json_changes.
     assert all(d["json_changes"] == [] for d in report["drifts"])
 

@@ -4,7 +4,7 @@ installs and real directories.
 - ``uv cache clean --cache-dir DIR NAME`` when the edited cache copy is not in uv's default cache;
 - ``--site-packages`` targets: the interpreter found for the directory, or a note that none was and
   the ``--python`` form; a dist of an extra ``--site-packages`` next to ``--venv`` reinstalls there;
-- ``hf download --local-dir`` directories: the repository id from what is on disk, else how to find it;
+- ``hf download --local-dir`` directories: the repository from ranked evidence on disk, else none guessed;
 - dumps: the exact list in driftscan's cache directory and one ``xargs -0 rm``.
 """
 
@@ -23,7 +23,8 @@ from driftscan import audit
 from driftscan.api import plan
 from driftscan.pipeline.classify import uv_cache_clean
 from driftscan.core.values import Distribution
-from driftscan.modeldir.provenance.localdir import REPO_PLACEHOLDER, find_repo_id, valid_repo_id
+from driftscan.modeldir.provenance.localdir import REPO_PLACEHOLDER
+from driftscan.modeldir.provenance.hubrepo import find_repo_id, valid_repo_id
 from fixtures import venvs
 from fixtures.harness import run_cli
 from fixtures.modeldirs import COMMIT, build_cache_repo, build_local_dir, dump_json, seed_files, sm120_edit
@@ -203,28 +204,27 @@ def _after_checkpoint(command: str, root: Path) -> str:
     return rest
 
 
-@pytest.mark.parametrize("card, repo_id, source", [
-    (CARD, "nvidia/Kimi-K2.5-NVFP4", "model-index name"),  # the card's own model first
-    ("---\nbase_model:\n  - 'moonshotai/Kimi-K2.5'\n---\n", "moonshotai/Kimi-K2.5", "base_model"),
-])
-def test_repo_id_from_the_model_card(tmp_path, card, repo_id, source):
-    root = _local_dir(tmp_path, **{"README.md": card.encode()})
+def test_the_model_card_names_no_repository(tmp_path):
+    """base_model is what the model was derived from; the card's model-index name is no download record."""
+    root = _local_dir(tmp_path, **{"README.md": CARD.encode()})
     drift = _config_remedy(root)
-    assert _after_checkpoint(drift.remedy, root) == (f"hf download {repo_id} config.json --revision {COMMIT} "
-                                                     f"--local-dir {root} --force-download")
-    # A guess, said so; the pinned revision makes a wrong guess fail rather than fetch another repo's file.
-    assert f"{repo_id} in the remedy comes from README.md's {source}, a guess" in drift.evidence
+    assert "moonshotai/Kimi-K2.5" not in drift.remedy and "nvidia/Kimi-K2.5-NVFP4" not in drift.remedy
+    assert "; then no repository is known: " in drift.remedy
+    assert find_repo_id(str(root), COMMIT) is None
 
 
 def test_repo_id_from_config_name_or_path(tmp_path):
     files = seed_files()
     config = json.loads(files["config.json"])
     config["_name_or_path"] = "nvidia/Kimi-K2.5-NVFP4"
-    root = _local_dir(tmp_path, **{"config.json": dump_json(config)})
+    root = _local_dir(tmp_path, **{"config.json": dump_json(config), "README.md": CARD.encode()})
     drift = _config_remedy(root)
-    assert _after_checkpoint(drift.remedy, root).startswith(f"hf download nvidia/Kimi-K2.5-NVFP4 config.json "
-                                                            f"--revision {COMMIT} ")
-    assert "config.json's _name_or_path" in drift.evidence
+    said, _, command = drift.remedy.partition(": checkpoint first: ")
+    assert said == "repository named by config.json's _name_or_path"
+    assert _after_checkpoint("checkpoint first: " + command, root).startswith(
+        f"hf download nvidia/Kimi-K2.5-NVFP4 config.json --revision {COMMIT} ")
+    # not a record of the download, said so; the pinned revision makes a wrong name fail
+    assert "config.json's _name_or_path (evidence: name-or-path), not a record of the download" in drift.evidence
 
 
 def test_repo_id_from_the_hub_cache_holding_that_commit_is_certain(tmp_path, monkeypatch):
@@ -234,21 +234,25 @@ def test_repo_id_from_the_hub_cache_holding_that_commit_is_certain(tmp_path, mon
     monkeypatch.setenv("HF_HUB_CACHE", str(hub))
     root = _local_dir(tmp_path, **{"README.md": CARD.encode()})
     drift = _config_remedy(root)
-    assert _after_checkpoint(drift.remedy, root).startswith(f"hf download acme/kimi-mirror config.json "
-                                                            f"--revision {COMMIT} ")
-    assert "a guess" not in drift.evidence
+    said, _, command = drift.remedy.partition(": checkpoint first: ")
+    assert said == "repository named by the hub cache holding the recorded commit"
+    assert _after_checkpoint("checkpoint first: " + command, root).startswith(
+        f"hf download acme/kimi-mirror config.json --revision {COMMIT} ")
+    assert "not a record of the download" not in drift.evidence and "(evidence: hub-cache)" in drift.evidence
     found = find_repo_id(str(root), COMMIT)
     assert found is not None and found.certain and found.repo_type == "model"
 
 
-def test_no_repo_id_on_disk_says_how_to_find_it_and_cannot_be_pasted_by_mistake(tmp_path):
+def test_no_repo_id_on_disk_says_so_and_cannot_be_pasted_by_mistake(tmp_path):
     root = _local_dir(tmp_path)
     remedy = _config_remedy(root).remedy
     assert "<repo-id>" not in remedy
-    why, _, command = remedy.partition(", then: ")
-    command = _after_checkpoint(command, root)
-    assert why.startswith("the repository id is recorded nowhere here (the download metadata holds only the commit "
-                          f"{COMMIT[:12]}; no model card or config names one): find the id")
+    first, _, rest = remedy.partition("; then ")
+    assert first.startswith(f"checkpoint first: driftscan checkpoint --model-dir {shlex.quote(str(root))} -o ")
+    why, _, command = rest.partition("once you know the repository, ")
+    assert why.startswith("no repository is known: the download metadata records only the commit "
+                          f"{COMMIT[:12]}, and no hub cache holds it")
+    assert "restore it offline from a copy of the original" in why
     assert command == (f"hf download {REPO_PLACEHOLDER} config.json --revision {COMMIT} --local-dir {root} "
                        "--force-download")
     words = shlex.split(command)
@@ -263,24 +267,27 @@ def test_no_repo_id_on_disk_says_how_to_find_it_and_cannot_be_pasted_by_mistake(
 def test_tree_values_that_are_no_repo_id_are_never_used(tmp_path, value):
     config = json.loads(seed_files()["config.json"])
     config["_name_or_path"] = value
-    card = f"---\nbase_model: {json.dumps(value)}\nmodel-index:\n- name: {json.dumps(value)}\n---\n"
-    root = _local_dir(tmp_path, **{"config.json": dump_json(config), "README.md": card.encode()})
+    root = _local_dir(tmp_path, **{"config.json": dump_json(config)})
+    if "\n" not in value:  # in .git/config a newline ends the value: what precedes it is a name
+        (root / ".git").mkdir()
+        (root / ".git" / "config").write_text(f'[remote "origin"]\n\turl = https://huggingface.co/{value}\n')
     remedy = _config_remedy(root).remedy
-    assert remedy.startswith("the repository id is recorded nowhere here") and REPO_PLACEHOLDER in remedy
+    assert "; then no repository is known: " in remedy and REPO_PLACEHOLDER in remedy
 
 
-def test_model_card_is_read_bounded_and_only_as_a_regular_file(tmp_path):
+def test_config_and_git_config_are_read_bounded_and_only_as_regular_files(tmp_path):
     root = _local_dir(tmp_path)
-    readme = root / "README.md"
-    readme.unlink()
-    os.mkfifo(readme)  # never opened: a FIFO would hang the audit
+    (root / ".git").mkdir()
+    os.mkfifo(root / ".git" / "config")  # never opened: a FIFO would hang the audit
     assert find_repo_id(str(root), COMMIT) is None
-    readme.unlink()
-    readme.write_text("---\n" + "tags:\n- x\n" * 20000 + "base_model: org/late\n---\n")  # not closed in 64 KiB
+    (root / ".git" / "config").unlink()
+    (root / ".git" / "config").write_text('[remote "origin"]\n' + "#" * (80 << 10) +
+                                          "\n\turl = https://huggingface.co/org/late\n")  # over the cap
     assert find_repo_id(str(root), COMMIT) is None
-    readme.unlink()
-    (tmp_path / "outside.md").write_text("---\nbase_model: org/outside\n---\n")
-    readme.symlink_to(tmp_path / "outside.md")  # out of the directory: not read
+    config = root / "config.json"
+    (tmp_path / "outside.json").write_text('{"_name_or_path": "org/outside"}')
+    config.unlink()
+    config.symlink_to(tmp_path / "outside.json")  # out of the directory: not read
     assert find_repo_id(str(root), COMMIT) is None
 
 

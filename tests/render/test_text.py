@@ -143,3 +143,30 @@ def test_a_diff_too_large_is_named_as_such_not_counted_as_zero_lines():
     assert "diff too large: 4000 to 11998 lines changed" in text and "+0 −0" not in text
     markdown = render_markdown(report)
     assert "diff too large: 4000 to 11998 lines changed" in markdown and "+0 −0" not in markdown
+
+
+def test_model_directory_drifts_show_their_remedy(tmp_path):
+    """A real local-dir audit: each drifted file's remedy under its line; the evidence for the
+    repository it names only with -v."""
+    import json
+
+    from driftscan import audit
+    from driftscan.render.registry import OutputFormat, RenderOptions, render
+    from fixtures.modeldirs import build_local_dir, dump_json, seed_files
+
+    files = seed_files()
+    config = json.loads(files["config.json"])
+    config["_name_or_path"] = "nvidia/DeepSeek-V2-Lite-NVFP4"
+    files["config.json"] = dump_json(config)
+    files["README.md"] = b"---\nbase_model: deepseek-ai/DeepSeek-V2-Lite\n---\n"
+    root = build_local_dir(tmp_path / "model", files)
+    (root / "config.json").write_bytes(dump_json({**config, "max_position_embeddings": 4096}))
+    report = audit(model_dirs=[str(root)])
+    [drift] = report.drifts
+    assert drift.remedy.startswith("repository named by config.json's _name_or_path: checkpoint first: ")
+    text = render(report, OutputFormat.TEXT)
+    lines = text.splitlines()
+    at = lines.index(_line_of(text, "modified", "config.json"))
+    assert lines[at + 1] == f"      remedy: {drift.remedy}"
+    assert "evidence: name-or-path" not in text
+    assert "(evidence: name-or-path)" in render(report, OutputFormat.TEXT, RenderOptions(verbose=True))

@@ -18,6 +18,7 @@ every call: the audit never writes into the tree, and a FIFO in it cannot hang t
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import stat
 from collections.abc import Callable
@@ -30,10 +31,12 @@ from ...core.values import Area, DriftKind, FileCheck, FileState, LayoutKind, Pr
 from ...fs.paths import relpath
 from .interface import WayBack
 from ... import git as gitaccess
-from ...fs.reader import os_error
+from ...fs.reader import os_error, read_regular
 from ..check import MODIFIED, Context, Expect, KindResult, Outcome, added_check, iso, run
 
 ZERO = "0" * 40
+GIT_CONFIG_MAX = 64 << 10  # a clone's .git/config is a few hundred bytes
+_SECTION = re.compile(r'\[\s*remote\s+"([^"\\]*)"\s*\]\s*\Z')
 
 
 _Git = gitaccess.Repository
@@ -242,6 +245,32 @@ def _confirm(ctx: Context, git: _Git, top: str, prefix: str, outcomes: list[Outc
         ctx.meter.note_read(len(o.content or b""))
     same = {id(o) for o, d in zip(suspects, digests, strict=False) if d == o.expect.digest}
     return [o for o in outcomes if id(o) not in same]
+
+
+def remote_urls(root: str) -> list[tuple[str, str]]:
+    """(remote name, url) for each ``url`` of a ``[remote "NAME"]`` section of ``root/.git/config``,
+    in file order: read as lines (a regular file inside ``root``, at most GIT_CONFIG_MAX bytes), not
+    run through git; ``include`` directives and a ``.git`` file (a worktree's) are not followed."""
+    path = os.path.join(root, ".git", "config")
+    try:
+        text = read_regular(path, GIT_CONFIG_MAX, root=root).decode("utf-8", "replace")
+    except OSError:
+        return []
+    urls, remote = [], None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            found = _SECTION.match(line)
+            remote = found.group(1) if found else None
+            continue
+        key, eq, value = line.partition("=")
+        if remote is not None and eq and key.strip().lower() == "url":
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] == '"':
+                value = value[1:-1]
+            urls.append((remote, value))
+    return urls
+
 
 # --- the provenance interface (provenance/interface.py) --------------------------------------------
 
