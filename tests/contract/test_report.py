@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+import click
 import pytest
 
 from driftscan.cli import main
@@ -39,7 +40,8 @@ def test_cli_schema_command():
 
 
 def test_every_format_choice_has_a_renderer():
-    audit_cmd = main.commands["audit"]
+    audit_cmd = main.get_command(click.Context(main), "audit")
+    assert audit_cmd is not None
     fmt = next(p for p in audit_cmd.params if p.name == "fmt")
     assert set(fmt.type.choices) == set(RENDERERS)
 

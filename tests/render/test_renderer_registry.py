@@ -116,7 +116,10 @@ def test_every_format_choice_of_the_command_line_is_the_registry_s():
     kinds = {"audit": REPORT, "diff": REPORT, "plan": PLAN, "scan": SCAN, "guard": GUARD, "restore": RESTORE,
              "reapply": REAPPLY, "compare": COMPARE, "fleet": FLEET}
     seen = {}
-    for name, command in main.commands.items():
+    ctx = click.Context(main)
+    for name in main.list_commands(ctx):
+        command = main.get_command(ctx, name)
+        assert command is not None
         for param in command.params:
             if param.name == "fmt":
                 assert isinstance(param.type, click.Choice)
