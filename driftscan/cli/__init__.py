@@ -19,14 +19,12 @@ import click
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from .._version import __version__  # noqa: E402 - after the environment setting above
-from ..fs.helpers import allow_fork  # noqa: E402
 from .exits import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, FAIL_ON, exit_status, guarded  # noqa: E402
 from .fleet import stdout_is_stderr as _stdout_is_stderr  # noqa: E402
-from .options import (config_option, model_options, policy_options, pristine_options, rule_options,  # noqa: E402
-                      text_options)
+from .options import (SEVERITIES, config_option, model_options, policy_options, pristine_options,  # noqa: E402
+                      rule_options, text_options)
 from .output import emit  # noqa: E402
 from .progress import PROGRESS_MIN_BYTES, FleetProgress, Progress, ScanProgress  # noqa: E402
-from .scan import SEVERITIES  # noqa: E402
 
 __all__ = ["main", "entry", "EXIT_CLEAN", "EXIT_DRIFT", "EXIT_INCOMPLETE", "FAIL_ON", "SEVERITIES", "exit_status",
            "guarded", "emit", "config_option", "model_options", "policy_options", "pristine_options",
@@ -72,6 +70,8 @@ def entry() -> None:
     An audit leaves a few hundred thousand objects behind; freeing them one by one at interpreter
     exit costs tens of milliseconds and serves nothing (no threads, files or atexit work remain).
     This process is driftscan's own, so its helpers may be forked from it (driftscan/fs/helpers.py)."""
+    from ..fs.helpers import allow_fork  # not for `import driftscan.cli` (a library host): 3 ms
+
     allow_fork()
     try:
         main(prog_name="driftscan")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import sys
-import traceback
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -45,6 +44,8 @@ def guarded(func: Callable[..., None]) -> Callable[..., None]:
             fail(f"{where}{exc.strerror or exc}")
         except Exception as exc:  # noqa: BLE001 - the promise is: no traceback without --debug
             if debug:
+                import traceback  # only for --debug: 2 ms every command would pay
+
                 traceback.print_exc()
             fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug and report it)")
 

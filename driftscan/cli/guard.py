@@ -56,7 +56,8 @@ def guard(command: tuple[str, ...], venv: str | None, site_packages: tuple[str, 
     """
     if command[0].startswith("-"):  # click hands unknown options on as the command: a typo must not run
         raise click.UsageError(f"no such option: {command[0]} (the command guard runs goes after --)")
-    from ..reinstall.guard import exit_status as guard_status
+    from ..reinstall.guard import exit_status as guard_status, recognise  # pydantic, the pristine package
+
     config = load_config(config_file)
     for directory in wheels:
         if not os.path.isdir(directory):
@@ -65,8 +66,6 @@ def guard(command: tuple[str, ...], venv: str | None, site_packages: tuple[str, 
     say_empty_cache("guard", hub)
     chosen_because = None
     if venv is None and not site_packages:  # none named: where the command installs, else as for audit
-        from ..reinstall.guard import recognise
-
         where = recognise(list(command)).environment
         if where and (os.path.isfile(os.path.join(where, "pyvenv.cfg")) or os.path.isdir(os.path.join(where,
                                                                                                      "conda-meta"))):

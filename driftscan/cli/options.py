@@ -12,6 +12,9 @@ from .exits import FAIL_ON
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# scan's --fail-on levels, lowest first.
+SEVERITIES = ["low", "medium", "high"]
+
 VENV_HELP = ("The virtual environment (default as for audit: VIRTUAL_ENV, CONDA_PREFIX, the uv project's .venv, the "
              "python3 on PATH, else driftscan's own).")
 

@@ -13,7 +13,8 @@ from ..render.formats import SCAN_FORMATS
 from ..render.registry import OutputFormat, RenderOptions, render
 from .configuration import load_config
 from .exits import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, guarded
-from .options import codes, config_option, jobs_option, no_cache_option, output_options, rule_options
+from .options import (SEVERITIES, codes, config_option, jobs_option, no_cache_option, output_options,
+                      rule_options)
 from .output import write
 from .progress import ScanProgress
 from ..caches.location import user_cache_dir
@@ -21,7 +22,6 @@ from ..lint.files import ParseLimits
 from ..lint.scancache import ResultCache
 from ..lint.warmscan import scan_paths
 
-SEVERITIES = ["low", "medium", "high"]
 
 
 @click.command()

@@ -32,7 +32,7 @@ from ..fs.reader import default_jobs
 from ..lint.scancache import ContentMemo
 from ..reinstall.dumpledger import recorded_checks
 from .classify import classify, uv_cache_clean, uv_cache_prune
-from .options import AuditOptions, Need
+from .options import AuditOptions, Need, RuleSelection
 
 if TYPE_CHECKING:
     from ..modeldir import ModelDirResult
@@ -55,11 +55,17 @@ class LoadedRules:
         self._available: tuple[type[Rule], ...] | None = None
 
     def __call__(self) -> tuple[type[Rule], ...]:
-        if self._available is None:
-            from ..lint.registry import load_rules  # libcst: only when a file is parsed
+        return self.selected(None)
 
+    def selected(self, selection: RuleSelection | None) -> tuple[type[Rule], ...]:
+        """The rules available, or those ``selection`` picks of them."""
+        from ..lint.registry import load_rules, select_rules  # libcst: only when a file is parsed
+
+        if self._available is None:
             self._available = tuple(load_rules(self._modules, plugins=self._plugins))
-        return self._available
+        if selection is None:
+            return self._available
+        return tuple(select_rules(self._available, selection.select, selection.ignore))
 
 
 @dataclass(frozen=True)
@@ -98,17 +104,27 @@ class State:
         return (*t.site_packages, *t.extra_roots, *((t.bin_dir,) if t.bin_dir else ()))
 
 
+def _cache_repositories(hf_cache: str | None) -> tuple[list[str], Problem | None]:
+    """Every repository of a Hugging Face cache ("" = the default one), and, when it holds none,
+    that said as a problem of the cache."""
+    if hf_cache is None:
+        return [], None
+    from ..modeldir.hfcache import default_hf_cache, find_cache_repos, no_repository  # see the top
+
+    cache = hf_cache or default_hf_cache()
+    if not os.path.isdir(cache):
+        raise TargetError(f"{cache}: no Hugging Face cache here")
+    message = no_repository(os.path.abspath(cache))
+    return find_cache_repos(cache), Problem(os.path.abspath(cache), message) if message else None
+
+
+def _paths(model_dirs: Sequence[str], repositories: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(os.path.abspath(p) for p in [*model_dirs, *repositories]))
+
+
 def model_dir_paths(model_dirs: Sequence[str], hf_cache: str | None) -> list[str]:
     """The named model directories, plus every repository of a Hugging Face cache ("" = the default one)."""
-    paths = list(model_dirs)
-    if hf_cache is not None:
-        from ..modeldir.hfcache import default_hf_cache, find_cache_repos  # model directories: see the top
-
-        cache = hf_cache or default_hf_cache()
-        if not os.path.isdir(cache):
-            raise TargetError(f"{cache}: no Hugging Face cache here")
-        paths += find_cache_repos(cache)
-    return list(dict.fromkeys(os.path.abspath(p) for p in paths))
+    return _paths(model_dirs, _cache_repositories(hf_cache)[0])
 
 
 def resolve(options: AuditOptions, need: Need, progress: Progress | None = None) -> State:
@@ -116,14 +132,14 @@ def resolve(options: AuditOptions, need: Need, progress: Progress | None = None)
     only model directories names none) and the model directories."""
     started = time.perf_counter()
     named = options.targets
-    models = model_dir_paths(named.model_dirs, named.hf_cache)
+    repositories, empty = _cache_repositories(named.hf_cache)
+    models = _paths(named.model_dirs, repositories)
     # Model directories or a cache named replace the default environment, even when the cache
     # turns out to hold nothing: driftscan's own environment is never audited in their stead.
     python = named.python_named or not named.models_named
     target = resolve_target(named.venv, named.site_packages) if python else NO_PYTHON
     errors: tuple[Problem, ...] = ()
     skipped: tuple[Problem, ...] = ()
-    empty = _empty_cache(named.hf_cache)
     if empty is not None:
         # Nothing else audited: the one thing asked for could not be checked (exit bit 2).
         if models or python:
@@ -133,17 +149,6 @@ def resolve(options: AuditOptions, need: Need, progress: Progress | None = None)
     return State(options, need, started, target, tuple(models), Verification(target, (), (), 0, (), errors),
                  progress=progress, rules=LoadedRules(options.rules.modules, options.rules.plugins),
                  skipped=skipped)
-
-
-def _empty_cache(hf_cache: str | None) -> Problem | None:
-    """A Hugging Face cache asked for that holds no repository, said as a problem of the cache."""
-    if hf_cache is None:
-        return None
-    from ..modeldir.hfcache import default_hf_cache, no_repository  # model directories: see the top
-
-    cache = os.path.abspath(hf_cache or default_hf_cache())
-    message = no_repository(cache)
-    return Problem(cache, message) if message else None
 
 
 def verify_environment(state: State) -> State:
@@ -320,9 +325,7 @@ def compare_with_originals(state: State) -> State:
     loaded = state.loaded_rules
 
     def load() -> Sequence[type[Rule]]:
-        from ..lint.registry import select_rules  # libcst: only when an original is parsed
-
-        return select_rules(loaded(), rules.select, rules.ignore)
+        return loaded.selected(rules)
 
     memo = None
     if state.options.cache.use_cache:  # the originals' findings by content: a warm audit of the same drift parses nothing
