@@ -207,6 +207,50 @@ def _house_wheel(house: str, dist_info: str, digest: str, reading: _Reading) -> 
     raise OSError(f"no {name_version} wheel in {house} (the image is named by its sha256 {digest})")
 
 
+def _embed_dirs() -> Iterator[str]:
+    """Where virtualenv keeps the wheels it embeds (``virtualenv/seed/wheels/embed``): the
+    virtualenv of driftscan's own environment, and one installed by ``uv tool`` or pipx. Places
+    driftscan's own environment names, never the audited tree; a wheel found here is used only
+    when its sha256 is the image's name."""
+    import importlib.util
+    import glob
+
+    spec = importlib.util.find_spec("virtualenv")  # found, not imported
+    if spec is not None and spec.origin:
+        yield os.path.join(os.path.dirname(spec.origin), "seed", "wheels", "embed")
+    home = os.path.expanduser("~")
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+    venvs = [os.path.join(os.environ.get("UV_TOOL_DIR") or os.path.join(data, "uv", "tools"), "virtualenv"),
+             os.path.join(os.environ.get("PIPX_HOME") or os.path.join(data, "pipx"), "venvs", "virtualenv"),
+             os.path.join(home, ".local", "pipx", "venvs", "virtualenv")]
+    for venv in venvs:
+        yield from sorted(glob.glob(os.path.join(glob.escape(venv), "lib", "python3*", "site-packages",
+                                                 "virtualenv", "seed", "wheels", "embed")))[:8]
+
+
+def _embedded_wheel(dist_info: str, digest: str) -> tuple[str, bytes] | None:
+    """The wheel virtualenv embeds that an image named ``digest`` was unpacked from (virtualenv
+    before its periodic update keeps none in ``house/``): one of that name and version whose
+    sha256 is the image's name."""
+    name_version = dist_info[: -len(".dist-info")] if dist_info.endswith(".dist-info") else dist_info
+    for folder in dict.fromkeys(_embed_dirs()):
+        try:
+            names = sorted(os.listdir(folder))[:256]
+        except OSError:
+            continue
+        for name in names:
+            if not (name.startswith(name_version + "-") and name.endswith(".whl")):
+                continue
+            wheel = os.path.join(folder, name)
+            try:
+                data = read_regular(wheel, _WHEEL_LIMIT, what="wheel")
+            except OSError:
+                continue
+            if hashlib.sha256(data).hexdigest() == digest:
+                return wheel, data
+    return None
+
+
 def _app_data_record(path: str, image_record: str, reading: _Reading) -> str | None:
     """A symlinked dist-info's RECORD taken from the wheel virtualenv's image was made of: the
     wheel's rows, plus the image's rows outside site-packages (bin/ scripts) and its
@@ -221,12 +265,25 @@ def _app_data_record(path: str, image_record: str, reading: _Reading) -> str | N
     house, stem = os.path.join(match.group("wheel"), "house"), match.group("stem")
     wheel = os.path.join(house, stem + ".whl")
     member = f"{os.path.basename(path)}/RECORD"
+    embedded = None
     try:
         if not os.path.lexists(wheel) and _SHA256_HEX.match(stem):
-            wheel = _house_wheel(house, os.path.basename(path), stem, reading)
-        if reading.containment.resolve(wheel) is None:
-            raise OSError(f"{wheel} resolves outside the environment and the caches driftscan knows")
-        data = read_regular(wheel, _WHEEL_LIMIT, what="wheel")
+            try:
+                wheel = _house_wheel(house, os.path.basename(path), stem, reading)
+            except OSError as exc:
+                # No wheel in house/: the image was unpacked from the wheel virtualenv embeds
+                # (before its periodic update has run). The image's own RECORD lists only links.
+                embedded = _embedded_wheel(os.path.basename(path), stem)
+                if embedded is None:
+                    raise OSError(f"{exc}, nor among the wheels the virtualenv driftscan can find embeds; the "
+                                  "image's own RECORD lists only the links, without hashes") from None
+                wheel = embedded[0]
+        if embedded is not None:
+            data = embedded[1]  # its sha256 is the image's name: these are the bytes unpacked
+        else:
+            if reading.containment.resolve(wheel) is None:
+                raise OSError(f"{wheel} resolves outside the environment and the caches driftscan knows")
+            data = read_regular(wheel, _WHEEL_LIMIT, what="wheel")
         if _SHA256_HEX.match(stem) and os.path.basename(os.path.dirname(wheel)) != "house" \
                 and hashlib.sha256(data).hexdigest() != stem:
             raise OSError(f"its sha256 is not the image's name {stem}")

@@ -194,6 +194,32 @@ def test_virtualenv_symlink_app_data(tmp_path, monkeypatch):
     assert not any(d.relpath == "pip/__init__.py" and d.kind.value == "modified" for d in refused.drifts)
 
 
+def test_virtualenv_symlink_app_data_before_its_periodic_update(tmp_path, monkeypatch):
+    """virtualenv --symlink-app-data before its periodic update (--no-periodic-update): the image
+    is unpacked from the wheel virtualenv embeds and the app-data's wheel/house/ holds none. The
+    files are checked against that embedded wheel (its sha256 is the image's name): a clean venv
+    audits clean, an edit in the image is drift."""
+    app_data = tmp_path / "app-data"
+    monkeypatch.setenv("VIRTUALENV_OVERRIDE_APP_DATA", str(app_data))
+    venv = tmp_path / "v"
+    venvs.run([sys.executable, "-m", "virtualenv", "--quiet", "--no-download", "--no-periodic-update",
+               "--symlink-app-data", "--app-data", str(app_data), str(venv)])
+    site = venvs.site_packages_of(venv)
+    pip_dir = site / "pip"
+    assert pip_dir.is_symlink() and os.path.realpath(pip_dir).startswith(str(app_data))
+    assert not list((app_data / "wheel").glob("house/**/*.whl"))
+
+    pristine = audit(venv=str(venv))
+    assert pristine.errors == [] and _drifts(pristine) == []
+    assert pristine.summary.files_checked > 500  # pip's files, read through the links
+
+    init = Path(os.path.realpath(pip_dir)) / "__init__.py"  # the shared image's own file
+    _edit(init)
+    report = audit(venv=str(venv))
+    assert _drifts(report) == [("pip/__init__.py", "modified")]
+    assert "app-data image" in report.drifts[0].evidence and report.errors == []
+
+
 def test_an_unknown_installer_whose_record_matches_reports_edits(tmp_path, wheelhouse):
     """INSTALLER names a tool driftscan does not know (pixi's PyPI installs write their own name):
     a RECORD whose rows match the files is still a RECORD of this install, so a changed row is
