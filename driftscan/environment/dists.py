@@ -42,12 +42,14 @@ class MetadataDir:
     problems: tuple[Problem, ...] = ()
     missing: tuple[str, ...] = ()  # for orphaned dirs: which of METADATA/RECORD is absent
     has_file_list: bool = True  # egg-info: installed-files.txt present
+    notes: tuple[Problem, ...] = ()  # what was checked against what, where not its own RECORD
 
 
 @dataclass
 class _Reading:
     containment: Containment
     problems: list[Problem] = field(default_factory=list)
+    notes: list[Problem] = field(default_factory=list)
 
     def text(self, path: str) -> str | None:
         return self.read(path)[0]
@@ -168,7 +170,7 @@ def _read_dist_info(path: str, site: str, containment: Containment, cache: Diges
     )
     # A RECORD with not one well-formed row (binary junk) lists nothing to check: unverifiable, not clean.
     has_list = not parsed.issues or bool(set(parsed.entries.lines) - {i.line for i in parsed.issues})
-    return MetadataDir(path, site, dist, tuple(problems), has_file_list=has_list)
+    return MetadataDir(path, site, dist, tuple(problems), has_file_list=has_list, notes=tuple(reading.notes))
 
 
 # virtualenv --symlink-app-data links a venv's seed packages (pip, setuptools) from an unpacked
@@ -296,6 +298,11 @@ def _app_data_record(path: str, image_record: str, reading: _Reading) -> str | N
         reading.problems.append(Problem(path, f"linked from virtualenv's app-data, but its wheel {wheel} cannot be "
                                               f"read ({exc}); only the links are checked"))
         return None
+    source = ("the wheel virtualenv embeds" if embedded is not None
+              else "the wheel in virtualenv's app-data wheel/house/")
+    reading.notes.append(Problem(path, f"linked from virtualenv's app-data image {os.path.dirname(real or path)}: "
+                                       f"checked against {source}, {wheel} (the image's own RECORD lists only "
+                                       "the links, without hashes)"))
     outside = [line for line in image_record.splitlines()
                if line.startswith("../") or line.split(",", 1)[0].endswith(".virtualenv")]
     return text.rstrip("\n") + "\n" + "\n".join(outside) + ("\n" if outside else "")

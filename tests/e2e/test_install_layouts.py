@@ -179,6 +179,7 @@ def test_virtualenv_symlink_app_data(tmp_path, monkeypatch):
     pristine = audit(venv=str(venv))
     assert _drifts(pristine) == [] and pristine.errors == []
     assert pristine.summary.files_checked > 500  # pip's files, read through the links
+    assert any("wheel/house/" in n.message for n in pristine.notes)
 
     init = pip_dir / "__init__.py"
     _edit(init)
@@ -212,6 +213,11 @@ def test_virtualenv_symlink_app_data_before_its_periodic_update(tmp_path, monkey
     pristine = audit(venv=str(venv))
     assert pristine.errors == [] and _drifts(pristine) == []
     assert pristine.summary.files_checked > 500  # pip's files, read through the links
+    # The report says what the image was checked against: not its own RECORD (links only).
+    notes = {os.path.basename(n.path): n.message for n in pristine.notes}
+    pip_info = next(site.glob("pip-*.dist-info")).name
+    assert "the wheel virtualenv embeds" in notes[pip_info]
+    assert "/virtualenv/seed/wheels/embed/pip-" in notes[pip_info]
 
     init = Path(os.path.realpath(pip_dir)) / "__init__.py"  # the shared image's own file
     _edit(init)
