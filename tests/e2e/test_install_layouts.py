@@ -219,6 +219,15 @@ def test_virtualenv_symlink_app_data_before_its_periodic_update(tmp_path, monkey
     assert "the wheel virtualenv embeds" in notes[pip_info]
     assert "/virtualenv/seed/wheels/embed/pip-" in notes[pip_info]
 
+    # No virtualenv to be found that embeds it: an error naming both places, not a clean audit.
+    from driftscan.environment import dists
+    with monkeypatch.context() as m:
+        m.setattr(dists, "_embed_dirs", lambda: iter(()))
+        unfound = audit(venv=str(venv))
+    messages = [e.message for e in unfound.errors if os.path.basename(e.path) == pip_info]
+    assert len(messages) == 1 and "only the links are checked" in messages[0]
+    assert "wheel/house" in messages[0] and "lists only the links, without hashes" in messages[0]
+
     init = Path(os.path.realpath(pip_dir)) / "__init__.py"  # the shared image's own file
     _edit(init)
     report = audit(venv=str(venv))
