@@ -211,7 +211,8 @@ def _house_wheel(house: str, dist_info: str, digest: str, reading: _Reading) -> 
 
 def _embed_dirs() -> Iterator[str]:
     """Where virtualenv keeps the wheels it embeds (``virtualenv/seed/wheels/embed``): the
-    virtualenv of driftscan's own environment, and one installed by ``uv tool`` or pipx. Places
+    virtualenv of driftscan's own environment, one installed by ``uv tool`` or pipx, and those
+    unpacked in uv's cache (``uv tool run``, UV_CACHE_DIR or uv's default). Places
     driftscan's own environment names, never the audited tree; a wheel found here is used only
     when its sha256 is the image's name."""
     import importlib.util
@@ -225,9 +226,17 @@ def _embed_dirs() -> Iterator[str]:
     venvs = [os.path.join(os.environ.get("UV_TOOL_DIR") or os.path.join(data, "uv", "tools"), "virtualenv"),
              os.path.join(os.environ.get("PIPX_HOME") or os.path.join(data, "pipx"), "venvs", "virtualenv"),
              os.path.join(home, ".local", "pipx", "venvs", "virtualenv")]
+    embed = os.path.join("virtualenv", "seed", "wheels", "embed")
     for venv in venvs:
-        yield from sorted(glob.glob(os.path.join(glob.escape(venv), "lib", "python3*", "site-packages",
-                                                 "virtualenv", "seed", "wheels", "embed")))[:8]
+        yield from sorted(glob.glob(os.path.join(glob.escape(venv), "lib", "python3*", "site-packages", embed)))[:8]
+    # `uv tool run --from virtualenv ...` runs a virtualenv unpacked in uv's cache (archive-v0/<id>/).
+    from .uv.cache import default_uv_cache
+
+    uv_cache = default_uv_cache()
+    if uv_cache:
+        archives = os.path.join(glob.escape(uv_cache), "archive-v*", "*")
+        for pattern in (os.path.join(archives, embed), os.path.join(archives, "lib", "python3*", "site-packages", embed)):
+            yield from sorted(glob.glob(pattern))[:32]
 
 
 def _embedded_wheel(dist_info: str, digest: str) -> tuple[str, bytes] | None:
