@@ -578,6 +578,7 @@ class Verification:
     errors: tuple[Problem, ...]
     # Every path the audit compared with a reference (RECORD rows, model metadata, git).
     referenced: AbstractSet[str] = frozenset()  # a frozenset, or ownership.OwnedView (the same, compact)
+    notes: tuple[Problem, ...] = ()  # what was checked against what (a virtualenv app-data image's wheel)
 
 
 class Prediction(str, enum.Enum):

@@ -42,12 +42,14 @@ class MetadataDir:
     problems: tuple[Problem, ...] = ()
     missing: tuple[str, ...] = ()  # for orphaned dirs: which of METADATA/RECORD is absent
     has_file_list: bool = True  # egg-info: installed-files.txt present
+    notes: tuple[Problem, ...] = ()  # what was checked against what, where not its own RECORD
 
 
 @dataclass
 class _Reading:
     containment: Containment
     problems: list[Problem] = field(default_factory=list)
+    notes: list[Problem] = field(default_factory=list)
 
     def text(self, path: str) -> str | None:
         return self.read(path)[0]
@@ -168,7 +170,7 @@ def _read_dist_info(path: str, site: str, containment: Containment, cache: Diges
     )
     # A RECORD with not one well-formed row (binary junk) lists nothing to check: unverifiable, not clean.
     has_list = not parsed.issues or bool(set(parsed.entries.lines) - {i.line for i in parsed.issues})
-    return MetadataDir(path, site, dist, tuple(problems), has_file_list=has_list)
+    return MetadataDir(path, site, dist, tuple(problems), has_file_list=has_list, notes=tuple(reading.notes))
 
 
 # virtualenv --symlink-app-data links a venv's seed packages (pip, setuptools) from an unpacked
@@ -207,6 +209,59 @@ def _house_wheel(house: str, dist_info: str, digest: str, reading: _Reading) -> 
     raise OSError(f"no {name_version} wheel in {house} (the image is named by its sha256 {digest})")
 
 
+def _embed_dirs() -> Iterator[str]:
+    """Where virtualenv keeps the wheels it embeds (``virtualenv/seed/wheels/embed``): the
+    virtualenv of driftscan's own environment, one installed by ``uv tool`` or pipx, and those
+    unpacked in uv's cache (``uv tool run``, UV_CACHE_DIR or uv's default). Places
+    driftscan's own environment names, never the audited tree; a wheel found here is used only
+    when its sha256 is the image's name."""
+    import importlib.util
+    import glob
+
+    spec = importlib.util.find_spec("virtualenv")  # found, not imported
+    if spec is not None and spec.origin:
+        yield os.path.join(os.path.dirname(spec.origin), "seed", "wheels", "embed")
+    home = os.path.expanduser("~")
+    data = os.environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+    venvs = [os.path.join(os.environ.get("UV_TOOL_DIR") or os.path.join(data, "uv", "tools"), "virtualenv"),
+             os.path.join(os.environ.get("PIPX_HOME") or os.path.join(data, "pipx"), "venvs", "virtualenv"),
+             os.path.join(home, ".local", "pipx", "venvs", "virtualenv")]
+    embed = os.path.join("virtualenv", "seed", "wheels", "embed")
+    for venv in venvs:
+        yield from sorted(glob.glob(os.path.join(glob.escape(venv), "lib", "python3*", "site-packages", embed)))[:8]
+    # `uv tool run --from virtualenv ...` runs a virtualenv unpacked in uv's cache (archive-v0/<id>/).
+    from .uv.cache import default_uv_cache
+
+    uv_cache = default_uv_cache()
+    if uv_cache:
+        archives = os.path.join(glob.escape(uv_cache), "archive-v*", "*")
+        for pattern in (os.path.join(archives, embed), os.path.join(archives, "lib", "python3*", "site-packages", embed)):
+            yield from sorted(glob.glob(pattern))[:32]
+
+
+def _embedded_wheel(dist_info: str, digest: str) -> tuple[str, bytes] | None:
+    """The wheel virtualenv embeds that an image named ``digest`` was unpacked from (virtualenv
+    before its periodic update keeps none in ``house/``): one of that name and version whose
+    sha256 is the image's name."""
+    name_version = dist_info[: -len(".dist-info")] if dist_info.endswith(".dist-info") else dist_info
+    for folder in dict.fromkeys(_embed_dirs()):
+        try:
+            names = sorted(os.listdir(folder))[:256]
+        except OSError:
+            continue
+        for name in names:
+            if not (name.startswith(name_version + "-") and name.endswith(".whl")):
+                continue
+            wheel = os.path.join(folder, name)
+            try:
+                data = read_regular(wheel, _WHEEL_LIMIT, what="wheel")
+            except OSError:
+                continue
+            if hashlib.sha256(data).hexdigest() == digest:
+                return wheel, data
+    return None
+
+
 def _app_data_record(path: str, image_record: str, reading: _Reading) -> str | None:
     """A symlinked dist-info's RECORD taken from the wheel virtualenv's image was made of: the
     wheel's rows, plus the image's rows outside site-packages (bin/ scripts) and its
@@ -221,12 +276,25 @@ def _app_data_record(path: str, image_record: str, reading: _Reading) -> str | N
     house, stem = os.path.join(match.group("wheel"), "house"), match.group("stem")
     wheel = os.path.join(house, stem + ".whl")
     member = f"{os.path.basename(path)}/RECORD"
+    embedded = None
     try:
         if not os.path.lexists(wheel) and _SHA256_HEX.match(stem):
-            wheel = _house_wheel(house, os.path.basename(path), stem, reading)
-        if reading.containment.resolve(wheel) is None:
-            raise OSError(f"{wheel} resolves outside the environment and the caches driftscan knows")
-        data = read_regular(wheel, _WHEEL_LIMIT, what="wheel")
+            try:
+                wheel = _house_wheel(house, os.path.basename(path), stem, reading)
+            except OSError as exc:
+                # No wheel in house/: the image was unpacked from the wheel virtualenv embeds
+                # (before its periodic update has run). The image's own RECORD lists only links.
+                embedded = _embedded_wheel(os.path.basename(path), stem)
+                if embedded is None:
+                    raise OSError(f"{exc}, nor among the wheels the virtualenv driftscan can find embeds; the "
+                                  "image's own RECORD lists only the links, without hashes") from None
+                wheel = embedded[0]
+        if embedded is not None:
+            data = embedded[1]  # its sha256 is the image's name: these are the bytes unpacked
+        else:
+            if reading.containment.resolve(wheel) is None:
+                raise OSError(f"{wheel} resolves outside the environment and the caches driftscan knows")
+            data = read_regular(wheel, _WHEEL_LIMIT, what="wheel")
         if _SHA256_HEX.match(stem) and os.path.basename(os.path.dirname(wheel)) != "house" \
                 and hashlib.sha256(data).hexdigest() != stem:
             raise OSError(f"its sha256 is not the image's name {stem}")
@@ -239,6 +307,11 @@ def _app_data_record(path: str, image_record: str, reading: _Reading) -> str | N
         reading.problems.append(Problem(path, f"linked from virtualenv's app-data, but its wheel {wheel} cannot be "
                                               f"read ({exc}); only the links are checked"))
         return None
+    source = ("the wheel virtualenv embeds" if embedded is not None
+              else "the wheel in virtualenv's app-data wheel/house/")
+    reading.notes.append(Problem(path, f"linked from virtualenv's app-data image {os.path.dirname(real or path)}: "
+                                       f"checked against {source}, {wheel} (the image's own RECORD lists only "
+                                       "the links, without hashes)"))
     outside = [line for line in image_record.splitlines()
                if line.startswith("../") or line.split(",", 1)[0].endswith(".virtualenv")]
     return text.rstrip("\n") + "\n" + "\n".join(outside) + ("\n" if outside else "")

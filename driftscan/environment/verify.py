@@ -98,6 +98,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
         errors=tuple(errors + managed.problems + outcome.errors + walk_problems + editable_problems
                      + sources.errors),
         referenced=own.owned_paths(),
+        notes=tuple(n for md in metadirs for n in md.notes),
     )
     if index_possible and stat_cache is not None:  # (the first implies the second)
         index, owned = None, None

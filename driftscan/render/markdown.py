@@ -276,6 +276,9 @@ def _sections(r: Report) -> list[_Section]:
     if r.skipped:
         sections.append(_Section(f"Skipped ({len(r.skipped):,})", [], None,
                                  [_Unit(f"- {code(e.path)}: {esc(e.message)}") for e in r.skipped]))
+    if r.notes:
+        sections.append(_Section(f"Notes ({len(r.notes):,})", [], None,
+                                 [_Unit(f"- {code(e.path)}: {esc(e.message)}") for e in r.notes]))
     stale = getattr(r, "stale_accepted", [])
     if stale:
         sections.append(_Section(f"Stale accept entries ({len(stale):,}): their drift counts again", [], None,

@@ -219,6 +219,10 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
         lines.append(f"skipped ({len(r.skipped)})")
         lines += [f"  {e.path}: {e.message}" for e in r.skipped]
         lines.append("")
+    if r.notes:
+        lines.append(f"notes ({len(r.notes)})")
+        lines += [f"  {e.path}: {e.message}" for e in r.notes]
+        lines.append("")
     if r.errors:
         lines.append(f"could not check ({len(r.errors)})")
         lines += [f"  {e.path}: {e.message}" for e in r.errors]

@@ -202,6 +202,9 @@ class Report(DataModel):
     errors: list[ErrorOut] = field(default_factory=list)
     skipped: list[ErrorOut] = field(default_factory=list, metadata=describe(
         "deliberately not checked, with the reason"))
+    notes: list[ErrorOut] = field(default_factory=list, metadata=describe(
+        "files checked against a reference other than their own RECORD, and which (a virtualenv "
+        "--symlink-app-data image: the wheel in the app-data's wheel/house/ or the one virtualenv embeds)"))
     pristine: list[PristineOut] = field(default_factory=list, metadata=describe(
         "for each distribution with package drift: where its originals came from"))
     stale_accepted: list[StaleAcceptedOut] = field(default_factory=list, metadata=describe(
@@ -297,6 +300,7 @@ def build_report(verification: Verification, drifts: list[Drift], duration: floa
         unverifiable=[UnverifiableOut(distribution=u.distribution, reason=u.reason) for u in verification.unverifiable],
         errors=[ErrorOut(path=printable(p.path), message=printable(p.message)) for p in verification.errors],
         skipped=[ErrorOut(path=printable(p.path), message=printable(p.message)) for p in skipped or []],
+        notes=[ErrorOut(path=printable(p.path), message=printable(p.message)) for p in verification.notes],
         duration_seconds=None if duration is None else round(duration, 3),
         pristine=pristine_out(pristine),
         distributions=sorted((DistributionRef(name=printable(d.name), version=printable(d.version),

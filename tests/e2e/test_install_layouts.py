@@ -179,6 +179,7 @@ def test_virtualenv_symlink_app_data(tmp_path, monkeypatch):
     pristine = audit(venv=str(venv))
     assert _drifts(pristine) == [] and pristine.errors == []
     assert pristine.summary.files_checked > 500  # pip's files, read through the links
+    assert any("wheel/house/" in n.message for n in pristine.notes)
 
     init = pip_dir / "__init__.py"
     _edit(init)
@@ -192,6 +193,46 @@ def test_virtualenv_symlink_app_data(tmp_path, monkeypatch):
     refused = audit(venv=str(venv))
     assert all("app-data image" not in d.evidence for d in refused.drifts)
     assert not any(d.relpath == "pip/__init__.py" and d.kind.value == "modified" for d in refused.drifts)
+
+
+def test_virtualenv_symlink_app_data_before_its_periodic_update(tmp_path, monkeypatch):
+    """virtualenv --symlink-app-data before its periodic update (--no-periodic-update): the image
+    is unpacked from the wheel virtualenv embeds and the app-data's wheel/house/ holds none. The
+    files are checked against that embedded wheel (its sha256 is the image's name): a clean venv
+    audits clean, an edit in the image is drift."""
+    app_data = tmp_path / "app-data"
+    monkeypatch.setenv("VIRTUALENV_OVERRIDE_APP_DATA", str(app_data))
+    venv = tmp_path / "v"
+    venvs.run([sys.executable, "-m", "virtualenv", "--quiet", "--no-download", "--no-periodic-update",
+               "--symlink-app-data", "--app-data", str(app_data), str(venv)])
+    site = venvs.site_packages_of(venv)
+    pip_dir = site / "pip"
+    assert pip_dir.is_symlink() and os.path.realpath(pip_dir).startswith(str(app_data))
+    assert not list((app_data / "wheel").glob("house/**/*.whl"))
+
+    pristine = audit(venv=str(venv))
+    assert pristine.errors == [] and _drifts(pristine) == []
+    assert pristine.summary.files_checked > 500  # pip's files, read through the links
+    # The report says what the image was checked against: not its own RECORD (links only).
+    notes = {os.path.basename(n.path): n.message for n in pristine.notes}
+    pip_info = next(site.glob("pip-*.dist-info")).name
+    assert "the wheel virtualenv embeds" in notes[pip_info]
+    assert "/virtualenv/seed/wheels/embed/pip-" in notes[pip_info]
+
+    # No virtualenv to be found that embeds it: an error naming both places, not a clean audit.
+    from driftscan.environment import dists
+    with monkeypatch.context() as m:
+        m.setattr(dists, "_embed_dirs", lambda: iter(()))
+        unfound = audit(venv=str(venv))
+    messages = [e.message for e in unfound.errors if os.path.basename(e.path) == pip_info]
+    assert len(messages) == 1 and "only the links are checked" in messages[0]
+    assert "wheel/house" in messages[0] and "lists only the links, without hashes" in messages[0]
+
+    init = Path(os.path.realpath(pip_dir)) / "__init__.py"  # the shared image's own file
+    _edit(init)
+    report = audit(venv=str(venv))
+    assert _drifts(report) == [("pip/__init__.py", "modified")]
+    assert "app-data image" in report.drifts[0].evidence and report.errors == []
 
 
 def test_an_unknown_installer_whose_record_matches_reports_edits(tmp_path, wheelhouse):

@@ -126,3 +126,22 @@ def test_records_false_reads_who_not_what(tmp_path):
 def test_unlistable_site_packages_is_a_problem(tmp_path):
     md = next(find_distributions((str(tmp_path / "gone"),)))
     assert md.distribution is None and md.problems[0].message.startswith("cannot list")
+
+
+def test_an_app_data_image_wheel_is_found_in_uv_cache_by_its_digest(tmp_path, monkeypatch):
+    """``uv tool run --from virtualenv``: the virtualenv that unpacked an app-data image lives in
+    uv's cache; its embedded wheel is the image's reference only when its sha256 is the image's name."""
+    from driftscan.environment import dists as dists_module
+
+    embed = tmp_path / "uv-cache/archive-v0/ab12/virtualenv/seed/wheels/embed"
+    embed.mkdir(parents=True)
+    wheel = embed / "demo-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"the embedded wheel's bytes")
+    (embed / "demo-1.0-py2-none-any.whl").write_bytes(b"another wheel of that name")
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    found = dists_module._embedded_wheel("demo-1.0.dist-info", digest)
+    assert found is not None and found[0] == str(wheel) and found[1] == wheel.read_bytes()
+    assert dists_module._embedded_wheel("demo-1.0.dist-info", "0" * 64) is None

@@ -43,8 +43,8 @@ import xxhash
 
 from ...caches.racy import settled
 from ...caches.statcache import SIGNATURE, CleanIndex, DigestCache, signature, tag
-from ...core.values import (Area, Distribution, DriftKind, FileCheck, FileState, MetadataKind, RecordRows, Target, TargetKind,
-                       Unverifiable, Verification)
+from ...core.values import (Area, Distribution, DriftKind, FileCheck, FileState, MetadataKind, Problem, RecordRows, Target,
+                       TargetKind, Unverifiable, Verification)
 from ...fs.containment import Containment
 from ...fs.helpers import Child, may_fork
 from .. import files, find_distributions
@@ -56,7 +56,7 @@ from ..target import containment_for
 from ..uv.cache import default_uv_cache, default_virtualenv_app_data
 from ..uv.links import annotate_app_data, annotate_uv_cache
 
-VERSION = 2
+VERSION = 3
 SHARED = 0xFFFF
 RECHECK_MAX = 64  # changed files re-checked against their rows; more: the full audit
 _CARRIED = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.ADDED}
@@ -195,6 +195,7 @@ def build_index(target: Target, verification: Verification, rows: Sequence[Row],
                           for d in dists],
         "files_checked": verification.files_checked,
         "unverifiable": [(u.distribution, u.reason) for u in verification.unverifiable],
+        "notes": [(n.path, n.message) for n in verification.notes],
         "checks": stored,
         "records_checks": len(records_checks or ()),
         "signed": signed_count,
@@ -279,9 +280,11 @@ def _still_clean(target: Target, index: CleanIndex | None, cache: DigestCache | 
         dists = tuple(Distribution(name=n, version=v, metadata_dir=m, site_packages=s, installer=i, requested=r)
                       for n, v, m, s, i, r in index["distributions"])
         unverifiable = tuple(Unverifiable(d, r) for d, r in index["unverifiable"])
+        notes = tuple(Problem(p, m) for p, m in index["notes"])
         if not all(type(x) is str for d in dists for x in (d.name, d.version, d.metadata_dir, d.site_packages)) \
                 or not all(type(d.installer) in (str, type(None)) and type(d.requested) is bool for d in dists) \
-                or not all(type(u.distribution) is str and type(u.reason) is str for u in unverifiable):
+                or not all(type(u.distribution) is str and type(u.reason) is str for u in unverifiable) \
+                or not all(type(n.path) is str and type(n.message) is str for n in notes):
             return None  # what the report is built from must be what a clean audit stored
         checks: tuple[FileCheck, ...] = ()
         referenced: frozenset[str] = frozenset()
@@ -308,7 +311,7 @@ def _still_clean(target: Target, index: CleanIndex | None, cache: DigestCache | 
             referenced = OwnedPaths(lambda: cache.owned_paths(digest) if digest else None,  # type: ignore[assignment]
                                     lambda: _owned_by_records(target, uv_cache, cache))
         return Verification(target, dists, checks, int(index["files_checked"]), unverifiable, (),
-                            referenced=referenced)
+                            referenced=referenced, notes=notes)
     except (OSError, KeyError, TypeError, ValueError, struct.error):
         return None  # a file gone, an index from elsewhere: the full audit decides
 
