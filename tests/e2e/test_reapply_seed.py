@@ -456,6 +456,8 @@ def test_fetch_downloads_the_old_original_with_pip_once_per_release(tmp_path, tm
     assert code & EXIT_INCOMPLETE and {f["status"] for f in report["files"]} == {"refused"}, report
 
     import driftscan.pristine.fetch as fetch_module
+    import driftscan.pristine.kept as kept_module
+    import driftscan.pristine.search as search_module
 
     calls = []
     real = fetch_module.fetch_candidates
@@ -467,7 +469,8 @@ def test_fetch_downloads_the_old_original_with_pip_once_per_release(tmp_path, tm
     with pytest.MonkeyPatch.context() as mp:
         for k, v in {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": wheels}.items():
             mp.setenv(k, v)
-        mp.setattr(fetch_module, "fetch_candidates", counted)
+        for module in (kept_module, search_module):  # where it is called from, bound at their import
+            mp.setattr(module, "fetch_candidates", counted)
         result = json.loads(api.reapply(str(tmp_path / "cp"), exclude_findings=True, fetch=True,
                                         yes=True).model_dump_json())
     assert calls == ["seedpkg 1.0"], calls
