@@ -27,6 +27,7 @@ from ..core.datamodel import AsString
 from ..core.errors import ConfigError
 from .expect import Expectation, evaluate, load_expectations
 from ..fs.reader import read_regular
+from ..core.units import size as readable
 from ..core.values import (Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target, UvCacheLink,
                            Verdict, Verification)
 from ..core.values import SourceKind as PristineKind  # where an original came from (SourceKind: a reinstall's)
@@ -667,21 +668,21 @@ def _estimate(chosen_dists: list[Distribution], who: str, sources: dict[str, Rei
     if who != "uv":
         return PlanEstimate(installer=who, seconds=round(pip_s, 1), files=len(rows), bytes=total,
                             basis=f"{who} unpacking and byte-compiling {files_count(len(rows))}{of}, "
-                                  f"{total / 1e6:.0f} MB, at the rate measured for pip")
+                                  f"{readable(total)}, at the rate measured for pip")
     unpack_s = pip_s / UV_UNPACK_SPEEDUP
     wheel = any(s.kind is SourceKind.WHEEL for s in sources.values())
     if cleaned or unpacks or (wheel and not relinks):
         why = "after the cache clean" if cleaned else "from a source uv has no archive for" if not unpacks \
             else "from a source whose cache entry is not the installed one"
         return PlanEstimate(installer="uv", seconds=round(unpack_s, 1), files=len(rows), bytes=total,
-                            basis=f"uv unpacking the wheel {why}: {files_count(len(rows))}{of}, {total / 1e6:.0f} MB, "
+                            basis=f"uv unpacking the wheel {why}: {files_count(len(rows))}{of}, {readable(total)}, "
                                   f"{UV_UNPACK_SPEEDUP:.0f}x pip's rate")
     if relinks:
         return PlanEstimate(installer="uv", seconds=round(unpack_s / UV_LINK_SPEEDUP, 1), files=len(rows),
                             bytes=total, basis=f"uv linking {files_count(len(rows))}{of} from its cache, "
                                                f"{UV_UNPACK_SPEEDUP * UV_LINK_SPEEDUP:.0f}x pip's rate")
     return PlanEstimate(installer="uv", seconds=round(unpack_s, 1), files=len(rows), bytes=total,
-                        basis=f"uv unpacking the wheel, {files_count(len(rows))}{of}, {total / 1e6:.0f} MB, at most "
+                        basis=f"uv unpacking the wheel, {files_count(len(rows))}{of}, {readable(total)}, at most "
                               f"(about {UV_LINK_SPEEDUP:.0f}x less when its cache already holds the archive)")
 
 
@@ -747,7 +748,7 @@ def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], 
     found = "".join(f" --wheels {shlex.quote(w)}" for w in wheels) + (" --fetch" if PristineKind.FETCH in kinds else "")
     return PlanStep(
         step=(f"faster alternative to the reinstall: restore the {len(restorable)} drifted file(s) "
-              f"({size / 1e6:.1f} MB), each from a verified original of that file ({', '.join(sources)}): "
+              f"({readable(size)}), each from a verified original of that file ({', '.join(sources)}): "
               f"{_seconds(restore_s)} after the audit, against {_seconds(estimate.seconds)} for {estimate.installer} "
               f"to rewrite {files_count(estimate.files)} ({estimate.bytes / 1e6:.0f} MB) (estimates, "
               "docs/reinstall-matrix.md); it writes a checkpoint of the drift first"),

@@ -162,9 +162,9 @@ def test_guard_around_pip_force_reinstall_text_report(tmp_path_factory, tmp_path
     assert "✓ WIPED    → wiped     [package] toypkg: toypkg/core.py (modified)" in out
     assert "✓ SURVIVES → survived  [environment] toypkg/helper.py (added)" in out
     assert "✗" not in out
-    assert f"dumps: 1 file(s) matching {tmp_path / 'dumps/probe_1.pt'}" in out
+    assert f"dumps: 1 file matching {tmp_path / 'dumps/probe_1.pt'}" in out
     assert f"$ driftscan reapply {cp} --venv {venv} --yes" in out
-    assert "prediction(s): " in out and " 0 failed, 0 not judged" in out
+    assert "predictions: " in out or "prediction: " in out and " 0 failed, 0 not judged" in out
     assert (cp / "checkpoint.json").is_file()
     assert (site / "toypkg/core.py").read_text() == CORE and (site / "toypkg/helper.py").exists()
 
