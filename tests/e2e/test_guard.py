@@ -526,7 +526,7 @@ def test_possible_dumps_still_on_disk_are_never_called_wiped(tmp_path_factory, t
     assert all(f.is_file() for f in files)  # the dumps are not
     dump = next(p for p in report["predictions"] if p["kind"] == "possible-debug-artifacts")
     assert (dump["prediction"], dump["outcome"], dump["held"]) == ("SURVIVES", "survived", True), dump
-    assert dump["detail"] == "all 11 dump file(s) still there"
+    assert dump["detail"] == "all 11 dump files still there"
     assert_all_held(report)
     assert [(d["files"], d["possible"]) for d in report["leftovers"]["dumps"]] == [
         (sorted(str(f) for f in files), True)]

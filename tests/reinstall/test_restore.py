@@ -403,7 +403,7 @@ def test_killed_restore_leaves_each_file_whole_and_a_rerun_finishes(tmp_path, ba
     dry = ds("restore", "--venv", str(venv), "--wheels", str(house), "--dist", "bigpkg", env=env)
     assert find_tmp_leftovers(venv) == leftovers  # a dry run removes nothing ...
     if leftovers:  # ... and names what --yes will remove first
-        assert f"--yes first removes {len(leftovers)} temporary file(s) an interrupted run left: " in dry.stdout
+        assert f"--yes first removes {len(leftovers)} temporary file{'' if len(leftovers) == 1 else 's'} an interrupted run left: " in dry.stdout
         assert all(p in dry.stdout for p in leftovers)
     again = ds("restore", "--venv", str(venv), "--wheels", str(house), "--dist", "bigpkg", "--yes", env=env)
     assert again.returncode == 0, again.stdout + again.stderr
@@ -411,7 +411,7 @@ def test_killed_restore_leaves_each_file_whole_and_a_rerun_finishes(tmp_path, ba
     assert find_tmp_leftovers(venv) == []
     assert not os.path.exists(journal)
     if leftovers:
-        assert f"removed {len(leftovers)} temporary file(s) an interrupted run left" in again.stdout
+        assert f"removed {len(leftovers)} temporary file{'' if len(leftovers) == 1 else 's'} an interrupted run left" in again.stdout
     assert package_drift(audit_json(venv, env=env), "bigpkg") == []
     for rel, data in blobs.items():
         assert (site / rel).read_bytes() == data, rel
@@ -442,7 +442,7 @@ def test_kill_between_creating_the_temporary_file_and_journaling_it(venv, wheels
     assert len(stray) == 1, stray  # the premise: the file was created, its inode not journaled
     assert load_index(str(tmp_path / "cp")).files  # the checkpoint was whole before anything was written
     dry = ds("restore", "--venv", str(venv), "--wheels", str(wheels), "--dist", "toypkg", env=env)
-    assert f"--yes first removes 1 temporary file(s) an interrupted run left: {stray[0]}" in dry.stdout, dry.stdout
+    assert f"--yes first removes 1 temporary file an interrupted run left: {stray[0]}" in dry.stdout, dry.stdout
     assert find_tmp_leftovers(venv) == stray
     again = ds("restore", "--venv", str(venv), "--wheels", str(wheels), "--dist", "toypkg", "--yes", env=env)
     assert again.returncode == 0, again.stdout + again.stderr
