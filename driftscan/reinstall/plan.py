@@ -750,7 +750,7 @@ def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], 
         step=(f"faster alternative to the reinstall: restore the {count(len(restorable), 'drifted file')} "
               f"({readable(size)}), each from a verified original of that file ({', '.join(sources)}): "
               f"{_seconds(restore_s)} after the audit, against {_seconds(estimate.seconds)} for {estimate.installer} "
-              f"to rewrite {files_count(estimate.files)} ({estimate.bytes / 1e6:.0f} MB) (estimates, "
+              f"to rewrite {files_count(estimate.files)} ({readable(estimate.bytes)}) (estimates, "
               "docs/reinstall-matrix.md); it writes a checkpoint of the drift first"),
         command=f"driftscan restore{names}{where}{found} --yes")
 
