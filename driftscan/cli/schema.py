@@ -17,16 +17,4 @@ from ..render import json_schema
 @guarded
 def schema(kind: str) -> None:
     """Print the JSON Schema of the audit report (or of scan's, plan's, compare's, fleet's or guard's JSON output)."""
-    if kind == "fleet":
-        from ..fleet.model import FleetResult  # pydantic only: Ray is not imported
-
-        click.echo(json.dumps(FleetResult.model_json_schema(), indent=2))
-        return
-    if kind == "guard":
-        from ..reinstall.guard import GuardReport
-
-        click.echo(json.dumps(GuardReport.model_json_schema(), indent=2))
-        return
-    from ..report.contract import report_schema  # 6-9 ms: not at the command line's start-up
-
-    click.echo(json.dumps(report_schema() if kind == "audit" else json_schema(kind), indent=2))
+    click.echo(json.dumps(json_schema(kind), indent=2))

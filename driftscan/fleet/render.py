@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..fs.paths import one_line
+from ..core.units import count
 from ..render.compare import render_compare_markdown, render_compare_text
 from ..render.markdown import code, esc
 from .model import FleetResult, NodeOut
@@ -18,7 +19,7 @@ def _status(n: NodeOut) -> str:
     s = n.summary or {}
     if "drifts" in s:
         kinds = ", ".join(f"{v} {k}" for k, v in sorted((s.get("by_kind") or {}).items()))
-        return "no drift" if not s["drifts"] else f"{s['drifts']} drift(s) ({kinds})"
+        return "no drift" if not s["drifts"] else f"{count(s['drifts'], 'drift')} ({kinds})"
     return f"snapshot of {s.get('files')} files"
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..caches.keys import cache_key
 from ..fs.reader import read_regular
+from ..core.units import count, size as readable
 from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, FileState, Finding, Problem
 from .artifacts import ArtifactGroup, find_artifacts
 from .files import MAX_FILE_BYTES, ParseLimits
@@ -131,7 +132,7 @@ def _artifact_check(pattern: str, writers: list[tuple[str, Finding]], owned: Cal
                                                  "look for the files by hand"))
     notes = [f"dump search {group.truncated}; the files found so far are listed"] if group.truncated else []
     if group.too_old:
-        notes.append(f"{group.too_old} file(s) matching it not counted as dumps: older than the code that writes "
+        notes.append(f"{count(group.too_old, 'file')} matching it not counted as dumps: older than the code that writes "
                      "them and than its distribution's install here")
     note = Problem(pattern, "; ".join(notes)) if notes else None
     possible = _possible_check(pattern, group, writers, min(times) if times else None,
@@ -140,7 +141,7 @@ def _artifact_check(pattern: str, writers: list[tuple[str, Finding]], owned: Cal
         return DumpSearch(None, note, possible)
     where = ", ".join(f"{p}:{f.line}" for p, f in writers)
     size = group.total_bytes
-    evidence = (f"{len(group.paths)} file(s), {size / 1e6:.1f} MB, matching {pattern}, newer than the code that "
+    evidence = (f"{count(len(group.paths), 'file')}, {readable(size)}, matching {pattern}, newer than the code that "
                 f"writes them ({where}, {writers[0][1].code} {writers[0][1].name}) and owned by no distribution; "
                 "no reinstall removes them; review them, then remove them")
     # Every file by name: the remedy never hands a pattern from the audited code to a shell.
@@ -177,7 +178,7 @@ def _possible_check(pattern: str, group: ArtifactGroup, writers: list[tuple[str,
     why = (f"older than the last change of the code that writes them{last}, {after}: the code was edited again "
            "after writing them, or copied (cp -a, rsync) or chmod-ed since — or its modification time was set back "
            "to make older files look like its dumps")
-    evidence = (f"{len(paths)} possible dump file(s), {group.possible_bytes / 1e6:.1f} MB, matching {pattern}, "
+    evidence = (f"{count(len(paths), 'possible dump file')}, {readable(group.possible_bytes)}, matching {pattern}, "
                 f"written by {where} ({writers[0][1].code} {writers[0][1].name}): {why}; owned by no distribution; "
                 "driftscan does not offer to delete files older than the code that writes them")
     list_file = dump_list(paths, tuple(audited)) if dump_list is not None and len(paths) > INLINE_DUMPS else None

@@ -28,6 +28,7 @@ from ..caches.location import user_cache_dir, write_cache_file
 from ..core.values import Area, DriftKind, DumpFiles, DumpWriter, FileCheck, FileState, Problem
 from ..lint.drifts import DumpLister
 from ..fs.reader import read_regular
+from ..core.units import count, size as readable
 from ..lint.artifacts import recheck
 
 FORMAT = 1
@@ -184,8 +185,8 @@ def _check(entry: _Entry, pattern: str, possible: bool, paths: tuple[str, ...], 
         recorded["recorded_at"] = entry["created_at"]
     list_file = dump_list(paths, ()) if dump_list is not None and len(paths) > INLINE else None
     quoted = shlex.quote(list_file) if list_file else None
-    what = "possible dump file(s)" if possible else "file(s)"
-    evidence = (f"{len(paths)} {what}, {size / 1e6:.1f} MB, that the checkpoint {cp} recorded as dumps of {by}"
+    what = "possible dump file" if possible else "file"
+    evidence = (f"{count(len(paths), what)}, {readable(size)}, that the checkpoint {cp} recorded as dumps of {by}"
                 f"{f' (matching {pattern})' if pattern else ''}; the code that named them is gone or no longer names "
                 "them (a reinstall or an upgrade), and they are still on disk, owned by no distribution; no reinstall "
                 "removes them")

@@ -27,6 +27,7 @@ from ..core.datamodel import AsString
 from ..core.errors import ConfigError
 from .expect import Expectation, evaluate, load_expectations
 from ..fs.reader import read_regular
+from ..core.units import size as readable, count
 from ..core.values import (Distribution, Drift, DriftKind, MetadataKind, Prediction, Scope, Target, UvCacheLink,
                            Verdict, Verification)
 from ..core.values import SourceKind as PristineKind  # where an original came from (SourceKind: a reinstall's)
@@ -346,7 +347,7 @@ def _untrusted(source: ReinstallSource | None, chosen_dists: Sequence[Distributi
     if not out:
         return {}, None
     names = sorted(relpath(p, dist.site_packages) for p in out)
-    return out, (f"the --from wheel {source.path} does not match its own RECORD for {len(out)} drifted file(s) "
+    return out, (f"the --from wheel {source.path} does not match its own RECORD for {count(len(out), 'drifted file')} "
                  f"({', '.join(names[:5])}{' …' if len(names) > 5 else ''}): what the reinstall writes there cannot "
                  "be trusted; get the wheel again from where it came from, or reinstall from another source")
 
@@ -630,7 +631,7 @@ def _checkpoint_step(lost: list[Drift], target: Target, checkpoint_dir: str | No
     models = "".join(f" --model-dir {shlex.quote(m)}" for m in model_dirs)
     dest = shlex.quote(checkpoint_dir) if checkpoint_dir else "CHECKPOINT_DIR"
     held = "the checkpoint given does not hold" if given else "no checkpoint holds (none given: --checkpoint DIR)"
-    return PlanStep(step=f"checkpoint first: the reinstall {'wipes or overwrites' if overwritten else 'wipes'} {len(lost)} drifted file(s) whose content "
+    return PlanStep(step=f"checkpoint first: the reinstall {'wipes or overwrites' if overwritten else 'wipes'} {count(len(lost), 'drifted file')} whose content "
                          f"{held} (e.g. {printable(relpath(lost[0].check.path, lost[0].check.root))}); "
                          "`driftscan reapply` brings the wanted changes back from it afterwards",
                     command=f"driftscan checkpoint{where}{models} -o {dest}")
@@ -667,21 +668,21 @@ def _estimate(chosen_dists: list[Distribution], who: str, sources: dict[str, Rei
     if who != "uv":
         return PlanEstimate(installer=who, seconds=round(pip_s, 1), files=len(rows), bytes=total,
                             basis=f"{who} unpacking and byte-compiling {files_count(len(rows))}{of}, "
-                                  f"{total / 1e6:.0f} MB, at the rate measured for pip")
+                                  f"{readable(total)}, at the rate measured for pip")
     unpack_s = pip_s / UV_UNPACK_SPEEDUP
     wheel = any(s.kind is SourceKind.WHEEL for s in sources.values())
     if cleaned or unpacks or (wheel and not relinks):
         why = "after the cache clean" if cleaned else "from a source uv has no archive for" if not unpacks \
             else "from a source whose cache entry is not the installed one"
         return PlanEstimate(installer="uv", seconds=round(unpack_s, 1), files=len(rows), bytes=total,
-                            basis=f"uv unpacking the wheel {why}: {files_count(len(rows))}{of}, {total / 1e6:.0f} MB, "
+                            basis=f"uv unpacking the wheel {why}: {files_count(len(rows))}{of}, {readable(total)}, "
                                   f"{UV_UNPACK_SPEEDUP:.0f}x pip's rate")
     if relinks:
         return PlanEstimate(installer="uv", seconds=round(unpack_s / UV_LINK_SPEEDUP, 1), files=len(rows),
                             bytes=total, basis=f"uv linking {files_count(len(rows))}{of} from its cache, "
                                                f"{UV_UNPACK_SPEEDUP * UV_LINK_SPEEDUP:.0f}x pip's rate")
     return PlanEstimate(installer="uv", seconds=round(unpack_s, 1), files=len(rows), bytes=total,
-                        basis=f"uv unpacking the wheel, {files_count(len(rows))}{of}, {total / 1e6:.0f} MB, at most "
+                        basis=f"uv unpacking the wheel, {files_count(len(rows))}{of}, {readable(total)}, at most "
                               f"(about {UV_LINK_SPEEDUP:.0f}x less when its cache already holds the archive)")
 
 
@@ -732,8 +733,8 @@ def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], 
         owners = sorted({d.check.distribution.key for d in lacking if d.check.distribution})
         reqs = " ".join(sorted({requirement(d.check.distribution) for d in lacking if d.check.distribution}))
         first = printable(relpath(lacking[0].check.path, lacking[0].check.root))
-        return PlanStep(step=(f"restore cannot replace the reinstall yet: {len(with_original)} of {len(restorable)} "
-                              f"drifted file(s) have a verified original, {len(lacking)} have none (e.g. {first}, "
+        return PlanStep(step=(f"restore cannot replace the reinstall yet: {len(with_original)} of "
+                              f"{count(len(restorable), 'drifted file')} have a verified original, {len(lacking)} have none (e.g. {first}, "
                               f"{', '.join(owners)}); give a directory holding the wheel with --wheels DIR, or "
                               "--fetch to download it (the pip download line below), then plan again"),
                         command=f"pip download --no-deps --only-binary :all: --dest WHEELS_DIR {reqs}")
@@ -746,10 +747,10 @@ def _restore_alternative(drifts: list[Drift], chosen_dists: list[Distribution], 
     wheels = sorted({os.path.dirname(r.path) for r in refs if r.source is PristineKind.WHEELS})
     found = "".join(f" --wheels {shlex.quote(w)}" for w in wheels) + (" --fetch" if PristineKind.FETCH in kinds else "")
     return PlanStep(
-        step=(f"faster alternative to the reinstall: restore the {len(restorable)} drifted file(s) "
-              f"({size / 1e6:.1f} MB), each from a verified original of that file ({', '.join(sources)}): "
+        step=(f"faster alternative to the reinstall: restore the {count(len(restorable), 'drifted file')} "
+              f"({readable(size)}), each from a verified original of that file ({', '.join(sources)}): "
               f"{_seconds(restore_s)} after the audit, against {_seconds(estimate.seconds)} for {estimate.installer} "
-              f"to rewrite {files_count(estimate.files)} ({estimate.bytes / 1e6:.0f} MB) (estimates, "
+              f"to rewrite {files_count(estimate.files)} ({readable(estimate.bytes)}) (estimates, "
               "docs/reinstall-matrix.md); it writes a checkpoint of the drift first"),
         command=f"driftscan restore{names}{where}{found} --yes")
 
@@ -766,8 +767,8 @@ def _later_steps(plan: Plan, drifts: list[Drift]) -> list[PlanStep]:
         where = f"; the exact list is in {listed} (xargs -0 ls -l -- < {shlex.quote(listed)})" if listed else ""
         command = (f"xargs -0 rm -- < {shlex.quote(listed)}" if listed
                    else "rm -- " + " ".join(shlex.quote(f) for f in files) if files else None)
-        steps.append(PlanStep(step=f"review, then delete {len(files)} dump file(s) matching {d.check.path}, "
-                                   f"{size / 1e6:.1f} MB, written by {writers} (no reinstall touches them; the "
+        steps.append(PlanStep(step=f"review, then delete {count(len(files), 'dump file')} matching {d.check.path}, "
+                                   f"{readable(size)}, written by {writers} (no reinstall touches them; the "
                                    f"list is what the code's save calls name, so look before removing){where}",
                               command=command))
     for e in plan.expectations:

@@ -60,6 +60,7 @@ from ..pipeline.changes import record_rows
 from .checkpoint import CheckpointFile, CheckpointIndex, environment_root, saved_path
 from ..environment.target import environment_roots
 from ..core.errors import ConfigError
+from ..core.units import size as readable
 from .excise import excise, own_nodes, statement_blocks
 from ..fs.reader import inside, os_error, read_regular
 from ..pristine.kept import OriginalFinder, keep, kept, matches
@@ -834,7 +835,7 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
         if left.paths:
             shown = ", ".join(printable(p) for p in left.paths[:3]) + (", …" if len(left.paths) > 3 else "")
             plan.report.notes.append(f"{len(left.paths)} of the {len(index.dumps)} dump file(s) the checkpoint "
-                                     f"lists are still on disk ({left.total_bytes / 1e6:.1f} MB: {shown}); no "
+                                     f"lists are still on disk ({readable(left.total_bytes)}: {shown}); no "
                                      "reinstall or reapply removes them (review, then delete)")
     return plan
 

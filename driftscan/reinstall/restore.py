@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from ..caches.statcache import user_cache_dir
 from ..environment.target import environment_roots
 from ..core.errors import ConfigError
+from ..core.units import count, size
 from ..fs.reader import inside, open_regular, os_error, read_pieces
 from ..pipeline.changes import file_by_file, record_rows
 from ..pipeline.classify import uv_cache_clean
@@ -316,7 +317,7 @@ def _why_left(drift: Drift, remove_added: bool) -> str:
     if drift.scope is Scope.SOURCE:
         return f"an editable source tree: {drift.remedy}"
     if check.dumps is not None:
-        return (f"{len(check.dumps.paths)} dump file(s), {check.dumps.total_bytes / 1e6:.1f} MB, outside the "
+        return (f"{count(len(check.dumps.paths), 'dump file')}, {size(check.dumps.total_bytes)}, outside the "
                 "environment: review, then remove them (driftscan plan gives the rm command)")
     return f"outside the environment: {drift.remedy}"
 
@@ -403,7 +404,7 @@ def open_journal(root: str, notes: list[str], roots: Sequence[str] = ()) -> str:
     journal = journal_path(root)
     leftovers = clean_leftovers(journal, roots=roots or ((root,) if root else ()))
     if leftovers:
-        notes.append(f"removed {len(leftovers)} temporary file(s) an interrupted run left: "
+        notes.append(f"removed {count(len(leftovers), 'temporary file')} an interrupted run left: "
                      + ", ".join(printable(p) for p in leftovers))
     return journal
 
@@ -575,7 +576,7 @@ def predict(plan: RestorePlan, max_copy: int, root: str | None = None) -> None:
     left = clean_leftovers(journal_path(root), dry_run=True, roots=plan.roots or (root,)) \
         if root and plan.planned else []
     if left:
-        plan.report.notes.append(f"--yes first removes {len(left)} temporary file(s) an interrupted run left: "
+        plan.report.notes.append(f"--yes first removes {count(len(left), 'temporary file')} an interrupted run left: "
                                  + ", ".join(printable(p) for p in left))
     kept = []
     for p in plan.planned:

@@ -57,11 +57,17 @@ render_markdown = _imported("markdown", "render_markdown")
 render_github = _imported("github", "render_github")
 
 
-SCHEMA_KINDS = ("audit", "scan", "plan", "compare")
+SCHEMA_KINDS = ("audit", "scan", "plan", "compare", "fleet", "guard")
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
-def json_schema(kind: str = "audit") -> dict[str, Any]:
-    """The JSON Schema of ``audit``'s (and ``diff``'s) report, ``scan --format json`` or ``plan --format json``."""
+def schema_id(kind: str, version: str) -> str:
+    """A published schema's ``$id``: ``urn:driftscan:schema:<kind>:<schema_version>`` (a URN: it names
+    the schema and resolves nowhere, so no validator fetches it)."""
+    return f"urn:driftscan:schema:{kind}:{version}"
+
+
+def _model_schema(kind: str) -> dict[str, Any]:
     if kind == "audit":
         from ..report.contract import report_schema
 
@@ -80,7 +86,24 @@ def json_schema(kind: str = "audit") -> dict[str, Any]:
         from ..compare import compare_schema
 
         return compare_schema()
+    if kind == "fleet":
+        from ..fleet.model import FleetResult  # pydantic only: Ray is not imported
+
+        return FleetResult.model_json_schema()
+    if kind == "guard":
+        from ..reinstall.guard import GuardReport
+
+        return GuardReport.model_json_schema()
     raise ValueError(f"no schema for {kind!r}: one of {', '.join(SCHEMA_KINDS)}")
+
+
+def json_schema(kind: str = "audit") -> dict[str, Any]:
+    """The published JSON Schema of ``audit``'s (and ``diff``'s) report or of ``scan``, ``plan``,
+    ``compare``, ``fleet`` or ``guard --format json``: the model's schema with ``$schema`` (the
+    2020-12 dialect pydantic writes) and ``$id`` (``schema_id``) first."""
+    schema = _model_schema(kind)
+    version = schema.get("properties", {}).get("schema_version", {}).get("const", "1")
+    return {"$schema": SCHEMA_DIALECT, "$id": schema_id(kind, str(version)), **schema}
 
 
 __all__ = ["NotRenderable", "OutputFormat", "REPORT_FORMATS", "RENDERERS", "RenderOptions", "Renderer", "SCHEMA_KINDS",

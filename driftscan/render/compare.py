@@ -12,6 +12,7 @@ from itertools import groupby
 
 from ..compare import CompareReport, OutlierOut
 from ..fs.paths import one_line
+from ..core.units import count
 from .markdown import code, esc
 
 SHOWN_PER_MACHINE = 50
@@ -59,7 +60,7 @@ def render_compare_text(r: CompareReport, verbose: bool = False, label: Callable
     for machine, group in groupby(r.outliers, key=lambda o: o.machine):
         items = list(group)
         lines.append("")
-        lines.append(one_line(f"{name(machine)} ({host.get(machine, '?')}): {len(items)} path(s) unlike the "
+        lines.append(one_line(f"{name(machine)} ({host.get(machine, '?')}): {count(len(items), 'path')} unlike the "
                               f"majority"))
         shown = items if verbose else items[:SHOWN_PER_MACHINE]
         for o in shown:
@@ -75,7 +76,7 @@ def render_compare_text(r: CompareReport, verbose: bool = False, label: Callable
             major = f"majority {s.majority['version'] or 'not installed'} on {s.majority['machines']}" \
                 if s.majority else "no majority"
             odd = ", ".join(f"{name(m.machine)} ({m.hostname or '?'}): {m.version or 'not installed'}"
-                            + (f", {m.drifts} drift(s) in its own report" if m.drifts else "") for m in s.machines)
+                            + (f", {count(m.drifts, 'drift')} in its own report" if m.drifts else "") for m in s.machines)
             lines.append(one_line(f"  {s.distribution}: {major}; {odd}"))
     for m in r.missing_roots:
         lines.append(one_line(f"{name(m.machine)}: has no {m.root}, which most machines have"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.values import Verdict
+from ..core.units import count, size
 
 if TYPE_CHECKING:
     from ..reinstall.guard import GuardReport
@@ -40,7 +41,7 @@ def render_guard_text(report: "GuardReport") -> str:
     lines += [f"  note: {n}" for n in report.command.notes + report.notes]
     cp = report.checkpoint
     if cp is not None:
-        lines.append(f"checkpoint: {cp.path} ({cp.files} file(s), {cp.patches} patch(es)"
+        lines.append(f"checkpoint: {cp.path} ({count(cp.files, 'file')}, {count(cp.patches, 'patch')}"
                      + (", PARTIAL)" if cp.partial else ")"))
         for rel in cp.without_original:
             lines.append(f"  no patch and no original: {rel}")
@@ -80,7 +81,7 @@ def render_guard_text(report: "GuardReport") -> str:
         lines += ["", "New drift (not there before the command):"]
         for new in report.new_drifts:
             owner = f"{new.distribution}: " if new.distribution else ""
-            debug = f", {new.findings} debug finding(s)" if new.findings else ""
+            debug = f", {count(new.findings, 'debug finding')}" if new.findings else ""
             lines.append(f"  ! [{new.scope}] {owner}{new.relpath} ({new.kind}{debug})")
     left = report.leftovers
     if left.dumps or left.uv_cache or left.added:
@@ -88,7 +89,7 @@ def render_guard_text(report: "GuardReport") -> str:
         for d in left.dumps:
             gone = f", {d.gone} gone" if d.gone else ""
             what = "possible dumps" if d.possible else "dumps"
-            lines.append(f"  {what}: {len(d.files)} file(s) matching {d.pattern} ({d.bytes / 1e6:.1f} MB{gone})")
+            lines.append(f"  {what}: {count(len(d.files), 'file')} matching {d.pattern} ({size(d.bytes)}{gone})")
             if d.remedy:
                 lines.append(f"      {d.remedy}")
         for a in left.uv_cache:
@@ -113,7 +114,7 @@ def render_guard_text(report: "GuardReport") -> str:
     if report.errors:
         lines += ["", "Not checked:"] + [f"  {e}" for e in report.errors]
     s = report.summary
-    lines += ["", f"{s.predictions} prediction(s): {s.held} held, {s.failed} failed, {s.unjudged} not judged"
+    lines += ["", f"{count(s.predictions, 'prediction')}: {s.held} held, {s.failed} failed, {s.unjudged} not judged"
               + (f" ({s.unchecked} unchecked)" if s.unchecked else "")]
     return "\n".join(lines) + "\n"
 

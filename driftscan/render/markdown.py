@@ -30,6 +30,7 @@ from ..core.values import Origin
 from ..report.contract import SCOPE_ORDER, DriftOut, Report, pristine_of
 from .sarif import accepted_reason
 from .text import DIFF_TOO_LARGE, summary_line
+from ..core.units import plural, size as readable
 
 MAX_BYTES = 1_000_000  # GitHub: "$GITHUB_STEP_SUMMARY upload aborted, supports content up to a size of 1024k"
 COLLAPSE_OVER = 10  # added files under one top-level directory shown as one row beyond this
@@ -76,7 +77,7 @@ def _fenced(text: str, info: str) -> list[str]:
 
 
 def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+    return f"{count:,} {plural(count, noun)}"
 
 
 _ADDED = re.compile(r"^\+(?!\+\+ )", re.M)
@@ -106,15 +107,15 @@ def _detail(d: DriftOut, counts: tuple[int, int] | None) -> str:
     if kind == "type-changed":
         return f"was a {esc(e.get('type', 'file'))}, now a {esc(a.get('type', '?'))}"
     if kind in ("added", "orphaned-bytecode") and isinstance(a.get("size"), int):
-        return f"{a['size']:,} bytes"
+        return readable(a["size"])
     if kind == "debug-artifacts":
         count, size = a.get("count", len(d.artifacts)), a.get("bytes", 0)
         if isinstance(count, int) and isinstance(size, (int, float)):
-            return f"{_n(count, 'file')}, {size / 1e6:.1f} MB"
+            return f"{_n(count, 'file')}, {readable(size)}"
     if kind == "possible-debug-artifacts":
         count, size = a.get("count", 0), a.get("bytes", 0)
         if isinstance(count, int) and isinstance(size, (int, float)):
-            return f"{_n(count, 'file')}, {size / 1e6:.1f} MB, older than the code that writes them"
+            return f"{_n(count, 'file')}, {readable(size)}, older than the code that writes them"
     if kind == "cache-modified":
         edited = [str(x.get("path")) for x in a.get("edited", []) if isinstance(x, dict)]
         return f"{len(edited)} edited: " + ", ".join(esc(p) for p in edited[:5]) + (", …" if len(edited) > 5 else "")
@@ -238,7 +239,7 @@ def _collapsed_units(items: list[DriftOut]) -> tuple[list[_Unit], set[int]]:
         codes = Counter(f.code for m in members for f in m.findings if f.origin is not Origin.UPSTREAM)
         found = "; findings: " + ", ".join(f"{esc(c)} ×{n}" for c, n in sorted(codes.items())) if codes else ""
         unit = _Unit(row=f"| added | {code(directory + '/')} ({_n(len(members), 'file')}, "
-                         f"{size / 1e6:.1f} MB{found}) | **{_MARK[members[0].prediction.value]}** | "
+                         f"{readable(size)}{found}) | **{_MARK[members[0].prediction.value]}** | "
                          "listed one by one in <code>--format json</code> |")
         for m in members:  # the row stands for the files; their findings are each listed still
             _add_findings(unit, m)

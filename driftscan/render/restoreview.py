@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..fs.paths import line_safe, one_line
+from ..core.units import count as n_of
 from ..core.values import DriftKind, Scope
 from ..reinstall.checkpoint import CheckpointFile, EntryType, Written
 from ..reinstall.reapply import Action as ReapplyAction, Status as Reapplied
@@ -39,7 +40,7 @@ def render_restore_text(r: RestoreReport) -> str:
     if not r.actions:
         lines.append("  nothing to restore")
     for name, (count, how) in ways.items():
-        lines.append(f"to restore {name}'s {count} file(s) without a verified original: {how}")
+        lines.append(f"to restore {name}'s {n_of(count, 'file')} without a verified original: {how}")
     for title, items in (("refused", r.refused), ("left as they are", r.remaining)):
         if items:
             lines.append(f"{title} ({len(items)}):")
@@ -62,14 +63,14 @@ def render_restore_text(r: RestoreReport) -> str:
         failing = f"; {len(r.failed)} would fail" if r.failed else ""
         into = f" into {r.checkpoint_in}" if r.checkpoint_in else ""
         if planned:
-            lines.append(f"{rewrite} file(s) would be restored" + (f", {gone} added file(s) removed" if gone else "")
+            lines.append(f"{n_of(rewrite, 'file')} would be restored" + (f", {n_of(gone, 'added file')} removed" if gone else "")
                          + f"{untouched}{failing}{took}; run again with --yes (a checkpoint of all drift is written "
                          f"first{into})")
         else:
             lines.append(f"nothing to do{untouched}{failing}{took}")
     else:
-        removals = f", {removed} added file(s) removed" if removed else ""
-        lines.append(f"{done} file(s) restored and verified against RECORD{removals}{took}; {len(r.failed)} failed"
+        removals = f", {n_of(removed, 'added file')} removed" if removed else ""
+        lines.append(f"{n_of(done, 'file')} restored and verified against RECORD{removals}{took}; {len(r.failed)} failed"
                      f"{untouched}; {len(r.remaining)} left as they are")
     return "\n".join(lines) + "\n"
 
@@ -90,20 +91,20 @@ def render_checkpoint_text(written: Written, allow_partial: bool = False) -> str
         held = one_line(_held(f))
         lines.append(f"  {f.kind.value:<17} {where}: {held}")
     if shown_added > ADDED_SHOWN:
-        lines.append(f"  ... and {len(added) - ADDED_SHOWN} more added file(s) (checkpoint.json lists them)")
+        lines.append(f"  ... and {n_of(len(added) - ADDED_SHOWN, 'more added file')} (checkpoint.json lists them)")
     patches = sum(1 for f in index.files if f.patch)
     copies = sum(1 for f in index.files if f.content)
     possible = sum(1 for d in index.dumps if d.possible)
-    dumps = (f"; {len(index.dumps)} dump file(s) listed" + (f" ({possible} possible)" if possible else "")
+    dumps = (f"; {n_of(len(index.dumps), 'dump file')} listed" + (f" ({possible} possible)" if possible else "")
              if index.dumps else "")
     # Per file, never per distribution: a distribution's source may have verified some files only.
     modified = [f for f in index.files if f.kind is DriftKind.MODIFIED and f.scope is Scope.PACKAGE]
-    lines.append(f"{len(index.files)} drifted file(s): {patches} patch(es), {copies} copie(s); "
-                 f"{sum(1 for f in modified if f.has_original)} of {len(modified)} modified package file(s) "
+    lines.append(f"{n_of(len(index.files), 'drifted file')}: {n_of(patches, 'patch')}, {n_of(copies, 'copy')}; "
+                 f"{sum(1 for f in modified if f.has_original)} of {n_of(len(modified), 'modified package file')} "
                  f"with a verified original{dumps}")
     if index.partial:
         verdict = "partial (--allow-partial)" if allow_partial else "PARTIAL"
-        lines.append(f"{verdict}: {len(index.incomplete)} modified package file(s) with no original and no patch: "
+        lines.append(f"{verdict}: {n_of(len(index.incomplete), 'modified package file')} with no original and no patch: "
                      "reapply cannot tell their fix from injected debug code, nor merge them onto a new release")
         lines.append("complete it (a new checkpoint, the same drift, with the originals):")
         lines += [f"  {one_line(line)}" for line in index.complete_with]
@@ -185,12 +186,12 @@ def render_reapply_text(r: ReapplyReport) -> str:
     planned = sum(f.status is Reapplied.PLANNED for f in r.files)
     took = f" in {r.duration_seconds:.2f} s" if r.duration_seconds is not None else ""
     left = len(r.not_applied) + len(r.refused_or_failed)
-    undone = f"; {left} file(s) not applied (see above)" if left else ""
+    undone = f"; {n_of(left, 'file')} not applied (see above)" if left else ""
     if r.dry_run:
-        lines.append(f"{planned} file(s) would be written{took}{undone}; run again with --yes" if planned
+        lines.append(f"{n_of(planned, 'file')} would be written{took}{undone}; run again with --yes" if planned
                      else f"nothing to write{took}{undone}")
     else:
-        lines.append(f"{done} file(s) written{took}{undone}")
+        lines.append(f"{n_of(done, 'file')} written{took}{undone}")
     return "\n".join(lines) + "\n"
 
 

@@ -11,6 +11,7 @@ import json
 from typing import TYPE_CHECKING, Any, Final
 
 from ..fs.paths import one_line, printable
+from ..core.units import count, size
 
 if TYPE_CHECKING:  # the rule engine (and libcst) is imported only by commands that scan
     from ..lint import ScanResult
@@ -44,5 +45,5 @@ def render_scan_text(result: "ScanResult") -> str:
     files = len({p for p, _ in result.findings})
     lines.append(f"{len(result.findings)} finding{'s' if len(result.findings) != 1 else ''} in {files} "
                  f"file{'s' if files != 1 else ''}; {result.files_scanned} file{'s' if result.files_scanned != 1 else ''} scanned "
-                 f"({result.bytes_scanned / 1e6:.1f} MB), {result.files_parsed} parsed; {len(result.errors)} errors")
+                 f"({size(result.bytes_scanned)}), {result.files_parsed} parsed; {count(len(result.errors), 'error')}")
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..core.values import Origin
 from ..report.contract import DriftOut, Report, pristine_of
+from ..core.units import plural, size
 
 DIFF_TOO_LARGE = "diff too large: "  # how a diff past its budget begins (formats/linediff.py)
 
@@ -44,14 +45,14 @@ def _detail(d: DriftOut) -> str:
         target = f" → {a['target']}" if a.get("target") else ""
         return f"was a {e.get('type', 'file')}, now a {a.get('type', '?')}{target}"
     if d.kind.value in ("added", "orphaned-bytecode") and "size" in a:
-        return f"{a['size']} bytes" if a.get("type") == "file" else a.get("type", "")
+        return size(a["size"]) if a.get("type") == "file" else a.get("type", "")
     if d.kind.value == "debug-artifacts":
-        return f"{_n(a.get('count', 0), 'file')}, {a.get('bytes', 0) / 1e6:.1f} MB"
+        return f"{_n(a.get('count', 0), 'file')}, {size(a.get('bytes', 0))}"
     if d.kind.value == "cache-modified":
         edited = [e.get("path") for e in a.get("edited", []) if isinstance(e, dict)]
         return f"{len(edited)} edited: " + ", ".join(map(str, edited[:5])) + (", …" if len(edited) > 5 else "")
     if d.kind.value == "possible-debug-artifacts":
-        return f"{_n(a.get('count', 0), 'file')}, {a.get('bytes', 0) / 1e6:.1f} MB, older than the code that writes them"
+        return f"{_n(a.get('count', 0), 'file')}, {size(a.get('bytes', 0))}, older than the code that writes them"
     if d.kind.value == "missing-directory":
         return f"gone with {_n(e.get('files', 0), 'file')} its RECORD lists"
     if d.kind.value == "missing-files":
@@ -160,11 +161,11 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
         lines.append(_group_heading(items[0]))
         collapsed = _collapsible(items)
         for directory, members in collapsed.items():
-            size = sum(m.actual.get("size", 0) for m in members if isinstance(m.actual.get("size"), int))
+            total = sum(m.actual.get("size", 0) for m in members if isinstance(m.actual.get("size"), int))
             codes = Counter(f.code for m in members for f in m.findings if f.origin is not Origin.UPSTREAM)
             found = "; findings: " + ", ".join(f"{c} ×{n}" for c, n in sorted(codes.items())) if codes else ""
             lines.append(f"  {'added':<{width}}  {_MARK[members[0].prediction.value]}  {directory}/  "
-                         f"({_n(len(members), 'file')}, {size / 1e6:.1f} MB{found}; listed one by one in --format json)")
+                         f"({_n(len(members), 'file')}, {size(total)}{found}; listed one by one in --format json)")
             hidden_upstream = 0
             for m in members:  # the line stands for the files; their findings are each listed still
                 listed, hidden_by = _findings(m, show_upstream, where=f"{m.relpath} ")
@@ -177,7 +178,7 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
                 continue
             detail = _detail(d)
             mark = _MARK["restored"] if d.kind.value == "restored" else _MARK[d.prediction.value]
-            lines.append(f"  {d.kind.value:<{width}}  {mark}  {d.relpath}"
+            lines.append(f"  {d.kind.value:<{width}}  {mark}  {_shown_path(d)}"
                          + (f"  ({detail})" if detail else ""))
             if d.accepted:
                 lines.append(f"      ACCEPTED  {d.accepted.get('reason', '')} (accept entry {d.accepted.get('entry')})")
@@ -191,16 +192,14 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
                 lines += _indented(d.diff)
             elif diffs and d.json_changes:
                 lines += [f"      {c.get('op')} {c.get('pointer') or '/'}: {_brief(c)}" for c in d.json_changes]
-            if d.scope.value == "data" and d.remedy:  # each file of a model directory has its own way back
+            if d.remedy and _own_remedy(d, verbose):
                 lines.append(f"      remedy: {d.remedy}")
         first = items[0]
         if first.distribution and first.scope.value == "package" and any(d.kind.value == "modified" for d in items):
             source = _pristine_line(r, first.distribution.name)
             if source:
                 lines.append(source)
-        remedies = list(dict.fromkeys(d.remedy for d in items if d.scope.value == "package"
-                                      and d.kind.value != "restored" or d.kind.value == "cache-modified"))
-        lines += [f"  remedy: {remedy}" for remedy in remedies]
+        lines += [f"  remedy: {remedy}" for remedy in _group_remedies(items)]
         lines.append("")
     if r.stale_accepted:
         lines.append(f"stale accepted entries ({len(r.stale_accepted)}) — their drift counts again")
@@ -229,6 +228,41 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
         lines.append("")
     lines.append(summary_line(r))
     return "\n".join(lines) + "\n"
+
+
+_DUMPS = ("debug-artifacts", "possible-debug-artifacts")
+
+
+def _shown_path(d: DriftOut) -> str:
+    """A dump drift's whole pattern (``/tmp/dumps/gguf_*.pt``: its relpath alone does not say where);
+    any other drift's path under its group's heading."""
+    return d.path if d.kind.value in _DUMPS else d.relpath
+
+
+def _own_remedy(d: DriftOut, verbose: bool) -> bool:
+    """Whether a drift's remedy goes under its own line: a model-directory file's and a dump's
+    always (each has its own way back), every other drift's that its group does not list already
+    under ``-v``."""
+    if d.scope.value == "data" or d.kind.value in _DUMPS:
+        return True
+    return verbose and not _in_group_remedies(d)
+
+
+def _in_group_remedies(d: DriftOut) -> bool:
+    return d.kind.value == "cache-modified" or (d.scope.value == "package" and d.kind.value != "restored")
+
+
+_CACHE_CLEAN = re.compile(r"uv cache clean [^&]*&& ")
+
+
+def _group_remedies(items: list[DriftOut]) -> list[str]:
+    """A distribution's remedies, each once, those that work only, in order: where a file is edited
+    in uv's cache too, ``uv cache clean NAME && <reinstall>`` comes first and the plain
+    ``<reinstall>`` is left out (it would link the edited copy back)."""
+    remedies = list(dict.fromkeys(d.remedy for d in items if d.remedy and _in_group_remedies(d)))
+    cleaning = [r for r in remedies if _CACHE_CLEAN.search(r)]
+    superseded = {_CACHE_CLEAN.sub("", r) for r in cleaning}
+    return cleaning + [r for r in remedies if r not in cleaning and r not in superseded]
 
 
 def _findings(d: DriftOut, show_upstream: bool, where: str = "") -> tuple[list[str], int]:
@@ -287,4 +321,4 @@ def summary_line(r: Report) -> str:
 
 
 def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+    return f"{count} {plural(count, noun)}"

@@ -113,7 +113,7 @@ def test_reports_version_skew_is_one_entry_not_a_flood(tmp_path, wheels, uv_cach
     text = compare_cli(*map(str, reports))
     assert text.returncode == 1
     assert "version skew" in text.stdout and "fleetpkg: majority 1.1 on 2" in text.stdout
-    assert "1 drift(s) in its own report" in text.stdout
+    assert "1 drift in its own report" in text.stdout
 
     # The same machines' snapshots: still a skew, not MODULES file differences.
     snaps = [snapshot(v, tmp_path / f"{v.name}.snap.json") for v in (a, b, c)]

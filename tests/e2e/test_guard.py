@@ -162,9 +162,9 @@ def test_guard_around_pip_force_reinstall_text_report(tmp_path_factory, tmp_path
     assert "✓ WIPED    → wiped     [package] toypkg: toypkg/core.py (modified)" in out
     assert "✓ SURVIVES → survived  [environment] toypkg/helper.py (added)" in out
     assert "✗" not in out
-    assert f"dumps: 1 file(s) matching {tmp_path / 'dumps/probe_1.pt'}" in out
+    assert f"dumps: 1 file matching {tmp_path / 'dumps/probe_1.pt'}" in out
     assert f"$ driftscan reapply {cp} --venv {venv} --yes" in out
-    assert "prediction(s): " in out and " 0 failed, 0 not judged" in out
+    assert "predictions: " in out or "prediction: " in out and " 0 failed, 0 not judged" in out
     assert (cp / "checkpoint.json").is_file()
     assert (site / "toypkg/core.py").read_text() == CORE and (site / "toypkg/helper.py").exists()
 
@@ -526,7 +526,7 @@ def test_possible_dumps_still_on_disk_are_never_called_wiped(tmp_path_factory, t
     assert all(f.is_file() for f in files)  # the dumps are not
     dump = next(p for p in report["predictions"] if p["kind"] == "possible-debug-artifacts")
     assert (dump["prediction"], dump["outcome"], dump["held"]) == ("SURVIVES", "survived", True), dump
-    assert dump["detail"] == "all 11 dump file(s) still there"
+    assert dump["detail"] == "all 11 dump files still there"
     assert_all_held(report)
     assert [(d["files"], d["possible"]) for d in report["leftovers"]["dumps"]] == [
         (sorted(str(f) for f in files), True)]

@@ -72,7 +72,7 @@ def test_real_packages_diff_and_restore(installed, wheelhouse):
     proc = run_cli("restore", "--venv", str(venv), "--wheels", str(wheelhouse), "--dist", "six", "--dist", "click",
                    "--yes", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "2 file(s) restored and verified against RECORD" in proc.stdout
+    assert "2 files restored and verified against RECORD" in proc.stdout
     after = json.loads(run_cli("audit", "--venv", str(venv), "--format", "json", env=env).stdout)
     assert [d for d in after["drifts"] if d["scope"] == "package"] == []
     if installer == "uv":

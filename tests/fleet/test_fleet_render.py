@@ -24,7 +24,7 @@ def test_text_lists_every_node():
     text = render_fleet_text(_result())
     lines = text.splitlines()
     assert lines[0] == "4 nodes: 2 ok, 1 unreachable, 1 failed (reports)"
-    assert "  ok          node 0123456789ab (gpu-01)  /srv/venv [--venv]: 2 drift(s) (1 added, 1 modified)" in lines
+    assert "  ok          node 0123456789ab (gpu-01)  /srv/venv [--venv]: 2 drifts (1 added, 1 modified)" in lines
     assert "              sent with the job (the node lacked them): driftscan, xxhash" in lines
     assert "              report: /r/0123.json" in lines
     assert any(line.startswith("  unreachable node aaaaaaaaaaaa (?)") and line.endswith(": unreachable")

@@ -118,7 +118,7 @@ def test_old_files_a_writer_names_are_never_offered_for_deletion(tmp_path, wheel
     report = audit(venv=str(venv))
     assert _kinds(report, "debug-artifacts") == [] and _kinds(report, "possible-debug-artifacts") == []
     note = [s for s in report.skipped if s.path == f"{victim}/nomla_hidden_*.pt"]
-    assert note and "2 file(s) matching it not counted as dumps" in note[0].message  # said, not silent
+    assert note and "2 files matching it not counted as dumps" in note[0].message  # said, not silent
 
     os.utime(target, (31_536_000, 31_536_000))  # the writer backdated to 1971 (its ctime stays)
     report = audit(venv=str(venv))

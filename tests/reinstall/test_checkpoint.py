@@ -146,7 +146,7 @@ def test_restore_dry_run_and_yes_agree_and_never_touch_a_file_without_an_origina
             assert "no longer matches" not in a["error"]
     text = cli("restore", "--venv", str(venv), "--dist", "toypkg", env=env).stdout
     assert f"  would rewrite    {RENAMED}" in text and "  NO ORIGINAL      toypkg/core.py" in text
-    assert "1 file(s) would be restored; 2 not touched: no verified original" in text
+    assert "1 file would be restored; 2 not touched: no verified original" in text
 
     yes = cli("restore", "--venv", str(venv), "--dist", "toypkg", "--yes", "--format", "json", env=env)
     assert yes.returncode == 2, yes.stdout + yes.stderr
@@ -314,7 +314,7 @@ def test_the_dump_list_is_saved_in_the_checkpoint(tmp_path, wheels):
                     f"{dumps}/nomla_*.pt") for i in range(3)]
     writer = raw["dumps"][0]["writer"]
     assert (writer["path"], writer["line"], writer["code"]) == (str(site / "toypkg/core.py"), 7, "DBG101")
-    assert "3 dump file(s) listed" in proc.stdout
+    assert "3 dump files listed" in proc.stdout
 
     # After the reinstall the code that wrote them is gone; reapply re-checks the saved list.
     venvs.modern_pip_install(venv, "--force-reinstall", "--no-deps", "--no-index", "--find-links", str(wheels),

@@ -78,7 +78,7 @@ def test_checkpoint_saves_possible_dumps_too_marked(dumped, tmp_path):
     assert all(d.writer is not None and d.writer.path.endswith(MODULE) for d in written.index.dumps)
     from driftscan.render.restoreview import render_checkpoint_text
 
-    assert "4 dump file(s) listed (2 possible)" in render_checkpoint_text(written, True)
+    assert "4 dump files listed (2 possible)" in render_checkpoint_text(written, True)
 
 
 def test_recorded_dumps_stay_named_after_a_real_reinstall(dumped, tmp_path):

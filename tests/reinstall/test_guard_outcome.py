@@ -153,7 +153,7 @@ def test_judge_dump_files(tmp_path):
     before = {item.path: tuple(str(d) for d in dumps)}
     dumps[0].unlink()
     [p] = judge(predicted, before, clean_report(), judged=True)
-    assert p.outcome is Outcome.CHANGED and p.detail == "2 of 3 dump file(s) still there" and p.held is False
+    assert p.outcome is Outcome.CHANGED and p.detail == "2 of 3 dump files still there" and p.held is False
 
 
 def test_possible_dumps_are_judged_and_left_by_their_files(tmp_path):
@@ -174,7 +174,7 @@ def test_possible_dumps_are_judged_and_left_by_their_files(tmp_path):
     before = fingerprints(predicted, plan)
     assert before == {pattern: tuple(str(d) for d in dumps)}
     [p] = judge(predicted, before, clean_report(), judged=True)
-    assert (p.outcome, p.held, p.detail) == (Outcome.SURVIVED, True, "all 3 dump file(s) still there")
+    assert (p.outcome, p.held, p.detail) == (Outcome.SURVIVED, True, "all 3 dump files still there")
     dumps[2].unlink()
     [left] = leftovers(plan, clean_report(), None).dumps
     assert (left.files, left.gone, left.possible) == ([str(dumps[0]), str(dumps[1])], 1, True)

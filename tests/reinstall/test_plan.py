@@ -188,7 +188,7 @@ def test_plan_restore_alternative_counts_originals_file_by_file(scenario):
     result = plan(["six", "click", "requests"], venv=str(venv), uv_cache=str(cache))
     assert not any((s.command or "").startswith("driftscan restore") for s in result.steps)
     (step,) = [s for s in result.steps if "restore cannot replace the reinstall" in s.step]
-    assert "2 of 3 drifted file(s) have a verified original, 1 have none (e.g. six.py, six 1.17.0)" in step.step
+    assert "2 of 3 drifted files have a verified original, 1 have none (e.g. six.py, six 1.17.0)" in step.step
     assert "--wheels DIR" in step.step and "--fetch" in step.step
     assert step.command == "pip download --no-deps --only-binary :all: --dest WHEELS_DIR six==1.17.0"
 
@@ -199,7 +199,7 @@ def test_plan_asks_for_a_checkpoint_only_for_content_no_checkpoint_holds(scenari
     venv, cache, site, project, expect = scenario
     first = plan(["click"], venv=str(venv), uv_cache=str(cache))
     assert first.steps[0].command.startswith(f"driftscan checkpoint --venv {venv} -o ")
-    assert "wipes 1 drifted file(s)" in first.steps[0].step and "click/core.py" in first.steps[0].step
+    assert "wipes 1 drifted file whose" in first.steps[0].step and "click/core.py" in first.steps[0].step
     taken = tmp_path / "cp"
     checkpoint(str(taken), venv=str(venv), uv_cache=str(cache))
     held = plan(["click"], venv=str(venv), uv_cache=str(cache), checkpoint=str(taken))
@@ -302,9 +302,9 @@ def test_plan_from_a_wheel_whose_record_lies_about_a_member_does_not_predict_wip
                                   "not match the wheel's own RECORD")
     assert items["toypkg/fix.py"].status == "WIPED", "a member that matches the wheel's RECORD is trusted"
     steps = [s.step for s in result.steps]
-    assert any(s.startswith(f"note: the --from wheel {liar} does not match its own RECORD for 1 drifted file(s) "
+    assert any(s.startswith(f"note: the --from wheel {liar} does not match its own RECORD for 1 drifted file "
                             "(toypkg/core.py)") for s in steps), steps
-    assert any(s.startswith("checkpoint first: the reinstall wipes or overwrites 2 drifted file(s)") for s in steps)
+    assert any(s.startswith("checkpoint first: the reinstall wipes or overwrites 2 drifted files") for s in steps)
     # What the reinstall really does: the member's bytes, neither the original nor the edit, under
     # an installed RECORD row that claims the original.
     venvs.pip_install(venv, "--no-cache-dir", "--force-reinstall", "--no-deps", str(liar))

@@ -231,12 +231,12 @@ def test_what_is_not_applied_sets_bit_1(edited, house, tmp_path_factory):
     first = proc.stdout.splitlines()[0]
     assert "NOT the environment the checkpoint was taken of" in first and str(venv) in first, proc.stdout
     assert proc.returncode == EXIT_DRIFT, proc.stdout + proc.stderr
-    assert "6 file(s) not applied" in proc.stdout.splitlines()[-1], proc.stdout
+    assert "6 files not applied" in proc.stdout.splitlines()[-1], proc.stdout
     # "nothing to write" does not hide what is skipped.
     mod = next(f["relpath"] for f in report["files"] if f["relpath"].endswith(MOD))
     proc = cli("reapply", str(cp), "--venv", str(other), "--only", mod, env=env)
     assert proc.returncode == EXIT_DRIFT, proc.stdout + proc.stderr
-    assert "nothing to write" in proc.stdout and "1 file(s) not applied" in proc.stdout, proc.stdout
+    assert "nothing to write" in proc.stdout and "1 file not applied" in proc.stdout, proc.stdout
     code, report = reapply(str(cp), "--venv", str(other), "--yes", env=env)
     assert code == EXIT_DRIFT, report
     assert by_rel(report)[MOD]["status"] == "skipped" and "not installed" in by_rel(report)[MOD]["reason"]

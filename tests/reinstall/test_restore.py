@@ -162,7 +162,7 @@ def test_dry_run_changes_nothing(venv, wheels, env, tmp_path):
         assert f"  would rewrite    {rel}" in proc.stdout and "(toypkg 1.0, from wheels)" in proc.stdout
     assert "  modified          otherpkg/mod.py: otherpkg 2.0 not selected" in lines
     assert any(line.startswith("  added             toypkg/added.py: ") for line in lines)
-    assert lines[-1].startswith("5 file(s) would be restored")
+    assert lines[-1].startswith("5 files would be restored")
     assert not (tmp_path / "checkpoints").exists(), "a dry run created the checkpoint directory"
     assert not any(line.startswith("checkpoint:") for line in lines)
 
@@ -188,7 +188,7 @@ def test_restore_yes_restores_only_the_named_distribution(restored):
     for rel in TOY_RESTORABLE:
         assert f"  restored         {rel}" in r.proc.stdout
         assert (r.site / rel).read_bytes() == TOY_FILES[rel], rel
-    assert "5 file(s) restored and verified against RECORD" in r.proc.stdout
+    assert "5 files restored and verified against RECORD" in r.proc.stdout
 
     report = audit_json(r.venv, env=r.env)
     assert package_drift(report, "toypkg") == []
@@ -403,15 +403,15 @@ def test_killed_restore_leaves_each_file_whole_and_a_rerun_finishes(tmp_path, ba
     dry = ds("restore", "--venv", str(venv), "--wheels", str(house), "--dist", "bigpkg", env=env)
     assert find_tmp_leftovers(venv) == leftovers  # a dry run removes nothing ...
     if leftovers:  # ... and names what --yes will remove first
-        assert f"--yes first removes {len(leftovers)} temporary file(s) an interrupted run left: " in dry.stdout
+        assert f"--yes first removes {len(leftovers)} temporary file{'' if len(leftovers) == 1 else 's'} an interrupted run left: " in dry.stdout
         assert all(p in dry.stdout for p in leftovers)
     again = ds("restore", "--venv", str(venv), "--wheels", str(house), "--dist", "bigpkg", "--yes", env=env)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert f"{len(blobs) - done} file(s) restored and verified against RECORD" in again.stdout
+    assert f"{len(blobs) - done} file{'' if len(blobs) - done == 1 else 's'} restored and verified against RECORD" in again.stdout
     assert find_tmp_leftovers(venv) == []
     assert not os.path.exists(journal)
     if leftovers:
-        assert f"removed {len(leftovers)} temporary file(s) an interrupted run left" in again.stdout
+        assert f"removed {len(leftovers)} temporary file{'' if len(leftovers) == 1 else 's'} an interrupted run left" in again.stdout
     assert package_drift(audit_json(venv, env=env), "bigpkg") == []
     for rel, data in blobs.items():
         assert (site / rel).read_bytes() == data, rel
@@ -442,7 +442,7 @@ def test_kill_between_creating_the_temporary_file_and_journaling_it(venv, wheels
     assert len(stray) == 1, stray  # the premise: the file was created, its inode not journaled
     assert load_index(str(tmp_path / "cp")).files  # the checkpoint was whole before anything was written
     dry = ds("restore", "--venv", str(venv), "--wheels", str(wheels), "--dist", "toypkg", env=env)
-    assert f"--yes first removes 1 temporary file(s) an interrupted run left: {stray[0]}" in dry.stdout, dry.stdout
+    assert f"--yes first removes 1 temporary file an interrupted run left: {stray[0]}" in dry.stdout, dry.stdout
     assert find_tmp_leftovers(venv) == stray
     again = ds("restore", "--venv", str(venv), "--wheels", str(wheels), "--dist", "toypkg", "--yes", env=env)
     assert again.returncode == 0, again.stdout + again.stderr
@@ -650,7 +650,7 @@ def test_checkpoint_with_a_model_dir_copies_the_drifted_config(venv, wheels, env
     sp = os.path.relpath(site_of(venv), venv)
     assert (out / f"files/env/{sp}/toypkg/core.py").read_bytes() == edited["toypkg/core.py"]
     assert (out / f"patches/{sp}/toypkg/core.py.patch").is_file()
-    assert f"{len(index.files)} drifted file(s): 6 patch(es), 9 copie(s)" in proc.stdout
+    assert f"{len(index.files)} drifted files: 6 patches, 9 copies" in proc.stdout
 
 
 def test_checkpoint_records_the_model_files_reference_hash(venv, wheels, env, tmp_path, model_dir):
@@ -696,7 +696,7 @@ def test_restore_by_path_restores_only_that_file(venv, wheels, env):
     assert (site / "toypkg/core.py").read_bytes() == TOY_FILES["toypkg/core.py"]
     for rel in ("toypkg/util.py", "toypkg/nonl.py", "otherpkg/mod.py"):
         assert (site / rel).read_bytes() == edited[rel], rel
-    assert "1 file(s) restored and verified against RECORD" in proc.stdout
+    assert "1 file restored and verified against RECORD" in proc.stdout
 
 
 def test_restore_by_relative_directory_path(venv, wheels, env):

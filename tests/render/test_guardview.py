@@ -48,7 +48,7 @@ def test_text_at_a_glance():
     assert lines[0] == "guard: /v (the active venv)"
     assert lines[1] == "command: pip, reinstalls demo (forced); source: index (the index)"
     assert "  note: a note" in lines
-    assert "checkpoint: /cp (3 file(s), 2 patch(es), PARTIAL)" in lines
+    assert "checkpoint: /cp (3 files, 2 patches, PARTIAL)" in lines
     assert "  no patch and no original: demo/x.py" in lines
     assert "ran: exit 0 in 1.5 s" in lines
     preds = [line for line in lines if line.startswith(("  ✓", "  ✗", "  ·"))]
@@ -57,11 +57,11 @@ def test_text_at_a_glance():
     assert "      predicted because: because wrong.py" in lines, "a failed prediction says why it was made"
     assert "predicted because: because survived.py" not in text
     assert "  dep: 1.0 → 2.0   ! the command did not name it" in lines
-    assert "  ! [package] demo: n.py (modified, 2 debug finding(s))" in lines
-    assert "  dumps: 1 file(s) matching /tmp/d*.pt (2.0 MB, 1 gone)" in lines
+    assert "  ! [package] demo: n.py (modified, 2 debug findings)" in lines
+    assert "  dumps: 1 file matching /tmp/d*.pt (2.0 MB, 1 gone)" in lines
     assert "      $ uv cache clean demo" in lines and "  added: /v/extra.py" in lines
     assert "  $ driftscan reapply /cp --venv /v --yes" in lines
-    assert lines[-1] == "3 prediction(s): 2 held, 1 failed, 0 not judged"
+    assert lines[-1] == "3 predictions: 2 held, 1 failed, 0 not judged"
 
 
 def test_refused_and_unrecognised():
@@ -86,7 +86,7 @@ def test_after_a_failed_command_only_the_dry_run_of_reapply_is_given():
     assert "--yes" not in text, "no line that writes, after a failed command"
     assert "The command failed: what reapply would do now is unknown" in text
     assert "\n  $ driftscan reapply /cp --venv /v\n" in text
-    assert "  possible dumps: 1 file(s) matching /tmp/d*.pt (0.0 MB)" in text.splitlines()
+    assert "  possible dumps: 1 file matching /tmp/d*.pt (0 bytes)" in text.splitlines()
 
 
 def test_json_round_trips():

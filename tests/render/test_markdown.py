@@ -259,3 +259,21 @@ def test_urls_in_tree_values_make_no_autolink(tmp_path):
     assert "evil.example" in html and "<a " not in html, html
     # the GFM rules themselves: no www. and no scheme:// left in the text (the word joiner breaks them)
     assert not re.search(r"(?i)www\.|(?:https?|ftp)://", markdown), markdown
+
+
+def test_dumps_and_sizes_in_their_cells():
+    """A dump's whole pattern with its count and readable size; an added file's size in KB, not bytes."""
+    import dataclasses
+
+    from fixtures.reports import every_kind_report
+
+    report = every_kind_report()
+    added = next(d for d in report.drifts if d.kind.value == "added")
+    report = dataclasses.replace(report, drifts=[*report.drifts,
+                                                 dataclasses.replace(added, relpath="big.bin", path="/x/big.bin",
+                                                                     actual={"type": "file", "size": 3_200})])
+    markdown = render_markdown(report)
+    assert "<code>/tmp/dbg&#95;&#42;.pt</code> (2 files, 2.0 MB)" in markdown
+    assert "<code>/tmp/old&#95;&#42;.pt</code> (1 file, 10 bytes, older than the code that writes them)" in markdown
+    assert "<code>big.bin</code> (3.2 KB)" in markdown
+    assert "<code>stray&#95;patch.py</code> (42 bytes)" in markdown

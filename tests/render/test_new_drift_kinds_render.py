@@ -22,7 +22,7 @@ def _report():
                       area=Area.EXTERNAL, remedy_hint="uv cache clean --cache-dir /c six")
     possible = FileCheck(DriftKind.POSSIBLE_DEBUG_ARTIFACTS, "/tmp/d/nomla_*.pt", "/tmp/d", None, {},
                          {"possible_artifacts": ["/tmp/d/nomla_1.pt"], "count": 1, "bytes": 10, "why": "older"},
-                         "1 possible dump file(s); driftscan does not offer to delete files older than the code",
+                         "1 possible dump file; driftscan does not offer to delete files older than the code",
                          area=Area.EXTERNAL, remedy_hint="review them (ls -l -- /tmp/d/nomla_1.pt)")
     installed = Distribution("six", "1.17.0", "/v/lib/python3.11/site-packages/six-1.17.0.dist-info",
                              "/v/lib/python3.11/site-packages", installer="uv")

@@ -36,15 +36,15 @@ def test_dry_run_says_what_would_happen():
     assert any(line.split()[:3] == ["would", "rewrite", "demo/a.py"] for line in lines)
     assert "      creates the directory /v/demo/sub" in lines
     assert any(line.strip().startswith("NO ORIGINAL") and "not touched" in line for line in lines)
-    assert "to restore demo's 1 file(s) without a verified original: --wheels DIR" in lines
+    assert "to restore demo's 1 file without a verified original: --wheels DIR" in lines
     assert "left as they are (1):" in lines and "could not check (1):" in lines and "note: a note" in lines
-    assert lines[-1] == ("2 file(s) would be restored, 1 added file(s) removed; 1 not touched: no verified original "
+    assert lines[-1] == ("2 files would be restored, 1 added file removed; 1 not touched: no verified original "
                          "in 0.25 s; run again with --yes (a checkpoint of all drift is written first into /cps)")
 
 
 def test_real_run_counts():
     last = render_restore_text(_restore(dry_run=False)).rstrip("\n").splitlines()[-1]
-    assert last == ("2 file(s) restored and verified against RECORD, 1 added file(s) removed in 0.25 s; 0 failed; "
+    assert last == ("2 files restored and verified against RECORD, 1 added file removed in 0.25 s; 0 failed; "
                     "1 not touched: no verified original; 1 left as they are")
 
 
@@ -77,9 +77,9 @@ def test_checkpoint_text_says_what_is_saved():
     assert any("demo/b.py: content, no patch, NO ORIGINAL — no wheel found" in line for line in lines)
     assert any("demo/big.bin: NOT SAVED (over --max-copy)" in line for line in lines)
     assert any("demo/l.py: symlink to /x/l.py" in line for line in lines)
-    assert "4 drifted file(s): 1 patch(es), 2 copie(s); 1 of 4 modified package file(s) with a verified original" \
+    assert "4 drifted files: 1 patch, 2 copies; 1 of 4 modified package files with a verified original" \
         in lines
-    assert any(line.startswith("PARTIAL: 1 modified package file(s)") for line in lines)
+    assert any(line.startswith("PARTIAL: 1 modified package file with") for line in lines)
     assert "  pip download demo==1.0" in lines
     assert "partial (--allow-partial)" in render_checkpoint_text(Written("/cp", index), allow_partial=True)
 
@@ -88,7 +88,7 @@ def test_checkpoint_text_caps_added_files():
     index = CheckpointIndex(files=[_file(f"junk/f{k}.py", kind="added") for k in range(ADDED_SHOWN + 5)])
     text = render_checkpoint_text(Written("/cp", index))
     assert sum(1 for line in text.splitlines() if line.lstrip().startswith("added")) == ADDED_SHOWN
-    assert "  ... and 5 more added file(s) (checkpoint.json lists them)" in text
+    assert "  ... and 5 more added files (checkpoint.json lists them)" in text
 
 
 def test_every_restore_status_has_its_words_and_is_written_as_its_value():
@@ -119,7 +119,7 @@ def test_every_reapply_status_has_its_words_and_is_written_as_its_value():
     for status in Status:
         [line] = [line for line in text.splitlines() if line.split()[-2:] == [f"demo/{status.value}.py:", "why"]]
         assert line.strip().startswith(words.get(status, status.value)), line
-    assert text.splitlines()[-1].startswith("2 file(s) written")  # applied and partial
+    assert text.splitlines()[-1].startswith("2 files written")  # applied and partial
     data = json.loads(report.model_dump_json())
     assert [f["status"] for f in data["files"]] == [s.value for s in Status]
     assert {f.relpath for f in report.refused_or_failed} == {"demo/failed.py", "demo/refused.py"}

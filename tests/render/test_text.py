@@ -170,3 +170,69 @@ def test_model_directory_drifts_show_their_remedy(tmp_path):
     assert lines[at + 1] == f"      remedy: {drift.remedy}"
     assert "evidence: name-or-path" not in text
     assert "(evidence: name-or-path)" in render(report, OutputFormat.TEXT, RenderOptions(verbose=True))
+
+
+def test_a_dump_pattern_is_shown_with_its_directory(text):
+    lines = text.splitlines()
+    dump = _line_of(text, "debug-artifacts", "dbg_*.pt")
+    assert dump.endswith("  /tmp/dbg_*.pt  (2 files, 2.0 MB)"), dump
+    possible = _line_of(text, "possible-debug-artifacts", "old_*.pt")
+    assert possible.endswith("  /tmp/old_*.pt  (1 file, 10 bytes, older than the code that writes them)"), possible
+    assert lines[lines.index(dump) + 1] == "      remedy: rm -- /tmp/dbg_1.pt /tmp/dbg_2.pt"
+
+
+def test_every_drift_with_a_remedy_shows_it_under_verbose(report):
+    """Added files, model-directory files and dumps: each its own remedy line under -v; package
+    drifts their distribution's remedies once, after the group."""
+    verbose = render_text(report, verbose=True)
+    lines = verbose.splitlines()
+    for kind, relpath in (("added", "stray_patch.py"), ("orphaned-bytecode", "old.cpython-312.pyc"),
+                          ("orphaned-metadata", "ghost-0.1.dist-info"), ("stale-metadata", "model.safetensors"),
+                          ("debug-artifacts", "dbg_*.pt"), ("possible-debug-artifacts", "old_*.pt")):
+        drift = next(d for d in report.drifts if d.kind.value == kind)
+        at = lines.index(_line_of(verbose, kind, relpath))
+        following = lines[at + 1:]
+        block = following[:next((i for i, line in enumerate(following) if not line.startswith("      ")),
+                                len(following))]
+        assert f"      remedy: {drift.remedy}" in block, (kind, block)
+    added = next(d for d in report.drifts if d.kind is DriftKind.ADDED)
+    assert f"remedy: {added.remedy}" not in render_text(report), "without -v: the group's remedies only"
+
+
+def test_a_uv_cache_edit_lists_only_the_remedies_that_work_cache_clean_first():
+    """A uv-installed distribution with one file edited through uv's cache and one edited on its own:
+    the plain reinstall would link the cache's edited copy back, so only ``uv cache clean NAME &&
+    <reinstall>`` is listed for it."""
+    from driftscan.core.values import Distribution, FileCheck, Target, TargetKind, UvCacheLink, Verification
+    from driftscan.pipeline.classify import classify
+    from driftscan.report.contract import build_report
+
+    site = "/srv/venv/lib/python3.12/site-packages"
+    target = Target(TargetKind.VENV, "/srv/venv", (site,), python_version="3.12.3")
+    demo = Distribution("demo", "1.0", f"{site}/demo-1.0.dist-info", site, installer="uv")
+    linked = FileCheck(DriftKind.MODIFIED, f"{site}/demo/a.py", site, demo, {"hash": "sha256=aa"},
+                       {"hash": "sha256=bb"},
+                       uv_cache=UvCacheLink("/cache/uv", "/cache/uv/archive-v0/x/demo/a.py", 2, False))
+    alone = FileCheck(DriftKind.MODIFIED, f"{site}/demo/b.py", site, demo, {"hash": "sha256=cc"},
+                      {"hash": "sha256=dd"})
+    drifts = [classify(alone, target), classify(linked, target)]
+    plain, cleaning = drifts[0].remedy, drifts[1].remedy
+    assert cleaning.endswith(f" && {plain}") and "uv cache clean --cache-dir /cache/uv demo" in cleaning
+    report = build_report(Verification(target, (demo,), (alone, linked), 2, (), ()), drifts)
+    remedies = [line for line in render_text(report).splitlines() if line.startswith("  remedy: ")]
+    assert remedies == [f"  remedy: {cleaning}"]
+
+
+def test_sizes_are_readable_at_every_scale(report):
+    template = next(d for d in report.drifts if d.kind is DriftKind.ADDED)
+    sized = [dataclasses.replace(template, relpath=f"s{n}.bin", path=f"/x/s{n}.bin",
+                                 actual={"type": "file", "size": n}) for n in (1, 3_200, 1_500_000, 2_000_000_000)]
+    text = render_text(dataclasses.replace(report, drifts=sized))
+    assert "(1 byte)" in _line_of(text, "added", "s1.bin")
+    assert "(3.2 KB)" in _line_of(text, "added", "s3200.bin")
+    assert "(1.5 MB)" in _line_of(text, "added", "s1500000.bin")
+    assert "(2.0 GB)" in _line_of(text, "added", "s2000000000.bin")
+    many = [dataclasses.replace(template, relpath=f"copied/m{k}.py", path=f"/x/copied/m{k}.py",
+                                actual={"type": "file", "size": 300}) for k in range(COLLAPSE_OVER + 1)]
+    collapsed = render_text(dataclasses.replace(report, drifts=many))
+    assert f"copied/  ({COLLAPSE_OVER + 1} files, {300 * (COLLAPSE_OVER + 1) / 1000:.1f} KB;" in collapsed

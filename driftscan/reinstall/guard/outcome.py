@@ -22,6 +22,7 @@ from ...fs.reader import open_regular, os_error
 from ...lint.artifacts import recheck
 from ...core.values import Distribution, DriftKind, Origin, Scope
 from ...core.values import Verdict
+from ...core.units import count
 from ..plan import Plan, PlanItem
 from ...report.contract import DriftOut, Report
 from ...environment.content import record_digest
@@ -429,11 +430,11 @@ def judge(predicted: Sequence[Predicted], before: dict[str, Fingerprint | tuple[
             if not was:
                 outcome, detail = Outcome.UNCHECKED, "no dump file was there before the command"
             elif len(still) == len(was):
-                outcome, detail = Outcome.SURVIVED, f"all {len(was)} dump file(s) still there"
+                outcome, detail = Outcome.SURVIVED, f"all {count(len(was), 'dump file')} still there"
             elif not still:
-                outcome, detail = Outcome.WIPED, f"all {len(was)} dump file(s) gone"
+                outcome, detail = Outcome.WIPED, f"all {count(len(was), 'dump file')} gone"
             else:
-                outcome, detail = Outcome.CHANGED, f"{len(still)} of {len(was)} dump file(s) still there"
+                outcome, detail = Outcome.CHANGED, f"{len(still)} of {count(len(was), 'dump file')} still there"
         elif p.item.kind == "cache-modified":
             outcome, detail = _archive_now(path)
         else:
@@ -470,7 +471,7 @@ def _archive_now(archive: str) -> tuple[Outcome, str]:
     if not found.checks:
         return Outcome.WIPED, "matches its own RECORD again"
     edited = found.checks[0].actual.get("edited") or []
-    return Outcome.SURVIVED, (f"still edited: {len(edited)} file(s) differ from its own RECORD (an install from the "
+    return Outcome.SURVIVED, (f"still edited: {count(len(edited), 'file')} {'differs' if len(edited) == 1 else 'differ'} from its own RECORD (an install from the "
                               "source it was unpacked for links them)")
 
 
