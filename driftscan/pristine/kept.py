@@ -29,7 +29,7 @@ from ..formats.record import new_hash, parse_hash
 from ..fs.confined import open_dir, parts_of, read_below
 from ..fs.paths import printable
 from .base import PristineCopy, Rejected
-from .fetch import fetch_candidates
+from . import fetch  # called through the module: a test may stand in for fetch_candidates
 from .wheel import open_wheel
 from .wheelhouse import Wheelhouse
 
@@ -195,7 +195,7 @@ class OriginalFinder:
         self.fetch = fetch
         self.python_version = python_version
         self.venv = venv
-        self._found: dict[tuple[str, str], tuple[list[tuple[SourceKind, str]], list[str]]] = {}
+        self._found: dict[tuple[str, str], tuple[list[tuple[SourceKind, str, str]], list[str]]] = {}
         self._work: str | None = None
 
     def close(self) -> None:
@@ -209,7 +209,7 @@ class OriginalFinder:
         return self._work
 
     def _wheels_of(self, name: str, version: str, like: Distribution | None
-                   ) -> tuple[list[tuple[SourceKind, str]], list[str]]:
+                   ) -> tuple[list[tuple[SourceKind, str, str]], list[str]]:
         key = (name.lower(), version)
         if key in self._found:
             return self._found[key]
@@ -219,13 +219,13 @@ class OriginalFinder:
         candidates = list(Wheelhouse(self.wheels).candidates(broad, notes)) if self.wheels else []
         if self.fetch:
             tagged = Distribution(name, version, like.metadata_dir, like.site_packages) if like is not None else broad
-            candidates += list(fetch_candidates(tagged, self.python_version, self.venv, self._workdir, notes))
-        found: list[tuple[SourceKind, str]] = []
+            candidates += list(fetch.fetch_candidates(tagged, self.python_version, self.venv, self._workdir, notes))
+        found: list[tuple[SourceKind, str, str]] = []  # (source, the file opened, how a report names it)
         for c in candidates:
             if isinstance(c, Rejected):
                 notes.append(f"{c.source.label} {c.path} (rejected: {c.reason})")
                 continue
-            found.append((c.source, c.path))
+            found.append((c.source, c.path, c.where))
             c.close()
         if not self.wheels:
             notes.append("--wheels (not given)")
@@ -247,7 +247,7 @@ class OriginalFinder:
         tried = list(notes)
         site = like.site_packages if like is not None else "/nonexistent"
         dist = Distribution(name, version, os.path.join(site, f".{name}-{version}.dist-info"), site)
-        for source, path in found:
+        for source, path, where in found:
             try:
                 # A wheel of --wheels DIR may be a link into a wheelhouse; a download is driftscan's own.
                 copy = open_wheel(path, source, dist, follow=source.value != "fetch")
@@ -259,7 +259,7 @@ class OriginalFinder:
             finally:
                 copy.close()
             if data is not None and matches(hash_before, data):
-                keep(hash_before, data, f"{copy.source.label} {copy.where}")
-                return data, f"{copy.source.label} {path}", tried
+                keep(hash_before, data, f"{copy.source.label} {where}")
+                return data, f"{copy.source.label} {where}", tried
             tried.append(f"{copy.source.label} {path} (no member {record_path} with the checkpoint's hash)")
         return None, "", tried
