@@ -110,7 +110,7 @@ def test_scan_of_a_fifo_is_an_error_not_a_finding(tmp_path):
     os.mkfifo(fifo)
     proc = run_cli("scan", str(fifo))
     assert proc.returncode == 2, proc.stdout
-    assert "not a regular file (fifo): not scanned" in proc.stdout and "1 errors" in proc.stdout
+    assert "not a regular file (fifo): not scanned" in proc.stdout and "1 error\n" in proc.stdout
 
 
 def test_revision_without_a_model_dir_is_a_usage_error():

@@ -109,7 +109,7 @@ def test_originals_are_per_file_in_audit_plan_and_checkpoint(uv_venv, tmp_path, 
     again = [line for line in index.complete_with if line.startswith("driftscan checkpoint ")]
     assert len(again) == 2 and again[1].endswith(" --fetch") and " --wheels " in again[0]
     assert again[0].startswith(f"driftscan checkpoint --venv {venv} -o {cp}-whole --wheels ")
-    assert "PARTIAL: 2 modified package file(s) with no original and no patch" in proc.stdout
+    assert "PARTIAL: 2 modified package files with no original and no patch" in proc.stdout
     for line in index.complete_with:
         assert f"  {line}" in proc.stdout
 
