@@ -7,7 +7,6 @@ import sys
 
 import click
 
-from ..core.errors import DriftscanError
 from ..fs.paths import inert
 from ..render.registry import GUARD, OutputFormat, format_names, render
 from .configuration import load_config
@@ -15,7 +14,7 @@ from .exits import guarded
 from .options import (codes, config_option, jobs_option, model_options, no_cache_option, output_options,
                       pristine_options, rule_options, target_options, uv_cache_option)
 from .output import for_text, write
-from .targets import config_targets, default_venv, say_empty_cache
+from .targets import config_targets, default_venv, say_empty_cache, wheel_dirs
 from ..api import Invocation, guard as run_guard
 
 
@@ -59,9 +58,7 @@ def guard(command: tuple[str, ...], venv: str | None, site_packages: tuple[str, 
     from ..reinstall.guard import exit_status as guard_status, recognise  # pydantic, the pristine package
 
     config = load_config(config_file)
-    for directory in wheels:
-        if not os.path.isdir(directory):
-            raise DriftscanError(f"--wheels {directory}: not a directory")
+    wheels = wheel_dirs(wheels)
     dirs, hub, _ = config_targets(config, venv, site_packages, model_dirs, hf_cache)
     say_empty_cache("guard", hub)
     chosen_because = None

@@ -276,14 +276,20 @@ def test_an_identical_copy_is_relinked_too(repo, tmp_path):
     assert verify_model_dir(str(repo)).checks == ()
 
 
-def test_an_edited_blob_is_restored_from_the_same_blob_in_another_repository(tmp_path):
+def _twin_repos(tmp_path, name: str):
+    """Two repositories of one cache holding the same files: (the other one, this one, the link
+    to ``name`` in this one's snapshot, its blob's etag)."""
     cache = tmp_path / "hub"
     other = build_cache_repo(cache, seed_files(), repo_id="someone/kimi-copy")
     repo = build_cache_repo(cache, seed_files())
-    link = snapshot(repo) / "config.json"
+    link = snapshot(repo) / name
+    return other, repo, link, os.path.basename(os.readlink(link))
+
+
+def test_an_edited_blob_is_restored_from_the_same_blob_in_another_repository(tmp_path):
+    other, repo, link, etag = _twin_repos(tmp_path, "config.json")
     with open(link, "a") as f:  # through the link: this repository's blob is the edited one
         f.write(" ")
-    etag = os.path.basename(os.readlink(link))
     result, checks = _remedies(repo)
     check = checks["config.json"]
     theirs, mine = other / "blobs" / etag, repo / "blobs" / etag
@@ -295,11 +301,7 @@ def test_an_edited_blob_is_restored_from_the_same_blob_in_another_repository(tmp
 
 
 def test_a_deleted_blob_is_copied_from_another_repository_without_a_checkpoint(tmp_path):
-    cache = tmp_path / "hub"
-    other = build_cache_repo(cache, seed_files(), repo_id="someone/kimi-copy")
-    repo = build_cache_repo(cache, seed_files())
-    link = snapshot(repo) / "generation_config.json"
-    etag = os.path.basename(os.readlink(link))
+    other, repo, link, etag = _twin_repos(tmp_path, "generation_config.json")
     (repo / "blobs" / etag).unlink()
     result, checks = _remedies(repo)
     check = checks["generation_config.json"]
@@ -311,11 +313,7 @@ def test_a_deleted_blob_is_copied_from_another_repository_without_a_checkpoint(t
 
 
 def test_an_edited_copy_in_another_repository_is_no_original(tmp_path):
-    cache = tmp_path / "hub"
-    other = build_cache_repo(cache, seed_files(), repo_id="someone/kimi-copy")
-    repo = build_cache_repo(cache, seed_files())
-    link = snapshot(repo) / "generation_config.json"
-    etag = os.path.basename(os.readlink(link))
+    other, repo, link, etag = _twin_repos(tmp_path, "generation_config.json")
     (repo / "blobs" / etag).unlink()
     (other / "blobs" / etag).write_bytes(b"edited there too\n")
     _, checks = _remedies(repo)
