@@ -69,12 +69,14 @@ class SourceKind(str, enum.Enum):
     UV_CACHE = "uv-cache"
     PIP_CACHE = "pip-cache"
     FETCH = "fetch"
+    KEPT = "kept"  # driftscan's own store of originals verified before (a checkpoint, a reapply)
 
     @property
     def label(self) -> str:
         """How a reason names the source."""
         return {"direct_url": "direct_url.json's wheel", "wheels": "--wheels", "uv-cache": "uv's cache",
-                "pip-cache": "pip's cache", "fetch": "--fetch"}[self.value]
+                "pip-cache": "pip's cache", "fetch": "--fetch",
+                "kept": "driftscan's kept originals"}[self.value]
 
 
 class Area(str, enum.Enum):

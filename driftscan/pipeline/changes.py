@@ -255,7 +255,7 @@ def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet |
         if entry is None or copy is None:
             out.append(check)
             continue
-        ref = PristineRef(copy.source, copy.path)
+        ref = PristineRef(copy.source, copy.where)
         original = copy.read(entry, COMPARE_MAX) if check.kind in _COMPARED else None
         check = replace(check, pristine=ref)
         if original is not None and check.regular_file:

@@ -1,5 +1,6 @@
 """Where a distribution's original (pristine) files come from: the wheel direct_url.json names,
-``--wheels`` directories, uv's cache, pip's HTTP cache, or (``--fetch``) a download.
+``--wheels`` directories, uv's cache, pip's HTTP cache, the originals driftscan kept before, or
+(``--fetch``) a download.
 
 Every byte handed out has been verified against the installed RECORD row it is asked for
 (docs/pristine-sources.md).

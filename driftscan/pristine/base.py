@@ -59,6 +59,14 @@ class PristineCopy:
         self._kept: dict[RecordEntry, bytes] = {}
         self._kept_bytes = 0
         self.note: str | None = None  # something worth saying about the source itself
+        # Where the copy came from, when ``path`` is not worth naming (a download's temporary
+        # wheel, removed when the run ends): what a report shows instead of ``path``.
+        self.origin: str | None = None
+
+    @property
+    def where(self) -> str:
+        """How a report names this copy's place: ``origin`` when set, else ``path``."""
+        return self.origin or self.path
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.source.value} {self.path!r} for {self.distribution.key}>"

@@ -176,4 +176,15 @@ def fetch_candidates(dist: Distribution, python_version: str | None, venv: str |
             yield Rejected(SourceKind.FETCH, path, wheel_members_error(exc))
             continue
         copy.note = index_note
+        # The wheel itself is removed when the run ends: a report names what was downloaded.
+        copy.origin = f"pip download {requirement} from {_index_named(index_args)}"
         yield copy
+
+
+def _index_named(index_args: list[str]) -> str:
+    """The index a ``pip download`` used, in words: the environment's pip.conf URLs when given,
+    else pip's own configuration (its config files, ``PIP_INDEX_URL``, or PyPI)."""
+    urls = index_args[1::2]
+    if not urls:
+        return "pip's configured index"
+    return urls[0] + (f" (and {len(urls) - 1} extra index)" if len(urls) > 1 else "")

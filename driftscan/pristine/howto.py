@@ -70,7 +70,7 @@ def why_no_original(lookup: Lookup | None, entry: RecordEntry, uv_edited: bool =
     if copy is None:
         return lookup.reason or "no verified original found"
     why = copy.check(entry)
-    said = f"{copy.source.label} {copy.path}: " + (copy.explain(entry, why) if why else f"{entry.path} verifies there")
+    said = f"{copy.source.label} {copy.where}: " + (copy.explain(entry, why) if why else f"{entry.path} verifies there")
     if uv_edited and "poisoned" not in said:
         said += "; it was edited through uv's hard link, so uv's cache copy is edited too"
     rejected = [f"{r.source.label} {r.path} (rejected: {r.reason})" for r in lookup.rejected

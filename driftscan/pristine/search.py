@@ -12,6 +12,7 @@ from ..core.values import Distribution, MetadataKind, RecordEntry
 from .base import Lookup, PristineCopy, PristineOptions, Rejected
 from .directurl import open_direct_url
 from .fetch import fetch_candidates
+from .kept import kept_candidate
 from .pipcache import PipCacheIndex, default_pip_cache
 from .uvarchive import ArchiveIndex, UvArchiveCopy
 from .wheel import installed_outside, installer_written
@@ -89,7 +90,8 @@ class _Sources:
             self._pip = PipCacheIndex(where, self.progress) if where and os.path.isdir(where) else None
         return self._pip  # type: ignore[return-value]  # False (not looked up yet) is gone by now
 
-    def candidates(self, dist: Distribution, notes: list[str]) -> Iterator[PristineCopy | Rejected]:
+    def candidates(self, dist: Distribution, wanted: Sequence[RecordEntry], notes: list[str]
+                   ) -> Iterator[PristineCopy | Rejected]:
         found, why = open_direct_url(dist)
         if found is None:
             notes.append(f"direct_url ({why})")
@@ -110,6 +112,9 @@ class _Sources:
             notes.append(f"pip's cache ({_absent(self.options.pip_cache)})")
         else:
             yield from pip.candidates(dist, notes)
+        kept = kept_candidate(dist, wanted, notes)
+        if kept is not None:
+            yield kept
         if not self.options.fetch:
             notes.append("--fetch (not asked for)")
         else:
@@ -150,7 +155,7 @@ def _look_up(dist: Distribution, rows: Sequence[RecordEntry], sources: _Sources)
     rejected: list[Rejected] = []
     notes: list[str] = []
     best: tuple[PristineCopy, list[tuple[RecordEntry, str]]] | None = None
-    for candidate in sources.candidates(dist, notes):
+    for candidate in sources.candidates(dist, wanted, notes):
         if isinstance(candidate, Rejected):
             rejected.append(candidate)
             continue
@@ -184,7 +189,8 @@ def find_pristine(needed: Needed, options: PristineOptions,
                   progress: Callable[[str], None] | None = None) -> PristineSet:
     """The original files of each distribution in ``needed`` (its drifted RECORD rows), from the
     first source whose copy of every row verifies: the wheel direct_url.json names, ``--wheels``
-    directories, uv's cache, pip's HTTP cache, then (only with ``fetch``) ``pip download``.
+    directories, uv's cache, pip's HTTP cache, driftscan's kept originals, then (only with
+    ``fetch``) ``pip download``.
     ``needed`` may also be (distribution, rows) pairs: a Distribution with a direct_url cannot
     be a dict key."""
     pairs = needed.items() if isinstance(needed, Mapping) else needed

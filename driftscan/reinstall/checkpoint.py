@@ -39,10 +39,10 @@ from ..environment.target import environment_roots
 from ..core.errors import ConfigError
 from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error, read_regular
 from ..pipeline.changes import file_by_file, record_rows
-from ..core.values import Area, Drift, DriftKind, FileCheck, Origin, RecordEntry, Scope, Target
+from ..core.values import Area, Drift, DriftKind, FileCheck, Origin, RecordEntry, Scope, SourceKind, Target
 from ..fs.paths import printable
 from ..formats.patch import PatchTooLarge, make_patch
-from ..pristine import PristineCopy, PristineSet
+from ..pristine import PristineCopy, PristineSet, kept
 from ..formats.record import hash_text
 from ..report.contract import Report
 from ..fs.confined import read_below
@@ -173,6 +173,11 @@ class Written:
     path: str
     index: CheckpointIndex
     problems: list[str] = field(default_factory=list)
+    # Originals also kept in driftscan's user cache (``pristine.kept``), for later audits and
+    # reapplies of this environment without ``--wheels``; what could not be kept, with why.
+    kept: int = 0
+    kept_dir: str | None = None
+    not_kept: list[str] = field(default_factory=list)
 
 
 def checkpoints_base() -> str:
@@ -346,7 +351,7 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
                 copy = lookup.copy if lookup else None
                 dists[dist.key] = CheckpointDistribution(
                     name=dist.name, version=dist.version, installer=dist.installer,
-                    pristine={"source": copy.source.value, "path": copy.path} if copy else None,
+                    pristine={"source": copy.source.value, "path": copy.where} if copy else None,
                     reason=lookup.reason if lookup else "not looked up")
         item = CheckpointFile(
             path=printable(check.path), relpath=rel, area=area, kind=check.kind,
@@ -364,6 +369,8 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
             copy = lookup.original(entry) if lookup is not None and entry is not None else None
             if copy is not None and entry is not None:
                 original = _save_original(tmp, item, copy, entry, store_area, store)
+                if original is not None:
+                    _keep_original(written, original, copy, entry)
             if original is not None and item.content and area == ENV_AREA and item.size_after is not None \
                     and item.size_after <= PATCH_MAX and plain:
                 _save_patch(tmp, item, original, os.path.join(tmp, item.content), rel)
@@ -520,6 +527,28 @@ def _save_original(tmp: str, item: CheckpointFile, copy: PristineCopy, entry: Re
         return None
     item.original = dst_rel
     return dst
+
+
+def _keep_original(written: Written, saved: str, copy: PristineCopy, entry: RecordEntry) -> None:
+    """Keep the original just saved (and verified) in the user cache's store as well."""
+    written.kept_dir = kept.store_dir()
+    if entry.hash is None:
+        return
+    if copy.source is SourceKind.KEPT:
+        written.kept += 1  # it came from there
+        return
+    try:
+        with open(saved, "rb") as f:
+            data = f.read(kept.READ_MAX + 1)
+    except OSError as exc:
+        written.not_kept.append(f"{entry.path}: {os_error(exc)}")
+        return
+    if len(data) > kept.READ_MAX:
+        written.not_kept.append(f"{entry.path}: larger than {kept.READ_MAX} bytes")
+    elif kept.keep(hash_text(entry.hash), data, f"{copy.source.label} {copy.where}"):
+        written.kept += 1
+    else:
+        written.not_kept.append(f"{entry.path}: the user cache could not be written")
 
 
 def _save_patch(tmp: str, item: CheckpointFile, original_path: str, current_path: str, rel: str) -> None:

@@ -497,7 +497,7 @@ def _write_one(p: Planned, journal: str, roots: Sequence[str]) -> str | None:
     why = replace_file(p.path, lambda out: copy.copy_to(entry, out), mode_for(p.path, copy.executable(entry)),
                        journal, roots)
     if why == "the content to write did not verify":
-        return f"the original from {copy.source.value} {copy.path} no longer matches RECORD"
+        return f"the original from {copy.source.value} {copy.where} no longer matches RECORD"
     if why is None and not verify_file(p.path, entry):
         return "written, but it does not verify against RECORD afterwards (changed meanwhile?)"
     return why

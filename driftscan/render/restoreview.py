@@ -102,6 +102,10 @@ def render_checkpoint_text(written: Written, allow_partial: bool = False) -> str
     lines.append(f"{n_of(len(index.files), 'drifted file')}: {n_of(patches, 'patch')}, {n_of(copies, 'copy')}; "
                  f"{sum(1 for f in modified if f.has_original)} of {n_of(len(modified), 'modified package file')} "
                  f"with a verified original{dumps}")
+    if written.kept or written.not_kept:
+        lines.append(f"kept {written.kept} verified original(s) in {one_line(written.kept_dir or '')} for later audits "
+                     "and reapplies without --wheels" + (f"; {len(written.not_kept)} not kept: "
+                                                         + one_line("; ".join(written.not_kept[:3])) if written.not_kept else ""))
     if index.partial:
         verdict = "partial (--allow-partial)" if allow_partial else "PARTIAL"
         lines.append(f"{verdict}: {n_of(len(index.incomplete), 'modified package file')} with no original and no patch: "

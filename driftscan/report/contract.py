@@ -101,7 +101,7 @@ class FindingOut(DataModel):
 
 @datamodel
 class PristineRefOut(DataModel):
-    source: str = field(metadata=describe("direct_url | wheels | uv-cache | pip-cache | fetch"))
+    source: str = field(metadata=describe("direct_url | wheels | uv-cache | pip-cache | kept | fetch"))
     path: str
 
 
@@ -118,7 +118,7 @@ class PristineOut(DataModel):
 
     distribution: str
     version: str
-    source: str | None = field(default=None, metadata=describe("direct_url | wheels | uv-cache | pip-cache | fetch"))
+    source: str | None = field(default=None, metadata=describe("direct_url | wheels | uv-cache | pip-cache | kept | fetch"))
     path: str | None = None
     reason: str | None = field(default=None, metadata=describe(
         "when no source (or only part of one) was found: why"))
@@ -266,7 +266,7 @@ def pristine_out(lookups: Sequence[Lookup]) -> list[PristineOut]:
         copy = lk.copy
         out.append(PristineOut(
             distribution=lk.distribution.name, version=lk.distribution.version,
-            source=copy.source.value if copy else None, path=printable(copy.path) if copy else None,
+            source=copy.source.value if copy else None, path=printable(copy.where) if copy else None,
             reason=printable(lk.reason) if lk.reason else None,
             rejected=[RejectedOut(source=r.source.value, path=printable(r.path), reason=printable(r.reason))
                       for r in lk.rejected]))

@@ -45,10 +45,13 @@ def wheel(house: Path) -> Path:
 
 
 def env_for(tmp: Path, cache: Path) -> dict[str, str]:
-    """guard's environment (and so the command's): the test's uv cache, no pip cache, checkpoints here."""
+    """guard's environment (and so the command's): the test's uv cache, no pip cache, checkpoints
+    here, and a driftscan cache of its own (a checkpoint keeps its originals there: another test's
+    must not be found)."""
     (tmp / "no-pip-cache").mkdir(exist_ok=True)
     return {**venvs.uv_env(cache), "PIP_CACHE_DIR": str(tmp / "no-pip-cache"),
-            "DRIFTSCAN_CHECKPOINT_DIR": str(tmp / "checkpoints"), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+            "DRIFTSCAN_CHECKPOINT_DIR": str(tmp / "checkpoints"), "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "DRIFTSCAN_CACHE_DIR": str(tmp / "ds-cache")}
 
 
 def uv_venv(tmp: Path, house: Path, cache: Path, *install: str) -> tuple[Path, Path]:

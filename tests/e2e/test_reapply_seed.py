@@ -477,4 +477,6 @@ def test_fetch_downloads_the_old_original_with_pip_once_per_release(tmp_path, tm
     files = by_rel(result)
     for rel in (CONFIG, WEIGHTS):
         assert files[rel]["status"] == "applied" and "--fetch" in files[rel]["original"], files[rel]
+        # named by its download, not by the temporary wheel removed when the run ends
+        assert files[rel]["original"] == "--fetch pip download seedpkg==1.0 from pip's configured index"
         assert (site / rel).read_text() == expected("1.1")[rel]

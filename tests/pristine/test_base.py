@@ -156,7 +156,8 @@ def test_lookup_original_gives_the_copy_only_for_a_row_that_verifies():
 def test_labels_and_error_text():
     assert {kind: kind.label for kind in SourceKind} == {
         SourceKind.DIRECT_URL: "direct_url.json's wheel", SourceKind.WHEELS: "--wheels",
-        SourceKind.UV_CACHE: "uv's cache", SourceKind.PIP_CACHE: "pip's cache", SourceKind.FETCH: "--fetch"}
+        SourceKind.UV_CACHE: "uv's cache", SourceKind.PIP_CACHE: "pip's cache", SourceKind.FETCH: "--fetch",
+        SourceKind.KEPT: "driftscan's kept originals"}
     assert error_text(OSError(2, "No such file or directory")) == "No such file or directory"
     assert error_text(ValueError("bad\n  zip")) == "ValueError: bad zip"
     assert error_text(KeyError()) == "KeyError"

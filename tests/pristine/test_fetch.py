@@ -119,6 +119,8 @@ def test_fetch_runs_pip_download_and_yields_the_wheel(tmp_path, monkeypatch):
         assert isinstance(copy, ZipCopy) and copy.source is SourceKind.FETCH
         assert os.path.dirname(os.path.dirname(copy.path)) == str(work)  # a new directory under workdir()
         assert copy.read(dist.entries[0]) == b"X = 1\n"
+        # A report names the download, not the temporary wheel removed when the run ends.
+        assert copy.where == "pip download pkg==1.0 from pip's configured index"
     finally:
         copy.close()
     args = log.read_text().splitlines()
@@ -127,6 +129,22 @@ def test_fetch_runs_pip_download_and_yields_the_wheel(tmp_path, monkeypatch):
     assert args[10:] == [*tag_arguments(frozenset({"cp311-cp311-linux_x86_64"}), "3.11"), "pkg==1.0"]
     assert (tmp_path / "args.env").read_text() == "unset"  # the audited tree's PYTHONPATH is dropped
     assert said == ["downloading pkg==1.0 with pip"]
+
+
+def test_a_download_from_the_environment_s_index_names_it(tmp_path, monkeypatch):
+    fake_pip(tmp_path, monkeypatch, "ok")
+    (tmp_path / "work").mkdir()
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    (venv / "pip.conf").write_text("[global]\nindex-url = https://mirror.example/simple\n"
+                                   "extra-index-url = https://extra.example/simple\n")
+    dist = installed(tmp_path / "site", "pkg", "1.0", FILES, tag="cp311-cp311-linux_x86_64")
+    [copy] = fetch_candidates(dist, "3.11", str(venv), lambda: str(tmp_path / "work"), [])
+    try:
+        assert copy.where == "pip download pkg==1.0 from https://mirror.example/simple (and 1 extra index)"
+        assert copy.path.endswith(".whl") and copy.path != copy.where
+    finally:
+        copy.close()
 
 
 def test_a_failed_download_is_a_rejection_with_pip_s_last_line(tmp_path, monkeypatch):

@@ -109,3 +109,63 @@ def test_finder_close_removes_its_work_directory():
     assert os.path.isdir(work)
     finder.close()
     assert not os.path.exists(work)
+
+
+# -- the kept store as a source of find_pristine ------------------------------------------------
+
+def _search(tmp_path, dist, **kw):
+    from driftscan.pristine import PristineOptions, find_pristine
+
+    for name in ("no-uv", "no-pip"):
+        (tmp_path / name).mkdir(exist_ok=True)
+    return find_pristine([(dist, list(dist.entries))],
+                         PristineOptions(uv_cache=str(tmp_path / "no-uv"), pip_cache=str(tmp_path / "no-pip"), **kw))
+
+
+def test_kept_originals_are_a_source_after_the_caches(tmp_path, private_cache):
+    from driftscan.pristine import SourceKind
+
+    files = {"pkg/__init__.py": b"", "pkg/core.py": ORIGINAL}
+    dist = installed(tmp_path / "site", "pkg", "1.0", files)
+    for content in files.values():
+        assert keep(record_hash(content), content, "--wheels /gone/pkg-1.0-py3-none-any.whl")
+    with _search(tmp_path, dist) as found:
+        lookup = found.get(dist)
+        assert lookup.copy.source is SourceKind.KEPT and lookup.copy.path == str(private_cache / "originals")
+        assert lookup.reason == "kept by driftscan, first found in --wheels /gone/pkg-1.0-py3-none-any.whl"
+        core = next(e for e in dist.entries if e.path == "pkg/core.py")
+        assert lookup.original(core).read(core) == ORIGINAL
+    # A wheel at hand comes first: the store is tried after --wheels and the caches.
+    house = tmp_path / "house"
+    wheel = wheel_file(house, "pkg", "1.0", files)
+    with _search(tmp_path, dist, wheels=(str(house),)) as found:
+        assert found.get(dist).copy.source is SourceKind.WHEELS and found.get(dist).copy.path == str(wheel)
+
+
+def test_a_kept_file_edited_in_the_cache_is_rejected_with_why(tmp_path, private_cache):
+    from driftscan.pristine import SourceKind
+
+    dist = installed(tmp_path / "site", "pkg", "1.0", {"pkg/core.py": ORIGINAL})
+    assert keep(HASH, ORIGINAL, "a checkpoint")
+    with open(kept_path(HASH), "wb") as f:
+        f.write(b"X = 9\n")  # same size, other bytes
+    with _search(tmp_path, dist) as found:
+        lookup = found.get(dist)
+        assert lookup.copy is None
+        [rejected] = lookup.rejected
+        assert rejected.source is SourceKind.KEPT
+        assert rejected.reason == (f"pkg/core.py: the kept copy {kept_path(HASH)} is edited or damaged "
+                                   "(its content does not match RECORD's sha256): not used")
+    os.unlink(kept_path(HASH))
+    os.symlink("/etc/hostname", kept_path(HASH))  # a link in the store is not followed
+    with _search(tmp_path, dist) as found:
+        [rejected] = found.get(dist).rejected
+        assert rejected.source is SourceKind.KEPT and "not used" in rejected.reason
+
+
+def test_nothing_kept_is_a_note_not_a_rejection(tmp_path, private_cache):
+    dist = installed(tmp_path / "site", "pkg", "1.0", {"pkg/core.py": ORIGINAL})
+    with _search(tmp_path, dist) as found:
+        lookup = found.get(dist)
+        assert lookup.copy is None and lookup.rejected == ()
+        assert f"driftscan's kept originals {private_cache / 'originals'} (none of its files kept)" in lookup.reason

@@ -89,7 +89,9 @@ def test_nothing_found_names_everything_tried(tmp_path):
         assert lookup.reason == (
             "no original of pkg 1.0 found; tried direct_url (no direct_url.json); "
             f"uv's cache {tmp_path / 'no-uv'} (no archive of pkg-1.0.dist-info); "
-            f"pip's cache {tmp_path / 'no-pip'} (no http-v2 directory); --fetch (not asked for); "
+            f"pip's cache {tmp_path / 'no-pip'} (no http-v2 directory); "
+            f"driftscan's kept originals {os.path.join(os.environ['DRIFTSCAN_CACHE_DIR'], 'originals')} "
+            "(none of its files kept); --fetch (not asked for); "
             f"--wheels {wheel} (rejected: {rejected.reason})")
 
 

@@ -112,7 +112,7 @@ def test_clean_report():
 
 
 def _lookup(name, version, source=None, path=None, reason=None, rejected=()):
-    copy = SimpleNamespace(source=SimpleNamespace(value=source), path=path) if source else None
+    copy = SimpleNamespace(source=SimpleNamespace(value=source), path=path, where=path) if source else None
     return SimpleNamespace(distribution=Distribution(name, version, "/m", "/s"), copy=copy, reason=reason,
                            rejected=[SimpleNamespace(source=SimpleNamespace(value=s), path=p, reason=r)
                                      for s, p, r in rejected])
