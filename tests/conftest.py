@@ -63,6 +63,15 @@ def private_driftscan_cache(tmp_path_factory):
     os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("no-user-config"))  # no ~/.config/driftscan
 
 
+@pytest.fixture(autouse=True)
+def no_kept_originals_between_tests():
+    """A checkpoint keeps the originals it verified in driftscan's cache, where later audits find
+    them. Tests share one cache per worker (the stat cache stays warm), so the kept originals one
+    test made are removed after it: another test's audit must not find an original it never had."""
+    yield
+    shutil.rmtree(os.path.join(os.environ["DRIFTSCAN_CACHE_DIR"], "originals"), ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory) -> Path:
     """Demo wheels built here plus a few small real packages downloaded once per session."""
