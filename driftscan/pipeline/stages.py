@@ -180,8 +180,12 @@ def verify_model_dirs(state: State) -> State:
     from ..modeldir import verify_model_dir  # see the top: a venv alone does not pay for it
 
     opts = state.options.model_dirs
+    # The cache named with --hf-cache is where originals of drifted local-dir files are looked
+    # for too; else huggingface_hub's own.
+    cache = state.options.targets.hf_cache or None
     results = tuple(verify_model_dir(p, deep=opts.deep, revision=opts.revision, manifest=opts.manifest,
-                                     jobs=state.options.jobs or default_jobs(), progress=state.progress)
+                                     jobs=state.options.jobs or default_jobs(), progress=state.progress,
+                                     hf_cache=cache)
                     for p in state.models)
     v = state.verification
     merged = dataclasses.replace(

@@ -300,6 +300,24 @@ def test_an_edited_blob_is_restored_from_the_same_blob_in_another_repository(tmp
     assert verify_model_dir(str(repo)).checks == () and verify_model_dir(str(other)).checks == ()
 
 
+def test_a_blob_edited_in_place_is_diffed_against_the_same_blob_in_another_repository(tmp_path):
+    other, repo, link, _ = _twin_repos(tmp_path, "config.json")
+    sm120_edit(snapshot(repo))  # through the links: this repository's blobs are the edited ones
+    result = verify_model_dir(str(repo))
+    changes = sm120_json_changes(result.checks)
+    assert changes["got"] == changes["want"]
+    assert verify_model_dir(str(other)).checks == ()  # only read, never written
+
+
+def test_without_an_intact_twin_an_edited_blob_has_no_json_changes(tmp_path):
+    other, repo, link, etag = _twin_repos(tmp_path, "config.json")
+    (other / "blobs" / etag).write_bytes(b'{"edited": "there too"}\n')
+    sm120_edit(snapshot(repo))
+    result = verify_model_dir(str(repo))
+    check = next(c for c in result.checks if c.path.endswith("/config.json"))
+    assert check.kind is DriftKind.MODIFIED and check.json_changes == () and check.diff is None
+
+
 def test_a_deleted_blob_is_copied_from_another_repository_without_a_checkpoint(tmp_path):
     other, repo, link, etag = _twin_repos(tmp_path, "generation_config.json")
     (repo / "blobs" / etag).unlink()

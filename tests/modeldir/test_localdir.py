@@ -92,6 +92,29 @@ def test_an_edited_cache_blob_is_not_taken_for_the_original(tmp_path):
     assert list(by_name["hf_quant_config.json"].json_changes) == SEED_CHANGES["hf_quant_config.json"]
 
 
+def test_an_edited_blob_in_one_repository_does_not_hide_an_intact_one_in_another(tmp_path):
+    cache = tmp_path / "hub"
+    edited = build_cache_repo(cache, seed_files(), repo_id="aaa/first-in-order")
+    build_cache_repo(cache, seed_files(), repo_id="zzz/second")
+    (edited / "blobs" / git_blob_sha1(seed_files()["config.json"])).write_bytes(dump_json({"poisoned": True}))
+    root = build_local_dir(tmp_path / "kimi", seed_files())
+    sm120_edit(root)
+    result = verify_model_dir(str(root), hf_cache=str(cache))
+    assert {rel(result, c): list(c.json_changes) for c in result.checks} == SEED_CHANGES
+
+
+def test_the_cache_named_to_the_audit_is_searched_for_originals(tmp_path):
+    from driftscan import api
+
+    cache = tmp_path / "hub"
+    build_cache_repo(cache, seed_files())
+    root = build_local_dir(tmp_path / "kimi", seed_files())
+    sm120_edit(root)
+    report = api.audit(model_dirs=[str(root)], hf_cache=str(cache))
+    got = {d.relpath: [dict(c) for c in d.json_changes] for d in report.drifts if d.path.startswith(str(root))}
+    assert got == SEED_CHANGES
+
+
 def test_text_file_drift_comes_with_a_diff(tmp_path):
     root = build_local_dir(tmp_path / "m", seed_files())
     write_manifest(str(root), build_manifest(str(root)), str(root / MANIFEST_NAME))

@@ -124,7 +124,31 @@ class _Snapshot:
         self.expects.append(Expect(
             rel, resolved, algorithm, etag if algorithm else None, expected=expected,
             source=f"its blob name (the {lfs}etag recorded at download)",
-            stale=_blob_stale(resolved, st.st_mtime), follow=True))
+            stale=_blob_stale(resolved, st.st_mtime), follow=True, original=self.same_blob_elsewhere(etag)))
+
+    def same_blob_elsewhere(self, etag: str) -> Callable[[], bytes | None]:
+        """The original of a blob edited in place (read only when it differs): the same blob in
+        another repository of the cache, read and checked against its etag in one pass."""
+        def read() -> bytes | None:
+            algorithm = etag_algorithm(etag)
+            if algorithm is None:
+                return None
+            for other in find_cache_repos(os.path.dirname(self.repo)):
+                if os.path.realpath(other) == os.path.realpath(self.repo):
+                    continue
+                blob = blob_in_cache([other], etag)
+                if blob is None or not inside(other, blob):
+                    continue
+                try:
+                    if os.path.islink(blob) or os.lstat(blob).st_size >= self.ctx.limit:
+                        continue
+                    digests, data, _ = hash_file(blob, (algorithm,), self.ctx.meter, keep=True, follow=False)
+                except OSError:
+                    continue
+                if digests[algorithm] == etag and data is not None:
+                    return data
+            return None
+        return read
 
     def foreign_link(self, rel: str, path: str, target: str, expected: FileState) -> None:
         try:

@@ -54,16 +54,19 @@ def original_finder(ctx: Context, etag: str, texts: dict[str, str], relpath: str
         text = texts.get(relpath)
         if text is not None and matches_etag(text.encode("utf-8"), etag):
             return text.encode("utf-8")
-        blob = blob_in_cache(ctx.cache_repos, etag)
-        if blob is None:
-            return None
-        try:
-            if os.path.getsize(blob) >= ctx.limit:
-                return None
-            digests, content, _ = hash_file(blob, (etag_algorithm(etag) or "sha256",), ctx.meter, keep=True)
-        except OSError:
-            return None
-        return content if etag in digests.values() else None  # an edited blob is no original
+        for repo in ctx.cache_repos:  # the first intact copy: one repository's may be edited
+            blob = blob_in_cache([repo], etag)
+            if blob is None:
+                continue
+            try:
+                if os.path.getsize(blob) >= ctx.limit:
+                    return None
+                digests, content, _ = hash_file(blob, (etag_algorithm(etag) or "sha256",), ctx.meter, keep=True)
+            except OSError:
+                continue
+            if etag in digests.values():
+                return content  # an edited blob is no original
+        return None
     return find
 
 
