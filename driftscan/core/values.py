@@ -70,13 +70,14 @@ class SourceKind(str, enum.Enum):
     PIP_CACHE = "pip-cache"
     FETCH = "fetch"
     KEPT = "kept"  # driftscan's own store of originals verified before (a checkpoint, a reapply)
+    BACKUP = "backup"  # a backup beside the edited file (x.bak, x.orig, x~) that matches RECORD
 
     @property
     def label(self) -> str:
         """How a reason names the source."""
         return {"direct_url": "direct_url.json's wheel", "wheels": "--wheels", "uv-cache": "uv's cache",
                 "pip-cache": "pip's cache", "fetch": "--fetch",
-                "kept": "driftscan's kept originals"}[self.value]
+                "kept": "driftscan's kept originals", "backup": "backups beside the files"}[self.value]
 
 
 class Area(str, enum.Enum):

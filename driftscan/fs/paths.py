@@ -103,3 +103,13 @@ def line_safe(model: _Report, keep: frozenset[str] = frozenset({"diff"})) -> _Re
 
     assert isinstance(model, BaseModel)  # not a dataclass: a pydantic model
     return cast(_Report, type(model).model_validate(clean(model.model_dump(mode="json"))))
+
+
+# The names people and tools give a backup beside a file they edit: `cp x x.bak`, patch's and
+# merge tools' x.orig, Emacs's and vim's x~.
+BACKUP_SUFFIXES = (".bak", ".orig", "~", ".backup")
+
+
+def backup_names(path: str) -> tuple[str, ...]:
+    """The sibling paths that would be backups of ``path``, in the order they are tried."""
+    return tuple(path + suffix for suffix in BACKUP_SUFFIXES)

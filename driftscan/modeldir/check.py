@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from typing import Any, cast
 
 from ..formats import jsondiff
+from ..fs.paths import backup_names
 from ..fs.reader import file_type, os_error
 from ..fs.reader import map_by_size
 from ..core.values import Area, DriftKind, FileCheck, FileState, Problem, Unverifiable
@@ -240,16 +241,40 @@ def to_check(ctx: Context, outcome: Outcome, *, evidence: str | None = None,
     json_changes: tuple[dict[str, Any], ...] = ()
     diff = None
     text = evidence if evidence is not None else outcome.evidence
-    if outcome.status == MODIFIED and outcome.content is not None and exp.original is not None:
-        original = exp.original()
+    if outcome.status == MODIFIED and outcome.content is not None:
+        original = exp.original() if exp.original is not None else None
+        backup = None
+        if original is None:
+            original, backup = _backup_original(ctx, exp)
         if original is not None:
             change = _describe(original, outcome.content, exp.relpath)
             json_changes, diff = change.json_changes, change.diff
             if change.total:
                 text += f"; {jsondiff.summary(change)}"
+            if backup is not None:
+                text += f"; original: {backup}, a backup beside it whose content hashes to {exp.source}"
     return FileCheck(kind or KIND[outcome.status], os.path.join(ctx.root, exp.relpath), ctx.root, None,
                      exp.expected.copy(), {**outcome.actual, **(extra_actual or FileState())}, text, area=Area.MODEL,
                      json_changes=json_changes, diff=diff)
+
+
+def _backup_original(ctx: Context, exp: Expect) -> tuple[bytes | None, str | None]:
+    """The content of a backup beside the file (``config.json.bak``, ``.orig``, ``~``) that hashes
+    to what the provenance expects, and its name; never a symlink, nothing outside the directory."""
+    if exp.algorithm is None or exp.digest is None:
+        return None, None
+    for name in backup_names(os.path.join(ctx.root, exp.relpath)):
+        try:
+            st = os.lstat(name)
+            if (not stat.S_ISREG(st.st_mode) or st.st_size >= ctx.limit
+                    or (exp.size is not None and st.st_size != exp.size) or ctx.outside(name) is not None):
+                continue
+            digests, data, _ = hash_file(name, (exp.algorithm,), Meter(), keep=True, follow=False)
+        except OSError:
+            continue
+        if digests.get(exp.algorithm) == exp.digest and data is not None:
+            return data, os.path.relpath(name, ctx.root)
+    return None, None
 
 
 def _describe(original: bytes, content: bytes, relpath: str) -> jsondiff.Change:

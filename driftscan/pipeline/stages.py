@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..caches.keys import cache_key
 from ..caches.statcache import NoCache, StatCache, user_cache_dir, write_dump_list
 from ..core.errors import TargetError
-from ..core.values import Drift, DriftKind, FileCheck, Problem, Target, TargetKind, Verification
+from ..core.values import Drift, DriftKind, FileCheck, Problem, SourceKind, Target, TargetKind, Verification
 from ..environment import resolve_target
 from ..environment.content import with_content_hashes
 from ..environment.fast.cleanindex import still_clean
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from ..modeldir import ModelDirResult
     from ..report.contract import Report
     from ..pristine import PristineOptions, PristineSet
+    from ..pristine.base import Lookup
+    from ..pristine.backups import BackupCopy
     from ..lint.rule import Rule
 
 NO_PYTHON = Target(kind=TargetKind.NONE, venv=None, site_packages=())
@@ -341,9 +343,26 @@ def compare_with_originals(state: State) -> State:
         found = stack.enter_context(find_pristine(needed, options)) if (needed or hold) else None
         checks = compare(v.checks, found, load, memo, rules.plugins)
         lookups = tuple(found.lookups()) if found is not None else ()
+        checks = _backups_named(checks, lookups)
         if hold:
             stack.pop_all()  # the Run owns them now
     return dataclasses.replace(state.with_checks(checks), lookups=lookups, originals=found if hold else None)
+
+
+def _backups_named(checks: list[FileCheck], lookups: Sequence[Lookup]) -> list[FileCheck]:
+    """An added backup (``x.py.bak``) that gave a file's verified original says so: it is the
+    original, not a stray file (and what a user may delete once the file is restored)."""
+    of: dict[str, str] = {}
+    for lookup in lookups:
+        copy = lookup.copy
+        if copy is not None and copy.source is SourceKind.BACKUP:
+            for path, backup in cast("BackupCopy", copy).chosen_items():
+                of[backup] = path
+    if not of:
+        return checks
+    return [dataclasses.replace(c, evidence=f"{c.evidence + '; ' if c.evidence else ''}a backup of {of[c.path]}: "
+                                             "its bytes match that file's RECORD row (the original)")
+            if c.kind is DriftKind.ADDED and c.path in of else c for c in checks]
 
 
 def _uv_cache_dir(state: State) -> str | None:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from ..environment.uv.cache import default_uv_cache
 from ..core.values import Distribution, MetadataKind, RecordEntry
 from .base import Lookup, PristineCopy, PristineOptions, Rejected
+from .backups import backup_candidate
 from .directurl import open_direct_url
 from .fetch import fetch_candidates
 from .kept import kept_candidate
@@ -112,6 +113,9 @@ class _Sources:
             notes.append(f"pip's cache ({_absent(self.options.pip_cache)})")
         else:
             yield from pip.candidates(dist, notes)
+        backup = backup_candidate(dist, wanted, notes)
+        if backup is not None:
+            yield backup
         kept = kept_candidate(dist, wanted, notes)
         if kept is not None:
             yield kept
@@ -189,7 +193,8 @@ def find_pristine(needed: Needed, options: PristineOptions,
                   progress: Callable[[str], None] | None = None) -> PristineSet:
     """The original files of each distribution in ``needed`` (its drifted RECORD rows), from the
     first source whose copy of every row verifies: the wheel direct_url.json names, ``--wheels``
-    directories, uv's cache, pip's HTTP cache, driftscan's kept originals, then (only with
+    directories, uv's cache, pip's HTTP cache, backups beside the drifted files (``x.bak``,
+    ``x.orig``, ``x~``), driftscan's kept originals, then (only with
     ``fetch``) ``pip download``.
     ``needed`` may also be (distribution, rows) pairs: a Distribution with a direct_url cannot
     be a dict key."""

@@ -101,7 +101,7 @@ class FindingOut(DataModel):
 
 @datamodel
 class PristineRefOut(DataModel):
-    source: str = field(metadata=describe("direct_url | wheels | uv-cache | pip-cache | kept | fetch"))
+    source: str = field(metadata=describe("direct_url | wheels | uv-cache | pip-cache | backup | kept | fetch"))
     path: str
 
 
@@ -118,7 +118,7 @@ class PristineOut(DataModel):
 
     distribution: str
     version: str
-    source: str | None = field(default=None, metadata=describe("direct_url | wheels | uv-cache | pip-cache | kept | fetch"))
+    source: str | None = field(default=None, metadata=describe("direct_url | wheels | uv-cache | pip-cache | backup | kept | fetch"))
     path: str | None = None
     reason: str | None = field(default=None, metadata=describe(
         "when no source (or only part of one) was found: why"))

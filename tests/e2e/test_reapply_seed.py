@@ -377,6 +377,47 @@ def test_no_original_is_refused_then_found_in_wheels_and_merged_onto_an_upgrade(
     assert code & EXIT_INCOMPLETE and report["files"][0]["status"] == "refused", report
 
 
+def test_backups_kept_beside_the_edited_files_are_the_originals_for_audit_checkpoint_and_reapply(
+        tmp_path, tmp_path_factory, house):
+    """`cp x x.bak` (or .orig, ~) before editing, as people do: no --wheels, empty caches, yet the
+    audit diffs against the backups, the checkpoint holds them as originals and reapply merges the
+    edits onto an upgrade."""
+    env = own_env(tmp_path)
+    venv = pip_venv(tmp_path_factory, "seed-backups")
+    wheels = str(house["1.0"].parent)
+    install(venv, wheels, "seedpkg==1.0")
+    site = site_of(venv)
+    for rel, suffix in zip(EDITS, (".bak", ".orig", "~", ".bak")):
+        shutil.copyfile(site / rel, site / f"{rel}{suffix}")
+    (site / f"{CONFIG}.bak").write_text("# a backup taken after the edit is no original\n")
+    (site / f"{CONFIG}.orig").write_bytes((site / CONFIG).read_bytes())  # the one that is
+    edit_in_place(site)
+
+    proc = cli("audit", "--venv", str(venv), "--format", "json", env=env)
+    report = json.loads(proc.stdout)
+    pristine = next(p for p in report["pristine"] if p["distribution"] == "seedpkg")
+    assert pristine["source"] == "backup", pristine
+    drifts = {d["relpath"]: d for d in report["drifts"]}
+    for rel in EDITS:
+        assert drifts[rel]["diff"], rel
+        assert drifts[rel]["pristine"]["source"] == "backup"
+    assert "a backup of seedpkg/weights.py" in drifts[f"{WEIGHTS}.orig"]["evidence"]
+    assert "a backup of" not in drifts[f"{CONFIG}.bak"]["evidence"]  # it does not match: just added
+
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        written = api.checkpoint(str(tmp_path / "cp"), str(venv))
+    assert all(f.original is not None for f in written.index.files if f.kind == "modified")
+    install(venv, wheels, "--upgrade", "seedpkg==1.1")
+    for rel in EDITS:  # pip leaves files no RECORD lists: the backups are still there, still 1.0's
+        assert (site / f"{rel}{'.orig' if rel in (WEIGHTS, CONFIG) else '.bak' if rel == ATTN else '~'}").exists()
+    code, report = reapply(str(tmp_path / "cp"), "--yes", env=env)
+    assert code == 0, report
+    assert by_rel(report)[CONFIG]["action"] == "merge" and by_rel(report)[CONFIG]["status"] == "applied"
+    assert_result(site, "1.1")
+
+
 def test_partial_applies_the_clean_hunks_and_writes_the_rej_beside_the_checkpoint(tmp_path, tmp_path_factory, house):
     env = own_env(tmp_path)
     venv = pip_venv(tmp_path_factory, "seed-partial")

@@ -115,6 +115,31 @@ def test_the_cache_named_to_the_audit_is_searched_for_originals(tmp_path):
     assert got == SEED_CHANGES
 
 
+@pytest.mark.parametrize("suffix", [".bak", ".orig", "~"])
+def test_a_backup_beside_the_file_with_the_recorded_content_is_its_original(tmp_path, suffix):
+    root = build_local_dir(tmp_path / "kimi", seed_files())
+    for name in ("config.json", "hf_quant_config.json"):
+        (root / f"{name}{suffix}").write_bytes((root / name).read_bytes())
+    sm120_edit(root)
+    result = verify_model_dir(str(root), hf_cache="")
+    modified = [c for c in result.checks if c.kind is DriftKind.MODIFIED]
+    assert {rel(result, c): list(c.json_changes) for c in modified} == SEED_CHANGES
+    assert all(f"original: {os.path.basename(c.path)}{suffix}, a backup beside it" in c.evidence for c in modified)
+
+
+def test_a_backup_that_does_not_hash_to_the_etag_or_is_a_link_is_no_original(tmp_path):
+    root = build_local_dir(tmp_path / "kimi", seed_files())
+    (root / "config.json.bak").write_bytes((root / "config.json").read_bytes().replace(b"8", b"9"))
+    outside = tmp_path / "outside.json"
+    outside.write_bytes((root / "hf_quant_config.json").read_bytes())  # the right bytes, outside
+    os.symlink(outside, root / "hf_quant_config.json.orig")
+    sm120_edit(root)
+    result = verify_model_dir(str(root), hf_cache="")
+    modified = [c for c in result.checks if c.kind is DriftKind.MODIFIED]
+    assert len(modified) == 2 and all(c.json_changes == () and "a backup beside it" not in c.evidence
+                                      for c in modified)
+
+
 def test_text_file_drift_comes_with_a_diff(tmp_path):
     root = build_local_dir(tmp_path / "m", seed_files())
     write_manifest(str(root), build_manifest(str(root)), str(root / MANIFEST_NAME))

@@ -157,7 +157,7 @@ def test_labels_and_error_text():
     assert {kind: kind.label for kind in SourceKind} == {
         SourceKind.DIRECT_URL: "direct_url.json's wheel", SourceKind.WHEELS: "--wheels",
         SourceKind.UV_CACHE: "uv's cache", SourceKind.PIP_CACHE: "pip's cache", SourceKind.FETCH: "--fetch",
-        SourceKind.KEPT: "driftscan's kept originals"}
+        SourceKind.KEPT: "driftscan's kept originals", SourceKind.BACKUP: "backups beside the files"}
     assert error_text(OSError(2, "No such file or directory")) == "No such file or directory"
     assert error_text(ValueError("bad\n  zip")) == "ValueError: bad zip"
     assert error_text(KeyError()) == "KeyError"

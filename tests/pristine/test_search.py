@@ -90,6 +90,7 @@ def test_nothing_found_names_everything_tried(tmp_path):
             "no original of pkg 1.0 found; tried direct_url (no direct_url.json); "
             f"uv's cache {tmp_path / 'no-uv'} (no archive of pkg-1.0.dist-info); "
             f"pip's cache {tmp_path / 'no-pip'} (no http-v2 directory); "
+            "backups beside the files (no *.bak, *.orig, *~, *.backup of the same size); "
             f"driftscan's kept originals {os.path.join(os.environ['DRIFTSCAN_CACHE_DIR'], 'originals')} "
             "(none of its files kept); --fetch (not asked for); "
             f"--wheels {wheel} (rejected: {rejected.reason})")
