@@ -219,7 +219,8 @@ def _compare(check: FileCheck, original: bytes, originals_found: _OriginalFindin
         ranges, cut = changed_ranges(original, current)
         check = replace(check, byte_ranges=tuple(ranges),
                         evidence=check.evidence + ("; " if check.evidence else "")
-                        + f"binary: {len(ranges)}{'+' if cut else ''} changed byte {plural(len(ranges) + cut, 'range')}")
+                        + f"binary: {len(ranges)}{'+' if cut else ''} changed byte "
+                          f"{plural(len(ranges) + cut, 'range')}")
     if check.findings and check.path.endswith((".py", ".pyw")):
         before = originals_found(original, check.path)
         if before is not None:  # None: a rule's bug or a parse out of budget; the origin stays unknown

@@ -809,8 +809,7 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
             f"the environment written to is the one the checkpoint names, {printable(target.venv or root)}: checked "
             f"to be that environment (same prefix{', a pyvenv.cfg' if target.venv else ''}, "
             f"{count(sum(1 for d in dists if d.entries), 'distribution')} with a RECORD); only files a RECORD of it "
-            "lists, "
-            "and added files that are absent in a directory a RECORD of it lists, are written")
+            "lists, and added files that are absent in a directory a RECORD of it lists, are written")
     ledger = _load_ledger(root)
     names = NameIndex(checkpoint, index, root, roots)
     wanted = [o.strip("/") for o in only]
@@ -836,9 +835,10 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
         left = recheck(d.path for d in index.dumps)
         if left.paths:
             shown = ", ".join(printable(p) for p in left.paths[:3]) + (", …" if len(left.paths) > 3 else "")
+            are, them = ("is", "it") if len(left.paths) == 1 else ("are", "them")
             plan.report.notes.append(f"{len(left.paths):,} of the {count(len(index.dumps), 'dump file')} the "
-                                     f"checkpoint lists {'is' if len(left.paths) == 1 else 'are'} still on disk ({readable(left.total_bytes)}: {shown}); no "
-                                     "reinstall or reapply removes them (review, then delete)")
+                                     f"checkpoint lists {are} still on disk ({readable(left.total_bytes)}: "
+                                     f"{shown}); no reinstall or reapply removes {them} (review, then delete)")
     return plan
 
 

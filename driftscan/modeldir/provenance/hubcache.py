@@ -148,8 +148,8 @@ class _Snapshot:
         etag = exp.expected["blob"]
         others = sorted(k for k in self.links.get(etag, {}) if k != f"{self.commit}/{exp.relpath}")
         evidence = (f"{outcome.evidence}: blobs/{etag} was edited in place (through the snapshot symlink)"
-                    + (f"; {count(len(others), 'other snapshot link')} {'sees' if len(others) == 1 else 'see'} the same edit"
-                       if others else ""))
+                    + (f"; {count(len(others), 'other snapshot link')} {'sees' if len(others) == 1 else 'see'} "
+                       "the same edit" if others else ""))
         extra: FileState | None = {"also_linked_by": others} if others else None
         return to_check(self.ctx, outcome, evidence=evidence, extra_actual=extra)
 
