@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from .caches.location import refuse_inside
 from .core.errors import ConfigError, DriftscanError, TargetError
+from .core.units import count
 from .core.values import Drift, LayoutKind, MetadataKind, Problem, Target, Verification
 from .environment import find_distributions, resolve_target
 from .environment.reinstall_source import parse_source
@@ -268,9 +269,11 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, optio
                                                    [r.root for r in result.model_dirs], max_copy=max_copy)
             report.checkpoint = written.path
             if written.index.partial:
-                report.notes.append(f"the checkpoint is partial: {len(written.index.incomplete)} modified package "
-                                    "file(s) saved without an original or a patch (reapply cannot tell their fix from "
-                                    "debug code); to complete it: " + " ; ".join(written.index.complete_with))
+                unsaved = len(written.index.incomplete)
+                report.notes.append(f"the checkpoint is partial: {count(unsaved, 'modified package file')} saved "
+                                    "without an original or a patch (reapply cannot tell "
+                                    f"{'its' if unsaved == 1 else 'their'} fix from debug code); to complete it: "
+                                    + " ; ".join(written.index.complete_with))
             restoring.keep_unsaved(planned, written.index)
             restoring.apply_restore(planned, root or "", progress)
         elif yes:
@@ -455,7 +458,7 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
     if report.checkpoint.at_risk:
         lacking = report.checkpoint.at_risk
         refusals.append(guarding.Refusal(
-            reason=(f"the checkpoint is partial: {len(lacking)} file(s) the command may wipe that it could not "
+            reason=(f"the checkpoint is partial: {count(len(lacking), 'file')} the command may wipe that it could not "
                     f"bring back ({'; '.join(lacking[:5])}{' …' if len(lacking) > 5 else ''})"),
             command=report.checkpoint.complete_with[0] if report.checkpoint.complete_with else None))
     if refusals and not force:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..core.errors import DriftscanError
+from ..core.units import count as n_of
 from .inputs import (AS_REFERENCE, BY_NAME, EXTERNAL, Fact, InputError, InputKind, Key, Machine, State, canonical,
                      kind_of, load)
 from .model import (CompareReport, InputErrorOut, MachineOut, MissingRootOut, OutlierOut, SkewMachineOut,
@@ -384,7 +385,8 @@ def _notes(machines: list[Machine]) -> list[str]:
     notes = []
     old = [m.name for m in machines if m.source is InputKind.REPORT and m.versions is None]
     if old:
-        notes.append(f"{len(old)} report(s) list no distributions (an older driftscan): their versions are not "
+        notes.append(f"{n_of(len(old), 'report')} {'lists' if len(old) == 1 else 'list'} no distributions (an older "
+                     "driftscan): their versions are not "
                      f"compared, e.g. {old[0]}")
     for m in machines:
         if m.skipped_entries:

@@ -30,3 +30,10 @@ def size(n: float) -> str:
         if n / scale < 999.95 or unit == "GB":  # 999,999 bytes is "1.0 MB", not "1000.0 KB"
             return f"{n / scale:.1f} {unit}"
     raise AssertionError("unreachable")
+
+
+def size_change(old: int, new: int) -> str:
+    """A size that changed, readable: "1.2 KB → 3.4 KB"; bytes, when the readable sizes would read
+    the same ("1,234 → 1,236 bytes", never "1.2 KB → 1.2 KB")."""
+    before, after = size(old), size(new)
+    return f"{before} → {after}" if before != after or old == new else f"{old:,} → {new:,} bytes"

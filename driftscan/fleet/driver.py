@@ -42,6 +42,7 @@ from .. import __version__
 from ..fs.atomic import write_atomic
 from ..compare import CompareError, compare_files
 from ..core.errors import DriftscanError
+from ..core.units import count
 from ..report.contract import Report
 from . import probe as probe_module
 from .answers import BadAnswer, probe_answer, task_answer
@@ -322,5 +323,5 @@ def _finish(result: FleetResult, nodes: dict[str, NodeOut], answers: dict[str, A
                     if out.summary is not None and out.node_id in files_by:
                         out.summary["files"] = files_by[out.node_id]
     else:
-        result.notes.append(f"{len(files)} node(s) answered: nothing to compare")
+        result.notes.append(f"{count(len(files), 'node')} answered: nothing to compare")
     return result

@@ -27,6 +27,7 @@ from ..formats import jsondiff
 from ..fs.paths import backup_names
 from ..fs.reader import file_type, os_error
 from ..fs.reader import map_by_size
+from ..core.units import size_change
 from ..core.values import Area, DriftKind, FileCheck, FileState, Problem, Unverifiable
 from .hashing import Meter as Meter, hash_file  # Meter re-exported: snapshot.run
 
@@ -173,7 +174,7 @@ def large_unread_outcome(exp: Expect, st: os.stat_result) -> Outcome:
     """The verdict on a large file left unread (no --deep): its size, then its mtime, then its mode."""
     actual: FileState = {"size": st.st_size, "mtime": iso(st.st_mtime)}
     if exp.size is not None and st.st_size != exp.size:
-        return Outcome(exp, MODIFIED, actual, f"size {st.st_size} differs from the {exp.size} in {exp.source}"
+        return Outcome(exp, MODIFIED, actual, f"size differs from {exp.source}: {size_change(exp.size, st.st_size)}"
                        " (content not read)")
     reason = exp.stale(st) if exp.stale is not None else None
     if reason:
@@ -210,7 +211,7 @@ def _hash_phase(exp: Expect, todo: _ToHash, ctx: Context) -> Outcome:
                               "mtime": iso(st.st_mtime)})
     evidence = f"{DIGEST_NAME[exp.algorithm]} differs from {exp.source}"  # type: ignore[index]
     if exp.size is not None and st.st_size != exp.size:
-        evidence += f" (size {exp.size} → {st.st_size})"
+        evidence += f" (size {size_change(exp.size, st.st_size)})"
     return Outcome(exp, MODIFIED, actual, evidence, content)
 
 

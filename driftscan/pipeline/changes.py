@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Union
 
 from ..fs.reader import inside, read_regular
 from ..formats.jsondiff import as_text, describe
+from ..core.units import plural
 from ..core.values import Area, Distribution, Drift, DriftKind, FileCheck, Finding, Origin, PristineRef, RecordEntry
 from ..environment.files import expected_of
 from ..environment.ownership import is_bytecode, is_virtualenv_style_row
@@ -218,7 +219,8 @@ def _compare(check: FileCheck, original: bytes, originals_found: _OriginalFindin
         ranges, cut = changed_ranges(original, current)
         check = replace(check, byte_ranges=tuple(ranges),
                         evidence=check.evidence + ("; " if check.evidence else "")
-                        + f"binary: {len(ranges)}{'+' if cut else ''} changed byte range(s)")
+                        + f"binary: {len(ranges)}{'+' if cut else ''} changed byte "
+                          f"{plural(len(ranges) + cut, 'range')}")
     if check.findings and check.path.endswith((".py", ".pyw")):
         before = originals_found(original, check.path)
         if before is not None:  # None: a rule's bug or a parse out of budget; the origin stays unknown

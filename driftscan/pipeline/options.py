@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
+from ..core.units import plural
+
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
@@ -128,7 +130,7 @@ def options_of(venv: str | None = None, site_packages: Sequence[str] = (), /,
     """``AuditOptions`` from the keyword settings; an unknown keyword is a TypeError, as for any function."""
     unknown = set(s) - set(AuditSettings.__annotations__)
     if unknown:
-        raise TypeError(f"unknown audit setting(s): {', '.join(sorted(unknown))}")
+        raise TypeError(f"unknown audit {plural(len(unknown), 'setting')}: {', '.join(sorted(unknown))}")
     return AuditOptions(
         targets=Targets(venv=venv, site_packages=tuple(site_packages), model_dirs=tuple(s.get("model_dirs", ())),
                         hf_cache=s.get("hf_cache"), include_environment=s.get("include_environment", False),

@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field, ValidationError
 from .._version import __version__
 from ..environment.target import environment_roots
 from ..core.errors import ConfigError
+from ..core.units import count
 from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error, read_regular
 from ..pipeline.changes import file_by_file, record_rows
 from ..core.values import Area, Drift, DriftKind, FileCheck, Origin, RecordEntry, Scope, SourceKind, Target
@@ -600,7 +601,7 @@ def _first_error(exc: ValidationError) -> str:
     first = errors[0]
     where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]).lstrip(".")
     got = printable(repr(first["input"])[:80]) if first["type"] not in ("missing", "json_invalid") else ""
-    more = f"; {len(errors) - 1} more problem(s)" if len(errors) > 1 else ""
+    more = f"; {count(len(errors) - 1, 'more problem')}" if len(errors) > 1 else ""
     return f"{where or 'index'}: {printable(first['msg'])}" + (f" (found {got})" if got else "") + more
 
 

@@ -60,7 +60,7 @@ from ..pipeline.changes import record_rows
 from .checkpoint import CheckpointFile, CheckpointIndex, environment_root, saved_path
 from ..environment.target import environment_roots
 from ..core.errors import ConfigError
-from ..core.units import size as readable
+from ..core.units import count, plural, size as readable
 from .excise import excise, own_nodes, statement_blocks
 from ..fs.reader import inside, os_error, read_regular
 from ..pristine.kept import OriginalFinder, keep, kept, matches
@@ -808,8 +808,8 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
         plan.report.notes.append(
             f"the environment written to is the one the checkpoint names, {printable(target.venv or root)}: checked "
             f"to be that environment (same prefix{', a pyvenv.cfg' if target.venv else ''}, "
-            f"{sum(1 for d in dists if d.entries)} distribution(s) with a RECORD); only files a RECORD of it lists, "
-            "and added files that are absent in a directory a RECORD of it lists, are written")
+            f"{count(sum(1 for d in dists if d.entries), 'distribution')} with a RECORD); only files a RECORD of it "
+            "lists, and added files that are absent in a directory a RECORD of it lists, are written")
     ledger = _load_ledger(root)
     names = NameIndex(checkpoint, index, root, roots)
     wanted = [o.strip("/") for o in only]
@@ -827,16 +827,18 @@ def plan_reapply(checkpoint: str, index: CheckpointIndex, target: Target, dists:
             finder.close()
     skipped_model = sum(1 for f in index.files if not f.in_env)
     if skipped_model:
-        plan.report.notes.append(f"{skipped_model} model-directory file(s) not re-applied: no reinstall touches "
-                                 "a model directory (their copies are in the checkpoint's files/)")
+        copies = "its copy is" if skipped_model == 1 else "their copies are"
+        plan.report.notes.append(f"{count(skipped_model, 'model-directory file')} not re-applied: no reinstall "
+                                 f"touches a model directory ({copies} in the checkpoint's files/)")
     if index.dumps:
         # The code that wrote them may be gone since the reinstall: the checkpoint's list says where.
         left = recheck(d.path for d in index.dumps)
         if left.paths:
             shown = ", ".join(printable(p) for p in left.paths[:3]) + (", …" if len(left.paths) > 3 else "")
-            plan.report.notes.append(f"{len(left.paths)} of the {len(index.dumps)} dump file(s) the checkpoint "
-                                     f"lists are still on disk ({readable(left.total_bytes)}: {shown}); no "
-                                     "reinstall or reapply removes them (review, then delete)")
+            are, them = ("is", "it") if len(left.paths) == 1 else ("are", "them")
+            plan.report.notes.append(f"{len(left.paths):,} of the {count(len(index.dumps), 'dump file')} the "
+                                     f"checkpoint lists {are} still on disk ({readable(left.total_bytes)}: "
+                                     f"{shown}); no reinstall or reapply removes {them} (review, then delete)")
     return plan
 
 
@@ -1155,10 +1157,11 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
         item.status = Status.PARTIAL
         there = os.path.exists(split.rej_file)
         item.rej = printable(split.rej_file) if there else None
-        item.reason = (f"the file already holds the {split.clean} clean hunk(s) (an earlier --partial); the "
-                       f"{len(split.conflicts)} conflicting hunk(s) are not applied: "
-                       + (f"they are in {printable(split.rej_file)}" if there else
-                          "their .rej is gone (the checkpoint's patch has them)"))
+        one = len(split.conflicts) == 1
+        item.reason = (f"the file already holds the {count(split.clean, 'clean hunk')} (an earlier --partial); the "
+                       f"{count(len(split.conflicts), 'conflicting hunk')} {'is' if one else 'are'} not applied: "
+                       + (f"{'it is' if one else 'they are'} in {printable(split.rej_file)}" if there else
+                          f"the .rej is gone (the checkpoint's patch has {'it' if one else 'them'})"))
         return
     if not _is_original(path, dist):
         item.status = Status.CONFLICT
@@ -1176,17 +1179,18 @@ def _plan_patched_item(plan: ReapplyPlan, item: ReapplyFile, dist: Distribution 
             if not options.partial or split.partial_text is None:
                 item.status = Status.CONFLICT
                 if split.partial_text is not None:
-                    item.reason = (f"{n} conflicting hunk(s): nothing applied to this file; --partial would apply "
-                                   f"the {split.clean} clean hunk(s) and write the conflicting one(s) to "
-                                   f"{printable(split.rej_file)}")
+                    item.reason = (f"{count(n, 'conflicting hunk')}: nothing applied to this file; --partial "
+                                   f"would apply the {count(split.clean, 'clean hunk')} and write the conflicting "
+                                   f"{plural(n, 'one')} to {printable(split.rej_file)}")
                 else:
-                    item.reason = f"{n} conflicting hunk(s) and no clean one: nothing applied"
+                    item.reason = f"{count(n, 'conflicting hunk')} and no clean one: nothing applied"
                 return
             result = split.partial_text
             rej = (split.rej_file, split.rej_text)
             item.rej = printable(split.rej_file)
-            item.reason = (f"--partial: the {split.clean} clean hunk(s) go into the file, the {n} conflicting "
-                           f"one(s) to {printable(split.rej_file)}")
+            item.reason = (f"--partial: the {count(split.clean, 'clean hunk')} "
+                           f"{'goes' if split.clean == 1 else 'go'} into the file, the {n:,} conflicting "
+                           f"{plural(n, 'one')} to {printable(split.rej_file)}")
         else:
             result = merged.text or ""
     if result == current:

@@ -30,7 +30,7 @@ from ..core.values import Origin
 from ..report.contract import SCOPE_ORDER, DriftOut, Report, pristine_of
 from .sarif import accepted_reason
 from .text import DIFF_TOO_LARGE, summary_line
-from ..core.units import plural, size as readable
+from ..core.units import plural, size as readable, size_change
 
 MAX_BYTES = 1_000_000  # GitHub: "$GITHUB_STEP_SUMMARY upload aborted, supports content up to a size of 1024k"
 COLLAPSE_OVER = 10  # added files under one top-level directory shown as one row beyond this
@@ -102,7 +102,7 @@ def _detail(d: DriftOut, counts: tuple[int, int] | None) -> str:
         if d.byte_ranges:
             return f"binary: {_n(len(d.byte_ranges), 'changed byte range')}"
         if isinstance(e.get("size"), int) and isinstance(a.get("size"), int) and e["size"] != a["size"]:
-            return f"size {e['size']:,} → {a['size']:,}"
+            return f"size {size_change(e['size'], a['size'])}"
         return "content differs"
     if kind == "type-changed":
         return f"was a {esc(e.get('type', 'file'))}, now a {esc(a.get('type', '?'))}"

@@ -103,7 +103,7 @@ def render_checkpoint_text(written: Written, allow_partial: bool = False) -> str
                  f"{sum(1 for f in modified if f.has_original)} of {n_of(len(modified), 'modified package file')} "
                  f"with a verified original{dumps}")
     if written.kept or written.not_kept:
-        lines.append(f"kept {written.kept} verified original(s) in {one_line(written.kept_dir or '')} for later audits "
+        lines.append(f"kept {n_of(written.kept, 'verified original')} in {one_line(written.kept_dir or '')} for later audits "
                      "and reapplies without --wheels" + (f"; {len(written.not_kept)} not kept: "
                                                          + one_line("; ".join(written.not_kept[:3])) if written.not_kept else ""))
     if index.partial:

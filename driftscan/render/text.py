@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.values import Origin
 from ..report.contract import DriftOut, Report, pristine_of
-from ..core.units import plural, size
+from ..core.units import plural, size, size_change
 
 DIFF_TOO_LARGE = "diff too large: "  # how a diff past its budget begins (formats/linediff.py)
 
@@ -39,7 +39,7 @@ def _detail(d: DriftOut) -> str:
         if d.byte_ranges:
             return f"binary: {len(d.byte_ranges)} changed byte range{'s' if len(d.byte_ranges) != 1 else ''}"
         if "size" in e and "size" in a and e["size"] != a["size"]:
-            return f"size {e['size']} → {a['size']}"
+            return f"size {size_change(e['size'], a['size'])}"
         return "content differs" + (f" (hard links: {a['nlink']})" if a.get("nlink") else "")
     if d.kind.value == "type-changed":
         target = f" → {a['target']}" if a.get("target") else ""

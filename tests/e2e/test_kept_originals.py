@@ -76,7 +76,7 @@ def test_a_checkpoint_keeps_the_originals_a_later_audit_without_wheels_uses(tmp_
     proc = cli("checkpoint", "--venv", str(venv), "--wheels", str(house), "-o", str(cp), env=env)
     assert proc.returncode == 0, proc.stderr
     store = Path(env["DRIFTSCAN_CACHE_DIR"]) / "originals"
-    assert f"kept 1 verified original(s) in {store}" in proc.stdout, proc.stdout
+    assert f"kept 1 verified original in {store}" in proc.stdout, proc.stdout
     kept_files = [p for p in store.iterdir() if not p.name.endswith(".from")]
     assert [p.read_text() for p in kept_files] == [ORIGINAL]
 

@@ -79,7 +79,7 @@ def test_rows_naming_paths_outside_the_archive_are_not_opened(cache):
     result = a.audit_archives(str(cache))
     assert result.checks == ()
     [problem] = result.errors
-    assert "2 RECORD row(s) of the uv cache archive name a path outside it" in problem.message
+    assert "2 RECORD rows of the uv cache archive name a path outside it" in problem.message
 
 
 def test_archives_that_cannot_be_checked_are_problems_and_the_rest_goes_on(cache):
@@ -140,7 +140,8 @@ def test_archives_of_uv_installed_distributions(cache):
     assert [i.entry for i in index] == [str(link)]
     assert unfound == [dists[1]]
     note = a.unchecked_note(str(cache), unfound, exists=True)
-    assert "has no archive in its wheel index for them" in note.message and "lost 2.0" in note.message
+    assert "has no archive in its wheel index for it: the cache copies of 1 uv-installed distribution (" \
+        in note.message and "lost 2.0" in note.message and "the cache it was installed from" in note.message
     assert a.unchecked_note(str(cache), [], exists=True) is None
 
 

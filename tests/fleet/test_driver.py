@@ -57,4 +57,4 @@ def test_late_bad_and_hostile_answers(tmp_path):
     assert by_id[B].status == "failed" and by_id[B].error.startswith("its report does not parse: ")
     assert by_id[E].status == "ok" and by_id[E].report_file is None, "not kept: no file named"
     assert os.listdir(tmp_path) == ["node-0.json"], "a node id that is not Ray's hex is never a file name"
-    assert result.notes == ["1 node(s) answered: nothing to compare"] and result.comparison is None
+    assert result.notes == ["1 node answered: nothing to compare"] and result.comparison is None

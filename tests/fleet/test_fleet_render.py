@@ -9,7 +9,7 @@ from driftscan.fleet.render import FLEET_RENDERERS, render_fleet_markdown, rende
 
 
 def _result() -> FleetResult:
-    return FleetResult(kind="report", notes=["1 node(s) answered: nothing to compare"], nodes=[
+    return FleetResult(kind="report", notes=["1 node answered: nothing to compare"], nodes=[
         NodeOut(node_id="0123456789abcdef", hostname="gpu-01", status="ok", target="/srv/venv",
                 chosen_because="--venv", summary={"drifts": 2, "by_kind": {"modified": 1, "added": 1}},
                 shipped=["driftscan", "xxhash"], report_file="/r/0123.json"),
@@ -30,7 +30,7 @@ def test_text_lists_every_node():
     assert any(line.startswith("  unreachable node aaaaaaaaaaaa (?)") and line.endswith(": unreachable")
                for line in lines)
     assert any("snapshot of 10 files" in line for line in lines)
-    assert "note: 1 node(s) answered: nothing to compare" in lines
+    assert "note: 1 node answered: nothing to compare" in lines
 
 
 def test_values_from_a_node_cannot_fake_lines():

@@ -41,7 +41,8 @@ def test_a_small_file_that_differs_is_modified_with_its_content_kept(tmp_path):
     [outcome] = run([expect(tmp_path, "config.json", old, size=len(old))], ctx_for(tmp_path))
     assert outcome.status == MODIFIED and outcome.content == new
     assert outcome.actual["git_blob_sha1"] == git_blob_sha1(new) and outcome.actual["size"] == len(new)
-    assert outcome.evidence == f"git blob sha1 differs from the test's record (size {len(old)} → {len(new)})"
+    assert outcome.evidence == (f"git blob sha1 differs from the test's record "
+                                f"(size {len(old)} bytes → {len(new)} bytes)")
 
 
 def test_a_missing_file_is_reported_without_reading(tmp_path):
@@ -57,7 +58,8 @@ def test_a_large_file_of_the_wrong_size_is_modified_without_being_read(tmp_path)
     exp = expect(tmp_path, "model.safetensors", b"never compared", algorithm="sha256", size=size + 1)
     [outcome] = run([exp], ctx)
     assert outcome.status == MODIFIED and outcome.actual["size"] == size
-    assert outcome.evidence == f"size {size} differs from the {size + 1} in the test's record (content not read)"
+    # 10.5 MB on both sides: the bytes say which way it changed
+    assert outcome.evidence == f"size differs from the test's record: {size + 1:,} → {size:,} bytes (content not read)"
     assert ctx.meter.read == 0 and ctx.meter.unread_large == 1
 
 

@@ -60,7 +60,7 @@ def test_edit_seen_from_every_snapshot_sharing_the_blob(tmp_path):
         f.write(" ")
     [check] = verify_model_dir(str(repo)).checks
     assert check.actual["also_linked_by"] == [f"{COMMIT_2}/generation_config.json"]
-    assert "1 other snapshot link(s) see the same edit" in check.evidence
+    assert "1 other snapshot link sees the same edit" in check.evidence
 
 
 def test_sed_i_replaces_the_symlink_and_the_blob_is_the_original(repo):

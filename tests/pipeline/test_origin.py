@@ -274,7 +274,7 @@ def test_no_source_found_origin_is_null(venv, env):
     assert "original: none found (no original of orpkg 1.0 found" in text
     assert not UPSTREAM_MARK.search(text) and "not shown: --show-upstream" not in text
     model = next(ln for ln in text.splitlines() if ln.strip().startswith("modified") and "orpkg/model.py" in ln)
-    assert re.search(r"\(size \d+ → \d+\)$", model), model  # no original: no line counts to give
+    assert re.search(r"\(size \d+ bytes → \d+ bytes\)$", model), model  # no original: no line counts to give
 
 
 def test_no_pristine_origin_is_null_and_says_why(venv, wheels, env):

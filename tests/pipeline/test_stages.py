@@ -59,7 +59,7 @@ def test_the_reason_an_environment_was_chosen_is_in_the_report(drifted):
 def test_options_and_keywords_do_not_mix_and_unknown_keywords_are_refused(drifted):
     with pytest.raises(TypeError, match="not both"):
         api.audit(str(drifted), options=AuditOptions())
-    with pytest.raises(TypeError, match="unknown audit setting"):
+    with pytest.raises(TypeError, match="unknown audit setting: report_only"):
         options_of(str(drifted), (), report_only=True)  # type: ignore[call-arg]
     with pytest.raises(dataclasses.FrozenInstanceError):
         AuditOptions().jobs = 3  # type: ignore[misc]

@@ -322,8 +322,8 @@ def test_the_dump_list_is_saved_in_the_checkpoint(tmp_path, wheels):
     (dumps / "nomla_0.pt").unlink()
     os.chmod(dumps / "nomla_1.pt", 0o755)  # executable now: not a dump by the file rules
     notes = json.loads(cli("reapply", str(cp), "--venv", str(venv), "--format", "json", env=env).stdout)["notes"]
-    [note] = [n for n in notes if "dump file(s)" in n]
-    assert note.startswith("1 of the 3 dump file(s) the checkpoint lists are still on disk") and "nomla_2.pt" in note
+    [note] = [n for n in notes if "dump files" in n]
+    assert note.startswith("1 of the 3 dump files the checkpoint lists is still on disk") and "nomla_2.pt" in note
 
 
 def test_the_dry_run_lists_exactly_what_yes_writes(tmp_path, wheels):

@@ -78,7 +78,7 @@ def test_a_plan_and_a_fleet_result_render_as_they_did():
                               [DEMO, OTHER, PROJ]), ["demo"], None)
     for name, function in PLAN_RENDERERS.items():
         assert render(plan, OutputFormat(name)) == function(plan), name
-    fleet = FleetResult(kind="report", notes=["1 node(s) answered"], nodes=[
+    fleet = FleetResult(kind="report", notes=["1 node answered"], nodes=[
         NodeOut(node_id="0123456789abcdef", hostname="gpu-01", status="ok", summary={"drifts": 0})])
     for verbose in (False, True):
         for name, function in FLEET_RENDERERS.items():

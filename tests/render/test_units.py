@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from driftscan.core.units import count, plural, size
+from driftscan.core.units import count, plural, size, size_change
 
 
 @pytest.mark.parametrize(("n", "noun", "said"), [
@@ -28,3 +28,11 @@ def test_plural_alone():
 ])
 def test_sizes(n, said):
     assert size(n) == said
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    (5, 7, "5 bytes → 7 bytes"), (1_234, 3_400, "1.2 KB → 3.4 KB"), (900, 1_300_000, "900 bytes → 1.3 MB"),
+    (1_234, 1_236, "1,234 → 1,236 bytes"),  # the same readable size on both sides: the bytes say what changed
+])
+def test_size_changes(old, new, said):
+    assert size_change(old, new) == said

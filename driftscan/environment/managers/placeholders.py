@@ -64,6 +64,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ...fs.reader import file_type, os_error, read_regular_stat
+from ...core.units import size_change
 from ...core.values import RecordEntry
 from ..files import ERROR, MISSING, MODIFIED, OK, TYPE_CHANGED
 
@@ -219,8 +220,9 @@ def _digest(pieces: Iterable[bytes | memoryview], limit: int) -> bytes | None:
     return hasher.digest()
 
 
-def _length_changed(ph: Placeholder, size: int) -> PlaceholderResult:
-    return PlaceholderResult(MODIFIED, f"size {ph.original_size} → {size}: linking a binary-mode file keeps its length")
+def _length_changed(original: int, size: int) -> PlaceholderResult:
+    return PlaceholderResult(MODIFIED, f"size {size_change(original, size)}: "
+                                       "linking a binary-mode file keeps its length")
 
 
 def check_placeholder(path: str, entry: RecordEntry, ph: Placeholder, prefix: str,
@@ -238,9 +240,9 @@ def check_placeholder(path: str, entry: RecordEntry, ph: Placeholder, prefix: st
     if not stat.S_ISREG(st.st_mode):
         return PlaceholderResult(TYPE_CHANGED, f"a {file_type(st.st_mode)} where the package installs a file "
                                                f"rewritten at link time ({ph.file_mode} mode)")
-    size_changed = ph.file_mode == "binary" and ph.original_size is not None and st.st_size != ph.original_size
-    if size_changed and entry.hash is None:  # settled without reading
-        return _length_changed(ph, st.st_size)
+    original = ph.original_size if ph.file_mode == "binary" else None  # only binary mode keeps the length
+    if original is not None and st.st_size != original and entry.hash is None:  # settled without reading
+        return _length_changed(original, st.st_size)
     if st.st_size > PLACEHOLDER_LIMIT:
         return PlaceholderResult(OK, f"{PRESENCE_ONLY}: {st.st_size} bytes, more than the {PLACEHOLDER_LIMIT} "
                                      "a file rewritten at link time is substituted back in memory")
@@ -254,8 +256,8 @@ def check_placeholder(path: str, entry: RecordEntry, ph: Placeholder, prefix: st
     actual = hashlib.sha256(data).digest()
     if entry.hash is not None and entry.hash.algorithm == "sha256" and actual == entry.hash.digest:
         return PlaceholderResult(OK, "matches the record's sha256_in_prefix")
-    if size_changed:
-        return _length_changed(ph, len(data))
+    if original is not None and st.st_size != original:
+        return _length_changed(original, len(data))
     if ph.original_sha256 is None:
         return PlaceholderResult(OK, f"{PRESENCE_ONLY}: the record has no sha256 of the package's file to "
                                      "substitute the placeholder back against")

@@ -29,6 +29,7 @@ from ...caches.statcache import DigestCache, _read_framed, _write_framed, signat
 from .cache import (IndexedArchive, index_roots, indexed_archives, indexed_links_out, links_out, list_archives, within,
                     MAX_ARCHIVES)
 from ...fs.reader import LIMITS, os_error, read_regular_stat
+from ...core.units import count
 from ...core.values import Area, ArchiveMember, Distribution, DriftKind, FileCheck, Problem
 from ...formats.record import parse_record
 from ..files import MISSING, MODIFIED, OK, TYPE_CHANGED, check_entry
@@ -226,8 +227,9 @@ def _audit_archive(archive: str, stat_cache: DigestCache | None, index: Sequence
         else:
             return None, Problem(path, f"uv cache archive not fully checked: {result.message}"), checked
     if unsafe:
-        problem: Problem | None = Problem(record, f"{len(unsafe)} RECORD row(s) of the uv cache archive name a path "
-                                                  f"outside it (e.g. {unsafe[0]!r}); not opened")
+        name = "names" if len(unsafe) == 1 else "name"
+        problem: Problem | None = Problem(record, f"{count(len(unsafe), 'RECORD row')} of the uv cache archive "
+                                                  f"{name} a path outside it (e.g. {unsafe[0]!r}); not opened")
     else:
         problem = None
     if not edited:
@@ -241,7 +243,7 @@ def _audit_archive(archive: str, stat_cache: DigestCache | None, index: Sequence
     if len(edited) > MAX_FILES_NAMED:
         named += f" and {len(edited) - MAX_FILES_NAMED} more"
     sources = [i.entry for i in index if i.archive == archive]
-    via = (f"uv's wheel index links {len(sources)} source(s) to it ({sources[0]}" +
+    via = (f"uv's wheel index links {count(len(sources), 'source')} to it ({sources[0]}" +
            (", …" if len(sources) > 1 else "") + "), so a new venv installed from that source gets the edit"
            if sources else "no entry of uv's wheel index names it (uv fetched the wheel again into a new archive, "
            "or the index was cleaned): a new install does not link it, venvs still hard-linked to it share the edit, "
@@ -362,7 +364,8 @@ def unchecked_note(cache_dir: str, dists: Sequence[Distribution], exists: bool) 
     if not dists:
         return None
     names = ", ".join(d.key for d in dists[:3]) + (f" and {len(dists) - 3} more" if len(dists) > 3 else "")
-    why = "has no archive in its wheel index for them" if exists else "does not exist"
-    return Problem(cache_dir, f"uv's cache {cache_dir} {why}: the cache copies of {len(dists)} uv-installed "
-                              f"distribution(s) ({names}) were not checked (--uv-cache DIR names the cache they "
-                              "were installed from)")
+    them, they = ("it", "it was") if len(dists) == 1 else ("them", "they were")
+    why = f"has no archive in its wheel index for {them}" if exists else "does not exist"
+    return Problem(cache_dir, f"uv's cache {cache_dir} {why}: the cache copies of "
+                              f"{count(len(dists), 'uv-installed distribution')} ({names}) were not checked "
+                              f"(--uv-cache DIR names the cache {they} installed from)")

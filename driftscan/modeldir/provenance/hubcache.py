@@ -27,6 +27,7 @@ from ..layout import ModelDirLayout, etag_algorithm
 from ...fs.reader import inside
 from ...formats.jsondiff import as_text
 from ...formats.manifest import walk_tree
+from ...core.units import count
 from ...core.values import Area, DriftKind, FileCheck, FileState, LayoutKind, Problem, Unverifiable
 from ...fs.paths import relpath
 from .interface import WayBack
@@ -171,7 +172,8 @@ class _Snapshot:
         etag = exp.expected["blob"]
         others = sorted(k for k in self.links.get(etag, {}) if k != f"{self.commit}/{exp.relpath}")
         evidence = (f"{outcome.evidence}: blobs/{etag} was edited in place (through the snapshot symlink)"
-                    + (f"; {len(others)} other snapshot link(s) see the same edit" if others else ""))
+                    + (f"; {count(len(others), 'other snapshot link')} {'sees' if len(others) == 1 else 'see'} "
+                       "the same edit" if others else ""))
         extra: FileState | None = {"also_linked_by": others} if others else None
         return to_check(self.ctx, outcome, evidence=evidence, extra_actual=extra)
 

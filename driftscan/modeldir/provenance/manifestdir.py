@@ -41,6 +41,7 @@ from ...formats.manifest import (
     read_manifest,
     scan_tree,
 )
+from ...core.units import size_change
 from ...core.values import Area, DriftKind, FileCheck, FileState, LayoutKind, Problem, Unverifiable
 from .interface import WayBack
 from ..hashing import _NOATIME, OPEN_FLAGS, open_noatime
@@ -174,7 +175,7 @@ def _hash_walked(ctx: Context, rel: str, entry: ManifestEntry, source: str, coun
     actual: FileState = {"xxh3_128": digest, "size": st.st_size, "mtime": iso(st.st_mtime)}
     evidence = f"xxh3-128 differs from {source}"
     if st.st_size != entry.size:
-        evidence += f" (size {entry.size} → {st.st_size})"
+        evidence += f" (size {size_change(entry.size, st.st_size)})"
     return Outcome(exp, MODIFIED, actual, evidence, content)
 
 
