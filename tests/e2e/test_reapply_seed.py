@@ -497,7 +497,6 @@ def test_fetch_downloads_the_old_original_with_pip_once_per_release(tmp_path, tm
     assert code & EXIT_INCOMPLETE and {f["status"] for f in report["files"]} == {"refused"}, report
 
     import driftscan.pristine.fetch as fetch_module
-    import driftscan.pristine.kept as kept_module
     import driftscan.pristine.search as search_module
 
     calls = []
@@ -510,7 +509,8 @@ def test_fetch_downloads_the_old_original_with_pip_once_per_release(tmp_path, tm
     with pytest.MonkeyPatch.context() as mp:
         for k, v in {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": wheels}.items():
             mp.setenv(k, v)
-        for module in (kept_module, search_module):  # where it is called from, bound at their import
+        # kept.py calls it through its module; search.py bound it at its import
+        for module in (fetch_module, search_module):
             mp.setattr(module, "fetch_candidates", counted)
         result = json.loads(api.reapply(str(tmp_path / "cp"), exclude_findings=True, fetch=True,
                                         yes=True).model_dump_json())

@@ -113,6 +113,10 @@ def test_originals_are_per_file_in_audit_plan_and_checkpoint(uv_venv, tmp_path, 
     for line in index.complete_with:
         assert f"  {line}" in proc.stdout
 
+    allowed = cli("checkpoint", "--venv", str(venv), "-o", str(tmp_path / "cp-allowed"), "--allow-partial", env=env)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert "partial (--allow-partial)" in allowed.stdout and load_index(str(tmp_path / "cp-allowed")).partial
+
     # The completing lines work: fill the directory pip download would (the toy wheel is on no
     # index), then run the printed checkpoint line itself.
     wheels_dir = Path(shlex.split(download)[-1])
@@ -126,9 +130,10 @@ def test_originals_are_per_file_in_audit_plan_and_checkpoint(uv_venv, tmp_path, 
     assert not whole.partial and whole.complete_with == []
     assert all(f.has_original and f.has_patch for f in whole.files if f.kind == "modified")
 
-    allowed = cli("checkpoint", "--venv", str(venv), "-o", str(tmp_path / "cp-allowed"), "--allow-partial", env=env)
-    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
-    assert "partial (--allow-partial)" in allowed.stdout and load_index(str(tmp_path / "cp-allowed")).partial
+    # The originals the whole checkpoint verified are kept: a checkpoint without --wheels is whole now.
+    later = cli("checkpoint", "--venv", str(venv), "-o", str(tmp_path / "cp-later"), env=env)
+    assert later.returncode == 0, later.stdout + later.stderr
+    assert not load_index(str(tmp_path / "cp-later")).partial
 
 
 def test_restore_dry_run_and_yes_agree_and_never_touch_a_file_without_an_original(uv_venv, wheels):
