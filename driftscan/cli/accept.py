@@ -12,7 +12,8 @@ from ..core.errors import DriftscanError
 from ..fs.paths import inert, one_line
 from .configuration import apply_accepted, load_config
 from .exits import EXIT_CLEAN, guarded
-from .options import jobs_option, model_options, no_cache_option, target_options, uv_cache_option
+from .options import (app_data_option, jobs_option, model_options, no_cache_option, target_options,
+                      uv_cache_option)
 from .targets import config_targets, default_venv, say_empty_cache
 from ..api import Need, run
 
@@ -29,6 +30,7 @@ from ..api import Need, run
 @target_options("The virtual environment (default: as for audit).")
 @model_options
 @uv_cache_option
+@app_data_option
 @jobs_option()
 @no_cache_option()
 @click.option("--config", "config_file", metavar="FILE",

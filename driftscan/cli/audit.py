@@ -9,8 +9,8 @@ import click
 from ..render.formats import REPORT_FORMATS
 from .configuration import load_config
 from .exits import exit_status, fail_on_policies, guarded
-from .options import (codes, config_option, jobs_option, model_options, no_cache_option, output_options,
-                      policy_options, pristine_options, rule_options, target_options, text_options, uv_cache_option)
+from .options import (app_data_option, codes, config_option, jobs_option, model_options, no_cache_option,
+                      output_options, policy_options, pristine_options, rule_options, target_options, text_options, uv_cache_option)
 from .output import emit
 from .progress import Progress
 from .targets import config_targets, default_venv, say_empty_cache, wheel_dirs
@@ -24,6 +24,7 @@ from ..api import Need, run
 @click.option("--strict", is_flag=True, help="Distributions that cannot be verified also set exit bit 2.")
 @jobs_option()
 @uv_cache_option
+@app_data_option
 @no_cache_option("Trust no cache (stat cache, parsed RECORDs, clean index): re-hash every file (paranoid mode).")
 @model_options
 @rule_options

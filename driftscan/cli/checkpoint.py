@@ -11,7 +11,8 @@ from ..core.errors import DriftscanError
 from ..fs.paths import inert, one_line
 from ..render.registry import REAPPLY, RESTORE, OutputFormat, RenderOptions, format_names, render
 from .exits import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, guarded
-from .options import format_option, jobs_option, no_cache_option, pristine_options, target_options, uv_cache_option
+from .options import (app_data_option, format_option, jobs_option, no_cache_option, pristine_options, target_options,
+                      uv_cache_option)
 from .output import write
 from .targets import default_venv, empty_cache, say_empty_cache, say_target
 from ..api import checkpoint as take
@@ -28,6 +29,7 @@ from ..api import restore as run_restore
 @click.option("--output", "-o", metavar="DIR", required=True, help="The checkpoint directory to create (must not exist).")
 @pristine_options
 @uv_cache_option
+@app_data_option
 @click.option("--max-copy", type=click.IntRange(min=0), metavar="BYTES",
               help="Copy files up to this size (default 1 GiB); larger ones are listed, not copied.")
 @jobs_option()
@@ -76,6 +78,7 @@ def checkpoint(venv: str | None, site_packages: tuple[str, ...], model_dirs: tup
               help="Include every repository of a Hugging Face cache in the checkpoint (restore never changes it).")
 @pristine_options
 @uv_cache_option
+@app_data_option
 @click.option("--yes", is_flag=True, help="Write a checkpoint, then restore (default: a dry run).")
 @click.option("--remove-added", is_flag=True,
               help="Also remove files no RECORD lists inside a restored distribution's own package directories.")

@@ -3,6 +3,7 @@ given, so a command's --help lists them where the decorator stands."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -71,6 +72,21 @@ def jobs_option(workers: str = "hashing workers") -> Callable[[F], F]:
 def uv_cache_option(func: F) -> F:
     return click.option("--uv-cache", metavar="DIR",
                         help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")(func)
+
+
+def _name_app_data(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    # The library reads virtualenv's app-data where virtualenv does, from VIRTUALENV_OVERRIDE_APP_DATA
+    # (environment/uv/cache.py): naming it here is setting that for this run (and its helper processes).
+    if value:
+        os.environ["VIRTUALENV_OVERRIDE_APP_DATA"] = os.path.abspath(value)
+
+
+def app_data_option(func: F) -> F:
+    return click.option("--app-data", metavar="DIR", expose_value=False, callback=_name_app_data,
+                        type=click.Path(exists=True, file_okay=False),
+                        help="virtualenv's app-data directory, which --symlink-app-data venvs link their seed "
+                             "packages from (default: VIRTUALENV_OVERRIDE_APP_DATA, else "
+                             "~/.local/share/virtualenv); sets VIRTUALENV_OVERRIDE_APP_DATA for the run.")(func)
 
 
 def no_cache_option(help: str = "Trust no cache: re-hash every file.") -> Callable[[F], F]:  # noqa: A002 - click's own word

@@ -10,8 +10,8 @@ from ..render.formats import PLAN_FORMATS
 from ..render.registry import OutputFormat, render
 from .configuration import load_config
 from .exits import EXIT_DRIFT, exit_status, fail_on_policies, guarded
-from .options import (codes, config_option, jobs_option, model_options, no_cache_option, output_options,
-                      policy_options, pristine_options, rule_options, target_options, uv_cache_option)
+from .options import (app_data_option, codes, config_option, jobs_option, model_options, no_cache_option,
+                      output_options, policy_options, pristine_options, rule_options, target_options, uv_cache_option)
 from .output import for_text, write
 from .targets import config_targets, default_venv, say_empty_cache, say_target, wheel_dirs
 from ..api import plan as run_plan
@@ -40,6 +40,7 @@ def _names(values: tuple[str, ...]) -> list[str]:
 @output_options(sorted(PLAN_FORMATS), "plan")
 @jobs_option()
 @uv_cache_option
+@app_data_option
 @no_cache_option("Trust no cache: re-hash every file (paranoid mode).")
 @model_options
 @pristine_options

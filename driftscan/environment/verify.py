@@ -21,7 +21,7 @@ from .sourcetree import verify_sources
 from .roots import root_of
 from .unowned import UnownedWalk
 from .managers.registry import find_managed, settle_managed
-from .uv.links import annotate_app_data, annotate_uv_cache
+from .uv.links import annotate_app_data, annotate_uv_cache, unknown_app_data
 
 if TYPE_CHECKING:
     from ..caches.statcache import DigestCache
@@ -84,6 +84,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
             early.abandon()
         raise
     added, walk_problems = walk.unowned()
+    added, app_data_notes = unknown_app_data(added, app_data)
     settled = settle_managed(outcome.checks, managed)
     dists = tuple(md.distribution for md in metadirs if md.distribution is not None)
     editables, editable_problems = find_editable_sources(dists, target.site_packages)
@@ -98,7 +99,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
         errors=tuple(errors + managed.problems + outcome.errors + walk_problems + editable_problems
                      + sources.errors),
         referenced=own.owned_paths(),
-        notes=tuple(n for md in metadirs for n in md.notes),
+        notes=tuple(n for md in metadirs for n in md.notes) + tuple(app_data_notes),
     )
     if index_possible and stat_cache is not None:  # (the first implies the second)
         index, owned = None, None

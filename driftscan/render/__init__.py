@@ -55,6 +55,7 @@ render_json = _imported("json", "render_json")
 render_sarif = _imported("sarif", "render_sarif")
 render_markdown = _imported("markdown", "render_markdown")
 render_github = _imported("github", "render_github")
+render_short = _imported("short", "render_short")
 
 
 SCHEMA_KINDS = ("audit", "scan", "plan", "compare", "fleet", "guard")

@@ -5,6 +5,7 @@ reinstalls into the same place."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -14,7 +15,7 @@ import pytest
 
 from driftscan import audit
 from fixtures import venvs
-from fixtures.harness import offline
+from fixtures.harness import offline, run_cli
 from fixtures.wheels import build_wheel, record_hash
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -233,6 +234,34 @@ def test_virtualenv_symlink_app_data_before_its_periodic_update(tmp_path, monkey
     report = audit(venv=str(venv))
     assert _drifts(report) == [("pip/__init__.py", "modified")]
     assert "app-data image" in report.drifts[0].evidence and report.errors == []
+
+
+def test_virtualenv_symlink_app_data_driftscan_does_not_know_is_named_in_a_note(tmp_path, monkeypatch):
+    """A --symlink-app-data venv whose app-data driftscan does not know (not VIRTUALENV_OVERRIDE_APP_DATA,
+    not the default): its links are not followed, and the report names the directory they lead into
+    and how to name it; named with --app-data, the same venv audits clean through the links."""
+    app_data = tmp_path / "app-data"
+    venv = tmp_path / "v"
+    venvs.run([sys.executable, "-m", "virtualenv", "--quiet", "--no-download", "--no-periodic-update",
+               "--symlink-app-data", "--app-data", str(app_data), str(venv)])
+    monkeypatch.delenv("VIRTUALENV_OVERRIDE_APP_DATA", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))  # the default app-data: another one
+    site = venvs.site_packages_of(venv)
+    assert (site / "pip").is_symlink()
+
+    report = audit(venv=str(venv))
+    links = [d for d in report.drifts if d.kind.value == "added" and (site / d.relpath).is_symlink()]
+    assert links and report.summary.distributions == 0
+    assert all(f"--app-data {app_data}" in d.evidence for d in links)
+    [note] = [n for n in report.notes if n.path == str(app_data)]
+    assert note.message.startswith(f"{len(links)} symlinks of this environment lead into this directory")
+    assert f"VIRTUALENV_OVERRIDE_APP_DATA={app_data}" in note.message and "pip-" in note.message
+
+    proc = run_cli("audit", "--venv", str(venv), "--no-pristine", "--format", "json", "--app-data", str(app_data))
+    named = json.loads(proc.stdout)
+    assert proc.returncode == 0, proc.stderr
+    assert named["drifts"] == [] and {d["name"] for d in named["distributions"]} >= {"pip"}
+    assert not any("looks like virtualenv's app-data" in n["message"] for n in named["notes"])
 
 
 def test_an_unknown_installer_whose_record_matches_reports_edits(tmp_path, wheelhouse):

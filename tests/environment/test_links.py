@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from driftscan.core.values import Distribution, DriftKind, FileCheck, UvCacheLink
-from driftscan.environment.uv.links import annotate_app_data, annotate_uv_cache
+from driftscan.environment.uv.links import annotate_app_data, annotate_uv_cache, unknown_app_data
 
 
 @pytest.fixture
@@ -91,3 +91,34 @@ def test_uv_cache_annotation_keeps_everything_else(layout):
     check = FileCheck(DriftKind.MODIFIED, str(site / "mod.py"), str(site), dist, actual={"nlink": 2}, evidence="e")
     [out] = annotate_uv_cache([check], str(cache))
     assert replace(out, uv_cache=None) == check
+
+
+def _added_link(site: str, name: str, target: str) -> FileCheck:
+    return FileCheck(DriftKind.ADDED, f"{site}/{name}", site, None, {}, {"type": "symlink", "target": target},
+                     "no RECORD lists this file")
+
+
+def test_links_into_an_app_data_driftscan_does_not_know_say_how_to_name_it():
+    site = "/v/lib/python3.11/site-packages"
+    image = "/data/ad/wheel/3.11/image/1/SymlinkPipInstall/f3b6"
+    copied = "../../../../data/ad/wheel/3.11/image/1/CopyPipInstall/ca14/setuptools"  # relative: from the link
+    checks = [_added_link(site, "pip", f"{image}/pip"), _added_link(site, "pip-26.3.dist-info", f"{image}/pip-26.3.dist-info"),
+              _added_link(site, "setuptools", copied), _added_link(site, "other", "/data/elsewhere/other"),
+              FileCheck(DriftKind.ADDED, f"{site}/stray.py", site, None, {}, {"type": "file"}, "no RECORD lists this file")]
+    out, notes = unknown_app_data(checks, "/home/u/.local/share/virtualenv")
+    assert [c.path for c in out] == [c.path for c in checks]
+    hinted = {os.path.basename(c.path) for c in out if "--app-data /data/ad" in c.evidence}
+    assert hinted == {"pip", "pip-26.3.dist-info", "setuptools"}  # not a link elsewhere, not a file
+    assert len(notes) == 1 and notes[0].path == "/data/ad"
+    assert notes[0].message.startswith("3 symlinks of this environment lead into this directory")
+    assert "(pip-26.3.dist-info)" in notes[0].message and "VIRTUALENV_OVERRIDE_APP_DATA=/data/ad" in notes[0].message
+    # the app-data driftscan knows: nothing to say (its links are followed where the RECORD lists them)
+    assert unknown_app_data(checks, "/data/ad") == (checks, [])
+    assert unknown_app_data(checks, None)[1][0].path == "/data/ad"
+
+
+def test_a_quoted_app_data_name_in_the_hint():
+    site = "/v/lib/python3.11/site-packages"
+    checks = [_added_link(site, "pip", "/data/my ad/wheel/3.12/image/1/SymlinkPipInstall/x/pip")]
+    _, notes = unknown_app_data(checks, None)
+    assert "--app-data '/data/my ad'" in notes[0].message

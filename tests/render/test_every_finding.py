@@ -1,8 +1,9 @@
 """Every finding the JSON report has appears in every other rendering of the same report: text
 (but those also in the original file, which it counts instead of listing unless asked), markdown,
-SARIF and GitHub annotations. One report with findings everywhere a renderer may lose one: in a
-modified file beside an upstream one, in an added module no distribution owns, in an editable
-source tree, in an added file among more than a listing shows."""
+SARIF and GitHub annotations; and every drift is a line of the short listing. One report with
+findings everywhere a renderer may lose one: in a modified file beside an upstream one, in an added
+module no distribution owns, in an editable source tree, in an added file among more than a
+listing shows."""
 
 from __future__ import annotations
 
@@ -97,3 +98,12 @@ def test_github_annotates_every_finding(report, expected, show_upstream):
             code = props["title"].split(" ", 1)[0]
             found.add((code, unquote(props["file"].replace("%3A", ":").replace("%2C", ",")), int(props["line"])))
     assert found == {k for k, (_, up) in expected.items() if show_upstream or not up}
+
+
+def test_short_lists_every_drift_once(report):
+    from driftscan.render.short import CODES, render_short
+
+    doc = json.loads(render(report, OutputFormat.JSON))
+    lines = render_short(report, cwd="/nonexistent").splitlines()
+    assert sorted((line[0], line[3:]) for line in lines) == sorted(
+        (CODES[d["kind"]], d["path"]) for d in doc["drifts"])
