@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Final, Literal
 
 from .inputs import InputError, InputKind, Machine, VENV, kind_of, load
 from .model import BeforeAfterOut, DriftStateOut, ReportAtOut, TimedChangeOut
 
-BY_TIME = "generated_at"
-BY_COMMAND_LINE = "command line"
+BY_TIME: Final = "generated_at"
+BY_COMMAND_LINE: Final = "command line"
 _FIELDS = ("kind", "hash", "prediction", "accepted", "dumps")
 
 
@@ -36,9 +36,10 @@ def in_time_order(group: Sequence[Machine]) -> list[Machine]:
     """``group`` (in command-line order) oldest first; on a missing or unreadable generated_at,
     all of them in command-line order."""
     times = [_when(m) for m in group]
-    if any(t is None for t in times):
+    known = [t for t in times if t is not None]
+    if len(known) < len(times):
         return list(group)
-    return [m for _, m in sorted(zip(times, group), key=lambda pair: pair[0])]  # stable: ties keep their order
+    return [m for _, m in sorted(zip(known, group), key=lambda pair: pair[0])]  # stable: ties keep their order
 
 
 def _strs(value: Any) -> list[str]:
@@ -88,16 +89,18 @@ def before_after(chain: Sequence[Machine]) -> list[BeforeAfterOut]:
         a, b = chain[i - 1], chain[i]
         later = _drifts(b)
         ta, tb = _when(a), _when(b)
+        order: Literal["generated_at", "command line"] = \
+            BY_TIME if ta is not None and tb is not None and ta != tb else BY_COMMAND_LINE
         step = BeforeAfterOut(hostname=a.hostname or "", venv=a.roots.get(VENV), roots=dict(a.roots),
                               before=ReportAtOut(name=a.name, generated_at=a.generated_at),
                               after=ReportAtOut(name=b.name, generated_at=b.generated_at),
-                              order=BY_TIME if ta is not None and tb is not None and ta != tb else BY_COMMAND_LINE)
+                              order=order)
         kept: dict[tuple[str, str], int] = {}
         for path in sorted(earlier.keys() | later.keys()):
             old = earlier.get(path)
             new = later.get(path)
             _, scope, owner = new or old  # type: ignore[misc]  # one of them is there
-            item = TimedChangeOut(path=path, scope=scope, distribution=owner,
+            item = TimedChangeOut(path=path, scope=scope, distribution=owner, dumps_still_there=0,
                                   before=old[0] if old else None, after=new[0] if new else None)
             if old is None:
                 step.appeared.append(item)

@@ -74,7 +74,8 @@ def _timed(item: TimedChangeOut) -> str:
         state = _drift_state(item.after or item.before)
     else:  # the earlier state first, the newest last
         state = "; ".join(f"{f} {_field(item.before, f)} → {_field(item.after, f)}" for f in item.changes)
-    kind = (item.after or item.before).kind if (item.after or item.before) else "?"
+    shown = item.after or item.before
+    kind = shown.kind if shown else "?"
     line = f"  {kind:<9} {item.path}  [{where}]  {state}"
     if item.dumps_still_there:
         line += f"; {count(item.dumps_still_there, 'dump file')} still there since {item.dumps_since or 'the first report'}"
