@@ -190,7 +190,7 @@ def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
 def _timelines(groups: list[list[Machine]], machines: list[Machine], out: CompareReport) -> CompareReport:
     """Before/after for each target with several reports; with more than one target, the majority
     view across targets too, over the newest report of each."""
-    from .timeline import BY_COMMAND_LINE, before_after, in_time_order
+    from .timeline import BY_COMMAND_LINE, ReadAgainError, before_after, in_time_order
 
     out.machines = [MachineOut(name=m.name, hostname=m.hostname, source=m.source,
                                python_version=m.python_version, files=m.files) for m in machines]
@@ -202,8 +202,8 @@ def _timelines(groups: list[list[Machine]], machines: list[Machine], out: Compar
             continue
         try:
             out.before_after += before_after(chain)
-        except InputError as exc:
-            out.errors.append(InputErrorOut(path=chain[0].name, message=f"second read: {exc}"))
+        except ReadAgainError as exc:  # that environment's before/after is left out, and said so
+            out.errors.append(InputErrorOut(path=exc.name, message=f"second read: {exc}"))
             continue
         for a, b in zip(chain, chain[1:]):
             moved = _versions_moved(a, b)

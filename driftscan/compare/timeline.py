@@ -46,11 +46,22 @@ def _strs(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
+class ReadAgainError(InputError):
+    """A report that could not be read again for its before/after (``name``: the input's)."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(message)
+        self.name = name
+
+
 def _drifts(m: Machine) -> dict[str, tuple[DriftStateOut, str | None, dict[str, str] | None]]:
     """path -> (its state, scope, owner) for each drift of ``m``'s report (malformed ones skipped)."""
-    doc = load(m.path)
-    if kind_of(doc) is not InputKind.REPORT:
-        raise InputError("changed while being compared")
+    try:
+        doc = load(m.path)
+        if kind_of(doc) is not InputKind.REPORT:
+            raise InputError("changed while being compared")
+    except InputError as exc:
+        raise ReadAgainError(m.name, str(exc)) from None
     out = {}
     for drift in doc.get("drifts") or ():
         if not isinstance(drift, dict) or not isinstance(drift.get("path"), str) or \
@@ -77,7 +88,7 @@ def _drifts(m: Machine) -> dict[str, tuple[DriftStateOut, str | None, dict[str, 
 
 def before_after(chain: Sequence[Machine]) -> list[BeforeAfterOut]:
     """One entry per consecutive pair of ``chain`` (one target's reports, oldest first). Raises
-    InputError when a report cannot be read again."""
+    ReadAgainError when a report cannot be read again."""
     out: list[BeforeAfterOut] = []
     # (drift path, dump file) -> index in chain of the report from which it has been listed in every one
     since: dict[tuple[str, str], int] = {}

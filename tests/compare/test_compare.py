@@ -251,7 +251,10 @@ def test_warm_audit_lists_the_same_distributions_and_hashes(tmp_path, wheels, uv
         assert first["distributions"] == second["distributions"] and len(first["distributions"]) >= 2
         assert [(d["relpath"], d["actual"].get("hash")) for d in first["drifts"]] == \
             [(d["relpath"], d["actual"].get("hash")) for d in second["drifts"]]
-        assert compare_files([str(tmp_path / "first.json"), str(tmp_path / "second.json")]).outliers == []
+        result = compare_files([str(tmp_path / "first.json"), str(tmp_path / "second.json")])
+        assert result.outliers == [] and result.mode == "before-after"  # one venv at two times
+        [step] = result.before_after
+        assert step.appeared == step.went_away == step.changed == [] and len(step.stayed) == len(first["drifts"])
 
 
 # ---- before/after: reports of one environment on one machine, in time order ----
@@ -376,3 +379,49 @@ def test_different_venvs_keep_the_majority_view_and_a_mix_gets_both(tmp_path, wh
     text = run_cli("compare", str(ra2), str(rb), str(ra)).stdout
     assert "before/after: 1 drift appeared, 0 went away, 0 changed, 0 stayed" in text
     assert "2 environments (the newest report of each) compared" in text
+
+
+def test_before_after_of_hostile_reports_is_inert_and_orders_by_command_line(tmp_path, wheels, uv_cache):
+    venv = machine(tmp_path / "ml-env", "1.1", wheels, uv_cache)
+    edit(site(venv) / "fleetpkg" / "m1.py", "# edit\n")
+    report = audit_json(venv, tmp_path / "r.json")
+    doc = json.loads(report.read_text())
+    first, second = dict(doc), dict(doc)
+    first["generated_at"] = "not a time"
+    second["generated_at"] = 17
+    second["drifts"] = doc["drifts"] + [
+        "a string", {"kind": 5}, {"path": None},
+        {"path": "/x\x1b[2J\nfake line", "kind": "added\x07", "actual": {"hash": ["x"]}, "prediction": {"a": 1},
+         "artifacts": ["/d\x1b]0;t\x07", 3], "distribution": {"name": 1}}]
+    (tmp_path / "first.json").write_text(json.dumps(first))
+    (tmp_path / "second.json").write_text(json.dumps(second))
+    args = [str(tmp_path / "first.json"), str(tmp_path / "second.json")]
+    result = compare_files(args)
+    [step] = result.before_after
+    assert (step.before.name, step.after.name, step.order) == (args[0], args[1], "command line")
+    assert [i.path for i in step.appeared] == ["/x\x1b[2J\nfake line"]
+    assert step.appeared[0].after.dumps == ["/d\x1b]0;t\x07"] and step.appeared[0].after.hash is None
+    assert len(step.stayed) == len(doc["drifts"]) and step.changed == step.went_away == []
+    for fmt in ("text", "markdown", "json"):
+        done = run_cli("compare", *args, "--format", fmt)
+        assert done.returncode == 1, done.stderr
+        assert "Traceback" not in done.stderr + done.stdout
+        if fmt != "json":
+            assert "\x1b" not in done.stdout and "\x07" not in done.stdout and "\nfake line" not in done.stdout
+    md = run_cli("compare", *args, "--format", "markdown").stdout
+    assert "| appeared |" in md and "1 drift appeared, 0 went away, 0 changed, 1 stayed" in md
+
+
+def test_a_report_gone_before_its_second_read_is_an_error_not_a_traceback(tmp_path, wheels, uv_cache):
+    venv = machine(tmp_path / "ml-env", "1.1", wheels, uv_cache)
+    edit(site(venv) / "fleetpkg" / "m1.py", "# edit\n")
+    first = audit_json(venv, tmp_path / "first.json")
+    second = audit_json(venv, tmp_path / "second.json")
+
+    def progress(done: int, total: int) -> None:
+        if done == 2:  # both read once: the second one is replaced before before/after reads it again
+            second.write_text("{not json")
+
+    result = compare_files([str(first), str(second)], progress=progress)
+    assert result.mode == "before-after" and result.before_after == []
+    assert [e.path for e in result.errors] == [str(second)] and "second read" in result.errors[0].message
