@@ -337,6 +337,19 @@ def test_one_venv_at_two_times(tmp_path, wheels, uv_cache):
     jsonschema.validate(doc, json.loads(run_cli("schema", "--for", "compare").stdout))
     assert doc["mode"] == "before-after" and len(doc["before_after"][0]["stayed"]) == 2
 
+    # A third report, nothing touched since: two steps; both dumps listed since the second report.
+    third = audit_json(venv, tmp_path / "third.json")
+    retime(third, "2026-12-01T12:00:00+00:00")
+    result = compare_files([str(third), str(before), str(after)])
+    assert [(s.before.name, s.after.name) for s in result.before_after] == [(str(before), str(after)),
+                                                                            (str(after), str(third))]
+    last = result.before_after[1]
+    assert last.appeared == last.went_away == last.changed == [] and len(last.stayed) == 5
+    [kept] = [i for i in last.stayed if i.after.dumps]
+    assert (kept.dumps_still_there, kept.dumps_since) == (2, "2026-12-01T11:00:00+00:00")
+    assert "2 dump files still there since 2026-12-01T11:00:00+00:00" in run_cli(
+        "compare", str(third), str(before), str(after)).stdout
+
     # Equal times: the command line's order, and said so.
     retime(after, "2026-12-01T10:00:00+00:00")
     result = compare_files([str(after), str(before)])
