@@ -20,7 +20,10 @@ from .output import write
 @guarded
 def compare(inputs: tuple[str, ...], fmt: str, output: str | None, verbose: bool, exit_zero: bool) -> None:
     """Compare audit reports (or snapshots) of several machines; name each machine that deviates
-    from the majority, and how (exit 1: some machine differs; 2: an input could not be read)."""
+    from the majority, and how. Reports of one environment on one machine (same hostname, venv and
+    model directories) are compared before/after in time order: what drift appeared, went away,
+    changed, stayed (exit 1: some machine differs, or something changed; 2: an input could not be
+    read)."""
     from ..compare import compare_files
     result = compare_files(list(inputs))
     write(render(result, OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, output)

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from ..core.errors import DriftscanError
 from ..core.units import count as n_of
 from .inputs import (AS_REFERENCE, BY_NAME, EXTERNAL, Fact, InputError, InputKind, Key, Machine, State, canonical,
-                     kind_of, load)
+                     kind_of, load, target_of)
 from .model import (CompareReport, InputErrorOut, MachineOut, MissingRootOut, OutlierOut, SkewMachineOut,
                     VersionSkewOut)
 
@@ -107,11 +107,15 @@ class _Fleet:
 
 def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
                   hostnames: Sequence[str | None] | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> CompareReport:
+                  progress: Callable[[int, int], None] | None = None, before_after: bool = True) -> CompareReport:
     """Compare the audit reports or snapshots at ``paths`` (one machine each, named by its path as
     given, or by ``names``; ``hostnames`` stand in for what an input does not record). Raises
     CompareError for a mix of reports and snapshots; an input that cannot be read is listed in
-    ``errors`` and the others are compared."""
+    ``errors`` and the others are compared.
+
+    Reports of one target (one hostname, the same venv and model directories) are that target's
+    history, compared before/after in time order (``timeline``), unless ``before_after`` is false
+    (fleet: each input is another node, whatever it says)."""
     total = 2 * len(paths)
     done = 0
     out = CompareReport(agree=0, compared=0)
@@ -156,6 +160,16 @@ def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
     if len(machines) < 2:
         unread = "; ".join(f"{e.path}: {e.message}" for e in out.errors)
         raise CompareError("compare needs two reports or snapshots at least" + (f" (unreadable: {unread})" if unread else ""))
+    if before_after and machines[0].source is InputKind.REPORT:
+        groups: dict[object, list[Machine]] = {}
+        for m in machines:
+            groups.setdefault(target_of(m) or ("one input", m.index), []).append(m)
+        if any(len(group) > 1 for group in groups.values()):
+            counts.clear()
+            meta.clear()
+            if progress:
+                progress(total, total)
+            return _timelines(list(groups.values()), machines, out)
     fleet = _Fleet(machines)
     out.machines = [MachineOut(name=m.name, hostname=m.hostname, source=m.source,
                                python_version=m.python_version, files=m.files) for m in machines]
@@ -171,6 +185,62 @@ def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
         progress(total, total)
     _skew_drift_counts(fleet, out)
     return out
+
+
+def _timelines(groups: list[list[Machine]], machines: list[Machine], out: CompareReport) -> CompareReport:
+    """Before/after for each target with several reports; with more than one target, the majority
+    view across targets too, over the newest report of each."""
+    from .timeline import BY_COMMAND_LINE, ReadAgainError, before_after, in_time_order
+
+    out.machines = [MachineOut(name=m.name, hostname=m.hostname, source=m.source,
+                               python_version=m.python_version, files=m.files) for m in machines]
+    newest = []
+    for group in groups:
+        chain = in_time_order(group)
+        newest.append(chain[-1])
+        if len(chain) < 2:
+            continue
+        try:
+            out.before_after += before_after(chain)
+        except ReadAgainError as exc:  # that environment's before/after is left out, and said so
+            out.errors.append(InputErrorOut(path=exc.name, message=f"second read: {exc}"))
+            continue
+        for a, b in zip(chain, chain[1:]):
+            moved = _versions_moved(a, b)
+            if moved:
+                out.notes.append(f"{a.name} → {b.name}: {moved}")
+    for step in out.before_after:
+        if step.order == BY_COMMAND_LINE:
+            out.notes.append(f"{step.before.name} and {step.after.name}: generated_at missing or equal, taken in "
+                             f"the order given on the command line")
+    if len(groups) == 1:
+        out.mode = "before-after"
+        out.compared = sum(len(s.appeared) + len(s.went_away) + len(s.changed) + len(s.stayed)
+                           for s in out.before_after)
+        out.agree = sum(len(s.stayed) for s in out.before_after)
+        return out
+    out.mode = "mixed"
+    out.notes.append(f"{len(groups)} environments compared with each other by their newest reports: "
+                     + ", ".join(m.name for m in newest))
+    fleet = compare_files([m.path for m in newest], names=[m.name for m in newest],
+                          hostnames=[m.hostname for m in newest], before_after=False)
+    out.outliers, out.version_skew, out.missing_roots = fleet.outliers, fleet.version_skew, fleet.missing_roots
+    out.agree, out.compared = fleet.agree, fleet.compared
+    out.notes += fleet.notes
+    out.errors += fleet.errors
+    return out
+
+
+def _versions_moved(a: Machine, b: Machine, shown: int = 5) -> str:
+    if a.versions is None or b.versions is None:
+        return ""
+    names = sorted(a.versions.keys() | b.versions.keys())
+    moved = [f"{b.display.get(d) or a.display.get(d) or d} {a.versions.get(d) or 'not installed'} → "
+             f"{b.versions.get(d) or 'not installed'}" for d in names if a.versions.get(d) != b.versions.get(d)]
+    if not moved:
+        return ""
+    more = f", and {len(moved) - shown} more" if len(moved) > shown else ""
+    return f"{n_of(len(moved), 'distribution')} changed version: " + ", ".join(moved[:shown]) + more
 
 
 def _verdicts(fleet: _Fleet, counts: dict[Key, dict[_Slot, int]], meta: dict[Key, tuple[str | None, State]],

@@ -76,6 +76,16 @@ class Machine:
     roots: dict[str, str] = field(default_factory=dict)  # root class -> directory on that machine
     skipped_entries: int = 0
     path: str = ""  # the file it was read from (``name`` unless the caller names machines otherwise)
+    generated_at: str | None = None  # when the report was written (a snapshot's ``created``), as it says
+
+
+def target_of(m: Machine) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """What makes two inputs one environment of one machine at two times: the hostname and every
+    root (the venv, its site-packages, the model directories) by path. None: the input names no
+    host, so it cannot be told to be the same machine as another."""
+    if not m.hostname or not m.roots:
+        return None
+    return m.hostname, tuple(sorted(m.roots.items()))
 
 
 # One path on one machine, as a plain tuple (a snapshot yields 40,000 of them per machine, twice):
@@ -300,7 +310,8 @@ def report_machine(index: int, name: str, doc: dict[str, Any], display: dict[str
     machine = Machine(index, name, InputKind.REPORT, hostname=_str(doc.get("hostname")),
                       python_version=_str(target.get("python_version")) if isinstance(target, dict) else None,
                       files=files if isinstance(files, int) and not isinstance(files, bool) else None,
-                      roots=_report_roots(target), display=display if display is not None else {})
+                      roots=_report_roots(target), display=display if display is not None else {},
+                      generated_at=_str(doc.get("generated_at")))
     dists = doc.get("distributions")
     if isinstance(dists, list):
         machine.versions = {}

@@ -72,8 +72,71 @@ class InputErrorOut(BaseModel):
     message: str
 
 
+class DriftStateOut(BaseModel):
+    """One drift as one report of the environment lists it."""
+
+    kind: str
+    hash: str | None = Field(default=None, description="the content's digest (sha256=…, RECORD's notation), or "
+                                                       "size=N from an older report; null when the report gives none")
+    prediction: str | None = Field(default=None, description="wiped | survives | may-survive, as the report says")
+    accepted: bool = Field(default=False, description="an accept entry of the configuration accepted it")
+    dumps: list[str] = Field(default_factory=list, description="debug-artifacts: the dump files found")
+
+
+class TimedChangeOut(BaseModel):
+    """One path of one environment between two of its reports: absent from one side when it
+    appeared or went away."""
+
+    path: str
+    scope: str | None = None
+    distribution: dict[str, str] | None = Field(default=None, description="{name, version} of the owner, as the "
+                                                                          "newer report that lists it says")
+    before: DriftStateOut | None = Field(default=None, description="null: the earlier report lists no drift here")
+    after: DriftStateOut | None = Field(default=None, description="null: the later report lists no drift here")
+    changes: list[Literal["kind", "hash", "prediction", "accepted", "dumps"]] = Field(
+        default_factory=list, description="what differs between before and after (changed only)")
+    dumps_still_there: int = Field(0, description="dump files listed by both reports")
+    dumps_since: str | None = Field(default=None, description="generated_at of the earliest report of this "
+                                                              "environment from which those dump files have been "
+                                                              "listed in every report")
+
+
+class ReportAtOut(BaseModel):
+    name: str = Field(description="the report as given on the command line")
+    generated_at: str | None = None
+
+
+class BeforeAfterOut(BaseModel):
+    """Two reports of one environment on one machine, earlier and later."""
+
+    hostname: str
+    venv: str | None = None
+    roots: dict[str, str] = Field(default_factory=dict, description="what the reports audited: venv, "
+                                                                    "site-packages, model:NAME -> directory")
+    before: ReportAtOut
+    after: ReportAtOut
+    order: Literal["generated_at", "command line"] = Field(
+        description="how before and after were told apart: by the reports' generated_at, or (missing or equal) by "
+                    "their order on the command line")
+    appeared: list[TimedChangeOut] = Field(default_factory=list, description="drifts only the later report lists")
+    went_away: list[TimedChangeOut] = Field(default_factory=list, description="drifts only the earlier report "
+                                                                              "lists")
+    changed: list[TimedChangeOut] = Field(default_factory=list, description="listed by both, with another kind, "
+                                                                            "content, prediction, accepted or dumps")
+    stayed: list[TimedChangeOut] = Field(default_factory=list, description="listed by both, the same")
+
+    @property
+    def differs(self) -> bool:
+        return bool(self.appeared or self.went_away or self.changed)
+
+
 class CompareReport(BaseModel):
     schema_version: Literal["1"] = SCHEMA_VERSION
+    mode: Literal["majority", "before-after", "mixed"] = Field(
+        default="majority", description="majority: different machines or environments, the odd one out; "
+                                        "before-after: reports of one environment on one machine, in time order; "
+                                        "mixed: before-after for each environment with several reports, and the "
+                                        "majority view across environments (the newest report of each)")
     machines: list[MachineOut] = Field(default_factory=list)
     outliers: list[OutlierOut] = Field(default_factory=list)
     version_skew: list[VersionSkewOut] = Field(default_factory=list)
@@ -82,10 +145,13 @@ class CompareReport(BaseModel):
     missing_roots: list[MissingRootOut] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list, description="what could not be compared, and why")
     errors: list[InputErrorOut] = Field(default_factory=list, description="inputs that could not be read")
+    before_after: list[BeforeAfterOut] = Field(default_factory=list, description=(
+        "before-after and mixed: one entry per pair of consecutive reports of one environment"))
 
     @property
     def differs(self) -> bool:
-        return bool(self.outliers or self.version_skew or self.missing_roots)
+        return bool(self.outliers or self.version_skew or self.missing_roots
+                    or any(step.differs for step in self.before_after))
 
 
 def compare_schema() -> dict[str, Any]:

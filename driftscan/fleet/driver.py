@@ -309,7 +309,7 @@ def _finish(result: FleetResult, nodes: dict[str, NodeOut], answers: dict[str, A
     result.nodes = sorted(nodes.values(), key=lambda n: (n.hostname or "", n.node_id))
     if len(files) >= 2:
         try:
-            comparison = compare_files(files, names=names, hostnames=hosts)
+            comparison = compare_files(files, names=names, hostnames=hosts, before_after=False)  # each is a node
         except CompareError as exc:
             result.notes.append(f"not compared: {exc}")
         else:

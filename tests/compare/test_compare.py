@@ -212,9 +212,14 @@ def test_many_machines_and_the_schema(tmp_path, wheels, uv_cache):
     (site(drifted_venv) / "notes.txt").write_text("scratch\n")
     drifted = audit_json(drifted_venv, tmp_path / "drifted.json")
     paths = []
-    for i in range(9):
+    for i in range(9):  # nine machines of one image: one venv path, nine hostnames
         copy = tmp_path / f"node{i}.json"
-        shutil.copy(drifted if i == 4 else clean, copy)
+        doc = json.loads((drifted if i == 4 else clean).read_text())
+        doc["target"] = json.loads(clean.read_text())["target"]
+        doc["drifts"] = [{**d, "path": d["path"].replace(str(drifted_venv), str(tmp_path / "clean"))}
+                         for d in doc["drifts"]]
+        doc["hostname"] = f"gpu-{i:02d}"
+        copy.write_text(json.dumps(doc))
         paths.append(str(copy))
     done = compare_cli(*paths, "--format", "json")
     result = json.loads(done.stdout)
@@ -226,7 +231,7 @@ def test_many_machines_and_the_schema(tmp_path, wheels, uv_cache):
     md = compare_cli(*paths, "--format", "markdown")
     assert md.returncode == 1 and "| machine |" in md.stdout and "fleetpkg/m3.py" in md.stdout
     assert compare_cli(*paths, "--exit-zero").returncode == 0
-    same = compare_cli(str(clean), str(clean))
+    same = compare_cli(paths[0], paths[1])
     assert same.returncode == 0 and "every machine agrees" in same.stdout
 
 
@@ -246,4 +251,190 @@ def test_warm_audit_lists_the_same_distributions_and_hashes(tmp_path, wheels, uv
         assert first["distributions"] == second["distributions"] and len(first["distributions"]) >= 2
         assert [(d["relpath"], d["actual"].get("hash")) for d in first["drifts"]] == \
             [(d["relpath"], d["actual"].get("hash")) for d in second["drifts"]]
-        assert compare_files([str(tmp_path / "first.json"), str(tmp_path / "second.json")]).outliers == []
+        result = compare_files([str(tmp_path / "first.json"), str(tmp_path / "second.json")])
+        assert result.outliers == [] and result.mode == "before-after"  # one venv at two times
+        [step] = result.before_after
+        assert step.appeared == step.went_away == step.changed == [] and len(step.stayed) == len(first["drifts"])
+
+
+# ---- before/after: reports of one environment on one machine, in time order ----
+
+
+def edit(path: Path, text: str) -> None:
+    replace_by_rename(path, path.read_text() + text)
+
+
+def dump_newer_than(code: Path, dump: Path) -> None:
+    dump.write_bytes(b"\0" * 64)
+    later = code.stat().st_mtime + 60  # written after the code that writes it, whatever the clock's grain
+    os.utime(dump, (later, later))
+
+
+def retime(report: Path, when: str) -> None:
+    doc = json.loads(report.read_text())
+    doc["generated_at"] = when
+    report.write_text(json.dumps(doc))
+
+
+def test_one_venv_at_two_times(tmp_path, wheels, uv_cache):
+    venv = machine(tmp_path / "ml-env", "1.1", wheels, uv_cache)
+    pkg = site(venv) / "fleetpkg"
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    debug = pkg / "m3.py"
+    edit(debug, f"import torch\nfor step in range(2):\n    torch.save({{}}, f'{dumps}/dump_{{step}}.pt')\n")
+    dump_newer_than(debug, dumps / "dump_1.pt")
+    edit(pkg / "m5.py", "# first edit\n")
+    edit(pkg / "m7.py", "# kept edit\n")
+    m8 = pkg / "m8.py"
+    original = m8.read_text()
+    edit(m8, "# edit undone later\n")
+    before = audit_json(venv, tmp_path / "before.json")
+
+    # In between: m5 edited again, m8 put back, m9 removed, another dump left.
+    edit(pkg / "m5.py", "# second edit\n")
+    replace_by_rename(m8, original)
+    (pkg / "m9.py").unlink()
+    dump_newer_than(debug, dumps / "dump_2.pt")
+    after = audit_json(venv, tmp_path / "after.json")
+    retime(before, "2026-12-01T10:00:00+00:00")
+    retime(after, "2026-12-01T11:00:00+00:00")
+
+    # Given newest first: time order wins.
+    result = compare_files([str(after), str(before)])
+    assert result.mode == "before-after"
+    assert result.outliers == [] and result.version_skew == []
+    [step] = result.before_after
+    assert (step.before.name, step.after.name, step.order) == (str(before), str(after), "generated_at")
+    assert step.hostname == os.uname().nodename and step.venv == str(venv)
+    rel = {str(pkg / f"m{i}.py"): f"m{i}" for i in range(10)}
+    pattern_paths = {i.path for i in step.changed + step.stayed if i.path not in rel}
+    assert [rel.get(i.path) for i in step.appeared] == ["m9"]
+    assert step.appeared[0].after.kind == "missing" and step.appeared[0].before is None
+    assert [rel.get(i.path) for i in step.went_away] == ["m8"]
+    assert step.went_away[0].before.kind == "modified" and step.went_away[0].after is None
+    changed = {rel.get(i.path, "dumps"): i for i in step.changed}
+    assert set(changed) == {"m5", "dumps"}
+    assert changed["m5"].changes == ["hash"]
+    assert changed["m5"].before.hash != changed["m5"].after.hash
+    assert changed["dumps"].changes == ["dumps"]
+    assert changed["dumps"].before.dumps == [str(dumps / "dump_1.pt")]
+    assert changed["dumps"].after.dumps == [str(dumps / "dump_1.pt"), str(dumps / "dump_2.pt")]
+    assert (changed["dumps"].dumps_still_there, changed["dumps"].dumps_since) == (1, "2026-12-01T10:00:00+00:00")
+    assert sorted(rel.get(i.path, "?") for i in step.stayed) == ["m3", "m7"]
+    assert len(pattern_paths) == 1
+    assert result.differs
+
+    done = run_cli("compare", str(after), str(before))
+    assert done.returncode == 1, done.stderr
+    out = done.stdout
+    assert "1 drift appeared, 1 went away, 2 changed, 2 stayed" in out
+    assert "1 dump file still there since 2026-12-01T10:00:00+00:00" in out
+    assert "dumps 1 file → 2 files" in out
+    assert out.index("before: " + str(before)) < out.index("after:  " + str(after))
+    assert "majority" not in out
+    doc = json.loads(run_cli("compare", str(after), str(before), "--format", "json").stdout)
+    jsonschema.validate(doc, json.loads(run_cli("schema", "--for", "compare").stdout))
+    assert doc["mode"] == "before-after" and len(doc["before_after"][0]["stayed"]) == 2
+
+    # A third report, nothing touched since: two steps; both dumps listed since the second report.
+    third = audit_json(venv, tmp_path / "third.json")
+    retime(third, "2026-12-01T12:00:00+00:00")
+    result = compare_files([str(third), str(before), str(after)])
+    assert [(s.before.name, s.after.name) for s in result.before_after] == [(str(before), str(after)),
+                                                                            (str(after), str(third))]
+    last = result.before_after[1]
+    assert last.appeared == last.went_away == last.changed == [] and len(last.stayed) == 5
+    [kept] = [i for i in last.stayed if i.after.dumps]
+    assert (kept.dumps_still_there, kept.dumps_since) == (2, "2026-12-01T11:00:00+00:00")
+    assert "2 dump files still there since 2026-12-01T11:00:00+00:00" in run_cli(
+        "compare", str(third), str(before), str(after)).stdout
+
+    # Equal times: the command line's order, and said so.
+    retime(after, "2026-12-01T10:00:00+00:00")
+    result = compare_files([str(after), str(before)])
+    [step] = result.before_after
+    assert (step.before.name, step.after.name, step.order) == (str(after), str(before), "command line")
+    assert [rel.get(i.path) for i in step.appeared] == ["m8"]  # seen the other way round
+    assert any("order given on the command line" in n for n in result.notes)
+    # The same report twice: nothing changed, exit 0.
+    same = run_cli("compare", str(before), str(before))
+    assert same.returncode == 0 and "nothing changed between the two reports" in same.stdout
+
+
+def test_different_venvs_keep_the_majority_view_and_a_mix_gets_both(tmp_path, wheels, uv_cache):
+    a = machine(tmp_path / "a", "1.1", wheels, uv_cache)
+    b = machine(tmp_path / "b", "1.1", wheels, uv_cache)
+    ra = audit_json(a, tmp_path / "a.json")
+    edit(site(b) / "fleetpkg" / "m2.py", "# hotfix\n")
+    rb = audit_json(b, tmp_path / "b.json")
+    result = compare_files([str(ra), str(rb)])
+    assert result.mode == "majority" and result.before_after == []
+    assert [(o.machine, o.relpath) for o in result.outliers] == [(str(rb), "fleetpkg/m2.py")]
+
+    # A second report of a, later, with a drift of its own: a's before/after, and a against b by
+    # a's newest report.
+    edit(site(a) / "fleetpkg" / "m4.py", "# later\n")
+    ra2 = audit_json(a, tmp_path / "a2.json")
+    retime(ra, "2026-12-01T10:00:00+00:00")
+    retime(ra2, "2026-12-01T12:00:00+00:00")
+    result = compare_files([str(ra2), str(rb), str(ra)])
+    assert result.mode == "mixed"
+    [step] = result.before_after
+    assert (step.before.name, step.after.name) == (str(ra), str(ra2))
+    assert [i.path for i in step.appeared] == [str(site(a) / "fleetpkg" / "m4.py")]
+    assert step.went_away == step.changed == step.stayed == []
+    # The newest of a against b.
+    # Each path on one of two: "as RECORD says" wins the tie, the drifted one is the odd one out.
+    assert sorted((o.machine, o.relpath) for o in result.outliers) == sorted([
+        (str(ra2), "fleetpkg/m4.py"), (str(rb), "fleetpkg/m2.py")])
+    assert [m.name for m in result.machines] == [str(ra2), str(rb), str(ra)]
+    text = run_cli("compare", str(ra2), str(rb), str(ra)).stdout
+    assert "before/after: 1 drift appeared, 0 went away, 0 changed, 0 stayed" in text
+    assert "2 environments (the newest report of each) compared" in text
+
+
+def test_before_after_of_hostile_reports_is_inert_and_orders_by_command_line(tmp_path, wheels, uv_cache):
+    venv = machine(tmp_path / "ml-env", "1.1", wheels, uv_cache)
+    edit(site(venv) / "fleetpkg" / "m1.py", "# edit\n")
+    report = audit_json(venv, tmp_path / "r.json")
+    doc = json.loads(report.read_text())
+    first, second = dict(doc), dict(doc)
+    first["generated_at"] = "not a time"
+    second["generated_at"] = 17
+    second["drifts"] = doc["drifts"] + [
+        "a string", {"kind": 5}, {"path": None},
+        {"path": "/x\x1b[2J\nfake line", "kind": "added\x07", "actual": {"hash": ["x"]}, "prediction": {"a": 1},
+         "artifacts": ["/d\x1b]0;t\x07", 3], "distribution": {"name": 1}}]
+    (tmp_path / "first.json").write_text(json.dumps(first))
+    (tmp_path / "second.json").write_text(json.dumps(second))
+    args = [str(tmp_path / "first.json"), str(tmp_path / "second.json")]
+    result = compare_files(args)
+    [step] = result.before_after
+    assert (step.before.name, step.after.name, step.order) == (args[0], args[1], "command line")
+    assert [i.path for i in step.appeared] == ["/x\x1b[2J\nfake line"]
+    assert step.appeared[0].after.dumps == ["/d\x1b]0;t\x07"] and step.appeared[0].after.hash is None
+    assert len(step.stayed) == len(doc["drifts"]) and step.changed == step.went_away == []
+    for fmt in ("text", "markdown", "json"):
+        done = run_cli("compare", *args, "--format", fmt)
+        assert done.returncode == 1, done.stderr
+        assert "Traceback" not in done.stderr + done.stdout
+        if fmt != "json":
+            assert "\x1b" not in done.stdout and "\x07" not in done.stdout and "\nfake line" not in done.stdout
+    md = run_cli("compare", *args, "--format", "markdown").stdout
+    assert "| appeared |" in md and "1 drift appeared, 0 went away, 0 changed, 1 stayed" in md
+
+
+def test_a_report_gone_before_its_second_read_is_an_error_not_a_traceback(tmp_path, wheels, uv_cache):
+    venv = machine(tmp_path / "ml-env", "1.1", wheels, uv_cache)
+    edit(site(venv) / "fleetpkg" / "m1.py", "# edit\n")
+    first = audit_json(venv, tmp_path / "first.json")
+    second = audit_json(venv, tmp_path / "second.json")
+
+    def progress(done: int, total: int) -> None:
+        if done == 2:  # both read once: the second one is replaced before before/after reads it again
+            second.write_text("{not json")
+
+    result = compare_files([str(first), str(second)], progress=progress)
+    assert result.mode == "before-after" and result.before_after == []
+    assert [e.path for e in result.errors] == [str(second)] and "second read" in result.errors[0].message
