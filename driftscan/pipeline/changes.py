@@ -143,7 +143,8 @@ def _shipped_in_archive(check: FileCheck, lookups: Sequence[Lookup]) -> FileChec
     if not wheels:
         return check
     edited = check.actual.get("edited") or []
-    shipped, left = [], []
+    shipped: list[str] = []
+    left: list[str] = []
     for member in edited:
         expected, actual = member.get("expected") or {}, member.get("actual") or {}
         size, recorded = actual.get("size"), expected.get("hash")

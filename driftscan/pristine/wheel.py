@@ -273,7 +273,7 @@ class ZipCopy(PristineCopy):
         info = self._member(entry)
         own = self.own_record() if info is not None and entry.hash is not None else None
         row = own.get(info.filename) if own is not None and info is not None else None
-        if row is None or row.hash != entry.hash or row.size != entry.size:
+        if info is None or row is None or row.hash is None or row.hash != entry.hash or row.size != entry.size:
             return None
         try:
             current = parse_hash(installed_hash, allow_hex=False)

@@ -108,6 +108,13 @@ def test_uv_copies_the_wrong_row_and_the_wheel_resolves_it(tmp_path, house):
     assert "uv cache clean" not in drift["remedy"]
     assert (status, [d["kind"] for d in report["drifts"]]) == (0, ["upstream-record-mismatch"])
 
+    # The plan: the reinstall writes the wheel's bytes again; nothing to clean from uv's cache.
+    proc = cli("plan", "--venv", str(venv), "--no-cache", "--wheels", str(where), "--reinstall", "wrongpkg",
+               "--format", "json", env=env)
+    plan = json.loads(proc.stdout)
+    assert [(i["kind"], i["status"]) for i in plan["items"]] == [("upstream-record-mismatch", "SURVIVES")]
+    assert not any("uv cache clean" in s["command"] for s in plan["steps"]) and proc.returncode == 0
+
 
 def test_an_archive_edit_beside_the_wrong_row_is_still_cache_modified(tmp_path, house):
     where, _ = house
