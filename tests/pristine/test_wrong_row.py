@@ -108,3 +108,16 @@ def test_a_wheel_of_another_release_renamed_into_place_is_refused(tmp_path):
     with find_pristine([(dist, rows_of(dist, WRONG))], options(tmp_path, house),
                        installed=content_of(dist, WRONG)) as found:
         assert found.get(dist).wrong_rows == ()
+
+
+def test_a_wrong_row_for_the_wheels_own_metadata_is_found_too(tmp_path):
+    # torch 1.12.1's METADATA row did not match its METADATA (pypa/installer refuses the wheel).
+    metadata = "pkg-1.0.dist-info/METADATA"
+    files = {**FILES, metadata: "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n\n"}  # as build_wheel writes it
+    house = tmp_path / "house"
+    wheel_with_wrong_row(house, "pkg", "1.0", files, metadata)
+    dist = installed_wrong_row(tmp_path / "site", "pkg", "1.0", files, metadata)
+    with find_pristine([(dist, rows_of(dist, metadata))], options(tmp_path, house),
+                       installed=content_of(dist, metadata)) as found:
+        (wrong,) = found.get(dist).wrong_rows
+        assert (wrong.path, wrong.member) == (metadata, metadata)
