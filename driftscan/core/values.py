@@ -34,6 +34,10 @@ class DriftKind(str, enum.Enum):
     # one drift, its count and the first of its files in ``expected`` (environment/records.py).
     MISSING_DIRECTORY = "missing-directory"
     MISSING_FILES = "missing-files"  # as many missing from one directory that is still there
+    # A file whose bytes are exactly what its wheel ships while the wheel's own RECORD row (copied
+    # into the installed RECORD) is wrong: upstream's mistake, not the user's; informational
+    # (pristine/wheel.py decides it, only with the wheel at hand).
+    UPSTREAM_RECORD_MISMATCH = "upstream-record-mismatch"
 
 
 class Scope(str, enum.Enum):

@@ -19,10 +19,12 @@ from dataclasses import replace
 import tempfile
 from typing import TYPE_CHECKING, Union
 
-from ..fs.reader import inside, read_regular
+from ..fs.reader import inside, open_regular, read_regular
+from ..formats.record import parse_hash
 from ..formats.jsondiff import as_text, describe
 from ..core.units import plural
 from ..core.values import Area, Distribution, Drift, DriftKind, FileCheck, Finding, Origin, PristineRef, RecordEntry
+from ..environment.content import record_digest
 from ..environment.files import expected_of
 from ..environment.ownership import is_bytecode, is_virtualenv_style_row
 from ..lint.files import ParseLimits
@@ -32,6 +34,7 @@ if TYPE_CHECKING:  # the pristine package (zipfile, subprocess) is imported only
     from ..lint import Rule
     from ..lint.scancache import ContentMemo
     from ..pristine import PristineSet
+    from ..pristine.base import Lookup, WrongRow
 
 # The rules: loaded, or how to load them — the rule engine (libcst) is imported only when an
 # original's findings are not remembered already (``ContentMemo``, keyed by the original's content).
@@ -86,6 +89,83 @@ def wanted_originals(checks: Sequence[FileCheck]) -> list[tuple[Distribution, li
         if entry is not None and entry.hash is not None:
             out.setdefault(dist.metadata_dir, (dist, []))[1].append(entry)
     return list(out.values())
+
+
+def installed_contents(checks: Sequence[FileCheck]) -> dict[tuple[str, str], tuple[str, int]]:
+    """The current digest and size of each modified package file, by (metadata_dir, RECORD path):
+    what tells a wheel's own wrong RECORD row from an edit (``pristine.Lookup.wrong_rows``)."""
+    rows: dict[str, dict[str, RecordEntry]] = {}
+    out: dict[tuple[str, str], tuple[str, int]] = {}
+    for check in checks:
+        dist = check.distribution
+        digest, size = check.actual.get("hash"), check.actual.get("size")
+        if dist is None or check.kind is not DriftKind.MODIFIED or check.area is not Area.PYTHON \
+                or not isinstance(digest, str) or not isinstance(size, int) or not check.regular_file:
+            continue
+        by_path = rows.get(dist.metadata_dir)
+        if by_path is None:
+            by_path = rows[dist.metadata_dir] = record_rows(dist)
+        entry = by_path.get(os.path.normpath(check.path))
+        if entry is not None:
+            out[(dist.metadata_dir, entry.path)] = (digest, size)
+    return out
+
+
+def shipped_as_is(check: FileCheck, wrong: WrongRow, where: PristineRef) -> FileCheck:
+    """``check`` (modified) as the ``upstream-record-mismatch`` it is: the wheel ships these bytes."""
+    evidence = (f"the wheel {wrong.wheel} ships this file with these bytes (its member {wrong.member}); its own "
+                f"RECORD row says {wrong.row_hash}: the row is wrong upstream, and the installer copied it. "
+                "A reinstall from that wheel reinstates the same bytes")
+    return replace(check, kind=DriftKind.UPSTREAM_RECORD_MISMATCH, pristine=where, evidence=evidence)
+
+
+def _archive_digest(archive: str, path: str, size: int) -> str | None:
+    try:
+        fd, st = open_regular(os.path.join(archive, *path.split("/")), follow=False, root=archive)
+    except (OSError, ValueError):
+        return None
+    try:
+        return record_digest(fd, st.st_size) if st.st_size == size else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _shipped_in_archive(check: FileCheck, lookups: Sequence[Lookup]) -> FileCheck | None:
+    """An edited uv cache archive (``cache-modified``) without its files that its wheel ships under a
+    wrong RECORD row of its own: uv unpacked the wheel as it is and kept its RECORD, so they are no
+    edit. Each is checked here afresh — the archive's row is the wheel's row, the archive's bytes
+    are the wheel's member — against a wheel the search found to be the installed one's original.
+    None when nothing else is edited; the check unchanged when no such wheel is at hand."""
+    archive, dist = check.path, check.distribution
+    wheels = [lk.copy for lk in lookups if lk.wrong_rows and lk.copy is not None and dist is not None
+              and lk.copy.is_release_of(dist)]
+    if not wheels:
+        return check
+    edited = check.actual.get("edited") or []
+    shipped: list[str] = []
+    left: list[str] = []
+    for member in edited:
+        expected, actual = member.get("expected") or {}, member.get("actual") or {}
+        size, recorded = actual.get("size"), expected.get("hash")
+        found = None
+        if member.get("kind") == "modified" and isinstance(size, int) and isinstance(recorded, str):
+            digest = _archive_digest(archive, member.get("path", ""), size)
+            try:
+                row = RecordEntry(member.get("path", ""), parse_hash(recorded, allow_hex=False), expected.get("size"), 0)
+            except ValueError:
+                row = None
+            if digest is not None and row is not None:
+                found = next((w for copy in wheels if (w := copy.wrong_row(row, digest, size)) is not None), None)
+        (shipped if found is not None else left).append(member.get("path", ""))
+    if not shipped:
+        return check
+    if not left:
+        return None
+    kept = [m for m in edited if m.get("path") not in shipped]
+    note = (f"; {', '.join(shipped)}: as the wheel ships it (its own RECORD row is wrong upstream), no edit")
+    return replace(check, actual={**check.actual, "edited": kept}, evidence=check.evidence + note)
 
 
 def _norm(snippet: str) -> str:
@@ -235,9 +315,15 @@ def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet |
     originals by their content, from earlier audits (a miss loads ``rules``, when given as a loader)."""
     rows: dict[str, dict[str, RecordEntry]] = {}
     found = _OriginalFindings(rules, memo, plugins)
+    lookups = originals.lookups() if originals is not None else []
     out = []
     for check in checks:
         dist = check.distribution
+        if check.kind is DriftKind.CACHE_MODIFIED and any(lk.wrong_rows for lk in lookups):
+            unpacked = _shipped_in_archive(check, lookups)
+            if unpacked is not None:
+                out.append(unpacked)
+            continue
         if check.kind is DriftKind.ADDED and check.findings and check.area in (Area.PYTHON, Area.SOURCE):
             out.append(replace(check, findings=tuple(replace(f, origin=Origin.INJECTED) for f in check.findings)))
             continue
@@ -250,6 +336,10 @@ def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet |
         if by_path is None:
             by_path = rows[dist.metadata_dir] = record_rows(dist)
         entry = by_path.get(os.path.normpath(check.path))
+        wrong = lookup.wrong_row(entry.path) if entry is not None and check.kind is DriftKind.MODIFIED else None
+        if wrong is not None and lookup.copy is not None:
+            out.append(shipped_as_is(check, wrong, PristineRef(lookup.copy.source, lookup.copy.where)))
+            continue
         # Per file, never per distribution: the closest copy of a distribution may lack this very
         # file or hold it edited (uv's cache, hard-linked with the venv), and then no original
         # of it is at hand, whatever source the others came from.

@@ -238,6 +238,9 @@ def classify(check: FileCheck, target: Target, installer: str | None = None) -> 
                                                     "the same tree",
                                       Scope.EXTERNAL: "written outside the environment"}[scope]
         return Drift(check, scope, True, remedy, evidence, Prediction.SURVIVES)
+    if check.kind is DriftKind.UPSTREAM_RECORD_MISMATCH:  # the wheel's bytes: a reinstall brings them back
+        return Drift(check, Scope.PACKAGE, True, "nothing to do here: the file is what its wheel ships (the wheel's "
+                     "RECORD row is wrong; report it upstream)", check.evidence, Prediction.SURVIVES)
     if check.kind in _PACKAGE_KINDS and check.distribution is not None:
         return _package(check, target, installer)
     path = shlex.quote(check.path)

@@ -313,7 +313,7 @@ def compare_with_originals(state: State) -> State:
     v, hold = state.verification, state.need is Need.ORIGINALS
     if not (v.checks or hold):
         return state
-    from .changes import compare_with_originals as compare, wanted_originals  # see the top: only with drift
+    from .changes import compare_with_originals as compare, installed_contents, wanted_originals  # see the top
 
     if not state.options.originals.look:
         if not v.checks:
@@ -340,7 +340,8 @@ def compare_with_originals(state: State) -> State:
                                      list(rules.modules), rules.plugins))
     options = pristine_options(state.target, sources.wheels, sources.fetch, state.options.cache.uv_cache)
     with ExitStack() as stack:
-        found = stack.enter_context(find_pristine(needed, options)) if (needed or hold) else None
+        found = stack.enter_context(find_pristine(needed, options, installed=installed_contents(v.checks))) \
+            if (needed or hold) else None
         checks = compare(v.checks, found, load, memo, rules.plugins)
         lookups = tuple(found.lookups()) if found is not None else ()
         checks = _backups_named(checks, lookups)

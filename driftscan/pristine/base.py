@@ -86,6 +86,14 @@ class PristineCopy:
         """The source carries a member for this row."""
         raise NotImplementedError
 
+    def is_release_of(self, dist: Distribution) -> bool:
+        """The source says itself which release it is, and it is ``dist``'s (a wheel does)."""
+        return False
+
+    def wrong_row(self, entry: RecordEntry, installed_hash: str, installed_size: int) -> WrongRow | None:
+        """A row the source itself gets wrong while holding the installed bytes (a wheel can)."""
+        return None
+
     def explain(self, entry: RecordEntry, why: str) -> str:
         """A reason for the Rejected of a row that failed with ``why``."""
         return f"{entry.path}: {why}"
@@ -186,6 +194,17 @@ def error_text(exc: BaseException) -> str:
 
 
 @dataclass(frozen=True)
+class WrongRow:
+    """A RECORD row the wheel itself gets wrong: the installed file's bytes are the wheel's member
+    for it, and the wheel's own RECORD row (the one the installer copied) does not describe them."""
+
+    path: str  # the installed RECORD path
+    member: str  # the wheel's member name
+    wheel: str  # the wheel's file name (a pip cache body: its path)
+    row_hash: str  # the row's "<algorithm>=<digest>", as RECORD writes it
+
+
+@dataclass(frozen=True)
 class Lookup:
     distribution: Distribution
     copy: PristineCopy | None
@@ -196,6 +215,12 @@ class Lookup:
     # RECORD paths whose bytes in ``copy`` verified during the search: a copy chosen as the
     # closest of several (``reason`` says "no source has every file") lacks the others.
     verified: frozenset[str] = frozenset()
+    # Needed rows the copy's wheel ships with the installed bytes and a wrong RECORD row of its own
+    # (``ZipCopy.wrong_row``): the copy was chosen as the wheel these were installed from.
+    wrong_rows: tuple[WrongRow, ...] = ()
+
+    def wrong_row(self, path: str) -> WrongRow | None:
+        return next((w for w in self.wrong_rows if w.path == path), None)
 
     def original(self, entry: RecordEntry) -> PristineCopy | None:
         """The copy to take ``entry``'s original from, only when that row's own bytes verify

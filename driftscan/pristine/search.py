@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..environment.uv.cache import default_uv_cache
 from ..core.values import Distribution, MetadataKind, RecordEntry
-from .base import Lookup, PristineCopy, PristineOptions, Rejected
 from .backups import backup_candidate
+from .base import Lookup, PristineCopy, PristineOptions, Rejected, WrongRow
 from .directurl import open_direct_url
 from .fetch import fetch_candidates
 from .kept import kept_candidate
@@ -23,6 +23,8 @@ NOT_A_WHEEL = "a conda/dpkg/egg-info distribution: no wheel to compare with"
 _SHOWN = 5  # paths named in a reason before "and N more"
 
 Needed = Mapping[Distribution, Sequence[RecordEntry]] | Iterable[tuple[Distribution, Sequence[RecordEntry]]]
+# The installed content of needed rows, by (metadata_dir, RECORD path): ("sha256=...", size).
+Installed = Mapping[tuple[str, str], tuple[str, int]]
 
 
 def _key(dist: Distribution) -> str:
@@ -135,7 +137,25 @@ def _paths(paths: Sequence[str]) -> str:
     return shown + (f" and {len(paths) - _SHOWN} more" if len(paths) > _SHOWN else "")
 
 
-def _look_up(dist: Distribution, rows: Sequence[RecordEntry], sources: _Sources) -> Lookup:
+def _wrong_rows(candidate: PristineCopy, failures: Sequence[tuple[RecordEntry, str]], dist: Distribution,
+                installed: Installed) -> list[WrongRow] | None:
+    """Every failure of ``candidate`` as a row its wheel gets wrong itself (it ships the installed
+    bytes, its own row is the installed row), when all of them are and the wheel is a wheel of
+    this release; else None: the copy is not the wheel this was installed from."""
+    if not failures or not installed or not candidate.is_release_of(dist):
+        return None
+    found = []
+    for entry, _ in failures:
+        current = installed.get((dist.metadata_dir, entry.path))
+        wrong = candidate.wrong_row(entry, *current) if current is not None else None
+        if wrong is None:
+            return None
+        found.append(wrong)
+    return found
+
+
+def _look_up(dist: Distribution, rows: Sequence[RecordEntry], sources: _Sources,
+             installed: Installed | None = None) -> Lookup:
     if dist.kind is not MetadataKind.DIST_INFO:
         return Lookup(dist, None, (), NOT_A_WHEEL)
     rows = list(dict.fromkeys(rows))
@@ -164,6 +184,15 @@ def _look_up(dist: Distribution, rows: Sequence[RecordEntry], sources: _Sources)
             rejected.append(candidate)
             continue
         failures = candidate.failures(wanted)
+        # A wheel whose own RECORD is wrong about a file still is that file's original, when the
+        # installed bytes are its member's and every other needed row verifies.
+        wrong = _wrong_rows(candidate, failures, dist, installed or {})
+        if wrong is not None:
+            if best is not None:
+                best[0].close()
+            reason = "; ".join([n for n in (candidate.note,) if n] + caveats) or None
+            return Lookup(dist, candidate, tuple(rejected), reason, lacking,
+                          frozenset(r.path for r in wanted) - {w.path for w in wrong}, tuple(wrong))
         if not failures:
             if best is not None:
                 best[0].close()
@@ -190,14 +219,15 @@ def _look_up(dist: Distribution, rows: Sequence[RecordEntry], sources: _Sources)
 
 
 def find_pristine(needed: Needed, options: PristineOptions,
-                  progress: Callable[[str], None] | None = None) -> PristineSet:
+                  progress: Callable[[str], None] | None = None, installed: Installed | None = None) -> PristineSet:
     """The original files of each distribution in ``needed`` (its drifted RECORD rows), from the
     first source whose copy of every row verifies: the wheel direct_url.json names, ``--wheels``
     directories, uv's cache, pip's HTTP cache, backups beside the drifted files (``x.bak``,
     ``x.orig``, ``x~``), driftscan's kept originals, then (only with
     ``fetch``) ``pip download``.
     ``needed`` may also be (distribution, rows) pairs: a Distribution with a direct_url cannot
-    be a dict key."""
+    be a dict key. ``installed``: the installed files' digests and sizes, for telling a row the
+    wheel itself gets wrong (``Lookup.wrong_rows``) from an edit."""
     pairs = needed.items() if isinstance(needed, Mapping) else needed
     grouped: dict[str, tuple[Distribution, list[RecordEntry]]] = {}
     for dist, rows in pairs:
@@ -206,7 +236,7 @@ def find_pristine(needed: Needed, options: PristineOptions,
     sources = _Sources(options, pset, progress)
     try:
         for dist, rows in grouped.values():
-            pset._add(_look_up(dist, rows, sources))
+            pset._add(_look_up(dist, rows, sources, installed))
     except BaseException:
         pset.close()
         raise

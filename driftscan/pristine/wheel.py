@@ -19,9 +19,9 @@ from typing import BinaryIO
 
 from ..fs.reader import open_regular
 from ..core.values import Distribution, RecordEntry
-from ..formats.record import parse_record
-from .base import PristineCopy, SourceKind
-from .names import expand_tags
+from ..formats.record import hash_text, parse_hash, parse_record
+from .base import PristineCopy, SourceKind, WrongRow
+from .names import expand_tags, installed_tags, same_release
 
 MAX_WHEEL = 16 << 30  # the largest wheels (CUDA builds of torch) are a few GB
 CD_CAP = 64 << 20  # a central directory read for reading members (torch's: about 2 MB)
@@ -252,6 +252,40 @@ class ZipCopy(PristineCopy):
                 if why is not None:
                     out[entry.path] = f"its member {info.filename} does not match the wheel's own RECORD ({why})"
         return out
+
+    def is_release_of(self, dist: Distribution) -> bool:
+        """The wheel's own dist-info names ``dist``'s name and version, and its WHEEL's tags meet
+        the installed WHEEL's (when that names any): this is a wheel of that very release."""
+        if not self._info or not self._info.endswith(".dist-info"):
+            return False
+        name, sep, version = self._info[:-len(".dist-info")].rpartition("-")
+        if not sep or not same_release(dist, name, version):
+            return False
+        inside = installed_tags(dist)
+        return not inside or bool(self.wheel_tags() & inside)
+
+    def wrong_row(self, entry: RecordEntry, installed_hash: str, installed_size: int) -> WrongRow | None:
+        """A ``WrongRow`` when this wheel ships the installed file as it is while its own RECORD
+        row for it — the same row as the installed one (hash and size) — does not match its member;
+        else None. ``installed_hash`` ("sha256=...") and ``installed_size`` are the installed
+        file's. Nothing here trusts the wheel for being there: the member must hash to the
+        installed bytes, and the installer must have copied this very row."""
+        info = self._member(entry)
+        own = self.own_record() if info is not None and entry.hash is not None else None
+        row = own.get(info.filename) if own is not None and info is not None else None
+        if info is None or row is None or row.hash is None or row.hash != entry.hash or row.size != entry.size:
+            return None
+        try:
+            current = parse_hash(installed_hash, allow_hex=False)
+        except ValueError:
+            return None
+        if (current.algorithm, current.digest, installed_size) == (row.hash.algorithm, row.hash.digest, row.size):
+            return None  # the installed bytes match the row: no wrong row here
+        if self.check(RecordEntry(entry.path, current, installed_size, entry.line)) is not None:
+            return None  # the member is not the installed bytes
+        if self.check(entry) is None:
+            return None  # the member matches the row: the installed file is what differs
+        return WrongRow(entry.path, info.filename, os.path.basename(self.path), hash_text(row.hash))
 
     def _open(self, entry: RecordEntry) -> tuple[BinaryIO, int | None] | None:
         info = self._member(entry)

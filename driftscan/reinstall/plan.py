@@ -147,6 +147,8 @@ def _status(drift: Drift, chosen: set[str]) -> tuple[Verdict, str]:
     in_set = dist is not None and normalize(dist.name) in chosen
     if check.kind is DriftKind.CACHE_MODIFIED:  # no reinstall touches uv's cache; a clean step may
         return Verdict.SURVIVES, drift.evidence
+    if check.kind is DriftKind.UPSTREAM_RECORD_MISMATCH:  # the wheel's own bytes, written again
+        return Verdict.SURVIVES, drift.evidence
     if drift.scope is Scope.PACKAGE:
         if not in_set:
             return Verdict.SURVIVES, f"{dist.key if dist else 'its distribution'} is not part of this reinstall"
@@ -401,7 +403,8 @@ def build_plan(audited: Audited, names: Sequence[str], installer: str | None, ex
     after_only: dict[str, str | None] = {}  # edited archive left in the cache, wiped from this venv anyway
     for drift in drifts:
         dist, link = drift.check.distribution, drift.check.uv_cache
-        if drift.scope is not Scope.PACKAGE or dist is None or link is None or normalize(dist.name) not in chosen:
+        if drift.scope is not Scope.PACKAGE or dist is None or link is None or normalize(dist.name) not in chosen \
+                or drift.check.kind is DriftKind.UPSTREAM_RECORD_MISMATCH:  # no edit to link back: nothing to clean
             continue
         key = normalize(dist.name)
         if who != "uv":

@@ -67,6 +67,8 @@ class Level(str, enum.Enum):
 def _drift_level(d: DriftOut, policies: Sequence[FailOn]) -> Level:
     if accepted_reason(d) is not None:
         return Level.NOTICE  # accepted drift never fails the run
+    if d.kind.value == "upstream-record-mismatch" and not any(drift_fails(d, p) for p in policies):
+        return Level.NOTICE  # the wheel's own bytes: for information
     return Level.ERROR if any(drift_fails(d, p) for p in policies) else Level.WARNING
 
 

@@ -116,6 +116,8 @@ def _detail(d: DriftOut, counts: tuple[int, int] | None) -> str:
         count, size = a.get("count", 0), a.get("bytes", 0)
         if isinstance(count, int) and isinstance(size, (int, float)):
             return f"{_n(count, 'file')}, {readable(size)}, older than the code that writes them"
+    if kind == "upstream-record-mismatch":
+        return "as its wheel ships it; the wheel's own RECORD row is wrong"
     if kind == "cache-modified":
         edited = [str(x.get("path")) for x in a.get("edited", []) if isinstance(x, dict)]
         return f"{len(edited)} edited: " + ", ".join(esc(p) for p in edited[:5]) + (", …" if len(edited) > 5 else "")

@@ -99,6 +99,11 @@ DRIFT_KINDS: dict[str, tuple[str, str]] = {
                                  "modification time or its distribution's install (the code was edited again, "
                                  "copied or chmod-ed since). Listed for review; driftscan does not offer to delete "
                                  "them."),
+    "upstream-record-mismatch": ("A file exactly as its wheel ships it, whose wheel's RECORD row is wrong",
+                                 "The installed bytes equal the wheel's member for this path while the wheel's own "
+                                 "RECORD row (copied into the installed RECORD) does not describe them: upstream's "
+                                 "mistake, not an edit. Informational: only --fail-on unverifiable counts it; a "
+                                 "reinstall from that wheel reinstates the same bytes."),
     "restored": ("A file back to what RECORD lists since the snapshot",
                  "diff: the file differs from the snapshot and matches its RECORD again (a reinstall or a restore "
                  "since the snapshot): nothing to undo."),

@@ -48,6 +48,8 @@ def _detail(d: DriftOut) -> str:
         return size(a["size"]) if a.get("type") == "file" else a.get("type", "")
     if d.kind.value == "debug-artifacts":
         return f"{_n(a.get('count', 0), 'file')}, {size(a.get('bytes', 0))}"
+    if d.kind.value == "upstream-record-mismatch":
+        return "as its wheel ships it; the wheel's own RECORD row is wrong"
     if d.kind.value == "cache-modified":
         edited = [e.get("path") for e in a.get("edited", []) if isinstance(e, dict)]
         return f"{len(edited)} edited: " + ", ".join(map(str, edited[:5])) + (", …" if len(edited) > 5 else "")

@@ -29,11 +29,15 @@ class FailOn(str, enum.Enum):
     EXTERNAL = "external"
     DEBUG = "debug"  # a debug finding not upstream, or dumps
     DEBUG_HIGH = "debug-high"  # a high-severity debug finding not upstream
-    UNVERIFIABLE = "unverifiable"  # a distribution that could not be verified
+    # a distribution that could not be verified, or a file its own wheel's RECORD row cannot
+    # (upstream-record-mismatch: the only policy that counts it)
+    UNVERIFIABLE = "unverifiable"
     NEVER = "never"
 
 
 _SCOPES = {FailOn.PACKAGE, FailOn.ENVIRONMENT, FailOn.SOURCE, FailOn.DATA, FailOn.EXTERNAL}
+# Informational drift: what the wheel itself ships, not a change (counted by ``unverifiable`` alone).
+_UPSTREAM = "upstream-record-mismatch"
 
 
 def fail_policies(values: Iterable[str]) -> tuple[FailOn, ...]:
@@ -67,6 +71,8 @@ def drift_fails(drift: DriftOut, policy: FailOn) -> bool:
     fails on, one drift at a time, so a renderer can say which drift makes the run fail."""
     if getattr(drift, "accepted", None) is not None:
         return False
+    if drift.kind.value == _UPSTREAM:
+        return policy is FailOn.UNVERIFIABLE
     if policy is FailOn.DRIFT:
         return True
     if policy in _SCOPES:
@@ -78,8 +84,8 @@ def drift_fails(drift: DriftOut, policy: FailOn) -> bool:
 
 def fails(report: Report, policy: FailOn) -> bool:
     """Whether ``report`` meets ``policy``."""
-    if policy is FailOn.UNVERIFIABLE:
-        return bool(report.unverifiable)
+    if policy is FailOn.UNVERIFIABLE and report.unverifiable:
+        return True
     return any(drift_fails(d, policy) for d in report.drifts)
 
 

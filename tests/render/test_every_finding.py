@@ -107,3 +107,23 @@ def test_short_lists_every_drift_once(report):
     lines = render_short(report, cwd="/nonexistent").splitlines()
     assert sorted((line[0], line[3:]) for line in lines) == sorted(
         (CODES[d["kind"]], d["path"]) for d in doc["drifts"])
+
+
+def test_every_renderer_shows_a_wrong_upstream_row_for_what_it_is(report):
+    """The rich report's ``upstream-record-mismatch``: its kind and the wheel's evidence in every
+    format, and never as something that fails the default policy."""
+    doc = json.loads(render(report, OutputFormat.JSON))
+    (drift,) = [d for d in doc["drifts"] if d["kind"] == "upstream-record-mismatch"]
+    assert "the row is wrong upstream" in drift["evidence"] and drift["pristine"]["source"] == "wheels"
+    text = render(report, OutputFormat.TEXT)
+    (line,) = [x for x in text.splitlines() if x.startswith("  upstream-record-mismatch ")]
+    assert line.rstrip().endswith(f"{drift['relpath']}  (as its wheel ships it; the wheel's own RECORD row is wrong)")
+    assert drift["evidence"] in text
+    markdown = html.unescape(render(report, OutputFormat.MARKDOWN))
+    assert "upstream-record-mismatch" in markdown and drift["relpath"] in markdown
+    run = json.loads(render(report, OutputFormat.SARIF))["runs"][0]
+    (result,) = [r for r in run["results"] if r["ruleId"] == "drift/upstream-record-mismatch"]
+    assert result["level"] == "note"
+    assert "drift/upstream-record-mismatch" in {r["id"] for r in run["tool"]["driver"]["rules"]}
+    github = [x for x in render(report, OutputFormat.GITHUB).splitlines() if drift["relpath"] in x]
+    assert github and all(x.startswith("::notice ") for x in github)

@@ -48,3 +48,13 @@ def test_policies_are_read_from_words():
 
 def test_the_package_exports_them():
     assert driftscan.exit_status is exit_status and driftscan.FailOn is FailOn
+
+
+def test_a_wrong_upstream_row_counts_only_under_unverifiable():
+    report = every_kind_report()
+    alone = report.model_copy(update={"drifts": [d for d in report.drifts if d.kind.value == "upstream-record-mismatch"],
+                                      "unverifiable": []})
+    assert len(alone.drifts) == 1 and alone.drifts[0].scope.value == "package"
+    assert [p for p in FailOn if fails(alone, p)] == [FailOn.UNVERIFIABLE]
+    assert exit_status(alone) & EXIT_DRIFT == 0  # the default --fail-on drift
+    assert exit_status(alone, fail_on=["unverifiable"]) & EXIT_DRIFT
