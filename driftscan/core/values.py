@@ -34,6 +34,10 @@ class DriftKind(str, enum.Enum):
     # one drift, its count and the first of its files in ``expected`` (environment/records.py).
     MISSING_DIRECTORY = "missing-directory"
     MISSING_FILES = "missing-files"  # as many missing from one directory that is still there
+    # A file no RECORD lists that Python runs at every start of the environment's interpreter: a
+    # ``.pth`` in site-packages with a line site.py executes, a sitecustomize or usercustomize
+    # module (environment/startup.py).
+    STARTUP_CODE = "startup-code"
 
 
 class Scope(str, enum.Enum):
@@ -550,6 +554,9 @@ class FileCheck:
     pristine: PristineRef | None = None  # the verified original this drift was compared with
     # A binary file compared with its original: the changed byte ranges, [start, end).
     byte_ranges: tuple[tuple[int, int], ...] = ()
+    # The first lines of a file Python runs at start-up (or of a small added text file), inert
+    # and bounded (environment/startup.py).
+    content_preview: str | None = None
 
     @property
     def regular_file(self) -> bool:
