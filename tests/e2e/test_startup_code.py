@@ -136,3 +136,13 @@ def test_the_rule_is_the_interpreter_s_own(tmp_path):
     assert said[4] is True
 
 
+
+
+def test_restore_keeps_startup_code_and_says_how_to_remove_it(venv):
+    site = _plant(venv)
+    proc = run_cli("restore", "--venv", str(venv), "--format", "json")
+    doc = json.loads(proc.stdout)
+    left = next(r for r in doc["remaining"] if r["relpath"] == "zz_nomla_debug.pth")
+    assert "runs at every start of the interpreter" in left["reason"]
+    assert left["reason"].endswith(f"rm {site / 'zz_nomla_debug.pth'}")
+    assert (site / "zz_nomla_debug.pth").read_text() == PTH_LINE + "\n"
