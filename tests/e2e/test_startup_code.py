@@ -146,3 +146,16 @@ def test_restore_keeps_startup_code_and_says_how_to_remove_it(venv):
     assert "runs at every start of the interpreter" in left["reason"]
     assert left["reason"].endswith(f"rm {site / 'zz_nomla_debug.pth'}")
     assert (site / "zz_nomla_debug.pth").read_text() == PTH_LINE + "\n"
+
+
+def test_diff_against_a_snapshot_tells_startup_code_from_an_added_file(venv, tmp_path):
+    snap = tmp_path / "snap.json"
+    proc = run_cli("snapshot", "--venv", str(venv), "-o", str(snap))
+    assert proc.returncode == 0, proc.stderr
+    _plant(venv)
+    proc = run_cli("diff", str(snap), "--venv", str(venv), "--format", "json")
+    assert proc.returncode & 1, proc.stderr
+    kinds = {d["relpath"]: (d["kind"], d["content_preview"]) for d in json.loads(proc.stdout)["drifts"]}
+    assert kinds["zz_nomla_debug.pth"] == ("startup-code", PTH_LINE)
+    assert kinds["sitecustomize.py"][0] == "startup-code"
+    assert kinds["extra_paths.pth"][0] == "added"
