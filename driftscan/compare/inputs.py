@@ -48,7 +48,7 @@ class InputKind(str, enum.Enum):
 _SITE_RE = re.compile(r"^(?:lib|lib64)/python\d+\.\d+t?/site-packages/|^Lib/site-packages/")
 _DIST_INFO_RE = re.compile(r"^([^/]+?)-([^/-]+)\.(dist-info|egg-info)/(?:METADATA|PKG-INFO|top_level\.txt)$")
 # Drift kinds that describe something the reference lacks: where no report lists the path, it is absent.
-EXTRA_KINDS = frozenset({"added", "orphaned-bytecode", "orphaned-metadata", "debug-artifacts"})
+EXTRA_KINDS = frozenset({"added", "orphaned-bytecode", "orphaned-metadata", "debug-artifacts", "startup-code"})
 ABSENT: tuple[str, ...] = ("absent",)
 AS_REFERENCE: tuple[str, ...] = ("recorded",)
 

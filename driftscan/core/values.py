@@ -38,6 +38,10 @@ class DriftKind(str, enum.Enum):
     # into the installed RECORD) is wrong: upstream's mistake, not the user's; informational
     # (pristine/wheel.py decides it, only with the wheel at hand).
     UPSTREAM_RECORD_MISMATCH = "upstream-record-mismatch"
+    # A file no RECORD lists that Python runs at every start of the environment's interpreter: a
+    # ``.pth`` in site-packages with a line site.py executes, a sitecustomize or usercustomize
+    # module (environment/startup.py).
+    STARTUP_CODE = "startup-code"
 
 
 class Scope(str, enum.Enum):
@@ -555,6 +559,9 @@ class FileCheck:
     pristine: PristineRef | None = None  # the verified original this drift was compared with
     # A binary file compared with its original: the changed byte ranges, [start, end).
     byte_ranges: tuple[tuple[int, int], ...] = ()
+    # The first lines of a file Python runs at start-up (or of a small added text file), inert
+    # and bounded (environment/startup.py).
+    content_preview: str | None = None
 
     @property
     def regular_file(self) -> bool:

@@ -6,7 +6,9 @@ modified or added regular file of an environment gets ``actual["hash"]``, in REC
 notation (``sha256=<urlsafe base64, unpadded>``), comparable with ``expected["hash"]``.
 
 Only drifted files are read (a handful, usually), each at most ``MAX_HASHED`` bytes, opened
-without following a symlink and refused outside its root, as every tree read is.
+without following a symlink and refused outside its root, as every tree read is. A small added
+text file also gets the start of its content (``content_preview``, bounded as startup code's is),
+and a ``.pth`` a RECORD owns that no longer matches it is read for lines Python executes.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import hashlib
 import os
 from dataclasses import replace
 
-from ..fs.reader import open_regular, read_pieces
+from ..fs.reader import open_regular, read_opened, read_pieces
 from ..core.values import Area, DriftKind, FileCheck
+from .startup import PREVIEW_BYTES, is_pth, modified_pth, preview
 
 MAX_HASHED = 256 << 20  # a bigger drifted file keeps size and mtime only
-_HASHED_KINDS = (DriftKind.MODIFIED, DriftKind.ADDED)
+_HASHED_KINDS = (DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.STARTUP_CODE)
 
 
 def record_digest(fd: int, size: int) -> str:
@@ -30,26 +33,51 @@ def record_digest(fd: int, size: int) -> str:
     return "sha256=" + base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode("ascii")
 
 
-def _hashed(check: FileCheck) -> FileCheck:
-    if check.kind not in _HASHED_KINDS or check.area is not Area.PYTHON or "hash" in check.actual:
+def _text_preview(data: bytes) -> str | None:
+    """The start of a small added file, if it reads as text (UTF-8, no NUL byte)."""
+    if b"\0" in data:
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return preview(data, len(data))
+
+
+def _hashed(check: FileCheck, site_packages: tuple[str, ...]) -> FileCheck:
+    if check.kind not in _HASHED_KINDS or check.area is not Area.PYTHON:
         return check
-    if not check.regular_file:
+    if check.kind is DriftKind.MODIFIED and check.regular_file and check.distribution is not None:
+        site = os.path.dirname(check.path)
+        if site in site_packages and is_pth(site, check.path):
+            startup = modified_pth(site, check.path)
+            if startup is not None:
+                evidence = check.evidence or f"listed in the RECORD of {check.distribution.key}; a reinstall rewrites it"
+                check = replace(check, evidence=f"{evidence}; {startup.evidence}", content_preview=startup.preview)
+    if "hash" in check.actual or not check.regular_file:
         return check
     try:
         fd, st = open_regular(check.path, follow=False, root=check.root)
     except OSError:
         return check  # gone or swapped since verify saw it: the drift stands as verify found it
+    shown = check.content_preview
     try:
         if st.st_size > MAX_HASHED:
             return check
-        digest = record_digest(fd, st.st_size)
+        if check.kind is DriftKind.ADDED and shown is None and st.st_size <= PREVIEW_BYTES:
+            data = read_opened(fd, st, PREVIEW_BYTES)
+            shown = _text_preview(data)
+            digest = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode("ascii")
+        else:
+            digest = record_digest(fd, st.st_size)
     except OSError:
         return check
     finally:
         os.close(fd)
-    return replace(check, actual={**check.actual, "hash": digest})
+    return replace(check, actual={**check.actual, "hash": digest}, content_preview=shown)
 
 
-def with_content_hashes(checks: tuple[FileCheck, ...]) -> tuple[FileCheck, ...]:
-    """``checks`` with the digest of each modified or added environment file's current content."""
-    return tuple(_hashed(c) for c in checks)
+def with_content_hashes(checks: tuple[FileCheck, ...], site_packages: tuple[str, ...] = ()) -> tuple[FileCheck, ...]:
+    """``checks`` with the digest of each modified, added or startup-code environment file's
+    current content; ``site_packages``: where a modified ``.pth`` is one Python reads."""
+    return tuple(_hashed(c, tuple(site_packages)) for c in checks)

@@ -22,6 +22,7 @@ from .derived import derived_source, is_installer_bookkeeping
 from ..fs.helpers import Child, may_fork
 from .ownership import Ownership, bytecode_source, is_legit_site_file, is_venv_file
 from .roots import root_of
+from .startup import inspect as inspect_startup, is_startup_file
 
 # What the walk found: (added-file checks, problems, presence-only rows it did not see, listed directories)
 _Walked = tuple[list[FileCheck], list[Problem], list[int], list[tuple[str, bytes]]]
@@ -158,6 +159,12 @@ def find_unowned(target: Target, own: Ownership, regular: set[str] | bytearray |
                 if is_legit_site_file(site, path) or own.claimed_by_unlisted(site, os.path.relpath(path, site)) \
                         or is_installer_bookkeeping(site, entry):
                     continue
+                if is_startup_file(site, path):
+                    startup = inspect_startup(site, path)
+                    if startup is not None:
+                        checks.append(FileCheck(DriftKind.STARTUP_CODE, path, root_of(target, path), None, {},
+                                                _actual(entry), startup.evidence, content_preview=startup.preview))
+                        continue
             # Junk in a package's __pycache__ belongs to whoever reinstalls that package (uv wipes it).
             parent = os.path.dirname(path)
             package = own.dir_owner.get(os.path.dirname(parent)) if os.path.basename(parent) == "__pycache__" else None
@@ -236,7 +243,7 @@ class UnownedWalk:
             self._shared[0] = 1
         # Plain values (marshal: pickle's import alone costs the audit half a megabyte)
         plain = [(c.kind.value, c.path, c.root, c.distribution.metadata_dir if c.distribution else None,
-                  c.expected, c.actual, c.evidence) for c in checks]  # a Distribution carries all its rows
+                  c.expected, c.actual, c.evidence, c.content_preview) for c in checks]  # a Distribution carries all its rows
         data = marshal.dumps((plain, [(p.path, p.message) for p in problems], unseen, listed))
         with os.fdopen(fd, "wb") as out:
             out.write(data)
@@ -251,7 +258,8 @@ class UnownedWalk:
             problems = [Problem(path, message) for path, message in problems]
             by_dir = {md.path: md.distribution for md in self._own.metadata.values()}
             checks = [FileCheck(DriftKind(kind), path, root, by_dir.get(dist) if dist else None, expected, actual,
-                                evidence) for kind, path, root, dist, expected, actual, evidence in plain]
+                                evidence, content_preview=preview)
+                      for kind, path, root, dist, expected, actual, evidence, preview in plain]
         except Exception:  # noqa: BLE001 - the child failed: walk here instead, the audit goes on
             self._result = self._walk()
             return self._result

@@ -79,7 +79,11 @@ def one_line(text: str) -> str:
     return inert(text).translate(_LINE_BREAKS)
 
 
-def line_safe(model: _Report, keep: frozenset[str] = frozenset({"diff"})) -> _Report:
+# Multi-line by nature: each renderer shows them indented under a marker (made inert when written).
+MULTI_LINE = frozenset({"diff", "content_preview"})
+
+
+def line_safe(model: _Report, keep: frozenset[str] = MULTI_LINE) -> _Report:
     """A copy of a report (a datamodel.DataModel, or a pydantic model) whose strings are all
     ``one_line`` (but fields named in ``keep``, multi-line by nature), for text renderers; JSON
     keeps the real values."""

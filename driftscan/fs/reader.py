@@ -158,6 +158,22 @@ def read_regular(path: str, limit: int, *, what: str | None = None, follow: bool
     return read_regular_stat(path, limit, what=what, follow=follow, root=root)[0]
 
 
+def read_head(path: str, limit: int, *, follow: bool = True, root: str | None = None) -> tuple[bytes, int]:
+    """(at most the first ``limit`` bytes of a regular file, its size): for a file whose start is
+    worth showing whatever its length (a 50 MB ``.pth`` costs one ``limit``-sized read, never
+    more); OSError for anything but a regular file, as ``open_regular`` refuses."""
+    fd, st = open_regular(path, follow=follow, root=root)
+    try:
+        chunks: list[bytes] = []
+        total = 0
+        while total < limit and (chunk := os.read(fd, min(1 << 20, limit - total))):
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks), max(st.st_size, total)
+    finally:
+        os.close(fd)
+
+
 def read_kind(path: str, kind: str, *, follow: bool = True, root: str | None = None) -> bytes:
     """A tree-controlled file of a kind listed in ``LIMITS``, capped at that kind's limit."""
     return read_regular(path, LIMITS[kind], what=kind, follow=follow, root=root)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 # an audit whose drifted files are unchanged since the last one takes their findings from its
 # memo (scancache.OutcomeMemo) and never imports it.
 
-_INSPECTED_KINDS = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.CLOBBERED}
+_INSPECTED_KINDS = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.CLOBBERED, DriftKind.STARTUP_CODE}
 # Added .py files are syntax-checked up to this many (a package copied in by hand can bring
 # thousands, and compiling 50 MB costs seconds); modified files always are.
 SYNTAX_CHECK_ADDED_LIMIT = 500
@@ -310,7 +310,7 @@ def inspect_drifts(checks: Sequence[FileCheck], *, jobs: int | None = None, sele
     targets = sorted({c.path for c in checks if _inspectable(c)})
     if not targets:
         return InspectOutcome(list(checks))
-    edited = {c.path for c in checks if _inspectable(c) and c.kind is not DriftKind.ADDED}
+    edited = {c.path for c in checks if _inspectable(c) and c.kind not in (DriftKind.ADDED, DriftKind.STARTUP_CODE)}
     memo = None
     if memo_dir is not None:
         selection = cache_key("audit", sys.version, list(sys.path), list(select), list(ignore), list(rules_modules),

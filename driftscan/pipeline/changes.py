@@ -324,7 +324,8 @@ def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet |
             if unpacked is not None:
                 out.append(unpacked)
             continue
-        if check.kind is DriftKind.ADDED and check.findings and check.area in (Area.PYTHON, Area.SOURCE):
+        if check.kind in (DriftKind.ADDED, DriftKind.STARTUP_CODE) and check.findings \
+                and check.area in (Area.PYTHON, Area.SOURCE):
             out.append(replace(check, findings=tuple(replace(f, origin=Origin.INJECTED) for f in check.findings)))
             continue
         lookup = originals.get(dist) if originals is not None and dist is not None else None

@@ -246,6 +246,12 @@ def classify(check: FileCheck, target: Target, installer: str | None = None) -> 
     path = shlex.quote(check.path)
     if check.kind is DriftKind.ORPHANED_METADATA:
         return Drift(check, Scope.ENVIRONMENT, True, f"rm -r {path}", check.evidence, Prediction.SURVIVES)
+    if check.kind is DriftKind.STARTUP_CODE:
+        # Python runs it at every start, and no installer ever removes a file no RECORD lists.
+        return Drift(check, Scope.ENVIRONMENT, True,
+                     f"no reinstall removes it; review what it runs, and if it is not meant to run at every start: "
+                     f"rm {path}", check.evidence or "runs at every start of this environment's interpreter",
+                     Prediction.SURVIVES)
     if _in_uv_pycache(check) and installer_of([check.distribution], installer) == "uv":  # type: ignore[list-item]
         return Drift(check, Scope.ENVIRONMENT, False, f"rm {path}",
                      f"uv deletes every file in {check.distribution.key}'s __pycache__ when it reinstalls it",  # type: ignore[union-attr]

@@ -203,7 +203,7 @@ def hash_content(state: State) -> State:
     if not state.verification.checks:
         return state
 
-    return state.with_checks(with_content_hashes(state.verification.checks))
+    return state.with_checks(with_content_hashes(state.verification.checks, state.target.site_packages))
 
 
 def find_debug_code(state: State) -> State:

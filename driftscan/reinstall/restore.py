@@ -308,6 +308,9 @@ def _why_left(drift: Drift, remove_added: bool) -> str:
     if drift.scope is Scope.PACKAGE:
         return (f"{check.kind.value}: restore rewrites only modified, missing and retyped files; "
                 f"{drift.remedy}")
+    if check.kind is DriftKind.STARTUP_CODE:  # never removed by restore, --remove-added or not
+        return f"no RECORD lists it, so there is no original: kept, and it runs at every start of the interpreter; " \
+               f"{drift.remedy}"
     if drift.scope is Scope.ENVIRONMENT:
         hint = "" if remove_added else "; --remove-added removes such files inside a restored distribution's own " \
                                        "package directories"

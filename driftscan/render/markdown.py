@@ -106,7 +106,7 @@ def _detail(d: DriftOut, counts: tuple[int, int] | None) -> str:
         return "content differs"
     if kind == "type-changed":
         return f"was a {esc(e.get('type', 'file'))}, now a {esc(a.get('type', '?'))}"
-    if kind in ("added", "orphaned-bytecode") and isinstance(a.get("size"), int):
+    if kind in ("added", "orphaned-bytecode", "startup-code") and isinstance(a.get("size"), int):
         return readable(a["size"])
     if kind == "debug-artifacts":
         count, size = a.get("count", len(d.artifacts)), a.get("bytes", 0)
@@ -191,6 +191,9 @@ def _diff_block(d: DriftOut, counts: tuple[int, int] | None) -> list[str]:
                         f"{_json_cell(c, 'new') if op != 'removed' else ''} |")
         summary = f"JSON changes in {code(d.relpath)} ({len(d.json_changes):,})"
         return [f"<details><summary>{summary}</summary>", "", *rows, "", "</details>", ""]
+    if d.content_preview and d.kind.value == "startup-code":  # what it runs at every start, always shown
+        summary = f"What {code(d.relpath)} holds"
+        return [f"<details><summary>{summary}</summary>", "", *_fenced(d.content_preview, "text"), "", "</details>", ""]
     return []
 
 
@@ -211,7 +214,8 @@ def _unit(d: DriftOut) -> _Unit:
     else:
         path = code(d.relpath) + (f" ({detail})" if detail else "")
     prediction = "**PRISTINE**" if d.kind.value == "restored" else f"**{_MARK[d.prediction.value]}**"
-    if d.prediction.value != "wiped" and d.distribution and d.scope.value == "package" and d.evidence:
+    if d.evidence and (d.kind.value == "startup-code" or d.prediction.value != "wiped" and d.distribution
+                       and d.scope.value == "package"):
         prediction += f"<br>{esc(d.evidence)}"
     accepted = accepted_reason(d)
     if accepted is not None:

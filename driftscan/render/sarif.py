@@ -104,10 +104,18 @@ DRIFT_KINDS: dict[str, tuple[str, str]] = {
                                  "RECORD row (copied into the installed RECORD) does not describe them: upstream's "
                                  "mistake, not an edit. Informational: only --fail-on unverifiable counts it; a "
                                  "reinstall from that wheel reinstates the same bytes."),
+    "startup-code": ("A file no record lists that Python runs at every interpreter start",
+                     "A .pth file in site-packages with a line Python executes (one starting with `import` and a "
+                     "space or tab), or a sitecustomize or usercustomize module, that no RECORD lists: it runs at "
+                     "every start of the environment's interpreter, whatever the program, and no reinstall removes "
+                     "it. The message quotes what it runs."),
     "restored": ("A file back to what RECORD lists since the snapshot",
                  "diff: the file differs from the snapshot and matches its RECORD again (a reinstall or a restore "
                  "since the snapshot): nothing to undo."),
 }
+
+#: Drift kinds of high importance whatever the reinstall does: code that runs on its own.
+_KIND_LEVEL = {"startup-code": "error"}
 
 _PHRASE = {"wiped": "wiped by a reinstall", "survives": "survives a reinstall",
            "may-survive": "may survive a reinstall"}
@@ -185,7 +193,8 @@ class _Rules:
                 "fullDescription": {"text": full}, "helpUri": DRIFT_KINDS_DOC,
                 "help": {"text": f"{full}\n\nSee {DRIFT_KINDS_DOC}",
                          "markdown": f"{full}\n\n[Drift kinds, scopes and reinstall predictions]({DRIFT_KINDS_DOC})"},
-                "defaultConfiguration": {"level": "warning"}, "properties": {"tags": ["drift"]}}
+                "defaultConfiguration": {"level": _KIND_LEVEL.get(kind, "warning")},
+                "properties": {"tags": ["drift", *(["security"] if kind in _KIND_LEVEL else [])]}}
         return rule_id
 
     def list(self) -> list[dict[str, Any]]:
@@ -429,7 +438,8 @@ def render_sarif(report: Report) -> str:
     occurrences = _Occurrences()
     results = []
     for d in report.drifts:
-        level = "warning" if d.prediction.value == "wiped" and d.kind.value != "restored" else "note"
+        level = _KIND_LEVEL.get(d.kind.value) or (
+            "warning" if d.prediction.value == "wiped" and d.kind.value != "restored" else "note")
         rule = rules.drift_rule(d.kind.value)
         locations, where = _drift_locations(bases, d)
         owner = d.distribution.name.lower() if d.distribution else ""

@@ -46,6 +46,7 @@ CODES: dict[DriftKind, str] = {
     DriftKind.MISSING_FILES: "F",
     DriftKind.DEBUG_ARTIFACTS: "L",  # dumps left over
     DriftKind.POSSIBLE_DEBUG_ARTIFACTS: "P",
+    DriftKind.STARTUP_CODE: "E",  # executed at every start of the interpreter
     DriftKind.UPSTREAM_RECORD_MISMATCH: "K",  # as its wheel ships it: the wheel's own RECORD row is wrong
 }
 

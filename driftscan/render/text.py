@@ -44,7 +44,7 @@ def _detail(d: DriftOut) -> str:
     if d.kind.value == "type-changed":
         target = f" → {a['target']}" if a.get("target") else ""
         return f"was a {e.get('type', 'file')}, now a {a.get('type', '?')}{target}"
-    if d.kind.value in ("added", "orphaned-bytecode") and "size" in a:
+    if d.kind.value in ("added", "orphaned-bytecode", "startup-code") and "size" in a:
         return size(a["size"]) if a.get("type") == "file" else a.get("type", "")
     if d.kind.value == "debug-artifacts":
         return f"{_n(a.get('count', 0), 'file')}, {size(a.get('bytes', 0))}"
@@ -148,8 +148,8 @@ def _indented(block: str, prefix: str = "      ") -> list[str]:
 
 def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, verbose: bool = False,
                 color: bool = False) -> str:
-    """``diffs``: each modified file's diff (or JSON changes) under it; ``verbose``: the evidence
-    too; ``show_upstream``: also the findings the original file has too (hidden by default: they
+    """``diffs``: each modified file's diff (or JSON changes) under it, and the start of each
+    small added text file or startup file (``content_preview``); ``verbose``: the evidence too; ``show_upstream``: also the findings the original file has too (hidden by default: they
     are not what drifted). ``color`` is applied by ``colorize`` after the text is made inert."""
     diffs = diffs or verbose
     lines = [_header(r), ""]
@@ -186,7 +186,7 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
                 lines.append(f"      ACCEPTED  {d.accepted.get('reason', '')} (accept entry {d.accepted.get('entry')})")
             if d.evidence and (verbose or (d.prediction.value != "wiped" and d.distribution
                                            and d.scope.value == "package")
-                               or d.kind.value in ("possible-debug-artifacts", "cache-modified")):
+                               or d.kind.value in ("possible-debug-artifacts", "cache-modified", "startup-code")):
                 lines.append(f"      {d.evidence}")
             listed, hidden_upstream = _findings(d, show_upstream)
             lines += listed + _hidden_upstream(hidden_upstream)
@@ -194,6 +194,8 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
                 lines += _indented(d.diff)
             elif diffs and d.json_changes:
                 lines += [f"      {c.get('op')} {c.get('pointer') or '/'}: {_brief(c)}" for c in d.json_changes]
+            elif diffs and d.content_preview:  # startup code under -v, a small added text file's content too
+                lines += _indented(d.content_preview, "      | ")
             if d.remedy and _own_remedy(d, verbose):
                 lines.append(f"      remedy: {d.remedy}")
         first = items[0]

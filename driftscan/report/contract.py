@@ -17,7 +17,7 @@ from ..core.datamodel import DataModel, InlineEnum, datamodel, describe
 from .._version import __version__
 from ..fs.atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
 from ..core.values import Drift, DriftKind, Finding, Origin, Prediction, Problem, Scope, Severity, Verification
-from ..fs.paths import printable, printable_tree, relpath
+from ..fs.paths import inert, printable, printable_tree, relpath
 
 if TYPE_CHECKING:  # a clean audit's report imports no pristine code (tests/contract/test_imports.py)
     from ..pristine.base import Lookup
@@ -153,6 +153,10 @@ class DriftOut(DataModel):
     accepted: dict[str, Any] | None = field(default=None, metadata=describe(
         "accepted drift (docs/configuration.md): {reason, entry (its index), path (as written), source (the "
         "config file)}; it does not count toward the exit status"))
+    content_preview: str | None = field(default=None, metadata=describe(
+        "startup-code, and added text files of at most 4 KiB: the file's first lines (at most 20 lines, 4 KiB), "
+        "terminal-safe, with a last line saying what was cut; a .pth a RECORD lists that now has executable "
+        "lines too"))
 
 
 @datamodel
@@ -251,6 +255,7 @@ def _drift(d: Drift) -> DriftOut:
         pristine=PristineRefOut(source=c.pristine.source.value, path=printable(c.pristine.path))
         if c.pristine else None,
         byte_ranges=[[a, b] for a, b in c.byte_ranges],
+        content_preview=inert(printable(c.content_preview)) if c.content_preview is not None else None,
     )
 
 

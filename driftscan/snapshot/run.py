@@ -57,6 +57,7 @@ from ..core.values import (Area, Distribution, Drift, DriftKind, FileCheck, Layo
 from ..fs.paths import printable
 from ..fs.helpers import Child, may_fork
 from ..environment.files import OK, check_entry, expected_of
+from ..environment.startup import inspect as inspect_startup, is_startup_file
 from ..environment.ownership import Ownership, bytecode_source
 from ..modeldir import ModelDirResult, merge_checks
 from . import treeindex
@@ -514,6 +515,11 @@ def attach_ownership(checks: tuple[FileCheck, ...], own: Ownership, site_package
         dist = owners[0][0] if owners else None
         root = next((s for s in site_packages if check.path.startswith(s + os.sep)), check.root)
         check = replace(check, area=Area.PYTHON, distribution=dist, root=root, remedy_hint=None)
+        if not owners and check.kind is DriftKind.ADDED and root in site_packages and is_startup_file(root, check.path):
+            startup = inspect_startup(root, check.path)  # as audit tells it from a plain added file
+            if startup is not None:
+                check = replace(check, kind=DriftKind.STARTUP_CODE, evidence=startup.evidence,
+                                content_preview=startup.preview)
         out.append(_against_record(check, owners) if owners else check)
     return out
 

@@ -127,3 +127,37 @@ def test_every_renderer_shows_a_wrong_upstream_row_for_what_it_is(report):
     assert "drift/upstream-record-mismatch" in {r["id"] for r in run["tool"]["driver"]["rules"]}
     github = [x for x in render(report, OutputFormat.GITHUB).splitlines() if drift["relpath"] in x]
     assert github and all(x.startswith("::notice ") for x in github)
+
+
+def test_every_drift_kind_appears_in_every_rendering(report):
+    """Each kind of drift the JSON report has is named in every other rendering."""
+    kinds = {d["kind"] for d in json.loads(render(report, OutputFormat.JSON))["drifts"]}
+    assert "startup-code" in kinds
+    text = render(report, OutputFormat.TEXT)
+    markdown = html.unescape(render(report, OutputFormat.MARKDOWN))
+    sarif = {r["ruleId"] for r in json.loads(render(report, OutputFormat.SARIF))["runs"][0]["results"]}
+    github = render(report, OutputFormat.GITHUB)
+    for kind in kinds:
+        assert re.search(rf"^  {re.escape(kind)}\s", text, re.M), kind
+        assert f"| {kind} |" in markdown, kind
+        assert f"drift/{kind}" in sarif, kind
+        assert f"title=driftscan {kind}%3A" in github, kind
+
+
+def test_startup_code_says_what_it_runs_everywhere(report):
+    """A startup-code drift's evidence (the line it runs) is in every rendering, its content in
+    JSON always, in text under -v, in markdown in a block; SARIF and GitHub mark it an error."""
+    drift = next(d for d in report.drifts if d.kind.value == "startup-code")
+    line = drift.content_preview
+    assert line and line in drift.evidence
+    assert json.loads(render(report, OutputFormat.JSON))["drifts"][report.drifts.index(drift)]["content_preview"] == line
+    text = render(report, OutputFormat.TEXT)
+    assert f"      {drift.evidence}" in text.splitlines() and f"      | {line}" not in text.splitlines()
+    assert f"      | {line}" in render(report, OutputFormat.TEXT, RenderOptions(verbose=True)).splitlines()
+    markdown = html.unescape(render(report, OutputFormat.MARKDOWN))
+    assert drift.evidence in markdown and f"```text\n{line}\n```" in markdown
+    run = json.loads(render(report, OutputFormat.SARIF))["runs"][0]
+    result = next(r for r in run["results"] if r["ruleId"] == "drift/startup-code")
+    assert result["level"] == "error" and drift.evidence in result["message"]["text"]
+    github = [ln for ln in render(report, OutputFormat.GITHUB).splitlines() if "title=driftscan startup-code" in ln]
+    assert len(github) == 1 and github[0].startswith("::error ")

@@ -535,7 +535,7 @@ def leftovers(plan: Plan, after: Report, uv_cache: str | None) -> Leftovers:
                                          archive=_archive_of(copy),
                                          command=uv_cache_clean(dist, cache_dir) if indexed
                                          else uv_cache_prune(cache_dir)))
-    left.added = sorted(d.path for d in after.drifts if d.kind.value == "added")
+    left.added = sorted(d.path for d in after.drifts if d.kind.value in ("added", "startup-code"))
     return left
 
 
