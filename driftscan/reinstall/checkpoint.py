@@ -253,8 +253,8 @@ def _area_of(check: FileCheck, env_root: str | None, model_dirs: Sequence[str]) 
     return None
 
 
-_SAVED = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.TYPE_CHANGED, DriftKind.MISSING, DriftKind.CLOBBERED,
-          DriftKind.ORPHANED_BYTECODE, DriftKind.STALE_METADATA, DriftKind.CORRUPT}
+_SAVED = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.STARTUP_CODE, DriftKind.TYPE_CHANGED, DriftKind.MISSING,
+          DriftKind.CLOBBERED, DriftKind.ORPHANED_BYTECODE, DriftKind.STALE_METADATA, DriftKind.CORRUPT}
 
 
 def write_checkpoint(dest: str, target: Target, drifts: Sequence[Drift], report: Report,

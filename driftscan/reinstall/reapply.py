@@ -81,6 +81,9 @@ READ_MAX = 64 << 20
 DIFF_MAX_LINES = 400  # lines of each resulting diff shown (the JSON's ``diff`` is cut there, and says so)
 # File-level problems (not parsed, not read, too large, too complex): the findings are not known.
 _PROBLEMS = ("DBG001", "DBG002", "DBG003", "DBG004")
+# Files no RECORD lists, written again from the checkpoint's copy when absent: a startup .pth or
+# sitecustomize is one (saved as its own kind, so reapply's report says what it is).
+_ADDED = (DriftKind.ADDED, DriftKind.STARTUP_CODE)
 
 
 class Status(str, enum.Enum):
@@ -701,7 +704,7 @@ class NameIndex:
                 data = _read_saved(self._checkpoint, f.content)
                 if data is None or len(data) > NAMES_FILE_MAX:
                     continue
-                if f.kind is DriftKind.ADDED and findings_of(data, f.relpath) != []:
+                if f.kind in _ADDED and findings_of(data, f.relpath) != []:
                     continue  # a debug helper left out: what it reads is no reason to keep anything
                 self._saved[os.path.normpath(os.path.join(self._root, *f.relpath.split("/")))] = data
         return self._saved
@@ -849,7 +852,7 @@ def _plan_one(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, 
     # A Python source in any declared encoding takes the statement-level path, never the copy.
     if f.patch or (f.kind is DriftKind.MODIFIED and saved is not None and _decode(saved, f.relpath)[0] is not None):
         _plan_patched(plan, checkpoint, f, root, roots, dists, options, ledger, names)
-    elif f.kind is DriftKind.ADDED and f.content:
+    elif f.kind in _ADDED and f.content:
         _plan_added(plan, checkpoint, f, root, roots, options, moved)
     elif f.kind is DriftKind.MODIFIED and f.content:
         _plan_copied(plan, checkpoint, f, root, roots, dists)
@@ -937,7 +940,7 @@ def _plan_missing(plan: ReapplyPlan, f: CheckpointFile, root: str, roots: Sequen
     path = _begin(plan, item, f, root, roots)
     if path is None:
         return
-    moved_to = [a.relpath for a in index.files if a.kind is DriftKind.ADDED and _same_hash(a.hash_after, f.hash_before)]
+    moved_to = [a.relpath for a in index.files if a.kind in _ADDED and _same_hash(a.hash_after, f.hash_before)]
     why = f"renamed to {', '.join(moved_to)}" if moved_to else "deleted in the checkpoint"
     try:
         st = os.lstat(path)
