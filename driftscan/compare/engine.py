@@ -10,7 +10,10 @@ Two passes over the inputs, one input in memory at a time:
 
 A distribution whose version is not the majority's on some machine is a version skew: that
 machine's files of it are not compared path by path (they would all differ), and the skew is
-reported once. Where no state has a majority: with two states (two machines, say) each machine
+reported once. A file that holds its environment's own path (a venv's activate scripts, console
+scripts, ``pyvenv.cfg``) is compared by its digest with that path taken out where both inputs give
+one (``Machine.own_path``): two states are one when their plain digests match or their prefix-free
+ones do. Where no state has a majority: with two states (two machines, say) each machine
 is shown against the other ("both ways"); an audit report's "as RECORD says" wins a tie, since
 RECORD is the reference every report was checked against.
 """
@@ -33,6 +36,41 @@ _UNKNOWN = "?"  # a report of an older driftscan: its versions are not known
 _T = TypeVar("_T")
 # What pass 1 counts per path: (distribution, its version on the machine, state) -> machines.
 _Slot = tuple[str | None, str, State]
+
+
+class _OwnPath:
+    """Which states of a path are one file but for the environment's own path: each state with a
+    prefix-free digest stands for the first state seen with the same prefix-free digest. Only the
+    files that hold their environment's path are here (a few per machine)."""
+
+    def __init__(self) -> None:
+        self.first: dict[Key, dict[State, State]] = {}  # prefix-free state -> the first plain state
+        self.same: dict[Key, dict[State, State]] = {}  # plain state -> the state it counts as
+        self.merged = 0  # paths where states that differ only by the path were taken as one
+
+    def learn(self, machine: Machine) -> None:
+        for key, state, free in machine.own_path:
+            first = self.first.setdefault(key, {}).setdefault(free, state)
+            self.same.setdefault(key, {}).setdefault(state, first)
+        machine.own_path.clear()
+
+    def of(self, key: Key, state: State) -> State:
+        same = self.same.get(key)
+        return state if same is None else same.get(state, state)
+
+    def fold(self, counts: dict[Key, dict[_Slot, int]]) -> None:
+        """``counts`` with each state counted as the one it stands for."""
+        for key, same in self.same.items():
+            bucket = counts.get(key)
+            if bucket is None or not any(same.get(state, state) != state for _, _, state in bucket):
+                continue
+            folded: dict[_Slot, int] = {}
+            for (dist, version, state), n in bucket.items():
+                slot = (dist, version, same.get(state, state))
+                folded[slot] = folded.get(slot, 0) + n
+            if len({state for _, _, state in folded}) < len({state for _, _, state in bucket}):
+                self.merged += 1
+            counts[key] = folded
 
 
 class CompareError(DriftscanError):
@@ -124,6 +162,7 @@ def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
     counts: dict[Key, dict[_Slot, int]] = {}
     meta: dict[Key, tuple[str | None, State]] = {}
     display: dict[str, str] = {}  # distribution names as written, shared by every machine
+    own_path = _OwnPath()
     for n, path in enumerate(paths):
         name = names[n] if names else path
         try:
@@ -156,6 +195,7 @@ def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
             else:
                 slot = (dist, version, state)
                 bucket[slot] = bucket.get(slot, 0) + 1
+        own_path.learn(machine)
         del doc
     if len(machines) < 2:
         unread = "; ".join(f"{e.path}: {e.message}" for e in out.errors)
@@ -170,6 +210,7 @@ def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
             if progress:
                 progress(total, total)
             return _timelines(list(groups.values()), machines, out)
+    own_path.fold(counts)
     fleet = _Fleet(machines)
     out.machines = [MachineOut(name=m.name, hostname=m.hostname, source=m.source,
                                python_version=m.python_version, files=m.files) for m in machines]
@@ -179,8 +220,11 @@ def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
     counts.clear()
     meta.clear()
     out.notes = _notes(machines)
+    if own_path.merged:
+        out.notes.append(f"{n_of(own_path.merged, 'file')} {'differs' if own_path.merged == 1 else 'differ'} only by "
+                         "the environment's own path (compared with it taken out)")
     if verdicts:
-        out.outliers = list(_second_pass(fleet, verdicts, out, progress, done, total))
+        out.outliers = list(_second_pass(fleet, verdicts, out, progress, done, total, own_path))
     elif progress:
         progress(total, total)
     _skew_drift_counts(fleet, out)
@@ -330,13 +374,15 @@ def _kind(this: State, reference: State | None) -> str:
 
 
 def _outlier(fleet: _Fleet, m: Machine, key: Key, path: str, this: State, v: _Verdict,
-             scope: str | None) -> OutlierOut | None:
+             scope: str | None, counted: State | None = None) -> OutlierOut | None:
+    """``counted``: the state ``this`` was counted as (``_OwnPath``), when another."""
+    same = this if counted is None else counted
     if v.reference is not None:
-        if this == v.reference:
+        if same == v.reference:
             return None
         reference = v.reference
     elif v.pair is not None:
-        reference = v.pair[1] if this == v.pair[0] else v.pair[0]
+        reference = v.pair[1] if same == v.pair[0] else v.pair[0]
     else:
         reference = None
     majority = None
@@ -357,7 +403,8 @@ def _path_on(m: Machine, root: str, rel: str) -> str:
 
 
 def _second_pass(fleet: _Fleet, verdicts: dict[Key, _Verdict], out: CompareReport,
-                 progress: Callable[[int, int], None] | None, done: int, total: int) -> Iterator[OutlierOut]:
+                 progress: Callable[[int, int], None] | None, done: int, total: int,
+                 own_path: _OwnPath | None = None) -> Iterator[OutlierOut]:
     # Paths where a machine that does not list them deviates (the majority lists them).
     lacking = {key: v for key, v in verdicts.items()
                if v.counts.get(v.implicit, 0) and (v.reference is None or v.reference != v.implicit)}
@@ -379,9 +426,11 @@ def _second_pass(fleet: _Fleet, verdicts: dict[Key, _Verdict], out: CompareRepor
             if v is None or dist != v.dist or not fleet.in_group(m, v.dist, key[0]):
                 continue
             seen.add(key)
-            found = _outlier(fleet, m, key, path or _path_on(m, *key), state, v, scope)
+            counted = own_path.of(key, state) if own_path is not None else state
+            found = _outlier(fleet, m, key, path or _path_on(m, *key), state, v, scope, counted)
             if found is not None:
                 yield found
+        m.own_path.clear()
         del doc
         for key, v in lacking.items():
             if key in seen or not fleet.in_group(m, v.dist, key[0]):
@@ -433,6 +482,7 @@ def _skew_drift_counts(fleet: _Fleet, out: CompareReport) -> None:
         except InputError:
             continue
         by_machine[m.name] = Counter(f[1] for f in BY_NAME[InputKind.REPORT].facts(m, doc) if f[1])
+        m.own_path.clear()
 
     for skew in out.version_skew:
         if skew.kind != "distribution":

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..core.errors import DriftscanError
+from ..formats.prefixfree import usable_prefix
 from ..fs.reader import read_regular
 
 MAX_INPUT = 1 << 30  # a report or snapshot bigger than this is not one of ours
@@ -77,6 +78,15 @@ class Machine:
     skipped_entries: int = 0
     path: str = ""  # the file it was read from (``name`` unless the caller names machines otherwise)
     generated_at: str | None = None  # when the report was written (a snapshot's ``created``), as it says
+    # Filled as its facts are read, emptied by the reader: (key, state, the same file's state with
+    # the environment's own path taken out) for each file whose input gives both and whose prefix
+    # is one that may be taken out (``formats/prefixfree.py``). At most ``MAX_OWN_PATH`` a read.
+    own_path: list[tuple[Key, State, State]] = field(default_factory=list)
+
+
+MAX_OWN_PATH = 1 << 16
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+PREFIX_FREE = "prefix-free:"  # what marks a state made of a prefix-free digest
 
 
 def target_of(m: Machine) -> tuple[str, tuple[tuple[str, str], ...]] | None:
@@ -303,6 +313,19 @@ def _content_token(drift: dict[str, Any]) -> str | None:
     return None
 
 
+def _prefix_free_token(machine: Machine, drift: dict[str, Any]) -> str | None:
+    """A drift's ``actual.hash_prefix_free``, when its report's environment has a path that may be
+    taken out of files (a report that names ``/`` or no venv has none to trust) and it comes with
+    the plain ``hash`` it stands beside."""
+    actual = drift.get("actual")
+    if not isinstance(actual, dict) or not usable_prefix(machine.roots.get(VENV)):
+        return None
+    free, plain = actual.get("hash_prefix_free"), actual.get("hash")
+    if isinstance(free, str) and isinstance(plain, str) and 0 < len(free) <= 200:
+        return free
+    return None
+
+
 def report_machine(index: int, name: str, doc: dict[str, Any], display: dict[str, str] | None = None) -> Machine:
     target = doc.get("target")
     summary: dict[str, Any] = doc["summary"] if isinstance(doc.get("summary"), dict) else {}
@@ -354,6 +377,10 @@ def report_facts(machine: Machine, doc: dict[str, Any]) -> Iterator[Fact]:
             state: State = ("missing",)
         else:
             state = (kind, _content_token(drift))
+            free = _prefix_free_token(machine, drift)
+            if free is not None and len(machine.own_path) < MAX_OWN_PATH:
+                key = (root, rel)
+                machine.own_path.append((key, state, (kind, PREFIX_FREE + free)))
         implicit = ABSENT if kind in EXTRA_KINDS else AS_REFERENCE
         yield ((root, rel), owner, state, _str(drift.get("scope")), implicit, path)
 
@@ -470,6 +497,7 @@ def snapshot_facts(machine: Machine, doc: dict[str, Any]) -> Iterator[Fact]:
                             if isinstance(rel, str) and rel.startswith(site) and ("-info/" in rel)})
         cut = len(site) if site else 0
         other_scope = "environment" if python else "data"
+        own = _own_path(manifest) if root == VENV else {}
         for rel, entry in files.items():
             digest = entry.get("xxh3_128") if type(entry) is dict else None
             if type(digest) is not str or type(rel) is not str:
@@ -477,17 +505,40 @@ def snapshot_facts(machine: Machine, doc: dict[str, Any]) -> Iterator[Fact]:
                 continue
             link = entry.get("link")
             state = digest if link is None else f"link:{link}"
+            free = own.get(rel) if own and link is None else None
             if site is not None and rel.startswith(site):
                 inner = rel[cut:]
                 if inner.endswith(".pyc") and "__pycache__/" in inner:
                     continue  # bytecode: see _is_bytecode
                 head, sep, _ = inner.partition("/")
                 owner = heads.get(head if sep else head.partition(".")[0])
+                if free is not None and free[0] == digest and len(machine.own_path) < MAX_OWN_PATH:
+                    machine.own_path.append(((SITE_PACKAGES, inner), state, PREFIX_FREE + free[1]))
                 yield ((SITE_PACKAGES, inner), owner, state, "package" if owner else "environment", ABSENT, None)
             elif python and _is_bytecode(rel):
                 continue
             else:
+                if free is not None and free[0] == digest and len(machine.own_path) < MAX_OWN_PATH:
+                    machine.own_path.append(((root, rel), state, PREFIX_FREE + free[1]))
                 yield ((root, rel), None, state, other_scope, ABSENT, None)
+
+
+def _own_path(manifest: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """A venv manifest's optional ``prefix_free``: relative path → (the digest it was read with,
+    the digest without the root's path); nothing when the root is not a path that may be taken
+    out (``/``, a short or relative one: a hostile manifest's way to make files look alike)."""
+    raw = manifest.get("prefix_free")
+    if not isinstance(raw, dict) or not usable_prefix(manifest.get("root")):
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    for rel, item in raw.items():
+        if len(out) >= MAX_OWN_PATH:
+            break
+        if type(rel) is str and isinstance(item, dict):
+            plain, free = item.get("xxh3_128"), item.get("prefix_free_xxh3_128")
+            if type(plain) is str and type(free) is str and _HEX32.fullmatch(plain) and _HEX32.fullmatch(free):
+                out[rel] = (plain, free)
+    return out
 
 
 # ---- the input formats ----------------------------------------------------------------------

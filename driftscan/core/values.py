@@ -484,6 +484,7 @@ class FileState(TypedDict, total=False):
     # any file
     type: str  # file | symlink | directory | ... (core of a type-changed drift)
     hash: str  # "<algorithm>=<hex digest>"
+    hash_prefix_free: str  # the same with the environment's own path taken out (formats/prefixfree.py)
     size: int | None  # None: a git clone's entry whose size git did not give
     symlink_target: str | None  # a symlink's target (None: a snapshot's symlink entry that names none)
     target: str  # a symlink found where a file was expected, or added: where it points

@@ -435,12 +435,14 @@ def unreadable_of(root: str, problems: Iterable[Problem]) -> dict[str, str]:
 
 
 def write_manifest(root: str, files_iter: Iterable[tuple[str, ManifestEntry]], output: str, *,
-                   started_ns: int | None = None, unreadable: Callable[[], dict[str, str]] | None = None) -> Manifest:
+                   started_ns: int | None = None, unreadable: Callable[[], dict[str, str]] | None = None,
+                   prefix_free: Callable[[], dict[str, dict[str, str]]] | None = None) -> Manifest:
     """Write a manifest atomically (temp file in the same directory, then ``os.replace``).
 
     ``started_ns``: the wall clock before the first file was looked at (``Manifest.started_ns``);
     by default the time before ``files_iter`` is consumed, right for ``build_manifest``, which
-    looks at nothing until it is iterated."""
+    looks at nothing until it is iterated. ``prefix_free``: the files that hold the root's own path
+    with their digests without it (``snapshot/ownpath.py``), written as ``prefix_free`` when any."""
     root = os.path.abspath(root)
     started = time.time_ns() if started_ns is None else started_ns
     files = dict(files_iter)
@@ -450,6 +452,9 @@ def write_manifest(root: str, files_iter: Iterable[tuple[str, ManifestEntry]], o
     missed = unreadable() if unreadable is not None else {}  # known once ``files_iter`` is consumed
     if missed:  # absent when everything was read: such a manifest is byte for byte as before
         doc["unreadable"] = missed
+    own = prefix_free() if prefix_free is not None else {}
+    if own:  # absent too when no file holds the root's path
+        doc["prefix_free"] = own
     write_atomic(output, json_lines(doc), mode=0o644)
     return Manifest(os.path.abspath(output), root, created, files, started_ns=started, unreadable=missed)
 
@@ -461,7 +466,8 @@ def hostname() -> str:
 
 
 def write_members(root: str, members: dict[str, str], output: str, started_ns: int,
-                  unreadable: dict[str, str] | None = None) -> None:
+                  unreadable: dict[str, str] | None = None,
+                  prefix_free: dict[str, dict[str, str]] | None = None) -> None:
     """``write_manifest`` of entries already formatted as JSON members (``format_member``), the
     same bytes: for a snapshot whose entries were made and formatted in two processes."""
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -470,6 +476,8 @@ def write_members(root: str, members: dict[str, str], output: str, started_ns: i
            "files": members}
     if unreadable:
         doc["unreadable"] = unreadable
+    if prefix_free:
+        doc["prefix_free"] = prefix_free
     write_atomic(output, json_lines(doc, formatted=True), mode=0o644)
 
 

@@ -203,7 +203,8 @@ def hash_content(state: State) -> State:
     if not state.verification.checks:
         return state
 
-    return state.with_checks(with_content_hashes(state.verification.checks, state.target.site_packages))
+    return state.with_checks(with_content_hashes(state.verification.checks, state.target.site_packages,
+                                                 state.target.venv))
 
 
 def find_debug_code(state: State) -> State:

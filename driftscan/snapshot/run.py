@@ -61,6 +61,7 @@ from ..environment.startup import inspect as inspect_startup, is_startup_file
 from ..environment.ownership import Ownership, bytecode_source
 from ..modeldir import ModelDirResult, merge_checks
 from . import treeindex
+from .ownpath import prefix_free_entries
 from ..modeldir.consistency import INDEX_SUFFIX, consistency_checks
 from ..modeldir.check import SMALL_FILE_LIMIT, Context, KindResult, Meter
 from .sharedwalk import WalkedEntries, WalkStat, hash_shared, settle_shared
@@ -76,6 +77,14 @@ from ..modeldir.provenance.manifestdir import (
 
 BUNDLE_VERSION = "1"
 MAX_BUNDLE = 1 << 31
+
+
+def own_path(root: Root) -> dict[str, dict[str, str]]:
+    """A venv's files that hold its own path, with digests without it (``ownpath.py``); none for
+    another kind of root."""
+    return prefix_free_entries(root.path) if root.kind is RootKind.VENV else {}
+
+
 class RootKind(str, enum.Enum):
     """What a snapshot root is: how ``diff`` compares it (environment roots get audit's kinds)."""
 
@@ -192,7 +201,8 @@ def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
         if shared is not None:
             members, trouble = shared
             problems.extend(trouble)
-            write_members(path, members, output, started, unreadable_of(path, trouble))
+            write_members(path, members, output, started, unreadable_of(path, trouble),
+                          prefix_free=own_path(root))
             return
         mine: list[Problem] = []
 
@@ -202,7 +212,8 @@ def take_snapshot(roots: list[Root], output: str, *, jobs: int = 2,
 
         write_manifest(root.path, build_manifest(root.path, jobs=jobs, progress=progress, embed_code=embed_code,
                                                  on_error=note, contain=contain, mapper=forked_mapper),
-                       output, started_ns=started, unreadable=lambda: unreadable_of(path, mine))
+                       output, started_ns=started, unreadable=lambda: unreadable_of(path, mine),
+                       prefix_free=lambda: own_path(root))
 
     if len(roots) == 1:
         write(roots[0], output)

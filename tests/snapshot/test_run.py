@@ -203,3 +203,27 @@ def test_a_restored_file_needs_nothing_done(tmp_path):
     drift = S.restored_drift(check)
     assert (drift.scope, drift.prediction, drift.check) == (Scope.PACKAGE, Prediction.WIPED, check)
     assert drift.remedy == "nothing to do: it matches its RECORD again"
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_venv_root_records_the_files_that_hold_its_path(tmp_path, fork_mode, jobs):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = /usr/bin\ncommand = /usr/bin/python3 -m venv {venv}\n")
+    (venv / "bin" / "activate").write_text(f"VIRTUAL_ENV='{venv}'\nexport VIRTUAL_ENV\n")
+    (venv / "bin" / "other").write_text(f"# {venv}2 is another directory\n")
+    (venv / "bin" / "python").symlink_to("/usr/bin/python3")
+    out = tmp_path / "venv.json"
+    take_snapshot([Root(RootKind.VENV, str(venv))], str(out), jobs=jobs)
+    doc = json.loads(out.read_text())
+    assert set(doc["prefix_free"]) == {"pyvenv.cfg", "bin/activate"}
+    for rel, own in doc["prefix_free"].items():
+        assert own["xxh3_128"] == doc["files"][rel]["xxh3_128"]
+        assert own["prefix_free_xxh3_128"] != own["xxh3_128"]
+    assert load_snapshot(str(out), str(tmp_path))[0][2].root == str(venv)  # it still loads
+    # A model directory gets none.
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(f'{{"path": "{model}"}}')
+    take_snapshot([Root(RootKind.MODEL_DIR, str(model))], str(out), jobs=jobs)
+    assert "prefix_free" not in json.loads(out.read_text())
