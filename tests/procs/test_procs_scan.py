@@ -1,0 +1,151 @@
+"""driftscan procs on real processes: which run the environment, and the evidence of old code."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from driftscan import api
+from driftscan.procs import Source, Strength, Tie
+from driftscan.procs.proc import Gone, read_entry
+from driftscan.procs.scan import Environment, scan
+from driftscan.render.registry import OutputFormat, render
+from driftscan.cli.output import for_text
+from fixtures.harness import replace_by_rename, run_cli
+from fixtures.venvs import site_packages_of
+
+from fixtures.processes import importer, python
+
+
+def of(report, proc):
+    found = [p for p in report.processes if p.pid == proc.pid]
+    assert len(found) == 1, [p.pid for p in report.processes]
+    return found[0]
+
+
+def pause():
+    """Past the scan's margin of two clock ticks, so a file written now is later than a start before."""
+    time.sleep(0.05)
+
+
+def test_processes_of_the_venv_are_listed_and_not_stale(venv, spawn):
+    c = spawn(importer(venv))
+    m = spawn([python(venv), "-m", "pkgx.mod"])
+    report = api.procs(venv=str(venv))
+    assert of(report, c).tie is Tie.EXECUTABLE and of(report, m).tie is Tie.MODULE
+    assert not of(report, c).stale and not of(report, m).stale and report.restart == []
+    assert of(report, m).argv == [python(venv), "-m", "pkgx.mod"]
+    assert of(report, c).user and of(report, c).started_at <= time.time()
+
+
+def test_a_module_edited_in_place_makes_every_process_likely_stale(venv, spawn):
+    c = spawn(importer(venv))
+    m = spawn([python(venv), "-m", "pkgx.mod"])
+    pause()
+    mod = site_packages_of(venv) / "pkgx" / "mod.py"
+    with open(mod, "a") as f:
+        f.write("VALUE = 2\n")
+    pause()
+    after = spawn(importer(venv))
+    report = api.procs(venv=str(venv))
+    for proc in (c, m):
+        p = of(report, proc)
+        assert p.stale and p.evidence[0].strength is Strength.LIKELY and p.evidence[0].source is Source.CTIME
+        assert p.evidence[0].files == [str(mod)] and p.evidence[0].count == 1
+        assert p.remedy == f"restart PID {proc.pid} ({p.remedy.split('(', 1)[1]}"
+        assert p.remedy in report.restart
+    assert not of(report, after).stale  # started after the edit: runs what is on disk
+    assert report.summary.stale == 2
+
+
+def test_a_module_replaced_by_rename_is_likely_stale(venv, spawn):
+    m = spawn([python(venv), "-m", "pkgx.mod"])
+    pause()
+    mod = site_packages_of(venv) / "pkgx" / "mod.py"
+    replace_by_rename(mod, mod.read_text() + "VALUE = 3\n")
+    p = of(api.procs(venv=str(venv)), m)
+    assert p.stale and [e.files for e in p.evidence] == [[str(mod)]]
+
+
+def test_a_loaded_shared_library_replaced_then_deleted_is_exact(venv, spawn):
+    native = site_packages_of(venv) / "pkgx" / "_native.so"
+    proc = spawn(importer(venv, f"import ctypes; lib = ctypes.CDLL({str(native)!r})"))
+    p = of(api.procs(venv=str(venv)), proc)
+    assert not p.stale
+    pause()
+    replacement = native.with_name("_native.so.new")
+    replacement.write_bytes(native.read_bytes())
+    os.replace(replacement, native)
+    p = of(api.procs(venv=str(venv)), proc)
+    exact = [e for e in p.evidence if e.strength is Strength.EXACT]
+    assert [(e.source, e.reason, e.files) for e in exact] == [(Source.MAPS, "replaced", [str(native)])]
+    assert p.evidence[0].strength is Strength.EXACT  # strongest first
+    native.unlink()
+    p = of(api.procs(venv=str(venv)), proc)
+    assert [(e.reason, e.files) for e in p.evidence if e.strength is Strength.EXACT] == [("deleted", [str(native)])]
+
+
+def test_a_process_of_another_environment_is_not_listed_but_all_shows_it(venv, tmp_path, spawn):
+    other = tmp_path / "other"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(other)], check=True)
+    proc = spawn([str(other / "bin" / "python"), "-c", "import sys; print('ready', flush=True); sys.stdin.read()"])
+    assert proc.pid not in {p.pid for p in api.procs(venv=str(venv)).processes}
+    p = of(api.procs(venv=str(venv), all_python=True), proc)
+    assert p.tie is Tie.NONE and not p.stale and p.remedy is None
+
+
+def test_a_process_that_exits_while_read_is_skipped(tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    with pytest.raises(Gone):
+        read_entry(gone.pid)
+    # /proc listed it, then it went: its files are gone between the listing and the reads
+    fake = tmp_path / "proc"
+    (fake / "4242").mkdir(parents=True)
+    (fake / "self").mkdir()
+    report = scan(_env(tmp_path), proc=str(fake))
+    assert report.summary.exited == 1 and report.processes == []
+
+
+def _env(tmp_path: Path) -> Environment:
+    return Environment(prefixes=(str(tmp_path / "env"),), programs=(str(tmp_path / "env" / "bin"),), site_packages=())
+
+
+def test_a_hostile_command_line_is_inert_in_text_and_exact_in_json(venv, spawn):
+    hostile = "\x1b]0;owned\x07\x1b[2J\nSTALE PID 1 fake line\r\u202e"
+    proc = spawn([python(venv), "-c", "import sys, pkgx.mod; print('ready', flush=True); sys.stdin.read()",
+                  hostile])
+    report = api.procs(venv=str(venv))
+    text = render(for_text(report, "text"), OutputFormat.TEXT)
+    block = text.split(f"PID {proc.pid}", 1)[1].split("\n\n", 1)[0]
+    assert "\x1b" not in text and "\u202e" not in text and "\r" not in text
+    assert "\nSTALE PID 1 fake line" not in text and "\\x0aSTALE PID 1 fake line" in block
+    assert json.loads(render(report, OutputFormat.JSON))["processes"][[p.pid for p in report.processes].index(
+        proc.pid)]["argv"][-1] == hostile
+
+
+@pytest.mark.slow
+def test_the_command_line_exits_by_the_stale_process_policy(venv, spawn):
+    proc = spawn([python(venv), "-m", "pkgx.mod"])
+    args = ("procs", "--venv", str(venv), "--format", "json")
+    clean = run_cli(*args)
+    assert clean.returncode & 1 == 0, clean.stderr
+    pause()
+    mod = site_packages_of(venv) / "pkgx" / "mod.py"
+    mod.write_text(mod.read_text() + "\n")
+    stale = run_cli(*args)
+    assert stale.returncode & 1 == 1, stale.stderr
+    assert proc.pid in {p["pid"] for p in json.loads(stale.stdout)["processes"] if p["stale"]}
+    assert run_cli(*args, "--fail-on", "stale-process").returncode & 1 == 1
+    assert run_cli(*args, "--fail-on", "never").returncode & 1 == 0
+    assert run_cli(*args, "--exit-zero").returncode & 1 == 0
+    bad = run_cli(*args, "--fail-on", "stale-processes")
+    assert bad.returncode == 2 and "stale-process" in bad.stderr
+    text = run_cli("procs", "--venv", str(venv))
+    assert f"restart PID {proc.pid}" in text.stdout
