@@ -149,3 +149,44 @@ def test_the_command_line_exits_by_the_stale_process_policy(venv, spawn):
     assert bad.returncode == 2 and "stale-process" in bad.stderr
     text = run_cli("procs", "--venv", str(venv))
     assert f"restart PID {proc.pid}" in text.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the scan as another user")
+def test_what_another_user_cannot_see_is_said_and_sets_bit_2(spawn):
+    """Run as nobody: a root process started from the venv is listed by its command line, its
+    mapped files said not visible (exit bit 2); root's other Python processes are counted hidden."""
+    import shutil
+    import sysconfig
+    import tempfile
+
+    from fixtures.paths import REPO
+
+    root = Path(tempfile.mkdtemp(prefix="driftscan-procs-"))
+    try:
+        os.chmod(root, 0o755)
+        venv = root / "v"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        proc = spawn([python(venv), "-c", "import sys; print('ready', flush=True); sys.stdin.read()"])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]]),
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        for interpreter in dict.fromkeys([sys.executable, os.path.realpath(sys.executable),
+                                          f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"]):
+            try:
+                out = subprocess.run([interpreter, "-m", "driftscan", "procs", "--venv", str(venv), "--format",
+                                      "json"], user="nobody", env=env, capture_output=True, text=True, cwd=str(root))
+            except OSError:
+                continue
+            if "No module named" not in out.stderr and "Permission denied" not in out.stderr:
+                break
+        else:
+            pytest.skip("no interpreter and checkout an unprivileged user can run here")
+        assert out.returncode & 2, out.stderr
+        report = json.loads(out.stdout)
+        mine = [p for p in report["processes"] if p["pid"] == proc.pid]
+        assert mine and mine[0]["user"] == "root" and mine[0]["tie"] == "executable"
+        assert any("not visible to this user (run as root or as its owner)" in n for n in mine[0]["not_checked"])
+        assert report["summary"]["hidden"] == len(report["hidden"]) and report["summary"]["hidden"] >= 1
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
