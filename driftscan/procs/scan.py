@@ -57,10 +57,11 @@ def _both(paths: Iterable[str]) -> tuple[str, ...]:
 
 
 def environment_of(target: Target) -> Environment:
+    roots = environment_roots(target)
     bins = [target.bin_dir] if target.bin_dir else []
-    if target.venv and not bins:
-        bins = [os.path.join(target.venv, "bin")]
-    return Environment(prefixes=_both(environment_roots(target)), programs=_both([*bins, *target.site_packages]),
+    # a venv's bin/, and a bare site-packages' prefix's (<prefix>/lib/pythonX.Y/site-packages)
+    bins += [os.path.join(r, "bin") for r in roots if r not in target.site_packages]
+    return Environment(prefixes=_both(roots), programs=_both([*dict.fromkeys(bins), *target.site_packages]),
                        site_packages=_both(target.site_packages))
 
 
@@ -163,9 +164,10 @@ def _same_tree(entry: ProcEntry, env: Environment) -> bool | None:
     """Whether a process in another mount namespace sees the environment's directory as we do
     (the same device and inode): None when that is not visible to us."""
     for prefix in env.prefixes[:1]:
+        prefix = os.path.realpath(prefix)  # no link of ours followed inside its root
         try:
-            theirs = os.stat(_view(entry, prefix))
-            ours = os.stat(prefix)
+            theirs = os.lstat(_view(entry, prefix))
+            ours = os.lstat(prefix)
         except OSError as exc:
             return None if exc.errno in (errno.EACCES, errno.EPERM) else False
         return (theirs.st_dev, theirs.st_ino) == (ours.st_dev, ours.st_ino)
@@ -179,7 +181,9 @@ def _mapped_evidence(entry: ProcEntry, env: Environment) -> list[EvidenceOut]:
         if not inside(m.path, env.prefixes):
             continue
         try:
-            st = os.stat(_view(entry, m.path))
+            # maps names the file by its resolved path: nothing to follow (in another mount
+            # namespace, an absolute link would be followed from our root, not the process's)
+            st = os.lstat(_view(entry, m.path))
         except FileNotFoundError:
             deleted.append(m.path)
             continue

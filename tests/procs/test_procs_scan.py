@@ -190,3 +190,9 @@ def test_what_another_user_cannot_see_is_said_and_sets_bit_2(spawn):
         assert report["summary"]["hidden"] == len(report["hidden"]) and report["summary"]["hidden"] >= 1
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_bare_site_packages_finds_the_processes_of_its_prefix(venv, spawn):
+    proc = spawn([python(venv), "-m", "pkgx.mod"])
+    report = api.procs(site_packages=[str(site_packages_of(venv))])
+    assert of(report, proc).tie is Tie.MODULE
