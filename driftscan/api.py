@@ -513,6 +513,6 @@ def procs(venv: str | None = None, site_packages: Sequence[str] = (), *, all_pyt
     (exact), files changed after it started (likely), and what to restart. Only /proc is read:
     no process is run, traced, or has its memory or environment read (docs/procs.md).
     ``all_python``: every Python process, those not tied to the environment marked ``none``.
-    ``driftscan.procs_exit_status(report)`` gives the command line's verdict."""
+    ``driftscan.report.policy.procs_exit_status(report)`` gives the command line's verdict."""
     return scan_processes(environment_of(resolve_target(venv, list(site_packages))), all_python=all_python)
 

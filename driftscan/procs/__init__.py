@@ -4,6 +4,6 @@ evidence that they run code other than what is now on disk (docs/procs.md)."""
 from __future__ import annotations
 
 from .model import ProcsReport, Source, Strength, Tie
-from .scan import Environment, environment_of, scan
+from .scan import Environment, Recorder, environment_of, scan
 
-__all__ = ["Environment", "ProcsReport", "Source", "Strength", "Tie", "environment_of", "scan"]
+__all__ = ["Environment", "ProcsReport", "Recorder", "Source", "Strength", "Tie", "environment_of", "scan"]

@@ -20,6 +20,7 @@ import os
 import pwd
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..core.values import Target
 from ..environment.target import environment_roots
@@ -203,6 +204,18 @@ def _mapped_evidence(entry: ProcEntry, env: Environment) -> list[EvidenceOut]:
     return out
 
 
+class Recorder(Protocol):
+    """The seam for exact evidence from a runtime recorder (what a process really imported, with
+    each file's digest): none is built yet. Given one, its evidence (``Source.RECORDER``) comes
+    first, before what maps and ctimes say."""
+
+    def evidence(self, pid: int, started_at: float, env: Environment) -> list[EvidenceOut]: ...
+
+
+_ORDER = {(Strength.EXACT, Source.RECORDER): 0, (Strength.EXACT, Source.MAPS): 1, (Strength.LIKELY, Source.RECORDER): 2,
+          (Strength.LIKELY, Source.MAPS): 3, (Strength.EXACT, Source.CTIME): 4, (Strength.LIKELY, Source.CTIME): 5}
+
+
 class _Users:
     def __init__(self) -> None:
         self.names: dict[int | None, str] = {None: "?"}
@@ -224,10 +237,11 @@ def _command(argv: tuple[str, ...]) -> str:
     return text if len(text) <= COMMAND_LIMIT else text[:COMMAND_LIMIT - 1] + "…"
 
 
-def scan(env: Environment, *, all_python: bool = False, proc: str = PROC,
-         skip: Iterable[int] = ()) -> ProcsReport:
+def scan(env: Environment, *, all_python: bool = False, proc: str = PROC, skip: Iterable[int] = (),
+         recorder: Recorder | None = None) -> ProcsReport:
     """Every process /proc shows that runs ``env`` (``all_python``: every Python process, those
-    not tied marked ``none``), with its evidence. ``skip``: pids left out (driftscan's own)."""
+    not tied marked ``none``), with its evidence, strongest first. ``skip``: pids left out
+    (driftscan's own always is); ``recorder``: where exact evidence of imports comes from, if any."""
     skipped = {os.getpid(), *skip}
     own_ns = own_mount_ns(proc)
     boot, ticks = boot_time(), clock_ticks()
@@ -271,7 +285,8 @@ def scan(env: Environment, *, all_python: bool = False, proc: str = PROC,
         started_at = boot + entry.start_ticks / ticks
         evidence: list[EvidenceOut] = []
         if tie is not Tie.NONE:
-            evidence = _mapped_evidence(entry, env)
+            evidence = (recorder.evidence(pid, started_at, env) if recorder is not None else []) \
+                + _mapped_evidence(entry, env)
             if changed is None:
                 changed = ChangedFiles(env)
             # start_ticks is truncated to the tick: a file written in the tick the process started
@@ -284,6 +299,7 @@ def scan(env: Environment, *, all_python: bool = False, proc: str = PROC,
         if tie is Tie.NONE and entry.argv and not os.path.isabs(entry.argv[0]) and "/" in entry.argv[0]:
             not_checked.append("started by a relative path: never resolved against its working directory, so "
                                "only its mapped files could tie it to the environment")
+        evidence.sort(key=lambda e: _ORDER[(e.strength, e.source)])
         place: WhereOut = where(entry.cgroup, entry.argv, bool(entry.other_mount_ns))
         stale = bool(evidence)
         command = _command(entry.argv)

@@ -14,7 +14,9 @@ import pytest
 from driftscan import api
 from driftscan.procs import Source, Strength, Tie
 from driftscan.procs.proc import Gone, read_entry
-from driftscan.procs.scan import Environment, scan
+from driftscan.environment.target import resolve_target
+from driftscan.procs.model import EvidenceOut
+from driftscan.procs.scan import Environment, environment_of, scan
 from driftscan.render.registry import OutputFormat, render
 from driftscan.cli.output import for_text
 from fixtures.harness import replace_by_rename, run_cli
@@ -196,3 +198,21 @@ def test_a_bare_site_packages_finds_the_processes_of_its_prefix(venv, spawn):
     proc = spawn([python(venv), "-m", "pkgx.mod"])
     report = api.procs(site_packages=[str(site_packages_of(venv))])
     assert of(report, proc).tie is Tie.MODULE
+
+
+def test_a_recorder_s_evidence_comes_first(venv, spawn):
+    """The seam a runtime recorder plugs into: its exact evidence leads the list."""
+    proc = spawn([python(venv), "-m", "pkgx.mod"])
+    pause()
+    mod = site_packages_of(venv) / "pkgx" / "mod.py"
+    mod.write_text(mod.read_text() + "\n")
+
+    class Recorded:
+        def evidence(self, pid, started_at, env):
+            return [EvidenceOut(strength=Strength.EXACT, source=Source.RECORDER, reason="recorded",
+                                files=[str(mod)], count=1)] if pid == proc.pid else []
+
+    env = environment_of(resolve_target(str(venv)))
+    p = of(scan(env, recorder=Recorded()), proc)
+    assert [(e.strength, e.source) for e in p.evidence] == [(Strength.EXACT, Source.RECORDER),
+                                                            (Strength.LIKELY, Source.CTIME)]
