@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -216,3 +218,40 @@ def test_a_recorder_s_evidence_comes_first(venv, spawn):
     p = of(scan(env, recorder=Recorded()), proc)
     assert [(e.strength, e.source) for e in p.evidence] == [(Strength.EXACT, Source.RECORDER),
                                                             (Strength.LIKELY, Source.CTIME)]
+
+
+def _unshare_works() -> bool:
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return False
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True).returncode == 0
+
+
+needs_unshare = pytest.mark.skipif(not _unshare_works(), reason="needs root and unshare --mount")
+
+
+@needs_unshare
+def test_a_process_in_another_mount_namespace_is_read_through_its_root(venv, spawn):
+    native = site_packages_of(venv) / "pkgx" / "_native.so"
+    proc = spawn(["unshare", "--mount", "--propagation", "private", *importer(
+        venv, f"import ctypes; lib = ctypes.CDLL({str(native)!r})")])
+    p = of(api.procs(venv=str(venv)), proc)
+    assert p.where.other_mount_namespace and p.tie is Tie.EXECUTABLE and not p.stale
+    pause()
+    replacement = native.with_name("_native.so.new")
+    replacement.write_bytes(native.read_bytes())
+    os.replace(replacement, native)
+    p = of(api.procs(venv=str(venv)), proc)
+    assert [(e.strength, e.reason, e.files) for e in p.evidence if e.source is Source.MAPS] == [
+        (Strength.EXACT, "replaced", [str(native)])]
+
+
+@needs_unshare
+def test_the_same_path_naming_another_environment_in_its_namespace_is_not_ours(venv, tmp_path, spawn):
+    other = tmp_path / "other"
+    shutil.copytree(venv, other, symlinks=True)
+    argv = importer(venv)
+    script = f"mount --bind {shlex.quote(str(other))} {shlex.quote(str(venv))} && exec {shlex.join(argv)}"
+    proc = spawn(["unshare", "--mount", "--propagation", "private", "sh", "-c", script])
+    assert proc.pid not in {p.pid for p in api.procs(venv=str(venv)).processes}
+    p = of(api.procs(venv=str(venv), all_python=True), proc)
+    assert p.tie is Tie.NONE and p.where.other_mount_namespace
