@@ -85,6 +85,7 @@ class ProcessOut(DataModel):
     argv: list[str] = field(default_factory=list, metadata=describe(
         "the command line's arguments, as /proc/PID/cmdline gives them (data: never run)"))
     tie: Tie
+    module: str | None = field(default=None, metadata=describe("the module it runs with -m (tie: module)"))
     where: WhereOut
     stale: bool = field(metadata=describe("evidence says it may run code other than what is on disk"))
     evidence: list[EvidenceOut] = field(default_factory=list, metadata=describe("strongest first"))

@@ -262,7 +262,7 @@ def scan(env: Environment, *, all_python: bool = False, proc: str = PROC, skip: 
             continue
         if not entry.argv:
             continue  # a kernel thread
-        tie, _module = tie_of(entry, env)
+        tie, module = tie_of(entry, env)
         not_checked: list[str] = []
         if entry.maps is None:
             not_checked.append(f"its mapped files: {NOT_VISIBLE}")
@@ -306,7 +306,8 @@ def scan(env: Environment, *, all_python: bool = False, proc: str = PROC, skip: 
         processes.append(ProcessOut(
             pid=pid, user=users(entry.uid), uid=entry.uid,
             started=datetime.datetime.fromtimestamp(started_at, datetime.timezone.utc).isoformat(timespec="seconds"),
-            started_at=round(started_at, 2), command=command, tie=tie, where=place, stale=stale,
+            started_at=round(started_at, 2), command=command, tie=tie,
+            module=module if tie is Tie.MODULE else None, where=place, stale=stale,
             evidence=evidence, remedy=remedy(place, pid, entry.argv) if stale else None,
             argv=list(entry.argv), not_checked=not_checked))
     restart = list(dict.fromkeys(p.remedy for p in processes if p.remedy))

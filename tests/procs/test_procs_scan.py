@@ -44,7 +44,7 @@ def test_processes_of_the_venv_are_listed_and_not_stale(venv, spawn):
     report = api.procs(venv=str(venv))
     assert of(report, c).tie is Tie.EXECUTABLE and of(report, m).tie is Tie.MODULE
     assert not of(report, c).stale and not of(report, m).stale and report.restart == []
-    assert of(report, m).argv == [python(venv), "-m", "pkgx.mod"]
+    assert of(report, m).argv == [python(venv), "-m", "pkgx.mod"] and of(report, m).module == "pkgx.mod"
     assert of(report, c).user and of(report, c).started_at <= time.time()
 
 
