@@ -232,6 +232,20 @@ class _Users:
         return name
 
 
+def _evidence(entry: ProcEntry, env: Environment, started_at: float, tick: float, changed: ChangedFiles,
+              recorder: Recorder | None) -> list[EvidenceOut]:
+    """What says ``entry`` (started at ``started_at``) runs old code, strongest first."""
+    evidence = (recorder.evidence(entry.pid, started_at, env) if recorder is not None else []) \
+        + _mapped_evidence(entry, env)
+    # start_ticks is truncated to the tick: a file written in the tick the process started in may
+    # look later than it; two ticks' margin.
+    files = changed.after(int((started_at + 2 * tick) * 1e9))
+    if files:
+        evidence.append(EvidenceOut(strength=Strength.LIKELY, source=Source.CTIME, reason="changed-after-start",
+                                    files=files[:FILES_SHOWN], count=len(files)))
+    return sorted(evidence, key=lambda e: _ORDER[(e.strength, e.source)])
+
+
 def _command(argv: tuple[str, ...]) -> str:
     text = " ".join(argv)
     return text if len(text) <= COMMAND_LIMIT else text[:COMMAND_LIMIT - 1] + "…"
@@ -285,21 +299,11 @@ def scan(env: Environment, *, all_python: bool = False, proc: str = PROC, skip: 
         started_at = boot + entry.start_ticks / ticks
         evidence: list[EvidenceOut] = []
         if tie is not Tie.NONE:
-            evidence = (recorder.evidence(pid, started_at, env) if recorder is not None else []) \
-                + _mapped_evidence(entry, env)
-            if changed is None:
-                changed = ChangedFiles(env)
-            # start_ticks is truncated to the tick: a file written in the tick the process started
-            # in may look later than it; two ticks' margin.
-            files = changed.after(int((started_at + 2 / ticks) * 1e9))
-            if files:
-                evidence.append(EvidenceOut(strength=Strength.LIKELY, source=Source.CTIME,
-                                            reason="changed-after-start", files=files[:FILES_SHOWN],
-                                            count=len(files)))
+            changed = changed or ChangedFiles(env)  # walked once, when a first process runs the environment
+            evidence = _evidence(entry, env, started_at, 1 / ticks, changed, recorder)
         if tie is Tie.NONE and entry.argv and not os.path.isabs(entry.argv[0]) and "/" in entry.argv[0]:
             not_checked.append("started by a relative path: never resolved against its working directory, so "
                                "only its mapped files could tie it to the environment")
-        evidence.sort(key=lambda e: _ORDER[(e.strength, e.source)])
         place: WhereOut = where(entry.cgroup, entry.argv, bool(entry.other_mount_ns))
         stale = bool(evidence)
         command = _command(entry.argv)
