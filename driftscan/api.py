@@ -25,6 +25,7 @@ from .environment.target import environment_roots
 from .environment.uv.cache import default_uv_cache
 from .pipeline.options import AuditOptions, AuditSettings, Need, OriginalSources, RuleSelection, options_of
 from .pipeline.stages import NO_PYTHON, Progress, execute, model_dir_paths, pristine_options
+from .procs import ProcsReport, environment_of, scan as scan_processes
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -504,3 +505,14 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
     guarding.summarise(report)
     report.duration_seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def procs(venv: str | None = None, site_packages: Sequence[str] = (), *, all_python: bool = False) -> ProcsReport:
+    """The processes that run the environment (default: the one driftscan runs in), each with the
+    evidence that it runs code other than what is on disk now: a mapped file deleted or replaced
+    (exact), files changed after it started (likely), and what to restart. Only /proc is read:
+    no process is run, traced, or has its memory or environment read (docs/procs.md).
+    ``all_python``: every Python process, those not tied to the environment marked ``none``.
+    ``driftscan.report.policy.procs_exit_status(report)`` gives the command line's verdict."""
+    return scan_processes(environment_of(resolve_target(venv, list(site_packages))), all_python=all_python)
+

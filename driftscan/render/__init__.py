@@ -58,7 +58,7 @@ render_github = _imported("github", "render_github")
 render_short = _imported("short", "render_short")
 
 
-SCHEMA_KINDS = ("audit", "scan", "plan", "compare", "fleet", "guard")
+SCHEMA_KINDS = ("audit", "scan", "plan", "compare", "fleet", "guard", "procs")
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -95,12 +95,16 @@ def _model_schema(kind: str) -> dict[str, Any]:
         from ..reinstall.guard import GuardReport
 
         return GuardReport.model_json_schema()
+    if kind == "procs":
+        from ..procs.model import procs_schema
+
+        return procs_schema()
     raise ValueError(f"no schema for {kind!r}: one of {', '.join(SCHEMA_KINDS)}")
 
 
 def json_schema(kind: str = "audit") -> dict[str, Any]:
     """The published JSON Schema of ``audit``'s (and ``diff``'s) report or of ``scan``, ``plan``,
-    ``compare``, ``fleet`` or ``guard --format json``: the model's schema with ``$schema`` (the
+    ``compare``, ``fleet``, ``guard`` or ``procs --format json``: the model's schema with ``$schema`` (the
     2020-12 dialect pydantic writes) and ``$id`` (``schema_id``) first."""
     schema = _model_schema(kind)
     version = schema.get("properties", {}).get("schema_version", {}).get("const", "1")

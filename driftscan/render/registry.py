@@ -76,6 +76,7 @@ REAPPLY = ResultType("driftscan.reinstall.reapply", "ReapplyReport", "a reapply 
 CHECKPOINT = ResultType("driftscan.reinstall.checkpoint", "Written", "a written checkpoint")
 COMPARE = ResultType("driftscan.compare.model", "CompareReport", "a comparison")
 FLEET = ResultType("driftscan.fleet.model", "FleetResult", "a fleet result")
+PROCS = ResultType("driftscan.procs.model", "ProcsReport", "a procs result")
 
 
 class NotRenderable(DriftscanError, ValueError):
@@ -137,6 +138,8 @@ _TABLE: dict[ResultType, dict[OutputFormat, Renderer]] = {
     COMPARE: {_T: _lazy("render.compare", "render_compare_text", _verbose),
               _J: _lazy("render.compare", "render_compare_json", _verbose),
               _M: _lazy("render.compare", "render_compare_markdown", _verbose)},
+    PROCS: {_T: _lazy("render.procsview", "render_procs_text", _verbose),
+            _J: _lazy("render.procsview", "render_procs_json")},
     FLEET: {_T: _lazy("fleet.render", "render_fleet_text", _verbose),
             _J: _lazy("fleet.render", "render_fleet_json", _verbose),
             _M: _lazy("fleet.render", "render_fleet_markdown", _verbose)},

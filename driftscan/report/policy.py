@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..core.values import Origin
 
 if TYPE_CHECKING:
+    from ..procs.model import ProcsReport
     from .contract import DriftOut, FindingOut as Finding, Report
 
 EXIT_CLEAN = 0
@@ -32,6 +33,9 @@ class FailOn(str, enum.Enum):
     # a distribution that could not be verified, or a file its own wheel's RECORD row cannot
     # (upstream-record-mismatch: the only policy that counts it)
     UNVERIFIABLE = "unverifiable"
+    # a process that runs the environment with evidence of old code (``driftscan procs``' default;
+    # an audit has no processes: it never counts there)
+    STALE_PROCESS = "stale-process"
     NEVER = "never"
 
 
@@ -75,6 +79,8 @@ def drift_fails(drift: DriftOut, policy: FailOn) -> bool:
         return policy is FailOn.UNVERIFIABLE
     if policy is FailOn.DRIFT:
         return True
+    if policy is FailOn.STALE_PROCESS:
+        return False
     if policy in _SCOPES:
         return bool(drift.scope.value == policy.value)
     if policy is FailOn.DEBUG and drift.kind.value == "debug-artifacts":
@@ -100,3 +106,17 @@ def exit_status(report: Report, strict: bool = False, fail_on: Sequence[FailOn |
     if report.errors or (strict and (report.unverifiable or nothing_verified)):
         status |= EXIT_INCOMPLETE
     return status
+
+
+def procs_exit_status(report: ProcsReport, fail_on: Sequence[FailOn | str] = (FailOn.STALE_PROCESS,),
+                      exit_zero: bool = False) -> int:
+    """``driftscan procs``' verdict: bit 1 when a process runs old code and ``fail_on`` holds
+    ``stale-process`` (or ``drift``: a stale process is the environment's drift at run time);
+    bit 2 when something could not be checked (a process or file not visible, a bounded walk cut)."""
+    policies = {FailOn(p) for p in fail_on}
+    counts = policies & {FailOn.STALE_PROCESS, FailOn.DRIFT}
+    status = EXIT_DRIFT if not exit_zero and counts and report.stale else EXIT_CLEAN
+    if report.incomplete():
+        status |= EXIT_INCOMPLETE
+    return status
+

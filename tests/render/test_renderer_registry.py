@@ -14,8 +14,8 @@ from driftscan.fleet.model import FleetResult, NodeOut
 from driftscan.lint.files import ScanResult
 from driftscan.reinstall.plan import Audited, build_plan
 from driftscan.render import RENDERERS
-from driftscan.render.registry import (CHECKPOINT, COMPARE, FLEET, GUARD, PLAN, REAPPLY, REPORT, RESTORE, SCAN,
-                                       NotRenderable, OutputFormat, RenderOptions, format_names, formats, render,
+from driftscan.render.registry import (CHECKPOINT, COMPARE, FLEET, GUARD, PLAN, PROCS, REAPPLY, REPORT, RESTORE,
+                                       SCAN, NotRenderable, OutputFormat, RenderOptions, format_names, formats, render,
                                        result_type, result_types)
 from driftscan.render.text import render_text, summary_line
 from fixtures.reports import DEMO, OTHER, PROJ, TARGET, drift_of, every_kind_checks, every_kind_report
@@ -90,10 +90,11 @@ def test_every_old_table_has_the_registry_s_formats_in_its_order():
     from driftscan.render.compare import COMPARE_RENDERERS
     from driftscan.render.guardview import GUARD_RENDERERS
     from driftscan.render.planview import PLAN_RENDERERS
+    from driftscan.render.procsview import PROCS_RENDERERS
     from driftscan.render.restoreview import REAPPLY_RENDERERS, RESTORE_RENDERERS
     from driftscan.render.scan import SCAN_RENDERERS
 
-    tables = {REPORT: RENDERERS, PLAN: PLAN_RENDERERS, SCAN: SCAN_RENDERERS, GUARD: GUARD_RENDERERS,
+    tables = {PROCS: PROCS_RENDERERS, REPORT: RENDERERS, PLAN: PLAN_RENDERERS, SCAN: SCAN_RENDERERS, GUARD: GUARD_RENDERERS,
               RESTORE: RESTORE_RENDERERS, REAPPLY: REAPPLY_RENDERERS, COMPARE: COMPARE_RENDERERS,
               FLEET: FLEET_RENDERERS, CHECKPOINT: {"text": None}}
     assert {kind: format_names(kind) for kind in result_types()} == {kind: list(t) for kind, t in tables.items()}
@@ -114,7 +115,7 @@ def test_every_format_choice_of_the_command_line_is_the_registry_s():
     from driftscan.cli import main
 
     kinds = {"audit": REPORT, "diff": REPORT, "plan": PLAN, "scan": SCAN, "guard": GUARD, "restore": RESTORE,
-             "reapply": REAPPLY, "compare": COMPARE, "fleet": FLEET}
+             "reapply": REAPPLY, "compare": COMPARE, "fleet": FLEET, "procs": PROCS}
     seen = {}
     ctx = click.Context(main)
     for name in main.list_commands(ctx):

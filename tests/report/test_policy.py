@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 import driftscan
-from driftscan.report.policy import EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, FailOn, exit_status, fail_policies, fails
+from driftscan.procs.model import (EvidenceOut, Placement, ProcessOut, ProcsReport, ProcsSummary, Source, Strength,
+                                   Tie, WhereOut)
+from driftscan.report.policy import (EXIT_CLEAN, EXIT_DRIFT, EXIT_INCOMPLETE, FailOn, exit_status, fail_policies, fails,
+                                     procs_exit_status)
 from fixtures.reports import clean_report, every_kind_report
 
 
@@ -58,3 +61,24 @@ def test_a_wrong_upstream_row_counts_only_under_unverifiable():
     assert [p for p in FailOn if fails(alone, p)] == [FailOn.UNVERIFIABLE]
     assert exit_status(alone) & EXIT_DRIFT == 0  # the default --fail-on drift
     assert exit_status(alone, fail_on=["unverifiable"]) & EXIT_DRIFT
+
+
+def _procs(stale: bool, errors: list[str] | None = None):
+    evidence = [EvidenceOut(strength=Strength.LIKELY, source=Source.CTIME, reason="changed-after-start",
+                            files=["/v/x.py"], count=1)] if stale else []
+    process = ProcessOut(pid=7, user="u", started="2026-01-01T00:00:00+00:00", started_at=0.0, command="/v/bin/python",
+                         tie=Tie.EXECUTABLE, where=WhereOut(placement=Placement.PROCESS), stale=stale,
+                         evidence=evidence)
+    return ProcsReport(environment=["/v"], processes=[process],
+                       summary=ProcsSummary(scanned=1, running=1, stale=int(stale), exited=0, hidden=0,
+                                            files_walked=1), errors=errors or [])
+
+
+def test_a_stale_process_fails_procs_by_default_and_never_an_audit():
+    assert fail_policies(["stale-process"]) == (FailOn.STALE_PROCESS,)
+    assert procs_exit_status(_procs(True)) == EXIT_DRIFT and procs_exit_status(_procs(False)) == EXIT_CLEAN
+    assert procs_exit_status(_procs(True), fail_on=[FailOn.DRIFT]) == EXIT_DRIFT
+    assert procs_exit_status(_procs(True), fail_on=[FailOn.NEVER]) == EXIT_CLEAN
+    assert procs_exit_status(_procs(True), exit_zero=True) == EXIT_CLEAN
+    assert procs_exit_status(_procs(False, ["walk cut"])) == EXIT_INCOMPLETE
+    assert not fails(every_kind_report(), FailOn.STALE_PROCESS)

@@ -1,0 +1,64 @@
+"""``driftscan procs``' output: text for people (every value from /proc on one line, inert) and JSON."""
+
+from __future__ import annotations
+
+from ..core.units import count
+from ..fs.paths import line_safe
+from ..procs.model import Placement, ProcessOut, ProcsReport, Tie
+
+_TIE = {Tie.EXECUTABLE: "runs a program of it", Tie.SCRIPT: "runs a script of it", Tie.MODULE: "runs a module of it",
+        Tie.MAPS: "maps files of it", Tie.NONE: "not this environment"}
+
+
+def _where(p: ProcessOut) -> str:
+    w = p.where
+    text = {Placement.SYSTEMD: f"systemd unit {w.unit}", Placement.SYSTEMD_USER: f"systemd user unit {w.unit}",
+            Placement.DOCKER: f"docker container {(w.container or '')[:12]}",
+            Placement.PODMAN: f"podman container {(w.container or '')[:12]}",
+            Placement.CONTAINERD: f"containerd container {(w.container or '')[:12]}",
+            Placement.RAY: "a Ray worker", Placement.PROCESS: "a process"}[w.placement]
+    return text + (", another mount namespace" if w.other_mount_namespace else "")
+
+
+def _process(p: ProcessOut, verbose: bool) -> list[str]:
+    state = "STALE" if p.stale else ("ok" if p.tie is not Tie.NONE else "other")
+    lines = [f"{state:5} PID {p.pid}  user {p.user}  started {p.started}  ({_where(p)}; {_TIE[p.tie]})",
+             f"      {p.command}"]
+    for e in p.evidence:
+        what = {"deleted": "mapped and since deleted", "replaced": "mapped and since replaced on disk",
+                "changed-after-start": "changed after it started: may run old code"}.get(e.reason, e.reason)
+        lines.append(f"      {e.strength.value} ({e.source.value}): {count(e.count, 'file')} {what}")
+        shown = e.files if verbose else e.files[:5]
+        lines += [f"        {f}" for f in shown]
+        if e.count > len(shown):
+            lines.append(f"        … and {e.count - len(shown)} more")
+    lines += [f"      not checked: {n}" for n in p.not_checked]
+    if p.remedy:
+        lines.append(f"      restart: {p.remedy}")
+    return lines
+
+
+def render_procs_text(report: ProcsReport, verbose: bool = False) -> str:
+    report = line_safe(report)
+    s = report.summary
+    lines = [f"environment: {', '.join(report.environment)}",
+             f"{count(s.running, 'process')} run it, {s.stale} with evidence of old code"
+             f" ({count(s.scanned, 'process')} read"
+             + (f", {s.exited} exited while read" if s.exited else "") + ")"]
+    for p in report.processes:
+        lines += ["", *_process(p, verbose)]
+    if report.hidden:
+        lines += ["", f"{count(len(report.hidden), 'Python process')} not visible to this user "
+                      "(run as root or as its owner): whether they run the environment is unknown"]
+        lines += [f"  PID {h.pid}  user {h.user}  {h.command}" for h in report.hidden]
+    if report.restart:
+        lines += ["", "to run what is on disk now, restart:"] + [f"  {r}" for r in report.restart]
+    lines += [f"error: {e}" for e in report.errors]
+    return "\n".join(lines) + "\n"
+
+
+def render_procs_json(report: ProcsReport) -> str:
+    return report.model_dump_json(indent=2) + "\n"
+
+
+PROCS_RENDERERS = {"text": render_procs_text, "json": render_procs_json}
