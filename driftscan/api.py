@@ -117,13 +117,32 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, options: 
 def audit(venv: str | None = None, site_packages: Sequence[str] = (), *, options: AuditOptions | None = None,
           **settings: Unpack[AuditSettings]) -> Report:
     """Audit an environment and/or model directories. With no target, the environment driftscan
-    runs in. ``hf_cache=""`` audits every repository of the default Hugging Face cache; ``deep``
-    hashes large weight files too (by default they are checked by presence, size and mtime).
+    runs in.
 
-    ``use_cache=False`` re-hashes every file (see ``driftscan.caches.statcache`` for what the cache trusts);
-    ``plugins=False`` leaves out rules from the ``driftscan.rules`` entry points; ``accept`` (a
-    configuration's entries) marks accepted drift. ``driftscan.exit_status(report, fail_on=...)``
-    gives the command line's verdict on the report.
+    ``venv`` (a virtual environment's directory) or ``site_packages`` (bare directories) name the
+    environment; its interpreter is never run. ``options`` is a whole ``AuditOptions``; else the
+    keywords, the same as the command line's options:
+
+    - ``jobs``: parallel hashing workers (default: the cores).
+    - ``use_cache=False``: re-hash every file (``--no-cache``; see ``driftscan.caches.statcache``
+      for what the cache trusts).
+    - ``uv_cache``: uv's cache directory (default: ``UV_CACHE_DIR`` or uv's own).
+    - ``installer``: "pip" or "uv", the installer remedies name (default: each distribution's INSTALLER).
+    - ``model_dirs``: model directories to audit (``--model-dir``); ``hf_cache``: a Hugging Face
+      cache whose every repository is audited ("" = the default cache); ``include_environment``:
+      audit the environment too when model directories are named; ``deep``: hash large weight
+      files too (by default presence, size and mtime); ``revision``: the ref or commit model
+      directories are compared against; ``manifest``: a driftscan manifest to compare against.
+    - ``select`` / ``ignore``: rule codes, prefixes or names; ``rules_modules``: modules of rules
+      to load; ``plugins=False``: leave out the ``driftscan.rules`` entry points.
+    - ``compare=False``: look for no originals (``--no-pristine``: no diffs, no finding origins);
+      ``wheels``: directories of wheels to take originals from (``--wheels``); ``fetch=True``:
+      allow ``pip download`` of originals found nowhere else (``--fetch``, the only network use).
+    - ``accept``: a configuration's accepted-drift entries, marked in the report;
+      ``accept_source``: the file they came from, named in the report.
+    - ``chosen_because``: why this target was chosen, said in the report's target.
+
+    ``driftscan.exit_status(report, fail_on=...)`` gives the command line's verdict on the report.
 
     Raises ``TargetError`` when the target does not exist or is not an environment; every
     problem met while auditing a valid target is listed in ``Report.errors`` instead.
