@@ -71,7 +71,9 @@ def cluster(tmp_path_factory, uv_cache):
     base = tmp_path_factory.mktemp("fleet")
     wheels = base / "wheels"
     build_wheel(wheels, "nodepkg", "1.0", {f"nodepkg/m{i}.py": f"X = {i}\n" for i in range(20)})
-    envs = [_venv(base / f"node{i}-env", wheels, uv_cache) for i in range(3)]
+    # One name at three paths, as Ray's runtime environments and per-user venvs are: the prompt in
+    # bin/activate is the directory's name, the path in every script is the node's own.
+    envs = [_venv(base / f"node{i}" / "venv", wheels, uv_cache) for i in range(3)]
     drifted = venvs.site_packages_of(envs[1]) / "nodepkg" / "m5.py"
     replace_by_rename(drifted, drifted.read_text() + "import torch; torch.save(x, '/tmp/x.pt')\n")
     # Unix socket paths must stay short: a pytest tmp path is too long for Ray's.
@@ -139,6 +141,19 @@ def test_fleet_reports_three_nodes_and_the_drifted_one(cluster, tmp_path):
     assert text.returncode == 1
     assert "3 nodes: 3 ok, 0 unreachable, 0 failed" in text.stdout
     assert f"node {drifted_node['node_id'][:12]}" in text.stdout and "nodepkg/m5.py" in text.stdout
+
+
+def test_snapshots_of_one_package_set_at_three_paths_agree_but_for_the_planted_edit(cluster):
+    done = _fleet(cluster, "--venv-from-env", "--snapshot", "--format", "json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    assert result["kind"] == "snapshot" and len(result["nodes"]) == 3
+    assert sorted(n["target"] for n in result["nodes"]) == sorted(str(e) for e in cluster["envs"])
+    drifted_node = next(n for n in result["nodes"] if n["target"] == str(cluster["envs"][1]))
+    # The scripts, pyvenv.cfg and RECORDs name each node's own path: equal once it is taken out.
+    assert [(o["machine"], o["relpath"]) for o in result["outliers"]] == [
+        (drifted_node["node_id"], "nodepkg/m5.py")], result["outliers"]
+    assert result["agree"] > 20
 
 
 def test_fleet_venv_for_all_snapshots_and_the_workers_own_interpreter(cluster):
