@@ -1,0 +1,107 @@
+"""Bytecode that does not match its source, in a real venv with the real interpreter: a .py
+edited within the second its pyc records, keeping its size, runs the old code; the audit names
+that exact pyc as stale-bytecode; its remedy makes Python run the new code."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from driftscan import audit
+from driftscan.core.values import DriftKind, Prediction
+from fixtures import venvs
+from fixtures.wheels import build_wheel
+
+pytestmark = pytest.mark.slow
+
+OLD = "VALUE = 111\n"
+NEW = "VALUE = 222\n"  # the same size: a timestamp pyc's header cannot tell them apart
+TAG = sys.implementation.cache_tag
+
+
+@pytest.fixture
+def house(tmp_path, monkeypatch):
+    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
+    house = tmp_path / "house"
+    build_wheel(house, "staler", "1.0", {"staler/__init__.py": "", "staler/value.py": OLD})
+    return house
+
+
+def _value(venv) -> str:
+    return venvs.run([str(venvs.python_of(venv)), "-c", "from staler.value import VALUE; print(VALUE)"]).strip()
+
+
+def _edit_keeping_mtime(source) -> None:
+    """The edit a same-second save makes, as the header sees it: new bytes, same size, same mtime."""
+    st = os.stat(source)
+    source.write_text(NEW)
+    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def _stale(venv):
+    return [d for d in audit(venv=str(venv)).drifts if d.kind is DriftKind.STALE_BYTECODE]
+
+
+def test_a_pip_compiled_pyc_of_an_edited_source_is_reported_and_its_remedy_runs_the_new_code(tmp_path, house):
+    venv = venvs.make_pip_venv(tmp_path / "v")
+    venvs.pip_install(venv, "--no-index", "--find-links", str(house), "staler")  # pip compiles the pyc
+    site = venvs.site_packages_of(venv)
+    source, pyc = site / "staler" / "value.py", site / "staler" / "__pycache__" / f"value.{TAG}.pyc"
+    assert pyc.is_file() and _value(venv) == "111"
+
+    _edit_keeping_mtime(source)
+    assert _value(venv) == "111"  # the real interpreter runs the OLD code
+
+    (drift,) = _stale(venv)
+    assert drift.path == str(pyc)
+    assert drift.expected["source"] == str(source)
+    assert drift.actual["basis"] == "install-time" and drift.actual["bytecode"] == "timestamp"
+    assert drift.remedy == f"rm {pyc}" and f"-m compileall -f {source}" in drift.evidence
+    assert drift.prediction is Prediction.WIPED
+    # the edited source is its own drift too, and the CLI's short listing names the pyc with its letter
+    assert any(d.kind is DriftKind.MODIFIED and d.path == str(source) for d in audit(venv=str(venv)).drifts)
+    short = subprocess.run([sys.executable, "-m", "driftscan", "audit", "--venv", str(venv), "--format", "short"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert f"Y  {pyc.relative_to(tmp_path)}" in short.stdout.splitlines()
+
+    subprocess.run(["sh", "-c", drift.remedy], check=True)
+    assert not pyc.exists()
+    assert _value(venv) == "222"  # compiled again from the source as it is
+    assert _stale(venv) == []
+
+
+def test_an_import_made_pyc_rewritten_over_in_the_same_second_is_reported(tmp_path, house):
+    """No RECORD row (pip --no-compile; Python compiled it at import): the race itself, the
+    source written after the pyc within the second the header records, is the evidence."""
+    venv = venvs.make_pip_venv(tmp_path / "v")
+    venvs.pip_install(venv, "--no-compile", "--no-index", "--find-links", str(house), "staler")
+    site = venvs.site_packages_of(venv)
+    source, pyc = site / "staler" / "value.py", site / "staler" / "__pycache__" / f"value.{TAG}.pyc"
+    second = 1_700_000_000 * 10**9
+    os.utime(source, ns=(second, second + 100))  # written at .0000001
+    assert _value(venv) == "111" and pyc.is_file()  # compiled at import
+    os.utime(pyc, ns=(second, second + 200_000_000))  # the pyc written at .2 of the same second
+    source.write_text(NEW)
+    os.utime(source, ns=(second, second + 700_000_000))  # saved again at .7
+    assert _value(venv) == "111"
+
+    (drift,) = _stale(venv)
+    assert drift.path == str(pyc) and drift.actual["basis"] == "same-second"
+    os.remove(pyc)
+    assert _value(venv) == "222" and _stale(venv) == []
+
+
+def test_a_pyc_python_recompiles_is_not_reported(tmp_path, house):
+    """An ordinary edit (a new mtime): the header no longer matches, Python compiles it again."""
+    venv = venvs.make_pip_venv(tmp_path / "v")
+    venvs.pip_install(venv, "--no-index", "--find-links", str(house), "staler")
+    source = venvs.site_packages_of(venv) / "staler" / "value.py"
+    source.write_text(NEW)
+    st = os.stat(source)
+    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 5 * 10**9))
+    assert _stale(venv) == []
+    assert _value(venv) == "222"
+    assert _stale(venv) == []
