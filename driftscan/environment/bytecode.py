@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..core.values import DriftKind, FileCheck, FileState, Hash
+from ..fs.confined import lstat_below, open_dir, parts_of, unlink_below
 from ..fs.reader import read_head, read_regular
 from .ownership import Ownership
 
@@ -228,3 +229,54 @@ def stale_bytecode(checks: Iterable[FileCheck], own: Ownership | None = None) ->
             if found is not None:
                 out.append(found.check(c))
     return out
+
+
+def _written_matches(header: Header | None, name: str, st: os.stat_result, data: bytes | None) -> bool:
+    """Whether Python would run a pyc with ``header`` for a source just written with stat ``st``
+    (and content ``data``, when read): what a write must not leave behind."""
+    if header is None or header.kind is None or not magic_accepted(header.magic, pyc_tag(name)):
+        return False
+    if header.kind is PycKind.TIMESTAMP:
+        return timestamp_matches(header, st)
+    if header.kind is PycKind.UNCHECKED_HASH:
+        # Run whatever the source; kept only when it is provably the written content's.
+        return not (pyc_tag(name) == _OWN_TAG and data is not None and importlib.util.source_hash(data) == header.raw[8:16])
+    return False  # a checked hash pyc: Python checks it against the new content itself
+
+
+def remove_stale_after_write(base: str, rel: str, data: bytes | None = None) -> tuple[list[str], list[str]]:
+    """After ``base/rel`` (a ``.py``) was written: remove each ``__pycache__/<stem>.*.pyc`` of it
+    that Python would still run instead of the new content — a timestamp pyc whose header holds the
+    new file's modification second and size (compiled within that second from what was there
+    before), an unchecked hash pyc not provably of the new content. Reached below ``base`` without
+    following a symlink (``fs.confined``), nothing else touched. (removed paths, why others could
+    not be)."""
+    removed: list[str] = []
+    failed: list[str] = []
+    if not rel.endswith(".py"):
+        return removed, failed
+    try:
+        parts = parts_of(rel)
+        st = lstat_below(base, rel)
+        cache = open_dir(base, [*parts[:-1], "__pycache__"])
+    except (OSError, ValueError):
+        return removed, failed  # no __pycache__ (or none reachable below base): nothing to leave behind
+    try:
+        names = sorted(n for n in os.listdir(cache)
+                       if n.startswith(parts[-1][:-3] + ".") and n.endswith(".pyc") and n.count(".") >= 2)
+    finally:
+        os.close(cache)
+    for name in names:
+        pyc_rel = "/".join([*parts[:-1], "__pycache__", name])
+
+        def still_matches(fd: int, name: str = name) -> str | None:
+            header = parse_header(os.read(fd, HEADER))
+            return None if _written_matches(header, name, st, data) else "compiled for this content: kept"
+
+        why = unlink_below(base, pyc_rel, still_matches)
+        path = os.path.join(base, *pyc_rel.split("/"))
+        if why is None:
+            removed.append(path)
+        elif why != "compiled for this content: kept":
+            failed.append(f"{path}: {why}")
+    return removed, failed

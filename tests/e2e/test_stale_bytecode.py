@@ -105,3 +105,66 @@ def test_a_pyc_python_recompiles_is_not_reported(tmp_path, house):
     assert _stale(venv) == []
     assert _value(venv) == "222"
     assert _stale(venv) == []
+
+
+def _pyc_of(content: str, source, st) -> bytes:
+    """What the interpreter writes for ``content`` compiled as ``source`` with stat ``st`` (the
+    venv runs this same interpreter): a timestamp pyc whose header matches ``st``."""
+    from importlib._bootstrap_external import _code_to_timestamp_pyc
+
+    return bytes(_code_to_timestamp_pyc(compile(content, str(source), "exec"), int(st.st_mtime), st.st_size))
+
+
+@pytest.fixture
+def same_second_import(monkeypatch):
+    """Each .py a restore or reapply writes gets, right after the rename and before the write is
+    over, a pyc compiled from ``planted[0]`` whose header matches the new file: the state an
+    import of the old content within the same second leaves (the timing made certain)."""
+    from driftscan.reinstall import restore as restoring
+
+    planted: list[str] = []
+    real = restoring.replace_below
+
+    def write(base, rel, *args, **kwargs):
+        why = real(base, rel, *args, **kwargs)
+        if why is None and rel.endswith("value.py") and planted:
+            source = os.path.join(base, rel)
+            pyc = os.path.join(os.path.dirname(source), "__pycache__", f"value.{TAG}.pyc")
+            with open(pyc, "wb") as f:
+                f.write(_pyc_of(planted[0], source, os.stat(source)))
+        return why
+
+    monkeypatch.setattr(restoring, "replace_below", write)
+    return planted
+
+
+def test_restore_and_reapply_leave_no_stale_pair(tmp_path, house, same_second_import):
+    from driftscan import api
+
+    venv = venvs.make_pip_venv(tmp_path / "v")
+    venvs.pip_install(venv, "--no-index", "--find-links", str(house), "staler")
+    site = venvs.site_packages_of(venv)
+    source, pyc = site / "staler" / "value.py", site / "staler" / "__pycache__" / f"value.{TAG}.pyc"
+    source.write_text(NEW)
+    st = os.stat(source)
+    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 2 * 10**9))  # an ordinary edit, a later second
+    assert _value(venv) == "222"
+
+    # The premise: such a pair makes the real interpreter run the other content.
+    pyc.write_bytes(_pyc_of(OLD, source, os.stat(source)))
+    assert _value(venv) == "111"
+    pyc.unlink()
+
+    same_second_import.append(NEW)  # restore writes OLD; an import of NEW in that second
+    report = api.restore(venv=str(venv), dists=["staler"], yes=True, wheels=[str(house)],
+                         checkpoint_path=str(tmp_path / "cp"))
+    assert f"removed 1 stale bytecode file Python would have run instead of the file written (its header still " \
+           f"matched it): {pyc}" in report.notes
+    assert source.read_text() == OLD and not pyc.exists()
+    assert _value(venv) == "111"
+
+    same_second_import[0] = OLD  # reapply writes NEW back; an import of OLD in that second
+    again = api.reapply(str(tmp_path / "cp"), venv=str(venv), yes=True, checkpoint_path=str(tmp_path / "cp2"))
+    assert any(n.startswith("removed 1 stale bytecode file") and str(pyc) in n for n in again.notes), again.notes
+    assert source.read_text() == NEW and not pyc.exists()
+    assert _value(venv) == "222"
