@@ -151,14 +151,15 @@ class Stale:
 
 
 def judge(pyc: str, source: str, source_st: os.stat_result, own: Ownership | None,
-          record_mtime_ns: int | None) -> Stale | None:
+          record_mtime_ns: int | None, root: str | None = None) -> Stale | None:
     """The stale pyc of a drifted ``source`` (its content differs from its RECORD row), or None
-    when Python would not run ``pyc`` or nothing proves it was compiled from other content."""
+    when Python would not run ``pyc`` or nothing proves it was compiled from other content.
+    ``root``: a pyc that resolves outside it (a ``__pycache__`` linked elsewhere) is not read."""
     try:
         pyc_st = os.lstat(pyc)
         if not stat.S_ISREG(pyc_st.st_mode):
             return None
-        head, _ = read_head(pyc, HEADER, follow=False)
+        head, _ = read_head(pyc, HEADER, follow=False, root=root)
     except OSError:
         return None
     header = parse_header(head)
@@ -225,7 +226,7 @@ def stale_bytecode(checks: Iterable[FileCheck], own: Ownership | None = None) ->
             except OSError:
                 pass
         for pyc in pycs_of(c.path):
-            found = judge(pyc, c.path, source_st, own, record_mtime_ns)
+            found = judge(pyc, c.path, source_st, own, record_mtime_ns, c.root)
             if found is not None:
                 out.append(found.check(c))
     return out
