@@ -228,6 +228,7 @@ def plan_restore(target: Target, drifts: Sequence[Drift], dists: Sequence[Distri
     # Added files go only with --remove-added, and only from the package directories of a
     # distribution this restore restores (named with --dist, or with restored files).
     restored = chosen or [d for d in dists if any(p.action.distribution == d.name for p in plan.planned)]
+    written = {p.path for p in plan.planned}
     for drift, item in later:
         check = drift.check
         owner = None
@@ -235,7 +236,11 @@ def plan_restore(target: Target, drifts: Sequence[Drift], dists: Sequence[Distri
                 and check.area.value == "python" and (not paths or _matches(wanted_paths, check, env_root)):
             owner = _owning_package_dir(check.path, restored, dists, removable)
         if owner is None:
-            report.remaining.append(Remaining(**item, reason=_why_left(drift, remove_added)))
+            why = _why_left(drift, remove_added)
+            if check.kind is DriftKind.STALE_BYTECODE and check.expected.get("source") in written:
+                why = ("its source is restored: the new file's modification time no longer matches this pyc's "
+                       "header, so Python compiles the source again (a pyc still matching it is removed)")
+            report.remaining.append(Remaining(**item, reason=why))
             continue
         if not _inside_any(check.path, roots):
             report.refused.append(Remaining(**item, reason="outside the environment root"))
@@ -517,8 +522,9 @@ class Bytecode:
                        f"of the file written (its header still matched it): "
                        + ", ".join(printable(p) for p in self.removed))
         if self.failed:
-            out.append(f"could not remove {count(len(self.failed), 'stale bytecode file')} (Python may run it "
-                       f"instead of the file written; rm it): " + "; ".join(printable(p) for p in self.failed))
+            out.append(f"could not check or remove {count(len(self.failed), 'bytecode file')} of a file written "
+                       f"(if Python can read it, it may run it instead; rm it): "
+                       + "; ".join(printable(p) for p in self.failed))
         return out
 
 

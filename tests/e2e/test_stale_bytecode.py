@@ -168,3 +168,21 @@ def test_restore_and_reapply_leave_no_stale_pair(tmp_path, house, same_second_im
     assert any(n.startswith("removed 1 stale bytecode file") and str(pyc) in n for n in again.notes), again.notes
     assert source.read_text() == NEW and not pyc.exists()
     assert _value(venv) == "222"
+
+
+def test_restore_of_the_source_settles_the_stale_pyc_it_leaves_for_python(tmp_path, house):
+    from driftscan import api
+
+    venv = venvs.make_pip_venv(tmp_path / "v")
+    venvs.pip_install(venv, "--no-index", "--find-links", str(house), "staler")
+    site = venvs.site_packages_of(venv)
+    source, pyc = site / "staler" / "value.py", site / "staler" / "__pycache__" / f"value.{TAG}.pyc"
+    _edit_keeping_mtime(source)
+    assert [d.path for d in _stale(venv)] == [str(pyc)]
+
+    report = api.restore(venv=str(venv), dists=["staler"], yes=True, wheels=[str(house)],
+                         checkpoint_path=str(tmp_path / "cp"))
+    (left,) = [r for r in report.remaining if r.kind == "stale-bytecode"]
+    assert left.path == str(pyc) and left.reason.startswith("its source is restored")
+    assert [a.status for a in report.actions] == ["restored"]
+    assert source.read_text() == OLD and _value(venv) == "111" and _stale(venv) == []

@@ -154,3 +154,16 @@ def test_the_audit_reads_no_pyc_outside_the_checked_root(tmp_path, module):
     os.replace(module.parent / "__pycache__", elsewhere)
     (module.parent / "__pycache__").symlink_to(elsewhere)
     assert _found(module) == []
+
+
+def test_a_fifo_or_a_symlink_named_like_a_pyc_is_never_opened(tmp_path, module):
+    os.utime(module, ns=(SECOND, SECOND + 100))
+    cache = module.parent / "__pycache__"
+    cache.mkdir()
+    os.mkfifo(cache / f"mod.{TAG}.pyc")  # opening it for reading would block
+    (cache / f"mod.{TAG}.opt-1.pyc").symlink_to("/dev/zero")
+    _rewrite_keeping_stat(module)
+    assert _found(module) == []
+    removed, failed = remove_stale_after_write(str(module.parent.parent), "pkg/mod.py")
+    assert removed == [] and len(failed) == 2 and all("not deleted" in f for f in failed)
+    assert (cache / f"mod.{TAG}.pyc").exists() and (cache / f"mod.{TAG}.opt-1.pyc").is_symlink()
