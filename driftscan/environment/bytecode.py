@@ -99,16 +99,21 @@ def timestamp_matches(header: Header, st: os.stat_result) -> bool:
     return header.field1 == int(st.st_mtime) & _U32 and header.field2 == st.st_size & _U32
 
 
-def pycs_of(source: str) -> Iterator[str]:
-    """The ``__pycache__`` files Python may read for ``source``: ``<stem>.<tag>[.opt-N].pyc``."""
+def pycs_of(source: str, listings: dict[str, list[str]] | None = None) -> Iterator[str]:
+    """The ``__pycache__`` files Python may read for ``source``: ``<stem>.<tag>[.opt-N].pyc``.
+    ``listings``: each ``__pycache__`` listed once for many sources of one directory."""
     directory, name = os.path.split(source)
     stem = name[:-3]
     cache = os.path.join(directory, "__pycache__")
-    try:
-        names = os.listdir(cache)
-    except OSError:
-        return
-    for n in sorted(names):
+    names = listings.get(cache) if listings is not None else None
+    if names is None:
+        try:
+            names = sorted(os.listdir(cache))
+        except OSError:
+            names = []
+        if listings is not None:
+            listings[cache] = names
+    for n in names:
         if n.startswith(stem + ".") and n.endswith(".pyc") and n.count(".") >= 2:
             yield os.path.join(cache, n)
 
@@ -210,6 +215,7 @@ def _digest_matches(path: str, recorded: Hash) -> bool:
 def stale_bytecode(checks: Iterable[FileCheck], own: Ownership | None = None) -> list[FileCheck]:
     """A ``stale-bytecode`` check for each pyc Python would run instead of a modified ``.py``."""
     out: list[FileCheck] = []
+    listings: dict[str, list[str]] = {}
     for c in checks:
         if c.kind is not DriftKind.MODIFIED or not c.path.endswith(".py") or not c.regular_file:
             continue
@@ -225,7 +231,7 @@ def stale_bytecode(checks: Iterable[FileCheck], own: Ownership | None = None) ->
                 record_mtime_ns = os.lstat(os.path.join(c.distribution.metadata_dir, "RECORD")).st_mtime_ns
             except OSError:
                 pass
-        for pyc in pycs_of(c.path):
+        for pyc in pycs_of(c.path, listings):
             found = judge(pyc, c.path, source_st, own, record_mtime_ns, c.root)
             if found is not None:
                 out.append(found.check(c))
