@@ -42,6 +42,10 @@ class DriftKind(str, enum.Enum):
     # ``.pth`` in site-packages with a line site.py executes, a sitecustomize or usercustomize
     # module (environment/startup.py).
     STARTUP_CODE = "startup-code"
+    # A ``__pycache__`` file Python runs instead of a modified ``.py`` because its header still
+    # matches the source (an edit within the same second that kept the size), compiled from other
+    # content than the source has (environment/bytecode.py).
+    STALE_BYTECODE = "stale-bytecode"
 
 
 class Scope(str, enum.Enum):
@@ -519,6 +523,12 @@ class FileState(TypedDict, total=False):
     record: str  # a uv cache archive's RECORD
     edited: list[ArchiveMember]  # the archive's files that differ from its RECORD
     index_entries: list[str]  # uv's index entries that point at the archive
+    # stale bytecode (environment/bytecode.py)
+    source: str  # the .py a pyc was compiled for
+    bytecode: str  # timestamp | unchecked-hash | checked-hash (the pyc's flags, PEP 552)
+    basis: str  # how it is known to be compiled from other content: record-hash | install-time | ...
+    header_mtime: int  # a timestamp pyc's header: the source mtime (seconds, 32 bits) it was compiled at
+    header_size: int  # and the source size
     links: int  # the most links of an edited archive file
     # dumps
     possible_artifacts: list[str]

@@ -20,6 +20,7 @@ from .records import presence_only, verify_records
 from .sourcetree import verify_sources
 from .roots import root_of
 from .unowned import UnownedWalk
+from .bytecode import stale_bytecode
 from .managers.registry import find_managed, settle_managed
 from .uv.links import annotate_app_data, annotate_uv_cache, unknown_app_data
 
@@ -93,7 +94,7 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
         target=target,
         distributions=dists,
         checks=tuple(annotate_app_data(annotate_uv_cache(settled, uv_cache), app_data) + orphaned + added
-                     + sources.checks),
+                     + sources.checks) + tuple(stale_bytecode(settled, own)),
         files_checked=outcome.files_checked + sources.files_checked,
         unverifiable=tuple(outcome.unverifiable + managed.unverifiable + sources.unverifiable),
         errors=tuple(errors + managed.problems + outcome.errors + walk_problems + editable_problems

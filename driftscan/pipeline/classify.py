@@ -226,6 +226,16 @@ def _in_uv_pycache(check: FileCheck) -> bool:
             and os.path.basename(os.path.dirname(check.path)) == "__pycache__")
 
 
+def _stale_bytecode(check: FileCheck, target: Target, path: str) -> Drift:
+    """Removing the exact pyc is enough: Python compiles the source again at the next import. A
+    reinstall rewrites the source (a new mtime), so the header no longer matches either."""
+    source = check.expected.get("source")
+    python = os.path.join(target.bin_dir, "python") if target.bin_dir else "python"
+    again = f"; or recompile it: {shlex.quote(python)} -m compileall -f {shlex.quote(source)}" if source else ""
+    scope = Scope.PACKAGE if check.distribution is not None else Scope.ENVIRONMENT
+    return Drift(check, scope, False, f"rm {path}", f"{check.evidence}{again}", Prediction.WIPED)
+
+
 def classify(check: FileCheck, target: Target, installer: str | None = None) -> Drift:
     """``installer`` overrides the environment's own (what-if: ``plan --installer``)."""
     scope = _AREA_SCOPE.get(check.area)
@@ -244,6 +254,8 @@ def classify(check: FileCheck, target: Target, installer: str | None = None) -> 
     if check.kind in _PACKAGE_KINDS and check.distribution is not None:
         return _package(check, target, installer)
     path = shlex.quote(check.path)
+    if check.kind is DriftKind.STALE_BYTECODE:
+        return _stale_bytecode(check, target, path)
     if check.kind is DriftKind.ORPHANED_METADATA:
         return Drift(check, Scope.ENVIRONMENT, True, f"rm -r {path}", check.evidence, Prediction.SURVIVES)
     if check.kind is DriftKind.STARTUP_CODE:

@@ -70,7 +70,8 @@ from ..formats.patch import (MergeResult, PatchError, PatchTooLarge, added_line_
 from ..lint.artifacts import recheck
 from ..fs.paths import printable
 from .plan import normalize
-from .restore import _missing_parents, close_journal, mode_for, open_journal, replace_file, verify_fd, verify_file
+from .restore import (Bytecode, _missing_parents, close_journal, mode_for, open_journal, replace_file, verify_fd,
+                      verify_file)
 from ..fs.confined import read_below, rel_below, replace_below, unlink_below
 from ..formats.record import hash_text, parse_hash
 
@@ -1303,6 +1304,7 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
     roots = plan.roots or ((root,) if root else ())
     journal = open_journal(root, report.notes, roots)
     ledger = _load_ledger(root)
+    bytecode = Bytecode()
     for w in plan.writes:
         if w.data is None:
             why = _delete(w, roots)
@@ -1319,7 +1321,7 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
             out.write(data)
             return True
 
-        why = replace_file(w.path, fill, w.mode, journal, roots)
+        why = replace_file(w.path, fill, w.mode, journal, roots, bytecode, data)
         if why:
             w.item.status, w.item.reason = Status.FAILED, why
             continue
@@ -1327,6 +1329,7 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
         if w.ledger is not None and w.rej is None:  # a partial write does not carry all the changes
             ledger[w.ledger[0]] = {"key": w.ledger[1], "written": _sha(data)}
     close_journal(journal)
+    report.notes += bytecode.notes()
     why = _save_ledger(root, ledger)
     if why:
         report.notes.append(f"the reapply ledger (what was written, for the next reapply) was not saved: {why}")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field
 
 from ..caches.statcache import user_cache_dir
+from ..environment.bytecode import remove_stale_after_write
 from ..environment.target import environment_roots
 from ..core.errors import ConfigError
 from ..core.units import count, size
@@ -227,6 +228,7 @@ def plan_restore(target: Target, drifts: Sequence[Drift], dists: Sequence[Distri
     # Added files go only with --remove-added, and only from the package directories of a
     # distribution this restore restores (named with --dist, or with restored files).
     restored = chosen or [d for d in dists if any(p.action.distribution == d.name for p in plan.planned)]
+    written = {p.path for p in plan.planned}
     for drift, item in later:
         check = drift.check
         owner = None
@@ -234,7 +236,11 @@ def plan_restore(target: Target, drifts: Sequence[Drift], dists: Sequence[Distri
                 and check.area.value == "python" and (not paths or _matches(wanted_paths, check, env_root)):
             owner = _owning_package_dir(check.path, restored, dists, removable)
         if owner is None:
-            report.remaining.append(Remaining(**item, reason=_why_left(drift, remove_added)))
+            why = _why_left(drift, remove_added)
+            if check.kind is DriftKind.STALE_BYTECODE and check.expected.get("source") in written:
+                why = ("its source is restored: the new file's modification time no longer matches this pyc's "
+                       "header, so Python compiles the source again (a pyc still matching it is removed)")
+            report.remaining.append(Remaining(**item, reason=why))
             continue
         if not _inside_any(check.path, roots):
             report.refused.append(Remaining(**item, reason="outside the environment root"))
@@ -469,14 +475,16 @@ def mode_for(path: str, executable: bool = False) -> int:
 
 
 def replace_file(path: str, fill: Callable[[BinaryIO], bool], mode: int, journal: str,
-                 roots: Sequence[str] = ()) -> str | None:
+                 roots: Sequence[str] = (), bytecode: Bytecode | None = None, data: bytes | None = None) -> str | None:
     """Write a new file next to ``path`` with ``fill(out)`` (False: what it wrote is not to be
     trusted), fsync it with ``mode``, and rename it over ``path``; None on success, else why not
     (``path`` is then as it was). ``path`` must lie below one of ``roots`` (the environment the
     user named): every directory below that root is opened without following a symlink
     (``fs.confined``), so a directory swapped for a link meanwhile fails this one file. Missing
     parent directories are created the same way. The temporary name is journaled first (see
-    clean_leftovers)."""
+    clean_leftovers). A ``.py`` written: the pycs of it Python would still run instead of the
+    new content are removed (``environment.bytecode.remove_stale_after_write``), said in
+    ``bytecode`` (``data``: the written bytes, when the caller has them)."""
     base = next((r for r in sorted(roots, key=len, reverse=True) if rel_below(r, path)), None)
     if base is None:
         return "outside the environment: not written"
@@ -490,15 +498,42 @@ def replace_file(path: str, fill: Callable[[BinaryIO], bool], mode: int, journal
             row.update(dev=dev, ino=ino)
         _journal(journal, row)  # before it exists: a kill leaves no stranger
 
-    return replace_below(base, rel_below(base, path) or "", fill, mode, note, create_dirs=True)
+    rel = rel_below(base, path) or ""
+    why = replace_below(base, rel, fill, mode, note, create_dirs=True)
+    if why is None and bytecode is not None:
+        removed, failed = remove_stale_after_write(base, rel, data)
+        bytecode.removed += removed
+        bytecode.failed += failed
+    return why
 
 
-def _write_one(p: Planned, journal: str, roots: Sequence[str]) -> str | None:
+@dataclass
+class Bytecode:
+    """The bytecode files writes removed because Python would have run them instead of what was
+    written (docs/environments.md, "Bytecode that does not match its source"), and those it could not."""
+
+    removed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.removed:
+            out.append(f"removed {count(len(self.removed), 'stale bytecode file')} Python would have run instead "
+                       f"of the file written (its header still matched it): "
+                       + ", ".join(printable(p) for p in self.removed))
+        if self.failed:
+            out.append(f"could not check or remove {count(len(self.failed), 'bytecode file')} of a file written "
+                       f"(if Python can read it, it may run it instead; rm it): "
+                       + "; ".join(printable(p) for p in self.failed))
+        return out
+
+
+def _write_one(p: Planned, journal: str, roots: Sequence[str], bytecode: Bytecode | None = None) -> str | None:
     """Restore one file from its verified original, then check it against RECORD."""
     assert p.entry is not None and p.copy is not None
     copy, entry = p.copy, p.entry
     why = replace_file(p.path, lambda out: copy.copy_to(entry, out), mode_for(p.path, copy.executable(entry)),
-                       journal, roots)
+                       journal, roots, bytecode)
     if why == "the content to write did not verify":
         return f"the original from {copy.source.value} {copy.where} no longer matches RECORD"
     if why is None and not verify_file(p.path, entry):
@@ -534,14 +569,16 @@ def apply_restore(plan: RestorePlan, root: str, progress: Callable[[int, int], N
     report.dry_run = False
     roots = plan.roots or ((root,) if root else ())
     journal = open_journal(root, report.notes, roots)
+    bytecode = Bytecode()
     for i, p in enumerate(plan.planned):
-        why = _remove_one(p, roots) if p.action.action == REMOVE else _write_one(p, journal, roots)
+        why = _remove_one(p, roots) if p.action.action == REMOVE else _write_one(p, journal, roots, bytecode)
         p.action.status = Status.FAILED if why else (
             Status.REMOVED if p.action.action == REMOVE else Status.RESTORED)
         p.action.error = printable(why) if why else None
         if progress:
             progress(i + 1, len(plan.planned))
     close_journal(journal)
+    report.notes += bytecode.notes()
     report.duration_seconds = round(time.perf_counter() - started, 3)
     return report
 

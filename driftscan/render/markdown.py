@@ -29,7 +29,7 @@ from typing import Any
 from ..core.values import Origin
 from ..report.contract import SCOPE_ORDER, DriftOut, Report, pristine_of
 from .sarif import accepted_reason
-from .text import DIFF_TOO_LARGE, summary_line
+from .text import DIFF_TOO_LARGE, stale_detail, summary_line
 from ..core.units import plural, size as readable, size_change
 
 MAX_BYTES = 1_000_000  # GitHub: "$GITHUB_STEP_SUMMARY upload aborted, supports content up to a size of 1024k"
@@ -108,6 +108,8 @@ def _detail(d: DriftOut, counts: tuple[int, int] | None) -> str:
         return f"was a {esc(e.get('type', 'file'))}, now a {esc(a.get('type', '?'))}"
     if kind in ("added", "orphaned-bytecode", "startup-code") and isinstance(a.get("size"), int):
         return readable(a["size"])
+    if kind == "stale-bytecode":
+        return esc(stale_detail(e.get("source")))
     if kind == "debug-artifacts":
         count, size = a.get("count", len(d.artifacts)), a.get("bytes", 0)
         if isinstance(count, int) and isinstance(size, (int, float)):

@@ -77,6 +77,11 @@ DRIFT_KINDS: dict[str, tuple[str, str]] = {
     "orphaned-bytecode": ("Bytecode whose source is gone",
                           "A .pyc (or another file derived from a module) whose module no longer exists: Python "
                           "can still import it."),
+    "stale-bytecode": ("Bytecode Python runs instead of its modified source",
+                       "A __pycache__ .pyc whose header still matches its .py (a timestamp pyc: the same "
+                       "modification second and size; an unchecked hash pyc: always) while it was compiled from "
+                       "other content, so Python runs the old code. The message says how that is known. `rm` "
+                       "the .pyc (Python compiles the source again) or `python -m compileall -f` the source."),
     "debug-artifacts": ("Files debug code wrote, left on disk",
                         "Files matching the target of a dump call in a drifted file (a torch.save to /tmp, ...), "
                         "newer than that code and owned by no distribution. The glob they match is in the message; "

@@ -38,6 +38,7 @@ CODES: dict[DriftKind, str] = {
     DriftKind.CACHE_MODIFIED: "C",
     DriftKind.CLOBBERED: "U",  # two distributions install the file: git's "unmerged"
     DriftKind.ORPHANED_BYTECODE: "B",
+    DriftKind.STALE_BYTECODE: "Y",  # bytecode Python runs instead of its modified source
     DriftKind.ORPHANED_METADATA: "O",
     DriftKind.STALE_METADATA: "S",
     DriftKind.CORRUPT: "X",

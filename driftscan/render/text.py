@@ -25,6 +25,12 @@ def _diff_counts(diff: str) -> tuple[int, int]:
     return added, removed
 
 
+def stale_detail(source: object) -> str:
+    """A stale-bytecode drift's detail: which source Python no longer reads."""
+    name = source.rsplit("/", 1)[-1] if isinstance(source, str) else "its source"
+    return f"Python runs it instead of {name}: compiled from other content"
+
+
 def _detail(d: DriftOut) -> str:
     e, a = d.expected, d.actual
     if d.kind.value == "modified":
@@ -48,6 +54,8 @@ def _detail(d: DriftOut) -> str:
         return size(a["size"]) if a.get("type") == "file" else a.get("type", "")
     if d.kind.value == "debug-artifacts":
         return f"{_n(a.get('count', 0), 'file')}, {size(a.get('bytes', 0))}"
+    if d.kind.value == "stale-bytecode":
+        return stale_detail(e.get("source"))
     if d.kind.value == "upstream-record-mismatch":
         return "as its wheel ships it; the wheel's own RECORD row is wrong"
     if d.kind.value == "cache-modified":

@@ -161,3 +161,21 @@ def test_startup_code_says_what_it_runs_everywhere(report):
     assert result["level"] == "error" and drift.evidence in result["message"]["text"]
     github = [ln for ln in render(report, OutputFormat.GITHUB).splitlines() if "title=driftscan startup-code" in ln]
     assert len(github) == 1 and github[0].startswith("::error ")
+
+
+def test_stale_bytecode_names_its_source_everywhere(report):
+    """A stale-bytecode drift: the pyc's path, the source Python no longer reads, its rm remedy."""
+    drift = next(d for d in report.drifts if d.kind.value == "stale-bytecode")
+    assert drift.remedy == f"rm {drift.path}"
+    text = render(report, OutputFormat.TEXT)
+    (line,) = [x for x in text.splitlines() if x.startswith("  stale-bytecode ")]
+    assert line.rstrip().endswith(f"{drift.relpath}  (Python runs it instead of core.py: compiled from other content)")
+    assert f"  remedy: rm {drift.path}" in text.splitlines()
+    markdown = html.unescape(render(report, OutputFormat.MARKDOWN))
+    assert "Python runs it instead of core.py" in markdown
+    run = json.loads(render(report, OutputFormat.SARIF))["runs"][0]
+    result = next(r for r in run["results"] if r["ruleId"] == "drift/stale-bytecode")
+    assert drift.relpath in json.dumps(result["locations"])
+    from driftscan.render.short import render_short
+
+    assert f"Y  {drift.path}" in render_short(report, cwd="/nonexistent").splitlines()

@@ -47,7 +47,8 @@ def venv(installed, tmp_path) -> Path:
     shutil.copytree(installed, copy, symlinks=True)
     sp = site_packages_of(copy)
     (sp / LOADER).write_text("def load(path):\n    return open(path, 'rb')  # GGUF\n")
-    (sp / OTHER).write_text("LIMIT = 2\n")
+    # Another size: a same-size edit in the second pip installed it would also leave a stale pyc.
+    (sp / OTHER).write_text("LIMIT = 22\n")
     return copy
 
 
