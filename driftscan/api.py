@@ -26,6 +26,7 @@ from .environment.uv.cache import default_uv_cache
 from .pipeline.options import AuditOptions, AuditSettings, Need, OriginalSources, RuleSelection, options_of
 from .pipeline.stages import NO_PYTHON, Progress, execute, model_dir_paths, pristine_options
 from .procs import ProcsReport, environment_of, scan as scan_processes
+from .procs.compilecache import CacheDir, default_cache_dirs, scan_compile_caches
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -526,12 +527,21 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
     return report
 
 
-def procs(venv: str | None = None, site_packages: Sequence[str] = (), *, all_python: bool = False) -> ProcsReport:
+def procs(venv: str | None = None, site_packages: Sequence[str] = (), *, all_python: bool = False,
+          compile_caches: bool = True, compile_cache_dirs: Sequence[str] = ()) -> ProcsReport:
     """The processes that run the environment (default: the one driftscan runs in), each with the
     evidence that it runs code other than what is on disk now: a mapped file deleted or replaced
     (exact), files changed after it started (likely), and what to restart. Only /proc is read:
     no process is run, traced, or has its memory or environment read (docs/procs.md).
     ``all_python``: every Python process, those not tied to the environment marked ``none``.
+    ``compile_caches``: also name the vLLM and Triton compile-cache entries built from files of the
+    environment that are gone or changed since (the default cache directories and
+    ``compile_cache_dirs``; nothing deleted: each comes with its ``rm -r`` line).
     ``driftscan.report.policy.procs_exit_status(report)`` gives the command line's verdict."""
-    return scan_processes(environment_of(resolve_target(venv, list(site_packages))), all_python=all_python)
+    env = environment_of(resolve_target(venv, list(site_packages)))
+    report = scan_processes(env, all_python=all_python)
+    if compile_caches:
+        dirs = default_cache_dirs() + [CacheDir("given", d) for d in compile_cache_dirs]
+        report.compile_caches = scan_compile_caches(env, dirs)
+    return report
 

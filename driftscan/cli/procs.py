@@ -25,9 +25,15 @@ from ..report.policy import FailOn, procs_exit_status
                    "and drift count here, never: nothing does).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 whatever is found (what could not be checked still sets bit 2).")
 @click.option("--verbose", "-v", is_flag=True, help="Every file of each piece of evidence (default: the first 5).")
+@click.option("--compile-cache", "compile_cache_dirs", metavar="DIR", multiple=True,
+              help="Also look through this compile-cache directory (a VLLM_CACHE_ROOT's torch_compile_cache, "
+                   "a TRITON_CACHE_DIR, a TORCHINDUCTOR_CACHE_DIR) besides the default ones.")
+@click.option("--no-compile-caches", is_flag=True,
+              help="Do not look through the vLLM, Inductor and Triton compile caches.")
 @guarded
 def procs(venv: str | None, site_packages: tuple[str, ...], all_python: bool, fmt: str, output: str | None,
-          fail_on: tuple[str, ...], exit_zero: bool, verbose: bool) -> None:
+          fail_on: tuple[str, ...], exit_zero: bool, verbose: bool, compile_cache_dirs: tuple[str, ...],
+          no_compile_caches: bool) -> None:
     """Which processes run the environment, and which of them run code other than what is on disk?
 
     A process runs the environment when its command line names a program, script or module of it
@@ -35,12 +41,15 @@ def procs(venv: str | None, site_packages: tuple[str, ...], all_python: bool, fm
     replaced since (exact), files of it changed after the process started (likely). Each stale
     process is followed by what to restart: its systemd unit, its container, or the process.
     Only /proc is read: no process is run, traced, or has its memory or environment read.
+    Then the vLLM and Triton compile-cache entries built from files of the environment that are
+    gone or changed since, with their size and the rm -r line that removes them (never run).
     Exit status: bit 1 when a process runs old code (--fail-on stale-process, the default);
     bit 2 when something could not be checked (a process not visible to this user).
     """
     policies = fail_on_policies(fail_on) if fail_on else (FailOn.STALE_PROCESS,)
     venv, why = default_venv(venv, site_packages)
     say_target("procs", venv, why)
-    result = run_procs(venv=venv, site_packages=site_packages, all_python=all_python)
+    result = run_procs(venv=venv, site_packages=site_packages, all_python=all_python,
+                       compile_caches=not no_compile_caches, compile_cache_dirs=compile_cache_dirs)
     write(render(for_text(result, fmt), OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, output)
     sys.exit(procs_exit_status(result, policies, exit_zero))

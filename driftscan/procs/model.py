@@ -115,6 +115,47 @@ class ProcsSummary(DataModel):
     walk_truncated: bool = field(default=False, metadata=describe("the walk stopped at its bound"))
 
 
+class CompileCache(str, enum.Enum):
+    """Whose compile cache an entry belongs to."""
+
+    VLLM = "vllm"  # vLLM's torch_compile_cache: one rank's (and model part's) compiled graph
+    TRITON = "triton"  # one compiled Triton kernel (Triton's own cache, Inductor's, or vLLM's copy)
+
+
+class CacheSignal(str, enum.Enum):
+    """How a compile-cache entry is known to be built from other content than its file holds now."""
+
+    DELETED = "deleted"  # a recorded source file of the environment no longer exists
+    CHANGED = "changed-since-built"  # its ctime is after the entry was written: it may hold other content
+
+
+@datamodel
+class CompileCacheEntryOut(DataModel):
+    cache: CompileCache
+    path: str = field(metadata=describe("the entry's directory"))
+    bytes: int = field(metadata=describe("the size of its files (symlinks counted as themselves)"))
+    size_complete: bool = field(default=True, metadata=describe("false when the walk's bound cut the size short"))
+    built_at: float = field(default=0.0, metadata=describe(
+        "when the entry was written (its computation_graph.py or kernel metadata's mtime), seconds since the epoch"))
+    signal: CacheSignal = CacheSignal.CHANGED
+    files: list[str] = field(default_factory=list, metadata=describe(
+        "the source files of the environment it records that are gone or changed since (at most 20)"))
+    count: int = field(default=0, metadata=describe("how many such files"))
+    sources: int = field(default=0, metadata=describe("how many source files of the environment it records"))
+    kernel: str | None = field(default=None, metadata=describe("the Triton kernel's name"))
+    remedy: str = field(default="", metadata=describe("the command that removes it (never run by driftscan)"))
+
+
+@datamodel
+class CompileCachesOut(DataModel):
+    dirs: list[str] = field(default_factory=list, metadata=describe("the cache directories looked through"))
+    entries: list[CompileCacheEntryOut] = field(default_factory=list, metadata=describe(
+        "entries built from a file of the environment that is gone or changed since"))
+    entries_read: int = field(default=0, metadata=describe("cache entries looked at"))
+    not_checked: list[str] = field(default_factory=list, metadata=describe(
+        "what the bounds or permissions left out"))
+
+
 @datamodel
 class ProcsReport(DataModel):
     schema_version: Literal["1"] = SCHEMA_VERSION
@@ -125,6 +166,9 @@ class ProcsReport(DataModel):
         "each remedy once, in the order of the processes"))
     summary: ProcsSummary
     errors: list[str] = field(default_factory=list, metadata=describe("what could not be checked"))
+    compile_caches: CompileCachesOut | None = field(default=None, metadata=describe(
+        "compile-cache entries (vLLM, Triton) built from files of the environment changed since; "
+        "null when not looked at"))
 
     @property
     def stale(self) -> list[ProcessOut]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..core.units import count
+from ..core.units import count, size
 from ..fs.paths import line_safe
-from ..procs.model import Placement, ProcessOut, ProcsReport, Tie
+from ..procs.model import CacheSignal, Placement, ProcessOut, ProcsReport, Tie
 
 _TIE = {Tie.EXECUTABLE: "runs a program of it", Tie.SCRIPT: "runs a script of it", Tie.MODULE: "runs a module of it",
         Tie.MAPS: "maps files of it", Tie.NONE: "not this environment"}
@@ -38,6 +38,29 @@ def _process(p: ProcessOut, verbose: bool) -> list[str]:
     return lines
 
 
+def _compile_caches(report: ProcsReport, verbose: bool) -> list[str]:
+    caches = report.compile_caches
+    if caches is None or not (caches.entries or caches.not_checked):
+        return []
+    lines = [""]
+    if caches.entries:
+        total = sum(e.bytes for e in caches.entries)
+        lines.append(f"compile cache entries built from changed files: {count(len(caches.entries), 'entry')}, "
+                     f"{size(total)} (not deleted; each may be removed with its rm line)")
+    for e in caches.entries:
+        what = ("built from files since deleted" if e.signal is CacheSignal.DELETED
+                else "built before its files changed: may hold code other than what is on disk")
+        name = f" kernel {e.kernel}" if e.kernel else ""
+        lines.append(f"  {e.cache.value}{name}: {size(e.bytes)}{'' if e.size_complete else ' or more'}, {what}")
+        shown = e.files if verbose else e.files[:3]
+        lines += [f"    {f}" for f in shown]
+        if e.count > len(shown):
+            lines.append(f"    … and {e.count - len(shown)} more")
+        lines.append(f"    {e.remedy}")
+    lines += [f"  compile caches not checked: {n}" for n in caches.not_checked]
+    return lines
+
+
 def render_procs_text(report: ProcsReport, verbose: bool = False) -> str:
     report = line_safe(report)
     s = report.summary
@@ -53,6 +76,7 @@ def render_procs_text(report: ProcsReport, verbose: bool = False) -> str:
         lines += [f"  PID {h.pid}  user {h.user}  {h.command}" for h in report.hidden]
     if report.restart:
         lines += ["", "to run what is on disk now, restart:"] + [f"  {r}" for r in report.restart]
+    lines += _compile_caches(report, verbose)
     lines += [f"error: {e}" for e in report.errors]
     return "\n".join(lines) + "\n"
 
