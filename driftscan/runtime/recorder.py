@@ -1,22 +1,24 @@
 """The recorder: every module the process has imported, and each one it imports from now on, with
 its file's signature, appended to this process's record file (``location.py``).
 
-The trigger is an audit hook (``sys.addaudithook``) reacting to the ``import`` event, raised when
-a module is about to be loaded (never for one already in ``sys.modules``), so the import system
-itself (``sys.meta_path``, ``sys.path_hooks``, ``builtins.__import__``) is left as it was. The hook
-only wakes a recording thread (a bare ``_thread``, blocked while nothing is imported), which lets a
-burst of imports run for DELAY seconds, then records what ``sys.modules`` gained since its last
-look, with one write: statting and writing per event cost more than the 2 % budget
-(benchmarks/bench_runtime.py). It reads ``sys.modules`` from its
-end: a new module is appended there before its body runs, and importlib moves it to the end again
-once its body has run. So the entries after the last scan's are the new ones and those that were
-still running then (recorded then, kept in ``pending``); the scan stops at the first entry recorded
-that is neither. Not every import raises the event (``from . import sub`` and
-``importlib.import_module`` load without one): what they load is recorded at the look after the
-next event; ``flush()`` records everything at once.
+The trigger is a finder at the head of ``sys.meta_path`` that answers nothing: importlib asks it
+first for every module it is about to load (never for one already in ``sys.modules``; through an
+import statement, ``from package import sub`` or ``importlib.import_module`` alike), and it only
+wakes a recording thread (a bare ``_thread``, blocked while nothing is imported). The thread lets
+the burst of imports run for DELAY seconds, then records what ``sys.modules`` gained since its last
+look, with one write. It reads ``sys.modules`` from its end: a new module is appended there before
+its body runs, and importlib moves it to the end again once its body has run. So the entries after
+the last look's are the new ones and those that were still running then (recorded then, kept in
+``pending``); the look stops at the first entry recorded that is neither. ``flush()`` records
+everything at once. A module whose finder sits before this one (inserted at the head later) wakes
+nothing itself, but is recorded at the next look.
+
+Measured (benchmarks/bench_runtime.py, against a 2 % budget): an audit hook on the ``import``
+event, the first design, cost 1.8 % of the import time while doing nothing, since every audit
+event of the process calls it; statting and writing at each import cost as much again.
 
 Never raises into the host: a failure writes a ``disabled`` status line (when it can) and stops
-recording. An audit hook cannot be removed, so a stopped recorder's hook returns at once.
+recording; a stopped recorder takes its finder out of ``sys.meta_path``.
 """
 
 from __future__ import annotations
@@ -39,10 +41,11 @@ VERSION = 1
 MAX_RECORDS = 20_000
 MAX_BYTES = 4 * 1024 * 1024
 # The largest file a content hash (blake2b) may be asked for. Hashing reads each source once more,
-# which its import did not do when the bytecode was cached: benchmarks/bench_runtime.py measured
-# +1.3 % of the import time at 4 KiB and +3.6 % at 64 KiB, over the ~1-2 % of the rest, against a
-# budget of 2 %. So it is off unless asked for (start(hash_limit=...) or HASH_ENV); without it the
-# signature (device, inode, size, mtime_ns) alone decides.
+# which its import did not do when the bytecode was cached: benchmarks/bench_runtime.py measured the
+# recorder's share of the import time at 1.0 % without hashes, 1.6 % hashing files up to 4 KiB
+# and 4.1 % up to 64 KiB, against a budget of 2 %. So it is off unless asked for
+# (start(hash_limit=...) or HASH_ENV); without it the signature (device, inode, size, mtime_ns)
+# alone decides.
 HASH_LIMIT = 64 * 1024
 HASH_ENV = "DRIFTSCAN_RUNTIME_HASH_LIMIT"
 DELAY = 0.05  # seconds from an import event to the recording thread's look
@@ -84,7 +87,6 @@ def start(directory: str | None = None, hash_limit: int | None = None) -> bool:
         _state.hash_limit = _hash_limit(hash_limit)
         _open(directory)
         if not _state.hooked:
-            sys.addaudithook(_hook)
             os.register_at_fork(after_in_child=_after_fork_in_child)
             import atexit
             atexit.register(_remove)
@@ -92,6 +94,8 @@ def start(directory: str | None = None, hash_limit: int | None = None) -> bool:
         with _state.lock:
             _scan()
         _start_thread()
+        if Announcer not in sys.meta_path:
+            sys.meta_path.insert(0, Announcer)
         return _state.active
     except Exception as exc:  # never into the host
         _disable(exc)
@@ -146,15 +150,27 @@ def _open(directory: str | None) -> None:
     _state.active = True
 
 
-def _hook(event: str, args: Any) -> None:
-    if event != "import" or not _state.active or _state.dirty:
-        return
-    _state.dirty = True
-    if _state.forked:
-        _restart_after_fork()
-    try:
-        _state.wake.release()
-    except RuntimeError:  # already released: the recording thread has yet to look
+class Announcer:
+    """The finder at the head of ``sys.meta_path``: it finds nothing, and tells the recording
+    thread that a module is about to be loaded."""
+
+    @staticmethod
+    def find_spec(name: str, path: Any = None, target: Any = None) -> None:
+        if not _state.active or _state.dirty:
+            return
+        try:
+            _state.dirty = True
+            if _state.forked:
+                _restart_after_fork()
+            try:
+                _state.wake.release()
+            except RuntimeError:  # already released: the recording thread has yet to look
+                pass
+        except Exception as exc:  # never into the host
+            _disable(exc)
+
+    @staticmethod
+    def invalidate_caches() -> None:
         pass
 
 
@@ -310,6 +326,10 @@ def _disable(exc: BaseException) -> None:
 
 def _stop() -> None:
     _state.active = False
+    try:
+        sys.meta_path.remove(Announcer)
+    except ValueError:
+        pass
     if _state.fd >= 0:
         try:
             os.close(_state.fd)
