@@ -94,7 +94,7 @@ def start(directory: str | None = None, hash_limit: int | None = None) -> bool:
         with _state.lock:
             _scan()
         _start_thread()
-        if Announcer not in sys.meta_path:
+        if _state.active and Announcer not in sys.meta_path:  # not when the first look filled the caps
             sys.meta_path.insert(0, Announcer)
         return _state.active
     except Exception as exc:  # never into the host
@@ -204,18 +204,25 @@ def _run(generation: int) -> None:
 def _scan() -> None:
     modules = sys.modules
     seen, pending = _state.seen, _state.pending
-    new: list[tuple[str, Any]] = []
-    try:
-        for name in reversed(modules):
-            module = modules.get(name)
-            if seen.get(name) == id(module):
-                if pending.get(name) == id(module) and not _running(module):
-                    del pending[name]  # finished since, so moved to the end: look further
-                    continue
-                break  # where it was at the last scan: every entry before it was recorded then
-            new.append((name, module))
-    except RuntimeError:  # another thread changed sys.modules meanwhile: the next event catches up
-        return
+    for _attempt in range(5):
+        new: list[tuple[str, Any]] = []
+        finished: list[str] = []
+        try:
+            for name in reversed(modules):
+                module = modules.get(name)
+                if seen.get(name) == id(module):
+                    if pending.get(name) == id(module) and not _running(module):
+                        finished.append(name)  # finished since, so moved to the end: look further
+                        continue
+                    break  # where it was at the last look: every entry before it was recorded then
+                new.append((name, module))
+            break
+        except RuntimeError:  # the importing thread changed sys.modules meanwhile: look again
+            continue
+    else:
+        return  # the next look catches up
+    for name in finished:
+        del pending[name]
     # runpy puts a script's module in place of __main__'s without moving the entry.
     main = modules.get("__main__")
     if seen.get("__main__") != id(main) and not any(name == "__main__" for name, _ in new):

@@ -270,12 +270,13 @@ def test_every_module_with_a_file_is_recorded(tmp_path):
 def test_the_caps_stop_recording_and_say_so(tmp_path):
     code = ("import os, sys, driftscan.runtime as r, driftscan.runtime.recorder as rec; rec.MAX_RECORDS = 5; "
             "r.start(sys.argv[1]); import email.mime.text; r.flush(); "
-            "from driftscan.runtime import location; print(os.getpid(), location.start_ticks(), flush=True); "
+            "from driftscan.runtime import location; "
+            "print(os.getpid(), location.start_ticks(), int(rec.Announcer in sys.meta_path), flush=True); "
             "sys.stdin.read()")
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "rt")], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, cwd="/")
     try:
-        pid, ticks = map(int, proc.stdout.readline().split())
+        pid, ticks, finder_left = map(int, proc.stdout.readline().split())
         records = read_records(pid, ticks, os.getuid(), str(tmp_path / "rt"))
     finally:
         proc.kill()
@@ -284,6 +285,7 @@ def test_the_caps_stop_recording_and_say_so(tmp_path):
         proc.stdout.close()
     assert records.error is None and len(records.modules) == 5
     assert records.state.value == "truncated" and records.detail == "stopped after 5 records"
+    assert finder_left == 0  # a stopped recorder leaves sys.meta_path as it found it
 
 
 def test_the_runtime_package_imports_no_other_driftscan_package():
