@@ -27,6 +27,7 @@ from .pipeline.options import AuditOptions, AuditSettings, Need, OriginalSources
 from .pipeline.stages import NO_PYTHON, Progress, execute, model_dir_paths, pristine_options
 from .procs import ProcsReport, environment_of, scan as scan_processes
 from .procs.compilecache import CacheDir, default_cache_dirs, scan_compile_caches
+from .procs.recorded import RuntimeRecords
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -528,7 +529,8 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
 
 
 def procs(venv: str | None = None, site_packages: Sequence[str] = (), *, all_python: bool = False,
-          compile_caches: bool = True, compile_cache_dirs: Sequence[str] = ()) -> ProcsReport:
+          compile_caches: bool = True, compile_cache_dirs: Sequence[str] = (),
+          runtime_dirs: Sequence[str] = ()) -> ProcsReport:
     """The processes that run the environment (default: the one driftscan runs in), each with the
     evidence that it runs code other than what is on disk now: a mapped file deleted or replaced
     (exact), files changed after it started (likely), and what to restart. Only /proc is read:
@@ -537,9 +539,14 @@ def procs(venv: str | None = None, site_packages: Sequence[str] = (), *, all_pyt
     ``compile_caches``: also name the vLLM and Triton compile-cache entries built from files of the
     environment that are gone or changed since (the default cache directories and
     ``compile_cache_dirs``; nothing deleted: each comes with its ``rm -r`` line).
+    A process that runs ``driftscan.runtime``'s recorder (docs/runtime.md) gets exact evidence: the
+    module files it imported that changed since, from its record file in the standard per-user
+    places (``runtime_dirs``: only these directories instead).
     ``driftscan.report.policy.procs_exit_status(report)`` gives the command line's verdict."""
     env = environment_of(resolve_target(venv, list(site_packages)))
-    report = scan_processes(env, all_python=all_python)
+    records = RuntimeRecords(runtime_dirs)
+    report = scan_processes(env, all_python=all_python, recorder=records)
+    report.errors += [f"runtime record file not used: {why}" for why in records.untrusted]
     if compile_caches:
         dirs = default_cache_dirs() + [CacheDir("given", d) for d in compile_cache_dirs]
         report.compile_caches = scan_compile_caches(env, dirs)

@@ -30,15 +30,19 @@ from ..report.policy import FailOn, procs_exit_status
                    "a TRITON_CACHE_DIR, a TORCHINDUCTOR_CACHE_DIR) besides the default ones.")
 @click.option("--no-compile-caches", is_flag=True,
               help="Do not look through the vLLM, Inductor and Triton compile caches.")
+@click.option("--runtime-dir", "runtime_dirs", metavar="DIR", multiple=True,
+              help="Read driftscan.runtime's record files from this directory only (default: each user's "
+                   "$XDG_RUNTIME_DIR/driftscan and ~/.cache/driftscan/runtime).")
 @guarded
 def procs(venv: str | None, site_packages: tuple[str, ...], all_python: bool, fmt: str, output: str | None,
           fail_on: tuple[str, ...], exit_zero: bool, verbose: bool, compile_cache_dirs: tuple[str, ...],
-          no_compile_caches: bool) -> None:
+          no_compile_caches: bool, runtime_dirs: tuple[str, ...]) -> None:
     """Which processes run the environment, and which of them run code other than what is on disk?
 
     A process runs the environment when its command line names a program, script or module of it
-    by an absolute path, or when it maps a file of it. Evidence: a mapped file of it deleted or
-    replaced since (exact), files of it changed after the process started (likely). Each stale
+    by an absolute path, or when it maps a file of it. Evidence: the module files it imported that
+    changed since, when it runs driftscan.runtime's recorder (exact); a mapped file of it deleted
+    or replaced since (exact); files of it changed after the process started (likely). Each stale
     process is followed by what to restart: its systemd unit, its container, or the process.
     Only /proc is read: no process is run, traced, or has its memory or environment read.
     Then the vLLM and Triton compile-cache entries built from files of the environment that are
@@ -50,6 +54,7 @@ def procs(venv: str | None, site_packages: tuple[str, ...], all_python: bool, fm
     venv, why = default_venv(venv, site_packages)
     say_target("procs", venv, why)
     result = run_procs(venv=venv, site_packages=site_packages, all_python=all_python,
-                       compile_caches=not no_compile_caches, compile_cache_dirs=compile_cache_dirs)
+                       compile_caches=not no_compile_caches, compile_cache_dirs=compile_cache_dirs,
+                       runtime_dirs=runtime_dirs)
     write(render(for_text(result, fmt), OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, output)
     sys.exit(procs_exit_status(result, policies, exit_zero))

@@ -205,11 +205,11 @@ def _mapped_evidence(entry: ProcEntry, env: Environment) -> list[EvidenceOut]:
 
 
 class Recorder(Protocol):
-    """The seam for exact evidence from a runtime recorder (what a process really imported, with
-    each file's digest): none is built yet. Given one, its evidence (``Source.RECORDER``) comes
-    first, before what maps and ctimes say."""
+    """Where exact evidence of what a process imported comes from (``procs/recorded.py`` reads
+    ``driftscan.runtime``'s record files): its evidence (``Source.RECORDER``) comes first, before
+    what maps and ctimes say."""
 
-    def evidence(self, pid: int, started_at: float, env: Environment) -> list[EvidenceOut]: ...
+    def evidence(self, entry: ProcEntry, started_at: float, env: Environment) -> list[EvidenceOut]: ...
 
 
 _ORDER = {(Strength.EXACT, Source.RECORDER): 0, (Strength.EXACT, Source.MAPS): 1, (Strength.LIKELY, Source.RECORDER): 2,
@@ -235,7 +235,7 @@ class _Users:
 def _evidence(entry: ProcEntry, env: Environment, started_at: float, tick: float, changed: ChangedFiles,
               recorder: Recorder | None) -> list[EvidenceOut]:
     """What says ``entry`` (started at ``started_at``) runs old code, strongest first."""
-    evidence = (recorder.evidence(entry.pid, started_at, env) if recorder is not None else []) \
+    evidence = (recorder.evidence(entry, started_at, env) if recorder is not None else []) \
         + _mapped_evidence(entry, env)
     # start_ticks is truncated to the tick: a file written in the tick the process started in may
     # look later than it; two ticks' margin.

@@ -210,9 +210,9 @@ def test_a_recorder_s_evidence_comes_first(venv, spawn):
     mod.write_text(mod.read_text() + "\n")
 
     class Recorded:
-        def evidence(self, pid, started_at, env):
+        def evidence(self, entry, started_at, env):
             return [EvidenceOut(strength=Strength.EXACT, source=Source.RECORDER, reason="recorded",
-                                files=[str(mod)], count=1)] if pid == proc.pid else []
+                                files=[str(mod)], count=1)] if entry.pid == proc.pid else []
 
     env = environment_of(resolve_target(str(venv)))
     p = of(scan(env, recorder=Recorded()), proc)
