@@ -144,3 +144,19 @@ def test_guard_ends_with_the_process_the_reinstall_left_on_old_code(tmp_path, ed
     text = cli("guard", "--venv", str(venv), "--", *command, env=env).stdout
     tail = text[text.index("still run"):] if "still run" in text else ""
     assert f"  PID {again.pid} (" in tail and f"restart PID {again.pid} (" in tail
+
+
+def test_reapply_names_the_process_started_on_the_restored_code(tmp_path, edited, house, spawn):
+    venv, core = edited
+    env = own_env(tmp_path)
+    out = cli("restore", "--venv", str(venv), "--wheels", str(house), "--yes", "--format", "json", env=env)
+    checkpoint = json.loads(out.stdout)["checkpoint"]
+    assert core.read_text() == CORE and checkpoint, out.stdout + out.stderr
+    proc = started(spawn, venv)  # imports the original
+    out = cli("reapply", checkpoint, "--yes", "--format", "json", env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert core.read_text() == EDITED
+    needed = {r["pid"]: r for r in json.loads(out.stdout)["restart_needed"]}
+    assert needed[proc.pid]["files"] == [str(core)] and needed[proc.pid]["remedy"].startswith(f"restart PID {proc.pid}")
+    text = cli("reapply", checkpoint, env=env).stdout  # a dry run: nothing written, no process listed
+    assert "still run" not in text
