@@ -136,7 +136,11 @@ def add_processes(result: Run) -> Report:
 def _restart_needed(target: Target, notes: list[str], *, running: bool = False) -> list[RestartOut] | None:
     """After a command wrote ``target``: its processes that still run the old code (``running``:
     before a reinstall, every process that runs it). None, and a note, where there is no /proc."""
-    scanned, why = scan_if_possible(environment_of(target))
+    try:
+        scanned, why = scan_if_possible(environment_of(target))
+    except (DriftscanError, OSError) as exc:  # after the writes: say so, never lose what was done
+        notes.append(f"processes not checked: {exc}")
+        return None
     if scanned is None:
         notes.append(why or "")
         return None

@@ -29,3 +29,19 @@ def test_no_proc_is_not_scanned_and_says_why(tmp_path):
     env = Environment(prefixes=("/v",), programs=("/v/bin",), site_packages=("/v/lib/site-packages",))
     assert scan_if_possible(env, proc=str(tmp_path)) == (None, NO_PROC)
     assert available()  # this machine has one: the other tests read it
+
+
+def test_a_scan_that_fails_after_the_writes_is_a_note_not_an_error(monkeypatch, tmp_path):
+    from driftscan import api
+    from driftscan.environment.target import resolve_target
+
+    def unreadable(env, proc="/proc"):
+        raise PermissionError(13, "Permission denied", "/proc")
+
+    venv = tmp_path / "v"
+    (venv / "lib/python3.12/site-packages").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    monkeypatch.setattr(api, "scan_if_possible", unreadable)
+    notes: list[str] = []
+    assert api._restart_needed(resolve_target(str(venv), []), notes) is None
+    assert notes == ["processes not checked: [Errno 13] Permission denied: '/proc'"]
