@@ -28,6 +28,8 @@ from .pipeline.stages import NO_PYTHON, Progress, execute, model_dir_paths, pris
 from .procs import ProcsReport, environment_of, scan as scan_processes
 from .procs.compilecache import CacheDir, default_cache_dirs, scan_compile_caches
 from .procs.recorded import RuntimeRecords
+from .procs.model import RestartOut
+from .procs.restart import running_of, scan_if_possible, stale_of
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")
 
-__all__ = ["AuditOptions", "Invocation", "NO_PYTHON", "Need", "Run", "audit", "checkpoint", "diff", "guard",
+__all__ = ["AuditOptions", "Invocation", "NO_PYTHON", "Need", "Run", "add_processes", "audit", "checkpoint", "diff", "guard",
            "model_dir_paths", "plan", "pristine_options", "reapply", "restore", "run", "snapshot"]
 
 
@@ -116,8 +118,40 @@ def run(venv: str | None = None, site_packages: Sequence[str] = (), *, options: 
                state.lookups, state.originals)
 
 
+def add_processes(result: Run) -> Report:
+    """``audit --processes``: ``result``'s report with ``processes``, the scan of /proc for the
+    audited environment (docs/procs.md) run now, after the audit; where there is no /proc, or no
+    environment was audited, a note says why instead."""
+    from .report.contract import ErrorOut  # loaded already: the report is built
+
+    report = result.report
+    if not result.target.site_packages:
+        report.notes.append(ErrorOut(path="/proc", message="processes not checked: no environment was audited"))
+        return report
+    scanned, why = scan_if_possible(environment_of(result.target))
+    if scanned is None:
+        report.notes.append(ErrorOut(path="/proc", message=why or ""))
+    report.processes = scanned
+    return report
+
+
+def _restart_needed(target: Target, notes: list[str], *, running: bool = False) -> list[RestartOut] | None:
+    """After a command wrote ``target``: its processes that still run the old code (``running``:
+    before a reinstall, every process that runs it). None, and a note, where there is no /proc."""
+    try:
+        scanned, why = scan_if_possible(environment_of(target))
+    except (DriftscanError, OSError) as exc:  # after the writes: say so, never lose what was done
+        notes.append(f"processes not checked: {exc}")
+        return None
+    if scanned is None:
+        notes.append(why or "")
+        return None
+    notes += [f"processes: {e}" for e in scanned.errors]
+    return running_of(scanned) if running else stale_of(scanned)
+
+
 def audit(venv: str | None = None, site_packages: Sequence[str] = (), *, options: AuditOptions | None = None,
-          **settings: Unpack[AuditSettings]) -> Report:
+          processes: bool = False, **settings: Unpack[AuditSettings]) -> Report:
     """Audit an environment and/or model directories. With no target, the environment driftscan
     runs in.
 
@@ -144,12 +178,16 @@ def audit(venv: str | None = None, site_packages: Sequence[str] = (), *, options
       ``accept_source``: the file they came from, named in the report.
     - ``chosen_because``: why this target was chosen, said in the report's target.
 
+    - ``processes=True``: add the processes that run the environment and whether they run what is
+      on disk (``Report.processes``, docs/procs.md).
+
     ``driftscan.exit_status(report, fail_on=...)`` gives the command line's verdict on the report.
 
     Raises ``TargetError`` when the target does not exist or is not an environment; every
     problem met while auditing a valid target is listed in ``Report.errors`` instead.
     """
-    return run(options=_options(venv, site_packages, options, settings), need=Need.REPORT).report
+    result = run(options=_options(venv, site_packages, options, settings), need=Need.REPORT)
+    return add_processes(result) if processes else result.report
 
 
 def plan(reinstall: Sequence[str], venv: str | None = None, site_packages: Sequence[str] = (), *,
@@ -185,9 +223,16 @@ def plan(reinstall: Sequence[str], venv: str | None = None, site_packages: Seque
         held = checkpoints.held_by(checkpoint, result.drifts) if checkpoint is not None else None
         audited = plans.Audited(result.report, result.drifts, target, result.verification.distributions, referenced,
                                 result.originals, [r.root for r in result.model_dirs])
-        return plans.build_plan(audited, reinstall, chosen.installer, expectations,
-                                chosen.cache.uv_cache or default_uv_cache(), source=told, held=held,
-                                checkpoint_dir=checkpoints.suggested_path(target))
+        built = plans.build_plan(audited, reinstall, chosen.installer, expectations,
+                                 chosen.cache.uv_cache or default_uv_cache(), source=told, held=held,
+                                 checkpoint_dir=checkpoints.suggested_path(target))
+    if target.site_packages:
+        from .report.contract import ErrorOut  # loaded already: the plan holds the report
+
+        notes: list[str] = []
+        built.restart_after_reinstall = _restart_needed(target, notes, running=True)
+        built.audit.notes += [ErrorOut(path="/proc", message=n) for n in notes]
+    return built
 
 
 @_without_cyclic_gc
@@ -298,6 +343,7 @@ def restore(venv: str | None = None, site_packages: Sequence[str] = (), *, optio
                                     + " ; ".join(written.index.complete_with))
             restoring.keep_unsaved(planned, written.index)
             restoring.apply_restore(planned, root or "", progress)
+            report.restart_needed = _restart_needed(target, report.notes)
         elif yes:
             report.dry_run = False
         else:  # the dry run lists exactly what --yes would write, and what it would not
@@ -349,6 +395,7 @@ def reapply(checkpoint_dir: str, venv: str | None = None, site_packages: Sequenc
                                                    target, result.drifts, result.report, result.originals)
             plan.report.checkpoint = written.path
             reapplying.apply_reapply(plan, checkpoints.environment_root(target) or "")
+            plan.report.restart_needed = _restart_needed(target, plan.report.notes)
         elif yes:
             plan.report.dry_run = False
         plan.report.duration_seconds = round(time.perf_counter() - started, 3)
@@ -512,6 +559,7 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
         report.duration_seconds = round(time.perf_counter() - started, 3)
         return report
     report.predictions = guarding.judge(predicted, before, after.report, judged)
+    report.restart_needed = _restart_needed(target, report.notes)
     asked = {r.name for r in recognised.requested} | set(sure) | set(maybe)
     report.versions = guarding.versions(planned.audit, after.report, asked)
     report.leftovers = guarding.leftovers(planned, after.report, cache.uv_cache)

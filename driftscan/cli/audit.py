@@ -14,7 +14,7 @@ from .options import (app_data_option, codes, config_option, jobs_option, model_
 from .output import emit
 from .progress import Progress
 from .targets import config_targets, default_venv, say_empty_cache, wheel_dirs
-from ..api import Need, run
+from ..api import Need, add_processes, run
 
 
 @click.command()
@@ -34,6 +34,9 @@ from ..api import Need, run
 @pristine_options
 @click.option("--no-pristine", is_flag=True,
               help="Do not look for originals (no diffs, no injected/upstream origin for findings).")
+@click.option("--processes", is_flag=True,
+              help="After the audit, also list the processes that run the environment and whether they run what "
+                   "is on disk (driftscan procs; --fail-on stale-process sets bit 1 for one that does not).")
 @text_options
 @policy_options
 @config_option
@@ -42,7 +45,7 @@ def audit(venv: str | None, site_packages: tuple[str, ...], fmt: str, output: st
           jobs: int | None, uv_cache: str | None, no_cache: bool, model_dirs: tuple[str, ...], hf_cache: str | None,
           select: tuple[str, ...], ignore: tuple[str, ...], no_plugins: bool, deep: bool, revision: str | None,
           manifest: str | None, wheels: tuple[str, ...], fetch: bool, no_pristine: bool, show_diffs: bool,
-          verbose: bool, quiet: bool, show_upstream: bool, fail_on: tuple[str, ...], exit_zero: bool,
+          verbose: bool, quiet: bool, show_upstream: bool, processes: bool, fail_on: tuple[str, ...], exit_zero: bool,
           config_file: str | None) -> None:
     """Check installed files against their RECORDs and model directories against their provenance.
 
@@ -60,12 +63,13 @@ def audit(venv: str | None, site_packages: tuple[str, ...], fmt: str, output: st
     venv, chosen_because = default_venv(venv, site_packages, bool(dirs) or hub is not None, include_environment)
     say_empty_cache("audit", hub)
     wheels = wheel_dirs(wheels)
-    report = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
+    result = run(venv, site_packages, jobs=jobs, uv_cache=uv_cache or config.uv_cache, use_cache=not no_cache,
                  model_dirs=dirs, hf_cache=hub, deep=deep, revision=revision, manifest=manifest, progress=Progress(),
                  select=codes(select) or config.select, ignore=codes(ignore) or config.ignore,
                  rules_modules=config.rules_modules, include_environment=include_environment,
                  need=Need.REPORT, plugins=not no_plugins, compare=not no_pristine, wheels=wheels, fetch=fetch,
-                 chosen_because=chosen_because, accept=config.accept, accept_source=config.source).report
+                 chosen_because=chosen_because, accept=config.accept, accept_source=config.source)
+    report = add_processes(result) if processes else result.report
     emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet,
          fail_on=policies, exit_zero=exit_zero)
     sys.exit(exit_status(report, strict, policies, exit_zero))

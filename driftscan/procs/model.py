@@ -178,5 +178,20 @@ class ProcsReport(DataModel):
         return bool(self.errors or self.hidden or any(p.not_checked for p in self.processes if p.tie is not Tie.NONE))
 
 
+@datamodel
+class RestartOut(DataModel):
+    """A process another command's result names: it runs the environment, and what to restart."""
+
+    pid: int
+    command: str = field(metadata=describe("the command line, on one line, inert, at most 200 characters"))
+    where: WhereOut
+    stale: bool = field(metadata=describe("evidence says it runs code other than what is on disk now"))
+    evidence: str = field(metadata=describe("the evidence in a few words (procs' ``evidence`` in full), or why it "
+                                            "is listed"))
+    files: list[str] = field(default_factory=list, metadata=describe(
+        "the files the strongest evidence names (at most 20)"))
+    remedy: str = field(metadata=describe("what to restart so that it runs what is on disk"))
+
+
 def procs_schema() -> dict[str, Any]:
     return ProcsReport.model_json_schema()

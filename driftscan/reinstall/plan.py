@@ -33,6 +33,7 @@ from ..core.values import (Distribution, Drift, DriftKind, MetadataKind, Predict
 from ..core.values import SourceKind as PristineKind  # where an original came from (SourceKind: a reinstall's)
 from ..fs.paths import printable, relpath
 from ..formats.record import parse_hash
+from ..procs.model import RestartOut
 from ..report.contract import Report
 
 if TYPE_CHECKING:  # annotations only: plan runs without the pristine package when nothing is restored
@@ -105,6 +106,9 @@ class Plan(BaseModel):
     items: list[PlanItem] = Field(default_factory=list)
     expectations: list[ExpectationResult] = Field(default_factory=list)
     audit: Report
+    restart_after_reinstall: list[RestartOut] | None = Field(default=None, description=(
+        "the processes that run the environment now: each runs old code once the reinstall changes its files, "
+        "with what to restart (docs/procs.md); null when /proc could not be read"))
 
 
 def normalize(name: str) -> str:

@@ -69,6 +69,7 @@ from ..formats.patch import (MergeResult, PatchError, PatchTooLarge, added_line_
                              format_hunks, make_patch, merge3, parse_patch, reverse_hunks)
 from ..lint.artifacts import recheck
 from ..fs.paths import printable
+from ..procs.model import RestartOut
 from .plan import normalize
 from .restore import (Bytecode, _missing_parents, close_journal, mode_for, open_journal, replace_file, verify_fd,
                       verify_file)
@@ -183,6 +184,9 @@ class ReapplyReport(BaseModel):
     files: list[ReapplyFile] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     duration_seconds: float | None = None
+    restart_needed: list[RestartOut] | None = Field(default=None, description=(
+        "after the writes: the processes of the environment that still run the old code, each with what to "
+        "restart (docs/procs.md); null when nothing was written or /proc could not be read (notes say why)"))
 
     @property
     def failed(self) -> list[ReapplyFile]:

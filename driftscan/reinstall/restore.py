@@ -36,6 +36,7 @@ from ..core.values import Distribution, Drift, DriftKind, FileCheck, MetadataKin
 from ..fs.paths import printable, relpath
 from .plan import normalize, select_distributions
 from ..pristine import PristineCopy, PristineSet
+from ..procs.model import RestartOut
 from ..formats.record import new_hash
 from ..report.contract import ErrorOut
 from .checkpoint import CheckpointIndex, EntryType
@@ -113,6 +114,9 @@ class RestoreReport(BaseModel):
     checkpoint_in: str | None = Field(default=None, description="dry run: where --yes writes its checkpoint first "
                                                                 "(the --checkpoint path, or the directory a new one "
                                                                 "is made in)")
+    restart_needed: list[RestartOut] | None = Field(default=None, description=(
+        "after the writes: the processes of the environment that still run the old code, each with what to "
+        "restart (docs/procs.md); null when nothing was written or /proc could not be read (notes say why)"))
 
     @property
     def failed(self) -> list[RestoreAction]:

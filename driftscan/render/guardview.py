@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..core.values import Verdict
 from ..core.units import count, size
+from .procsview import restart_lines
 
 if TYPE_CHECKING:
     from ..reinstall.guard import GuardReport
@@ -116,6 +117,7 @@ def render_guard_text(report: "GuardReport") -> str:
     s = report.summary
     lines += ["", f"{count(s.predictions, 'prediction')}: {s.held} held, {s.failed} failed, {s.unjudged} not judged"
               + (f" ({s.unchecked} unchecked)" if s.unchecked else "")]
+    lines += restart_lines(report.restart_needed)
     return "\n".join(lines) + "\n"
 
 

@@ -31,6 +31,9 @@ from ..report.contract import SCOPE_ORDER, DriftOut, Report, pristine_of
 from .sarif import accepted_reason
 from .text import DIFF_TOO_LARGE, stale_detail, summary_line
 from ..core.units import plural, size as readable, size_change
+from ..procs.model import ProcsReport
+from ..procs.restart import evidence_summary
+from ..procs.where import shown_command
 
 MAX_BYTES = 1_000_000  # GitHub: "$GITHUB_STEP_SUMMARY upload aborted, supports content up to a size of 1024k"
 COLLAPSE_OVER = 10  # added files under one top-level directory shown as one row beyond this
@@ -265,6 +268,21 @@ def _pristine_line(r: Report, name: str) -> str | None:
     return f"Original: none found ({esc(p.reason)})" if p.reason else None
 
 
+def _processes(p: ProcsReport) -> _Section:
+    """``audit --processes``: each stale process, its evidence and what to restart; the others counted."""
+    stale = p.stale
+    units = [_Unit(f"- PID {p.pid} {code(shown_command(tuple(p.argv)))}: {esc(evidence_summary(p))}; "
+                   f"restart: {code(p.remedy or '')}") for p in stale]
+    others = p.summary.running - len(stale)
+    if others:
+        units.append(_Unit(f"- {_n(others, 'other process')} {'runs' if others == 1 else 'run'} what is on disk"))
+    if p.hidden:
+        units.append(_Unit(f"- {_n(len(p.hidden), 'Python process')} not visible to this user"))
+    units += [_Unit(f"- error: {esc(e)}") for e in p.errors]
+    return _Section(f"Processes ({p.summary.running:,} run the environment, {len(stale):,} with evidence of old code)",
+                    [], None, units)
+
+
 def _sections(r: Report) -> list[_Section]:
     sections = []
     key = lambda d: (d.scope, d.distribution.name.lower() if d.distribution else "", _root(d))  # noqa: E731
@@ -298,6 +316,8 @@ def _sections(r: Report) -> list[_Section]:
         sections.append(_Section(f"Unused accept entries ({len(unused):,}): they match no drift", [], None,
                                  [_Unit(f"- entry {e.entry} {code(e.path)} (reason given: {esc(e.reason)})")
                                   for e in unused]))
+    if r.processes is not None:
+        sections.append(_processes(r.processes))
     if r.errors:
         sections.append(_Section(f"Could not check ({len(r.errors):,})", [], None,
                                  [_Unit(f"- {code(e.path)}: {esc(e.message)}") for e in r.errors]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.values import Verdict
+from .procsview import restart_lines
 
 if TYPE_CHECKING:
     from ..reinstall.plan import Plan
@@ -52,6 +53,7 @@ def render_plan_text(plan: "Plan") -> str:
         if step.command:
             lines.append(f"       $ {step.command}")
     lines += ["", f"{len(plan.wiped)} wiped, {len(plan.survives)} survive, {len(plan.may_survive)} may survive"]
+    lines += restart_lines(plan.restart_after_reinstall, after=False)
     return "\n".join(lines) + "\n"
 
 

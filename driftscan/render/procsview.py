@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from ..core.units import count, size
 from ..fs.paths import line_safe
-from ..procs.model import CacheSignal, Placement, ProcessOut, ProcsReport, Tie
+from ..procs.model import CacheSignal, Placement, ProcessOut, ProcsReport, RestartOut, Tie
+from ..procs.restart import evidence_summary
+from ..procs.where import shown_command
 
 _TIE = {Tie.EXECUTABLE: "runs a program of it", Tie.SCRIPT: "runs a script of it", Tie.MODULE: "runs a module of it",
         Tie.MAPS: "maps files of it", Tie.NONE: "not this environment"}
@@ -83,6 +85,47 @@ def render_procs_text(report: ProcsReport, verbose: bool = False) -> str:
 
 def render_procs_json(report: ProcsReport) -> str:
     return report.model_dump_json(indent=2) + "\n"
+
+
+def audit_section(report: ProcsReport | None) -> list[str]:
+    """``audit --processes``' section: each stale process, its evidence and what to restart; the
+    others counted."""
+    if report is None:
+        return []
+    report = line_safe(report)
+    s = report.summary
+    stale = report.stale
+    lines = [f"processes ({count(s.running, 'process')} run the environment, {s.stale} with evidence of old code)"]
+    for p in stale:
+        lines.append(f"  STALE  PID {p.pid}  {shown_command(tuple(p.argv))}")
+        lines.append(f"      {evidence_summary(p)}")
+        lines += [f"        {f}" for f in (p.evidence[0].files[:5] if p.evidence else [])]
+        lines.append(f"      restart: {p.remedy}")
+    others = s.running - len(stale)
+    if others:
+        lines.append(f"  {count(others, 'other process')} {'runs' if others == 1 else 'run'} what is on disk")
+    if report.hidden:
+        lines.append(f"  {count(len(report.hidden), 'Python process')} not visible to this user: whether "
+                     f"{'it runs' if len(report.hidden) == 1 else 'they run'} the environment is unknown")
+    lines += [f"  error: {e}" for e in report.errors]
+    return lines + [""]
+
+
+def restart_lines(restarts: list[RestartOut] | None, *, after: bool = True) -> list[str]:
+    """Text lines for a result's end: ``1 process still runs the old code: PID 1234 (…): systemctl restart x``."""
+    if not restarts:
+        return []
+    n = len(restarts)
+    head = (f"{count(n, 'process')} still {'runs' if n == 1 else 'run'} the old code:" if after
+            else f"{count(n, 'process')} to restart after the reinstall ({'it runs' if n == 1 else 'they run'} "
+                 "the environment):")
+    lines = ["", head]
+    for r in (line_safe(r) for r in restarts):
+        lines.append(f"  PID {r.pid} ({r.command}): {r.remedy}")
+        if r.stale:
+            lines.append(f"      {r.evidence}" + (f": {', '.join(r.files[:3])}" + (" …" if len(r.files) > 3 else "")
+                                                  if r.files else ""))
+    return lines
 
 
 PROCS_RENDERERS = {"text": render_procs_text, "json": render_procs_json}

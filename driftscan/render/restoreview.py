@@ -11,6 +11,7 @@ from ..core.values import DriftKind, Scope
 from ..reinstall.checkpoint import CheckpointFile, EntryType, Written
 from ..reinstall.reapply import Action as ReapplyAction, Status as Reapplied
 from ..reinstall.restore import Action, RestoreReport, Status
+from .procsview import restart_lines
 
 if TYPE_CHECKING:  # imported by the reapply command itself
     from ..reinstall.reapply import ReapplyReport
@@ -72,6 +73,7 @@ def render_restore_text(r: RestoreReport) -> str:
         removals = f", {n_of(removed, 'added file')} removed" if removed else ""
         lines.append(f"{n_of(done, 'file')} restored and verified against RECORD{removals}{took}; {len(r.failed)} failed"
                      f"{untouched}; {len(r.remaining)} left as they are")
+    lines += restart_lines(r.restart_needed)
     return "\n".join(lines) + "\n"
 
 
@@ -196,6 +198,7 @@ def render_reapply_text(r: ReapplyReport) -> str:
                      else f"nothing to write{took}{undone}")
     else:
         lines.append(f"{n_of(done, 'file')} written{took}{undone}")
+    lines += restart_lines(r.restart_needed)
     return "\n".join(lines) + "\n"
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from ..core.values import Origin
 from ..report.contract import DriftOut, Report, pristine_of
 from ..core.units import plural, size, size_change
+from .procsview import audit_section
 
 DIFF_TOO_LARGE = "diff too large: "  # how a diff past its budget begins (formats/linediff.py)
 
@@ -234,6 +235,7 @@ def render_text(r: Report, *, diffs: bool = False, show_upstream: bool = False, 
         lines.append(f"notes ({len(r.notes)})")
         lines += [f"  {e.path}: {e.message}" for e in r.notes]
         lines.append("")
+    lines += audit_section(r.processes)
     if r.errors:
         lines.append(f"could not check ({len(r.errors)})")
         lines += [f"  {e.path}: {e.message}" for e in r.errors]

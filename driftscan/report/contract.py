@@ -18,6 +18,7 @@ from .._version import __version__
 from ..fs.atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
 from ..core.values import Drift, DriftKind, Finding, Origin, Prediction, Problem, Scope, Severity, Verification
 from ..fs.paths import inert, printable, printable_tree, relpath
+from ..procs.model import ProcsReport
 
 if TYPE_CHECKING:  # a clean audit's report imports no pristine code (tests/contract/test_imports.py)
     from ..pristine.base import Lookup
@@ -222,6 +223,9 @@ class Report(DataModel):
     distributions: list[DistributionRef] | None = field(default=None, metadata=describe(
         "every distribution of the environment, sorted by name (what `driftscan compare` finds version skew in); "
         "null in reports of older driftscan"))
+    processes: ProcsReport | None = field(default=None, metadata=describe(
+        "audit --processes: the processes that run the environment and whether they run what is on disk "
+        "(docs/procs.md); null when not asked"))
 
     @property
     def clean(self) -> bool:

@@ -34,7 +34,7 @@ class FailOn(str, enum.Enum):
     # (upstream-record-mismatch: the only policy that counts it)
     UNVERIFIABLE = "unverifiable"
     # a process that runs the environment with evidence of old code (``driftscan procs``' default;
-    # an audit has no processes: it never counts there)
+    # on an audit, only when it was asked for its processes: ``audit --processes``)
     STALE_PROCESS = "stale-process"
     NEVER = "never"
 
@@ -92,18 +92,24 @@ def fails(report: Report, policy: FailOn) -> bool:
     """Whether ``report`` meets ``policy``."""
     if policy is FailOn.UNVERIFIABLE and report.unverifiable:
         return True
+    if policy is FailOn.STALE_PROCESS:
+        processes = getattr(report, "processes", None)  # an audit's, with --processes
+        return bool(processes is not None and processes.stale)
     return any(drift_fails(d, policy) for d in report.drifts)
 
 
 def exit_status(report: Report, strict: bool = False, fail_on: Sequence[FailOn | str] = (FailOn.DRIFT,),
                 exit_zero: bool = False) -> int:
-    """Bit 1 when the report meets one of the ``fail_on`` policies (never with ``exit_zero``);
-    bit 2 when something could not be checked (with ``strict``: also unverifiable distributions,
+    """Bit 1 when the report meets one of the ``fail_on`` policies (never with ``exit_zero``;
+    ``stale-process`` only counts the processes of ``audit --processes``, ``drift`` never does);
+    bit 2 when something could not be checked (a bounded walk of the processes' environment cut
+    short too; with ``strict``: also unverifiable distributions,
     or a target where nothing at all could be verified)."""
     policies = [FailOn(p) for p in fail_on]
     status = EXIT_DRIFT if not exit_zero and any(fails(report, p) for p in policies) else EXIT_CLEAN
     nothing_verified = report.summary.files_checked == 0 and not report.drifts
-    if report.errors or (strict and (report.unverifiable or nothing_verified)):
+    processes = getattr(report, "processes", None)
+    if report.errors or (processes is not None and processes.errors) or (strict and (report.unverifiable or nothing_verified)):
         status |= EXIT_INCOMPLETE
     return status
 

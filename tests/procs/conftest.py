@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.processes import Spawned
+from fixtures.processes import spawned
 from fixtures.venvs import site_packages_of
 from fixtures.wheelfiles import installed
 
@@ -31,11 +31,5 @@ def venv(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def spawn():
-    spawned = Spawned()
-    try:
-        yield spawned
-    finally:
-        for proc in spawned.procs:
-            proc.kill()
-            proc.wait()
+    yield from spawned()
 

@@ -82,3 +82,14 @@ def test_a_stale_process_fails_procs_by_default_and_never_an_audit():
     assert procs_exit_status(_procs(True), exit_zero=True) == EXIT_CLEAN
     assert procs_exit_status(_procs(False, ["walk cut"])) == EXIT_INCOMPLETE
     assert not fails(every_kind_report(), FailOn.STALE_PROCESS)
+
+
+def test_an_audit_with_processes_fails_stale_process_alone():
+    report = clean_report()
+    report.processes = _procs(True)
+    assert fails(report, FailOn.STALE_PROCESS) and not fails(report, FailOn.DRIFT)
+    assert exit_status(report, fail_on=["stale-process"]) == EXIT_DRIFT
+    assert exit_status(report) == EXIT_CLEAN  # drift (the default) counts files, not processes
+    assert exit_status(report, fail_on=["stale-process"], exit_zero=True) == EXIT_CLEAN
+    report.processes = _procs(False, ["the walk stopped"])
+    assert exit_status(report, fail_on=["stale-process"]) == EXIT_INCOMPLETE

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from ...core.datamodel import InlineEnum
 from ...core.values import Verdict
+from ...procs.model import RestartOut
 
 
 class Outcome(str, enum.Enum):
@@ -171,3 +172,6 @@ class GuardReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list, description="what could not be checked")
     duration_seconds: float | None = None
+    restart_needed: list[RestartOut] | None = Field(default=None, description=(
+        "after the writes: the processes of the environment that still run the old code, each with what to "
+        "restart (docs/procs.md); null when the command did not run or /proc could not be read (notes say why)"))
