@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ EXECVE = re.compile(r'execve\("([^"]*)"')
 
 def test_procs_on_a_stale_server_execs_nothing_of_the_target(venv, spawn, tmp_path):
     server = spawn(importer(venv))
+    time.sleep(0.05)  # past the scan's margin of two clock ticks after the start
     mod = site_packages_of(venv) / "pkgx" / "mod.py"
     with open(mod, "a") as f:
         f.write("VALUE = 2\n")
