@@ -22,9 +22,9 @@ M = TypeVar("M")
 # Start-up stays light: the renderers and the report models (pydantic) are imported by the
 # commands that build a report, so a command settled from its cache (a warm scan) never pays for them.
 
-# Formats that escape control characters themselves (JSON strings, short's C-quoted paths); the
+# Formats that escape control characters themselves (JSON strings: json, sarif, cyclonedx; short's C-quoted paths); the
 # others are shown as written, so a file name from the audited tree is made inert first (paths.inert).
-ESCAPED_FORMATS = {"json", "sarif", "short"}
+ESCAPED_FORMATS = {"json", "sarif", "short", "cyclonedx"}
 
 
 def write(text: str, fmt: str, output: str | None, color: bool = False) -> bool:

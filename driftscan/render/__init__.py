@@ -56,6 +56,7 @@ render_sarif = _imported("sarif", "render_sarif")
 render_markdown = _imported("markdown", "render_markdown")
 render_github = _imported("github", "render_github")
 render_short = _imported("short", "render_short")
+render_cyclonedx = _imported("cyclonedx", "render_cyclonedx")
 
 
 SCHEMA_KINDS = ("audit", "scan", "plan", "compare", "fleet", "guard", "procs")

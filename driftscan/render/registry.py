@@ -35,6 +35,7 @@ class OutputFormat(str, Enum):
     MARKDOWN = "markdown"
     GITHUB = "github"
     SHORT = "short"
+    CYCLONEDX = "cyclonedx"
 
 
 @dataclass(frozen=True)
@@ -114,8 +115,8 @@ def _verbose(function: Callable[..., str], result: Any, options: RenderOptions) 
     return function(result, verbose=options.verbose)
 
 
-_T, _J, _S, _M, _G, _SH = (OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.SARIF, OutputFormat.MARKDOWN,
-                           OutputFormat.GITHUB, OutputFormat.SHORT)
+_T, _J, _S, _M, _G, _SH, _CDX = (OutputFormat.TEXT, OutputFormat.JSON, OutputFormat.SARIF, OutputFormat.MARKDOWN,
+                                 OutputFormat.GITHUB, OutputFormat.SHORT, OutputFormat.CYCLONEDX)
 
 #: Every renderer, by result type then format; a type's formats in the order ``--format`` has listed them.
 #: Fleet's renderers live in fleet/render.py: fleet sits above render/ (it needs Ray), so it is named.
@@ -125,7 +126,8 @@ _TABLE: dict[ResultType, dict[OutputFormat, Renderer]] = {
              _G: _lazy("render.github", "render_github", lambda f, r, o: f(r, show_upstream=o.show_upstream,
                                                                              fail_on=o.fail_on,
                                                                              exit_zero=o.exit_zero)),
-             _SH: _lazy("render.short", "render_short")},
+             _SH: _lazy("render.short", "render_short"),
+             _CDX: _lazy("render.cyclonedx", "render_cyclonedx")},  # cyclonedx-python-lib: imported here only
     PLAN: {_T: _lazy("render.planview", "render_plan_text"), _J: _lazy("render.planview", "render_plan_json")},
     SCAN: {_T: _scan_text, _J: _lazy("render.scanview", "render_scan_json"),
            _S: _lazy("render.sarif", "render_scan_sarif")},

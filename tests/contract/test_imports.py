@@ -11,7 +11,7 @@ import time
 
 from driftscan.environment.managers.registry import MANAGERS
 
-HEAVY = ["libcst", "git", "pydantic", "driftscan.report.accept", "driftscan.modeldir", "driftscan.snapshot.run", "driftscan.modeldir.hfcache",
+HEAVY = ["libcst", "git", "pydantic", "cyclonedx", "packageurl", "driftscan.report.accept", "driftscan.modeldir", "driftscan.snapshot.run", "driftscan.modeldir.hfcache",
          "driftscan.lint.engine", "driftscan.pristine", "driftscan.pipeline.changes", "driftscan.formats.patch",
          "driftscan.environment.verify", "driftscan.environment.records", "driftscan.environment.unowned"]
 

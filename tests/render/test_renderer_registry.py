@@ -50,7 +50,7 @@ def test_an_audit_report_renders_as_each_format_did(options):
         render_text(report, diffs=options.diffs or options.verbose, show_upstream=options.show_upstream,
                     verbose=options.verbose),
         OutputFormat.GITHUB: render_github(report, show_upstream=options.show_upstream),
-        **{OutputFormat(f): RENDERERS[f](report) for f in ("json", "sarif", "markdown", "short")},
+        **{OutputFormat(f): RENDERERS[f](report) for f in ("json", "sarif", "markdown", "short", "cyclonedx")},
     }
     assert set(formats(REPORT)) == set(expected)
     for fmt, text in expected.items():
@@ -104,7 +104,7 @@ def test_a_format_that_does_not_apply_is_said_with_the_ones_that_do():
     result = _scan_result()
     with pytest.raises(NotRenderable, match=r"^a scan result has no markdown output: text, json, sarif$"):
         render(result, OutputFormat.MARKDOWN)
-    with pytest.raises(NotRenderable, match=r"^no output format 'yaml': one of text, json, sarif, markdown, github, short$"):
+    with pytest.raises(NotRenderable, match=r"^no output format 'yaml': one of text, json, sarif, markdown, github, short, cyclonedx$"):
         render(result, "yaml")  # type: ignore[arg-type]
     with pytest.raises(NotRenderable, match=r"^no renderer takes a dict: driftscan renders Report, Plan, ScanResult"):
         render({"drifts": []}, OutputFormat.JSON)
