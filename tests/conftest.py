@@ -11,15 +11,8 @@ from fixtures import venvs
 from fixtures.demo import BUILD_PACKAGES, INDEX_PACKAGES, build_clobber_wheels, build_demo_wheels
 from fixtures.demo import CACHE_TAG
 from fixtures.harness import DEMO_REQS, offline, replace_by_rename
+from fixtures.network import skip_or_fail_without_network
 from fixtures.paths import REPO
-
-
-def skip_or_fail_without_network(why: str) -> None:
-    """Tests that need the package index skip on a laptop without it; in CI they fail: a run that
-    quietly skipped every real-installer test would pass while testing little."""
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"{why} (CI=true: network tests must run)", pytrace=False)
-    pytest.skip(why)
 
 
 # What makes a test slow: a real installer making a venv, driftscan's command line in a fresh

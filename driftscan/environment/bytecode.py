@@ -179,6 +179,26 @@ def judge(pyc: str, source: str, source_st: os.stat_result, own: Ownership | Non
     return Stale(pyc, source, kind, basis, header, pyc_st, source_st) if basis is not None else None
 
 
+def may_run_instead(source: str, source_st: os.stat_result, root: str | None = None) -> bool:
+    """Whether some pyc of ``source`` has a header Python would accept for it as it is now (a
+    timestamp pyc matching its mtime second and size, or an unchecked hash pyc): the one case in
+    which a modified ``source`` can have a stale pyc, for a caller that settles files one by one
+    (the warm audit) and leaves that case to the full pass."""
+    for pyc in pycs_of(source):
+        try:
+            if not stat.S_ISREG(os.lstat(pyc).st_mode):
+                continue
+            head, _ = read_head(pyc, HEADER, follow=False, root=root)
+        except OSError:
+            continue
+        header = parse_header(head)
+        if header is None or header.kind is None or header.kind is PycKind.CHECKED_HASH:
+            continue
+        if header.kind is PycKind.UNCHECKED_HASH or timestamp_matches(header, source_st):
+            return True
+    return False
+
+
 def _basis(pyc: str, pyc_st: os.stat_result, source: str, source_st: os.stat_result, header: Header,
            own: Ownership | None, record_mtime_ns: int | None) -> Basis | None:
     if header.kind is PycKind.UNCHECKED_HASH and pyc_tag(os.path.basename(pyc)) == _OWN_TAG:

@@ -126,7 +126,7 @@ def test_uv_registry_wheel_edited_in_place_is_wiped_by_the_reinstall_from_the_in
     """A wheel from the package registry: ``--reinstall`` fetches it again and unpacks it afresh, so
     the in-place edit (which is in uv's archive too) is wiped, as the plan predicts."""
     from driftscan.api import plan
-    from conftest import skip_or_fail_without_network
+    from fixtures.network import skip_or_fail_without_network
 
     cache = tmp_path / "uv-cache"  # private: poisoned on purpose
     venv = venvs.make_uv_venv(tmp_path / "v", cache)

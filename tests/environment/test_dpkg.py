@@ -54,7 +54,7 @@ def debian_system():
         try:
             debian.ensure_installed()
         except (debian.AptError, subprocess.TimeoutExpired) as exc:
-            from conftest import skip_or_fail_without_network
+            from fixtures.network import skip_or_fail_without_network
 
             skip_or_fail_without_network(f"apt-get could not install {', '.join(debian.PACKAGES)}: {exc}")
         _undo_leftover_plant()

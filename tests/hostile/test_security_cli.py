@@ -195,7 +195,7 @@ def test_the_library_never_forks_its_host(venv_copy, monkeypatch):
 
 
 def test_network_tests_fail_instead_of_skipping_under_ci(monkeypatch):
-    from conftest import skip_or_fail_without_network
+    from fixtures.network import skip_or_fail_without_network
 
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="network tests must run"):

@@ -47,10 +47,11 @@ def test_cmdline_and_status():
 
 
 def test_a_huge_command_line_is_read_bounded():
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()",
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; print('ready', flush=True); sys.stdin.read()",
                              *["x" * (60 << 10)] * 4],
-                            stdin=subprocess.PIPE)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
+        assert proc.stdout.readline().strip() == "ready"  # exec'd: its own command line is in place
         entry = read_entry(proc.pid)
         assert sum(len(a) + 1 for a in entry.argv) <= CMDLINE_LIMIT + 1
         assert entry.argv[0] == sys.executable and entry.exe is not None and entry.start_ticks > 0

@@ -119,8 +119,9 @@ def test_any_change_sends_the_audit_down_the_full_path(venv, change):
     change(venv)
     drifts, by_index, _ = audit(venv)
     # A hashed file whose signature changed is checked again against its RECORD row
-    # without the full audit (the index carries the rest); every other change takes the full path.
-    assert not by_index or change in (edit_keeping_size_and_mtime, replace_by_rename)
+    # without the full audit (the index carries the rest), unless it is a modified .py (its pyc
+    # may be stale: the full pass decides); every other change takes the full path.
+    assert not by_index or change is replace_by_rename
     assert drifts == audit(venv, use_cache=False)[0]
 
 
@@ -131,7 +132,8 @@ def test_each_case_above_is_visible_to_a_full_audit(venv):
     add_a_file_deep_down(venv)
     grow_a_record(venv)
     drifts, _, _ = audit(venv, use_cache=False)
-    assert {k for k, _ in drifts} == {"modified", "added", "missing"}
+    # six.py edited keeping its size and mtime: the pyc pip compiled still matches its header.
+    assert {k for k, _ in drifts} == {"modified", "added", "missing", "stale-bytecode"}
 
 
 def test_drift_is_carried_by_the_index_and_none_used_by_no_cache_or_plan(venv):

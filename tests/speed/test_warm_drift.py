@@ -58,7 +58,11 @@ def drift_a_few_files(venv):
     with open(s / "six.py", "a") as f:
         f.write("\n_debug_calls = 0\n")
     path = s / "requests" / "api.py"
+    st = path.stat()
     path.write_bytes(path.read_bytes().replace(b"import", b"imporT", 1))
+    # Dated two seconds past its install: an edit in the very second pip compiled its pyc would
+    # leave that pyc stale (a drift of its own, tested below).
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
     (s / "requests" / "patched_by_hand.py").write_text(
         "import pdb\n\n\ndef f(x):\n    breakpoint()\n    print(x)\n    return x\n")
     (s / "requests" / "help.py").unlink()
@@ -87,13 +91,29 @@ def test_an_unchanged_drifted_venv_is_settled_with_the_no_cache_report(venv):
 def test_a_file_changed_after_the_index_was_written_is_caught(venv):
     carried(venv)
     tick()
-    path = site(venv) / "requests" / "models.py"  # clean until now: same size, mtime restored
+    path = site(venv) / "requests" / "models.py"  # clean until now: same size, a later mtime second
+    st = path.stat()
+    path.write_bytes(path.read_bytes().replace(b"import", b"imporT", 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+    warm, by_index = audit(venv)
+    assert by_index  # re-checked against its row, the rest carried
+    assert ("modified", "requests/models.py") in drifts(warm)
+    assert warm == audit(venv, use_cache=False)[0]
+
+
+def test_an_edit_that_keeps_the_pyc_valid_is_left_to_the_full_audit(venv):
+    """Same size, mtime restored: the pyc pip compiled still matches the header Python checks, so
+    Python runs the old code. The index cannot tell: the full audit reports the stale pyc."""
+    carried(venv)
+    tick()
+    path = site(venv) / "requests" / "models.py"
     st = path.stat()
     path.write_bytes(path.read_bytes().replace(b"import", b"imporT", 1))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     warm, by_index = audit(venv)
-    assert by_index  # re-checked against its row, the rest carried
+    assert not by_index
     assert ("modified", "requests/models.py") in drifts(warm)
+    assert any(k == "stale-bytecode" and p.startswith("requests/__pycache__/models.") for k, p in drifts(warm))
     assert warm == audit(venv, use_cache=False)[0]
 
 
@@ -116,7 +136,9 @@ def test_a_clean_venv_edited_is_rechecked_from_the_clean_index(venv):
     assert audit(venv) == audit(venv, use_cache=False)[:1] + (True,)
     tick()
     path = site(venv) / "six.py"
+    st = path.stat()
     path.write_bytes(path.read_bytes().replace(b"import", b"imporT", 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))  # not its pyc's second
     warm, by_index = audit(venv)
     assert by_index and drifts(warm) == [("modified", "six.py")]
     assert warm == audit(venv, use_cache=False)[0]

@@ -48,6 +48,7 @@ from ...core.values import (Area, Distribution, DriftKind, FileCheck, FileState,
 from ...fs.containment import Containment
 from ...fs.helpers import Child, may_fork
 from .. import files, find_distributions
+from ..bytecode import may_run_instead
 from ..dists import _read_dist_info, trusted_installer
 from ..managers.registry import find_managed
 from ..ownership import Row, build_ownership, entry_path
@@ -400,6 +401,8 @@ def _recheck(target: Target, dists: tuple[Distribution, ...], index: CleanIndex,
             continue
         if result.status != files.MODIFIED:
             return None
+        if path.endswith(".py") and _pyc_may_be_stale(path):
+            return None  # a pyc Python may run instead of it: the full pass decides
         check = (DriftKind.MODIFIED.value, path, root_of(target, path), directory, result.expected, result.actual,
                  result.message)
         if path in at:
@@ -408,6 +411,14 @@ def _recheck(target: Target, dists: tuple[Distribution, ...], index: CleanIndex,
             at[path] = len(records)
             records.append(check)
     return [c for c in records if c[1] not in gone], added
+
+
+def _pyc_may_be_stale(path: str) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return True
+    return may_run_instead(path, st)
 
 
 def _carried_checks(target: Target, dists: tuple[Distribution, ...], records_stored: _Loaded, added_stored: _Loaded,
