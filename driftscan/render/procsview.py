@@ -121,7 +121,9 @@ def restart_lines(restarts: list[RestartOut] | None, *, after: bool = True) -> l
                  "the environment):")
     lines = ["", head]
     for r in (line_safe(r) for r in restarts):
-        lines.append(f"  PID {r.pid} ({r.command}): {r.remedy}")
+        # A bare process's remedy names the PID and command itself: not said twice.
+        lines.append(f"  {r.remedy}" if r.remedy.startswith(f"restart PID {r.pid} ")
+                     else f"  PID {r.pid} ({r.command}): {r.remedy}")
         if r.stale:
             lines.append(f"      {r.evidence}" + (f": {', '.join(r.files[:3])}" + (" …" if len(r.files) > 3 else "")
                                                   if r.files else ""))
