@@ -15,7 +15,7 @@ from .where import remedy, shown_command
 
 NO_PROC = "processes not checked: no /proc here (Linux only)"
 _WHAT = {"deleted": "mapped and since deleted", "replaced": "mapped and since replaced on disk",
-         "changed-after-start": "changed after it started"}
+         "changed-after-start": "changed after it started", "recorded": "imported and since changed on disk"}
 
 
 def available(proc: str = PROC) -> bool:

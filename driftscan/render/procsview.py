@@ -28,7 +28,8 @@ def _process(p: ProcessOut, verbose: bool) -> list[str]:
              f"      {p.command}"]
     for e in p.evidence:
         what = {"deleted": "mapped and since deleted", "replaced": "mapped and since replaced on disk",
-                "changed-after-start": "changed after it started: may run old code"}.get(e.reason, e.reason)
+                "changed-after-start": "changed after it started: may run old code",
+                "recorded": "imported and since changed on disk"}.get(e.reason, e.reason)
         lines.append(f"      {e.strength.value} ({e.source.value}): {count(e.count, 'file')} {what}")
         shown = e.files if verbose else e.files[:5]
         lines += [f"        {f}" for f in shown]
