@@ -6,11 +6,10 @@ first for every module it is about to load (never for one already in ``sys.modul
 import statement, ``from package import sub`` or ``importlib.import_module`` alike), and it only
 wakes a recording thread (a bare ``_thread``, blocked while nothing is imported). The thread lets
 the burst of imports run for DELAY seconds, then records what ``sys.modules`` gained since its last
-look, with one write. It reads ``sys.modules`` from its end: a new module is appended there before
-its body runs, and importlib moves it to the end again once its body has run. So the entries after
-the last look's are the new ones and those that were still running then (recorded then, kept in
-``pending``); the look stops at the first entry recorded that is neither. ``flush()`` records
-everything at once. A module whose finder sits before this one (inserted at the head later) wakes
+look, with one write: every entry of ``sys.modules`` (a copy, taken at once) whose module it has not
+recorded yet. (Reading only the entries after the last look's, from the end, missed modules when
+another thread's import moved entries meanwhile: a whole look costs some microseconds per hundred
+modules, once per burst.) ``flush()`` records everything at once. A module whose finder sits before this one (inserted at the head later) wakes
 nothing itself, but is recorded at the next look.
 
 Measured (benchmarks/bench_runtime.py, against a 2 % budget): an audit hook on the ``import``
@@ -61,7 +60,6 @@ class _State:
         self.records = 0
         self.size = 0
         self.seen: dict[str, int] = {}  # module name -> id() of the module object recorded
-        self.pending: dict[str, int] = {}  # the same, for modules whose body was running then
         self.hooked = False
         self.hash_limit = -1  # no file is hashed
         self.forked = False
@@ -141,7 +139,6 @@ def _open(directory: str | None) -> None:
     _state.fd, _state.pid, _state.path, _state.directory = fd, pid, path, directory
     _state.records = _state.size = 0
     _state.seen = {}
-    _state.pending = {}
     _state.forked = False
     header = (f'{{"format":"{FORMAT}","version":{VERSION},"pid":{pid},"start_ticks":{ticks},'
               f'"uid":{os.getuid()},"executable":{_quote(sys.executable or "")},'
@@ -203,48 +200,25 @@ def _run(generation: int) -> None:
 
 def _scan() -> None:
     modules = sys.modules
-    seen, pending = _state.seen, _state.pending
+    seen = _state.seen
     for _attempt in range(5):
-        new: list[tuple[str, Any]] = []
-        finished: list[str] = []
         try:
-            for name in reversed(modules):
-                module = modules.get(name)
-                if seen.get(name) == id(module):
-                    if pending.get(name) == id(module) and not _running(module):
-                        finished.append(name)  # finished since, so moved to the end: look further
-                        continue
-                    break  # where it was at the last look: every entry before it was recorded then
-                new.append((name, module))
+            items = list(modules.items())  # one C-level copy: the importing thread cannot change it mid-way
             break
-        except RuntimeError:  # the importing thread changed sys.modules meanwhile: look again
+        except RuntimeError:  # changed meanwhile all the same: look again
             continue
     else:
         return  # the next look catches up
-    for name in finished:
-        del pending[name]
-    # runpy puts a script's module in place of __main__'s without moving the entry.
-    main = modules.get("__main__")
-    if seen.get("__main__") != id(main) and not any(name == "__main__" for name, _ in new):
-        new.append(("__main__", main))
     lines = []
-    for name, module in reversed(new):
+    for name, module in items:
+        if seen.get(name) == id(module):
+            continue
         seen[name] = id(module)
-        if _running(module):
-            pending[name] = id(module)
         line = _line(name, module)
         if line is not None:
             lines.append(line)
     if lines:
         _append(lines)
-
-
-def _running(module: Any) -> bool:
-    """Whether importlib is running the module's body (``_initializing`` is importlib's own flag)."""
-    if not isinstance(module, ModuleType):
-        return False
-    spec = module.__dict__.get("__spec__")
-    return spec is not None and getattr(spec, "_initializing", False) is True
 
 
 def _line(name: str, module: Any) -> str | None:

@@ -34,7 +34,19 @@ def probe_venv(tmp_path_factory) -> Path:
     build_wheel(house, "rtprobe", "1.0", PROBE)
     venv = venvs.make_pip_venv(root / "venv")
     venvs.pip_install(venv, "--no-index", "--find-links", str(house), "rtprobe")
-    return venv
+    yield venv
+
+
+@pytest.fixture(autouse=True)
+def probe_as_installed(request):
+    """Each test edits the module's one venv its own way: the next starts from the wheel's files."""
+    yield
+    if "probe_venv" in request.fixturenames:
+        site = venvs.site_packages_of(request.getfixturevalue("probe_venv"))
+        for rel, text in PROBE.items():
+            replace_by_rename(site / rel, text)
+            for pyc in (site / rel).parent.joinpath("__pycache__").glob(f"{Path(rel).stem}.*.pyc"):
+                pyc.unlink()
 
 
 @pytest.fixture
