@@ -23,7 +23,7 @@ from ..fs.reader import inside, open_regular, read_regular
 from ..formats.record import parse_hash
 from ..formats.jsondiff import as_text, describe
 from ..core.units import plural
-from ..core.values import Area, Distribution, Drift, DriftKind, FileCheck, Finding, Origin, PristineRef, RecordEntry
+from ..core.values import Area, Distribution, Drift, DriftKind, FileCheck, Finding, Origin, PristineRef, RecordEntry, RecordRows
 from ..environment.content import record_digest
 from ..environment.files import expected_of
 from ..environment.ownership import is_bytecode, is_virtualenv_style_row
@@ -56,6 +56,35 @@ def record_rows(dist: Distribution) -> dict[str, RecordEntry]:
     return {os.path.normpath(os.path.join(dist.site_packages, e.path)): e for e in dist.entries}
 
 
+class RowFinder:
+    """The RECORD row naming a file, for a few drifted files of large distributions: by the
+    RECORD's own spelling first (an index of its strings, cheap), else by the normalised absolute
+    path of every row (``record_rows``: a RECORD that spells a path ``./x`` or ``a/../b``)."""
+
+    def __init__(self) -> None:
+        self._spelled: dict[str, dict[str, int]] = {}
+        self._normalised: dict[str, dict[str, RecordEntry]] = {}
+
+    def row(self, dist: Distribution, path: str) -> RecordEntry | None:
+        spelled = self._spelled.get(dist.metadata_dir)
+        if spelled is None:
+            table = RecordRows.of(dist.entries)
+            spelled = self._spelled[dist.metadata_dir] = {p: j for j, p in enumerate(table.paths)}
+        j = spelled.get(os.path.relpath(path, dist.site_packages).replace(os.sep, "/"))
+        if j is not None:
+            return RecordRows.of(dist.entries).entry(j)
+        normalised = self._normalised.get(dist.metadata_dir)
+        if normalised is None:
+            normalised = self._normalised[dist.metadata_dir] = record_rows(dist)
+        return normalised.get(os.path.normpath(path))
+
+    def rows(self, dist: Distribution) -> dict[str, RecordEntry]:
+        normalised = self._normalised.get(dist.metadata_dir)
+        if normalised is None:
+            normalised = self._normalised[dist.metadata_dir] = record_rows(dist)
+        return normalised
+
+
 # Drifts that stand for many missing files of one directory (environment/records.py).
 GROUPED = {DriftKind.MISSING_DIRECTORY, DriftKind.MISSING_FILES}
 SAMPLE = 100  # of a grouped drift's rows, this many are enough to find the distribution's original
@@ -71,21 +100,18 @@ def rows_under(dist: Distribution, directory: str, by_path: dict[str, RecordEntr
 def wanted_originals(checks: Sequence[FileCheck]) -> list[tuple[Distribution, list[RecordEntry]]]:
     """For each distribution with package drift, the RECORD rows whose originals are wanted:
     modified, missing and retyped files (what a diff, or a restore, needs)."""
-    rows: dict[str, dict[str, RecordEntry]] = {}
+    finder = RowFinder()
     # Keyed by metadata_dir: a Distribution holding direct_url.json's dict is not hashable.
     out: dict[str, tuple[Distribution, list[RecordEntry]]] = {}
     for check in checks:
         dist = check.distribution
         if dist is None or check.kind not in _WANTED or check.area is not Area.PYTHON or not dist.entries:
             continue
-        by_path = rows.get(dist.metadata_dir)
-        if by_path is None:
-            by_path = rows[dist.metadata_dir] = record_rows(dist)
         if check.kind in GROUPED:  # a sample finds the source; restore verifies each row as it goes
-            sample = [e for e in rows_under(dist, check.path, by_path) if e.hash is not None][:SAMPLE]
+            sample = [e for e in rows_under(dist, check.path, finder.rows(dist)) if e.hash is not None][:SAMPLE]
             out.setdefault(dist.metadata_dir, (dist, []))[1].extend(sample)
             continue
-        entry = by_path.get(os.path.normpath(check.path))
+        entry = finder.row(dist, check.path)
         if entry is not None and entry.hash is not None:
             out.setdefault(dist.metadata_dir, (dist, []))[1].append(entry)
     return list(out.values())
@@ -94,7 +120,7 @@ def wanted_originals(checks: Sequence[FileCheck]) -> list[tuple[Distribution, li
 def installed_contents(checks: Sequence[FileCheck]) -> dict[tuple[str, str], tuple[str, int]]:
     """The current digest and size of each modified package file, by (metadata_dir, RECORD path):
     what tells a wheel's own wrong RECORD row from an edit (``pristine.Lookup.wrong_rows``)."""
-    rows: dict[str, dict[str, RecordEntry]] = {}
+    finder = RowFinder()
     out: dict[tuple[str, str], tuple[str, int]] = {}
     for check in checks:
         dist = check.distribution
@@ -102,10 +128,7 @@ def installed_contents(checks: Sequence[FileCheck]) -> dict[tuple[str, str], tup
         if dist is None or check.kind is not DriftKind.MODIFIED or check.area is not Area.PYTHON \
                 or not isinstance(digest, str) or not isinstance(size, int) or not check.regular_file:
             continue
-        by_path = rows.get(dist.metadata_dir)
-        if by_path is None:
-            by_path = rows[dist.metadata_dir] = record_rows(dist)
-        entry = by_path.get(os.path.normpath(check.path))
+        entry = finder.row(dist, check.path)
         if entry is not None:
             out[(dist.metadata_dir, entry.path)] = (digest, size)
     return out
@@ -313,7 +336,7 @@ def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet |
     """Diffs, byte ranges and finding origins for the drifts whose original is at hand; added
     files' findings are ``injected``. Other checks are returned as they are. ``memo``: findings of
     originals by their content, from earlier audits (a miss loads ``rules``, when given as a loader)."""
-    rows: dict[str, dict[str, RecordEntry]] = {}
+    finder = RowFinder()
     found = _OriginalFindings(rules, memo, plugins)
     lookups = originals.lookups() if originals is not None else []
     out = []
@@ -333,10 +356,7 @@ def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet |
                 or check.area is not Area.PYTHON:
             out.append(check)
             continue
-        by_path = rows.get(dist.metadata_dir)
-        if by_path is None:
-            by_path = rows[dist.metadata_dir] = record_rows(dist)
-        entry = by_path.get(os.path.normpath(check.path))
+        entry = finder.row(dist, check.path)
         wrong = lookup.wrong_row(entry.path) if entry is not None and check.kind is DriftKind.MODIFIED else None
         if wrong is not None and lookup.copy is not None:
             out.append(shipped_as_is(check, wrong, PristineRef(lookup.copy.source, lookup.copy.where)))
