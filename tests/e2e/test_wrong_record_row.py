@@ -70,6 +70,14 @@ def test_pip_copies_the_wrong_row_and_the_wheel_resolves_it(tmp_path_factory, tm
     text = cli("audit", "--venv", str(venv), "--no-cache", "--wheels", str(where), env=env).stdout
     assert "upstream-record-mismatch" in text and "the row is wrong upstream" in text
 
+    # The prediction, against the real reinstall: the same bytes come back, the drift stays.
+    assert drift["prediction"] == "survives"
+    before = (site_of(venv) / WRONG).read_bytes()
+    install(venv, where, "--force-reinstall", "--no-deps", "wrongpkg==1.0")
+    assert (site_of(venv) / WRONG).read_bytes() == before
+    status, report = _audit(venv, env, "--wheels", str(where))
+    assert (status, _drift(report)["kind"]) == (0, "upstream-record-mismatch")
+
 
 def test_a_recent_pip_copies_the_wrong_row_too(tmp_path_factory, tmp_path, house):
     where, wheel = house
