@@ -114,7 +114,8 @@ def restore(paths: tuple[str, ...], dists: tuple[str, ...], venv: str | None, si
     write(render(report, OutputFormat(fmt)), fmt, None)
     # Bit 2 when anything asked was not (or, in a dry run, would not be) done: a failure, a file
     # with no verified original, one its checkpoint could not save, a refusal, what was not checked.
-    sys.exit(EXIT_INCOMPLETE if report.not_done or report.refused or report.errors else EXIT_CLEAN)
+    sys.exit(EXIT_INCOMPLETE if report.not_done or report.refused or report.errors or report.bytecode_not_removed
+             else EXIT_CLEAN)
 
 
 @click.command()
@@ -161,6 +162,6 @@ def reapply(checkpoint_dir: str, venv: str | None, site_packages: tuple[str, ...
                          checkpoint_path=checkpoint_path, jobs=jobs, partial=partial, wheels=wheels, fetch=fetch)
     write(render(report, OutputFormat(fmt)), fmt, None)
     status = EXIT_DRIFT if report.not_applied else EXIT_CLEAN
-    if report.refused_or_failed:
+    if report.refused_or_failed or report.bytecode_not_removed:
         status |= EXIT_INCOMPLETE
     sys.exit(status)

@@ -183,6 +183,9 @@ class ReapplyReport(BaseModel):
     checkpoint: str | None = Field(default=None, description="the checkpoint written first (with --yes)")
     files: list[ReapplyFile] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    bytecode_not_removed: list[str] = Field(default_factory=list, description=(
+        "bytecode files of a file written that Python may run instead of it and that could not be checked "
+        "or removed (exit bit 2)"))
     duration_seconds: float | None = None
     restart_needed: list[RestartOut] | None = Field(default=None, description=(
         "after the writes: the processes of the environment that still run the old code, each with what to "
@@ -1334,6 +1337,7 @@ def apply_reapply(plan: ReapplyPlan, root: str) -> ReapplyReport:
             ledger[w.ledger[0]] = {"key": w.ledger[1], "written": _sha(data)}
     close_journal(journal)
     report.notes += bytecode.notes()
+    report.bytecode_not_removed = [printable(p) for p in bytecode.failed]
     why = _save_ledger(root, ledger)
     if why:
         report.notes.append(f"the reapply ledger (what was written, for the next reapply) was not saved: {why}")

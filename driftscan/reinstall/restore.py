@@ -109,6 +109,9 @@ class RestoreReport(BaseModel):
     remaining: list[Remaining] = Field(default_factory=list)
     refused: list[Remaining] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    bytecode_not_removed: list[str] = Field(default_factory=list, description=(
+        "bytecode files of a file written that Python may run instead of it and that could not be checked "
+        "or removed (exit bit 2)"))
     errors: list[str] = Field(default_factory=list, description="what the audit behind the plan could not check")
     duration_seconds: float | None = None
     checkpoint_in: str | None = Field(default=None, description="dry run: where --yes writes its checkpoint first "
@@ -583,6 +586,7 @@ def apply_restore(plan: RestorePlan, root: str, progress: Callable[[int, int], N
             progress(i + 1, len(plan.planned))
     close_journal(journal)
     report.notes += bytecode.notes()
+    report.bytecode_not_removed = [printable(p) for p in bytecode.failed]
     report.duration_seconds = round(time.perf_counter() - started, 3)
     return report
 

@@ -4,6 +4,7 @@ that exact pyc as stale-bytecode; its remedy makes Python run the new code."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -186,3 +187,26 @@ def test_restore_of_the_source_settles_the_stale_pyc_it_leaves_for_python(tmp_pa
     assert left.path == str(pyc) and left.reason.startswith("its source is restored")
     assert [a.status for a in report.actions] == ["restored"]
     assert source.read_text() == OLD and _value(venv) == "111" and _stale(venv) == []
+
+
+def test_a_pyc_restore_cannot_check_is_said_and_sets_bit_2(tmp_path, house):
+    """A FIFO where the written file's pyc would be: never opened, so never known harmless; the
+    restore says so in ``bytecode_not_removed`` and its exit status has bit 2."""
+    from fixtures.harness import run_cli
+
+    venv = venvs.make_pip_venv(tmp_path / "v")
+    venvs.pip_install(venv, "--no-index", "--find-links", str(house), "staler")
+    site = venvs.site_packages_of(venv)
+    source = site / "staler" / "value.py"
+    source.write_text(NEW)
+    st = os.stat(source)
+    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 2 * 10**9))
+    fifo = site / "staler" / "__pycache__" / f"value.{TAG}.opt-1.pyc"
+    os.mkfifo(fifo)
+    proc = run_cli("restore", "--venv", str(venv), "--wheels", str(house), "--yes", "--format", "json",
+                   "--checkpoint", str(tmp_path / "cp"))
+    assert source.read_text() == OLD, proc.stdout + proc.stderr  # the restore itself was done
+    assert proc.returncode & 2, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert len(report["bytecode_not_removed"]) == 1 and str(fifo) in report["bytecode_not_removed"][0]
+    assert fifo.exists()  # never opened, never removed
