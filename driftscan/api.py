@@ -192,8 +192,10 @@ def audit(venv: str | None = None, site_packages: Sequence[str] = (), *, options
 
 def plan(reinstall: Sequence[str], venv: str | None = None, site_packages: Sequence[str] = (), *,
          options: AuditOptions | None = None, expect: str | None = None, source: str | None = None,
-         checkpoint: str | None = None, **settings: Unpack[AuditSettings]) -> Plan:
+         checkpoint: str | None = None, processes: bool = True, **settings: Unpack[AuditSettings]) -> Plan:
     """What reinstalling ``reinstall`` (distribution names) undoes and what survives it.
+    ``processes``: list the processes that run the environment, to restart after the reinstall
+    (``restart_after_reinstall``; False: not looked for, as ``guard`` does, which scans after its command).
 
     ``installer`` ("pip" or "uv", a setting) asks "what if I used this installer"; by default each
     distribution's own INSTALLER decides. ``expect`` is a TOML file of expectations.
@@ -226,7 +228,7 @@ def plan(reinstall: Sequence[str], venv: str | None = None, site_packages: Seque
         built = plans.build_plan(audited, reinstall, chosen.installer, expectations,
                                  chosen.cache.uv_cache or default_uv_cache(), source=told, held=held,
                                  checkpoint_dir=checkpoints.suggested_path(target))
-    if target.site_packages:
+    if processes and target.site_packages:
         from .report.contract import ErrorOut  # loaded already: the plan holds the report
 
         notes: list[str] = []
@@ -492,7 +494,7 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
                        else "not recognised: every drift may survive it"))
     with_originals = dataclasses.replace(sources, wheels=originals_in)
     planned = plan([*sure, *maybe], options=dataclasses.replace(chosen, installer=installer, originals=with_originals),
-                   expect=expect, source=chosen_source)
+                   expect=expect, source=chosen_source, processes=False)
     predicted = guarding.predict(planned, recognised, sure, maybe, source is not None)
     report = guarding.GuardReport(
         target=root or ", ".join(target.site_packages), chosen_because=chosen_because,
