@@ -85,10 +85,13 @@ def _record_rows(root: str, site: str, record: bytes, scripts: dict[str, tuple[s
     prefix-free digest) whose hash and size are the script's, as ``<path>,prefix-free=<digest>,``;
     None when no row is."""
     lines = record.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    needles = {"/" + rel for rel in scripts}  # "../../../bin/vllm" holds "/bin/vllm"
     changed = False
     for n, line in enumerate(lines):
         if not line.startswith(("../", "/", '"')):
             continue  # a script's row leads out of site-packages
+        if not any(needle in line for needle in needles):
+            continue  # names none of the scripts: not parsed (a large RECORD has thousands of rows)
         try:
             row = next(csv.reader([line.rstrip("\r\n")]))
         except (csv.Error, StopIteration):
