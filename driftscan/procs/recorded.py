@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pwd
+from dataclasses import replace
 from collections.abc import Sequence
 
 from ..runtime import location
@@ -21,8 +22,14 @@ from .proc import ProcEntry
 from .scan import FILES_SHOWN, Environment
 
 
-def _inside(path: str, roots: Sequence[str]) -> bool:
+def _under(path: str, roots: Sequence[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+def _inside(path: str, roots: Sequence[str]) -> bool:
+    """A recorded path that is the environment's, as written and as it resolves (no ``..``, no
+    symlink out of it): a record is its process's data."""
+    return os.path.normpath(path) == path and _under(path, roots) and _under(os.path.realpath(path), roots)
 
 
 class RuntimeRecords:
@@ -57,10 +64,12 @@ class RuntimeRecords:
             if records.error is not None:
                 self.untrusted.append(f"PID {entry.pid}: {records.error.detail}")
                 return []
+            # Only the environment's files are looked at: a record names paths of its process's
+            # choosing, and nothing outside what the user named is statted or read.
+            ours = replace(records, modules=tuple(m for m in records.modules if _inside(m.path, env.prefixes)))
             # A file replaced by the same bytes (a reinstall of the same release) runs the same code.
-            gone = sorted({c.module.path for c in changed(records)
-                           if c.kind is not ChangeKind.UNREADABLE and c.same_content is not True
-                           and _inside(c.module.path, env.prefixes)})
+            gone = sorted({c.module.path for c in changed(ours)
+                           if c.kind is not ChangeKind.UNREADABLE and c.same_content is not True})
             if not gone:
                 return []
             return [EvidenceOut(strength=Strength.EXACT, source=Source.RECORDER, reason="recorded",

@@ -4,6 +4,7 @@ process that evidence and is said."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from pathlib import Path
@@ -65,3 +66,33 @@ def test_a_forged_record_file_is_said_and_costs_only_that_process(venv, recorded
     report = api.procs(venv=str(venv), runtime_dirs=[str(records)], compile_caches=False)
     assert not any(e.source is Source.RECORDER for e in _of(report, proc.pid).evidence)
     assert any(f"PID {proc.pid}" in e and "runtime record file not used" in e for e in report.errors), report.errors
+
+
+def test_a_record_naming_files_outside_the_environment_reads_none_of_them(venv, recorded, monkeypatch, tmp_path):
+    """A record names paths of its process's choosing: only the environment's are looked at."""
+    import driftscan.procs.recorded as recorded_module
+    from driftscan.runtime.records import ModuleRecord
+
+    proc, records = recorded
+    outside = tmp_path / "secret.py"
+    outside.write_text("SECRET = 1\n")
+    link = site_packages_of(venv) / "pkgx" / "link.py"
+    link.symlink_to(outside)
+    real = recorded_module.changed
+    looked_at: list[str] = []
+
+    def spy(recs):
+        looked_at.extend(m.path for m in recs.modules)
+        return real(recs)
+
+    def forged(*args, **kwargs):
+        recs = real_read(*args, **kwargs)
+        extra = tuple(ModuleRecord(name, path, 0, 0, 1, 0, None) for name, path in (
+            ("a", str(outside)), ("b", str(site_packages_of(venv) / "pkgx" / ".." / ".." / "x.py")), ("c", str(link))))
+        return dataclasses.replace(recs, modules=recs.modules + extra) if recs is not None else None
+
+    real_read = recorded_module.read_records
+    monkeypatch.setattr(recorded_module, "changed", spy)
+    monkeypatch.setattr(recorded_module, "read_records", forged)
+    api.procs(venv=str(venv), runtime_dirs=[str(records)], compile_caches=False)
+    assert looked_at and all(p.startswith(str(venv)) and ".." not in p and p != str(link) for p in looked_at)
