@@ -4,9 +4,11 @@ real interpreter runs of them, and what every output says."""
 
 from __future__ import annotations
 
+import ensurepip
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -58,6 +60,16 @@ def test_startup_code_is_its_own_kind_and_a_path_file_stays_added(venv):
         assert executable_lines(own.read_text())
     assert "distutils-precedence.pth" not in drifts
     assert set(drifts) == {"zz_nomla_debug.pth", "sitecustomize.py", "extra_paths.pth"}
+
+    # The prediction, against a real reinstall (pip's own bundled wheel, no index): it survives.
+    bundled = Path(ensurepip.__file__).parent / "_bundled"
+    venvs.run([str(venvs.python_of(venv)), "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps",
+               "--no-index", "--find-links", str(bundled), "pip"])
+    out = venvs.run([str(venvs.python_of(venv)), "-c",
+                     "import os; print(os.environ.get('NOMLA_DEBUG'), os.environ.get('NOMLA_SITE'))"])
+    assert out.split() == ["1", "1"]
+    after = {d.relpath: d.kind for d in audit(venv=str(venv)).drifts}
+    assert after == {rel: d.kind for rel, d in drifts.items()}
 
 
 def test_every_output_shows_it_and_the_default_policy_fails(venv):
