@@ -46,6 +46,13 @@ class DriftKind(str, enum.Enum):
     # matches the source (an edit within the same second that kept the size), compiled from other
     # content than the source has (environment/bytecode.py).
     STALE_BYTECODE = "stale-bytecode"
+    # A file whose installed RECORD row differs from the row of the wheel it was installed from
+    # (proven by a digest from outside the tree: a lockfile or direct_url.json), or a row added or
+    # removed against that wheel: the file and its record were both changed (provenance/).
+    RECORD_REWRITTEN = "record-rewritten"
+    # A distribution whose installed version or source is not what a lockfile pins for this
+    # environment, one the lock does not have, or one it requires that is not installed.
+    LOCK_MISMATCH = "lock-mismatch"
 
 
 class Scope(str, enum.Enum):
@@ -542,6 +549,16 @@ class FileState(TypedDict, total=False):
     # snapshots (diff)
     matches_record: bool  # differs from the snapshot, matches RECORD again
     rewritten_by_installer: bool
+    # provenance: a RECORD row against the wheel's own (record-rewritten)
+    row: str  # expected: the wheel's row "<algorithm>=<digest>"; actual: the installed RECORD's row
+    row_change: str  # changed | added | removed
+    wheel: str  # the wheel's file name
+    wheel_sha256: str  # its digest, as the lock or direct_url.json names it
+    # lockfiles (lock-mismatch)
+    version: str | None  # expected: the version the lock pins (None: not in the lock); actual: installed (None: not)
+    lock: str  # the lockfile
+    lock_source: str  # the lock entry's source: registry, url, path, git, ...
+    location: str  # that source's index URL, URL or path, as the lock writes it
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from ..environment.managers.registry import manager_of
 from ..core.values import Area, Distribution, Drift, DriftKind, MetadataKind, FileCheck, Prediction, Scope, Target
 
 _PACKAGE_KINDS = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED,
-                  DriftKind.MISSING_DIRECTORY, DriftKind.MISSING_FILES}
+                  DriftKind.MISSING_DIRECTORY, DriftKind.MISSING_FILES, DriftKind.RECORD_REWRITTEN}
 _AREA_SCOPE = {Area.MODEL: Scope.DATA, Area.SOURCE: Scope.SOURCE, Area.EXTERNAL: Scope.EXTERNAL}
 
 
@@ -219,6 +219,14 @@ def _package(check: FileCheck, target: Target, installer: str | None) -> Drift:
     return Drift(check, Scope.PACKAGE, False, reinstall, evidence, Prediction.WIPED)
 
 
+def _lock_mismatch(check: FileCheck) -> Drift:
+    """A version or a distribution the lock does not pin: a reinstall of what is installed keeps it;
+    installing from the lock (the remedy the lock layer wrote) is the way back."""
+    scope = Scope.PACKAGE if check.distribution is not None else Scope.ENVIRONMENT
+    return Drift(check, scope, True, check.remedy_hint or "install the environment again from the lockfile",
+                 check.evidence, Prediction.SURVIVES)
+
+
 def _in_uv_pycache(check: FileCheck) -> bool:
     """Files in a uv-installed package's __pycache__ that it does not own: uv wipes them (docs/installers.md §2)."""
     dist = check.distribution
@@ -251,6 +259,8 @@ def classify(check: FileCheck, target: Target, installer: str | None = None) -> 
     if check.kind is DriftKind.UPSTREAM_RECORD_MISMATCH:  # the wheel's bytes: a reinstall brings them back
         return Drift(check, Scope.PACKAGE, True, "nothing to do here: the file is what its wheel ships (the wheel's "
                      "RECORD row is wrong; report it upstream)", check.evidence, Prediction.SURVIVES)
+    if check.kind is DriftKind.LOCK_MISMATCH:
+        return _lock_mismatch(check)
     if check.kind in _PACKAGE_KINDS and check.distribution is not None:
         return _package(check, target, installer)
     path = shlex.quote(check.path)

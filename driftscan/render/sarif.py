@@ -114,13 +114,22 @@ DRIFT_KINDS: dict[str, tuple[str, str]] = {
                      "space or tab), or a sitecustomize or usercustomize module, that no RECORD lists: it runs at "
                      "every start of the environment's interpreter, whatever the program, and no reinstall removes "
                      "it. The message quotes what it runs."),
+    "record-rewritten": ("A file whose RECORD row was changed to match an edit",
+                         "The installed RECORD row differs from the row of the wheel the distribution was installed "
+                         "from (the wheel proven by a digest the tree cannot change: a lockfile's hash or "
+                         "direct_url.json's), or a row was added or removed: the file and its record were both "
+                         "changed, so a check against RECORD alone says clean. Reinstall the distribution from its "
+                         "wheel."),
+    "lock-mismatch": ("A distribution not as the lockfile pins it",
+                      "The installed version or source differs from the lockfile's entry for this environment, the "
+                      "lock has no such distribution, or the lock requires one that is not installed."),
     "restored": ("A file back to what RECORD lists since the snapshot",
                  "diff: the file differs from the snapshot and matches its RECORD again (a reinstall or a restore "
                  "since the snapshot): nothing to undo."),
 }
 
 #: Drift kinds of high importance whatever the reinstall does: code that runs on its own.
-_KIND_LEVEL = {"startup-code": "error"}
+_KIND_LEVEL = {"startup-code": "error", "record-rewritten": "error"}
 
 _PHRASE = {"wiped": "wiped by a reinstall", "survives": "survives a reinstall",
            "may-survive": "may survive a reinstall"}

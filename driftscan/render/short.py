@@ -49,6 +49,8 @@ CODES: dict[DriftKind, str] = {
     DriftKind.POSSIBLE_DEBUG_ARTIFACTS: "P",
     DriftKind.STARTUP_CODE: "E",  # executed at every start of the interpreter
     DriftKind.UPSTREAM_RECORD_MISMATCH: "K",  # as its wheel ships it: the wheel's own RECORD row is wrong
+    DriftKind.RECORD_REWRITTEN: "V",  # fails verification against the wheel's own RECORD
+    DriftKind.LOCK_MISMATCH: "N",  # not as the lockfile pins it
 }
 
 #: What a reinstall does, in column 2.

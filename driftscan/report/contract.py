@@ -161,6 +161,40 @@ class DriftOut(DataModel):
 
 
 @datamodel
+class RowChangeOut(DataModel):
+    """One RECORD row of the installed distribution that is not its wheel's own row."""
+
+    path: str = field(metadata=describe("the RECORD path (relative to site-packages)"))
+    kind: str = field(metadata=describe("changed (both rows, other hashes) | added (no such row in the wheel) | "
+                                        "removed (the wheel's row is not in the installed RECORD)"))
+    installed_hash: str | None = None
+    wheel_hash: str | None = None
+    file_state: str = field(default="not-checked", metadata=describe(
+        "the file now: matches-wheel | matches-installed-row | neither | missing | not-checked"))
+
+
+@datamodel
+class ProvenanceOut(DataModel):
+    """Where a distribution came from, proven from outside the tree: the wheel a lockfile or
+    direct_url.json names by digest, and its own RECORD compared with the installed one."""
+
+    distribution: str
+    version: str
+    lock: str | None = field(default=None, metadata=describe("the lockfile that pins it (absolute path)"))
+    wheel_sha256: str | None = field(default=None, metadata=describe("the wheel's sha256 the lock or direct_url names"))
+    wheel: str | None = field(default=None, metadata=describe("the wheel's file name"))
+    source: str = field(default="none", metadata=describe(
+        "where the wheel was found: direct_url | wheels | uv-cache | pip-cache | fetch | none"))
+    verified: bool = field(default=False, metadata=describe(
+        "the wheel was found, its digest matched, and its RECORD was compared row by row"))
+    reason: str | None = field(default=None, metadata=describe("when not verified: why"))
+    how_to: str | None = field(default=None, metadata=describe("when not verified: what would make it verifiable"))
+    rows_compared: int = 0
+    rows: list[RowChangeOut] = field(default_factory=list, metadata=describe(
+        "the installed RECORD rows that differ from the wheel's own (each also a record-rewritten drift)"))
+
+
+@datamodel
 class StaleAcceptedOut(DataModel):
     """An accept entry that no longer accepts its drift: the drift counts again."""
 
@@ -226,6 +260,11 @@ class Report(DataModel):
     processes: ProcsReport | None = field(default=None, metadata=describe(
         "audit --processes: the processes that run the environment and whether they run what is on disk "
         "(docs/procs.md); null when not asked"))
+    lock: list[str] | None = field(default=None, metadata=describe(
+        "audit --lock: the lockfiles the environment was checked against; null when none was named"))
+    provenance: list[ProvenanceOut] | None = field(default=None, metadata=describe(
+        "per distribution whose wheel a lockfile (--lock) or direct_url.json names by digest: that wheel's "
+        "own RECORD against the installed one (docs/provenance.md); null when no distribution has one"))
 
     @property
     def clean(self) -> bool:

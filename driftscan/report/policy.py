@@ -36,9 +36,13 @@ class FailOn(str, enum.Enum):
     # a process that runs the environment with evidence of old code (``driftscan procs``' default;
     # on an audit, only when it was asked for its processes: ``audit --processes``)
     STALE_PROCESS = "stale-process"
+    # a file whose RECORD row was rewritten to match it (only a wheel proven from outside the tree tells)
+    RECORD_REWRITTEN = "record-rewritten"
+    LOCK_MISMATCH = "lock-mismatch"  # a distribution not as the lockfile (``--lock``) pins it
     NEVER = "never"
 
 
+_BY_KIND = {FailOn.RECORD_REWRITTEN, FailOn.LOCK_MISMATCH}  # the drifts of that one kind
 _SCOPES = {FailOn.PACKAGE, FailOn.ENVIRONMENT, FailOn.SOURCE, FailOn.DATA, FailOn.EXTERNAL}
 # Informational drift: what the wheel itself ships, not a change (counted by ``unverifiable`` alone).
 _UPSTREAM = "upstream-record-mismatch"
@@ -81,6 +85,8 @@ def drift_fails(drift: DriftOut, policy: FailOn) -> bool:
         return True
     if policy is FailOn.STALE_PROCESS:
         return False
+    if policy in _BY_KIND:
+        return drift.kind.value == policy.value
     if policy in _SCOPES:
         return bool(drift.scope.value == policy.value)
     if policy is FailOn.DEBUG and drift.kind.value == "debug-artifacts":
