@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from driftscan.environment.uv import pointers as p
+from driftscan.environment.uv.pointers import Rejected
 from fixtures.bounded import python_bounded
 from fixtures.uvpointers import cache_entry, encode, http_pointer, rev_pointer
 from fixtures.wheels import record_hash
@@ -215,3 +216,15 @@ def test_a_dist_info_that_is_a_symlink_is_not_read(cache, tmp_path):
     info.rename(moved)
     info.symlink_to(moved)
     assert p.archive_record(str(archive), "six", "1.17.0") is None
+
+
+def test_a_name_directory_too_large_is_not_looked_at(cache, monkeypatch):
+    _, entry, _ = cache_entry(cache, "six", "1.17.0", "A1")
+    for i in range(5):
+        (entry.parent / f"junk{i}").write_text("")
+    monkeypatch.setattr(p, "MAX_ENTRIES", 4)
+    scan = p.scan_pointers(str(cache), "six", None)
+    assert scan.pointers == ()
+    assert Rejected(str(entry.parent), "more than 4 entries: not looked at") in scan.rejected
+    monkeypatch.setattr(p, "MAX_ENTRIES", 100)
+    assert len(p.wheel_pointers(str(cache), "six", None)) == 1

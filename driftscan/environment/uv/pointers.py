@@ -38,6 +38,7 @@ from ...fs.reader import LIMITS, os_error, read_regular
 from .cache import _norm, archive_dirs, index_roots, indexed_archives
 
 MAX_POINTER = 1 << 20  # bytes: uv's pointers are a few hundred
+MAX_ENTRIES = 10_000  # entries of one <name>/ directory of the index (uv keeps four per wheel)
 SUFFIXES = (".http", ".rev")
 # uv's HashAlgorithm, in its declaration order (a serialiser may write a variant's index) and
 # the length of each digest in hex.
@@ -96,9 +97,13 @@ def scan_pointers(cache_dir: str | None, name: str, version: str | None) -> Poin
         directory = os.path.join(root, _norm(name))
         try:
             with os.scandir(directory) as entries:
-                names = sorted(e.name for e in entries if e.name.startswith(prefix) and e.name.endswith(SUFFIXES))
+                listed = [e.name for _, e in zip(range(MAX_ENTRIES + 1), entries)]
         except OSError:
             continue
+        if len(listed) > MAX_ENTRIES:
+            rejected.append(Rejected(directory, f"more than {MAX_ENTRIES} entries: not looked at"))
+            continue
+        names = sorted(n for n in listed if n.startswith(prefix) and n.endswith(SUFFIXES))
         for file_name in names:
             path = os.path.join(directory, file_name)
             entry = os.path.splitext(path)[0]
