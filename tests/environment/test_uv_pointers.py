@@ -64,6 +64,24 @@ def test_a_local_wheel_without_hashes_and_find_links(tmp_path, uv):
     assert wheel_pointers(str(cache), "localpkg", "2.0") == []
 
 
+def test_uv_sync_of_a_locked_wheel_file_points_at_the_locks_hash(tmp_path):
+    """What ``audit --lock uv.lock`` follows: uv.lock's wheel hash is the pointer's digest, and
+    the archive holds that wheel's RECORD (a path source: no network)."""
+    tomllib = pytest.importorskip("tomllib")
+    cache, project = tmp_path / "uv-cache", tmp_path / "proj"
+    wheel = build_wheel(project, "localpkg", "1.0", {"localpkg/__init__.py": "X = 1\n"})
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "proj"\nversion = "0.1"\nrequires-python = ">=3.8"\n'
+        f'dependencies = ["localpkg @ {wheel.as_uri()}"]\n')
+    venvs.run([venvs.uv_bin(), "--directory", str(project), "sync", "--quiet", "--offline", "--python",
+               sys.executable], env=venvs.uv_env(cache))
+    [locked] = [p for p in tomllib.loads((project / "uv.lock").read_text())["package"] if p["name"] == "localpkg"]
+    [locked_wheel] = locked["wheels"]
+    [pointer] = wheel_pointers(str(cache), "localpkg", "1.0")
+    assert locked_wheel["hash"] == f"sha256:{pointer.digests['sha256']}" == f"sha256:{sha256(wheel)}"
+    assert archive_record(pointer.archive, "localpkg", "1.0") == wheel_record(wheel)
+
+
 @pytest.mark.network
 def test_registry_wheels_point_at_their_downloaded_digest(tmp_path, uv):
     venv, cache = uv
