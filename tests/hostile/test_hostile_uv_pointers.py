@@ -80,9 +80,11 @@ def test_a_pointer_naming_another_archive_is_skipped(cache):
 def test_a_pointer_naming_another_distribution_or_bucket_is_skipped(cache):
     cache_entry(cache, "six", "1.17.0", "A1", pointer=http_pointer(["A1", [], "evil-1.0-py3-none-any.whl", 0, 1]))
     cache_entry(cache, "six", "1.16.0", "B2", pointer=http_pointer(["B2", [], "six-1.16.0-py3-none-any.whl", 7, 1]))
+    cache_entry(cache, "six", "1.15.0", "C3", pointer=http_pointer(["C3", [], "six-1.17.0-py3-none-any.whl", 0, 1]))
     scan = p.scan_pointers(str(cache), "six", None)
     assert scan.pointers == ()
     assert reasons(scan) == {
+        "1.15.0-py3-none-any.http": "names the wheel 'six-1.17.0-py3-none-any.whl', not one of version 1.15.0",
         "1.17.0-py3-none-any.http": "names the wheel 'evil-1.0-py3-none-any.whl', not one of six",
         "1.16.0-py3-none-any.http": "names an archive of archive-v7, but its index symlink leads into archive-v0"}
 

@@ -20,7 +20,7 @@ What uv 0.13 writes (checked on 0.13.9; read in uv's source: ``HttpArchivePointe
 The cache is data: a pointer file is read only when it is a regular file of at most 1 MiB (a
 FIFO, a symlink or a larger file is not opened or not read), decoded by the bounded decoder, and
 taken only when it names the very archive its index symlink leads to and a wheel of the
-distribution looked up. Anything else is skipped with the reason (``Rejected``); an unknown layout
+distribution looked up, at the index entry's version. Anything else is skipped with the reason (``Rejected``); an unknown layout
 yields no pointer. Nothing here raises for the cache's sake.
 """
 
@@ -163,6 +163,8 @@ def _read_pointer(path: str, entry: str, archive: str, name: str, archive_roots:
     if not isinstance(filename, str) or not filename.endswith(".whl") or \
             _norm(filename.split("-", 1)[0]) != _norm(name):
         raise _Unusable(f"names the wheel {filename!r}, not one of {name}")
+    if filename.split("-")[1:2] != os.path.basename(entry).split("-")[:1]:
+        raise _Unusable(f"names the wheel {filename!r}, not one of version {os.path.basename(entry).split('-')[0]}")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
         raise _Unusable("its wheel size is not a count of bytes")
     return WheelPointer(archive=os.path.abspath(archive), entry=entry, pointer=path,
