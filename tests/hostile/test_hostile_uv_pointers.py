@@ -115,7 +115,8 @@ def test_an_index_symlink_leading_out_of_the_cache_is_not_taken(cache, tmp_path)
 
 
 @pytest.mark.parametrize(("data", "reason"), [
-    (encode(["A1", [{"Sha256": DIGEST}], "six-1.17.0-py3-none-any.whl", 0, 1])[:30], "not a pointer uv writes: truncated"),
+    (encode(["A1", [{"Sha256": DIGEST}], "six-1.17.0-py3-none-any.whl", 0, 1])[:30],
+     "not a pointer uv writes: truncated"),
     (b"", "not a pointer uv writes: truncated"),
     (b"\xc1junk", "not a pointer uv writes: byte 0xc1"),
     (encode("just a string"), "not a pointer uv writes: str where a struct belongs"),

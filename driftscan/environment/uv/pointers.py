@@ -20,8 +20,8 @@ What uv 0.13 writes (checked on 0.13.9; read in uv's source: ``HttpArchivePointe
 The cache is data: a pointer file is read only when it is a regular file of at most 1 MiB (a
 FIFO, a symlink or a larger file is not opened or not read), decoded by the bounded decoder, and
 taken only when it names the very archive its index symlink leads to and a wheel of the
-distribution looked up, at the index entry's version. Anything else is skipped with the reason (``Rejected``); an unknown layout
-yields no pointer. Nothing here raises for the cache's sake.
+distribution looked up, at the index entry's version. Anything else is skipped with the reason
+(``Rejected``); an unknown layout yields no pointer. Nothing here raises for the cache's sake.
 """
 
 from __future__ import annotations
