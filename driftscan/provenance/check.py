@@ -47,7 +47,7 @@ def _check(dist: Distribution, wanted: Expected, options: PristineOptions, notes
         source = ProvenanceSource(copy.source.value)
         name = wanted.filename if copy.source is SourceKind.FETCH and wanted.filename else os.path.basename(copy.path)
         own = copy.own_record()
-        if own is None:
+        if not own:  # a wheel that lists nothing vouches for nothing
             return _unverified(dist, wanted, f"the wheel {name} has no readable RECORD", None, name, source)
         compared = compare(dist, own)
         return Provenance(dist.name, dist.version, dist.metadata_dir, wanted.lock, wanted.sha256, name, source,

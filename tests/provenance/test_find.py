@@ -114,3 +114,29 @@ def test_every_wheel_opened_is_closed(tmp_path):
                                options(tmp_path, [house]))
     assert [p.verified for p in results] == [True, True, True]
     assert open_fds() <= before
+
+
+def test_a_wheel_with_an_unreadable_record_is_unverified(tmp_path):
+    import zipfile
+
+    house = tmp_path / "house"
+    wheel = wheel_file(house, "pkg", "1.0", FILES)
+    with zipfile.ZipFile(wheel) as zf:
+        members = [(info, zf.read(info)) for info in zf.infolist()]
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for info, data in members:
+            zf.writestr(info, b"" if info.filename.endswith("/RECORD") else data)
+    dist = installed(tmp_path / "site", "pkg", "1.0", FILES)
+    [found] = check_provenance([dist], {dist.metadata_dir: Expected(sha256_of(wheel))}, options(tmp_path, [house]))
+    assert not found.verified and found.reason == f"the wheel {wheel.name} has no readable RECORD"
+    assert found.source is ProvenanceSource.WHEELS and found.rows == ()
+
+
+def test_what_direct_url_names_is_data_never_a_crash(tmp_path):
+    fifo = tmp_path / "pkg-1.0-py3-none-any.whl"
+    os.mkfifo(fifo)
+    dist = installed(tmp_path / "site", "pkg", "1.0", FILES,
+                     direct_url={"url": fifo.as_uri(), "archive_info": {"hashes": {"sha256": "0" * 64}}})
+    [found] = check_provenance([dist], {}, options(tmp_path))
+    assert not found.verified and f"direct_url.json's wheel {fifo} (rejected: not usable: not a regular file" \
+        in found.reason
