@@ -1,0 +1,62 @@
+"""One provenance verdict per distribution that has an expected wheel digest."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+from ..core.values import Distribution, MetadataKind
+from ..pristine.base import PristineOptions, SourceKind, error_text
+from ..pristine.howto import ways_to_original
+from ..pristine.search import NOT_A_WHEEL
+from .expected import Expected, from_direct_url
+from .find import find_wheel, short
+from .model import Provenance, ProvenanceSource
+from .rows import compare
+
+
+def check_provenance(dists: Sequence[Distribution], expected: Mapping[str, Expected],
+                     options: PristineOptions) -> list[Provenance]:
+    """A ``Provenance`` for each distribution ``expected`` names (by metadata_dir), and for each
+    other one whose direct_url.json records the archive's sha256. Every wheel opened is closed
+    before this returns; nothing the tree holds makes it raise (a reason says what went wrong)."""
+    out = []
+    for dist in dists:
+        notes: list[str] = []
+        wanted = expected.get(dist.metadata_dir) or from_direct_url(dist, notes)
+        if wanted is None:
+            continue
+        try:
+            out.append(_check(dist, wanted, options, notes))
+        except Exception as exc:  # noqa: BLE001 - a hostile tree or wheel gives a reason, never a crash
+            out.append(_unverified(dist, wanted, f"not checked: {error_text(exc)}", None))
+    return out
+
+
+def _check(dist: Distribution, wanted: Expected, options: PristineOptions, notes: list[str]) -> Provenance:
+    if dist.kind is not MetadataKind.DIST_INFO:
+        return _unverified(dist, wanted, NOT_A_WHEEL, None)
+    if not dist.entries:
+        return _unverified(dist, wanted, "the installed RECORD has no rows (missing or unreadable)", None)
+    copy = find_wheel(dist, wanted, options, notes)
+    if copy is None:
+        how = ways_to_original(dist, options.python_version, options.venv).text()
+        reason = f"no wheel with sha256 {short(wanted.sha256)} found; tried " + "; ".join(notes)
+        return _unverified(dist, wanted, " ".join(reason.split()), how)
+    try:
+        source = ProvenanceSource(copy.source.value)
+        name = wanted.filename if copy.source is SourceKind.FETCH and wanted.filename else os.path.basename(copy.path)
+        own = copy.own_record()
+        if not own:  # a wheel that lists nothing vouches for nothing
+            return _unverified(dist, wanted, f"the wheel {name} has no readable RECORD", None, name, source)
+        compared = compare(dist, own)
+        return Provenance(dist.name, dist.version, dist.metadata_dir, wanted.lock, wanted.sha256, name, source,
+                          True, None, None, compared.rows, compared.compared)
+    finally:
+        copy.close()
+
+
+def _unverified(dist: Distribution, wanted: Expected, reason: str, how_to: str | None, wheel: str | None = None,
+                source: ProvenanceSource = ProvenanceSource.NONE) -> Provenance:
+    return Provenance(dist.name, dist.version, dist.metadata_dir, wanted.lock, wanted.sha256, wheel, source,
+                      False, reason, how_to, (), 0)
