@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
+from ..core.units import count
 from ..core.values import Distribution, MetadataKind
+from ..environment.uv.cache import default_uv_cache
+from ..environment.uv.pointers import archive_record_or_reason, scan_pointers
 from ..pristine.base import PristineOptions, SourceKind, error_text
 from ..pristine.howto import ways_to_original
 from ..pristine.search import NOT_A_WHEEL
@@ -38,6 +41,9 @@ def _check(dist: Distribution, wanted: Expected, options: PristineOptions, notes
         return _unverified(dist, wanted, NOT_A_WHEEL, None)
     if not dist.entries:
         return _unverified(dist, wanted, "the installed RECORD has no rows (missing or unreadable)", None)
+    from_uv = _from_uv_cache(dist, wanted, options, notes)
+    if from_uv is not None:
+        return from_uv
     copy = find_wheel(dist, wanted, options, notes)
     if copy is None:
         how = ways_to_original(dist, options.python_version, options.venv).text()
@@ -54,6 +60,44 @@ def _check(dist: Distribution, wanted: Expected, options: PristineOptions, notes
                           True, None, None, compared.rows, compared.compared)
     finally:
         copy.close()
+
+
+def _from_uv_cache(dist: Distribution, wanted: Expected, options: PristineOptions, notes: list[str]
+                   ) -> Provenance | None:
+    """The wheel as uv unpacked it: the pointer uv keeps beside its wheel index entry records the
+    sha256 of the wheel it downloaded (when it checked hashes: under a lock, or --require-hashes)
+    and the archive it unpacked it to, whose dist-info holds the wheel's own RECORD. Tried first:
+    nothing is hashed, one pointer and one RECORD are read."""
+    cache = options.uv_cache or default_uv_cache()
+    if not cache or not os.path.isdir(cache):
+        notes.append("uv's cache (none found)")
+        return None
+    scan = scan_pointers(cache, dist.name, dist.version)
+    unhashed = 0
+    for pointer in scan.pointers:
+        digest = pointer.digests.get("sha256")
+        if digest is None:
+            unhashed += 1
+            continue
+        if not wanted.accepts(digest):
+            notes.append(f"uv's cache {pointer.pointer} (rejected: its wheel's sha256 {short(digest)} differs from "
+                         f"the expected {short(wanted.sha256)})")
+            continue
+        record, why = archive_record_or_reason(pointer.archive, dist.name, dist.version)
+        if not record:
+            notes.append(f"uv's cache {pointer.archive} (rejected: {why or 'its RECORD lists nothing'})")
+            continue
+        compared = compare(dist, record)
+        name = pointer.wheel_filename or f"{dist.name}-{pointer.filename_stem}.whl"
+        return Provenance(dist.name, dist.version, dist.metadata_dir, wanted.lock, digest, name,
+                          ProvenanceSource.UV_CACHE, True, None, None, compared.rows, compared.compared)
+    if unhashed:
+        notes.append(f"uv's cache ({count(unhashed, 'unpacked wheel')} of {dist.name} "
+                     f"{dist.version} with no digest recorded: uv checks and records one only under a lock or "
+                     "--require-hashes)")
+    elif not scan.pointers:
+        notes.append(f"uv's cache {cache} (no wheel of {dist.name} {dist.version})")
+    return None
 
 
 def _unverified(dist: Distribution, wanted: Expected, reason: str, how_to: str | None, wheel: str | None = None,

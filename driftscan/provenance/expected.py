@@ -19,12 +19,19 @@ class Expected:
     sha256: str  # hex, lower case: the digest of the whole .whl file
     lock: str | None = None  # the lockfile that gave it; None for direct_url.json
     filename: str | None = None  # the wheel's file name, when the source names it
+    # Other digests the source accepts as well: a requirements line's ``--hash`` values name no
+    # file, so any of them may be this platform's wheel.
+    also: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        digest = self.sha256.lower()
-        if not _SHA256_HEX.fullmatch(digest):
-            raise ValueError(f"not a sha256 hex digest: {self.sha256[:80]!r}")
-        object.__setattr__(self, "sha256", digest)
+        for digest in (self.sha256, *self.also):
+            if not _SHA256_HEX.fullmatch(digest.lower()):
+                raise ValueError(f"not a sha256 hex digest: {digest[:80]!r}")
+        object.__setattr__(self, "sha256", self.sha256.lower())
+        object.__setattr__(self, "also", frozenset(d.lower() for d in self.also) - {self.sha256})
+
+    def accepts(self, digest: str) -> bool:
+        return digest == self.sha256 or digest in self.also
 
 
 def from_direct_url(dist: Distribution, notes: list[str] | None = None) -> Expected | None:
