@@ -12,6 +12,15 @@ from packaging.utils import InvalidName, canonicalize_name
 from .model import LockedFile, LockError
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
+MAX_PACKAGES = 200_000
+MAX_NOTES = 200  # a hostile lock could earn a note per package: the rest are counted
+
+
+def capped(notes: list[str]) -> tuple[str, ...]:
+    """``notes``, the first ``MAX_NOTES`` of them and a count of the rest."""
+    if len(notes) <= MAX_NOTES:
+        return tuple(notes)
+    return (*notes[:MAX_NOTES], f"... and {len(notes) - MAX_NOTES} more notes")
 
 
 class Fields:

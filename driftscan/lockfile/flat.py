@@ -7,7 +7,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from .fields import Fields
+from .fields import Fields, capped
 from .model import Lock, LockedFile, LockedPackage, LockFormat, SourceKind
 
 
@@ -47,7 +47,7 @@ def parse_pylock(path: str, doc: dict[str, Any]) -> Lock:
         if doc.get(key):
             notes.append(f"{key} {doc[key]!s:.120}: markers naming extras or groups are evaluated with none selected")
     return Lock(path=path, format=LockFormat.PYLOCK, packages=tuple(packages),
-                requires_python=f.string(doc, "requires-python", ""), notes=tuple(notes))
+                requires_python=f.string(doc, "requires-python", ""), notes=capped(notes))
 
 
 def _specifiers(spec: str) -> list[str]:
@@ -114,4 +114,4 @@ def _parse_package_files(path: str, doc: dict[str, Any], fmt: LockFormat, marker
     python = f.string(metadata, "requires_python", "metadata") or f.string(metadata, "python-versions", "metadata")
     if fmt is LockFormat.PDM:
         notes.append("pdm.lock: groups are not told apart: every package is taken as required")
-    return Lock(path=path, format=fmt, packages=tuple(packages), requires_python=python, notes=tuple(notes))
+    return Lock(path=path, format=fmt, packages=tuple(packages), requires_python=python, notes=capped(notes))

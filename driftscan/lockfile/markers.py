@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from functools import lru_cache
 
 from packaging.markers import InvalidMarker, Marker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.version import InvalidVersion, Version
@@ -50,7 +51,18 @@ def marker_environment(python_full_version: str, implementation: str = "cpython"
 def marker_holds(marker: str, env: MarkerEnvironment) -> bool | None:
     """Whether ``marker`` holds in ``env`` with no extra selected; None when it cannot be
     evaluated (not a PEP 508 marker, or a name or comparison packaging does not know)."""
+    parsed = _parsed(marker)
+    if parsed is None:
+        return None
     try:
-        return Marker(marker).evaluate({**env, "extra": ""})
-    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return parsed.evaluate({**env, "extra": ""})
+    except (UndefinedComparison, UndefinedEnvironmentName):
+        return None
+
+
+@lru_cache(maxsize=4096)  # a large lock repeats a few markers on thousands of edges
+def _parsed(marker: str) -> Marker | None:
+    try:
+        return Marker(marker)
+    except InvalidMarker:
         return None

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ..fs.reader import read_regular
+from .fields import MAX_PACKAGES
 from .flat import parse_pdm, parse_poetry, parse_pylock
 from .model import Lock, LockError, LockFormat
 from .requirements import parse_requirements
@@ -20,7 +21,6 @@ else:  # pragma: no cover - exercised on 3.10 only
 __all__ = ["LOCK_MAX", "MAX_PACKAGES", "LockError", "detect_format", "read_lock"]
 
 LOCK_MAX = 64 << 20  # the largest real locks (monorepos) are a few MB
-MAX_PACKAGES = 200_000
 
 
 def read_lock(path: str) -> Lock:

@@ -7,7 +7,7 @@ import re
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from .fields import Fields
+from .fields import MAX_PACKAGES, Fields, capped
 from .model import Lock, LockedFile, LockedPackage, LockFormat, SourceKind
 
 _COMMENT = re.compile(r"(^|\s+)#.*$")
@@ -20,7 +20,10 @@ def parse_requirements(path: str, text: str) -> Lock:
     f = Fields(path)
     notes: list[str] = []
     packages: list[LockedPackage] = []
-    for number, line in _logical_lines(text):
+    lines = _logical_lines(text)
+    if len(lines) > MAX_PACKAGES:
+        raise f.error("lines", f"{len(lines)} requirement lines, more than the {MAX_PACKAGES} a lock may have")
+    for number, line in lines:
         where = f"line {number}"
         if line.startswith("-"):
             option, _, value = line.partition(" ") if " " in line.split("=", 1)[0] else line.partition("=")
@@ -56,7 +59,7 @@ def parse_requirements(path: str, text: str) -> Lock:
                                       source=SourceKind.URL if req.url else SourceKind.REGISTRY,
                                       location=req.url, files=files, marker=str(req.marker) if req.marker else None))
     return Lock(path=path, format=LockFormat.REQUIREMENTS, packages=tuple(packages), requires_python=None,
-                notes=tuple(notes))
+                notes=capped(notes))
 
 
 def _editable(f: Fields, value: str, where: str, notes: list[str]) -> LockedPackage | None:

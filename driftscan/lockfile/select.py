@@ -109,6 +109,7 @@ def _reach(lock: Lock, graph: Graph, starts: list[Edge], env: MarkerEnvironment,
     reached: set[int] = set()
     visited: set[tuple[int, str | None]] = set()
     queue: deque[Edge] = deque(starts)
+    extras_of: dict[int, dict[str, tuple[Edge, ...]]] = {}  # looked up, not searched: a package's extras are data
     while queue:
         edge = queue.popleft()
         package = lock.packages[edge.target]
@@ -124,7 +125,9 @@ def _reach(lock: Lock, graph: Graph, starts: list[Edge], env: MarkerEnvironment,
             if part is None:
                 queue.extend(edges.requires)
             else:
-                queue.extend(e for extra, extra_edges in edges.extras if extra == part for e in extra_edges)
+                if edge.target not in extras_of:
+                    extras_of[edge.target] = dict(edges.extras)
+                queue.extend(extras_of[edge.target].get(part, ()))
     return reached
 
 

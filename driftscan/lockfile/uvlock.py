@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .fields import Fields
+from .fields import Fields, capped
 from .model import Edge, Graph, Lock, LockedFile, LockedPackage, LockFormat, PackageEdges, SourceKind
 
 _SOURCES = {kind.value: kind for kind in SourceKind if kind is not SourceKind.UNKNOWN}
@@ -20,9 +20,11 @@ def parse_uv(path: str, doc: dict[str, Any]) -> Lock:
     for i, row in enumerate(rows):
         where = f"package[{i}]"
         packages.append(_package(f, row, where))
-    by_name: dict[str, list[int]] = {}
+    by_name: dict[tuple[str, ...], list[int]] = {}  # by name, name+version, name+version+source
     for i, package in enumerate(packages):
-        by_name.setdefault(package.name, []).append(i)
+        for key in ((package.name,), (package.name, package.version or ""),
+                    (package.name, package.version or "", package.source.value, package.location or "")):
+            by_name.setdefault(key, []).append(i)
     edges = tuple(_edges(f, row, f"package[{i}]", packages, by_name, notes) for i, row in enumerate(rows))
     manifest = f.table(doc.get("manifest", {}), "manifest")
     members = {f.canonical(m, "manifest.members") if isinstance(m, str) else "" for m in
@@ -33,7 +35,7 @@ def parse_uv(path: str, doc: dict[str, Any]) -> Lock:
     if not roots:
         notes.append("no workspace member in the lock: every package is taken as required")
     return Lock(path=path, format=LockFormat.UV, packages=tuple(packages), requires_python=requires_python,
-                notes=tuple(notes), graph=Graph(edges=edges, roots=roots, member_roots=member_roots))
+                notes=capped(notes), graph=Graph(edges=edges, roots=roots, member_roots=member_roots))
 
 
 def _package(f: Fields, row: dict[str, Any], where: str) -> LockedPackage:
@@ -66,17 +68,17 @@ def _file(f: Fields, entry: dict[str, Any], where: str) -> LockedFile:
 
 
 def _edges(f: Fields, row: dict[str, Any], where: str, packages: list[LockedPackage],
-           by_name: dict[str, list[int]], notes: list[str]) -> PackageEdges:
+           by_name: dict[tuple[str, ...], list[int]], notes: list[str]) -> PackageEdges:
     def edge_list(items: Any, at: str) -> tuple[Edge, ...]:
         out = []
         for k, dep in enumerate(f.array(items, at)):
             dat = f"{at}[{k}]"
             dep = f.table(dep, dat)
-            target = _target(f, dep, dat, packages, by_name)
+            target = _target(f, dep, dat, by_name)
             if target is None:
                 notes.append(f"{dat}: {dep.get('name')!s:.80} matches no package of the lock: not followed")
                 continue
-            extras = tuple(f.canonical(e, f"{dat}.extra") if isinstance(e, str) else f.canonical("", f"{dat}.extra")
+            extras = tuple(f.canonical(f.string({"extra": e}, "extra", dat) or "", f"{dat}.extra")
                            for e in f.array(dep.get("extra", []), f"{dat}.extra"))
             out.append(Edge(target=target, marker=f.string(dep, "marker", dat), extras=extras))
         return tuple(out)
@@ -90,16 +92,18 @@ def _edges(f: Fields, row: dict[str, Any], where: str, packages: list[LockedPack
                         extras=named("optional-dependencies"), groups=named("dev-dependencies"))
 
 
-def _target(f: Fields, dep: dict[str, Any], where: str, packages: list[LockedPackage],
-            by_name: dict[str, list[int]]) -> int | None:
-    """The package an edge names: by name, then version and source when several share the name."""
-    candidates = by_name.get(f.name(dep, "name", where), [])
-    if len(candidates) > 1:
-        version = f.string(dep, "version", where)
-        candidates = [i for i in candidates if version is None or packages[i].version == version]
-    if len(candidates) > 1 and "source" in dep:
+def _target(f: Fields, dep: dict[str, Any], where: str, by_name: dict[tuple[str, ...], list[int]]) -> int | None:
+    """The package an edge names: by name, then version and source when several share the name
+    (looked up, never searched: a lock may hold many packages of one name)."""
+    key: tuple[str, ...] = (f.name(dep, "name", where),)
+    candidates = by_name.get(key, [])
+    version = f.string(dep, "version", where)
+    if len(candidates) > 1 and version is not None:
+        key += (version,)
+        candidates = by_name.get(key, [])
+    if len(candidates) > 1 and version is not None and "source" in dep:
         kind, location = _source(f, dep, where)
-        candidates = [i for i in candidates if (packages[i].source, packages[i].location) == (kind, location)]
+        candidates = by_name.get(key + (kind.value, location or ""), [])
     return candidates[0] if len(candidates) == 1 else None
 
 
@@ -113,5 +117,5 @@ def _roots(packages: list[LockedPackage], members: set[str]) -> tuple[tuple[int,
         workspace = [i for i in workspace if packages[i].name in members]
     at_root = [i for i in workspace if packages[i].location in (".", "./")]
     if at_root:
-        return tuple(at_root), tuple(i for i in workspace if i not in at_root)
+        return tuple(at_root), tuple(i for i in workspace if i not in set(at_root))
     return tuple(workspace), ()
