@@ -106,8 +106,10 @@ class PackageEdges:
 class Graph:
     """A lock's dependency graph (uv.lock): ``edges`` parallel to ``Lock.packages``; ``roots``
     the packages a default sync installs from, ``member_roots`` the other workspace members
-    (installed only by ``--all-packages`` or ``--package``)."""
+    (installed only by ``--all-packages`` or ``--package``); ``root_groups``: the dependency
+    groups of a workspace root that is no project (uv.lock's ``[manifest.dependency-groups]``)."""
 
     edges: tuple[PackageEdges, ...]
     roots: tuple[int, ...]
     member_roots: tuple[int, ...]
+    root_groups: tuple[tuple[str, tuple[Edge, ...]], ...] = ()

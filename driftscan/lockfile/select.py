@@ -95,6 +95,8 @@ def _walk(lock: Lock, graph: Graph, env: MarkerEnvironment, notes: list[str]
         for group, group_edges in edges.groups:
             (default_starts if group == DEFAULT_GROUP else extra_starts).extend(group_edges)
         extra_starts.extend(Edge(target=root, marker=None, extras=(extra,)) for extra, _ in edges.extras)
+    for group, group_edges in graph.root_groups:
+        (default_starts if group == DEFAULT_GROUP else extra_starts).extend(group_edges)
     for member in graph.member_roots:
         edges = graph.edges[member]
         extra_starts.append(Edge(target=member, marker=None, extras=tuple(extra for extra, _ in edges.extras)))

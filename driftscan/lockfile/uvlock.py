@@ -34,8 +34,36 @@ def parse_uv(path: str, doc: dict[str, Any]) -> Lock:
     roots, member_roots = _roots(packages, members)
     if not roots:
         notes.append("no workspace member in the lock: every package is taken as required")
+    root_groups = _manifest_groups(f, manifest, rows, by_name, notes)
     return Lock(path=path, format=LockFormat.UV, packages=tuple(packages), requires_python=requires_python,
-                notes=capped(notes), graph=Graph(edges=edges, roots=roots, member_roots=member_roots))
+                notes=capped(notes), graph=Graph(edges=edges, roots=roots, member_roots=member_roots,
+                                                 root_groups=root_groups))
+
+
+def _manifest_groups(f: Fields, manifest: dict[str, Any], rows: list[dict[str, Any]],
+                     by_name: dict[tuple[str, ...], list[int]], notes: list[str]
+                     ) -> tuple[tuple[str, tuple[Edge, ...]], ...]:
+    """A non-project workspace root's groups name packages by name alone; where the resolution
+    forked, each fork's package is an edge whose marker is its fork's ``resolution-markers``."""
+    groups = f.table(manifest.get("dependency-groups", {}), "manifest.dependency-groups")
+    out = []
+    for group, items in groups.items():
+        at = f"manifest.dependency-groups.{group}"
+        edges = []
+        for k, item in enumerate(f.array(items, at)):
+            item = f.table(item, f"{at}[{k}]")
+            candidates = by_name.get((f.name(item, "name", f"{at}[{k}]"),), [])
+            if not candidates:
+                notes.append(f"{at}[{k}]: {item.get('name')!s:.80} matches no package of the lock: not followed")
+            marker = f.string(item, "marker", f"{at}[{k}]")
+            for i in candidates:
+                forks = [m for m in f.array(rows[i].get("resolution-markers", []), f"package[{i}].resolution-markers")
+                         if isinstance(m, str)]
+                fork = " or ".join(f"({m})" for m in forks) if len(candidates) > 1 and forks else None
+                both = " and ".join(f"({m})" for m in (marker, fork) if m) or None
+                edges.append(Edge(target=i, marker=both, extras=()))
+        out.append((f.canonical(group, at), tuple(edges)))
+    return tuple(out)
 
 
 def _package(f: Fields, row: dict[str, Any], where: str) -> LockedPackage:

@@ -119,3 +119,25 @@ def test_locked_wheel_hash_is_the_downloaded_wheels(project, tmp_path):
     locked = next(f for f in six.files if f.filename == wheel.name)
     assert locked.sha256 == hashlib.sha256(wheel.read_bytes()).hexdigest()
     assert locked.size in (None, wheel.stat().st_size)
+
+
+def test_workspace_whose_root_is_no_project(tmp_path_factory):
+    """A workspace root without [project]: uv sync installs every member and the root's dev group
+    (uv.lock's [manifest.dependency-groups], named without versions, forked by Python version)."""
+    root = tmp_path_factory.mktemp("lockws")
+    cache = tmp_path_factory.mktemp("lockws-cache")
+    (root / "pyproject.toml").write_text('[tool.uv.workspace]\nmembers = ["packages/*"]\n'
+                                         '[dependency-groups]\ndev = ["iniconfig"]\ndocs = ["jmespath"]\n')
+    member = root / "packages" / "m1"
+    (member / "src" / "m1").mkdir(parents=True)
+    (member / "src" / "m1" / "__init__.py").write_text("")
+    (member / "pyproject.toml").write_text(
+        '[project]\nname = "m1"\nversion = "0.1"\nrequires-python = ">=3.9"\ndependencies = ["six"]\n'
+        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n')
+    uv(root, cache, "lock", "--quiet")
+    uv(root, cache, "sync", "--quiet")
+    selection = select(read_lock(str(root / "uv.lock")), env())
+    have = installed(root)
+    assert {name: p.version for name, p in selection.required.items()} == {n: v for n, (v, _) in have.items()}
+    assert selection.required["m1"].source is SourceKind.EDITABLE
+    assert set(selection.optional) == {"jmespath"}
