@@ -44,17 +44,17 @@ class Fields:
 
     def tables(self, parent: dict[str, Any], key: str, where: str) -> list[dict[str, Any]]:
         """``parent[key]``, an array of tables (absent: empty)."""
-        items = self.array(parent.get(key, []), f"{where}.{key}" if where else key)
-        return [self.table(item, f"{where}.{key}[{i}]" if where else f"{key}[{i}]") for i, item in enumerate(items)]
+        items = self.array(parent.get(key, []), _at(where, key))
+        return [self.table(item, f"{_at(where, key)}[{i}]") for i, item in enumerate(items)]
 
     def string(self, parent: dict[str, Any], key: str, where: str, *, required: bool = False) -> str | None:
         value = parent.get(key)
         if value is None:
             if required:
-                raise self.error(where, f"no {key!r}")
+                raise self.error(where or "top level", f"no {key!r}")
             return None
         if not isinstance(value, str):
-            raise self.error(f"{where}.{key}", f"expected a string, found {_kind(value)}")
+            raise self.error(_at(where, key), f"expected a string, found {_kind(value)}")
         return value
 
     def integer(self, parent: dict[str, Any], key: str, where: str) -> int | None:
@@ -62,13 +62,13 @@ class Fields:
         if value is None:
             return None
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise self.error(f"{where}.{key}", f"expected a size in bytes, found {value!r}")
+            raise self.error(_at(where, key), f"expected a size in bytes, found {str(value)[:40]}")
         return value
 
     def name(self, parent: dict[str, Any], key: str, where: str) -> str:
         raw = self.string(parent, key, where, required=True)
         assert raw is not None
-        return self.canonical(raw, f"{where}.{key}")
+        return self.canonical(raw, _at(where, key))
 
     def canonical(self, raw: str, where: str) -> str:
         try:
@@ -100,6 +100,10 @@ class Fields:
             filename = unquote(last) or None
         return LockedFile(filename=filename, url=url, sha256=sha256, size=size,
                           is_wheel=bool(filename and filename.endswith(".whl")))
+
+
+def _at(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
 
 
 def _kind(value: Any) -> str:

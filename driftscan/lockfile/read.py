@@ -31,7 +31,7 @@ def read_lock(path: str) -> Lock:
     except OSError as exc:
         raise LockError(f"{path}: {_os_reason(exc)}") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").removeprefix("\ufeff")  # an editor's byte-order mark
     except UnicodeDecodeError as exc:
         raise LockError(f"{path}: not UTF-8 (byte {exc.start}): lockfiles are UTF-8") from None
     fmt = _format_from_name(path)

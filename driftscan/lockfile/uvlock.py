@@ -15,6 +15,8 @@ def parse_uv(path: str, doc: dict[str, Any]) -> Lock:
     f = Fields(path)
     notes: list[str] = []
     requires_python = f.string(doc, "requires-python", "")
+    if doc.get("version") != 1:
+        notes.append(f"uv.lock version {str(doc.get('version'))[:20]}: read as version 1")
     rows = f.tables(doc, "package", "")
     packages: list[LockedPackage] = []
     for i, row in enumerate(rows):

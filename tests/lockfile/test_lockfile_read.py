@@ -246,3 +246,10 @@ def test_not_utf8(tmp_path):
     path = write(tmp_path, "uv.lock", b"version = 1\n# \xff\xfe\n", mode="wb")
     with pytest.raises(LockError, match="not UTF-8"):
         read_lock(path)
+
+
+def test_top_level_field_of_the_wrong_type_and_a_byte_order_mark(tmp_path):
+    with pytest.raises(LockError, match=r"uv.lock: requires-python: expected a string, found an integer$"):
+        read_lock(write(tmp_path, "uv.lock", "version = 1\nrequires-python = 3\n"))
+    lock = read_lock(write(tmp_path, "requirements.txt", "\ufeffsix==1.17.0\n"))
+    assert [(p.name, p.version) for p in lock.packages] == [("six", "1.17.0")]
