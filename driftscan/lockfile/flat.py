@@ -43,11 +43,12 @@ def parse_pylock(path: str, doc: dict[str, Any]) -> Lock:
             marker = f"({marker}) and {python_marker}" if marker else python_marker
         packages.append(LockedPackage(name=f.name(row, "name", where), version=f.string(row, "version", where),
                                       source=source, location=location, files=tuple(files), marker=marker))
-    for key in ("extras", "dependency-groups", "default-groups"):
-        if doc.get(key):
-            notes.append(f"{key} {doc[key]!s:.120}: markers naming extras or groups are evaluated with none selected")
+    lists = {key: tuple(f.canonical(f.string({key: v}, key, "") or "", key) for v in f.array(doc.get(key, []), key))
+             for key in ("extras", "dependency-groups", "default-groups")}
     return Lock(path=path, format=LockFormat.PYLOCK, packages=tuple(packages),
-                requires_python=f.string(doc, "requires-python", ""), notes=capped(notes))
+                requires_python=f.string(doc, "requires-python", ""), notes=capped(notes),
+                extras=lists["extras"], dependency_groups=lists["dependency-groups"],
+                default_groups=lists["default-groups"])
 
 
 def _specifiers(spec: str) -> list[str]:

@@ -60,6 +60,21 @@ def marker_holds(marker: str, env: MarkerEnvironment) -> bool | None:
         return None
 
 
+def lock_marker_holds(marker: str, env: MarkerEnvironment, extras: frozenset[str],
+                      groups: frozenset[str]) -> bool | None:
+    """Whether a pylock.toml marker holds in ``env`` with ``extras`` and dependency ``groups``
+    selected (PEP 751's ``extras`` and ``dependency_groups`` marker names); None when it cannot
+    be evaluated (this needs packaging 25 or later)."""
+    parsed = _parsed(marker)
+    if parsed is None:
+        return None
+    try:
+        return parsed.evaluate({**env, "extras": extras, "dependency_groups": groups},  # type: ignore[call-arg,dict-item,unused-ignore]
+                               context="lock_file")
+    except (TypeError, UndefinedComparison, UndefinedEnvironmentName):
+        return None
+
+
 @lru_cache(maxsize=4096)  # a large lock repeats a few markers on thousands of edges
 def _parsed(marker: str) -> Marker | None:
     try:

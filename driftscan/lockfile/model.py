@@ -68,6 +68,10 @@ class Lock:
     requires_python: str | None
     notes: tuple[str, ...]
     graph: Graph | None = None  # uv.lock only; the flat formats carry a marker per package
+    # pylock.toml's top-level lists, which its markers may name (``'dev' in dependency_groups``)
+    extras: tuple[str, ...] = ()
+    dependency_groups: tuple[str, ...] = ()
+    default_groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

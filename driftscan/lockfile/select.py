@@ -11,7 +11,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import parse_tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from .markers import MarkerEnvironment, marker_holds
+from .markers import MarkerEnvironment, lock_marker_holds, marker_holds
 from .model import Edge, Graph, Lock, LockedFile, LockedPackage, Selection, SourceKind
 
 DEFAULT_GROUP = "dev"  # the group `uv sync` installs unless told otherwise (tool.uv.default-groups is not in the lock)
@@ -70,16 +70,33 @@ def _flat(lock: Lock, env: MarkerEnvironment, notes: list[str]
     optional: dict[str, LockedPackage] = {}
     excluded: dict[str, str] = {}
     for package in lock.packages:
-        if not _holds(package.marker, env, package.name, notes):
+        optional_here = package.optional
+        if package.marker is not None and _names_selection(package.marker):
+            default = lock_marker_holds(package.marker, env, frozenset(), frozenset(lock.default_groups))
+            every = lock_marker_holds(package.marker, env, frozenset(lock.extras),
+                                      frozenset(lock.dependency_groups) | frozenset(lock.default_groups))
+            if default is None or every is None:
+                notes.append(f"{package.name}: marker {package.marker[:200]!r} could not be evaluated: kept")
+            elif not every:
+                excluded.setdefault(package.name, f"marker {package.marker}")
+                continue
+            else:
+                optional_here = optional_here or not default
+        elif not _holds(package.marker, env, package.name, notes):
             excluded.setdefault(package.name, f"marker {package.marker}")
             continue
-        into = optional if package.optional else required
+        into = optional if optional_here else required
         if package.name in into and into[package.name] != package:
             notes.append(f"{package.name}: pinned more than once for this environment "
                          f"({into[package.name].version} and {package.version}): the first is kept")
             continue
         into[package.name] = package
     return required, optional, excluded
+
+
+def _names_selection(marker: str) -> bool:
+    """Whether a marker names PEP 751's selection (``extras``, ``dependency_groups``)."""
+    return "extras" in marker or "dependency_groups" in marker
 
 
 def _walk(lock: Lock, graph: Graph, env: MarkerEnvironment, notes: list[str]

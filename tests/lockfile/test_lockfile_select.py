@@ -166,3 +166,32 @@ def test_wheel_for_matches_installed_tags():
     nameless = LockedPackage(name="pkg", version="1.0", source=SourceKind.REGISTRY, location=None,
                              files=(LockedFile(None, None, "0" * 64, None, False),), marker=None)
     assert wheel_for(nameless, ["py3-none-any"]) is None
+
+
+def test_pylock_markers_naming_extras_and_groups(tmp_path):
+    """PEP 751: a package for an extra or a non-default group is optional, one for a default group
+    required, one whose marker no selection makes true excluded."""
+    path = tmp_path / "pylock.toml"
+    path.write_text(f'''lock-version = "1.0"
+extras = ["cli"]
+dependency-groups = ["dev", "docs"]
+default-groups = ["dev"]
+[[packages]]
+name = "pytest"
+marker = "'dev' in dependency_groups"
+[[packages]]
+name = "sphinx"
+marker = "'docs' in dependency_groups"
+[[packages]]
+name = "click"
+marker = "'cli' in extras"
+[[packages]]
+name = "winclick"
+marker = "'cli' in extras and sys_platform == '{OTHER_PLATFORM}'"
+[[packages]]
+name = "six"
+''')
+    selection = select(read_lock(str(path)), marker_environment("3.12.3"))
+    assert set(selection.required) == {"pytest", "six"}
+    assert set(selection.optional) == {"sphinx", "click"}
+    assert set(selection.excluded) == {"winclick"}
