@@ -18,8 +18,8 @@ def parse_pylock(path: str, doc: dict[str, Any]) -> Lock:
     for i, row in enumerate(f.tables(doc, "packages", "")):
         where = f"packages[{i}]"
         files = [_pylock_file(f, wheel, f"{where}.wheels[{j}]") for j, wheel in enumerate(f.tables(row, "wheels", where))]
-        source, location = SourceKind.REGISTRY if row.get("index") is not None else SourceKind.UNKNOWN, \
-            f.string(row, "index", where)
+        location = f.string(row, "index", where)
+        source = SourceKind.REGISTRY if location is not None else SourceKind.UNKNOWN
         for key, kind, field in (("vcs", SourceKind.GIT, "url"), ("directory", SourceKind.DIRECTORY, "path"),
                                  ("archive", SourceKind.URL, "url")):
             if key in row:
