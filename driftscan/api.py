@@ -177,6 +177,11 @@ def audit(venv: str | None = None, site_packages: Sequence[str] = (), *, options
     - ``accept``: a configuration's accepted-drift entries, marked in the report;
       ``accept_source``: the file they came from, named in the report.
     - ``chosen_because``: why this target was chosen, said in the report's target.
+    - ``locks``: lockfiles (``uv.lock``, ``pylock.toml``, ``pdm.lock``, ``poetry.lock``,
+      requirements with ``--hash``) the environment must match (``--lock``): a distribution of
+      another version or source, or one missing or extra, is ``lock-mismatch``; the wheel each
+      lock names by digest, when found, has its own RECORD compared with the installed one
+      (``record-rewritten``, ``Report.provenance``).
 
     - ``processes=True``: add the processes that run the environment and whether they run what is
       on disk (``Report.processes``, docs/procs.md).

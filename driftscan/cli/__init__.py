@@ -38,7 +38,8 @@ __all__ = ["main", "entry", "EXIT_CLEAN", "EXIT_DRIFT", "EXIT_INCOMPLETE", "FAIL
 # `compare`, `schema` and `--version` never need.
 COMMANDS = {
     "accept": "accept", "audit": "audit", "checkpoint": "checkpoint", "compare": "compare", "diff": "snapshot",
-    "fleet": "fleet", "guard": "guard", "plan": "plan", "procs": "procs", "reapply": "checkpoint",
+    "fleet": "fleet", "guard": "guard", "lock-check": "lockcheck", "plan": "plan", "procs": "procs",
+    "reapply": "checkpoint",
     "restore": "checkpoint",
     "scan": "scan", "schema": "schema", "snapshot": "snapshot",
 }
@@ -54,7 +55,7 @@ class _Commands(click.Group):
         module = COMMANDS.get(cmd_name)
         if module is None:
             return None
-        command = getattr(importlib.import_module(f".{module}", __name__), cmd_name)
+        command = getattr(importlib.import_module(f".{module}", __name__), cmd_name.replace("-", "_"))
         assert isinstance(command, click.Command)
         return command
 

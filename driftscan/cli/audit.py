@@ -34,6 +34,10 @@ from ..api import Need, add_processes, run
 @pristine_options
 @click.option("--no-pristine", is_flag=True,
               help="Do not look for originals (no diffs, no injected/upstream origin for findings).")
+@click.option("--lock", "locks", metavar="FILE", multiple=True, type=click.Path(dir_okay=False),
+              help="Check the environment against this lockfile (uv.lock, pylock.toml, pdm.lock, poetry.lock, "
+                   "requirements with --hash; repeatable): versions and sources (lock-mismatch), and the RECORD "
+                   "of each wheel it names by digest, when found, against the installed one (record-rewritten).")
 @click.option("--processes", is_flag=True,
               help="After the audit, also list the processes that run the environment and whether they run what "
                    "is on disk (driftscan procs; --fail-on stale-process sets bit 1 for one that does not).")
@@ -45,7 +49,7 @@ def audit(venv: str | None, site_packages: tuple[str, ...], fmt: str, output: st
           jobs: int | None, uv_cache: str | None, no_cache: bool, model_dirs: tuple[str, ...], hf_cache: str | None,
           select: tuple[str, ...], ignore: tuple[str, ...], no_plugins: bool, deep: bool, revision: str | None,
           manifest: str | None, wheels: tuple[str, ...], fetch: bool, no_pristine: bool, show_diffs: bool,
-          verbose: bool, quiet: bool, show_upstream: bool, processes: bool, fail_on: tuple[str, ...], exit_zero: bool,
+          verbose: bool, quiet: bool, show_upstream: bool, locks: tuple[str, ...], processes: bool, fail_on: tuple[str, ...], exit_zero: bool,
           config_file: str | None) -> None:
     """Check installed files against their RECORDs and model directories against their provenance.
 
@@ -68,7 +72,7 @@ def audit(venv: str | None, site_packages: tuple[str, ...], fmt: str, output: st
                  select=codes(select) or config.select, ignore=codes(ignore) or config.ignore,
                  rules_modules=config.rules_modules, include_environment=include_environment,
                  need=Need.REPORT, plugins=not no_plugins, compare=not no_pristine, wheels=wheels, fetch=fetch,
-                 chosen_because=chosen_because, accept=config.accept, accept_source=config.source)
+                 chosen_because=chosen_because, accept=config.accept, accept_source=config.source, locks=locks)
     report = add_processes(result) if processes else result.report
     emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet,
          fail_on=policies, exit_zero=exit_zero)

@@ -28,7 +28,7 @@ from ..core.values import Area, DriftKind, FileCheck, FileState
 from .startup import PREVIEW_BYTES, is_pth, modified_pth, preview
 
 MAX_HASHED = 256 << 20  # a bigger drifted file keeps size and mtime only
-_HASHED_KINDS = (DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.STARTUP_CODE)
+_HASHED_KINDS = (DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.STARTUP_CODE, DriftKind.RECORD_REWRITTEN)
 
 
 def record_digest(fd: int, size: int) -> str:

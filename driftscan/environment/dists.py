@@ -450,3 +450,14 @@ def find_distributions(site_packages: tuple[str, ...], cache: DigestCache | None
                 dist = Distribution(name=dist_name, version=version, metadata_dir=path, site_packages=site)
                 yield MetadataDir(path, site, dist, (Problem(path, f"cannot read: {type(exc).__name__}: {exc}"),),
                                   has_file_list=False)
+
+
+def read_distribution(metadata_dir: str, site: str, containment: Containment,
+                      cache: DigestCache | None = None) -> tuple[Distribution | None, tuple[Problem, ...]]:
+    """One dist-info read as ``find_distributions`` reads it, with its RECORD rows (for a caller
+    that holds the light distribution a warm audit gives)."""
+    try:
+        md = _read_dist_info(metadata_dir, site, containment, cache)
+    except Exception as exc:  # noqa: BLE001 - one distribution fails alone, as in find_distributions
+        return None, (Problem(metadata_dir, f"cannot read: {type(exc).__name__}: {exc}"),)
+    return md.distribution, tuple(md.problems)

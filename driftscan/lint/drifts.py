@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 # an audit whose drifted files are unchanged since the last one takes their findings from its
 # memo (scancache.OutcomeMemo) and never imports it.
 
-_INSPECTED_KINDS = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.CLOBBERED, DriftKind.STARTUP_CODE}
+_INSPECTED_KINDS = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.CLOBBERED, DriftKind.STARTUP_CODE,
+                    DriftKind.RECORD_REWRITTEN}
 # Added .py files are syntax-checked up to this many (a package copied in by hand can bring
 # thousands, and compiling 50 MB costs seconds); modified files always are.
 SYNTAX_CHECK_ADDED_LIMIT = 500

@@ -5,6 +5,7 @@ downstream takes the settings one keyword at a time."""
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
@@ -98,6 +99,9 @@ class AuditOptions:
     accepted: Accepted = field(default_factory=Accepted)
     jobs: int | None = None
     installer: str | None = None  # "pip" or "uv": what-if for plan; None: each distribution's own INSTALLER
+    # Lockfiles (--lock) the environment is checked against: versions, sources, and each wheel's
+    # digest, which proves the wheel whose own RECORD the installed one is compared with.
+    locks: tuple[str, ...] = ()
 
 
 class AuditSettings(TypedDict, total=False):
@@ -123,6 +127,7 @@ class AuditSettings(TypedDict, total=False):
     fetch: bool
     accept: Sequence[AcceptEntry]
     accept_source: str | None
+    locks: Sequence[str]
 
 
 def options_of(venv: str | None = None, site_packages: Sequence[str] = (), /,
@@ -143,4 +148,5 @@ def options_of(venv: str | None = None, site_packages: Sequence[str] = (), /,
         originals=OriginalSources(look=s.get("compare", True), wheels=tuple(s.get("wheels", ())),
                                   fetch=s.get("fetch", False)),
         accepted=Accepted(entries=tuple(s.get("accept", ())), source=s.get("accept_source")),
-        jobs=s.get("jobs"), installer=s.get("installer"))
+        jobs=s.get("jobs"), installer=s.get("installer"),
+        locks=tuple(os.path.abspath(p) for p in s.get("locks", ())))

@@ -89,6 +89,7 @@ class State:
     originals: PristineSet | None = None
     drifts: tuple[Drift, ...] = ()
     report: Report | None = None
+    provenance: tuple[Any, ...] = ()  # provenance.Provenance per wheel proven by a lock's or direct_url's digest
 
     def with_checks(self, checks: Sequence[FileCheck], *, errors: Sequence[Problem] = ()) -> State:
         verification = dataclasses.replace(self.verification, checks=tuple(checks),
@@ -173,6 +174,32 @@ def verify_environment(state: State) -> State:
                           progress=state.progress, clean_index=index_on)
     cache.save()
     return dataclasses.replace(state, verification=verification)
+
+
+def check_locks_and_wheels(state: State) -> State:
+    """``--lock``: each distribution against the lockfiles (``lock-mismatch``); then each wheel a
+    lock or direct_url.json names by its digest, where found, has its own RECORD compared with the
+    installed one row by row (``record-rewritten``; the report's ``provenance``)."""
+    target, v = state.target, state.verification
+    locks = state.options.locks
+    if target is NO_PYTHON:
+        if locks:
+            return state.with_checks(v.checks, errors=[Problem(p, "not checked: no environment was audited")
+                                                       for p in locks])
+        return state
+    from . import locks as locking  # see the top: only with a lock or a wheel named by its digest
+
+    if not locking.needed(v.distributions, locks):
+        return state
+    cache_policy = state.options.cache
+    cache = StatCache.for_target(target.venv or "\0".join(target.site_packages)) if cache_policy.use_cache \
+        else NoCache()
+    sources = state.options.originals
+    checked = locking.check(v.checks, v.distributions, target, locks,
+                            pristine_options(target, sources.wheels, sources.fetch, cache_policy.uv_cache),
+                            cache, cache_policy.uv_cache)
+    state = state.with_checks(checked.checks, errors=checked.errors)
+    return dataclasses.replace(state, provenance=checked.provenance, skipped=state.skipped + checked.notes)
 
 
 def verify_model_dirs(state: State) -> State:
@@ -412,7 +439,8 @@ def build(state: State) -> State:
     results = state.model_results
     report = build_report(state.verification, list(state.drifts), time.perf_counter() - state.started,
                           model_dirs=[r.root for r in results], skipped=list(state.skipped),
-                          pristine=state.lookups, not_hashed=sum(r.large_files_unread for r in results))
+                          pristine=state.lookups, not_hashed=sum(r.large_files_unread for r in results),
+                          locks=state.options.locks, provenance=state.provenance)
     if state.options.targets.chosen_because:
         report.target.chosen_because = state.options.targets.chosen_because
     return dataclasses.replace(state, report=report)
@@ -429,7 +457,7 @@ def accept(state: State) -> State:
 
 
 STAGES: tuple[Callable[[State], State], ...] = (
-    verify_environment, verify_model_dirs, hash_content, find_debug_code, recorded_dumps, audit_uv_cache,
+    verify_environment, check_locks_and_wheels, verify_model_dirs, hash_content, find_debug_code, recorded_dumps, audit_uv_cache,
     compare_with_originals, classify_drifts, build, accept)
 
 

@@ -78,6 +78,7 @@ CHECKPOINT = ResultType("driftscan.reinstall.checkpoint", "Written", "a written 
 COMPARE = ResultType("driftscan.compare.model", "CompareReport", "a comparison")
 FLEET = ResultType("driftscan.fleet.model", "FleetResult", "a fleet result")
 PROCS = ResultType("driftscan.procs.model", "ProcsReport", "a procs result")
+LOCK_CHECK = ResultType("driftscan.report.lockcheck", "LockCheck", "a lock check")
 
 
 class NotRenderable(DriftscanError, ValueError):
@@ -142,6 +143,8 @@ _TABLE: dict[ResultType, dict[OutputFormat, Renderer]] = {
               _M: _lazy("render.compare", "render_compare_markdown", _verbose)},
     PROCS: {_T: _lazy("render.procsview", "render_procs_text", _verbose),
             _J: _lazy("render.procsview", "render_procs_json")},
+    LOCK_CHECK: {_T: _lazy("render.lockview", "render_lock_check_text", _verbose),
+                 _J: _lazy("render.lockview", "render_lock_check_json")},
     FLEET: {_T: _lazy("fleet.render", "render_fleet_text", _verbose),
             _J: _lazy("fleet.render", "render_fleet_json", _verbose),
             _M: _lazy("fleet.render", "render_fleet_markdown", _verbose)},

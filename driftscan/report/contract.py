@@ -22,6 +22,7 @@ from ..procs.model import ProcsReport
 
 if TYPE_CHECKING:  # a clean audit's report imports no pristine code (tests/contract/test_imports.py)
     from ..pristine.base import Lookup
+    from ..provenance.model import Provenance
 
 SCHEMA_VERSION: Final = "1"
 SCOPE_ORDER = [Scope.PACKAGE, Scope.ENVIRONMENT, Scope.SOURCE, Scope.DATA, Scope.EXTERNAL]
@@ -323,7 +324,8 @@ def pristine_out(lookups: Sequence[Lookup]) -> list[PristineOut]:
 
 def build_report(verification: Verification, drifts: list[Drift], duration: float | None = None,
                  model_dirs: list[str] | None = None, skipped: Sequence[Problem] | None = None,
-                 pristine: Sequence[Lookup] = (), not_hashed: int = 0, trusted_by_signature: int = 0) -> Report:
+                 pristine: Sequence[Lookup] = (), not_hashed: int = 0, trusted_by_signature: int = 0,
+                 locks: Sequence[str] = (), provenance: Sequence[Provenance] = ()) -> Report:
     t = verification.target
     out = sorted((_drift(d) for d in drifts), key=lambda d: (SCOPE_ORDER.index(d.scope),
                  d.distribution is None, d.distribution.name.lower() if d.distribution else "", d.path))
@@ -354,7 +356,23 @@ def build_report(verification: Verification, drifts: list[Drift], duration: floa
         distributions=sorted((DistributionRef(name=printable(d.name), version=printable(d.version),
                                               installer=printable(d.installer) if d.installer else None)
                               for d in verification.distributions), key=lambda r: (r.name.lower(), r.version)),
+        lock=[printable(p) for p in locks] or None,
+        provenance=provenance_out(provenance) or None,
     )
+
+
+def provenance_out(provenance: Sequence[Provenance]) -> list[ProvenanceOut]:
+    """The report's view of ``driftscan.provenance.Provenance`` values, by distribution."""
+    out = [ProvenanceOut(
+        distribution=printable(p.distribution), version=printable(p.version),
+        lock=printable(p.lock) if p.lock else None, wheel_sha256=p.wheel_sha256,
+        wheel=printable(p.wheel) if p.wheel else None, source=p.source.value, verified=p.verified,
+        reason=printable(p.reason) if p.reason else None, how_to=printable(p.how_to) if p.how_to else None,
+        rows_compared=p.rows_compared,
+        rows=[RowChangeOut(path=printable(r.path), kind=r.kind.value, installed_hash=r.installed_hash,
+                           wheel_hash=r.wheel_hash, file_state=r.file_state.value) for r in p.rows])
+        for p in provenance]
+    return sorted(out, key=lambda p: (p.distribution.lower(), p.version))
 
 
 def report_schema() -> dict[str, Any]:

@@ -12,7 +12,7 @@ from .cache import find_cache_copy
 from ...core.units import plural
 from ...core.values import DriftKind, FileCheck, Problem, UvCacheLink
 
-_EDITABLE_KINDS = {DriftKind.MODIFIED, DriftKind.CLOBBERED}
+_EDITABLE_KINDS = {DriftKind.MODIFIED, DriftKind.CLOBBERED, DriftKind.RECORD_REWRITTEN}
 
 
 def annotate_uv_cache(checks: list[FileCheck], cache_dir: str | None) -> list[FileCheck]:

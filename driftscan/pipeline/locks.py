@@ -1,0 +1,329 @@
+"""An environment against the lockfiles named with ``--lock``: each installed distribution's version
+and source against the lock's entry for this environment (``lock-mismatch``), and the digest of
+the wheel the lock names for it, which proves the wheel whose own RECORD the installed one is
+compared with (``provenance/``)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from ..core.errors import DriftscanError
+from ..caches.statcache import DigestCache
+from ..core.values import Distribution, DriftKind, FileCheck, FileState, MetadataKind, Problem, Target
+from ..environment.dists import read_distribution
+from ..environment.target import containment_for
+from ..environment.uv.cache import default_uv_cache, default_virtualenv_app_data
+from ..environment.uv.links import annotate_uv_cache
+from ..fs.reader import read_regular
+from ..lockfile.markers import marker_environment
+from ..lockfile.model import Lock, LockedPackage, LockFormat, SourceKind
+from ..lockfile.read import read_lock
+from ..lockfile.select import Selection, select, wheel_for
+from ..pristine.base import PristineOptions
+from ..provenance.check import check_provenance
+from ..provenance.expected import Expected
+from ..provenance.model import FileState as RowFileState, Provenance, RowChange, RowChangeKind
+
+# A venv's own tooling that a lock rarely lists (pip-compile leaves them out on purpose): their
+# absence from a lock is not the environment's drift.
+SEEDED = frozenset({"pip", "setuptools", "wheel", "distribute"})
+MAX_WHEEL_FILE = 64 << 10  # a dist-info's WHEEL file: a few lines
+
+
+@dataclass(frozen=True)
+class LockedWheel:
+    """The digests a lock accepts for one installed distribution, and the lock that says so."""
+
+    lock: str
+    digests: frozenset[str]  # sha256, hex
+    filename: str | None  # the wheel the lock names for this platform, when it names one
+
+
+@dataclass(frozen=True)
+class LockOutcome:
+    checks: tuple[FileCheck, ...] = ()
+    wheels: dict[str, LockedWheel] = field(default_factory=dict)  # by metadata_dir
+    notes: tuple[Problem, ...] = ()
+    errors: tuple[Problem, ...] = ()
+
+
+def installed_tags(dist: Distribution) -> tuple[str, ...]:
+    """The ``Tag:`` lines of the distribution's WHEEL file: which of a lock's wheels it was."""
+    try:
+        text = read_regular(os.path.join(dist.metadata_dir, "WHEEL"), MAX_WHEEL_FILE, follow=False).decode(
+            "utf-8", "replace")
+    except OSError:
+        return ()
+    return tuple(line.partition(":")[2].strip() for line in text.splitlines() if line.lower().startswith("tag:"))
+
+
+def _same_version(installed: str, locked: str) -> bool:
+    try:
+        return Version(installed) == Version(locked)
+    except InvalidVersion:
+        return installed == locked
+
+
+def _installed_source(dist: Distribution) -> tuple[str, str]:
+    """(class, how the installed distribution's source reads) from its direct_url.json."""
+    direct = dist.direct_url or {}
+    url = direct.get("url") if isinstance(direct.get("url"), str) else None
+    if not direct or url is None:
+        return "index", "an index"
+    if isinstance(direct.get("vcs_info"), dict):
+        return "vcs", url
+    if isinstance(direct.get("dir_info"), dict):
+        return "directory", url
+    return "archive", url
+
+
+_LOCK_CLASS = {SourceKind.REGISTRY: "index", SourceKind.URL: "archive", SourceKind.PATH: "archive",
+               SourceKind.DIRECTORY: "directory", SourceKind.EDITABLE: "directory", SourceKind.VIRTUAL: "directory",
+               SourceKind.GIT: "vcs"}
+
+
+def remedy(lock: Lock, target: Target) -> str:
+    """How the environment is installed again from ``lock``, with the tool that reads it."""
+    path = shlex.quote(lock.path)
+    where = shlex.quote(target.venv) if target.venv else None
+    if lock.format is LockFormat.UV:
+        return f"uv sync --locked --project {shlex.quote(os.path.dirname(lock.path))}"
+    if lock.format is LockFormat.PDM:
+        return f"pdm sync --clean --lockfile {path}"
+    if lock.format is LockFormat.POETRY:
+        return f"poetry sync --directory {shlex.quote(os.path.dirname(lock.path))}"
+    python = f" --python {where}" if where else ""
+    return f"uv pip sync{python} {path}"
+
+
+def _check(dist: Distribution | None, path: str, root: str, lock: Lock, target: Target, expected: FileState,
+           actual: FileState, evidence: str) -> FileCheck:
+    return FileCheck(DriftKind.LOCK_MISMATCH, path, root, dist, expected, actual, evidence,
+                     remedy_hint=remedy(lock, target))
+
+
+def _entry_state(lock: Lock, pkg: LockedPackage | None) -> FileState:
+    state = FileState(lock=lock.path, version=pkg.version if pkg else None)
+    if pkg is not None:
+        state["lock_source"] = pkg.source.value
+        if pkg.location:
+            state["location"] = pkg.location
+    return state
+
+
+def _compare(dist: Distribution, pkg: LockedPackage, lock: Lock, target: Target) -> FileCheck | None:
+    name = os.path.basename(lock.path)
+    if pkg.version is not None and not _same_version(dist.version, pkg.version):
+        return _check(dist, dist.metadata_dir, dist.site_packages, lock, target, _entry_state(lock, pkg),
+                      FileState(version=dist.version),
+                      f"{dist.name} {dist.version} is installed; {name} pins {pkg.version}")
+    have, how = _installed_source(dist)
+    want = _LOCK_CLASS.get(pkg.source)
+    if want is not None and have != want:
+        where = f" {pkg.location}" if pkg.location else ""
+        return _check(dist, dist.metadata_dir, dist.site_packages, lock, target, _entry_state(lock, pkg),
+                      FileState(version=dist.version),
+                      f"{dist.name} {dist.version} was installed from {how}; {name} takes it from its "
+                      f"{pkg.source.value} source{where}")
+    return None
+
+
+def _wheel(dist: Distribution, pkg: LockedPackage, lock: Lock) -> LockedWheel | None:
+    """The digests the lock accepts for the wheel this distribution was installed from: the wheel
+    whose tags the installed WHEEL file names, or (a requirements file names no files) every
+    hash the lock gives."""
+    if not any(f.sha256 for f in pkg.files):
+        return None
+    chosen = wheel_for(pkg, installed_tags(dist))
+    if chosen is not None and chosen.sha256:
+        return LockedWheel(lock.path, frozenset({chosen.sha256}), chosen.filename)
+    if any(f.filename for f in pkg.files if f.sha256):
+        return None  # the lock names its files, none of them this platform's wheel: a build from the sdist
+    return LockedWheel(lock.path, frozenset(f.sha256 for f in pkg.files if f.sha256), None)
+
+
+def _selections(locks: Sequence[str], target: Target) -> tuple[list[tuple[Lock, Selection]], list[Problem]]:
+    env = marker_environment(target.python_version or "3")
+    out: list[tuple[Lock, Selection]] = []
+    errors: list[Problem] = []
+    for path in locks:
+        try:
+            lock = read_lock(path)
+        except DriftscanError as exc:
+            errors.append(Problem(path, str(exc)))
+            continue
+        out.append((lock, select(lock, env)))
+    return out, errors
+
+
+def check_locks(locks: Sequence[str], dists: Iterable[Distribution], target: Target) -> LockOutcome:
+    """Every installed distribution against the lockfiles: one ``lock-mismatch`` per distribution
+    of another version or source, per one no lock has, and per one a lock requires that is not
+    installed; the wheel digests each lock gives for what is installed."""
+    chosen, errors = _selections(locks, target)
+    if not chosen:
+        return LockOutcome(errors=tuple(errors))
+    checks: list[FileCheck] = []
+    wheels: dict[str, LockedWheel] = {}
+    notes = [Problem(lock.path, note) for lock, _ in chosen for note in lock.notes]
+    installed: dict[str, Distribution] = {}
+    for dist in dists:
+        if dist.kind is MetadataKind.DIST_INFO:
+            installed.setdefault(canonicalize_name(dist.name), dist)
+    for key, dist in sorted(installed.items()):
+        found = next(((lock, sel, sel.required.get(key) or sel.optional.get(key)) for lock, sel in chosen
+                      if key in sel.required or key in sel.optional), None)
+        if found is None:
+            excluded = next(((lock, sel.excluded[key]) for lock, sel in chosen if key in sel.excluded), None)
+            if excluded is not None:
+                lock, why = excluded
+                checks.append(_check(dist, dist.metadata_dir, dist.site_packages, lock, target,
+                                     FileState(lock=lock.path, version=None), FileState(version=dist.version),
+                                     f"{dist.name} {dist.version} is installed; {os.path.basename(lock.path)} leaves it "
+                                     f"out of this environment ({why})"))
+            elif key not in SEEDED:
+                lock = chosen[0][0]
+                checks.append(_check(dist, dist.metadata_dir, dist.site_packages, lock, target,
+                                     FileState(lock=lock.path, version=None), FileState(version=dist.version),
+                                     f"{dist.name} {dist.version} is installed; "
+                                     f"{_names(l.path for l, _ in chosen)} {'has' if len(chosen) == 1 else 'have'} "
+                                     "no such distribution"))
+            continue
+        lock, _, pkg = found
+        assert pkg is not None
+        mismatch = _compare(dist, pkg, lock, target)
+        if mismatch is not None:
+            checks.append(mismatch)
+            continue
+        wheel = _wheel(dist, pkg, lock)
+        if wheel is not None:
+            wheels[dist.metadata_dir] = wheel
+    site = target.site_packages[0] if target.site_packages else os.sep
+    for lock, sel in chosen:
+        for key, pkg in sorted(sel.required.items()):
+            if key in installed or pkg.source is SourceKind.VIRTUAL:
+                continue
+            # The path is the dist-info an install from the lock would write: one drift per package.
+            info = f"{key.replace('-', '_')}-{pkg.version or 'unknown'}.dist-info"
+            checks.append(_check(None, os.path.join(site, info), site, lock, target, _entry_state(lock, pkg),
+                                 FileState(version=None),
+                                 f"{os.path.basename(lock.path)} requires {pkg.name} {pkg.version or ''} here; it is "
+                                 f"not installed in {target.venv or site}".replace("  ", " ")))
+    return LockOutcome(tuple(checks), wheels, tuple(notes), tuple(errors))
+
+
+def _names(paths: Iterable[str]) -> str:
+    return ", ".join(os.path.basename(p) for p in paths)
+
+
+def _evidence(change: RowChange, prov: Provenance) -> str:
+    wheel = prov.wheel or "its wheel"
+    by = f"the wheel {os.path.basename(prov.lock)} names by sha256" if prov.lock else \
+        "the wheel direct_url.json names by sha256"
+    state = change.file_state
+    if change.kind is RowChangeKind.CHANGED:
+        head = f"the installed RECORD row of {change.path} is not the row of {wheel} ({by})"
+        tail = {RowFileState.MATCHES_INSTALLED_ROW: "and the file matches the installed row: the file and its record "
+                                                 "were both changed",
+                RowFileState.MATCHES_WHEEL: "while the file is still the wheel's: the record alone was changed",
+                RowFileState.NEITHER: "and the file matches neither row: changed since its record was rewritten",
+                RowFileState.MISSING: "and the file is gone"}.get(state, "")
+    elif change.kind is RowChangeKind.ADDED:
+        head = f"a RECORD row for {change.path} that {wheel} ({by}) does not have"
+        tail = {RowFileState.MATCHES_INSTALLED_ROW: "and the file matches it: a file added with a row written for it",
+                RowFileState.MISSING: "and the file is not there"}.get(state, "and the file does not match it")
+    else:
+        head = f"{wheel} ({by}) has a RECORD row for {change.path} that the installed RECORD lacks"
+        tail = {RowFileState.MISSING: "and the file is gone: deleted, and its row with it",
+                RowFileState.MATCHES_WHEEL: "while the file is still the wheel's, now listed by no RECORD",
+                RowFileState.NEITHER: "and the file differs from the wheel's, listed by no RECORD"}.get(state, "")
+    return f"{head}, {tail}" if tail else head
+
+
+def rewritten_checks(provenance: Sequence[Provenance], dists: Mapping[str, Distribution]) -> list[FileCheck]:
+    """One ``record-rewritten`` check per row a verified wheel's own RECORD does not have as installed."""
+    out: list[FileCheck] = []
+    for prov in provenance:
+        dist = dists.get(prov.metadata_dir)
+        if dist is None or not prov.verified:
+            continue
+        for change in prov.rows:
+            path = os.path.normpath(os.path.join(dist.site_packages, *change.path.split("/")))
+            expected = FileState(wheel=prov.wheel or "", wheel_sha256=prov.wheel_sha256 or "")
+            if change.wheel_hash:
+                expected["row"] = change.wheel_hash
+            actual = FileState(row_change=change.kind.value)
+            if change.installed_hash:
+                actual["row"] = change.installed_hash
+            if change.file_state is RowFileState.MISSING:
+                actual["type"] = "missing"
+            else:
+                try:
+                    links = os.lstat(path).st_nlink
+                except OSError:
+                    links = 1
+                if links > 1:  # shared with uv's cache: a uv reinstall may link the edit back
+                    actual["nlink"] = links
+            out.append(FileCheck(DriftKind.RECORD_REWRITTEN, path, dist.site_packages, dist, expected, actual,
+                                 _evidence(change, prov)))
+    return out
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the lockfiles and the wheels proven by digest add to an audit."""
+
+    checks: tuple[FileCheck, ...]  # the audit's checks, rows rewritten against a wheel replacing what RECORD said
+    provenance: tuple[Provenance, ...]
+    notes: tuple[Problem, ...]
+    errors: tuple[Problem, ...]
+
+
+def _has_direct_url(dist: Distribution) -> bool:
+    return dist.direct_url is not None or os.path.lexists(os.path.join(dist.metadata_dir, "direct_url.json"))
+
+
+def _full(dists: Sequence[Distribution], target: Target, uv_cache: str | None, cache: DigestCache | None,
+          wanted: bool) -> tuple[list[Distribution], list[Problem]]:
+    """``dists`` with their RECORD rows and direct_url.json (a warm audit's are light), those
+    ``wanted`` or (else) those with a direct_url.json read again."""
+    roots = tuple(r for r in (uv_cache or default_uv_cache(), default_virtualenv_app_data()) if r)
+    containment = containment_for(target, roots)
+    out, problems = [], []
+    for dist in dists:
+        if dist.entries or dist.kind is not MetadataKind.DIST_INFO or not (wanted or _has_direct_url(dist)):
+            out.append(dist)
+            continue
+        full, why = read_distribution(dist.metadata_dir, dist.site_packages, containment, cache)
+        problems += why
+        out.append(full if full is not None else dist)
+    return out, problems
+
+
+def needed(dists: Sequence[Distribution], locks: Sequence[str]) -> bool:
+    """Whether an audit has anything to check here: a lockfile named, or a distribution installed
+    from a wheel direct_url.json names by its digest."""
+    return bool(locks) or any(_has_direct_url(d) for d in dists if d.kind is MetadataKind.DIST_INFO)
+
+
+def check(checks: Sequence[FileCheck], dists: Sequence[Distribution], target: Target, locks: Sequence[str],
+          options: PristineOptions, cache: DigestCache | None, uv_cache: str | None) -> Checked:
+    """The lock mismatches, then each wheel a lock or direct_url.json names by digest compared row by
+    row: a file whose row differs becomes ``record-rewritten`` (whatever RECORD alone said of it)."""
+    full, problems = _full(dists, target, uv_cache, cache, bool(locks))
+    outcome = check_locks(locks, full, target) if locks else LockOutcome()
+    expected = {md: Expected(next(iter(sorted(w.digests))), w.lock, w.filename)
+                for md, w in outcome.wheels.items()}
+    provenance = tuple(check_provenance(full, expected, options))
+    rewritten = annotate_uv_cache(rewritten_checks(provenance, {d.metadata_dir: d for d in full}),
+                                  uv_cache or default_uv_cache())
+    replaced = {c.path for c in rewritten}
+    kept = [c for c in checks if c.path not in replaced]
+    return Checked((*kept, *rewritten, *outcome.checks), provenance, outcome.notes,
+                   (*outcome.errors, *problems))
