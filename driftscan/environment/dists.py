@@ -461,3 +461,11 @@ def read_distribution(metadata_dir: str, site: str, containment: Containment,
     except Exception as exc:  # noqa: BLE001 - one distribution fails alone, as in find_distributions
         return None, (Problem(metadata_dir, f"cannot read: {type(exc).__name__}: {exc}"),)
     return md.distribution, tuple(md.problems)
+
+
+def has_direct_url(dist: Distribution) -> bool:
+    """Installed from a URL or a file (direct_url.json), so it may name its archive's digest: one
+    lstat for a warm audit's light distributions, which do not carry direct_url.json."""
+    if dist.kind is not MetadataKind.DIST_INFO:
+        return False
+    return dist.direct_url is not None or os.path.lexists(os.path.join(dist.metadata_dir, "direct_url.json"))

@@ -196,18 +196,20 @@ def _package(check: FileCheck, target: Target, installer: str | None) -> Drift:
     reinstall = _then(note, command)
     evidence = check.evidence or f"listed in the RECORD of {dist.key}; a reinstall rewrites it"
     cache = check.uv_cache
+    # A rewritten row's evidence says what was found; what the cache does to it comes after.
+    first = f"{check.evidence}; " if check.kind is DriftKind.RECORD_REWRITTEN and check.evidence else ""
     if cache and who == "uv":
         clean = uv_cache_clean(dist, cache.cache_dir)
         if cache.copy:
             how = "is a symlink to" if cache.symlink else f"shares its inode ({cache.links} links) with"
-            evidence = (f"{how} uv's cache copy {cache.copy}: the edit is in the cache, so a uv reinstall "
+            evidence = (f"{first}{how} uv's cache copy {cache.copy}: the edit is in the cache, so a uv reinstall "
                         "from the source it was installed from links the edited file back and every venv sharing "
                         "this cache has it (one from another source, such as a wheel file, unpacks afresh and "
                         "wipes it: `driftscan plan --from` tells which); a pip --force-reinstall would fix this "
                         "venv but leave the cache edited")
             return Drift(check, Scope.PACKAGE, True, _then(note, f"{clean} && {command}"), evidence,
                          Prediction.SURVIVES)
-        evidence = (f"hard-linked ({cache.links} links) but no copy found in uv's cache "
+        evidence = (f"{first}hard-linked ({cache.links} links) but no copy found in uv's cache "
                     f"({cache.cache_dir or 'not located; pass --uv-cache'}): if the other link is the cache, "
                     "a uv reinstall links the edited file back")
         return Drift(check, Scope.PACKAGE, True, _then(note, f"{clean} && {command}"), evidence,

@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 from ..core.errors import DriftscanError
 from ..caches.statcache import DigestCache
 from ..core.values import Distribution, DriftKind, FileCheck, FileState, MetadataKind, Problem, Target
-from ..environment.dists import read_distribution
+from ..environment.dists import has_direct_url, read_distribution
 from ..environment.target import containment_for
 from ..environment.uv.cache import default_uv_cache, default_virtualenv_app_data
 from ..environment.uv.links import annotate_uv_cache
@@ -285,10 +285,6 @@ class Checked:
     errors: tuple[Problem, ...]
 
 
-def _has_direct_url(dist: Distribution) -> bool:
-    return dist.direct_url is not None or os.path.lexists(os.path.join(dist.metadata_dir, "direct_url.json"))
-
-
 def _full(dists: Sequence[Distribution], target: Target, uv_cache: str | None, cache: DigestCache | None,
           wanted: bool) -> tuple[list[Distribution], list[Problem]]:
     """``dists`` with their RECORD rows and direct_url.json (a warm audit's are light), those
@@ -297,19 +293,13 @@ def _full(dists: Sequence[Distribution], target: Target, uv_cache: str | None, c
     containment = containment_for(target, roots)
     out, problems = [], []
     for dist in dists:
-        if dist.entries or dist.kind is not MetadataKind.DIST_INFO or not (wanted or _has_direct_url(dist)):
+        if dist.entries or dist.kind is not MetadataKind.DIST_INFO or not (wanted or has_direct_url(dist)):
             out.append(dist)
             continue
         full, why = read_distribution(dist.metadata_dir, dist.site_packages, containment, cache)
         problems += why
         out.append(full if full is not None else dist)
     return out, problems
-
-
-def needed(dists: Sequence[Distribution], locks: Sequence[str]) -> bool:
-    """Whether an audit has anything to check here: a lockfile named, or a distribution installed
-    from a wheel direct_url.json names by its digest."""
-    return bool(locks) or any(_has_direct_url(d) for d in dists if d.kind is MetadataKind.DIST_INFO)
 
 
 def check(checks: Sequence[FileCheck], dists: Sequence[Distribution], target: Target, locks: Sequence[str],

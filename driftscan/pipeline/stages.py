@@ -23,6 +23,7 @@ from ..core.errors import TargetError
 from ..core.values import Drift, DriftKind, FileCheck, Problem, SourceKind, Target, TargetKind, Verification
 from ..environment import resolve_target
 from ..environment.content import with_content_hashes
+from ..environment.dists import has_direct_url
 from ..environment.fast.cleanindex import still_clean
 from ..environment.target import environment_roots
 from ..environment.uv.archives import (CleanArchives, archives_of, audit_archives, indexed_links_out_problems,
@@ -187,10 +188,10 @@ def check_locks_and_wheels(state: State) -> State:
             return state.with_checks(v.checks, errors=[Problem(p, "not checked: no environment was audited")
                                                        for p in locks])
         return state
+    if not locks and not any(has_direct_url(d) for d in v.distributions):
+        return state
     from . import locks as locking  # see the top: only with a lock or a wheel named by its digest
 
-    if not locking.needed(v.distributions, locks):
-        return state
     cache_policy = state.options.cache
     cache = StatCache.for_target(target.venv or "\0".join(target.site_packages)) if cache_policy.use_cache \
         else NoCache()

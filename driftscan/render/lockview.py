@@ -42,3 +42,6 @@ def render_lock_check_text(result: LockCheck, verbose: bool = False) -> str:
 
 def render_lock_check_json(result: LockCheck) -> str:
     return result.model_dump_json(indent=2) + "\n"
+
+
+LOCK_CHECK_RENDERERS = {"text": render_lock_check_text, "json": render_lock_check_json}
