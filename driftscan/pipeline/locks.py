@@ -308,8 +308,7 @@ def check(checks: Sequence[FileCheck], dists: Sequence[Distribution], target: Ta
     row: a file whose row differs becomes ``record-rewritten`` (whatever RECORD alone said of it)."""
     full, problems = _full(dists, target, uv_cache, cache, bool(locks))
     outcome = check_locks(locks, full, target) if locks else LockOutcome()
-    expected = {md: Expected(next(iter(sorted(w.digests))), w.lock, w.filename)
-                for md, w in outcome.wheels.items()}
+    expected = {md: Expected(min(w.digests), w.lock, w.filename, also=w.digests) for md, w in outcome.wheels.items()}
     provenance = tuple(check_provenance(full, expected, options))
     rewritten = annotate_uv_cache(rewritten_checks(provenance, {d.metadata_dir: d for d in full}),
                                   uv_cache or default_uv_cache())
