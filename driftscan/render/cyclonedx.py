@@ -6,12 +6,18 @@ this format renders: the command line's start-up never pays for it (tests/contra
 - ``metadata.component``: the audited target, an ``application`` (as ``cyclonedx-py environment``
   describes a Python environment), named after the venv's directory; its full path and kind are
   ``driftscan:target:*`` properties. It depends on every distribution.
-- One ``library`` component per distribution, with its ``pkg:pypi`` purl.
+- One ``library`` component per distribution, with its ``pkg:pypi`` purl. Where a lockfile
+  (``--lock``) or direct_url.json names the wheel by digest (the report's ``provenance``), that
+  SHA-256 is the component's hash, the wheel's file name its purl's ``file_name`` qualifier, and
+  the verdict is in ``driftscan:provenance:*`` properties: ``verified`` (the wheel was found by that
+  digest and its RECORD compared row by row with the installed one), ``source``, ``lock``,
+  ``rows-rewritten`` and, when not verified, ``reason``.
 - One ``file`` component per drift, nested under its distribution's component, or at the top level
   when no distribution owns it (an added module, a model directory's file, dumps). driftscan's state
   is in ``driftscan:`` properties: ``drift:kind``, ``drift:scope``, ``drift:prediction``,
   ``provenance:verified`` (``true`` when an original was found and verified for the file's
-  distribution, or the drift was compared with one) and, when known, ``provenance:source``. The
+  distribution, or the drift was compared with one; a ``record-rewritten`` file: its wheel's verdict,
+  with the wheel's own row as ``driftscan:wheel-record:<algorithm>``) and, when known, ``provenance:source``. The
   file's actual hash (RECORD's urlsafe base64, as hex) is the component's hash; the hash its
   RECORD expects is ``driftscan:record:<algorithm>``.
 
@@ -37,7 +43,7 @@ if TYPE_CHECKING:
     from cyclonedx.model.bom import Bom
     from cyclonedx.model.component import Component
 
-    from ..report.contract import DistributionRef, DriftOut, Report
+    from ..report.contract import DistributionRef, DriftOut, ProvenanceOut, Report
 
 #: A namespace of driftscan's own for the serial numbers it derives (uuid5 of the report's content).
 SERIAL_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/driftscan/driftscan#cyclonedx")
@@ -101,18 +107,31 @@ def _dist_key(ref: DistributionRef) -> tuple[str, str]:
     return ref.name, ref.version
 
 
-def _library(ref: DistributionRef, bom_ref: str) -> Component:
+def _library(ref: DistributionRef, bom_ref: str, prov: ProvenanceOut | None = None) -> Component:
+    from cyclonedx.model import HashAlgorithm, HashType
     from cyclonedx.model.component import Component, ComponentType
     from packageurl import PackageURL
 
-    purl = PackageURL(type="pypi", name=ref.name, version=ref.version or None)
+    wheel = prov.wheel if prov is not None and prov.wheel and prov.wheel.endswith(".whl") else None
+    purl = PackageURL(type="pypi", name=ref.name, version=ref.version or None,
+                      qualifiers={"file_name": wheel} if wheel else None)
     props = [_prop("installer", ref.installer)] if ref.installer else []
+    hashes = []
+    if prov is not None:
+        props += [_prop("provenance:verified", prov.verified), _prop("provenance:source", prov.source),
+                  _prop("provenance:rows-rewritten", len(prov.rows))]
+        if prov.lock:
+            props.append(_prop("provenance:lock", prov.lock))
+        if prov.reason:
+            props.append(_prop("provenance:reason", prov.reason))
+        if prov.wheel_sha256:
+            hashes.append(HashType(alg=HashAlgorithm.SHA_256, content=prov.wheel_sha256))
     version: str | None = ref.version or None
     if version is not None and len(version) > MAX_VERSION:  # the schema's limit: whole in the purl and a property
         props.append(_prop("version", version))
         version = None
     return Component(type=ComponentType.LIBRARY, name=ref.name, version=version, purl=purl,
-                     bom_ref=bom_ref, properties=props)
+                     bom_ref=bom_ref, properties=props, hashes=hashes)
 
 
 def _hashes(drift: DriftOut) -> list[HashType]:
@@ -138,6 +157,12 @@ def _file(drift: DriftOut, bom_ref: str, verified: bool, source: str | None) -> 
     expected = record_hash_hex(drift.expected.get("hash"))
     if expected is not None:
         props.append(_prop(f"record:{expected[0]}", expected[1]))
+    wheel_row = record_hash_hex(drift.expected.get("row"))  # record-rewritten: the wheel's own row
+    if wheel_row is not None:
+        props.append(_prop(f"wheel-record:{wheel_row[0]}", wheel_row[1]))
+    installed_row = record_hash_hex(drift.actual.get("row"))
+    if installed_row is not None:
+        props.append(_prop(f"record:{installed_row[0]}", installed_row[1]))
     return Component(type=ComponentType.FILE, name=drift.relpath, bom_ref=bom_ref, hashes=_hashes(drift),
                      properties=props)
 
@@ -148,6 +173,11 @@ def _provenance(report: Report, drift: DriftOut) -> tuple[bool, str | None]:
         return True, drift.pristine.source
     if drift.distribution is None:
         return False, None
+    if drift.kind.value == "record-rewritten":  # compared with the wheel its lock names by digest
+        proven = next((p for p in report.provenance or [] if (p.distribution, p.version) ==
+                       (drift.distribution.name, drift.distribution.version)), None)
+        if proven is not None:
+            return proven.verified, proven.source
     row = next((p for p in report.pristine if p.distribution == drift.distribution.name
                 and p.version == drift.distribution.version), None)
     return (row is not None and row.source is not None), (row.source if row is not None else None)
@@ -178,10 +208,12 @@ def build_bom(report: Report) -> Bom:
               metadata=BomMetaData(timestamp=_timestamp(report), tools=tools, component=root))
 
     refs = list(report.distributions or []) + [d.distribution for d in report.drifts if d.distribution]
+    proven = {(p.distribution, p.version): p for p in report.provenance or []}
     libraries: dict[tuple[str, str], Component] = {}
     for ref in refs:
         if _dist_key(ref) not in libraries:
-            libraries[_dist_key(ref)] = _library(ref, f"dist:{len(libraries)}:{ref.name}@{ref.version}")
+            libraries[_dist_key(ref)] = _library(ref, f"dist:{len(libraries)}:{ref.name}@{ref.version}",
+                                                 proven.get(_dist_key(ref)))
     for n, drift in enumerate(report.drifts):
         verified, source = _provenance(report, drift)
         component = _file(drift, f"file:{n}:{drift.path}", verified, source)

@@ -177,3 +177,23 @@ def test_a_lock_that_cannot_be_read_is_one_line_and_exit_bit_2(tmp_path):
     assert str(bad) in error
     missing = run_cli("lock-check", str(tmp_path / "nope.lock"), "--venv", str(venv))
     assert missing.returncode == 2 and "Traceback" not in missing.stderr + missing.stdout
+
+
+def test_the_sbom_of_an_audit_against_its_lock_validates_and_carries_the_wheels_digest(uv_project, tmp_path,
+                                                                                       monkeypatch):
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    project, cache, wheel = copy_env(uv_project, tmp_path)
+    monkeypatch.setenv("UV_CACHE_DIR", str(cache))
+    venv = project / ".venv"
+    rewrite(venvs.site_packages_of(venv), "lkpkg-1.0.dist-info", "lkpkg/core.py", "X = 'edited'\n")
+    proc = run_cli("audit", "--venv", str(venv), "--lock", str(project / "uv.lock"), "--format", "cyclonedx")
+    assert proc.returncode == 1, proc.stderr
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(proc.stdout) is None
+    doc = json.loads(proc.stdout)
+    [library] = [c for c in doc["components"] if c["type"] == "library" and c["name"] == "lkpkg"]
+    assert library["hashes"] == [{"alg": "SHA-256", "content": sha256(wheel)}]
+    [file] = library["components"]
+    state = {p["name"]: p["value"] for p in file["properties"]}
+    assert state["driftscan:drift:kind"] == "record-rewritten" and state["driftscan:provenance:verified"] == "true"

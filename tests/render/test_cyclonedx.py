@@ -145,3 +145,29 @@ def test_hostile_names_paths_and_versions_stay_valid(report):
 def test_a_timestamp_that_is_not_iso_8601_is_a_clear_error(report):
     with pytest.raises(DriftscanError, match="generated_at is not an ISO 8601 time"):
         render(report.model_copy(update={"generated_at": "yesterday"}), OutputFormat.CYCLONEDX)
+
+
+def test_a_wheel_proven_by_its_lock_is_the_librarys_hash_and_its_verdict_its_properties(report):
+    from driftscan.report.contract import ProvenanceOut, RowChangeOut
+
+    digest = hashlib.sha256(b"the demo wheel").hexdigest()
+    proven = report.model_copy(update={"provenance": [
+        ProvenanceOut(distribution="demo", version="1.0", lock="/srv/proj/uv.lock", wheel_sha256=digest,
+                      wheel="demo-1.0-py3-none-any.whl", source="uv-cache", verified=True, rows_compared=4,
+                      rows=[RowChangeOut(path="demo/auth.py", kind="changed", installed_hash="sha256=" + "R" * 43,
+                                         wheel_hash="sha256=" + "W" * 43, file_state="matches-installed-row")]),
+        ProvenanceOut(distribution="other", version="2.0", lock="/srv/proj/uv.lock", wheel_sha256=digest,
+                      verified=False, reason="no wheel with sha256 … found")]})
+    doc = sbom(proven)
+    libraries = {c["name"]: c for c in doc["components"] if c["type"] == "library"}
+    demo, other = libraries["demo"], libraries["other"]
+    assert demo["hashes"] == [{"alg": "SHA-256", "content": digest}]
+    assert PackageURL.from_string(demo["purl"]).qualifiers == {"file_name": "demo-1.0-py3-none-any.whl"}
+    assert props(demo)["driftscan:provenance:verified"] == "true"
+    assert props(demo)["driftscan:provenance:rows-rewritten"] == "1"
+    assert props(demo)["driftscan:provenance:lock"] == "/srv/proj/uv.lock"
+    assert props(other)["driftscan:provenance:verified"] == "false" and "driftscan:provenance:reason" in props(other)
+    [rewritten] = [c for owner, c in files_of(doc) if owner == "demo" and c["name"] == "demo/auth.py"]
+    state = props(rewritten)
+    assert state["driftscan:drift:kind"] == "record-rewritten" and state["driftscan:provenance:verified"] == "true"
+    assert state["driftscan:wheel-record:sha256"] != state["driftscan:record:sha256"]
