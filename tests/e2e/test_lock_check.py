@@ -197,3 +197,36 @@ def test_the_sbom_of_an_audit_against_its_lock_validates_and_carries_the_wheels_
     [file] = library["components"]
     state = {p["name"]: p["value"] for p in file["properties"]}
     assert state["driftscan:drift:kind"] == "record-rewritten" and state["driftscan:provenance:verified"] == "true"
+
+
+def test_without_a_lock_the_wheel_direct_url_names_by_digest_is_enough(tmp_path):
+    """``pip install ./x.whl`` records the wheel's sha256 in direct_url.json: a plain audit then
+    compares the installed RECORD with that wheel's own, no lock needed."""
+    wheel = build_wheel(tmp_path / "house", "lkpkg", "1.0", {"lkpkg/__init__.py": "X = 1\n", "lkpkg/core.py": CODE})
+    venv = venvs.make_pip_venv(tmp_path / "venv")
+    venvs.pip_install(venv, "--no-index", str(wheel))
+    clean = audit(str(venv))
+    [prov] = clean.provenance
+    assert prov.verified and prov.source == "direct_url" and prov.lock is None and prov.rows == []
+    rewrite(venvs.site_packages_of(venv), "lkpkg-1.0.dist-info", "lkpkg/core.py", CODE + "breakpoint()\n")
+    for report in (audit(str(venv)), audit(str(venv), use_cache=False)):  # warm and cold agree
+        [drift] = [d for d in report.drifts if d.kind is DriftKind.RECORD_REWRITTEN]
+        assert drift.relpath == "lkpkg/core.py" and "direct_url.json" in drift.evidence
+        assert [f.name for f in drift.findings] == ["debugger-call"], "the injected code is linted"
+    proc = run_cli("audit", "--venv", str(venv), "--fail-on", "record-rewritten", "--format", "short")
+    assert proc.returncode == 1 and proc.stdout.startswith("V "), proc.stdout
+
+
+def test_a_package_the_lock_leaves_out_of_this_python_is_a_mismatch_when_installed(tmp_path):
+    house = tmp_path / "house"
+    wanted = build_wheel(house, "lkpkg", "1.0", {"lkpkg/__init__.py": "X = 1\n"})
+    legacy = build_wheel(house, "oldshim", "0.1", {"oldshim/__init__.py": "Y = 1\n"})
+    reqs = tmp_path / "requirements.txt"
+    reqs.write_text(f"lkpkg==1.0 --hash=sha256:{sha256(wanted)}\n"
+                    f"oldshim==0.1 ; python_version < \"3.0\" --hash=sha256:{sha256(legacy)}\n")
+    venv = venvs.make_pip_venv(tmp_path / "venv")
+    venvs.pip_install(venv, "--no-index", "--find-links", str(house), "lkpkg==1.0", "oldshim==0.1")
+    report = audit(str(venv), locks=[str(reqs)], wheels=[str(house)])
+    [drift] = [d for d in report.drifts if d.kind is DriftKind.LOCK_MISMATCH]
+    assert drift.distribution.name == "oldshim" and "leaves it out of this environment" in drift.evidence
+    assert 'python_version < "3.0"' in drift.evidence
