@@ -46,9 +46,9 @@ MAX_RANGES = 64  # changed byte ranges listed per binary file
 ORIGINAL_PARSE_BUDGET = 30.0  # seconds for parsing one large original in a worker
 # Bytes of equal content that still join two changed ranges into one (a patched struct, not 40 ranges).
 RANGE_GAP = 16
-_COMPARED = {DriftKind.MODIFIED}
+_COMPARED = {DriftKind.MODIFIED, DriftKind.RECORD_REWRITTEN}
 _WANTED = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.TYPE_CHANGED, DriftKind.MISSING_DIRECTORY,
-           DriftKind.MISSING_FILES}
+           DriftKind.MISSING_FILES, DriftKind.RECORD_REWRITTEN}
 
 
 def record_rows(dist: Distribution) -> dict[str, RecordEntry]:
@@ -97,6 +97,23 @@ def rows_under(dist: Distribution, directory: str, by_path: dict[str, RecordEntr
     return [entry for path, entry in rows.items() if path.startswith(prefix)]
 
 
+def wheel_row(check: FileCheck) -> RecordEntry | None:
+    """A ``record-rewritten`` file's row as its wheel's own RECORD has it: what its original must
+    match (the installed row is the rewritten one)."""
+    row, dist = check.expected.get("row"), check.distribution
+    if not isinstance(row, str) or dist is None:
+        return None
+    try:
+        digest = parse_hash(row, allow_hex=False)
+    except ValueError:
+        return None
+    return RecordEntry(os.path.relpath(check.path, dist.site_packages).replace(os.sep, "/"), digest, None, 0)
+
+
+def _row_of(check: FileCheck, dist: Distribution, finder: RowFinder) -> RecordEntry | None:
+    return wheel_row(check) if check.kind is DriftKind.RECORD_REWRITTEN else finder.row(dist, check.path)
+
+
 def wanted_originals(checks: Sequence[FileCheck]) -> list[tuple[Distribution, list[RecordEntry]]]:
     """For each distribution with package drift, the RECORD rows whose originals are wanted:
     modified, missing and retyped files (what a diff, or a restore, needs)."""
@@ -111,7 +128,7 @@ def wanted_originals(checks: Sequence[FileCheck]) -> list[tuple[Distribution, li
             sample = [e for e in rows_under(dist, check.path, finder.rows(dist)) if e.hash is not None][:SAMPLE]
             out.setdefault(dist.metadata_dir, (dist, []))[1].extend(sample)
             continue
-        entry = finder.row(dist, check.path)
+        entry = _row_of(check, dist, finder)
         if entry is not None and entry.hash is not None:
             out.setdefault(dist.metadata_dir, (dist, []))[1].append(entry)
     return list(out.values())
@@ -356,7 +373,7 @@ def compare_with_originals(checks: Sequence[FileCheck], originals: PristineSet |
                 or check.area is not Area.PYTHON:
             out.append(check)
             continue
-        entry = finder.row(dist, check.path)
+        entry = _row_of(check, dist, finder)
         wrong = lookup.wrong_row(entry.path) if entry is not None and check.kind is DriftKind.MODIFIED else None
         if wrong is not None and lookup.copy is not None:
             out.append(shipped_as_is(check, wrong, PristineRef(lookup.copy.source, lookup.copy.where)))

@@ -39,7 +39,7 @@ from ..environment.target import environment_roots
 from ..core.errors import ConfigError
 from ..core.units import count
 from ..fs.reader import CHUNK, file_type, inside, open_regular, os_error, read_regular
-from ..pipeline.changes import file_by_file, record_rows
+from ..pipeline.changes import file_by_file, record_rows, wheel_row
 from ..core.values import Area, Drift, DriftKind, FileCheck, Origin, RecordEntry, Scope, SourceKind, Target
 from ..fs.paths import printable
 from ..formats.patch import PatchTooLarge, make_patch
@@ -254,7 +254,11 @@ def _area_of(check: FileCheck, env_root: str | None, model_dirs: Sequence[str]) 
 
 
 _SAVED = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.STARTUP_CODE, DriftKind.TYPE_CHANGED, DriftKind.MISSING,
-          DriftKind.CLOBBERED, DriftKind.ORPHANED_BYTECODE, DriftKind.STALE_METADATA, DriftKind.CORRUPT}
+          DriftKind.CLOBBERED, DriftKind.ORPHANED_BYTECODE, DriftKind.STALE_METADATA, DriftKind.CORRUPT,
+          DriftKind.RECORD_REWRITTEN}
+# Edited package files: each needs its original (or a patch) for the checkpoint to be complete. A
+# record-rewritten file's original is its wheel's, verified against the wheel's own row.
+_EDITED = {DriftKind.MODIFIED, DriftKind.RECORD_REWRITTEN}
 
 
 def write_checkpoint(dest: str, target: Target, drifts: Sequence[Drift], report: Report,
@@ -346,7 +350,8 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
             by_path = rows.get(dist.metadata_dir)
             if by_path is None:
                 by_path = rows[dist.metadata_dir] = record_rows(dist)
-            entry = by_path.get(os.path.normpath(check.path))
+            entry = wheel_row(check) if check.kind is DriftKind.RECORD_REWRITTEN \
+                else by_path.get(os.path.normpath(check.path))
             if dist.key not in dists:
                 lookup = originals.get(dist) if originals is not None else None
                 copy = lookup.copy if lookup else None
@@ -378,7 +383,7 @@ def _fill(tmp: str, target: Target, env_root: str | None, drifts: Sequence[Drift
         except OSError as exc:  # one file that cannot be saved costs that file, said in the index
             item.not_copied = item.not_copied or f"cannot save it in the checkpoint: {os_error(exc)}"
         item.has_patch, item.has_original = item.patch is not None, item.original is not None
-        if dist is not None and check.kind is DriftKind.MODIFIED and drift.scope is Scope.PACKAGE \
+        if dist is not None and check.kind in _EDITED and drift.scope is Scope.PACKAGE \
                 and not item.has_original:
             uv_edited = check.uv_cache is not None and bool(check.uv_cache.copy)
             item.no_original = printable(why_no_original(lookup, entry, uv_edited) if entry is not None

@@ -628,7 +628,8 @@ def _pip_poisoned(drifts: list[Drift], chosen: set[str]) -> dict[str, str | None
 
 
 # Drift whose content a reinstall destroys (ghost bytecode is derived: nothing to keep).
-_HAS_CONTENT = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED}
+_HAS_CONTENT = {DriftKind.MODIFIED, DriftKind.ADDED, DriftKind.TYPE_CHANGED, DriftKind.CLOBBERED,
+                DriftKind.RECORD_REWRITTEN}
 
 
 def _checkpoint_step(lost: list[Drift], target: Target, checkpoint_dir: str | None, model_dirs: Sequence[str],

@@ -86,6 +86,9 @@ _PROBLEMS = ("DBG001", "DBG002", "DBG003", "DBG004")
 # Files no RECORD lists, written again from the checkpoint's copy when absent: a startup .pth or
 # sitecustomize is one (saved as its own kind, so reapply's report says what it is).
 _ADDED = (DriftKind.ADDED, DriftKind.STARTUP_CODE)
+# Edited package files, reapplied onto the new version: a record-rewritten one is an edit whose
+# RECORD row was rewritten too (reapply writes the edit, never a RECORD row).
+_EDITED = (DriftKind.MODIFIED, DriftKind.RECORD_REWRITTEN)
 
 
 class Status(str, enum.Enum):
@@ -858,15 +861,15 @@ def _plan_one(plan: ReapplyPlan, checkpoint: str, f: CheckpointFile, root: str, 
               index: CheckpointIndex, names: NameIndex) -> None:
     saved = _read_saved(checkpoint, f.content) if f.content else None
     # A Python source in any declared encoding takes the statement-level path, never the copy.
-    if f.patch or (f.kind is DriftKind.MODIFIED and saved is not None and _decode(saved, f.relpath)[0] is not None):
+    if f.patch or (f.kind in _EDITED and saved is not None and _decode(saved, f.relpath)[0] is not None):
         _plan_patched(plan, checkpoint, f, root, roots, dists, options, ledger, names)
     elif f.kind in _ADDED and f.content:
         _plan_added(plan, checkpoint, f, root, roots, options, moved)
-    elif f.kind is DriftKind.MODIFIED and f.content:
+    elif f.kind in _EDITED and f.content:
         _plan_copied(plan, checkpoint, f, root, roots, dists)
     elif f.kind is DriftKind.MISSING:
         _plan_missing(plan, f, root, roots, dists, index)
-    elif f.kind is DriftKind.MODIFIED:
+    elif f.kind in _EDITED:
         plan.report.files.append(ReapplyFile(
             relpath=f.relpath, path="", action=Action.COPY, distribution=f.distribution, version_then=f.version,
             status=Status.SKIPPED, reason=f"its content was not saved in the checkpoint ({f.not_copied or 'no copy'})"))

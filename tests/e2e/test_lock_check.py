@@ -151,7 +151,11 @@ def test_pip_and_a_hashed_requirements_file(tmp_path):
     assert not prov.verified and "differs from the expected" in prov.reason and prov.how_to
     rewrite(venvs.site_packages_of(venv), "lkpkg-1.0.dist-info", "lkpkg/core.py", CODE + "import os\n")
     edited = audit(str(venv), locks=[str(reqs)], wheels=[str(house)])
-    assert [d.relpath for d in edited.drifts if d.kind is DriftKind.RECORD_REWRITTEN] == ["lkpkg/core.py"]
+    [drift] = [d for d in edited.drifts if d.kind is DriftKind.RECORD_REWRITTEN]
+    assert drift.relpath == "lkpkg/core.py"
+    # the original is the wheel's file, verified against the wheel's own row: the edit as a diff
+    assert drift.pristine is not None and drift.pristine.source == "wheels"
+    assert drift.diff is not None and "\n+import os\n" in drift.diff
 
 
 def test_pylock_exported_by_uv_gives_the_same_verdict(uv_project, tmp_path, monkeypatch):
@@ -230,3 +234,28 @@ def test_a_package_the_lock_leaves_out_of_this_python_is_a_mismatch_when_install
     [drift] = [d for d in report.drifts if d.kind is DriftKind.LOCK_MISMATCH]
     assert drift.distribution.name == "oldshim" and "leaves it out of this environment" in drift.evidence
     assert 'python_version < "3.0"' in drift.evidence
+
+
+def test_checkpoint_keeps_a_record_rewritten_edit_and_reapply_brings_it_back(tmp_path):
+    """The edit is saved with its wheel's original (verified against the wheel's own row), the
+    reinstall wipes it, reapply writes it again — and never a RECORD row, so the audit then calls
+    it what it is against the reinstalled RECORD: modified."""
+    wheel = build_wheel(tmp_path / "house", "lkpkg", "1.0", {"lkpkg/__init__.py": "X = 1\n", "lkpkg/core.py": CODE})
+    venv = venvs.make_pip_venv(tmp_path / "venv")
+    venvs.pip_install(venv, "--no-index", str(wheel))
+    site = venvs.site_packages_of(venv)
+    edited = CODE.replace("x + 1", "x + 41")
+    rewrite(site, "lkpkg-1.0.dist-info", "lkpkg/core.py", edited)
+    checkpoint = tmp_path / "cp"
+    proc = run_cli("checkpoint", "--venv", str(venv), "-o", str(checkpoint))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    index = json.loads((checkpoint / "checkpoint.json").read_text())
+    [item] = [f for f in index["files"] if f["relpath"].endswith("lkpkg/core.py")]
+    assert item["kind"] == "record-rewritten" and item["has_original"] and not index["partial"]
+    venvs.pip_install(venv, "--no-index", "--force-reinstall", "--no-deps", str(wheel))
+    assert (site / "lkpkg/core.py").read_text() == CODE
+    proc = run_cli("reapply", str(checkpoint), "--venv", str(venv), "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (site / "lkpkg/core.py").read_text() == edited
+    [drift] = [d for d in audit(str(venv)).drifts if d.relpath == "lkpkg/core.py"]
+    assert drift.kind is DriftKind.MODIFIED
