@@ -28,7 +28,7 @@ from ..lockfile.select import Selection, select, wheel_for
 from ..pristine.base import PristineOptions
 from ..provenance.check import check_provenance
 from ..provenance.expected import Expected
-from ..provenance.model import FileState as RowFileState, Provenance, RowChange, RowChangeKind
+from ..provenance.model import FileState as RowFileState, Provenance, ProvenanceSource, RowChange, RowChangeKind
 
 # A venv's own tooling that a lock rarely lists (pip-compile leaves them out on purpose): their
 # absence from a lock is not the environment's drift.
@@ -51,6 +51,8 @@ class LockOutcome:
     wheels: dict[str, LockedWheel] = field(default_factory=dict)  # by metadata_dir
     notes: tuple[Problem, ...] = ()
     errors: tuple[Problem, ...] = ()
+    # Distributions the lock pins with no wheel digest to check against, and why.
+    no_wheel: tuple[Provenance, ...] = ()
 
 
 def installed_tags(dist: Distribution) -> tuple[str, ...]:
@@ -82,6 +84,9 @@ def _installed_source(dist: Distribution) -> tuple[str, str]:
         return "directory", url
     return "archive", url
 
+
+# A project's own tree (editable, a directory, uv's virtual root): no archive, so no digest to prove it by.
+_LOCAL_TREES = {SourceKind.EDITABLE, SourceKind.DIRECTORY, SourceKind.VIRTUAL}
 
 _LOCK_CLASS = {SourceKind.REGISTRY: "index", SourceKind.URL: "archive", SourceKind.PATH: "archive",
                SourceKind.DIRECTORY: "directory", SourceKind.EDITABLE: "directory", SourceKind.VIRTUAL: "directory",
@@ -171,6 +176,7 @@ def check_locks(locks: Sequence[str], dists: Iterable[Distribution], target: Tar
         return LockOutcome(errors=tuple(errors))
     checks: list[FileCheck] = []
     wheels: dict[str, LockedWheel] = {}
+    no_wheel: list[Provenance] = []
     notes = [Problem(lock.path, note) for lock, _ in chosen for note in lock.notes]
     installed: dict[str, Distribution] = {}
     for dist in dists:
@@ -204,6 +210,8 @@ def check_locks(locks: Sequence[str], dists: Iterable[Distribution], target: Tar
         wheel = _wheel(dist, pkg, lock)
         if wheel is not None:
             wheels[dist.metadata_dir] = wheel
+        elif pkg.source not in _LOCAL_TREES:
+            no_wheel.append(_no_wheel(dist, pkg, lock))
     site = target.site_packages[0] if target.site_packages else os.sep
     for lock, sel in chosen:
         for key, pkg in sorted(sel.required.items()):
@@ -215,7 +223,21 @@ def check_locks(locks: Sequence[str], dists: Iterable[Distribution], target: Tar
                                  FileState(version=None),
                                  f"{os.path.basename(lock.path)} requires {pkg.name} {pkg.version or ''} here; it is "
                                  f"not installed in {target.venv or site}".replace("  ", " ")))
-    return LockOutcome(tuple(checks), wheels, tuple(notes), tuple(errors))
+    return LockOutcome(tuple(checks), wheels, tuple(notes), tuple(errors), tuple(no_wheel))
+
+
+def _no_wheel(dist: Distribution, pkg: LockedPackage, lock: Lock) -> Provenance:
+    """Why a distribution the lock pins has no wheel digest to prove its RECORD by."""
+    name = os.path.basename(lock.path)
+    if not any(f.sha256 for f in pkg.files):
+        why = (f"{name} gives no hash for {pkg.name} {pkg.version or ''} (its {pkg.source.value} source)"
+               .replace("  ", " "))
+    else:
+        why = (f"{name} names no wheel of {pkg.name} for the tags this one was installed with "
+               f"({', '.join(installed_tags(dist)) or 'no WHEEL file'}): built from the sdist, whose RECORD "
+               "no lock vouches for")
+    return Provenance(dist.name, dist.version, dist.metadata_dir, lock.path, None, None, ProvenanceSource.NONE,
+                      False, why, None, (), 0)
 
 
 def _names(paths: Iterable[str]) -> str:
@@ -309,7 +331,7 @@ def check(checks: Sequence[FileCheck], dists: Sequence[Distribution], target: Ta
     full, problems = _full(dists, target, uv_cache, cache, bool(locks))
     outcome = check_locks(locks, full, target) if locks else LockOutcome()
     expected = {md: Expected(min(w.digests), w.lock, w.filename, also=w.digests) for md, w in outcome.wheels.items()}
-    provenance = tuple(check_provenance(full, expected, options))
+    provenance = (*check_provenance(full, expected, options), *outcome.no_wheel)
     rewritten = annotate_uv_cache(rewritten_checks(provenance, {d.metadata_dir: d for d in full}),
                                   uv_cache or default_uv_cache())
     replaced = {c.path for c in rewritten}

@@ -25,6 +25,7 @@ class MismatchOut(DataModel):
     kind: Annotated[DriftKind, InlineEnum(DriftKind)] = field(metadata=describe("lock-mismatch | record-rewritten"))
     path: str = field(metadata=describe("the dist-info (a version or source), or the file (a rewritten row)"))
     message: str
+    relpath: str = field(default="", metadata=describe("the path relative to its site-packages"))
     distribution: str | None = None
     version: str | None = field(default=None, metadata=describe("installed; null: not installed"))
     locked: str | None = field(default=None, metadata=describe("the version the lock pins; null: not in the lock"))
@@ -57,7 +58,7 @@ def lock_check_of(report: Report) -> LockCheck:
         if d.kind not in KINDS:
             continue
         locked = d.expected.get("version") if d.kind is DriftKind.LOCK_MISMATCH else None
-        mismatches.append(MismatchOut(kind=d.kind, path=d.path, message=d.evidence,
+        mismatches.append(MismatchOut(kind=d.kind, path=d.path, relpath=d.relpath, message=d.evidence,
                                       distribution=d.distribution.name if d.distribution else None,
                                       version=d.actual.get("version") if d.kind is DriftKind.LOCK_MISMATCH
                                       else (d.distribution.version if d.distribution else None),
