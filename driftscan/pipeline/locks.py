@@ -22,9 +22,9 @@ from ..environment.uv.cache import default_uv_cache, default_virtualenv_app_data
 from ..environment.uv.links import annotate_uv_cache
 from ..fs.reader import read_regular
 from ..lockfile.markers import marker_environment
-from ..lockfile.model import Lock, LockedPackage, LockFormat, SourceKind
+from ..lockfile.model import Lock, LockedPackage, LockFormat, Selection, SourceKind
 from ..lockfile.read import read_lock
-from ..lockfile.select import Selection, select, wheel_for
+from ..lockfile.select import select, wheel_for
 from ..pristine.base import PristineOptions
 from ..provenance.check import check_provenance
 from ..provenance.expected import Expected
@@ -313,7 +313,8 @@ def _full(dists: Sequence[Distribution], target: Target, uv_cache: str | None, c
     ``wanted`` or (else) those with a direct_url.json read again."""
     roots = tuple(r for r in (uv_cache or default_uv_cache(), default_virtualenv_app_data()) if r)
     containment = containment_for(target, roots)
-    out, problems = [], []
+    out: list[Distribution] = []
+    problems: list[Problem] = []
     for dist in dists:
         if dist.entries or dist.kind is not MetadataKind.DIST_INFO or not (wanted or has_direct_url(dist)):
             out.append(dist)

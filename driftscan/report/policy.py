@@ -86,7 +86,7 @@ def drift_fails(drift: DriftOut, policy: FailOn) -> bool:
     if policy is FailOn.STALE_PROCESS:
         return False
     if policy in _BY_KIND:
-        return drift.kind.value == policy.value
+        return bool(drift.kind.value == policy.value)
     if policy in _SCOPES:
         return bool(drift.scope.value == policy.value)
     if policy is FailOn.DEBUG and drift.kind.value == "debug-artifacts":
