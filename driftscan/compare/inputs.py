@@ -494,8 +494,10 @@ def _add_record_entry(machine: Machine, files: dict[str, Any], site: str, rel: s
     inner = rel[len(site):]
     m = _RECORD_RE.match(inner)
     entry = files.get(rel)
-    digest = entry.get("xxh3_128") if type(entry) is dict else None
-    if m is None or type(digest) is not str or entry.get("link") is not None:
+    if m is None or type(entry) is not dict or entry.get("link") is not None:
+        return
+    digest = entry.get("xxh3_128")
+    if type(digest) is not str:
         return
     key = canonical(m.group(1))
     free = own.get(rel)

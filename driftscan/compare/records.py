@@ -14,6 +14,7 @@ INSTALLER file is the same are compared (pip's RECORD and uv's differ without an
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -101,9 +102,10 @@ def _comparable(state: str, majority: str) -> bool:
 
 
 def _wheel_name(name: str) -> str:
-    """The name part of a dist-info directory as the wheel spec writes it (a report names no
-    directory: this is where it is, for every wheel built to the spec)."""
-    return "_".join(part for part in name.replace("-", "_").replace(".", "_").split("_") if part)
+    """The name part of a dist-info directory as the wheel spec writes it: runs of ``-_.`` as one
+    ``_``, lower case (a report names no directory: this is where it is for a wheel built to the
+    spec; an older wheel's may keep the name's case)."""
+    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 def _installer_written(relpath: str, info: str) -> bool:

@@ -274,7 +274,7 @@ def shipped_rows_digest(rows: Iterable[RecordEntry], dist_info_name: str) -> str
     update = sha.update
     for path, i in picked:
         if kinds[i] == 1:  # a sha256 digest (RecordRows' kind 1), the common row: its 32 bytes as they are
-            shown: bytes = digests[32 * i:32 * (i + 1)]
+            shown = bytes(digests[32 * i:32 * (i + 1)])
         else:
             h = table.hash(i)
             shown = hash_text(h).encode("ascii", "backslashreplace") if h is not None else b""
