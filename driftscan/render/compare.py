@@ -37,8 +37,7 @@ def _state(state: Mapping[str, Any] | None) -> str:
 def _rewritten_files(o: OutlierOut, shown: int = 10) -> str:
     """What a record-rewritten outlier says of the files its RECORD vouches for."""
     if o.files is None:
-        return ("its RECORD vouches for files the majority's does not: this machine's audit cannot see them "
-                "(a snapshot of each machine names them)")
+        return "which files: a report cannot say (its RECORD vouches for them); snapshots of each machine name them"
     if not o.files:
         return "no file of it differs from the majority's: only its RECORD does"
     more = f", and {len(o.files) - shown} more" if len(o.files) > shown else ""

@@ -40,7 +40,7 @@ def test_the_odd_record_of_three_is_rewritten(tmp_path):
     assert o.distribution == {"name": "Rec.Pkg", "version": "1.0"} and not o.tie and o.files is None
     assert result.differs
     text = render_compare_text(result)
-    assert "record-rewritten" in text and "majority 2 of 3" in text and "cannot see them" in text
+    assert "record-rewritten" in text and "majority 2 of 3" in text and "snapshots of each machine name them" in text
     assert "record-rewritten" in render_compare_markdown(result)
 
 
