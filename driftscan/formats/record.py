@@ -251,6 +251,9 @@ class DigestOnlyRows(RecordRows):
         super().__init__()
         self.shipped_digest = shipped_digest
 
+    def __reduce__(self) -> tuple[type[DigestOnlyRows], tuple[str | None]]:  # type: ignore[override]
+        return DigestOnlyRows, (self.shipped_digest,)  # pickled to a worker: still the digest, still no rows
+
 
 def shipped_rows_digest(rows: Iterable[RecordEntry], dist_info_name: str) -> str | None:
     """``sha256=…`` over the rows of a RECORD the wheel itself ships — (path, hash, size), sorted by
