@@ -19,7 +19,8 @@ from typing import BinaryIO
 
 from ..fs.reader import open_regular
 from ..core.values import Distribution, RecordEntry
-from ..formats.record import INSTALLER_FILES, hash_text, parse_hash, parse_record
+from ..formats.record import INSTALLER_FILES as INSTALLER_FILES  # re-exported: the files installers write
+from ..formats.record import hash_text, parse_hash, parse_record
 from .base import PristineCopy, SourceKind, WrongRow
 from .names import expand_tags, installed_tags, same_release
 
