@@ -74,6 +74,12 @@ def with_rewritten_records(machines: list[Machine], outliers: list[OutlierOut]) 
     return merged, notes
 
 
+def weighs_a_record(o: OutlierOut) -> bool:
+    """Whether ``o`` is this module's: a RECORD unlike the majority's (a report's own
+    ``record-rewritten`` drift of a file, from a lockfile's wheel, is a file outlier)."""
+    return o.kind == RECORD_REWRITTEN and o.relpath.endswith(".dist-info/RECORD")
+
+
 def _outlier(m: Machine, dist: str, version: str, record: RecordState, majority: RecordState, n: int, of: int,
              outliers: list[OutlierOut]) -> OutlierOut:
     relpath = record.relpath or f"{_wheel_name(m.display.get(dist, dist))}-{version}.dist-info/RECORD"

@@ -12,7 +12,7 @@ from itertools import groupby
 
 from ..compare import CompareReport, OutlierOut
 from ..compare.model import BeforeAfterOut, DriftStateOut, TimedChangeOut
-from ..compare.records import RECORD_REWRITTEN
+from ..compare.records import weighs_a_record
 from ..fs.paths import one_line
 from ..core.units import count
 from .markdown import code, esc
@@ -153,7 +153,7 @@ def render_compare_text(r: CompareReport, verbose: bool = False, label: Callable
             against = f"majority {o.majority['machines']} of {o.majority['of']}: {_state(o.majority)}" \
                 if o.majority and "machines" in o.majority else ("tie, no majority" if o.tie else "")
             lines.append(one_line(f"  {o.kind:<9} {o.path}  [{_where(o)}]  this: {_state(o.this)}; {against}"))
-            if o.kind == RECORD_REWRITTEN:
+            if weighs_a_record(o):
                 lines.append(one_line(f"    {_rewritten_files(o)}"))
         if len(shown) < len(items):
             lines.append(f"  … {len(items) - len(shown)} more (-v shows all, --format json lists them)")
@@ -197,7 +197,7 @@ def render_compare_markdown(r: CompareReport, verbose: bool = False) -> str:
         for o in r.outliers:
             majority = f"{o.majority['machines']}/{o.majority['of']} {_state(o.majority)}" \
                 if o.majority and "machines" in o.majority else "tie"
-            path = code(o.path) + (f"<br>{esc(_rewritten_files(o))}" if o.kind == RECORD_REWRITTEN else "")
+            path = code(o.path) + (f"<br>{esc(_rewritten_files(o))}" if weighs_a_record(o) else "")
             lines.append(f"| {code(o.machine)} | {esc(host.get(o.machine, '?'))} | {esc(o.kind)} | {path} | "
                          f"{esc(_where(o))} | {esc(_state(o.this))} | {esc(majority)} |")
         lines.append("")

@@ -94,3 +94,18 @@ def test_two_metadata_directories_of_one_name_are_not_weighed(tmp_path):
     paths = fleet(tmp_path, A, A) + [report(tmp_path, "dup", twice)]
     result = compare_files(paths, before_after=False)
     assert [o.kind for o in result.outliers] == []
+
+
+def test_a_reports_own_record_rewritten_drift_is_a_file_outlier(tmp_path):
+    """An audit with a lockfile names a file whose RECORD row was rewritten (drift kind
+    record-rewritten): compare shows it as that file, not as a RECORD weighed across machines."""
+    paths = fleet(tmp_path, A, A, A)
+    doc = json.loads(Path(paths[2]).read_text())
+    doc["drifts"] = [{"path": f"{SP}/rec_pkg/m2.py", "relpath": "rec_pkg/m2.py", "kind": "record-rewritten",
+                      "scope": "package", "distribution": {"name": "Rec.Pkg", "version": "1.0"},
+                      "actual": {"hash": B}}]
+    Path(paths[2]).write_text(json.dumps(doc))
+    result = compare_files(paths, before_after=False)
+    [o] = result.outliers
+    assert (o.relpath, o.kind, o.files) == ("rec_pkg/m2.py", "record-rewritten", None)
+    assert "which files" not in render_compare_text(result)
