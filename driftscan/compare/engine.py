@@ -29,6 +29,7 @@ from ..core.errors import DriftscanError
 from ..core.units import count as n_of
 from .inputs import (AS_REFERENCE, BY_NAME, EXTERNAL, Fact, InputError, InputKind, Key, Machine, State, canonical,
                      kind_of, load, target_of)
+from .records import with_rewritten_records
 from .model import (CompareReport, InputErrorOut, MachineOut, MissingRootOut, OutlierOut, SkewMachineOut,
                     VersionSkewOut)
 
@@ -168,6 +169,11 @@ def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
         try:
             doc = load(path)
             kind = kind_of(doc)
+            if kinds and kind not in kinds:
+                other = next(iter(kinds.items()))
+                raise CompareError(f"compare takes audit reports or snapshots, not a mix: {other[1]} is a "
+                                   f"{other[0]}, {name} a {kind}")
+            machine = _machine(len(machines), name, kind, doc, display)
         except InputError as exc:
             out.errors.append(InputErrorOut(path=name, message=str(exc)))
             continue
@@ -175,12 +181,7 @@ def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
             done += 1
             if progress:
                 progress(done, total)
-        if kinds and kind not in kinds:
-            other = next(iter(kinds.items()))
-            raise CompareError(f"compare takes audit reports or snapshots, not a mix: {other[1]} is a {other[0]}, "
-                               f"{name} a {kind}")
         kinds.setdefault(kind, name)
-        machine = _machine(len(machines), name, kind, doc, display)
         machine.path = path
         if hostnames and hostnames[n] and not machine.hostname:
             machine.hostname = hostnames[n]
@@ -227,6 +228,8 @@ def compare_files(paths: Sequence[str], *, names: Sequence[str] | None = None,
         out.outliers = list(_second_pass(fleet, verdicts, out, progress, done, total, own_path))
     elif progress:
         progress(total, total)
+    out.outliers, record_notes = with_rewritten_records(machines, out.outliers)
+    out.notes += record_notes
     _skew_drift_counts(fleet, out)
     return out
 

@@ -78,12 +78,29 @@ class Machine:
     skipped_entries: int = 0
     path: str = ""  # the file it was read from (``name`` unless the caller names machines otherwise)
     generated_at: str | None = None  # when the report was written (a snapshot's ``created``), as it says
+    # canonical name -> its RECORD's state on this machine (``RecordState``): what ``records.py``
+    # finds a rewritten RECORD by; only distributions the input gives one for
+    records: dict[str, RecordState] = field(default_factory=dict)
     # Filled as its facts are read, emptied by the reader: (key, state, the same file's state with
     # the environment's own path taken out) for each file whose input gives both and whose prefix
     # is one that may be taken out (``formats/prefixfree.py``). At most ``MAX_OWN_PATH`` a read.
     own_path: list[tuple[Key, State, State]] = field(default_factory=list)
 
 
+class RecordState(NamedTuple):
+    """One distribution's RECORD on one machine, as ``compare`` weighs it against the fleet's."""
+
+    version: str
+    state: str  # what is compared: a report's record_digest, a snapshot's RECORD digest (prefix-free if given)
+    shown: dict[str, str]  # how the output shows it: {"hash": …} or {"xxh3_128": …}
+    relpath: str | None = None  # relative to site-packages (snapshots: the entry's own path)
+    # what else must match for two RECORDs to be compared: a snapshot's INSTALLER digest (pip and uv
+    # write different rows); "" for a report's record_digest, which leaves installer rows out
+    installer: str = ""
+
+
+# A report's record_digest: "algorithm=urlsafe base64"; anything else is not one of ours.
+_RECORD_DIGEST = re.compile(r"[a-z0-9_]{1,16}=[A-Za-z0-9_-]{16,128}")
 MAX_OWN_PATH = 1 << 16
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 PREFIX_FREE = "prefix-free:"  # what marks a state made of a prefix-free digest
@@ -338,12 +355,29 @@ def report_machine(index: int, name: str, doc: dict[str, Any], display: dict[str
     dists = doc.get("distributions")
     if isinstance(dists, list):
         machine.versions = {}
-        for d in dists:
+        for n, d in enumerate(dists):
             if isinstance(d, dict) and isinstance(d.get("name"), str) and isinstance(d.get("version"), str):
                 _add_version(machine, d["name"], d["version"])
+                _add_record_digest(machine, n, d)
             else:
                 machine.skipped_entries += 1
     return machine
+
+
+def _add_record_digest(machine: Machine, n: int, d: dict[str, Any]) -> None:
+    """A distribution's ``record_digest`` (null or absent: none to compare). One that is not a
+    digest makes the whole report an input error: a report that lies about it cannot be weighed."""
+    digest = d.get("record_digest")
+    if digest is None:
+        return
+    if not isinstance(digest, str) or len(digest) > 200 or not _RECORD_DIGEST.fullmatch(digest):
+        shown = type(digest).__name__ if not isinstance(digest, str) else f"a string of {len(digest)} characters"
+        raise InputError(f"distributions[{n}].record_digest is not a digest (algorithm=base64): {shown}")
+    key = canonical(d["name"])
+    if key in machine.records:  # two metadata directories of one name: no one RECORD to compare
+        machine.records[key] = machine.records[key]._replace(state="")
+        return
+    machine.records[key] = RecordState(sys.intern(d["version"]), digest, {"hash": digest})
 
 
 def _add_version(machine: Machine, name: str, version: str) -> None:
@@ -436,15 +470,45 @@ def snapshot_machine(index: int, name: str, doc: dict[str, Any], display: dict[s
             py = re.match(r"^(?:lib|lib64)/python(\d+\.\d+)", site)
             if py:
                 pythons.add(py.group(1))
+        own = _own_path(manifest) if root == VENV else {}
         for rel in files:
             if type(rel) is not str or "-info/" not in rel or not rel.startswith(site):
                 continue
             m = _DIST_INFO_RE.match(rel[len(site):])
             if m and "/" not in m.group(1):
                 _add_version(machine, m.group(1), m.group(2))
+            elif rel.endswith("/RECORD"):
+                _add_record_entry(machine, files, site, rel, own)
     if len(pythons) == 1:
         machine.python_version = pythons.pop()
     return machine
+
+
+_RECORD_RE = re.compile(r"^([^/]+?)-([^/-]+)\.dist-info/RECORD$")
+
+
+def _add_record_entry(machine: Machine, files: dict[str, Any], site: str, rel: str,
+                      own: dict[str, tuple[str, str]]) -> None:
+    """A snapshot's ``NAME-VERSION.dist-info/RECORD`` entry: its digest (prefix-free when the
+    snapshot gives one: a console script's row holds the venv's path), beside its INSTALLER's."""
+    inner = rel[len(site):]
+    m = _RECORD_RE.match(inner)
+    entry = files.get(rel)
+    if m is None or type(entry) is not dict or entry.get("link") is not None:
+        return
+    digest = entry.get("xxh3_128")
+    if type(digest) is not str:
+        return
+    key = canonical(m.group(1))
+    free = own.get(rel)
+    state = PREFIX_FREE + free[1] if free is not None and free[0] == digest else digest
+    installer = files.get(rel[:-len("RECORD")] + "INSTALLER")
+    installed_by = installer.get("xxh3_128") if type(installer) is dict else None
+    found = RecordState(sys.intern(m.group(2)), state, {"xxh3_128": digest}, inner,
+                        installed_by if type(installed_by) is str else "")
+    if key in machine.records:  # two metadata directories of one name: no one RECORD to compare
+        found = found._replace(state="")
+    machine.records[key] = found
 
 
 def _is_bytecode(rel: str) -> bool:

@@ -32,7 +32,9 @@ class OutlierOut(BaseModel):
     root: str = Field(description="what the path is relative to: site-packages, venv, model:NAME, or external")
     relpath: str = Field(description="the path the machines are grouped by, relative to root")
     kind: str = Field(description="modified | missing | added (relative to the majority), or this machine's "
-                                  "drift kind when it is another one (type-changed, debug-artifacts, ...)")
+                                  "drift kind when it is another one (type-changed, debug-artifacts, ...); "
+                                  "record-rewritten: the distribution's RECORD is not the one most machines with "
+                                  "that version have (path: the RECORD)")
     scope: str | None = Field(default=None, description="package | environment | data | external ...")
     distribution: dict[str, str] | None = Field(default=None, description="{name, version} of the owner")
     majority: dict[str, Any] | None = Field(
@@ -40,6 +42,10 @@ class OutlierOut(BaseModel):
                                   "two machines that differ, the other machine's; null when no state has most")
     this: dict[str, Any] = Field(description="this machine's state: {state, hash?, size?}")
     tie: bool = Field(default=False, description="no state has a strict majority among the comparable machines")
+    files: list[str] | None = Field(
+        default=None, description="record-rewritten: this machine's files of the distribution that differ from the "
+                                  "majority's, relative to site-packages (snapshots; a report lists no file its "
+                                  "RECORD vouches for, so null there)")
 
 
 class SkewMachineOut(BaseModel):

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 from ..core.values import Hash, RecordEntry, RecordRows
 
+# Files installers write into the dist-info they create: no wheel has them (FACTS §1).
+INSTALLER_FILES = frozenset({"INSTALLER", "REQUESTED", "RECORD", "direct_url.json", "uv_cache.json", "uv_build.json"})
+
 # Algorithms a RECORD may name. md5 and sha1 are refused by the wheel spec.
 ACCEPTED_ALGORITHMS = frozenset(hashlib.algorithms_guaranteed) - {"md5", "sha1"}
 _BARE_CR = re.compile("\r(?!\n)")  # a CR that does not end a line: the csv module's job
@@ -236,3 +239,50 @@ def new_hash(algorithm: str, data: bytes = b"") -> hashlib._Hash:
 def record_hash_text(digest: bytes) -> str:
     """The RECORD spelling of a digest: urlsafe base64 without padding."""
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+class DigestOnlyRows(RecordRows):
+    """No rows: a RECORD whose rows an audit did not read again (settled by the clean index), standing
+    in with the ``shipped_rows_digest`` they had when they were read."""
+
+    __slots__ = ("shipped_digest",)
+
+    def __init__(self, shipped_digest: str | None) -> None:
+        super().__init__()
+        self.shipped_digest = shipped_digest
+
+    def __reduce__(self) -> tuple[type[DigestOnlyRows], tuple[str | None]]:  # type: ignore[override]
+        return DigestOnlyRows, (self.shipped_digest,)  # pickled to a worker: still the digest, still no rows
+
+
+def shipped_rows_digest(rows: Iterable[RecordEntry], dist_info_name: str) -> str | None:
+    """``sha256=…`` over the rows of a RECORD the wheel itself ships — (path, hash, size), sorted by
+    path — or None when there is none. Left out: the files installers write into the dist-info
+    (``INSTALLER_FILES``), rows outside site-packages (console scripts, headers: rewritten at install)
+    and ``__pycache__`` rows (pip compiles, uv does not). What is left does not depend on the
+    environment's path, the installer or its row order, so every machine with the same wheel
+    installed gives the same digest; a row rewritten to match an edited file gives another.
+    In memory only: the rows as the audit parsed them."""
+    if isinstance(rows, DigestOnlyRows):
+        return rows.shipped_digest
+    table = RecordRows.of(rows)
+    paths, kinds, digests = table.paths, table.kinds, table.digests
+    installer_rows = {f"{dist_info_name}/{name}" for name in INSTALLER_FILES}
+    picked = sorted((path, i) for i, path in enumerate(paths)
+                    if path not in installer_rows and "__pycache__" not in path and ".." not in path
+                    and not path.startswith("/"))
+    if not picked:
+        return None
+    sha = hashlib.sha256()
+    update = sha.update
+    for path, i in picked:
+        if kinds[i] == 1:  # a sha256 digest (RecordRows' kind 1), the common row: its 32 bytes as they are
+            shown = bytes(digests[32 * i:32 * (i + 1)])
+        else:
+            h = table.hash(i)
+            shown = hash_text(h).encode("ascii", "backslashreplace") if h is not None else b""
+        size = table.size(i)
+        # each field's length first: a hostile path cannot make two lists of rows read as one
+        encoded = path.encode("utf-8", "surrogatepass")
+        update(b"%d:%s%d:%s%s\n" % (len(encoded), encoded, len(shown), shown, b"" if size is None else b"%d" % size))
+    return "sha256=" + record_hash_text(sha.digest())

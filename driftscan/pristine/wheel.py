@@ -19,6 +19,7 @@ from typing import BinaryIO
 
 from ..fs.reader import open_regular
 from ..core.values import Distribution, RecordEntry
+from ..formats.record import INSTALLER_FILES as INSTALLER_FILES  # re-exported: the files installers write
 from ..formats.record import hash_text, parse_hash, parse_record
 from .base import PristineCopy, SourceKind, WrongRow
 from .names import expand_tags, installed_tags, same_release
@@ -91,8 +92,6 @@ def installed_outside(path: str) -> bool:
     return ".." in path.replace("\\", "/").split("/") or path.startswith("/")
 
 
-# Files installers write into the dist-info they create: no wheel has them (FACTS §1).
-INSTALLER_FILES = frozenset({"INSTALLER", "REQUESTED", "RECORD", "direct_url.json", "uv_cache.json", "uv_build.json"})
 
 
 def installer_written(path: str, dist: Distribution) -> bool:

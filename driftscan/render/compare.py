@@ -12,6 +12,7 @@ from itertools import groupby
 
 from ..compare import CompareReport, OutlierOut
 from ..compare.model import BeforeAfterOut, DriftStateOut, TimedChangeOut
+from ..compare.records import weighs_a_record
 from ..fs.paths import one_line
 from ..core.units import count
 from .markdown import code, esc
@@ -31,6 +32,16 @@ def _state(state: Mapping[str, Any] | None) -> str:
     if "size" in state and state["size"] is not None and "hash" not in state:
         text += f" {state['size']} B"
     return text
+
+
+def _rewritten_files(o: OutlierOut, shown: int = 10) -> str:
+    """What a record-rewritten outlier says of the files its RECORD vouches for."""
+    if o.files is None:
+        return "which files: a report cannot say (its RECORD vouches for them); snapshots of each machine name them"
+    if not o.files:
+        return "no file of it differs from the majority's: only its RECORD does"
+    more = f", and {len(o.files) - shown} more" if len(o.files) > shown else ""
+    return f"files unlike the majority's: {', '.join(o.files[:shown])}{more}"
 
 
 def _where(o: OutlierOut) -> str:
@@ -142,6 +153,8 @@ def render_compare_text(r: CompareReport, verbose: bool = False, label: Callable
             against = f"majority {o.majority['machines']} of {o.majority['of']}: {_state(o.majority)}" \
                 if o.majority and "machines" in o.majority else ("tie, no majority" if o.tie else "")
             lines.append(one_line(f"  {o.kind:<9} {o.path}  [{_where(o)}]  this: {_state(o.this)}; {against}"))
+            if weighs_a_record(o):
+                lines.append(one_line(f"    {_rewritten_files(o)}"))
         if len(shown) < len(items):
             lines.append(f"  … {len(items) - len(shown)} more (-v shows all, --format json lists them)")
     if r.version_skew:
@@ -184,7 +197,8 @@ def render_compare_markdown(r: CompareReport, verbose: bool = False) -> str:
         for o in r.outliers:
             majority = f"{o.majority['machines']}/{o.majority['of']} {_state(o.majority)}" \
                 if o.majority and "machines" in o.majority else "tie"
-            lines.append(f"| {code(o.machine)} | {esc(host.get(o.machine, '?'))} | {esc(o.kind)} | {code(o.path)} | "
+            path = code(o.path) + (f"<br>{esc(_rewritten_files(o))}" if weighs_a_record(o) else "")
+            lines.append(f"| {code(o.machine)} | {esc(host.get(o.machine, '?'))} | {esc(o.kind)} | {path} | "
                          f"{esc(_where(o))} | {esc(_state(o.this))} | {esc(majority)} |")
         lines.append("")
     if r.version_skew:

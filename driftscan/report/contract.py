@@ -16,7 +16,9 @@ from ..core.datamodel import DataModel, InlineEnum, datamodel, describe
 
 from .._version import __version__
 from ..fs.atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
-from ..core.values import Drift, DriftKind, Finding, Origin, Prediction, Problem, Scope, Severity, Verification
+from ..core.values import (Distribution, Drift, DriftKind, Finding, MetadataKind, Origin, Prediction, Problem, Scope,
+                           Severity, Verification)
+from ..formats.record import shipped_rows_digest
 from ..fs.paths import inert, printable, printable_tree, relpath
 from ..procs.model import ProcsReport
 
@@ -85,6 +87,11 @@ class DistributionRef(DataModel):
     name: str
     version: str
     installer: str | None = None
+    record_digest: str | None = field(default=None, metadata=describe(
+        "sha256 over the RECORD rows a wheel ships (path, hash, size), installer-written rows, rows outside "
+        "site-packages and __pycache__ rows left out: equal on every machine with the same wheel installed "
+        "(what `driftscan compare` finds a rewritten RECORD by); null in drifts, for distributions without a "
+        "RECORD and in reports of older driftscan"))
 
 
 @datamodel
@@ -322,6 +329,12 @@ def pristine_out(lookups: Sequence[Lookup]) -> list[PristineOut]:
     return sorted(out, key=lambda p: p.distribution.lower())
 
 
+def _record_digest(d: Distribution) -> str | None:
+    if d.kind is not MetadataKind.DIST_INFO:
+        return None
+    return shipped_rows_digest(d.entries, os.path.basename(d.metadata_dir.rstrip("/")))
+
+
 def build_report(verification: Verification, drifts: list[Drift], duration: float | None = None,
                  model_dirs: list[str] | None = None, skipped: Sequence[Problem] | None = None,
                  pristine: Sequence[Lookup] = (), not_hashed: int = 0, trusted_by_signature: int = 0,
@@ -354,7 +367,8 @@ def build_report(verification: Verification, drifts: list[Drift], duration: floa
         duration_seconds=None if duration is None else round(duration, 3),
         pristine=pristine_out(pristine),
         distributions=sorted((DistributionRef(name=printable(d.name), version=printable(d.version),
-                                              installer=printable(d.installer) if d.installer else None)
+                                              installer=printable(d.installer) if d.installer else None,
+                                              record_digest=_record_digest(d))
                               for d in verification.distributions), key=lambda r: (r.name.lower(), r.version)),
         lock=[printable(p) for p in locks] or None,
         provenance=provenance_out(provenance) or None,

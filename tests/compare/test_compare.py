@@ -109,7 +109,9 @@ def test_reports_version_skew_is_one_entry_not_a_flood(tmp_path, wheels, uv_cach
     # Every report names its machine and lists its distributions.
     doc = json.loads(reports[0].read_text())
     assert doc["hostname"] == os.uname().nodename
-    assert {"name": "fleetpkg", "version": "1.1", "installer": "uv"} in doc["distributions"]
+    [fleetpkg] = [d for d in doc["distributions"] if d["name"] == "fleetpkg"]
+    assert fleetpkg.pop("record_digest").startswith("sha256=")
+    assert fleetpkg == {"name": "fleetpkg", "version": "1.1", "installer": "uv"}
     text = compare_cli(*map(str, reports))
     assert text.returncode == 1
     assert "version skew" in text.stdout and "fleetpkg: majority 1.1 on 2" in text.stdout

@@ -88,3 +88,26 @@ def test_diff_against_a_bundle_of_an_unknown_version_is_a_clear_error(tmp_path):
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, (version, proc.stderr)
         assert proc.stderr.startswith(f"driftscan: error: {bundle}: a snapshot bundle of bundle_version")
         assert "this driftscan reads '1'" in proc.stderr
+
+
+def test_compare_lists_a_report_whose_record_digest_is_not_one(tmp_path):
+    """A record_digest of another type, or 64 MiB of it: that report's error (exit bit 2), one
+    line, the others compared."""
+    paths = []
+    for k, host in enumerate("abc"):
+        doc = report(0, host)
+        doc["distributions"][0]["record_digest"] = "sha256=" + "A" * 43
+        paths.append(tmp_path / f"r{k}.json")
+        paths[-1].write_text(json.dumps(doc))
+    for n, bad in enumerate(({"nested": ["sha256=x"]}, "sha256=" + "A" * (64 << 20))):
+        doc = report(0, "evil")
+        doc["distributions"][0]["record_digest"] = bad
+        evil = tmp_path / f"evil{n}.json"
+        evil.write_text(json.dumps(doc))
+        proc = driftscan_bounded("compare", *map(str, paths), str(evil), "--format", "json", seconds=60,
+                                 memory_mb=512)
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr
+        out = json.loads(proc.stdout)
+        assert [e["path"] for e in out["errors"]] == [str(evil)] and len(out["machines"]) == 3
+        assert "record_digest is not a digest" in out["errors"][0]["message"]

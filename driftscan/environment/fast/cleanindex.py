@@ -43,6 +43,7 @@ import xxhash
 
 from ...caches.racy import settled
 from ...caches.statcache import SIGNATURE, CleanIndex, DigestCache, signature, tag
+from ...formats.record import DigestOnlyRows, shipped_rows_digest
 from ...core.values import (Area, Distribution, DriftKind, FileCheck, FileState, MetadataKind, Problem, RecordRows, Target,
                        TargetKind, Unverifiable, Verification)
 from ...fs.containment import Containment
@@ -57,7 +58,7 @@ from ..target import containment_for
 from ..uv.cache import default_uv_cache, default_virtualenv_app_data
 from ..uv.links import annotate_app_data, annotate_uv_cache
 
-VERSION = 3
+VERSION = 4  # 4: each distribution's shipped_rows_digest
 SHARED = 0xFFFF
 RECHECK_MAX = 64  # changed files re-checked against their rows; more: the full audit
 _CARRIED = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.ADDED}
@@ -192,7 +193,8 @@ def build_index(target: Target, verification: Verification, rows: Sequence[Row],
         "paths": paths,
         "signatures": b"".join(sigs),
         "present": outside,
-        "distributions": [(d.name, d.version, d.metadata_dir, d.site_packages, d.installer, d.requested)
+        "distributions": [(d.name, d.version, d.metadata_dir, d.site_packages, d.installer, d.requested,
+                           shipped_rows_digest(d.entries, os.path.basename(d.metadata_dir.rstrip("/"))))
                           for d in dists],
         "files_checked": verification.files_checked,
         "unverifiable": [(u.distribution, u.reason) for u in verification.unverifiable],
@@ -278,8 +280,10 @@ def _still_clean(target: Target, index: CleanIndex | None, cache: DigestCache | 
         for path in index["present"]:
             if not stat.S_ISREG(os.lstat(path).st_mode):
                 return None
-        dists = tuple(Distribution(name=n, version=v, metadata_dir=m, site_packages=s, installer=i, requested=r)
-                      for n, v, m, s, i, r in index["distributions"])
+        # the rows are not read again: the report's record_digest is the one they had
+        dists = tuple(Distribution(name=n, version=v, metadata_dir=m, site_packages=s, installer=i, requested=r,
+                                   entries=DigestOnlyRows(g if type(g) is str else None))
+                      for n, v, m, s, i, r, g in index["distributions"])
         unverifiable = tuple(Unverifiable(d, r) for d, r in index["unverifiable"])
         notes = tuple(Problem(p, m) for p, m in index["notes"])
         if not all(type(x) is str for d in dists for x in (d.name, d.version, d.metadata_dir, d.site_packages)) \
