@@ -360,6 +360,9 @@ class Distribution:
     # A system package manager's own build or revision (conda's build string "py311h1234_0",
     # a Debian architecture "amd64"): part of what a reinstall command must name.
     build: str | None = None
+    # The digest of the RECORD rows its wheel ships (formats/record.py ``shipped_rows_digest``), when
+    # the rows are not at hand: a warm audit's distributions carry the one the clean index kept.
+    record_digest: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", MetadataKind(self.kind))  # API callers may pass the plain string

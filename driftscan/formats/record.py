@@ -241,20 +241,6 @@ def record_hash_text(digest: bytes) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-class DigestOnlyRows(RecordRows):
-    """No rows: a RECORD whose rows an audit did not read again (settled by the clean index), standing
-    in with the ``shipped_rows_digest`` they had when they were read."""
-
-    __slots__ = ("shipped_digest",)
-
-    def __init__(self, shipped_digest: str | None) -> None:
-        super().__init__()
-        self.shipped_digest = shipped_digest
-
-    def __reduce__(self) -> tuple[type[DigestOnlyRows], tuple[str | None]]:  # type: ignore[override]
-        return DigestOnlyRows, (self.shipped_digest,)  # pickled to a worker: still the digest, still no rows
-
-
 def shipped_rows_digest(rows: Iterable[RecordEntry], dist_info_name: str) -> str | None:
     """``sha256=…`` over the rows of a RECORD the wheel itself ships — (path, hash, size), sorted by
     path — or None when there is none. Left out: the files installers write into the dist-info
@@ -263,8 +249,6 @@ def shipped_rows_digest(rows: Iterable[RecordEntry], dist_info_name: str) -> str
     environment's path, the installer or its row order, so every machine with the same wheel
     installed gives the same digest; a row rewritten to match an edited file gives another.
     In memory only: the rows as the audit parsed them."""
-    if isinstance(rows, DigestOnlyRows):
-        return rows.shipped_digest
     table = RecordRows.of(rows)
     paths, kinds, digests = table.paths, table.kinds, table.digests
     installer_rows = {f"{dist_info_name}/{name}" for name in INSTALLER_FILES}

@@ -332,6 +332,8 @@ def pristine_out(lookups: Sequence[Lookup]) -> list[PristineOut]:
 def _record_digest(d: Distribution) -> str | None:
     if d.kind is not MetadataKind.DIST_INFO:
         return None
+    if d.record_digest is not None or not d.entries:  # a warm audit's: the rows were not read again
+        return d.record_digest
     return shipped_rows_digest(d.entries, os.path.basename(d.metadata_dir.rstrip("/")))
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import pickle
 
 from driftscan.core.values import Hash, RecordEntry, RecordRows
-from driftscan.formats.record import DigestOnlyRows, parse_record, shipped_rows_digest
+from driftscan.formats.record import parse_record, shipped_rows_digest
 from fixtures.wheelfiles import entry
 
 INFO = "pkg-1.0.dist-info"
@@ -65,12 +64,3 @@ def test_same_as_a_parsed_record_with_crlf() -> None:
     lf = text.replace("\r\n", "\n")
     assert shipped_rows_digest(parse_record(text).entries, INFO) == shipped_rows_digest(parse_record(lf).entries, INFO)
     assert shipped_rows_digest(parse_record(text).entries, INFO) is not None
-
-
-def test_rows_not_read_again_stand_in_with_their_digest() -> None:
-    digest = shipped_rows_digest(_rows(*SHIPPED), INFO)
-    kept = DigestOnlyRows(digest)
-    assert len(kept) == 0 and list(kept) == []
-    assert shipped_rows_digest(kept, INFO) == digest
-    again = pickle.loads(pickle.dumps(kept))
-    assert type(again) is DigestOnlyRows and shipped_rows_digest(again, INFO) == digest

@@ -43,7 +43,7 @@ import xxhash
 
 from ...caches.racy import settled
 from ...caches.statcache import SIGNATURE, CleanIndex, DigestCache, signature, tag
-from ...formats.record import DigestOnlyRows, shipped_rows_digest
+from ...formats.record import shipped_rows_digest
 from ...core.values import (Area, Distribution, DriftKind, FileCheck, FileState, MetadataKind, Problem, RecordRows, Target,
                        TargetKind, Unverifiable, Verification)
 from ...fs.containment import Containment
@@ -282,7 +282,7 @@ def _still_clean(target: Target, index: CleanIndex | None, cache: DigestCache | 
                 return None
         # the rows are not read again: the report's record_digest is the one they had
         dists = tuple(Distribution(name=n, version=v, metadata_dir=m, site_packages=s, installer=i, requested=r,
-                                   entries=DigestOnlyRows(g if type(g) is str else None))
+                                   record_digest=g if type(g) is str else None)
                       for n, v, m, s, i, r, g in index["distributions"])
         unverifiable = tuple(Unverifiable(d, r) for d, r in index["unverifiable"])
         notes = tuple(Problem(p, m) for p, m in index["notes"])
