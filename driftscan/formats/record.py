@@ -17,7 +17,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..core.values import Hash, RecordEntry, RecordRows
+import os
+
+from ..core.values import Distribution, Hash, MetadataKind, RecordEntry, RecordRows
 
 # Files installers write into the dist-info they create: no wheel has them (FACTS §1).
 INSTALLER_FILES = frozenset({"INSTALLER", "REQUESTED", "RECORD", "direct_url.json", "uv_cache.json", "uv_build.json"})
@@ -270,3 +272,14 @@ def shipped_rows_digest(rows: Iterable[RecordEntry], dist_info_name: str) -> str
         encoded = path.encode("utf-8", "surrogatepass")
         update(b"%d:%s%d:%s%s\n" % (len(encoded), encoded, len(shown), shown, b"" if size is None else b"%d" % size))
     return "sha256=" + record_hash_text(sha.digest())
+
+
+def distribution_digest(dist: Distribution) -> str | None:
+    """A distribution's ``shipped_rows_digest``: the digest a warm audit kept, or its rows'; None
+    for what no wheel ships alike everywhere — an editable install (its ``.pth`` or finder names
+    the machine's own source tree) and distributions that are not dist-infos."""
+    if dist.kind is not MetadataKind.DIST_INFO or dist.editable:
+        return None
+    if dist.record_digest is not None or not dist.entries:
+        return dist.record_digest
+    return shipped_rows_digest(dist.entries, os.path.basename(dist.metadata_dir.rstrip("/")))

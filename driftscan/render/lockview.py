@@ -19,8 +19,9 @@ def render_lock_check_text(result: LockCheck, verbose: bool = False) -> str:
     for m in result.mismatches:
         subject = f"{m.distribution} {m.version or m.locked or ''}".strip() if m.kind is DriftKind.LOCK_MISMATCH \
             else f"{m.relpath or m.path} ({m.distribution} {m.version})"
-        # One line each: what was found; what a reinstall or uv's cache does to it is -v's (and the JSON's).
-        message = m.message if verbose else m.message.split("; ", 1)[0]
+        # One line each: what was found; what a reinstall or uv's cache does to a rewritten row is -v's
+        # (and the JSON's).
+        message = m.message.split("; ", 1)[0] if m.kind is DriftKind.RECORD_REWRITTEN and not verbose else m.message
         lines.append(_line(m.kind, subject, message) + (" (accepted)" if m.accepted else ""))
         if verbose and m.remedy:
             lines.append(inert(f"  remedy: {m.remedy}"))

@@ -16,9 +16,8 @@ from ..core.datamodel import DataModel, InlineEnum, datamodel, describe
 
 from .._version import __version__
 from ..fs.atomic import write_atomic  # noqa: F401 - re-exported: the report's writer
-from ..core.values import (Distribution, Drift, DriftKind, Finding, MetadataKind, Origin, Prediction, Problem, Scope,
-                           Severity, Verification)
-from ..formats.record import shipped_rows_digest
+from ..core.values import Drift, DriftKind, Finding, Origin, Prediction, Problem, Scope, Severity, Verification
+from ..formats.record import distribution_digest
 from ..fs.paths import inert, printable, printable_tree, relpath
 from ..procs.model import ProcsReport
 
@@ -329,14 +328,6 @@ def pristine_out(lookups: Sequence[Lookup]) -> list[PristineOut]:
     return sorted(out, key=lambda p: p.distribution.lower())
 
 
-def _record_digest(d: Distribution) -> str | None:
-    if d.kind is not MetadataKind.DIST_INFO:
-        return None
-    if d.record_digest is not None or not d.entries:  # a warm audit's: the rows were not read again
-        return d.record_digest
-    return shipped_rows_digest(d.entries, os.path.basename(d.metadata_dir.rstrip("/")))
-
-
 def build_report(verification: Verification, drifts: list[Drift], duration: float | None = None,
                  model_dirs: list[str] | None = None, skipped: Sequence[Problem] | None = None,
                  pristine: Sequence[Lookup] = (), not_hashed: int = 0, trusted_by_signature: int = 0,
@@ -370,7 +361,7 @@ def build_report(verification: Verification, drifts: list[Drift], duration: floa
         pristine=pristine_out(pristine),
         distributions=sorted((DistributionRef(name=printable(d.name), version=printable(d.version),
                                               installer=printable(d.installer) if d.installer else None,
-                                              record_digest=_record_digest(d))
+                                              record_digest=distribution_digest(d))
                               for d in verification.distributions), key=lambda r: (r.name.lower(), r.version)),
         lock=[printable(p) for p in locks] or None,
         provenance=provenance_out(provenance) or None,

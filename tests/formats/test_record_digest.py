@@ -64,3 +64,17 @@ def test_same_as_a_parsed_record_with_crlf() -> None:
     lf = text.replace("\r\n", "\n")
     assert shipped_rows_digest(parse_record(text).entries, INFO) == shipped_rows_digest(parse_record(lf).entries, INFO)
     assert shipped_rows_digest(parse_record(text).entries, INFO) is not None
+
+
+def test_an_editable_install_has_no_digest_a_warm_audit_keeps_its_own() -> None:
+    from driftscan.core.values import Distribution
+    from driftscan.formats.record import distribution_digest
+
+    rows = _rows(*SHIPPED)
+    plain = Distribution("pkg", "1.0", f"/site/{INFO}", "/site", entries=rows)
+    assert distribution_digest(plain) == shipped_rows_digest(rows, INFO) is not None
+    editable = Distribution("pkg", "1.0", f"/site/{INFO}", "/site", entries=rows,
+                            direct_url={"url": "file:///src/pkg", "dir_info": {"editable": True}})
+    assert distribution_digest(editable) is None, "its .pth names this machine's source tree"
+    warm = Distribution("pkg", "1.0", f"/site/{INFO}", "/site", record_digest="sha256=kept")
+    assert distribution_digest(warm) == "sha256=kept"

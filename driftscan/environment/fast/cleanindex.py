@@ -43,7 +43,7 @@ import xxhash
 
 from ...caches.racy import settled
 from ...caches.statcache import SIGNATURE, CleanIndex, DigestCache, signature, tag
-from ...formats.record import shipped_rows_digest
+from ...formats.record import distribution_digest
 from ...core.values import (Area, Distribution, DriftKind, FileCheck, FileState, MetadataKind, Problem, RecordRows, Target,
                        TargetKind, Unverifiable, Verification)
 from ...fs.containment import Containment
@@ -58,7 +58,7 @@ from ..target import containment_for
 from ..uv.cache import default_uv_cache, default_virtualenv_app_data
 from ..uv.links import annotate_app_data, annotate_uv_cache
 
-VERSION = 4  # 4: each distribution's shipped_rows_digest
+VERSION = 5  # 4: each distribution's shipped_rows_digest; 5: none for an editable install
 SHARED = 0xFFFF
 RECHECK_MAX = 64  # changed files re-checked against their rows; more: the full audit
 _CARRIED = {DriftKind.MODIFIED, DriftKind.MISSING, DriftKind.ADDED}
@@ -194,7 +194,7 @@ def build_index(target: Target, verification: Verification, rows: Sequence[Row],
         "signatures": b"".join(sigs),
         "present": outside,
         "distributions": [(d.name, d.version, d.metadata_dir, d.site_packages, d.installer, d.requested,
-                           shipped_rows_digest(d.entries, os.path.basename(d.metadata_dir.rstrip("/"))))
+                           distribution_digest(d))
                           for d in dists],
         "files_checked": verification.files_checked,
         "unverifiable": [(u.distribution, u.reason) for u in verification.unverifiable],
