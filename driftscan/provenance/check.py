@@ -13,7 +13,7 @@ from ..pristine.base import PristineOptions, SourceKind, error_text
 from ..pristine.howto import ways_to_original
 from ..pristine.search import NOT_A_WHEEL
 from .expected import Expected, from_direct_url
-from .find import find_wheel, short
+from .find import Sources, find_wheel, short
 from .model import Provenance, ProvenanceSource
 from .rows import compare
 
@@ -24,19 +24,24 @@ def check_provenance(dists: Sequence[Distribution], expected: Mapping[str, Expec
     other one whose direct_url.json records the archive's sha256. Every wheel opened is closed
     before this returns; nothing the tree holds makes it raise (a reason says what went wrong)."""
     out = []
-    for dist in dists:
-        notes: list[str] = []
-        wanted = expected.get(dist.metadata_dir) or from_direct_url(dist, notes)
-        if wanted is None:
-            continue
-        try:
-            out.append(_check(dist, wanted, options, notes))
-        except Exception as exc:  # noqa: BLE001 - a hostile tree or wheel gives a reason, never a crash
-            out.append(_unverified(dist, wanted, f"not checked: {error_text(exc)}", None))
+    sources = Sources(options)  # one memo, listing and pip cache index for every distribution
+    try:
+        for dist in dists:
+            notes: list[str] = []
+            wanted = expected.get(dist.metadata_dir) or from_direct_url(dist, notes)
+            if wanted is None:
+                continue
+            try:
+                out.append(_check(dist, wanted, options, notes, sources))
+            except Exception as exc:  # noqa: BLE001 - a hostile tree or wheel gives a reason, never a crash
+                out.append(_unverified(dist, wanted, f"not checked: {error_text(exc)}", None))
+    finally:
+        sources.save()
     return out
 
 
-def _check(dist: Distribution, wanted: Expected, options: PristineOptions, notes: list[str]) -> Provenance:
+def _check(dist: Distribution, wanted: Expected, options: PristineOptions, notes: list[str],
+           sources: Sources) -> Provenance:
     if dist.kind is not MetadataKind.DIST_INFO:
         return _unverified(dist, wanted, NOT_A_WHEEL, None)
     if not dist.entries:
@@ -44,7 +49,7 @@ def _check(dist: Distribution, wanted: Expected, options: PristineOptions, notes
     from_uv = _from_uv_cache(dist, wanted, options, notes)
     if from_uv is not None:
         return from_uv
-    copy = find_wheel(dist, wanted, options, notes)
+    copy = find_wheel(dist, wanted, options, notes, sources)
     if copy is None:
         how = ways_to_original(dist, options.python_version, options.venv).text()
         reason = f"no wheel with sha256 {short(wanted.sha256)} found; tried " + "; ".join(notes)

@@ -37,12 +37,41 @@ def short(digest: str) -> str:
     return digest[:12] + "…"
 
 
-def find_wheel(dist: Distribution, expected: Expected, options: PristineOptions, notes: list[str]) -> ZipCopy | None:
+class Sources:
+    """What ``find_wheel`` looks in, set up once for every distribution of a run: the digest memo
+    (loaded once, written once by ``save``), the ``--wheels`` listing and pip's cache index, whose
+    refresh walks the whole cache — once per run, not once per distribution."""
+
+    def __init__(self, options: PristineOptions) -> None:
+        self.options = options
+        self.memo = _Memo()
+        self._house: Wheelhouse | None = None
+        self._pip: dict[str, PipCacheIndex] = {}
+
+    def wheelhouse(self) -> Wheelhouse:
+        if self._house is None:
+            self._house = Wheelhouse(self.options.wheels)
+        return self._house
+
+    def pip_index(self, where: str) -> PipCacheIndex:
+        if where not in self._pip:
+            self._pip[where] = PipCacheIndex(where)
+        return self._pip[where]
+
+    def save(self) -> None:
+        self.memo.save()
+
+
+def find_wheel(dist: Distribution, expected: Expected, options: PristineOptions, notes: list[str],
+               sources: Sources | None = None) -> ZipCopy | None:
     """The wheel of ``dist`` whose file sha256 is ``expected.sha256``, from direct_url.json's file,
     ``--wheels`` directories, pip's HTTP cache, then (only with ``options.fetch``) ``pip download``;
     None when none is. What was tried and each rejection (a digest that differs, a corrupt wheel)
-    is appended to ``notes``. The caller closes the copy."""
-    memo = _Memo()
+    is appended to ``notes``. The caller closes the copy. ``sources``: shared by the calls of one
+    run (the caller saves it); without it, this call's own, saved before it returns."""
+    own = sources is None
+    looked = Sources(options) if sources is None else sources
+    memo = looked.memo
     try:
         path, why = wheel_path(dist.direct_url)
         if path is None:
@@ -54,10 +83,10 @@ def find_wheel(dist: Distribution, expected: Expected, options: PristineOptions,
             found = _try(path, SourceKind.DIRECT_URL, dist, expected, notes, memo, follow=False)
             if found is not None:
                 return found
-        found = _first(_wheelhouse_paths(dist, options, notes), SourceKind.WHEELS, dist, expected, notes, memo)
+        found = _first(_wheelhouse_paths(dist, looked, notes), SourceKind.WHEELS, dist, expected, notes, memo)
         if found is not None:
             return found
-        found = _first(_pip_cache_paths(dist, options, notes), SourceKind.PIP_CACHE, dist, expected, notes, memo,
+        found = _first(_pip_cache_paths(dist, looked, notes), SourceKind.PIP_CACHE, dist, expected, notes, memo,
                        follow=False)
         if found is not None:
             return found
@@ -66,7 +95,8 @@ def find_wheel(dist: Distribution, expected: Expected, options: PristineOptions,
             return None
         return _fetch(dist, expected, options, notes)
     finally:
-        memo.save()
+        if own:
+            looked.save()
 
 
 def _first(paths: Iterable[str], source: SourceKind, dist: Distribution, expected: Expected, notes: list[str],
@@ -78,11 +108,12 @@ def _first(paths: Iterable[str], source: SourceKind, dist: Distribution, expecte
     return None
 
 
-def _wheelhouse_paths(dist: Distribution, options: PristineOptions, notes: list[str]) -> list[str]:
+def _wheelhouse_paths(dist: Distribution, sources: Sources, notes: list[str]) -> list[str]:
+    options = sources.options
     if not options.wheels:
         notes.append("--wheels (not given)")
         return []
-    house = Wheelhouse(options.wheels)
+    house = sources.wheelhouse()
     # The digest proves which file it is: tags set aside by name are tried too.
     same, other_tags = house.matching(dist)
     notes.extend(house.problems)
@@ -91,13 +122,12 @@ def _wheelhouse_paths(dist: Distribution, options: PristineOptions, notes: list[
     return same + other_tags
 
 
-def _pip_cache_paths(dist: Distribution, options: PristineOptions, notes: list[str]) -> list[str]:
-    where = options.pip_cache or default_pip_cache()
+def _pip_cache_paths(dist: Distribution, sources: Sources, notes: list[str]) -> list[str]:
+    where = sources.options.pip_cache or default_pip_cache()
     if not where or not os.path.isdir(where):
         notes.append(f"pip's cache ({f'{where}: no such directory' if where else 'none found'})")
         return []
-    index = PipCacheIndex(where)
-    bodies = index.bodies(dist)
+    bodies = sources.pip_index(where).bodies(dist)
     if not bodies:
         notes.append(f"pip's cache {where} (no {dist.name} {dist.version} wheel among its http-v2 bodies)")
     return bodies

@@ -140,3 +140,46 @@ def test_what_direct_url_names_is_data_never_a_crash(tmp_path):
     [found] = check_provenance([dist], {}, options(tmp_path))
     assert not found.verified and f"direct_url.json's wheel {fifo} (rejected: not usable: not a regular file" \
         in found.reason
+
+
+def test_one_run_indexes_pip_cache_and_lists_wheels_once_for_every_distribution(tmp_path, monkeypatch):
+    """pip's cache index walks the whole cache when it refreshes: check_provenance does it once for
+    all its distributions, not once each (and lists --wheels and writes the digest memo once)."""
+    from driftscan.pristine.pipcache import PipCacheIndex
+    from driftscan.pristine.wheelhouse import Wheelhouse
+    import driftscan.provenance.find as find
+
+    house, pip = tmp_path / "house", tmp_path / "pip"
+    names = [f"pkg{i}" for i in range(4)]
+    expected, dists = {}, []
+    for i, name in enumerate(names):
+        files = {f"{name}/__init__.py": f"X = {i}\n"}
+        built = wheel_file(tmp_path / "built", name, "1.0", files)
+        if i % 2:
+            body = pip / "http-v2" / "a" / "b" / "c" / "d" / f"{i}" / ("f" * 56 + ".body")
+            body.parent.mkdir(parents=True)
+            shutil.copy(built, body)
+        else:
+            house.mkdir(exist_ok=True)
+            shutil.copy(built, house / built.name)
+        dist = installed(tmp_path / "site", name, "1.0", files)
+        dists.append(dist)
+        expected[dist.metadata_dir] = Expected(sha256_of(built), "requirements.txt")
+    settle(house)
+    calls = {"refresh": 0, "list": 0, "save": 0}
+
+    def counted(key, real):
+        def wrapper(*args, **kwargs):
+            calls[key] += 1
+            return real(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(PipCacheIndex, "refresh", counted("refresh", PipCacheIndex.refresh))
+    monkeypatch.setattr(Wheelhouse, "_list", counted("list", Wheelhouse._list))
+    monkeypatch.setattr(find, "write_cache_file", counted("save", find.write_cache_file))
+    found = check_provenance(dists, expected, options(tmp_path, [house], pip_cache=pip))
+    assert [(p.distribution, p.verified, p.source) for p in found] == \
+        [(name, True, ProvenanceSource.PIP_CACHE if i % 2 else ProvenanceSource.WHEELS)
+         for i, name in enumerate(names)]
+    assert calls == {"refresh": 1, "list": 1, "save": 1}
+    assert len(json.loads(Path(memo_path()).read_text())) == len(names)
