@@ -9,7 +9,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..fs.reader import LIMITS, read_regular, read_regular_stat
@@ -469,3 +469,13 @@ def has_direct_url(dist: Distribution) -> bool:
     if dist.kind is not MetadataKind.DIST_INFO:
         return False
     return dist.direct_url is not None or os.path.lexists(os.path.join(dist.metadata_dir, "direct_url.json"))
+
+
+def with_direct_url(dist: Distribution, containment: Containment) -> Distribution:
+    """A warm audit's light distribution with its direct_url.json read (where it came from), its
+    RECORD rows still unread; the distribution as it is when there is nothing to add."""
+    if dist.direct_url is not None or not has_direct_url(dist):
+        return dist
+    text = _Reading(containment).text(os.path.join(dist.metadata_dir, "direct_url.json"))
+    loaded = _direct_url(text)[0] if text is not None else None
+    return replace(dist, direct_url=loaded) if loaded is not None else dist

@@ -16,15 +16,15 @@ from packaging.version import InvalidVersion, Version
 from ..core.errors import DriftscanError
 from ..caches.statcache import DigestCache
 from ..core.values import Distribution, DriftKind, FileCheck, FileState, MetadataKind, Problem, Target
-from ..environment.dists import has_direct_url, read_distribution
+from ..environment.dists import read_distribution, with_direct_url
 from ..environment.target import containment_for
 from ..environment.uv.cache import default_uv_cache, default_virtualenv_app_data
 from ..environment.uv.links import annotate_uv_cache
 from ..fs.reader import read_regular
 from ..lockfile.markers import marker_environment
 from ..lockfile.model import Lock, LockedPackage, LockFormat, Selection, SourceKind
-from ..lockfile.read import read_lock
-from ..lockfile.select import select, wheel_for
+from ..lockfile.memo import select_remembered
+from ..lockfile.select import wheel_for
 from ..pristine.base import PristineOptions
 from ..provenance.check import check_provenance
 from ..provenance.expected import Expected
@@ -153,25 +153,27 @@ def _wheel(dist: Distribution, pkg: LockedPackage, lock: Lock) -> LockedWheel | 
     return LockedWheel(lock.path, frozenset(f.sha256 for f in pkg.files if f.sha256), None)
 
 
-def _selections(locks: Sequence[str], target: Target) -> tuple[list[tuple[Lock, Selection]], list[Problem]]:
+def _selections(locks: Sequence[str], target: Target, use_cache: bool = True
+                ) -> tuple[list[tuple[Lock, Selection]], list[Problem]]:
     env = marker_environment(target.python_version or "3")
     out: list[tuple[Lock, Selection]] = []
     errors: list[Problem] = []
     for path in locks:
         try:
-            lock = read_lock(path)
+            chosen = select_remembered(path, env, use_cache)
         except DriftscanError as exc:
             errors.append(Problem(path, str(exc)))
             continue
-        out.append((lock, select(lock, env)))
+        out.append((chosen.lock, chosen))
     return out, errors
 
 
-def check_locks(locks: Sequence[str], dists: Iterable[Distribution], target: Target) -> LockOutcome:
+def check_locks(locks: Sequence[str], dists: Iterable[Distribution], target: Target,
+                use_cache: bool = True) -> LockOutcome:
     """Every installed distribution against the lockfiles: one ``lock-mismatch`` per distribution
     of another version or source, per one no lock has, and per one a lock requires that is not
     installed; the wheel digests each lock gives for what is installed."""
-    chosen, errors = _selections(locks, target)
+    chosen, errors = _selections(locks, target, use_cache)
     if not chosen:
         return LockOutcome(errors=tuple(errors))
     checks: list[FileCheck] = []
@@ -307,35 +309,48 @@ class Checked:
     errors: tuple[Problem, ...]
 
 
-def _full(dists: Sequence[Distribution], target: Target, uv_cache: str | None, cache: DigestCache | None,
-          wanted: bool) -> tuple[list[Distribution], list[Problem]]:
-    """``dists`` with their RECORD rows and direct_url.json (a warm audit's are light), those
-    ``wanted`` or (else) those with a direct_url.json read again."""
-    roots = tuple(r for r in (uv_cache or default_uv_cache(), default_virtualenv_app_data()) if r)
-    containment = containment_for(target, roots)
-    out: list[Distribution] = []
-    problems: list[Problem] = []
-    for dist in dists:
-        if dist.entries or dist.kind is not MetadataKind.DIST_INFO or not (wanted or has_direct_url(dist)):
-            out.append(dist)
-            continue
-        full, why = read_distribution(dist.metadata_dir, dist.site_packages, containment, cache)
-        problems += why
-        out.append(full if full is not None else dist)
-    return out, problems
+class _Loader:
+    """A warm audit's light distributions made whole as they are needed: direct_url.json for each
+    (where it came from: one small file), the RECORD rows only for those provenance must compare."""
+
+    def __init__(self, target: Target, uv_cache: str | None, cache: DigestCache | None) -> None:
+        roots = tuple(r for r in (uv_cache or default_uv_cache(), default_virtualenv_app_data()) if r)
+        self._containment = containment_for(target, roots)
+        self._cache = cache
+        self._full: dict[str, Distribution] = {}
+        self.problems: list[Problem] = []
+
+    def sourced(self, dist: Distribution) -> Distribution:
+        if dist.entries or dist.kind is not MetadataKind.DIST_INFO:
+            return dist
+        return with_direct_url(dist, self._containment)
+
+    def __call__(self, dist: Distribution) -> Distribution:
+        if dist.entries or dist.kind is not MetadataKind.DIST_INFO:
+            return dist
+        known = self._full.get(dist.metadata_dir)
+        if known is None:
+            full, why = read_distribution(dist.metadata_dir, dist.site_packages, self._containment, self._cache)
+            self.problems += why
+            known = self._full[dist.metadata_dir] = full if full is not None else dist
+        return known
 
 
 def check(checks: Sequence[FileCheck], dists: Sequence[Distribution], target: Target, locks: Sequence[str],
           options: PristineOptions, cache: DigestCache | None, uv_cache: str | None) -> Checked:
     """The lock mismatches, then each wheel a lock or direct_url.json names by digest compared row by
     row: a file whose row differs becomes ``record-rewritten`` (whatever RECORD alone said of it)."""
-    full, problems = _full(dists, target, uv_cache, cache, bool(locks))
-    outcome = check_locks(locks, full, target) if locks else LockOutcome()
+    load = _Loader(target, uv_cache, cache)
+    sourced = [load.sourced(d) for d in dists]
+    persistent = bool(cache is not None and cache.persistent)
+    outcome = check_locks(locks, sourced, target, persistent) if locks else LockOutcome()
     expected = {md: Expected(min(w.digests), w.lock, w.filename, also=w.digests) for md, w in outcome.wheels.items()}
-    provenance = (*check_provenance(full, expected, options), *outcome.no_wheel)
-    rewritten = annotate_uv_cache(rewritten_checks(provenance, {d.metadata_dir: d for d in full}),
-                                  uv_cache or default_uv_cache())
+    provenance = (*check_provenance(sourced, expected, options, load, persistent), *outcome.no_wheel)
+    # the rows of a distribution with rewritten rows are read: its files' originals are looked up by them
+    differ = {p.metadata_dir for p in provenance if p.rows}
+    whole = {d.metadata_dir: load(d) if d.metadata_dir in differ else d for d in sourced}
+    rewritten = annotate_uv_cache(rewritten_checks(provenance, whole), uv_cache or default_uv_cache())
     replaced = {c.path for c in rewritten}
     kept = [c for c in checks if c.path not in replaced]
-    return Checked((*kept, *rewritten, *outcome.checks), provenance, outcome.notes,
-                   (*outcome.errors, *problems))
+    return Checked((*kept, *rewritten, *outcome.checks), tuple(provenance), outcome.notes,
+                   (*outcome.errors, *load.problems))

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..core.units import count
 from ..core.values import Distribution, MetadataKind
 from ..environment.uv.cache import default_uv_cache
-from ..environment.uv.pointers import archive_record_or_reason, scan_pointers
+from ..environment.uv.pointers import archive_record_or_reason, archive_record_path, scan_pointers
 from ..pristine.base import PristineOptions, SourceKind, error_text
 from ..pristine.howto import ways_to_original
 from ..pristine.search import NOT_A_WHEEL
@@ -16,37 +16,54 @@ from .expected import Expected, from_direct_url
 from .find import Sources, find_wheel, short
 from .model import Provenance, ProvenanceSource
 from .rows import compare
+from .verdicts import Verdicts
 
 
 def check_provenance(dists: Sequence[Distribution], expected: Mapping[str, Expected],
-                     options: PristineOptions) -> list[Provenance]:
+                     options: PristineOptions, load: Callable[[Distribution], Distribution] | None = None,
+                     remember: bool = True) -> list[Provenance]:
     """A ``Provenance`` for each distribution ``expected`` names (by metadata_dir), and for each
     other one whose direct_url.json records the archive's sha256. Every wheel opened is closed
-    before this returns; nothing the tree holds makes it raise (a reason says what went wrong)."""
+    before this returns; nothing the tree holds makes it raise (a reason says what went wrong).
+    ``load``: a distribution with its RECORD rows, for one given without them (a warm audit's),
+    called only when its clean verdict is not remembered (``remember``: the user cache's memo)."""
     out = []
     sources = Sources(options)  # one memo, listing and pip cache index for every distribution
+    verdicts = Verdicts(remember)
     try:
         for dist in dists:
             notes: list[str] = []
             wanted = expected.get(dist.metadata_dir) or from_direct_url(dist, notes)
             if wanted is None:
                 continue
+            known = verdicts.get(dist, wanted)
+            if known is not None:
+                out.append(known)
+                continue
+            if not dist.entries and load is not None:
+                dist = load(dist)
+            witnesses: list[str] = []
             try:
-                out.append(_check(dist, wanted, options, notes, sources))
+                verdict = _check(dist, wanted, options, notes, sources, witnesses)
             except Exception as exc:  # noqa: BLE001 - a hostile tree or wheel gives a reason, never a crash
                 out.append(_unverified(dist, wanted, f"not checked: {error_text(exc)}", None))
+                continue
+            out.append(verdict)
+            verdicts.remember(dist, verdict, witnesses)
     finally:
         sources.save()
+        verdicts.save()
     return out
 
 
 def _check(dist: Distribution, wanted: Expected, options: PristineOptions, notes: list[str],
-           sources: Sources) -> Provenance:
+           sources: Sources, witnesses: list[str]) -> Provenance:
+    """The verdict, and in ``witnesses`` the files it was read from besides the installed RECORD."""
     if dist.kind is not MetadataKind.DIST_INFO:
         return _unverified(dist, wanted, NOT_A_WHEEL, None)
     if not dist.entries:
         return _unverified(dist, wanted, "the installed RECORD has no rows (missing or unreadable)", None)
-    from_uv = _from_uv_cache(dist, wanted, options, notes)
+    from_uv = _from_uv_cache(dist, wanted, options, notes, witnesses)
     if from_uv is not None:
         return from_uv
     copy = find_wheel(dist, wanted, options, notes, sources)
@@ -61,14 +78,16 @@ def _check(dist: Distribution, wanted: Expected, options: PristineOptions, notes
         if not own:  # a wheel that lists nothing vouches for nothing
             return _unverified(dist, wanted, f"the wheel {name} has no readable RECORD", None, name, source)
         compared = compare(dist, own)
+        if copy.source is not SourceKind.FETCH:  # a download is gone after this run
+            witnesses.append(copy.path)
         return Provenance(dist.name, dist.version, dist.metadata_dir, wanted.lock, wanted.sha256, name, source,
                           True, None, None, compared.rows, compared.compared)
     finally:
         copy.close()
 
 
-def _from_uv_cache(dist: Distribution, wanted: Expected, options: PristineOptions, notes: list[str]
-                   ) -> Provenance | None:
+def _from_uv_cache(dist: Distribution, wanted: Expected, options: PristineOptions, notes: list[str],
+                   witnesses: list[str]) -> Provenance | None:
     """The wheel as uv unpacked it: the pointer uv keeps beside its wheel index entry records the
     sha256 of the wheel it downloaded (when it checked hashes: under a lock, or --require-hashes)
     and the archive it unpacked it to, whose dist-info holds the wheel's own RECORD. Tried first:
@@ -93,6 +112,9 @@ def _from_uv_cache(dist: Distribution, wanted: Expected, options: PristineOption
             notes.append(f"uv's cache {pointer.archive} (rejected: {why or 'its RECORD lists nothing'})")
             continue
         compared = compare(dist, record)
+        record_path = archive_record_path(pointer.archive, dist.name, dist.version)[0]
+        if record_path:  # what the verdict rests on: the digest uv recorded, and the wheel's RECORD
+            witnesses += [pointer.pointer, record_path]
         name = pointer.wheel_filename or f"{dist.name}-{pointer.filename_stem}.whl"
         return Provenance(dist.name, dist.version, dist.metadata_dir, wanted.lock, digest, name,
                           ProvenanceSource.UV_CACHE, True, None, None, compared.rows, compared.compared)

@@ -149,6 +149,7 @@ def test_one_run_indexes_pip_cache_and_lists_wheels_once_for_every_distribution(
     from driftscan.pristine.wheelhouse import Wheelhouse
     import driftscan.provenance.find as find
 
+    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))  # its own memo: other tests' wheels are not in it
     house, pip = tmp_path / "house", tmp_path / "pip"
     names = [f"pkg{i}" for i in range(4)]
     expected, dists = {}, []

@@ -227,9 +227,8 @@ def archive_record(archive: str, name: str, version: str) -> dict[str, RecordEnt
     return archive_record_or_reason(archive, name, version)[0]
 
 
-def archive_record_or_reason(archive: str, name: str, version: str
-                             ) -> tuple[dict[str, RecordEntry] | None, str | None]:
-    """(``archive_record``'s answer, or None and why not)."""
+def archive_record_path(archive: str, name: str, version: str) -> tuple[str | None, str | None]:
+    """(the RECORD of ``name`` ``version``'s dist-info inside the archive, or None and why not)."""
     try:
         with os.scandir(archive) as entries:
             infos = [e.name for e in entries if e.name.endswith(".dist-info") and e.is_dir(follow_symlinks=False)]
@@ -241,7 +240,15 @@ def archive_record_or_reason(archive: str, name: str, version: str
     if len(matching) != 1:
         found = ", ".join(sorted(infos)) or "none"
         return None, f"no single dist-info of {name} {version} in the archive (found: {found})"
-    record = os.path.join(archive, matching[0], "RECORD")
+    return os.path.join(archive, matching[0], "RECORD"), None
+
+
+def archive_record_or_reason(archive: str, name: str, version: str
+                             ) -> tuple[dict[str, RecordEntry] | None, str | None]:
+    """(``archive_record``'s answer, or None and why not)."""
+    record, why = archive_record_path(archive, name, version)
+    if record is None:
+        return None, why
     try:
         data = read_regular(record, LIMITS["RECORD"], what="RECORD", follow=False, root=archive)
     except OSError as exc:
