@@ -318,7 +318,6 @@ class _Loader:
         self._containment = containment_for(target, roots)
         self._cache = cache
         self._full: dict[str, Distribution] = {}
-        self.problems: list[Problem] = []
 
     def sourced(self, dist: Distribution) -> Distribution:
         if dist.entries or dist.kind is not MetadataKind.DIST_INFO:
@@ -330,8 +329,8 @@ class _Loader:
             return dist
         known = self._full.get(dist.metadata_dir)
         if known is None:
-            full, why = read_distribution(dist.metadata_dir, dist.site_packages, self._containment, self._cache)
-            self.problems += why
+            # what cannot be read of it the audit has said already; provenance then says it has no rows
+            full = read_distribution(dist.metadata_dir, dist.site_packages, self._containment, self._cache)[0]
             known = self._full[dist.metadata_dir] = full if full is not None else dist
         return known
 
@@ -353,4 +352,4 @@ def check(checks: Sequence[FileCheck], dists: Sequence[Distribution], target: Ta
     replaced = {c.path for c in rewritten}
     kept = [c for c in checks if c.path not in replaced]
     return Checked((*kept, *rewritten, *outcome.checks), tuple(provenance), outcome.notes,
-                   (*outcome.errors, *load.problems))
+                   outcome.errors)

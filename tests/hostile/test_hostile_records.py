@@ -167,7 +167,9 @@ def test_wheel_member_bomb_is_inflated_once_per_run(tmp_path):
                                                                      "bombpkg/big.bin": b"the original\n"})
     venv = tmp_path / "venv"
     venvs.run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
-    venvs.modern_pip_install(venv, "--no-index", "--no-deps", str(installed))
+    # by name from a find-links directory: no direct_url.json naming the wheel's digest, whose own
+    # RECORD would otherwise prove the row rewritten before any --wheels copy is looked at
+    venvs.modern_pip_install(venv, "--no-index", "--no-deps", "--find-links", str(installed.parent), "bombpkg")
     house = tmp_path / "house"
     wheel = _bomb_wheel(house, "bombpkg", "bombpkg/big.bin", size)
     assert wheel.stat().st_size < _MiB
