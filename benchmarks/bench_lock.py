@@ -29,12 +29,9 @@ entries of a warm in-process ``lock-check`` run of each scenario.
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import json
 import os
 import platform
-import pstats
 import shutil
 import statistics
 import subprocess
@@ -44,6 +41,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+from fixtures.localindex import LocalIndex  # noqa: E402 - the repository root is on sys.path only now
 
 # Real packages a service might depend on; with their dependencies ~50 distributions.
 PACKAGES = ("requests", "numpy", "pandas", "jinja2", "pydantic", "rich", "click", "httpx", "fastapi", "uvicorn",
@@ -123,63 +121,13 @@ def build_pip(work: str) -> dict:
         pip = os.path.join(venv, "bin", "pip")
         sh([pip, "download", "-q", "--no-cache-dir", "--require-hashes", "--only-binary", ":all:", "--no-deps",
             "-r", lock, "-d", wheels], env)
-        with LocalIndex(wheels) as url:
-            sh([pip, "install", "-q", "--require-hashes", "--only-binary", ":all:", "--index-url", f"{url}/simple",
-                "--trusted-host", "127.0.0.1", "-r", lock], env)  # pip caches only what a trusted host serves
+        with LocalIndex(wheels) as index:  # pip caches only what a trusted host serves with caching headers
+            sh([pip, "install", "-q", "--require-hashes", "--only-binary", ":all:", *index.pip_args(cache),
+                "-r", lock], env)
         settle(venv)
         open(os.path.join(root, ".complete"), "w").close()
     env = {"UV_CACHE_DIR": os.path.join(root, "no-uv-cache"), "PIP_CACHE_DIR": cache}
     return {"venv": venv, "lock": lock, "env": env, "wheels": wheels}
-
-
-class LocalIndex:
-    """A PEP 503 simple index of the wheels in a directory, with PyPI's caching headers."""
-
-    def __init__(self, directory: str) -> None:
-        import hashlib
-        import http.server
-        import threading
-        from packaging.utils import canonicalize_name, parse_wheel_filename
-
-        by_name: dict[str, list[str]] = {}
-        for file in sorted(os.listdir(directory)):
-            if file.endswith(".whl"):
-                by_name.setdefault(canonicalize_name(parse_wheel_filename(file)[0]), []).append(file)
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                parts = self.path.strip("/").split("/")
-                if parts[0] == "simple" and len(parts) == 2:
-                    files = by_name.get(canonicalize_name(parts[1]), [])
-                    links = "".join(f'<a href="/files/{n}">{n}</a>\n' for n in files)
-                    body, kind = f"<html><body>{links}</body></html>".encode(), "text/html"
-                elif parts[0] == "files" and len(parts) == 2 and parts[1] in os.listdir(directory):
-                    with open(os.path.join(directory, parts[1]), "rb") as f:
-                        body, kind = f.read(), "application/octet-stream"
-                else:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("Cache-Control", "max-age=365000000, immutable, public")
-                self.send_header("ETag", f'"{hashlib.sha256(body).hexdigest()[:16]}"')
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def build_vllm(work: str, max_download: int) -> dict | None:

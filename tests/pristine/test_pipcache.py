@@ -8,12 +8,10 @@ use PyPI itself.
 from __future__ import annotations
 
 import hashlib
-import http.server
 import os
 import socket
 import subprocess
 import sys
-import threading
 import zipfile
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from driftscan.core.values import Distribution, RecordEntry
 from driftscan.pristine import PristineOptions, SourceKind, find_pristine, pipcache
 from driftscan.pristine.fetch import index_arguments, tag_arguments
 from fixtures import venvs
+from fixtures.localindex import LocalIndex
 from fixtures.wheels import build_wheel
 from tests.conftest import skip_or_fail_without_network
 
@@ -46,48 +45,6 @@ def row(dist: Distribution, path: str) -> RecordEntry:
 
 def bodies(cache: Path) -> set[Path]:
     return set((cache / "http-v2").rglob("*.body"))
-
-
-class LocalIndex:
-    """A PEP 503 simple index of the wheels in ``directory``, with the caching headers PyPI sends."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = served = directory
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                parts = self.path.strip("/").split("/")
-                if parts[0] == "simple" and len(parts) == 2:
-                    links = "".join(f'<a href="/files/{p.name}#sha256={hashlib.sha256(p.read_bytes()).hexdigest()}">'
-                                    f"{p.name}</a>\n" for p in sorted(served.glob(f"{parts[1].replace('-', '_')}-*.whl")))
-                    body, kind = f"<html><body>{links}</body></html>".encode(), "text/html"
-                elif parts[0] == "files" and len(parts) == 2 and (served / parts[1]).is_file():
-                    body, kind = (served / parts[1]).read_bytes(), "application/octet-stream"
-                else:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("Cache-Control", "max-age=3600, public")
-                self.send_header("ETag", f'"{hashlib.sha256(body).hexdigest()[:16]}"')
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def pip_args(self, cache: Path) -> list[str]:
-        return ["--cache-dir", str(cache), "--index-url", f"{self.url}/simple", "--trusted-host", "127.0.0.1"]
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture(scope="module")
