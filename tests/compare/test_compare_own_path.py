@@ -6,8 +6,6 @@ the runner's pip installing a wheel built here, the CLI as a user runs it."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,15 +33,9 @@ def nodes(tmp_path_factory, house) -> list[Path]:
     """Three venvs with the same packages at three different paths, of one name (a venv's prompt
     in its activate scripts is its directory's name); the longest one's console script gets pip's
     /bin/sh launcher (a shebang line has at most 127 bytes)."""
-    top = tmp_path_factory.mktemp("ownpath")
-    made = []
-    for where in ("node1/venv", "srv/ray/runtime_env/abc123/venv", "home/user-" + "x" * 120 + "/venv"):
-        venv = top / where
-        venv.parent.mkdir(parents=True)
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        venvs.modern_pip_install(venv, "--no-index", "--find-links", str(house), "--no-compile", "fleetpkg")
-        made.append(venv)
-    return made
+    return venvs.pip_venvs_at(tmp_path_factory.mktemp("ownpath"),
+                              ("node1/venv", "srv/ray/runtime_env/abc123/venv", "home/user-" + "x" * 120 + "/venv"),
+                              house, "fleetpkg", "--no-compile")
 
 
 def snapshot(venv: Path, out: Path) -> Path:

@@ -9,7 +9,6 @@ import base64
 import hashlib
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,15 +39,8 @@ def house(tmp_path_factory) -> Path:
 def nodes(tmp_path_factory, house) -> list[Path]:
     """Three venvs at three paths, the same wheel installed by pip (bytecode compiled: pip lists
     each .pyc in RECORD)."""
-    top = tmp_path_factory.mktemp("recordfleet")
-    made = []
-    for where in ("node0/venv", "srv/ray/runtime_env/abc/venv", "home/user/venv"):
-        venv = top / where
-        venv.parent.mkdir(parents=True)
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        venvs.modern_pip_install(venv, "--no-index", "--find-links", str(house), "recpkg")
-        made.append(venv)
-    return made
+    return venvs.pip_venvs_at(tmp_path_factory.mktemp("recordfleet"),
+                              ("node0/venv", "srv/ray/runtime_env/abc/venv", "home/user/venv"), house, "recpkg")
 
 
 @pytest.fixture(scope="module")
