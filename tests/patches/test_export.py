@@ -171,10 +171,12 @@ def test_no_verified_original_is_exit_2_with_the_way_to_get_one(tmp_path, wheel)
     Path(local).unlink()  # direct_url.json names it: gone, so no original anywhere
     (venvs.site_packages_of(venv) / "fix_pkg" / "config.py").write_text("RETRIES = 5\nTIMEOUT = 10\n")
     (venvs.site_packages_of(venv) / "fix_pkg" / "extra.py").write_text(NEW_MODULE)
+    (venvs.site_packages_of(venv) / "fix_pkg" / "blob.bin").write_bytes(b"\x00\x01\xff")
     out = tmp_path / "p"
     proc = run_cli("patch", "export", "--venv", str(venv), "-o", str(out))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "no-original" in proc.stdout and "fix_pkg/config.py" in proc.stdout and "pip download" in proc.stdout
+    assert "binary" in proc.stdout and "fix_pkg/blob.bin" in proc.stdout
     # the file that could be exported still is
     parsed = parse((out / "fix-pkg@1.0.patch").read_text())
     assert [f.path for f in parsed.header.files] == ["fix_pkg/extra.py"]
