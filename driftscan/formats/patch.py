@@ -46,6 +46,7 @@ __all__ = [
     "quote_path",
     "reverse_hunks",
     "split_lines",
+    "unquote_path",
     "without_hunks",
 ]
 
@@ -457,6 +458,11 @@ def _parse_path(line: str, lineno: int) -> str:
     if not name:
         raise PatchError(f"line {lineno}: the header names no file")
     return name
+
+
+def unquote_path(name: str) -> str:
+    """A path as ``quote_path`` wrote it, read back (a tab and what follows it dropped)."""
+    return _parse_path("--- " + name, 1)
 
 
 def format_hunks(path: str, hunks: Sequence[Hunk]) -> str:
