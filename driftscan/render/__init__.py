@@ -59,7 +59,7 @@ render_short = _imported("short", "render_short")
 render_cyclonedx = _imported("cyclonedx", "render_cyclonedx")
 
 
-SCHEMA_KINDS = ("audit", "scan", "plan", "compare", "fleet", "guard", "procs", "lock-check")
+SCHEMA_KINDS = ("audit", "scan", "plan", "compare", "fleet", "guard", "procs", "lock-check", "patch-apply")
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -104,6 +104,10 @@ def _model_schema(kind: str) -> dict[str, Any]:
         from ..report.lockcheck import lock_check_schema
 
         return lock_check_schema()
+    if kind == "patch-apply":
+        from ..patches.apply import patch_apply_schema
+
+        return patch_apply_schema()
     raise ValueError(f"no schema for {kind!r}: one of {', '.join(SCHEMA_KINDS)}")
 
 

@@ -101,3 +101,14 @@ def test_a_pinned_digest_refuses_an_edited_patch(tmp_path):
     why = digest_mismatch(entry, edited)
     assert pinned in why and hashlib.sha256(edited).hexdigest() in why and "refused" in why
     assert digest_mismatch(Entry(path="p", shown="p", distribution="a"), edited) is None
+
+
+def test_the_configuration_accepts_a_manifest_table(tmp_path, monkeypatch):
+    """A project with a manifest still audits: the configuration keeps the table aside for patch apply."""
+    from driftscan.config.settings import load_config
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.driftscan]\nselect = ["DBG1"]\n[tool.driftscan.patches]\n"p/a.patch" = { distribution = "a" }\n')
+    monkeypatch.chdir(tmp_path)
+    config = load_config(None)
+    assert config.select == ["DBG1"] and config.patches == {"p/a.patch": {"distribution": "a"}}

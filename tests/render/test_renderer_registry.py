@@ -14,7 +14,7 @@ from driftscan.fleet.model import FleetResult, NodeOut
 from driftscan.lint.files import ScanResult
 from driftscan.reinstall.plan import Audited, build_plan
 from driftscan.render import RENDERERS
-from driftscan.render.registry import (CHECKPOINT, COMPARE, FLEET, GUARD, LOCK_CHECK, PLAN, PROCS, REAPPLY, REPORT, RESTORE,
+from driftscan.render.registry import (CHECKPOINT, COMPARE, FLEET, GUARD, LOCK_CHECK, PATCH_APPLY, PLAN, PROCS, REAPPLY, REPORT, RESTORE,
                                        SCAN, NotRenderable, OutputFormat, RenderOptions, format_names, formats, render,
                                        result_type, result_types)
 from driftscan.render.text import render_text, summary_line
@@ -90,6 +90,7 @@ def test_every_old_table_has_the_registry_s_formats_in_its_order():
     from driftscan.render.compare import COMPARE_RENDERERS
     from driftscan.render.guardview import GUARD_RENDERERS
     from driftscan.render.lockview import LOCK_CHECK_RENDERERS
+    from driftscan.render.patchapplyview import PATCH_APPLY_RENDERERS
     from driftscan.render.planview import PLAN_RENDERERS
     from driftscan.render.procsview import PROCS_RENDERERS
     from driftscan.render.restoreview import REAPPLY_RENDERERS, RESTORE_RENDERERS
@@ -97,7 +98,8 @@ def test_every_old_table_has_the_registry_s_formats_in_its_order():
 
     tables = {PROCS: PROCS_RENDERERS, REPORT: RENDERERS, PLAN: PLAN_RENDERERS, SCAN: SCAN_RENDERERS, GUARD: GUARD_RENDERERS,
               RESTORE: RESTORE_RENDERERS, REAPPLY: REAPPLY_RENDERERS, COMPARE: COMPARE_RENDERERS,
-              FLEET: FLEET_RENDERERS, CHECKPOINT: {"text": None}, LOCK_CHECK: LOCK_CHECK_RENDERERS}
+              FLEET: FLEET_RENDERERS, CHECKPOINT: {"text": None}, LOCK_CHECK: LOCK_CHECK_RENDERERS,
+              PATCH_APPLY: PATCH_APPLY_RENDERERS}
     assert {kind: format_names(kind) for kind in result_types()} == {kind: list(t) for kind, t in tables.items()}
 
 
