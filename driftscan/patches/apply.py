@@ -339,17 +339,17 @@ def _plan_file(site: str, dist: Distribution, fp: FilePatch, header_hash: str | 
     upstream = version_differs and pristine
 
     if change is Change.CREATE:
-        new_text = "".join(fp.hunks[0].new_lines()) if fp.hunks else ""
+        created = "".join(fp.hunks[0].new_lines()) if fp.hunks else ""
         if data is None:
             hunks = [HunkOut(number=1, header=fp.hunks[0].header, state=HunkState.APPLIED)]
-        elif _decode(data, rel) == new_text:
+        elif _decode(data, rel) == created:
             hunks = [HunkOut(number=1, header=fp.hunks[0].header,
                              state=HunkState.OBSOLETE if upstream else HunkState.ALREADY)]
         else:
             hunks = [_conflict(1, fp.hunks[0], _decode(data, rel), "the file the patch creates exists, with other content")]
         out = FileOut(path=rel, change=change, state=_file_state(hunks), base_matches=base_matches, hunks=hunks,
-                      sha256=_sha256_hex(new_text.encode("utf-8")))
-        return _FilePlan(out, new_text)
+                      sha256=_sha256_hex(created.encode("utf-8")))
+        return _FilePlan(out, created)
     if change is Change.DELETE:
         old_text = "".join(fp.hunks[0].old_lines()) if fp.hunks else ""
         if data is None:
@@ -476,7 +476,7 @@ def _write(site: str, plan: _FilePlan) -> str | None:
 
     mode = 0o644
     try:
-        mode = stat.S_IMODE(lstat_below(site, rel).st_mode)
+        mode = stat.S_IMODE(lstat_below(site, rel).st_mode) & 0o755  # no setuid, sticky or group/other write
     except (OSError, ValueError):
         pass
     return replace_below(site, rel, fill, mode, create_dirs=plan.out.change is Change.CREATE,

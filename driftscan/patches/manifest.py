@@ -105,9 +105,10 @@ def patch_table(path: str) -> dict[str, Any] | None:
     doc = read_toml(path, what="patch manifest")
     if os.path.basename(path) == PYPROJECT:
         tool = doc.get("tool")
-        doc = tool.get("driftscan") if isinstance(tool, dict) else None
-        if not isinstance(doc, dict):
+        ours = tool.get("driftscan") if isinstance(tool, dict) else None
+        if not isinstance(ours, dict):
             return None
+        doc = ours
     table = doc.get("patches")
     if table is None:
         return None
@@ -174,7 +175,7 @@ def from_directory(directory: str) -> list[Entry]:
                             "with --manifest FILE)") from None
     except OSError as exc:
         raise ManifestError(f"{directory}: cannot list: {exc.strerror or exc}") from None
-    entries = []
+    entries: list[Entry] = []
     for name in names:
         found = _FILE.match(name)
         if found is None:
