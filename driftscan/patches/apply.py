@@ -180,7 +180,6 @@ class Refused(DriftscanError):
 class _FilePlan:
     out: FileOut
     new_text: str | None = None  # what to write (CREATE / MODIFY); None with DELETE
-    encoding_ok: bool = True
 
 
 def _sha256_hex(data: bytes) -> str:
@@ -237,7 +236,7 @@ def _why(text: str, hunk: Hunk) -> str:
     try:
         apply_hunks(text, [hunk])
     except PatchError as exc:
-        return str(exc).replace("hunk 1 ", "the hunk ", 1)
+        return str(exc).split("does not apply: ", 1)[-1]  # the hunk's own header is shown beside it
     return ""  # pragma: no cover - only asked for a hunk that does not apply
 
 

@@ -52,7 +52,7 @@ def render_patch_apply_text(result: PatchApplyReport, verbose: bool = False) -> 
             tail += f", {count(failed, 'file')} not written"
     conflicts = sum(f.state is FileState.CONFLICT for p in result.patches for f in p.files)
     if conflicts:
-        tail += f"; {count(conflicts, 'file')} left as they are (conflict)"
+        tail += f"; {count(conflicts, 'file')} left as {'it is' if conflicts == 1 else 'they are'} (conflict)"
     lines.append(inert(count(len(result.patches), 'patch') + (f" ({states})" if states else "")
                        + f": {tail}"))
     return "\n".join(lines) + "\n"
