@@ -36,6 +36,7 @@ from ..caches.location import user_cache_dir, write_cache_file
 from ..core.datamodel import DataModel, InlineEnum, datamodel, describe
 from ..core.errors import DriftscanError
 from ..core.values import Distribution, Hash
+from ..environment.bytecode import remove_stale_after_write
 from ..environment.dists import find_distributions
 from ..formats.patch import FilePatch, Hunk, PatchError, apply_hunks, reverse_hunks, split_lines
 from ..formats.record import parse_hash
@@ -105,6 +106,8 @@ class FileOut(DataModel):
                                                                "(null: deleted, or not computed)"))
     message: str = ""
     hunks: list[HunkOut] = field(default_factory=list)
+    bytecode_removed: list[str] = field(default_factory=list, metadata=describe(
+        "pycs of this file Python would have run instead of what was written, removed (absolute paths)"))
 
 
 @datamodel
@@ -550,6 +553,10 @@ def apply_patches(site_packages: Sequence[str], source: Source, yes: bool = Fals
             plan.out.written = True
             report.written.append(os.path.join(site, plan.out.path))
             done.append(plan.out)
+            if plan.out.change is not Change.DELETE:
+                removed, failed = remove_stale_after_write(site, plan.out.path, (plan.new_text or "").encode("utf-8"))
+                plan.out.bytecode_removed = removed
+                report.errors += [f"stale bytecode not removed: {why}" for why in failed]
         if done:
             written.append((out, done))
     for entry in unused(source.entries, used):
