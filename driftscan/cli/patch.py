@@ -7,11 +7,11 @@ import sys
 import click
 
 from ..caches.location import refuse_inside
-from ..config.find import discover
 from ..environment.target import environment_roots, resolve_target
 from ..patches.apply import Allow, Source, apply_patches, exit_status
-from ..patches.manifest import ManifestError, from_directory, from_table, patch_table, read_manifest
+from ..patches.manifest import from_directory, from_table, read_manifest
 from ..render.registry import PATCH_APPLY, OutputFormat, RenderOptions, format_names, render
+from .configuration import load_config
 from .exits import guarded
 from .options import target_options
 from .output import for_text, write
@@ -60,16 +60,13 @@ def apply(venv: str | None, site_packages: tuple[str, ...], patches_dir: str | N
     elif patches_dir:
         source = Source(tuple(from_directory(patches_dir)), directory=patches_dir)
     else:
-        found, table = discover()
-        entries = None
-        if found is not None:
-            patches_table = table.get("patches") if table is not None else patch_table(found)
-            if patches_table is not None:
-                if not isinstance(patches_table, dict):
-                    raise ManifestError(f"{found}: tool.driftscan.patches is not a table")
-                entries = from_table(patches_table, found)
-        source = (Source(tuple(entries), manifest=found) if entries is not None
-                  else Source(tuple(from_directory("patches")), directory="patches"))
+        # Found as the configuration is found, and trusted as it is: a file planted by another user
+        # on the way up is not read (a note says so), so it cannot choose what is written.
+        config = load_config(None)
+        if config.patches and config.source:
+            source = Source(tuple(from_table(config.patches, config.source)), manifest=config.source)
+        else:
+            source = Source(tuple(from_directory("patches")), directory="patches")
     venv, why = default_venv(venv, site_packages)
     say_target("patch apply", venv, why)
     target = resolve_target(venv, site_packages)

@@ -163,3 +163,26 @@ def test_the_exact_version_patch_wins(pip_template, tmp_path):
     proc = run_cli("patch", "apply", "--venv", str(venv), "--manifest", str(tmp_path / "absent.toml"),
                    cwd=str(tmp_path))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_a_manifest_another_user_could_have_planted_is_not_read(pip_template, tmp_path):
+    venv, site = fresh(pip_template, tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    write_patch(work / "p")
+    planted = work / "driftscan.toml"
+    planted.write_text(f'[patches]\n"p/{DIST}@1.0.patch" = {{ distribution = "{DIST}" }}\n')
+    planted.chmod(0o666)
+    proc = run_cli("patch", "apply", "--venv", str(venv), "--yes", cwd=str(work))
+    assert "not read" in proc.stderr and "writable by every user" in proc.stderr
+    assert proc.returncode == 2 and "patches: no such directory" in proc.stderr  # it fell back to ./patches
+    assert (site / "toyfix/core.py").read_text() == V10
+
+
+def test_a_cache_inside_the_environment_is_refused(pip_template, tmp_path):
+    venv, site = fresh(pip_template, tmp_path)
+    write_patch(tmp_path / "patches")
+    proc = run_cli("patch", "apply", "--venv", str(venv), "--yes", cwd=str(tmp_path),
+                   env={"DRIFTSCAN_CACHE_DIR": str(venv / "cache")})
+    assert proc.returncode == 2 and "inside the audited tree" in proc.stderr
+    assert (site / "toyfix/core.py").read_text() == V10 and not (venv / "cache").exists()
