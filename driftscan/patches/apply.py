@@ -31,6 +31,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, BinaryIO, Final, Literal
 
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from ..caches.keys import cache_key
 from ..caches.location import user_cache_dir, write_cache_file
 from ..core.datamodel import DataModel, InlineEnum, datamodel, describe
@@ -430,8 +433,6 @@ def _plan_patch(entry: Entry, dist: Distribution) -> tuple[PatchOut, list[_FileP
             raise Refused(f"{entry.shown}: {exc}") from None
         header = patch.header
         out.version = header.version
-        from packaging.utils import canonicalize_name
-
         if canonicalize_name(header.distribution) != entry.distribution:
             raise Refused(f"{entry.shown}: made for {header.distribution}, listed for {entry.distribution}")
         try:
@@ -458,8 +459,6 @@ def _plan_patch(entry: Entry, dist: Distribution) -> tuple[PatchOut, list[_FileP
 
 
 def _same(a: str, b: str) -> bool:
-    from packaging.version import InvalidVersion, Version
-
     try:
         return Version(a) == Version(b)
     except InvalidVersion:
@@ -521,6 +520,16 @@ def _record(report: PatchApplyReport, written: list[tuple[PatchOut, list[FileOut
     return path
 
 
+def _unused_because(entry: Entry, installed: Sequence[tuple[str, Entry | None]]) -> str:
+    for version, chosen in installed:
+        if chosen is not None and entry.admits(version):
+            return f"{entry.distribution} {version} takes {chosen.shown} (a more precise entry)"
+    if installed:
+        versions = ", ".join(version for version, _ in installed)
+        return f"{entry.distribution} {versions} is installed, not {entry.specifier}"
+    return f"no {entry.distribution} installed"
+
+
 def apply_patches(site_packages: Sequence[str], source: Source, yes: bool = False,
                   distributions: Callable[[Sequence[str]], list[Distribution]] = _installed) -> PatchApplyReport:
     """Check (and with ``yes`` apply) every patch of ``source`` to the distributions installed in
@@ -529,8 +538,10 @@ def apply_patches(site_packages: Sequence[str], source: Source, yes: bool = Fals
                               patches_dir=source.directory)
     used: list[Entry] = []
     planned: list[tuple[PatchOut, list[_FilePlan], str]] = []
+    installed: dict[str, list[tuple[str, Entry | None]]] = {}  # canonical name: (version, its patch)
     for dist in sorted(distributions(site_packages), key=lambda d: (d.name.lower(), d.version)):
         entry = match(source.entries, dist.name, dist.version)
+        installed.setdefault(canonicalize_name(dist.name), []).append((dist.version, entry))
         if entry is None or entry in used:
             continue
         used.append(entry)
@@ -562,8 +573,7 @@ def apply_patches(site_packages: Sequence[str], source: Source, yes: bool = Fals
     for entry in unused(source.entries, used):
         report.patches.append(PatchOut(patch=entry.shown, path=entry.path, state=PatchState.UNUSED,
                                        distribution=entry.distribution, specifier=entry.specifier,
-                                       message=f"no installed {entry.distribution}"
-                                               + (f" {entry.specifier}" if entry.specifier else "")))
+                                       message=_unused_because(entry, installed.get(entry.distribution, []))))
     if written:
         report.record = _record(report, written)
     return report

@@ -128,6 +128,7 @@ def test_a_patch_for_a_version_not_installed_is_unused(pip_template, tmp_path):
     write_patch(tmp_path / "patches", version="2.0")
     code, result = apply(venv, "--yes", cwd=tmp_path)
     assert code == 1 and states(result) == {"patches/toy-fix@2.0.patch": "unused"} and not result["written"]
+    assert result["patches"][0]["message"] == "toy-fix 1.0 is installed, not ==2.0"
     code, result = apply(venv, "--yes", "--allow-unused", cwd=tmp_path)
     assert code == 0
     assert (site / "toyfix/core.py").read_text() == V10
@@ -159,6 +160,8 @@ def test_the_exact_version_patch_wins(pip_template, tmp_path):
                         f'"p/exact.patch" = {{ distribution = "{DIST}", version = "==1.0" }}\n')
     code, result = apply(venv, "--manifest", str(manifest), "--yes", "--allow-unused", cwd=tmp_path)
     assert states(result) == {"p/exact.patch": "applied", "p/range.patch": "unused", "p/name.patch": "unused"}
+    messages = {p["patch"]: p["message"] for p in result["patches"]}
+    assert messages["p/range.patch"] == "toy-fix 1.0 takes p/exact.patch (a more precise entry)"
     assert code == 0 and (site / "toyfix/core.py").read_text() == core(alpha="100")
     proc = run_cli("patch", "apply", "--venv", str(venv), "--manifest", str(tmp_path / "absent.toml"),
                    cwd=str(tmp_path))
