@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from .modeldir import ModelDirResult
     from .pristine import PristineSet
+    from .patches.export import PatchExport
     from .reinstall.checkpoint import Written
     from .reinstall.guard import GuardReport
     from .reinstall.plan import Plan
@@ -50,7 +51,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 __all__ = ["AuditOptions", "Invocation", "NO_PYTHON", "Need", "Run", "add_processes", "audit", "checkpoint", "diff", "guard",
-           "model_dir_paths", "plan", "pristine_options", "reapply", "restore", "run", "snapshot"]
+           "model_dir_paths", "patch_export", "plan", "pristine_options", "reapply", "restore", "run", "snapshot"]
 
 
 def _without_cyclic_gc(func: Callable[P, R]) -> Callable[P, R]:
@@ -280,6 +281,22 @@ def checkpoint(output: str, venv: str | None = None, site_packages: Sequence[str
         return checkpoints.write_checkpoint(output, result.target, result.drifts, result.report, result.originals,
                                             [r.root for r in result.model_dirs],
                                             max_copy or checkpoints.DEFAULT_MAX_COPY)
+
+
+def patch_export(output: str, venv: str | None = None, site_packages: Sequence[str] = (), *,
+                 distributions: Sequence[str] = (), include_debug: bool = False, force: bool = False,
+                 options: AuditOptions | None = None, **settings: Unpack[AuditSettings]) -> PatchExport:
+    """Write ``output/<dist>@<version>.patch`` for each distribution named (all with package drift
+    when none): its modified files diffed against their verified originals, its added files as new
+    ones, its missing ones as deletions, injected debug code left out unless ``include_debug``
+    (docs/patches.md). A different file already there is kept unless ``force``. Returns
+    ``patches.export.PatchExport``: each file's fate and each patch's manifest line."""
+    from .patches import export as exporting
+
+    with run(options=_options(venv, site_packages, options, settings), need=Need.ORIGINALS) as result:
+        return exporting.export_patches(output, result.target, result.report.target,
+                                        result.verification.distributions, result.drifts, result.originals,
+                                        distributions, include_debug=include_debug, force=force)
 
 
 def _with_environment(options: AuditOptions) -> AuditOptions:

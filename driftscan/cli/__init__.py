@@ -38,8 +38,7 @@ __all__ = ["main", "entry", "EXIT_CLEAN", "EXIT_DRIFT", "EXIT_INCOMPLETE", "FAIL
 # `compare`, `schema` and `--version` never need.
 COMMANDS = {
     "accept": "accept", "audit": "audit", "checkpoint": "checkpoint", "compare": "compare", "diff": "snapshot",
-    "fleet": "fleet", "guard": "guard", "lock-check": "lockcheck", "patch": "patch", "plan": "plan",
-    "procs": "procs",
+    "fleet": "fleet", "guard": "guard", "lock-check": "lockcheck", "patch": "patch", "plan": "plan", "procs": "procs",
     "reapply": "checkpoint",
     "restore": "checkpoint",
     "scan": "scan", "schema": "schema", "snapshot": "snapshot",

@@ -8,19 +8,65 @@ import click
 
 from ..caches.location import refuse_inside
 from ..environment.target import environment_roots, resolve_target
-from ..patches.apply import Allow, Source, apply_patches, exit_status
+from ..patches.apply import Allow, Source, apply_patches
+from ..patches.apply import exit_status as apply_exit_status
 from ..patches.manifest import from_directory, from_table, read_manifest
-from ..render.registry import PATCH_APPLY, OutputFormat, RenderOptions, format_names, render
+from ..render.registry import PATCH_APPLY, PATCH_EXPORT, OutputFormat, RenderOptions, format_names, render
 from .configuration import load_config
 from .exits import guarded
-from .options import target_options
+from .options import format_option, jobs_option, pristine_options, target_options, uv_cache_option
 from .output import for_text, write
-from .targets import default_venv, say_target
+from .targets import default_venv, say_target, wheel_dirs
+from ..api import patch_export
+from ..patches.export import exit_status
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def patch() -> None:
-    """Patch files a team keeps for installed distributions: export them, apply them after an install."""
+    """Keep the fixes made in installed packages as patch files: export them, review and commit
+    them, apply them after every install."""
+
+
+# ---------------------------------------------------------------------------------- patch export
+
+
+@patch.command("export")
+@click.argument("distributions", metavar="[DIST]...", nargs=-1)
+@target_options("The environment to export from (default: the active or nearest one, as audit finds it).")
+@click.option("--output", "-o", metavar="DIR", required=True,
+              help="Where to write DIST@VERSION.patch (made if missing; never inside the environment).")
+@click.option("--include-debug", is_flag=True,
+              help="Keep injected debug code (default: it is removed statement by statement, as reapply does; a "
+                   "file whose whole change is debug code, and an added module with debug code, are left out).")
+@click.option("--force", is_flag=True, help="Replace a different patch file already at that name.")
+@pristine_options
+@uv_cache_option
+@format_option(format_names(PATCH_EXPORT))
+@click.option("--verbose", "-v", is_flag=True, help="List the files exported as they are, too.")
+@jobs_option()
+@guarded
+def export(distributions: tuple[str, ...], venv: str | None, site_packages: tuple[str, ...], output: str,
+           include_debug: bool, force: bool, wheels: tuple[str, ...], fetch: bool, uv_cache: str | None, fmt: str,
+           verbose: bool, jobs: int | None) -> None:
+    """Write DIR/DIST@VERSION.patch for each distribution with changed package files (those named, or all).
+
+    A standard unified diff from the install root (git apply -p1 or patch -p1 in an unpacked wheel)
+    behind a DEP-3-style header listing each file with its original's RECORD hash: modified files
+    diffed against their verified originals (--wheels, --fetch, or the caches), files added in the
+    distribution's package directories as new files, missing ones as deletions. Each file's fate
+    is printed, and the manifest line that pins each patch. Exit status: 0 a patch written (or the
+    same one there), 1 nothing to export, 2 a file could not be exported (no verified original,
+    binary, too large) or a patch file not written.
+    """
+    venv, why = default_venv(venv, site_packages)
+    say_target("patch export", venv, why)
+    result = patch_export(output, venv, site_packages, distributions=distributions, include_debug=include_debug,
+                          force=force, wheels=wheel_dirs(wheels), fetch=fetch, uv_cache=uv_cache, jobs=jobs)
+    write(render(result, OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, None)
+    sys.exit(exit_status(result))
+
+
+# ----------------------------------------------------------------------------------- patch apply
 
 
 @patch.command("apply")
@@ -74,4 +120,4 @@ def apply(venv: str | None, site_packages: tuple[str, ...], patches_dir: str | N
         refuse_inside(environment_roots(target))
     report = apply_patches(target.site_packages, source, yes=yes)
     write(render(for_text(report, fmt), OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, None)
-    sys.exit(exit_status(report, Allow(unused=allow_unused, conflicts=allow_conflicts)))
+    sys.exit(apply_exit_status(report, Allow(unused=allow_unused, conflicts=allow_conflicts)))

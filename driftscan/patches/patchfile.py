@@ -50,6 +50,7 @@ __all__ = [
     "check_path",
     "file_diff",
     "file_patches",
+    "is_record_hash",
     "parse",
     "render",
 ]
@@ -117,6 +118,11 @@ def check_path(path: str) -> str:
     if any(part.endswith(".dist-info") for part in parts[:-1]):
         raise PatchFormatError(f"a path into a .dist-info directory (a patch never edits RECORD or METADATA): {_shown(path)}")
     return path
+
+
+def is_record_hash(text: str) -> bool:
+    """``text`` is a hash as RECORD writes it (``sha256=`` and urlsafe base64), what ``Files:`` takes."""
+    return bool(_HASH.fullmatch(text))
 
 
 def _check_text(name: str, value: str) -> None:

@@ -59,7 +59,8 @@ render_short = _imported("short", "render_short")
 render_cyclonedx = _imported("cyclonedx", "render_cyclonedx")
 
 
-SCHEMA_KINDS = ("audit", "scan", "plan", "compare", "fleet", "guard", "procs", "lock-check", "patch-apply")
+SCHEMA_KINDS = ("audit", "scan", "plan", "compare", "fleet", "guard", "procs", "lock-check", "patch-export",
+                "patch-apply")
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -104,6 +105,10 @@ def _model_schema(kind: str) -> dict[str, Any]:
         from ..report.lockcheck import lock_check_schema
 
         return lock_check_schema()
+    if kind == "patch-export":
+        from ..patches.export import patch_export_schema
+
+        return patch_export_schema()
     if kind == "patch-apply":
         from ..patches.apply import patch_apply_schema
 
@@ -113,7 +118,7 @@ def _model_schema(kind: str) -> dict[str, Any]:
 
 def json_schema(kind: str = "audit") -> dict[str, Any]:
     """The published JSON Schema of ``audit``'s (and ``diff``'s) report or of ``scan``, ``plan``,
-    ``compare``, ``fleet``, ``guard``, ``procs`` or ``lock-check --format json``: the model's schema with ``$schema`` (the
+    ``compare``, ``fleet``, ``guard``, ``procs``, ``lock-check`` or ``patch export --format json``: the model's schema with ``$schema`` (the
     2020-12 dialect pydantic writes) and ``$id`` (``schema_id``) first."""
     schema = _model_schema(kind)
     version = schema.get("properties", {}).get("schema_version", {}).get("const", "1")

@@ -79,6 +79,7 @@ COMPARE = ResultType("driftscan.compare.model", "CompareReport", "a comparison")
 FLEET = ResultType("driftscan.fleet.model", "FleetResult", "a fleet result")
 PROCS = ResultType("driftscan.procs.model", "ProcsReport", "a procs result")
 LOCK_CHECK = ResultType("driftscan.report.lockcheck", "LockCheck", "a lock check")
+PATCH_EXPORT = ResultType("driftscan.patches.export", "PatchExport", "a patch export")
 PATCH_APPLY = ResultType("driftscan.patches.apply", "PatchApplyReport", "a patch apply result")
 
 
@@ -146,6 +147,8 @@ _TABLE: dict[ResultType, dict[OutputFormat, Renderer]] = {
             _J: _lazy("render.procsview", "render_procs_json")},
     LOCK_CHECK: {_T: _lazy("render.lockview", "render_lock_check_text", _verbose),
                  _J: _lazy("render.lockview", "render_lock_check_json")},
+    PATCH_EXPORT: {_T: _lazy("render.patchview", "render_patch_export_text", _verbose),
+                   _J: _lazy("render.patchview", "render_patch_export_json")},
     PATCH_APPLY: {_T: _lazy("render.patchapplyview", "render_patch_apply_text", _verbose),
                   _J: _lazy("render.patchapplyview", "render_patch_apply_json")},
     FLEET: {_T: _lazy("fleet.render", "render_fleet_text", _verbose),

@@ -225,3 +225,14 @@ def test_file_diff_of_equal_texts_is_empty_and_refuses_bad_paths() -> None:
         file_diff("/x.py", "a\n", "b\n")
     with pytest.raises(PatchFormatError):
         file_diff("pkg/x.py", None, None)
+
+
+def test_manifest_line_is_toml_that_reads_back() -> None:
+    import tomllib
+
+    from driftscan.patches.export import manifest_line
+
+    line = manifest_line('patches/we"ird\\name@1.0.patch', "my-dist", "1.0", "ab" * 32)
+    table = tomllib.loads(line)
+    assert table == {'patches/we"ird\\name@1.0.patch': {"distribution": "my-dist", "version": "==1.0",
+                                                         "sha256": "ab" * 32}}

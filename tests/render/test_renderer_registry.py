@@ -14,7 +14,7 @@ from driftscan.fleet.model import FleetResult, NodeOut
 from driftscan.lint.files import ScanResult
 from driftscan.reinstall.plan import Audited, build_plan
 from driftscan.render import RENDERERS
-from driftscan.render.registry import (CHECKPOINT, COMPARE, FLEET, GUARD, LOCK_CHECK, PATCH_APPLY, PLAN, PROCS, REAPPLY, REPORT, RESTORE,
+from driftscan.render.registry import (CHECKPOINT, COMPARE, FLEET, GUARD, LOCK_CHECK, PATCH_APPLY, PATCH_EXPORT, PLAN, PROCS, REAPPLY, REPORT, RESTORE,
                                        SCAN, NotRenderable, OutputFormat, RenderOptions, format_names, formats, render,
                                        result_type, result_types)
 from driftscan.render.text import render_text, summary_line
@@ -99,7 +99,7 @@ def test_every_old_table_has_the_registry_s_formats_in_its_order():
     tables = {PROCS: PROCS_RENDERERS, REPORT: RENDERERS, PLAN: PLAN_RENDERERS, SCAN: SCAN_RENDERERS, GUARD: GUARD_RENDERERS,
               RESTORE: RESTORE_RENDERERS, REAPPLY: REAPPLY_RENDERERS, COMPARE: COMPARE_RENDERERS,
               FLEET: FLEET_RENDERERS, CHECKPOINT: {"text": None}, LOCK_CHECK: LOCK_CHECK_RENDERERS,
-              PATCH_APPLY: PATCH_APPLY_RENDERERS}
+              PATCH_APPLY: PATCH_APPLY_RENDERERS, PATCH_EXPORT: {"text": None, "json": None}}
     assert {kind: format_names(kind) for kind in result_types()} == {kind: list(t) for kind, t in tables.items()}
 
 
