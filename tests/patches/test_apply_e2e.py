@@ -189,3 +189,18 @@ def test_a_cache_inside_the_environment_is_refused(pip_template, tmp_path):
                    env={"DRIFTSCAN_CACHE_DIR": str(venv / "cache")})
     assert proc.returncode == 2 and "inside the audited tree" in proc.stderr
     assert (site / "toyfix/core.py").read_text() == V10 and not (venv / "cache").exists()
+
+
+def test_what_export_writes_apply_puts_onto_a_fresh_venv(pip_template, wheels, tmp_path):
+    """The team's flow: export on the box where the fixes were made, apply after a fresh install."""
+    dev = tmp_path / "dev"
+    shutil.copytree(pip_template, dev, symlinks=True)
+    dev_site = venvs.site_packages_of(dev)
+    (dev_site / "toyfix/core.py").write_text(PATCHED)
+    (dev_site / "toyfix/extra.py").write_text(EXTRA)
+    proc = run_cli("patch", "export", "--venv", str(dev), "-o", "patches", "--wheels", str(wheels), cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    venv, site = fresh(pip_template, tmp_path)
+    code, result = apply(venv, "--yes", cwd=tmp_path)
+    assert code == 0 and states(result) == {"patches/toy-fix@1.0.patch": "applied"}
+    assert (site / "toyfix/core.py").read_text() == PATCHED and (site / "toyfix/extra.py").read_text() == EXTRA
