@@ -38,9 +38,10 @@ from ..caches.keys import cache_key
 from ..caches.location import user_cache_dir, write_cache_file
 from ..core.datamodel import DataModel, InlineEnum, datamodel, describe
 from ..core.errors import DriftscanError
-from ..core.values import Distribution, Hash
+from ..core.values import Distribution, Hash, MetadataKind
 from ..environment.bytecode import remove_stale_after_write
-from ..environment.dists import find_distributions
+from ..environment.dists import find_distributions, read_distribution
+from ..environment.target import containment_for_site_packages
 from ..formats.patch import FilePatch, Hunk, PatchError, apply_hunks, reverse_hunks, split_lines
 from ..formats.record import parse_hash
 from ..fs.confined import lstat_below, open_dir, parts_of, read_below, replace_below, unlink_below
@@ -400,11 +401,23 @@ class Source:
 
 
 def _installed(site_packages: Sequence[str]) -> list[Distribution]:
-    dists = []
-    for md in find_distributions(tuple(site_packages)):
-        if md.distribution is not None and md.has_file_list:
-            dists.append(md.distribution)
-    return dists
+    """Who is installed (names and versions; RECORD is read only for a distribution a patch matches)."""
+    return [md.distribution for md in find_distributions(tuple(site_packages), records=False)
+            if md.distribution is not None]
+
+
+def _with_record(dist: Distribution, site_packages: Sequence[str]) -> Distribution:
+    """``dist`` with its RECORD rows; Refused when it has none to check a patch against."""
+    if dist.entries:
+        return dist
+    if dist.kind is not MetadataKind.DIST_INFO:
+        raise Refused(f"{dist.name} {dist.version} has no RECORD ({dist.kind.value}): nothing to check the patch against")
+    full, problems = read_distribution(dist.metadata_dir, dist.site_packages,
+                                       containment_for_site_packages(site_packages))
+    if full is None or not full.entries:
+        why = problems[0].message if problems else "no RECORD rows"
+        raise Refused(f"{dist.name} {dist.version}: its RECORD cannot be read ({why})")
+    return full
 
 
 def _patch_bytes(entry: Entry) -> bytes:
@@ -414,10 +427,11 @@ def _patch_bytes(entry: Entry) -> bytes:
         raise Refused(f"{entry.shown}: {exc.strerror or exc}") from None
 
 
-def _plan_patch(entry: Entry, dist: Distribution) -> tuple[PatchOut, list[_FilePlan]]:
+def _plan_patch(entry: Entry, dist: Distribution, site_packages: Sequence[str]) -> tuple[PatchOut, list[_FilePlan]]:
     out = PatchOut(patch=entry.shown, path=entry.path, state=PatchState.REFUSED, distribution=entry.distribution,
                    installed=dist.version, specifier=entry.specifier)
     try:
+        dist = _with_record(dist, site_packages)
         data = _patch_bytes(entry)
         out.sha256 = _sha256_hex(data)
         why = digest_mismatch(entry, data)
@@ -545,7 +559,7 @@ def apply_patches(site_packages: Sequence[str], source: Source, yes: bool = Fals
         if entry is None or entry in used:
             continue
         used.append(entry)
-        out, plans = _plan_patch(entry, dist)
+        out, plans = _plan_patch(entry, dist, site_packages)
         planned.append((out, plans, dist.site_packages))
     written: list[tuple[PatchOut, list[FileOut]]] = []
     for out, plans, site in planned:

@@ -41,6 +41,9 @@ def render_patch_apply_text(result: PatchApplyReport, verbose: bool = False) -> 
         lines.append(inert(f"error     {e}"))
     files = sum(f.state is FileState.APPLIED for p in result.patches for f in p.files)
     states = ", ".join(f"{result.count(s)} {s.value}" for s in PatchState if result.count(s))
+    if not result.patches:
+        where = result.manifest or result.patches_dir or "the manifest"
+        return inert(f"no patches in {where}: nothing to do") + "\n"
     if result.dry_run:
         tail = (f"dry run: {count(files, 'file')} would be written (--yes writes them)" if files
                 else "dry run: nothing to write")

@@ -76,3 +76,19 @@ def test_a_file_to_delete_with_other_content_conflicts(tmp_path):
     report = apply_patches([str(site)], Source(tuple(from_directory(str(patches)))), yes=True)
     (f,) = report.patches[0].files
     assert f.state is FileState.CONFLICT and not f.written and (site / "toyfix/gone.py").read_text() == NEW
+
+
+def test_a_distribution_without_a_record_is_not_patched(tmp_path):
+    venv, site = make_venv(tmp_path / "venv")
+    egg = site / "toy_fix-1.0.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: toy-fix\nVersion: 1.0\n")
+    (site / "toyfix").mkdir()
+    (site / "toyfix/core.py").write_text(OLD)
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    (patches / "toy-fix@1.0.patch").write_text(patch_text("toy-fix", "1.0", {"toyfix/core.py": (OLD, NEW)}))
+    report = apply_patches([str(site)], Source(tuple(from_directory(str(patches)))), yes=True)
+    (patch,) = report.patches
+    assert patch.state is PatchState.REFUSED and "no RECORD" in patch.message and not report.written
+    assert (site / "toyfix/core.py").read_text() == OLD
