@@ -285,7 +285,9 @@ def _read_current(site: str, rel: str) -> bytes | None:
 
 
 def _check_new_parent(site: str, parts: list[str]) -> None:
-    """A file to create: every existing directory on the way opened without following a symlink."""
+    """A file to create: the deepest directory on its way that exists, opened without following a
+    symlink (each missing one is made the same way when the file is written); Refused when a
+    symlink or a file stands on the way."""
     for depth in range(len(parts) - 1, -1, -1):
         try:
             fd = open_dir(site, parts[:depth])
@@ -294,15 +296,6 @@ def _check_new_parent(site: str, parts: list[str]) -> None:
         except OSError as exc:
             raise Refused(f"{'/'.join(parts)}: {exc.strerror or exc}") from None
         os.close(fd)
-        if depth < len(parts) - 1:
-            try:  # the first missing directory must not be a dangling symlink
-                st = os.lstat(os.path.join(site, *parts[: depth + 1]))
-            except FileNotFoundError:
-                return
-            if not os.path.isdir(os.path.join(site, *parts[: depth + 1])) or os.path.islink(
-                    os.path.join(site, *parts[: depth + 1])):
-                raise Refused(f"{'/'.join(parts)}: {'/'.join(parts[: depth + 1])} is a {oct(st.st_mode)} on the way: "
-                              "not followed")
         return
 
 

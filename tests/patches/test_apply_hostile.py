@@ -109,6 +109,15 @@ def test_a_new_file_through_a_symlinked_directory_is_not_created(env):
     assert _snapshot(site, outside) == before
 
 
+def test_a_dangling_symlink_or_a_file_on_the_way_of_a_new_file_is_refused(env):
+    site, patches, outside = env
+    (site / "toyfix/dangling").symlink_to(outside / "later", target_is_directory=True)
+    for path in ("toyfix/dangling/new.py", "toyfix/core.py/new.py"):
+        before = _snapshot(site, outside)
+        _refused(_apply(site, patches, patch_text("toy-fix", "1.0", {path: (None, "import os\n")})))
+        assert _snapshot(site, outside) == before and not (outside / "later").exists()
+
+
 @pytest.mark.parametrize("path", ["evil.pth", "sitecustomize.py", "otherpkg/__init__.py"])
 def test_a_new_file_outside_the_distributions_directories_is_refused(env, path):
     site, patches, outside = env
