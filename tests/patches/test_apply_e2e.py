@@ -10,12 +10,15 @@ import json
 import shutil
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from fixtures import venvs
 from fixtures.harness import run_cli
 from fixtures.patchfiles import patch_text
 from fixtures.wheels import build_wheel
+
+from driftscan.render import json_schema
 
 DIST = "toy-fix"
 
@@ -63,7 +66,9 @@ def write_patch(directory: Path, version: str = "1.0") -> Path:
 def apply(venv: Path, *args: str, cwd: Path):
     proc = run_cli("patch", "apply", "--venv", str(venv), "--format", "json", *args, cwd=str(cwd))
     assert proc.stdout, proc.stderr
-    return proc.returncode, json.loads(proc.stdout)
+    result = json.loads(proc.stdout)
+    jsonschema.validate(result, json_schema("patch-apply"))  # every real run's JSON is what the schema says
+    return proc.returncode, result
 
 
 def states(result):
