@@ -173,15 +173,17 @@ def _text(data: bytes) -> str | None:
         return None
 
 
-def _read_current(path: str) -> bytes | str:
-    """The file's bytes, or why it cannot be read (too large, not a regular file)."""
+def _read_current(path: str, out: FileOut) -> bytes | None:
+    """The file's bytes; None with ``out`` said when it is too large or cannot be read."""
     try:
         st = os.lstat(path)
         if st.st_size > FILE_MAX:
-            return f"{st.st_size:,} bytes, more than the {FILE_MAX:,} a patch holds"
+            out.fate, out.reason = Fate.TOO_LARGE, f"{st.st_size:,} bytes, more than the {FILE_MAX:,} a patch holds"
+            return None
         return read_regular(path, FILE_MAX, follow=False)
     except OSError as exc:
-        return f"cannot read it: {os_error(exc)}"
+        out.fate, out.reason = Fate.NOT_EXPORTED, f"cannot read it: {os_error(exc)}"
+        return None
 
 
 class _Exporter:
@@ -257,9 +259,8 @@ class _Exporter:
         base = self.original(dist, entry, rel, out)
         if base is None:
             return _File(out)
-        data = _read_current(check.path)
-        if isinstance(data, str):
-            out.fate, out.reason = (Fate.TOO_LARGE if "more than" in data else Fate.NOT_EXPORTED), data
+        data = _read_current(check.path, out)
+        if data is None:
             return _File(out)
         ours = _text(data)
         if ours is None:
@@ -321,9 +322,8 @@ class _Exporter:
         if not check.regular_file:
             out.fate, out.reason = Fate.NOT_EXPORTED, "not a regular file (a patch holds text files)"
             return _File(out)
-        data = _read_current(check.path)
-        if isinstance(data, str):
-            out.fate, out.reason = (Fate.TOO_LARGE if "more than" in data else Fate.NOT_EXPORTED), data
+        data = _read_current(check.path, out)
+        if data is None:
             return _File(out)
         text = _text(data)
         if text is None:

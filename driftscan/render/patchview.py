@@ -57,3 +57,6 @@ def render_patch_export_text(result: PatchExport, verbose: bool = False) -> str:
 
 def render_patch_export_json(result: PatchExport) -> str:
     return result.model_dump_json(indent=2) + "\n"
+
+
+PATCH_EXPORT_RENDERERS = {"text": render_patch_export_text, "json": render_patch_export_json}

@@ -171,10 +171,12 @@ def test_no_verified_original_is_exit_2_with_the_way_to_get_one(tmp_path, wheel)
     Path(local).unlink()  # direct_url.json names it: gone, so no original anywhere
     (venvs.site_packages_of(venv) / "fix_pkg" / "config.py").write_text("RETRIES = 5\nTIMEOUT = 10\n")
     (venvs.site_packages_of(venv) / "fix_pkg" / "extra.py").write_text(NEW_MODULE)
+    (venvs.site_packages_of(venv) / "fix_pkg" / "blob.bin").write_bytes(b"\x00\x01\xff")
     out = tmp_path / "p"
     proc = run_cli("patch", "export", "--venv", str(venv), "-o", str(out))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "no-original" in proc.stdout and "fix_pkg/config.py" in proc.stdout and "pip download" in proc.stdout
+    assert "binary" in proc.stdout and "fix_pkg/blob.bin" in proc.stdout
     # the file that could be exported still is
     parsed = parse((out / "fix-pkg@1.0.patch").read_text())
     assert [f.path for f in parsed.header.files] == ["fix_pkg/extra.py"]
@@ -212,3 +214,28 @@ def test_uv_venv_export_applies_to_the_unpacked_wheel(tmp_path, wheel, house):
     proc = run_cli("patch", "export", "--venv", str(venv), "-o", str(out), "--wheels", str(house))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     _check_applies(out / "fix-pkg@1.0.patch", wheel, tmp_path)
+
+
+def test_a_record_rewritten_file_is_diffed_against_its_wheel(tmp_path, wheel, house):
+    """An edit whose installed RECORD row was re-hashed to match: direct_url.json names the wheel by
+    digest, so its own row is the original's, and the patch lists that hash."""
+    venv = venvs.make_pip_venv(tmp_path / "venv")
+    venvs.pip_install(venv, "--no-index", str(wheel))
+    site = venvs.site_packages_of(venv)
+    edited = EXPORTED["fix_pkg/config.py"].encode()
+    (site / "fix_pkg/config.py").write_bytes(edited)
+    record = next(site.glob("fix_pkg-1.0.dist-info")) / "RECORD"
+    rows = [f"fix_pkg/config.py,{record_hash(edited)},{len(edited)}" if line.startswith("fix_pkg/config.py,") else line
+            for line in record.read_text().splitlines()]
+    record.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "p"
+    proc = run_cli("patch", "export", "--venv", str(venv), "-o", str(out), "--wheels", str(house), "--format", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (patch,) = json.loads(proc.stdout)["patches"]
+    assert [(f["path"], f["fate"]) for f in patch["files"]] == [("fix_pkg/config.py", "exported")]
+    parsed = parse((out / "fix-pkg@1.0.patch").read_text())
+    assert parsed.header.files[0].original == record_hash(ORIGINAL["fix_pkg/config.py"].encode())
+    by_git = _unpacked(wheel, tmp_path / "unpacked")
+    subprocess.run([_need("git"), "apply", "-p1", str(out / "fix-pkg@1.0.patch")], cwd=by_git, check=True,
+                   capture_output=True)
+    assert (by_git / "fix_pkg/config.py").read_bytes() == edited
