@@ -54,9 +54,9 @@ def write_cache_file(path: str, data: bytes, prefix: str = ".cache-", mode: int 
     return f"{path}: {why}; not written" if why else None
 
 
-# The cache subdirectories restore and reapply write to (their journals, the reapply ledger,
-# originals kept for later runs).
-WRITTEN_SUBDIRS = ("restore", "reapply", "originals")
+# The cache subdirectories restore, reapply and patch apply write to (their journals, the reapply
+# ledger, originals kept for later runs, the record of the patches applied).
+WRITTEN_SUBDIRS = ("restore", "reapply", "originals", "patches")
 
 
 def refuse_inside(roots: Iterable[str | None]) -> None:

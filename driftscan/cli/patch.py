@@ -6,10 +6,16 @@ import sys
 
 import click
 
-from ..render.registry import PATCH_EXPORT, OutputFormat, RenderOptions, format_names, render
+from ..caches.location import refuse_inside
+from ..environment.target import environment_roots, resolve_target
+from ..patches.apply import Allow, Source, apply_patches
+from ..patches.apply import exit_status as apply_exit_status
+from ..patches.manifest import from_directory, from_table, read_manifest
+from ..render.registry import PATCH_APPLY, PATCH_EXPORT, OutputFormat, RenderOptions, format_names, render
+from .configuration import load_config
 from .exits import guarded
 from .options import format_option, jobs_option, pristine_options, target_options, uv_cache_option
-from .output import write
+from .output import for_text, write
 from .targets import default_venv, say_target, wheel_dirs
 from ..api import patch_export
 from ..patches.export import exit_status
@@ -58,3 +64,60 @@ def export(distributions: tuple[str, ...], venv: str | None, site_packages: tupl
                           force=force, wheels=wheel_dirs(wheels), fetch=fetch, uv_cache=uv_cache, jobs=jobs)
     write(render(result, OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, None)
     sys.exit(exit_status(result))
+
+
+# ----------------------------------------------------------------------------------- patch apply
+
+
+@patch.command("apply")
+@target_options("The environment to patch (default: the active or nearest one, as audit finds it).")
+@click.option("--patches", "patches_dir", metavar="DIR",
+              help="Without a manifest: every <dist>@<version>.patch here, each for that exact version "
+                   "(default: ./patches).")
+@click.option("--manifest", metavar="FILE", type=click.Path(dir_okay=False),
+              help="The manifest: a pyproject.toml ([tool.driftscan.patches]) or driftscan.toml ([patches]) "
+                   "(default: the configuration file found from here upward, if it has one).")
+@click.option("--yes", is_flag=True, help="Write (default: a dry run that says what would be written).")
+@click.option("--allow-unused", is_flag=True, help="A patch no installed distribution matches does not fail the run.")
+@click.option("--allow-conflicts", is_flag=True,
+              help="A file that conflicts (left as it is) does not fail the run; the other files are written.")
+@click.option("--format", "fmt", type=click.Choice(format_names(PATCH_APPLY)), default="text", show_default=True)
+@click.option("--verbose", "-v", is_flag=True, help="Every hunk's state, not only the conflicting ones.")
+@guarded
+def apply(venv: str | None, site_packages: tuple[str, ...], patches_dir: str | None, manifest: str | None,
+          yes: bool, allow_unused: bool, allow_conflicts: bool, fmt: str, verbose: bool) -> None:
+    """Apply the team's patch files to the distributions installed in the environment.
+
+    Each installed distribution gets the patch the manifest matches to it (an exact version beats a
+    range, which beats the name alone), each hunk checked exactly against the installed file:
+    applied, already (the environment carries it), obsolete (the new upstream version already does
+    it) or conflict (the hunk and the lines there are shown; nothing of that file is written). A
+    dry run unless --yes; with --yes each file is written atomically, never RECORD, never through a
+    symlink, and what was written is recorded in the user cache.
+
+    Exit status: 0 nothing left to do; 1 a dry run that would write, a conflict (unless
+    --allow-conflicts), a patch no installed distribution matches (unless --allow-unused), a patch
+    refused (an edited file under a pinned sha256, a hostile path); 2 something could not be done.
+    """
+    if manifest and patches_dir:
+        raise click.UsageError("--manifest and --patches name two sources of patches: give one")
+    if manifest:
+        source = Source(tuple(read_manifest(manifest)), manifest=manifest)
+    elif patches_dir:
+        source = Source(tuple(from_directory(patches_dir)), directory=patches_dir)
+    else:
+        # Found as the configuration is found, and trusted as it is: a file planted by another user
+        # on the way up is not read (a note says so), so it cannot choose what is written.
+        config = load_config(None)
+        if config.patches and config.source:
+            source = Source(tuple(from_table(config.patches, config.source)), manifest=config.source)
+        else:
+            source = Source(tuple(from_directory("patches")), directory="patches")
+    venv, why = default_venv(venv, site_packages)
+    say_target("patch apply", venv, why)
+    target = resolve_target(venv, site_packages)
+    if yes:
+        refuse_inside(environment_roots(target))
+    report = apply_patches(target.site_packages, source, yes=yes)
+    write(render(for_text(report, fmt), OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, None)
+    sys.exit(apply_exit_status(report, Allow(unused=allow_unused, conflicts=allow_conflicts)))

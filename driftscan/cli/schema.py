@@ -11,10 +11,13 @@ from ..render import json_schema
 
 
 @click.command()
-@click.option("--for", "kind", type=click.Choice(["audit", "scan", "plan", "compare", "fleet", "guard", "procs", "lock-check", "patch-export"]),
+@click.option("--for", "kind", type=click.Choice(["audit", "scan", "plan", "compare", "fleet", "guard", "procs", "lock-check",
+                                                   "patch-export", "patch-apply"]),
               default="audit", show_default=True,
-              help="Whose JSON: audit's (and diff's) report, scan, plan, compare, fleet, guard, procs, lock-check or patch export --format json.")
+              help="Whose JSON: audit's (and diff's) report, scan, plan, compare, fleet, guard, procs, lock-check, "
+                   "patch export or patch apply --format json.")
 @guarded
 def schema(kind: str) -> None:
-    """Print the JSON Schema of the audit report (or of scan's, plan's, compare's, fleet's, guard's, procs', lock-check's or patch export's JSON output)."""
+    """Print the JSON Schema of the audit report (or of scan's, plan's, compare's, fleet's, guard's, procs',
+    lock-check's, patch export's or patch apply's JSON output)."""
     click.echo(json.dumps(json_schema(kind), indent=2))

@@ -77,6 +77,7 @@ class NoConfig:
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     accept: list[Any] = field(default_factory=list)
+    patches: dict[str, Any] = field(default_factory=dict)
     source: str | None = None
     table: str = ""
     notes: list[str] = field(default_factory=list)

@@ -72,6 +72,8 @@ class Config(BaseModel):
     select: list[str] = Field(default_factory=list)
     ignore: list[str] = Field(default_factory=list)
     accept: list[AcceptEntry] = Field(default_factory=list, description="accepted drift (docs/configuration.md)")
+    patches: dict[str, Any] = Field(default_factory=dict, description="the patch manifest, which driftscan patch "
+                                                                      "apply reads itself (docs/patches.md)")
     source: str | None = Field(default=None, exclude=True, description="the file this came from")
     table: str = Field(default="", exclude=True, description='where in the file: "" or "tool.driftscan"')
     notes: list[str] = Field(default_factory=list, exclude=True, description="settings set aside, and why")

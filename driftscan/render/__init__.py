@@ -59,7 +59,8 @@ render_short = _imported("short", "render_short")
 render_cyclonedx = _imported("cyclonedx", "render_cyclonedx")
 
 
-SCHEMA_KINDS = ("audit", "scan", "plan", "compare", "fleet", "guard", "procs", "lock-check", "patch-export")
+SCHEMA_KINDS = ("audit", "scan", "plan", "compare", "fleet", "guard", "procs", "lock-check", "patch-export",
+                "patch-apply")
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -108,6 +109,10 @@ def _model_schema(kind: str) -> dict[str, Any]:
         from ..patches.export import patch_export_schema
 
         return patch_export_schema()
+    if kind == "patch-apply":
+        from ..patches.apply import patch_apply_schema
+
+        return patch_apply_schema()
     raise ValueError(f"no schema for {kind!r}: one of {', '.join(SCHEMA_KINDS)}")
 
 

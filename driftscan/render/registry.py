@@ -80,6 +80,7 @@ FLEET = ResultType("driftscan.fleet.model", "FleetResult", "a fleet result")
 PROCS = ResultType("driftscan.procs.model", "ProcsReport", "a procs result")
 LOCK_CHECK = ResultType("driftscan.report.lockcheck", "LockCheck", "a lock check")
 PATCH_EXPORT = ResultType("driftscan.patches.export", "PatchExport", "a patch export")
+PATCH_APPLY = ResultType("driftscan.patches.apply", "PatchApplyReport", "a patch apply result")
 
 
 class NotRenderable(DriftscanError, ValueError):
@@ -148,6 +149,8 @@ _TABLE: dict[ResultType, dict[OutputFormat, Renderer]] = {
                  _J: _lazy("render.lockview", "render_lock_check_json")},
     PATCH_EXPORT: {_T: _lazy("render.patchview", "render_patch_export_text", _verbose),
                    _J: _lazy("render.patchview", "render_patch_export_json")},
+    PATCH_APPLY: {_T: _lazy("render.patchapplyview", "render_patch_apply_text", _verbose),
+                  _J: _lazy("render.patchapplyview", "render_patch_apply_json")},
     FLEET: {_T: _lazy("fleet.render", "render_fleet_text", _verbose),
             _J: _lazy("fleet.render", "render_fleet_json", _verbose),
             _M: _lazy("fleet.render", "render_fleet_markdown", _verbose)},

@@ -22,7 +22,8 @@ DOCS = REPO / "docs"
 PUBLISHED = {"scan": DOCS / "scan-schema.json", "plan": DOCS / "plan-schema.json", "audit": DOCS / "report-schema.json",
              "compare": DOCS / "compare-schema.json", "guard": DOCS / "guard-schema.json",
              "fleet": DOCS / "fleet-schema.json", "procs": DOCS / "procs-schema.json",
-             "lock-check": DOCS / "lock-check-schema.json", "patch-export": DOCS / "patch-export-schema.json"}
+             "lock-check": DOCS / "lock-check-schema.json", "patch-export": DOCS / "patch-export-schema.json",
+             "patch-apply": DOCS / "patch-apply-schema.json"}
 
 
 def validator(kind: str):
@@ -38,7 +39,7 @@ def scenario(tmp_path_factory):
 
 
 @pytest.mark.parametrize("kind", ["scan", "plan", "compare", "fleet", "audit", "guard", "procs", "lock-check",
-                                  "patch-export"])
+                                  "patch-export", "patch-apply"])
 def test_committed_schema_is_current(kind):
     with open(PUBLISHED[kind]) as f:
         assert json.load(f) == json_schema(kind), \

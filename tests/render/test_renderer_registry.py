@@ -14,8 +14,9 @@ from driftscan.fleet.model import FleetResult, NodeOut
 from driftscan.lint.files import ScanResult
 from driftscan.reinstall.plan import Audited, build_plan
 from driftscan.render import RENDERERS
-from driftscan.render.registry import (CHECKPOINT, COMPARE, FLEET, GUARD, LOCK_CHECK, PATCH_EXPORT, PLAN, PROCS, REAPPLY,
-                                       REPORT, RESTORE, SCAN, NotRenderable, OutputFormat, RenderOptions, format_names, formats, render,
+from driftscan.render.registry import (CHECKPOINT, COMPARE, FLEET, GUARD, LOCK_CHECK, PATCH_APPLY, PATCH_EXPORT, PLAN, PROCS,
+                                       REAPPLY, REPORT, RESTORE, SCAN, NotRenderable, OutputFormat, RenderOptions,
+                                       format_names, formats, render,
                                        result_type, result_types)
 from driftscan.render.text import render_text, summary_line
 from fixtures.reports import DEMO, OTHER, PROJ, TARGET, drift_of, every_kind_checks, every_kind_report
@@ -90,6 +91,7 @@ def test_every_old_table_has_the_registry_s_formats_in_its_order():
     from driftscan.render.compare import COMPARE_RENDERERS
     from driftscan.render.guardview import GUARD_RENDERERS
     from driftscan.render.lockview import LOCK_CHECK_RENDERERS
+    from driftscan.render.patchapplyview import PATCH_APPLY_RENDERERS
     from driftscan.render.patchview import PATCH_EXPORT_RENDERERS
     from driftscan.render.planview import PLAN_RENDERERS
     from driftscan.render.procsview import PROCS_RENDERERS
@@ -99,7 +101,7 @@ def test_every_old_table_has_the_registry_s_formats_in_its_order():
     tables = {PROCS: PROCS_RENDERERS, REPORT: RENDERERS, PLAN: PLAN_RENDERERS, SCAN: SCAN_RENDERERS, GUARD: GUARD_RENDERERS,
               RESTORE: RESTORE_RENDERERS, REAPPLY: REAPPLY_RENDERERS, COMPARE: COMPARE_RENDERERS,
               FLEET: FLEET_RENDERERS, CHECKPOINT: {"text": None}, LOCK_CHECK: LOCK_CHECK_RENDERERS,
-              PATCH_EXPORT: PATCH_EXPORT_RENDERERS}
+              PATCH_APPLY: PATCH_APPLY_RENDERERS, PATCH_EXPORT: PATCH_EXPORT_RENDERERS}
     assert {kind: format_names(kind) for kind in result_types()} == {kind: list(t) for kind, t in tables.items()}
 
 
@@ -119,7 +121,7 @@ def test_every_format_choice_of_the_command_line_is_the_registry_s():
 
     kinds = {"audit": REPORT, "diff": REPORT, "plan": PLAN, "scan": SCAN, "guard": GUARD, "restore": RESTORE,
              "reapply": REAPPLY, "compare": COMPARE, "fleet": FLEET, "procs": PROCS,
-             "lock-check": LOCK_CHECK, "patch export": PATCH_EXPORT}
+             "lock-check": LOCK_CHECK, "patch export": PATCH_EXPORT, "patch apply": PATCH_APPLY}
     seen = {}
     ctx = click.Context(main)
     commands = []
@@ -137,7 +139,7 @@ def test_every_format_choice_of_the_command_line_is_the_registry_s():
             if param.name == "fmt":
                 assert isinstance(param.type, click.Choice)
                 seen[name] = sorted(param.type.choices)
-    assert "patch export" in seen
+    assert "patch export" in seen and "patch apply" in seen
     assert seen == {name: sorted(format_names(kinds[name])) for name in seen}
     assert set(seen) >= {"audit", "plan", "scan", "guard", "restore", "reapply", "compare", "fleet"}
 

@@ -1,0 +1,94 @@
+"""``patch apply`` file by file: a deleted file, a created one in a new directory, the record of what
+was written, and no pyc left behind that Python would run instead of the patched source (an
+unchecked-hash pyc, as Debian's and conda's installers compile them)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import py_compile
+
+from fixtures.envtree import install, make_venv
+from fixtures.patchfiles import patch_text
+
+from driftscan.patches.apply import FileState, PatchState, Source, apply_patches
+from driftscan.patches.manifest import from_directory
+
+OLD = "def alpha():\n    return 1\n"
+NEW = "def alpha():\n    return 10\n"
+
+
+def test_an_unchecked_hash_pyc_of_the_old_source_is_removed(tmp_path):
+    venv, site = make_venv(tmp_path / "venv")
+    install(site, "toy-fix", "1.0", {"toyfix/__init__.py": "", "toyfix/core.py": OLD, "toyfix/other.py": OLD})
+    stale = py_compile.compile(str(site / "toyfix/core.py"), doraise=True,
+                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    untouched = py_compile.compile(str(site / "toyfix/other.py"), doraise=True,
+                                   invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    (patches / "toy-fix@1.0.patch").write_text(patch_text("toy-fix", "1.0", {"toyfix/core.py": (OLD, NEW)}))
+    source = Source(tuple(from_directory(str(patches))), directory=str(patches))
+
+    dry = apply_patches([str(site)], source)
+    assert not dry.patches[0].files[0].bytecode_removed and (tmp_path / stale).exists()
+
+    report = apply_patches([str(site)], source, yes=True)
+    (f,) = report.patches[0].files
+    assert f.written and (site / "toyfix/core.py").read_text() == NEW
+    assert f.bytecode_removed == [stale] and not (tmp_path / stale).exists()
+    assert (tmp_path / untouched).exists() and not report.errors
+
+
+def test_delete_and_create_then_already_and_the_record(tmp_path):
+    venv, site = make_venv(tmp_path / "venv")
+    install(site, "toy-fix", "1.0", {"toyfix/__init__.py": "", "toyfix/core.py": OLD, "toyfix/gone.py": OLD})
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    text = patch_text("toy-fix", "1.0", {"toyfix/gone.py": (OLD, None), "toyfix/sub/new.py": (None, NEW)})
+    (patches / "toy-fix@1.0.patch").write_text(text)
+    source = Source(tuple(from_directory(str(patches))), directory=str(patches))
+
+    report = apply_patches([str(site)], source, yes=True)
+    files = {f.path: f for f in report.patches[0].files}
+    assert files["toyfix/gone.py"].change.value == "delete" and files["toyfix/gone.py"].written
+    assert files["toyfix/sub/new.py"].change.value == "create" and files["toyfix/sub/new.py"].written
+    assert not (site / "toyfix/gone.py").exists() and (site / "toyfix/sub/new.py").read_text() == NEW
+    record = json.loads(open(report.record).read())
+    assert record["version"] == 1
+    (entry,) = record["patches"].values()
+    assert entry["files"] == {"toyfix/gone.py": None, "toyfix/sub/new.py": hashlib.sha256(NEW.encode()).hexdigest()}
+    assert entry["sha256"] == hashlib.sha256(text.encode()).hexdigest() and entry["version"] == "1.0"
+
+    again = apply_patches([str(site)], source, yes=True)
+    assert again.patches[0].state is PatchState.ALREADY and not again.written
+    assert {f.state for f in again.patches[0].files} == {FileState.ALREADY}
+    assert json.loads(open(report.record).read()) == record  # nothing written: the record as it was
+
+
+def test_a_file_to_delete_with_other_content_conflicts(tmp_path):
+    venv, site = make_venv(tmp_path / "venv")
+    install(site, "toy-fix", "1.0", {"toyfix/__init__.py": "", "toyfix/gone.py": OLD})
+    (site / "toyfix/gone.py").write_text(NEW)
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    (patches / "toy-fix@1.0.patch").write_text(patch_text("toy-fix", "1.0", {"toyfix/gone.py": (OLD, None)}))
+    report = apply_patches([str(site)], Source(tuple(from_directory(str(patches)))), yes=True)
+    (f,) = report.patches[0].files
+    assert f.state is FileState.CONFLICT and not f.written and (site / "toyfix/gone.py").read_text() == NEW
+
+
+def test_a_distribution_without_a_record_is_not_patched(tmp_path):
+    venv, site = make_venv(tmp_path / "venv")
+    egg = site / "toy_fix-1.0.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: toy-fix\nVersion: 1.0\n")
+    (site / "toyfix").mkdir()
+    (site / "toyfix/core.py").write_text(OLD)
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    (patches / "toy-fix@1.0.patch").write_text(patch_text("toy-fix", "1.0", {"toyfix/core.py": (OLD, NEW)}))
+    report = apply_patches([str(site)], Source(tuple(from_directory(str(patches)))), yes=True)
+    (patch,) = report.patches
+    assert patch.state is PatchState.REFUSED and "no RECORD" in patch.message and not report.written
+    assert (site / "toyfix/core.py").read_text() == OLD
