@@ -53,6 +53,10 @@ class DriftKind(str, enum.Enum):
     # A distribution whose installed version or source is not what a lockfile pins for this
     # environment, one the lock does not have, or one it requires that is not installed.
     LOCK_MISMATCH = "lock-mismatch"
+    # A package file whose content is what ``driftscan patch apply`` wrote from the team's patch (the
+    # patch and the sha256 it wrote are in its record, reinstall/patchledger.py): the drift chosen,
+    # informational; an edit since is drift again.
+    PATCHED = "patched"
 
 
 class Scope(str, enum.Enum):
@@ -562,6 +566,10 @@ class FileState(TypedDict, total=False):
     lock: str  # the lockfile
     lock_source: str  # the lock entry's source: registry, url, path, git, ...
     location: str  # that source's index URL, URL or path, as the lock writes it
+    # patches (patched): the patch file that wrote it, that file's sha256, when
+    patch: str
+    patch_sha256: str
+    applied_at: str
 
 
 @dataclass(frozen=True)

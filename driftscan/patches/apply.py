@@ -44,13 +44,13 @@ from ..environment.dists import find_distributions, read_distribution
 from ..environment.target import containment_for_site_packages
 from ..formats.patch import FilePatch, Hunk, PatchError, apply_hunks, reverse_hunks, split_lines
 from ..formats.record import parse_hash
+from ..reinstall.patchledger import LEDGER_VERSION, ledger_path, read_ledger
 from ..fs.confined import lstat_below, open_dir, parts_of, read_below, replace_below, unlink_below
 from ..fs.reader import read_regular
 from .manifest import Entry, ManifestError, digest_mismatch, match, unused
 from .patchfile import PatchFile, PatchFormatError, file_patches, parse
 
 SCHEMA_VERSION: Final = "1"
-LEDGER_VERSION: Final = 1
 PATCH_MAX = 64 << 20  # a patch file: the format's own bound
 FILE_MAX = 64 << 20  # a file a patch edits: source files are far smaller
 HUNK_MAX_LINES = 100_000  # lines of one hunk: an edit to a source file is far smaller
@@ -491,25 +491,9 @@ def _write(site: str, plan: _FilePlan) -> str | None:
                          temp_prefix=".driftscan-patch-")
 
 
-def ledger_path(site_packages: Sequence[str]) -> str:
-    """The user-cache file recording what ``patch apply`` wrote into this environment."""
-    key = cache_key("patch-apply", [os.path.realpath(s) for s in site_packages])
-    return os.path.join(user_cache_dir(), "patches", f"{key[:32]}.json")
-
-
-def _read_ledger(path: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(read_regular(path, 16 << 20, what="patch record"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(doc, dict) or doc.get("version") != LEDGER_VERSION or not isinstance(doc.get("patches"), dict):
-        return {}
-    return doc
-
-
 def _record(report: PatchApplyReport, written: list[tuple[PatchOut, list[FileOut]]]) -> str | None:
     path = ledger_path(report.site_packages)
-    doc = _read_ledger(path) or {"version": LEDGER_VERSION, "site_packages": report.site_packages, "patches": {}}
+    doc = read_ledger(path) or {"version": LEDGER_VERSION, "site_packages": report.site_packages, "patches": {}}
     for patch, files in written:
         entry = doc["patches"].get(patch.path)
         if not isinstance(entry, dict) or entry.get("sha256") != patch.sha256:

@@ -263,6 +263,11 @@ def classify(check: FileCheck, target: Target, installer: str | None = None) -> 
                      "RECORD row is wrong; report it upstream)", check.evidence, Prediction.SURVIVES)
     if check.kind is DriftKind.LOCK_MISMATCH:
         return _lock_mismatch(check)
+    if check.kind is DriftKind.PATCHED:  # a reinstall wipes it; patch apply writes it again
+        patch = check.expected.get("patch", "the patch")
+        return Drift(check, Scope.PACKAGE, False,
+                     f"nothing to do; after a reinstall: driftscan patch apply --yes (writes {patch} again)",
+                     check.evidence, Prediction.WIPED)
     if check.kind in _PACKAGE_KINDS and check.distribution is not None:
         return _package(check, target, installer)
     path = shlex.quote(check.path)

@@ -33,6 +33,7 @@ from ..fs.reader import default_jobs
 from ..lint.scancache import ContentMemo
 from ..reinstall.dumpledger import recorded_checks
 from .classify import classify, uv_cache_clean, uv_cache_prune
+from .patched import mark_patched
 from .options import AuditOptions, Need, RuleSelection
 
 if TYPE_CHECKING:
@@ -227,12 +228,14 @@ def verify_model_dirs(state: State) -> State:
 
 
 def hash_content(state: State) -> State:
-    """The digest of each modified or added file's current content (for ``compare`` and accept pins)."""
+    """The digest of each modified or added file's current content (for ``compare`` and accept pins),
+    and which of them are as the team's patch wrote them (``patched``)."""
     if not state.verification.checks:
         return state
 
-    return state.with_checks(with_content_hashes(state.verification.checks, state.target.site_packages,
-                                                 state.target.venv))
+    hashed = with_content_hashes(state.verification.checks, state.target.site_packages, state.target.venv)
+    # a file as the team's patch wrote it (driftscan patch apply's record) is that, not drift
+    return state.with_checks(mark_patched(hashed, state.target.site_packages))
 
 
 def find_debug_code(state: State) -> State:

@@ -123,13 +123,17 @@ DRIFT_KINDS: dict[str, tuple[str, str]] = {
     "lock-mismatch": ("A distribution not as the lockfile pins it",
                       "The installed version or source differs from the lockfile's entry for this environment, the "
                       "lock has no such distribution, or the lock requires one that is not installed."),
+    "patched": ("A file as the team's patch wrote it",
+                "The file holds exactly what `driftscan patch apply` wrote from a patch of the team's (named in "
+                "the message, with its sha256): the drift chosen, informational. A reinstall wipes it and "
+                "`driftscan patch apply --yes` writes it again; an edit since makes it drift again."),
     "restored": ("A file back to what RECORD lists since the snapshot",
                  "diff: the file differs from the snapshot and matches its RECORD again (a reinstall or a restore "
                  "since the snapshot): nothing to undo."),
 }
 
 #: Drift kinds of high importance whatever the reinstall does: code that runs on its own.
-_KIND_LEVEL = {"startup-code": "error", "record-rewritten": "error"}
+_KIND_LEVEL = {"startup-code": "error", "record-rewritten": "error", "patched": "note"}
 
 _PHRASE = {"wiped": "wiped by a reinstall", "survives": "survives a reinstall",
            "may-survive": "may survive a reinstall"}

@@ -51,6 +51,7 @@ CODES: dict[DriftKind, str] = {
     DriftKind.UPSTREAM_RECORD_MISMATCH: "K",  # as its wheel ships it: the wheel's own RECORD row is wrong
     DriftKind.RECORD_REWRITTEN: "V",  # fails verification against the wheel's own RECORD
     DriftKind.LOCK_MISMATCH: "N",  # not as the lockfile pins it
+    DriftKind.PATCHED: "Q",  # written by the team's patch (quilt's letter)
 }
 
 #: What a reinstall does, in column 2.

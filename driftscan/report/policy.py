@@ -46,6 +46,7 @@ _BY_KIND = {FailOn.RECORD_REWRITTEN, FailOn.LOCK_MISMATCH}  # the drifts of that
 _SCOPES = {FailOn.PACKAGE, FailOn.ENVIRONMENT, FailOn.SOURCE, FailOn.DATA, FailOn.EXTERNAL}
 # Informational drift: what the wheel itself ships, not a change (counted by ``unverifiable`` alone).
 _UPSTREAM = "upstream-record-mismatch"
+_PATCHED = "patched"
 
 
 def fail_policies(values: Iterable[str]) -> tuple[FailOn, ...]:
@@ -81,6 +82,8 @@ def drift_fails(drift: DriftOut, policy: FailOn) -> bool:
         return False
     if drift.kind.value == _UPSTREAM:
         return policy is FailOn.UNVERIFIABLE
+    if drift.kind.value == _PATCHED:  # the team's own patch, as written: chosen, like an accepted drift
+        return False
     if policy is FailOn.DRIFT:
         return True
     if policy is FailOn.STALE_PROCESS:

@@ -5,6 +5,7 @@ version not installed, an edited patch under a pinned sha256, and the manifest's
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import shutil
@@ -209,3 +210,37 @@ def test_what_export_writes_apply_puts_onto_a_fresh_venv(pip_template, wheels, t
     code, result = apply(venv, "--yes", cwd=tmp_path)
     assert code == 0 and states(result) == {"patches/toy-fix@1.0.patch": "applied"}
     assert (site / "toyfix/core.py").read_text() == PATCHED and (site / "toyfix/extra.py").read_text() == EXTRA
+
+
+def test_audit_tells_the_teams_patch_from_drift(tmp_path, monkeypatch):
+    """After ``patch apply --yes`` the file is ``patched`` with the patch named (the run does not
+    fail); edited since, it is ``modified`` again and names the patch that wrote it."""
+    from driftscan.api import audit as run_audit
+    from driftscan.report.policy import exit_status
+    from fixtures.harness import replace_by_rename
+
+    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
+    house = tmp_path / "house"
+    build_wheel(house, "teampkg", "1.0", {"teampkg/__init__.py": "", "teampkg/core.py": "VALUE = 1\n"})
+    venv = venvs.make_pip_venv(tmp_path / "venv")
+    venvs.pip_install(venv, "--no-index", "--find-links", str(house), "teampkg")
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    site = venvs.site_packages_of(venv)
+    original = (site / "teampkg" / "core.py").read_bytes()
+    digest = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(original).digest()).rstrip(b"=").decode()
+    (patches / "teampkg@1.0.patch").write_text(
+        "Description: the team's fix\nDistribution: teampkg\nVersion: 1.0\nDriftscan-Version: 0.1.0\n"
+        f"Files:\n teampkg/core.py {digest}\n---\n"
+        "diff --git a/teampkg/core.py b/teampkg/core.py\n--- a/teampkg/core.py\n+++ b/teampkg/core.py\n"
+        "@@ -1 +1 @@\n-VALUE = 1\n+VALUE = 2\n")
+    done = run_cli("patch", "apply", "--venv", str(venv), "--patches", str(patches), "--yes",
+                   env={"DRIFTSCAN_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = run_audit(str(venv))
+    [drift] = [d for d in report.drifts if d.relpath == "teampkg/core.py"]
+    assert drift.kind.value == "patched" and drift.expected["patch"] == str(patches / "teampkg@1.0.patch")
+    assert exit_status(report) == 0, "the team's own patch fails no run"
+    replace_by_rename(site / "teampkg" / "core.py", "VALUE = 3\n")
+    [again] = [d for d in run_audit(str(venv)).drifts if d.relpath == "teampkg/core.py"]
+    assert again.kind.value == "modified" and "teampkg@1.0.patch wrote this file" in again.evidence
