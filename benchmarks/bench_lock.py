@@ -291,7 +291,8 @@ import json, os, shutil, statistics, sys, tempfile, time
 from driftscan.environment import find_distributions, resolve_target
 from driftscan.pipeline.locks import check_locks
 from driftscan.pipeline.stages import pristine_options
-from driftscan.provenance import Expected, check_provenance
+from driftscan.provenance.check import check_provenance
+from driftscan.provenance.expected import Expected
 venv, lock, wheels, rounds = sys.argv[1], sys.argv[2], sys.argv[3:-1], int(sys.argv[-1])
 target = resolve_target(venv)
 dists = [md.distribution for md in find_distributions(target.site_packages) if md.distribution is not None]

@@ -20,21 +20,23 @@ from typing import TYPE_CHECKING, Any, cast
 from ..caches.keys import cache_key
 from ..caches.statcache import NoCache, StatCache, user_cache_dir, write_dump_list
 from ..core.errors import TargetError
-from ..core.values import Drift, DriftKind, FileCheck, Problem, SourceKind, Target, TargetKind, Verification
+from ..core.values import (Distribution, Drift, DriftKind, FileCheck, Problem, SourceKind, Target, TargetKind,
+                           Verification)
 from ..environment import resolve_target
 from ..environment.content import with_content_hashes
-from ..environment.dists import has_direct_url
+from ..environment.dists import has_direct_url, with_direct_url
 from ..environment.fast.cleanindex import still_clean
-from ..environment.target import environment_roots
+from ..environment.target import containment_for, environment_roots
 from ..environment.uv.archives import (CleanArchives, archives_of, audit_archives, indexed_links_out_problems,
                                        links_out_problems, unchecked_note, uv_installed)
-from ..environment.uv.cache import all_indexed_archives, archive_holding, default_uv_cache
+from ..environment.uv.cache import (all_indexed_archives, archive_holding, default_uv_cache,
+                                    default_virtualenv_app_data)
 from ..fs.reader import default_jobs
 from ..lint.scancache import ContentMemo
 from ..reinstall.dumpledger import recorded_checks
 from .classify import classify, uv_cache_clean, uv_cache_prune
 from .patched import mark_patched
-from .options import AuditOptions, Need, RuleSelection
+from .options import AuditOptions, CachePolicy, Need, RuleSelection
 
 if TYPE_CHECKING:
     from ..modeldir import ModelDirResult
@@ -178,6 +180,31 @@ def verify_environment(state: State) -> State:
     return dataclasses.replace(state, verification=verification)
 
 
+def _recalled(target: Target, dists: Sequence[Distribution], policy: CachePolicy) -> tuple[Any, ...] | None:
+    """Each provenance verdict of the distributions direct_url.json names a wheel digest for, when
+    every one is remembered and still holds (provenance/verdicts.py); None when one must be made."""
+    if not policy.use_cache:
+        return None
+    from ..provenance.expected import from_direct_url  # see the top: light, no wheel reader
+    from ..provenance.verdicts import Verdicts
+
+    roots = tuple(r for r in (policy.uv_cache or default_uv_cache(), default_virtualenv_app_data()) if r)
+    containment = containment_for(target, roots)
+    verdicts = Verdicts()
+    out = []
+    for dist in dists:
+        if not has_direct_url(dist):
+            continue
+        wanted = from_direct_url(with_direct_url(dist, containment))
+        if wanted is None:
+            continue
+        known = verdicts.get(dist, wanted)
+        if known is None:
+            return None
+        out.append(known)
+    return tuple(out)
+
+
 def check_locks_and_wheels(state: State) -> State:
     """``--lock``: each distribution against the lockfiles (``lock-mismatch``); then each wheel a
     lock or direct_url.json names by its digest, where found, has its own RECORD compared with the
@@ -191,6 +218,10 @@ def check_locks_and_wheels(state: State) -> State:
         return state
     if not locks and not any(has_direct_url(d) for d in v.distributions):
         return state
+    if not locks:  # a wheel direct_url.json names: its remembered verdict spares loading the wheel readers
+        recalled = _recalled(target, v.distributions, state.options.cache)
+        if recalled is not None:
+            return dataclasses.replace(state, provenance=recalled)
     from . import locks as locking  # see the top: only with a lock or a wheel named by its digest
 
     cache_policy = state.options.cache

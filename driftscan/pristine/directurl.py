@@ -18,12 +18,12 @@ from typing import Any
 from ..caches.location import write_cache_file
 from ..caches.statcache import user_cache_dir
 from ..core.values import Distribution
-from ..formats.record import ACCEPTED_ALGORITHMS, new_hash
+from ..formats.directurl import archive_hashes  # noqa: F401 - re-exported: its readers import it from here
+from ..formats.record import new_hash
 from ..fs.reader import read_regular
 from .base import CHUNK, Rejected, SourceKind, error_text
 from .wheel import MAX_WHEEL, ZipCopy, open_file, wheel_members_error
 
-_HEX = re.compile(r"[0-9a-fA-F]{16,256}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -54,32 +54,6 @@ def wheel_path(direct_url: Any) -> tuple[str | None, str]:
     if not path.endswith(".whl"):
         return None, "direct_url.json's file URL is not a wheel (.whl)"
     return path, ""
-
-
-def archive_hashes(direct_url: dict[str, Any]) -> tuple[dict[str, bytes] | None, str | None]:
-    """The digests ``archive_info`` records, by algorithm: ({}, None) when none are recorded,
-    (None, why) when what is recorded is malformed."""
-    info = direct_url.get("archive_info")
-    if not isinstance(info, dict):
-        return {}, None
-    found: dict[str, str] = {}
-    hashes = info.get("hashes")
-    if isinstance(hashes, dict):
-        found.update((str(k).lower(), v) for k, v in hashes.items() if isinstance(v, str))
-    single = info.get("hash")
-    if isinstance(single, str):
-        algorithm, sep, value = single.partition("=")
-        if not sep:
-            return None, "direct_url.json's archive hash is not algorithm=digest"
-        found.setdefault(algorithm.lower(), value)
-    digests: dict[str, bytes] = {}
-    for algorithm, value in found.items():
-        if algorithm not in ACCEPTED_ALGORITHMS or algorithm.startswith("shake"):
-            continue  # md5 (some indexes give it) proves nothing
-        if not _HEX.fullmatch(value) or len(value) != 2 * new_hash(algorithm).digest_size:
-            return None, f"direct_url.json's archive {algorithm} is not a hex digest"
-        digests[algorithm] = bytes.fromhex(value)
-    return digests, None
 
 
 def open_direct_url(dist: Distribution) -> tuple[ZipCopy | Rejected | None, str]:

@@ -6,11 +6,5 @@ The installed RECORD is a file of the tree: an edit whose row was re-hashed to m
 check against it. The wheel's RECORD does not rest on the tree once the wheel's digest matches.
 """
 
-from .check import check_provenance
-from .expected import Expected, from_direct_url
-from .find import find_wheel
-from .model import FileState, Provenance, ProvenanceSource, RowChange, RowChangeKind
-from .rows import compare_rows
-
-__all__ = ["Expected", "FileState", "Provenance", "ProvenanceSource", "RowChange", "RowChangeKind",
-           "check_provenance", "compare_rows", "find_wheel", "from_direct_url"]
+# Nothing is imported here: an audit whose every verdict is remembered (provenance/verdicts.py)
+# loads no wheel-reading code. Import from the modules: check, expected, find, model, rows.

@@ -9,7 +9,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 from ..core.values import Distribution
-from ..pristine.directurl import archive_hashes
+from ..formats.directurl import archive_hashes
 
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 

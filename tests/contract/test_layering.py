@@ -11,7 +11,7 @@ from fixtures.paths import REPO
 
 PACKAGE = REPO / "driftscan"
 
-LAYERS = ["runtime", "_version", "core", "core.errors", "fs", "core.values", "fs.paths", "core.datamodel", "fs.reader", "caches", "caches.location", "fs.helpers", "formats", "formats.lfs", "fs.atomic", "formats.tomlfile", "formats.record", "formats.linediff", "formats.jsondiff", "formats.patch", "lockfile", "reinstall", "reinstall.excise", "formats.manifest", "caches.statcache", "git", "environment", "procs", "modeldir", "snapshot", "pristine", "provenance", "lint",
+LAYERS = ["runtime", "_version", "core", "core.errors", "fs", "core.values", "fs.paths", "core.datamodel", "fs.reader", "caches", "caches.location", "fs.helpers", "formats", "formats.lfs", "fs.atomic", "formats.tomlfile", "formats.record", "formats.directurl", "formats.linediff", "formats.jsondiff", "formats.patch", "lockfile", "reinstall", "reinstall.excise", "formats.manifest", "caches.statcache", "git", "environment", "procs", "modeldir", "snapshot", "pristine", "provenance", "lint",
           "reinstall.dumpledger", "reinstall.patchledger", "pipeline", "pipeline.changes", "pipeline.classify", "report", "report.contract", "report.policy", "report.lockcheck", "compare", "reinstall.expect", "reinstall.plan", "report.accept", "pipeline.options", "pipeline.stages", "pipeline.snapshots", "reinstall.checkpoint", "reinstall.restore", "reinstall.reapply", "patches", "reinstall.guard", "render", "config", "config.find", "config.settings", "api", "fleet", "__init__", "cli", "__main__"]
 
 

@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from driftscan.core.values import Distribution
-from driftscan.provenance import Expected, from_direct_url
+from driftscan.provenance.expected import Expected, from_direct_url
 
 DIGEST = hashlib.sha256(b"a wheel").hexdigest()
 URL = "file:///wheels/pkg-1.0-py3-none-any.whl"

@@ -11,7 +11,10 @@ from pathlib import Path
 
 from driftscan.core.values import MetadataKind
 from driftscan.pristine import PristineOptions
-from driftscan.provenance import Expected, ProvenanceSource, check_provenance, find_wheel
+from driftscan.provenance.check import check_provenance
+from driftscan.provenance.expected import Expected
+from driftscan.provenance.find import find_wheel
+from driftscan.provenance.model import ProvenanceSource
 from driftscan.provenance.find import memo_path
 from driftscan.pristine.search import NOT_A_WHEEL
 from fixtures.harness import settle

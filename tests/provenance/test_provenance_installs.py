@@ -13,15 +13,10 @@ from driftscan.api import audit
 from driftscan.core.values import Distribution
 from driftscan.environment import find_distributions
 from driftscan.pristine import PristineOptions
-from driftscan.provenance import (
-    Expected,
-    FileState,
-    ProvenanceSource,
-    RowChange,
-    RowChangeKind,
-    check_provenance,
-    compare_rows,
-)
+from driftscan.provenance.check import check_provenance
+from driftscan.provenance.expected import Expected
+from driftscan.provenance.model import FileState, ProvenanceSource, RowChange, RowChangeKind
+from driftscan.provenance.rows import compare_rows
 from fixtures import venvs
 from fixtures.harness import replace_by_rename
 from fixtures.wheels import build_wheel, record_hash

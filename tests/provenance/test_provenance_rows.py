@@ -7,7 +7,8 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from driftscan.provenance import FileState, RowChangeKind, compare_rows
+from driftscan.provenance.model import FileState, RowChangeKind
+from driftscan.provenance.rows import compare_rows
 from driftscan.provenance.rows import compare
 from fixtures.wheelfiles import entry, installed
 
