@@ -32,6 +32,8 @@ Shared paths, symlinks, type changes and orphaned bytecode always take the full 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import os
 import stat
 import struct
@@ -329,7 +331,9 @@ def _full_distribution(light: Distribution, containment: Containment, cache: Dig
     if md.problems or dist is None or (dist.name, dist.version, dist.installer, dist.requested) != \
             (light.name, light.version, light.installer, light.requested):
         return None
-    return dist
+    # its RECORD is unchanged since the index was written (a changed RECORD is the full audit's):
+    # the digest the index kept is still its rows', and is not computed again
+    return replace(dist, record_digest=light.record_digest)
 
 
 def _containment(target: Target, uv_cache: str | None) -> tuple[Containment, str | None, str | None]:
