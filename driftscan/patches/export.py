@@ -22,6 +22,7 @@ from ..core.datamodel import DataModel, InlineEnum, datamodel, describe
 from ..core.errors import ConfigError
 from ..core.values import Distribution, Drift, DriftKind, FileCheck, Origin, RecordEntry, Scope, Target
 from ..formats.patch import PatchError, PatchTooLarge, added_line_numbers
+from ..formats.jsondiff import as_text
 from ..formats.record import hash_text
 from ..fs.atomic import write_atomic
 from ..fs.paths import printable
@@ -164,15 +165,6 @@ def _out_of_scope(rel: str) -> str | None:
     return None
 
 
-def _text(data: bytes) -> str | None:
-    if b"\0" in data:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
 def _read_current(path: str, out: FileOut) -> bytes | None:
     """The file's bytes; None with ``out`` said when it is too large or cannot be read."""
     try:
@@ -248,7 +240,7 @@ class _Exporter:
             out.fate, out.reason = Fate.NO_ORIGINAL, printable(why_no_original(lookup, entry))
             out.how_to = ways_to_original(dist, self.target.python_version, self.target.venv).text()
             return None
-        text = _text(data)
+        text = as_text(data)
         if text is None:
             out.fate, out.reason = Fate.BINARY, "a binary file: not exported"
         return text
@@ -262,7 +254,7 @@ class _Exporter:
         data = _read_current(check.path, out)
         if data is None:
             return _File(out)
-        ours = _text(data)
+        ours = as_text(data)
         if ours is None:
             out.fate, out.reason = Fate.BINARY, "a binary file: not exported"
             return _File(out)
@@ -325,7 +317,7 @@ class _Exporter:
         data = _read_current(check.path, out)
         if data is None:
             return _File(out)
-        text = _text(data)
+        text = as_text(data)
         if text is None:
             out.fate, out.reason = Fate.BINARY, "a binary file: not exported"
             return _File(out)

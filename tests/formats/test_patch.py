@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from fixtures.tools import need_tool
 
 from driftscan.core.errors import DriftscanError
 from driftscan.formats.patch import (
@@ -31,13 +32,6 @@ from driftscan.formats.patch import (
 )
 
 
-def _need(tool: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"{tool} is needed to check patches against the real tool", pytrace=False)
-        pytest.skip(f"{tool} not installed")
-    return path
 
 
 def _env(ceiling: Path) -> dict[str, str]:
@@ -65,8 +59,8 @@ class Tools:
     def __init__(self, tmp: Path):
         self.tmp = tmp
         self.count = 0
-        _need("git")
-        _need("patch")
+        need_tool("git")
+        need_tool("patch")
 
     def _dir(self, kind: str) -> Path:
         self.count += 1
@@ -252,7 +246,7 @@ def test_parse_accepts_timestamps_crlf_patches_several_files_and_gnu_diff_output
     stripped = make_patch(BASE, MIDDLE, "a.py").replace("\n \n", "\n\n")
     assert parse_patch(stripped) == parse_patch(one)
     # GNU diff's own output (with its own "No newline" markers) reads back and applies
-    _need("diff")
+    need_tool("diff")
     (tmp_path / "old").write_text("a\nb\nc")
     (tmp_path / "new").write_text("a\nB\nc\nd")
     out = subprocess.run(["diff", "-u", "--label", "f", "--label", "f", "old", "new"], cwd=tmp_path,

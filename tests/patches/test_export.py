@@ -17,6 +17,7 @@ import pytest
 
 from driftscan.patches.patchfile import file_patches, parse
 from driftscan.render import json_schema
+from fixtures.tools import need_tool
 from fixtures import venvs
 from fixtures.debug_shapes import SHAPES
 from fixtures.harness import run_cli
@@ -43,11 +44,6 @@ EXPORTED = {  # what the unpacked wheel holds once the exported patch is applied
 }
 
 
-def _need(tool: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        pytest.skip(f"{tool} not installed")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +85,7 @@ def _tree(root: Path) -> dict[str, str]:
 
 
 def _check_applies(patch: Path, wheel: Path, tmp_path: Path) -> None:
-    git, patch_tool = _need("git"), _need("patch")
+    git, patch_tool = need_tool("git"), need_tool("patch")
     by_git = _unpacked(wheel, tmp_path / "by-git")
     subprocess.run([git, "apply", "--check", "-p1", str(patch)], cwd=by_git, check=True, capture_output=True)
     subprocess.run([git, "apply", "-p1", str(patch)], cwd=by_git, check=True, capture_output=True)
@@ -137,7 +133,7 @@ def test_export_writes_the_fixes_without_the_debug_code(tmp_path, wheel, house):
     kept = patch.read_text()
     assert "torch.save" in kept and "fix_pkg/_debug_dump.py" in kept
     by_git = _unpacked(wheel, tmp_path / "with-debug")
-    subprocess.run([_need("git"), "apply", "-p1", str(patch)], cwd=by_git, check=True, capture_output=True)
+    subprocess.run([need_tool("git"), "apply", "-p1", str(patch)], cwd=by_git, check=True, capture_output=True)
     assert (by_git / "fix_pkg/attention.py").read_text() == SEED.ours
     assert (by_git / "fix_pkg/_debug_dump.py").read_text() == DEBUG_HELPER
 
@@ -236,6 +232,6 @@ def test_a_record_rewritten_file_is_diffed_against_its_wheel(tmp_path, wheel, ho
     parsed = parse((out / "fix-pkg@1.0.patch").read_text())
     assert parsed.header.files[0].original == record_hash(ORIGINAL["fix_pkg/config.py"].encode())
     by_git = _unpacked(wheel, tmp_path / "unpacked")
-    subprocess.run([_need("git"), "apply", "-p1", str(out / "fix-pkg@1.0.patch")], cwd=by_git, check=True,
+    subprocess.run([need_tool("git"), "apply", "-p1", str(out / "fix-pkg@1.0.patch")], cwd=by_git, check=True,
                    capture_output=True)
     assert (by_git / "fix_pkg/config.py").read_bytes() == edited

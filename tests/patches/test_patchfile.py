@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from fixtures.tools import need_tool
 
 from driftscan.core.errors import DriftscanError
 from driftscan.patches.patchfile import (
@@ -26,13 +26,6 @@ from driftscan.patches.patchfile import (
 )
 
 
-def _need(tool: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"{tool} is needed to check patches against the real tool", pytrace=False)
-        pytest.skip(f"{tool} not installed")
-    return path
 
 
 def _record_hash(data: bytes) -> str:
@@ -95,7 +88,7 @@ def _contents(root: Path) -> dict[str, str]:
 
 
 def test_git_apply_p1_gives_exactly_the_patched_tree(tmp_path: Path) -> None:
-    git = _need("git")
+    git = need_tool("git")
     root = tmp_path / "tree"
     _tree(root, ORIGINAL)
     patch_path = tmp_path / "my-dist@1.0.post1.patch"
@@ -106,7 +99,7 @@ def test_git_apply_p1_gives_exactly_the_patched_tree(tmp_path: Path) -> None:
 
 
 def test_gnu_patch_p1_gives_exactly_the_patched_tree(tmp_path: Path) -> None:
-    patch_tool = _need("patch")
+    patch_tool = need_tool("patch")
     root = tmp_path / "tree"
     _tree(root, ORIGINAL)
     patch_path = tmp_path / "my-dist@1.0.post1.patch"
