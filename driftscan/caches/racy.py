@@ -21,3 +21,8 @@ def settled(mtime_ns: int, ctime_ns: int, started_ns: int) -> bool:
 
 def settled_stat(st: os.stat_result, started_ns: int) -> bool:
     return settled(st.st_mtime_ns, st.st_ctime_ns, started_ns)
+
+
+def signature(st: os.stat_result) -> list[int]:
+    """What a memo keyed by a file's stat compares: size, mtime, ctime, inode, device (JSON-ready)."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]

@@ -16,6 +16,7 @@ from ..core.errors import TargetError
 from ..fs.containment import Containment
 from ..fs.reader import read_kind
 from ..core.values import Problem, Target, TargetKind
+from .uv.cache import default_uv_cache, default_virtualenv_app_data
 
 
 def read_pyvenv_cfg(path: str, root: str | None = None) -> dict[str, str]:
@@ -403,6 +404,16 @@ def environment_roots(target: Target) -> tuple[str, ...]:
 def containment_for(target: Target, link_roots: tuple[str, ...] | list[str] = ()) -> Containment:
     """The read boundary of ``target``: its environment roots, and ``link_roots`` (known caches)."""
     return Containment(environment_roots(target), link_roots)
+
+
+def audit_containment(target: Target, uv_cache: str | None = None
+                      ) -> tuple[Containment, str | None, str | None]:
+    """(the read boundary an audit of ``target`` keeps, uv's cache, virtualenv's app-data): the
+    environment's roots, and symlinks followed only into the uv cache named (``uv_cache``, else uv's
+    default) and virtualenv's app-data directory (--link-mode symlink, --symlink-app-data venvs)."""
+    uv_cache = uv_cache or default_uv_cache()
+    app_data = default_virtualenv_app_data()
+    return containment_for(target, tuple(r for r in (uv_cache, app_data) if r)), uv_cache, app_data
 
 
 def containment_for_site_packages(site_packages: Iterable[str], link_roots: tuple[str, ...] | list[str] = ()

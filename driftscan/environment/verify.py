@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING
 from . import find_distributions
 from ..fs.reader import default_jobs
 from .editable import find_editable_sources
-from .target import target_problems, containment_for
-from .uv.cache import default_uv_cache, default_virtualenv_app_data
+from .target import audit_containment, target_problems
 from ..core.values import DriftKind, FileCheck, Problem, Target, Verification
 from .fast.cleanindex import build_index
 from .ownership import build_ownership
@@ -54,11 +53,9 @@ def verify(target: Target, jobs: int | None = None, uv_cache: str | None = None,
     ``progress(done, total)``: bytes hashed so far, called from the hashing threads."""
     started_ns = time.time_ns()
     jobs = jobs or default_jobs()
-    uv_cache = uv_cache or default_uv_cache()
     # Nothing is read outside the environment's roots; symlinks are followed only within them or
     # into the uv cache named by driftscan's own flags and environment (--link-mode symlink venvs).
-    app_data = default_virtualenv_app_data()
-    containment = containment_for(target, tuple(r for r in (uv_cache, app_data) if r))
+    containment, uv_cache, app_data = audit_containment(target, uv_cache)
     # Nothing cached to settle the large files (a first or a --no-cache audit): a child starts
     # hashing them now, on the core that reading the RECORDs leaves idle.
     early = Prehasher(target.site_packages, containment) \

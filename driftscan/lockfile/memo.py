@@ -17,7 +17,7 @@ from typing import Any
 
 from ..caches.keys import cache_key
 from ..caches.location import user_cache_dir, write_cache_file
-from ..caches.racy import settled_stat
+from ..caches.racy import settled_stat, signature
 from ..fs.reader import read_regular
 from .model import Lock, LockedFile, LockedPackage, LockFormat, Selection, SourceKind
 from .read import read_lock
@@ -25,10 +25,6 @@ from .select import select
 
 VERSION = 1
 MAX_MEMO = 64 << 20
-
-
-def _signature(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
 def _path(lock: str, env: dict[str, str]) -> str:
@@ -60,10 +56,10 @@ def _from_package(row: Any) -> LockedPackage:
                          _str(marker), optional)
 
 
-def _load(path: str, lock: str, signature: list[int]) -> Selection | None:
+def _load(path: str, lock: str, known: list[int]) -> Selection | None:
     try:
         doc = json.loads(read_regular(path, MAX_MEMO, what="cache"))
-        if not isinstance(doc, dict) or doc.get("version") != VERSION or doc.get("signature") != signature \
+        if not isinstance(doc, dict) or doc.get("version") != VERSION or doc.get("signature") != known \
                 or doc.get("lock") != lock:
             return None
         required = {p.name: p for p in map(_from_package, doc["required"])}
@@ -93,18 +89,18 @@ def select_remembered(lock: str, env: dict[str, str], use_cache: bool = True) ->
     except OSError:
         return select(read_lock(lock), env)  # read_lock says what is wrong, in its words
     path = _path(lock, env)
-    signature = _signature(st)
-    found = _load(path, lock, signature)
+    known = signature(st)
+    found = _load(path, lock, known)
     if found is not None:
         return found
     started = time.time_ns()
     chosen = select(read_lock(lock), env)
     try:
-        unchanged = _signature(os.stat(lock)) == signature  # not rewritten while it was read
+        unchanged = signature(os.stat(lock)) == known  # not rewritten while it was read
     except OSError:
         unchanged = False
     if unchanged and settled_stat(st, started):
-        doc = {"version": VERSION, "lock": lock, "signature": signature, "format": chosen.lock.format.value,
+        doc = {"version": VERSION, "lock": lock, "signature": known, "format": chosen.lock.format.value,
                "requires_python": chosen.lock.requires_python, "notes": list(chosen.lock.notes),
                "required": [_package(p) for p in chosen.required.values()],
                "optional": [_package(p) for p in chosen.optional.values()], "excluded": chosen.excluded}

@@ -17,8 +17,8 @@ from ..core.errors import DriftscanError
 from ..caches.statcache import DigestCache
 from ..core.values import Distribution, DriftKind, FileCheck, FileState, MetadataKind, Problem, Target
 from ..environment.dists import read_distribution, with_direct_url
-from ..environment.target import containment_for
-from ..environment.uv.cache import default_uv_cache, default_virtualenv_app_data
+from ..environment.target import audit_containment
+from ..environment.uv.cache import default_uv_cache
 from ..environment.uv.links import annotate_uv_cache
 from ..fs.reader import read_regular
 from ..lockfile.markers import marker_environment
@@ -139,13 +139,13 @@ def _compare(dist: Distribution, pkg: LockedPackage, lock: Lock, target: Target)
     return None
 
 
-def _wheel(dist: Distribution, pkg: LockedPackage, lock: Lock) -> LockedWheel | None:
+def _wheel(pkg: LockedPackage, lock: Lock, tags: tuple[str, ...]) -> LockedWheel | None:
     """The digests the lock accepts for the wheel this distribution was installed from: the wheel
     whose tags the installed WHEEL file names, or (a requirements file names no files) every
     hash the lock gives."""
     if not any(f.sha256 for f in pkg.files):
         return None
-    chosen = wheel_for(pkg, installed_tags(dist))
+    chosen = wheel_for(pkg, tags)
     if chosen is not None and chosen.sha256:
         return LockedWheel(lock.path, frozenset({chosen.sha256}), chosen.filename)
     if any(f.filename for f in pkg.files if f.sha256):
@@ -209,11 +209,12 @@ def check_locks(locks: Sequence[str], dists: Iterable[Distribution], target: Tar
         if mismatch is not None:
             checks.append(mismatch)
             continue
-        wheel = _wheel(dist, pkg, lock)
+        tags = installed_tags(dist)
+        wheel = _wheel(pkg, lock, tags)
         if wheel is not None:
             wheels[dist.metadata_dir] = wheel
         elif pkg.source not in _LOCAL_TREES:
-            no_wheel.append(_no_wheel(dist, pkg, lock))
+            no_wheel.append(_no_wheel(dist, pkg, lock, tags))
     site = target.site_packages[0] if target.site_packages else os.sep
     for lock, sel in chosen:
         for key, pkg in sorted(sel.required.items()):
@@ -228,7 +229,7 @@ def check_locks(locks: Sequence[str], dists: Iterable[Distribution], target: Tar
     return LockOutcome(tuple(checks), wheels, tuple(notes), tuple(errors), tuple(no_wheel))
 
 
-def _no_wheel(dist: Distribution, pkg: LockedPackage, lock: Lock) -> Provenance:
+def _no_wheel(dist: Distribution, pkg: LockedPackage, lock: Lock, tags: tuple[str, ...]) -> Provenance:
     """Why a distribution the lock pins has no wheel digest to prove its RECORD by."""
     name = os.path.basename(lock.path)
     if not any(f.sha256 for f in pkg.files):
@@ -236,7 +237,7 @@ def _no_wheel(dist: Distribution, pkg: LockedPackage, lock: Lock) -> Provenance:
                .replace("  ", " "))
     else:
         why = (f"{name} names no wheel of {pkg.name} for the tags this one was installed with "
-               f"({', '.join(installed_tags(dist)) or 'no WHEEL file'}): built from the sdist, whose RECORD "
+               f"({', '.join(tags) or 'no WHEEL file'}): built from the sdist, whose RECORD "
                "no lock vouches for")
     return Provenance(dist.name, dist.version, dist.metadata_dir, lock.path, None, None, ProvenanceSource.NONE,
                       False, why, None, (), 0)
@@ -314,8 +315,7 @@ class _Loader:
     (where it came from: one small file), the RECORD rows only for those provenance must compare."""
 
     def __init__(self, target: Target, uv_cache: str | None, cache: DigestCache | None) -> None:
-        roots = tuple(r for r in (uv_cache or default_uv_cache(), default_virtualenv_app_data()) if r)
-        self._containment = containment_for(target, roots)
+        self._containment = audit_containment(target, uv_cache)[0]
         self._cache = cache
         self._full: dict[str, Distribution] = {}
 

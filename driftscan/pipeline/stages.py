@@ -26,11 +26,10 @@ from ..environment import resolve_target
 from ..environment.content import with_content_hashes
 from ..environment.dists import has_direct_url, with_direct_url
 from ..environment.fast.cleanindex import still_clean
-from ..environment.target import containment_for, environment_roots
+from ..environment.target import audit_containment, environment_roots
 from ..environment.uv.archives import (CleanArchives, archives_of, audit_archives, indexed_links_out_problems,
                                        links_out_problems, unchecked_note, uv_installed)
-from ..environment.uv.cache import (all_indexed_archives, archive_holding, default_uv_cache,
-                                    default_virtualenv_app_data)
+from ..environment.uv.cache import all_indexed_archives, archive_holding, default_uv_cache
 from ..fs.reader import default_jobs
 from ..lint.scancache import ContentMemo
 from ..reinstall.dumpledger import recorded_checks
@@ -188,8 +187,7 @@ def _recalled(target: Target, dists: Sequence[Distribution], policy: CachePolicy
     from ..provenance.expected import from_direct_url  # see the top: light, no wheel reader
     from ..provenance.verdicts import Verdicts
 
-    roots = tuple(r for r in (policy.uv_cache or default_uv_cache(), default_virtualenv_app_data()) if r)
-    containment = containment_for(target, roots)
+    containment = audit_containment(target, policy.uv_cache)[0]
     verdicts = Verdicts()
     out = []
     for dist in dists:

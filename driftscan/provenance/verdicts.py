@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from ..caches.location import user_cache_dir, write_cache_file
-from ..caches.racy import settled_stat
+from ..caches.racy import settled_stat, signature
 from ..core.values import Distribution
 from ..fs.reader import read_regular
 from .expected import Expected
@@ -34,10 +34,9 @@ def memo_path() -> str:
 
 def _signature(path: str) -> list[int] | None:
     try:
-        st = os.lstat(path)
+        return signature(os.lstat(path))
     except OSError:
         return None
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
 def _record(dist: Distribution) -> str:
@@ -78,8 +77,8 @@ class Verdicts:
             if not (isinstance(digest, str) and wanted.accepts(digest) and isinstance(wheel, str)
                     and type(compared) is int and isinstance(witnesses, list) and witnesses):
                 return None
-            for path, signature in witnesses:
-                if not isinstance(path, str) or _signature(path) != signature:
+            for path, then in witnesses:
+                if not isinstance(path, str) or _signature(path) != then:
                     return None
             return Provenance(dist.name, dist.version, dist.metadata_dir, wanted.lock, digest, wheel,
                               ProvenanceSource(source), True, None, None, (), compared)
@@ -99,7 +98,7 @@ class Verdicts:
                 return
             if not settled_stat(st, self._started):
                 return
-            signatures.append([st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev])
+            signatures.append(signature(st))
         self._entries()[dist.metadata_dir] = {
             "record": signatures[0], "lock": verdict.lock, "wheel_sha256": verdict.wheel_sha256,
             "wheel": verdict.wheel, "source": verdict.source.value, "rows_compared": verdict.rows_compared,

@@ -56,8 +56,7 @@ from ..dists import _read_dist_info, trusted_installer
 from ..managers.registry import find_managed
 from ..ownership import Row, build_ownership, entry_path
 from ..roots import root_of
-from ..target import containment_for
-from ..uv.cache import default_uv_cache, default_virtualenv_app_data
+from ..target import audit_containment
 from ..uv.links import annotate_app_data, annotate_uv_cache
 
 VERSION = 5  # 4: each distribution's shipped_rows_digest; 5: none for an editable install
@@ -336,12 +335,6 @@ def _full_distribution(light: Distribution, containment: Containment, cache: Dig
     return replace(dist, record_digest=light.record_digest)
 
 
-def _containment(target: Target, uv_cache: str | None) -> tuple[Containment, str | None, str | None]:
-    uv_cache = uv_cache or default_uv_cache()
-    app_data = default_virtualenv_app_data()
-    return containment_for(target, tuple(r for r in (uv_cache, app_data) if r)), uv_cache, app_data
-
-
 def _recheck(target: Target, dists: tuple[Distribution, ...], index: CleanIndex, changed: list[int],
              records: _Loaded, added: _Loaded, uv_cache: str | None, cache: DigestCache | None
              ) -> tuple[_Loaded, _Loaded] | None:
@@ -356,7 +349,7 @@ def _recheck(target: Target, dists: tuple[Distribution, ...], index: CleanIndex,
     owners.frombytes(index["owners"])
     if any(not trusted_installer(d) for d in dists):
         return None  # an unknown installer's drifts carry a count in their evidence: the full audit
-    containment = _containment(target, uv_cache)[0]
+    containment = audit_containment(target, uv_cache)[0]
     by_dir = {d.metadata_dir: d for d in dists}
     rows: dict[str | None, dict[str, Any]] = {}  # metadata directory → its dist, table and row numbers
     records = list(records)
@@ -436,7 +429,7 @@ def _carried_checks(target: Target, dists: tuple[Distribution, ...], records_sto
     would), and the annotations that depend on uv's cache and virtualenv's app-data redone."""
     if cache is None:
         return None
-    containment, uv_cache, app_data = _containment(target, uv_cache)
+    containment, uv_cache, app_data = audit_containment(target, uv_cache)
     by_dir = {d.metadata_dir: d for d in dists}
     full: dict[str, Distribution] = {}
     for directory in {c[3] for c in (*records_stored, *added_stored) if c[3] is not None}:
@@ -463,7 +456,7 @@ def _carried_checks(target: Target, dists: tuple[Distribution, ...], records_sto
 
 def _owned_by_records(target: Target, uv_cache: str | None, cache: DigestCache | None) -> frozenset[str]:
     """What a full audit puts in ``Verification.referenced``, from the RECORDs (the parse cache)."""
-    containment = _containment(target, uv_cache)[0]
+    containment = audit_containment(target, uv_cache)[0]
     managed = find_managed(target, containment)
     metadirs = [md for md in find_distributions(target.site_packages, cache, containment)
                 if md.path not in managed.replaced] + managed.metadirs
