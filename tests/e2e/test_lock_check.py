@@ -259,3 +259,46 @@ def test_checkpoint_keeps_a_record_rewritten_edit_and_reapply_brings_it_back(tmp
     assert (site / "lkpkg/core.py").read_text() == edited
     [drift] = [d for d in audit(str(venv)).drifts if d.relpath == "lkpkg/core.py"]
     assert drift.kind is DriftKind.MODIFIED
+
+
+def test_predictions_hold_against_the_real_reinstall(tmp_path, monkeypatch):
+    """An in-place edit through uv's hard link, its RECORD row re-hashed: predicted to survive a uv
+    reinstall from the same cache, and it does; the remedy (clean the cache entry, then sync) wipes
+    it. A version swapped behind the lock: its remedy, run as printed, makes lock-check pass."""
+    cache, project = tmp_path / "uv-cache", tmp_path / "proj"
+    monkeypatch.setenv("UV_CACHE_DIR", str(cache))
+    wheel = build_wheel(tmp_path / "house", "lkpkg", "1.0", {"lkpkg/__init__.py": "from .core import handler\n",
+                                                             "lkpkg/core.py": CODE})
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "proj"\nversion = "0.1"\nrequires-python = ">=3.8"\n'
+        f'dependencies = ["lkpkg @ {wheel.as_uri()}"]\n[tool.uv]\npackage = false\n')
+    sync = [venvs.uv_bin(), "--directory", str(project), "sync", "--quiet", "--offline", "--python", sys.executable]
+    venvs.run(sync, env=venvs.uv_env(cache))
+    venv = project / ".venv"
+    site = venvs.site_packages_of(venv)
+    core = site / "lkpkg" / "core.py"
+    edited = CODE.replace("x + 1", "x + 3")
+    core.write_text(edited)  # in place: through the hard link into uv's cache
+    data = core.read_bytes()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    record = site / "lkpkg-1.0.dist-info" / "RECORD"
+    record.write_text("\n".join(f"lkpkg/core.py,sha256={digest},{len(data)}" if line.startswith("lkpkg/core.py,")
+                                else line for line in record.read_text().splitlines()) + "\n")
+    [drift] = [d for d in audit(str(venv), locks=[str(project / "uv.lock")]).drifts
+               if d.kind is DriftKind.RECORD_REWRITTEN]
+    assert drift.prediction.value == "survives" and "uv cache clean" in drift.remedy
+    venvs.run([*sync, "--reinstall-package", "lkpkg"], env=venvs.uv_env(cache))
+    assert core.read_text() == edited, "predicted to survive a uv reinstall from the same cache: it does"
+    venvs.run([venvs.uv_bin(), "cache", "clean", "--cache-dir", str(cache), "lkpkg"], env=venvs.uv_env(cache))
+    venvs.run([*sync, "--reinstall-package", "lkpkg"], env=venvs.uv_env(cache))
+    assert core.read_text() == CODE, "the remedy's cache clean, then the reinstall, brings the wheel's file back"
+    newer = build_wheel(tmp_path / "house2", "lkpkg", "1.1", {"lkpkg/__init__.py": "X = 2\n"})
+    venvs.uv_install(venv, cache, "--no-index", "--no-deps", str(newer))
+    [mismatch] = [d for d in audit(str(venv), locks=[str(project / "uv.lock")]).drifts
+                  if d.kind is DriftKind.LOCK_MISMATCH]
+    assert mismatch.remedy == f"uv sync --locked --project {project}"
+    venvs.run([venvs.uv_bin(), *mismatch.remedy.split()[1:], "--offline", "--python", sys.executable],
+              env=venvs.uv_env(cache))
+    proc = run_cli("lock-check", str(project / "uv.lock"), "--venv", str(venv))
+    assert proc.returncode == 0, proc.stdout + proc.stderr

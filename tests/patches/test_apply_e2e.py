@@ -241,6 +241,14 @@ def test_audit_tells_the_teams_patch_from_drift(tmp_path, monkeypatch):
     [drift] = [d for d in report.drifts if d.relpath == "teampkg/core.py"]
     assert drift.kind.value == "patched" and drift.expected["patch"] == str(patches / "teampkg@1.0.patch")
     assert exit_status(report) == 0, "the team's own patch fails no run"
+    assert drift.prediction.value == "wiped" and "driftscan patch apply --yes" in drift.remedy
+    venvs.pip_install(venv, "--no-index", "--find-links", str(house), "--force-reinstall", "--no-deps", "teampkg")
+    assert (site / "teampkg" / "core.py").read_bytes() == original, "predicted wiped by a reinstall: it is"
+    assert not [d for d in run_audit(str(venv)).drifts if d.relpath == "teampkg/core.py"]
+    again = run_cli("patch", "apply", "--venv", str(venv), "--patches", str(patches), "--yes",
+                    env={"DRIFTSCAN_CACHE_DIR": str(tmp_path / "cache")})
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [d.kind.value for d in run_audit(str(venv)).drifts if d.relpath == "teampkg/core.py"] == ["patched"]
     replace_by_rename(site / "teampkg" / "core.py", "VALUE = 3\n")
-    [again] = [d for d in run_audit(str(venv)).drifts if d.relpath == "teampkg/core.py"]
-    assert again.kind.value == "modified" and "teampkg@1.0.patch wrote this file" in again.evidence
+    [edited] = [d for d in run_audit(str(venv)).drifts if d.relpath == "teampkg/core.py"]
+    assert edited.kind.value == "modified" and "teampkg@1.0.patch wrote this file" in edited.evidence
