@@ -221,12 +221,21 @@ def check_locks(locks: Sequence[str], dists: Iterable[Distribution], target: Tar
             if key in installed or pkg.source is SourceKind.VIRTUAL:
                 continue
             # The path is the dist-info an install from the lock would write: one drift per package.
-            info = f"{key.replace('-', '_')}-{pkg.version or 'unknown'}.dist-info"
+            info = f"{key.replace('-', '_')}-{_path_version(pkg.version)}.dist-info"
             checks.append(_check(None, os.path.join(site, info), site, lock, target, _entry_state(lock, pkg),
                                  FileState(version=None),
                                  f"{os.path.basename(lock.path)} requires {pkg.name} {pkg.version or ''} here; it is "
                                  f"not installed in {target.venv or site}".replace("  ", " ")))
     return LockOutcome(tuple(checks), wheels, tuple(notes), tuple(errors), tuple(no_wheel))
+
+
+def _path_version(version: str | None) -> str:
+    """The version as a dist-info name spells it, when it is a PEP 440 version; the lock's text is
+    never put into a path as it is (a ``../`` there would name a path elsewhere)."""
+    try:
+        return str(Version(version)) if version else "unknown"
+    except InvalidVersion:
+        return "unknown"
 
 
 def _no_wheel(dist: Distribution, pkg: LockedPackage, lock: Lock, tags: tuple[str, ...]) -> Provenance:

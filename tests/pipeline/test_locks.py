@@ -71,3 +71,15 @@ def test_why_a_pinned_distribution_has_no_wheel_digest(tmp_path):
         assert outcome.checks == () and outcome.wheels == {}
         [prov] = outcome.no_wheel
         assert not prov.verified and why in prov.reason and prov.lock == str(path)
+
+
+def test_a_lock_version_that_is_not_a_version_names_no_path_elsewhere(tmp_path):
+    reqs = tmp_path / "requirements.txt"
+    reqs.write_text(f"alpha==1.0 --hash=sha256:{H1}\n")
+    lock = tmp_path / "pylock.toml"
+    lock.write_text('lock-version = "1.0"\ncreated-by = "test"\n\n[[packages]]\nname = "ghost"\n'
+                    'version = "../../../../etc/cron.d/x"\n')
+    outcome = check_locks([str(lock)], [], target(tmp_path))
+    [check] = outcome.checks
+    assert check.path == str(tmp_path / "site" / "ghost-unknown.dist-info")
+    assert check.expected["version"] == "../../../../etc/cron.d/x", "the lock's text is kept as data"
