@@ -11,14 +11,15 @@ from ..environment.target import environment_roots, resolve_target
 from ..patches.apply import Allow, Source, apply_patches
 from ..patches.apply import exit_status as apply_exit_status
 from ..patches.manifest import from_directory, from_table, read_manifest
-from ..render.registry import PATCH_APPLY, PATCH_EXPORT, OutputFormat, RenderOptions, format_names, render
+from ..render.registry import PATCH_APPLY, PATCH_EXPORT, PATCH_REBASE, OutputFormat, RenderOptions, format_names, render
 from .configuration import load_config
 from .exits import guarded
 from .options import format_option, jobs_option, pristine_options, target_options, uv_cache_option
 from .output import for_text, write
 from .targets import default_venv, say_target, wheel_dirs
-from ..api import patch_export
+from ..api import patch_export, patch_rebase, patch_rebase_abort, patch_rebase_continue
 from ..patches.export import exit_status
+from ..patches.rebase import exit_status as rebase_exit_status
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -69,6 +70,23 @@ def export(distributions: tuple[str, ...], venv: str | None, site_packages: tupl
 # ----------------------------------------------------------------------------------- patch apply
 
 
+def _source(manifest: str | None, patches_dir: str | None) -> Source:
+    """The patches --manifest, --patches or the configuration name (default: ./patches)."""
+    if manifest and patches_dir:
+        raise click.UsageError("--manifest and --patches name two sources of patches: give one")
+    if manifest:
+        return Source(tuple(read_manifest(manifest)), manifest=manifest)
+    if patches_dir:
+        return Source(tuple(from_directory(patches_dir)), directory=patches_dir)
+    # Found as the configuration is found, and trusted as it is: a file planted by another user
+    # on the way up is not read (a note says so), so it cannot choose what is written.
+    config = load_config(None)
+    if config.patches and config.source:
+        return Source(tuple(from_table(config.patches, config.source)), manifest=config.source)
+    return Source(tuple(from_directory("patches")), directory="patches")
+
+
+
 @patch.command("apply")
 @target_options("The environment to patch (default: the active or nearest one, as audit finds it).")
 @click.option("--patches", "patches_dir", metavar="DIR",
@@ -99,20 +117,7 @@ def apply(venv: str | None, site_packages: tuple[str, ...], patches_dir: str | N
     --allow-conflicts), a patch no installed distribution matches (unless --allow-unused), a patch
     refused (an edited file under a pinned sha256, a hostile path); 2 something could not be done.
     """
-    if manifest and patches_dir:
-        raise click.UsageError("--manifest and --patches name two sources of patches: give one")
-    if manifest:
-        source = Source(tuple(read_manifest(manifest)), manifest=manifest)
-    elif patches_dir:
-        source = Source(tuple(from_directory(patches_dir)), directory=patches_dir)
-    else:
-        # Found as the configuration is found, and trusted as it is: a file planted by another user
-        # on the way up is not read (a note says so), so it cannot choose what is written.
-        config = load_config(None)
-        if config.patches and config.source:
-            source = Source(tuple(from_table(config.patches, config.source)), manifest=config.source)
-        else:
-            source = Source(tuple(from_directory("patches")), directory="patches")
+    source = _source(manifest, patches_dir)
     venv, why = default_venv(venv, site_packages)
     say_target("patch apply", venv, why)
     target = resolve_target(venv, site_packages)
@@ -121,3 +126,67 @@ def apply(venv: str | None, site_packages: tuple[str, ...], patches_dir: str | N
     report = apply_patches(target.site_packages, source, yes=yes)
     write(render(for_text(report, fmt), OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, None)
     sys.exit(apply_exit_status(report, Allow(unused=allow_unused, conflicts=allow_conflicts)))
+
+
+# ---------------------------------------------------------------------------------- patch rebase
+
+
+@patch.command("rebase")
+@click.argument("name", metavar="DIST|WORKDIR", required=False)
+@click.option("--to", "to", metavar="VERSION", help="The version to carry the patch onto.")
+@click.option("--from", "from_version", metavar="VERSION",
+              help="The version whose patch to rebase, when DIST has several (default: the highest below --to).")
+@click.option("--patches", "patches_dir", metavar="DIR",
+              help="Without a manifest: the <dist>@<version>.patch files here (default: ./patches).")
+@click.option("--manifest", metavar="FILE", type=click.Path(dir_okay=False),
+              help="The manifest: a pyproject.toml ([tool.driftscan.patches]) or driftscan.toml ([patches]) "
+                   "(default: the configuration file found from here upward, if it has one).")
+@click.option("--output", "-o", metavar="DIR",
+              help="Where to write DIST@VERSION.patch, or its work directory (default: beside the old patch).")
+@click.option("--continue", "continue_", is_flag=True,
+              help="Write the new patch from the work directory WORKDIR (default: the one under ./patches) once "
+                   "its conflicts are resolved, and remove it.")
+@click.option("--abort", is_flag=True, help="Remove the work directory WORKDIR (default: the one under ./patches).")
+@target_options("An environment with DIST installed: the old version's originals may come from it, and the new "
+                "version's wheel must fit its tags (default: none).")
+@pristine_options
+@uv_cache_option
+@click.option("--force", is_flag=True, help="Replace a different patch file already at the new name.")
+@format_option(format_names(PATCH_REBASE))
+@click.option("--verbose", "-v", is_flag=True, help="Every hunk's state, where each original came from, the notes.")
+@guarded
+def rebase(name: str | None, to: str | None, from_version: str | None, patches_dir: str | None,
+           manifest: str | None, output: str | None, continue_: bool, abort: bool, venv: str | None,
+           site_packages: tuple[str, ...], wheels: tuple[str, ...], fetch: bool, uv_cache: str | None, force: bool,
+           fmt: str, verbose: bool) -> None:
+    """Carry DIST's patch onto another version: driftscan patch rebase DIST --to VERSION.
+
+    Each file of the patch is merged three ways: the old version's original (driftscan's kept
+    originals, the installed file, or the old wheel; verified against the patch's hashes), the
+    same with the patch applied, and the new version's file from its verified wheel (--wheels,
+    uv's or pip's cache, --fetch). A hunk is applied, already there (the new version made the same
+    change: left out) or in conflict. Without conflict DIR/DIST@VERSION.patch is written and the old
+    patch left in place; with one, the work directory DIST@VERSION.rebase/ holds every file merged
+    (conflicts between markers): resolve them, then --continue (or --abort).
+
+    Exit status: 0 the new patch written (or the same one there, or nothing left to keep), or a
+    work directory removed; 1 conflicts (the work directory is left) or markers left; 2 it could
+    not be done (no wheel, no original, an unreadable patch, a bad work directory).
+    """
+    if continue_ and abort:
+        raise click.UsageError("--continue and --abort: give one")
+    if continue_ or abort:
+        if to or from_version or patches_dir or manifest or output or venv or site_packages or wheels or fetch \
+                or uv_cache:
+            raise click.UsageError("--continue and --abort take only the work directory (and --force, --format)")
+        result = patch_rebase_abort(name) if abort else patch_rebase_continue(name, force=force)
+    else:
+        if not name or not to:
+            raise click.UsageError("name the distribution and the version: driftscan patch rebase DIST --to VERSION "
+                                   "(or --continue / --abort a rebase under way)")
+        source = _source(manifest, patches_dir)
+        result = patch_rebase(name, to, source.entries, from_version=from_version, output=output, venv=venv,
+                              site_packages=site_packages, wheels=wheel_dirs(wheels), fetch=fetch,
+                              uv_cache=uv_cache, force=force)
+    write(render(for_text(result, fmt), OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, None)
+    sys.exit(rebase_exit_status(result))
