@@ -406,3 +406,32 @@ def test_not_a_work_directory_is_refused_by_continue_and_abort(tmp_path):
 
 def test_rebase_error_is_a_driftscan_error():
     assert issubclass(RebaseError, DriftscanError)
+
+
+# ------------------------------------------------------------------------------------- text output
+
+from driftscan.render.registry import OutputFormat, RenderOptions, render  # noqa: E402
+
+
+def test_the_text_of_a_conflict_names_each_hunk_and_the_two_commands(tmp_path):
+    entries, releases = setup(tmp_path, ours=CONFLICTING, v2=V2_CONFLICT)
+    result = rebase(entries, "toy", "2.0", releases)
+    text = render(result, OutputFormat.TEXT)
+    work = tmp_path / "patches" / "toy@2.0.rebase"
+    assert "  conflict  toy/core.py (modify: " in text
+    assert "    conflict @@ " in text and "a35 = 'theirs'" in text
+    assert f"driftscan patch rebase --continue {work}" in text and f"driftscan patch rebase --abort {work}" in text
+    assert "toy@1.0.patch left in place" in text
+
+
+def test_the_text_of_a_written_patch_gives_its_manifest_line_and_of_a_refusal_the_notes(tmp_path):
+    entries, releases = setup(tmp_path)
+    written = render(rebase(entries, "toy", "2.0", releases), OutputFormat.TEXT, RenderOptions(verbose=True))
+    assert f"wrote {tmp_path / 'patches' / 'toy@2.0.patch'}" in written
+    assert 'distribution = "toy", version = "==2.0", sha256 = ' in written
+    assert "original from release" in written
+    refused = render(rebase(entries, "toy", "3.0", releases), OutputFormat.TEXT)
+    assert refused.startswith("refused   toy 1.0 -> 3.0: no wheel of toy 3.0 found\n")
+    assert "  pip download --no-deps --only-binary :all: toy==3.0 -d DIR, then --wheels DIR\n" in refused
+    assert refused.endswith("nothing written\n")
+    assert json.loads(render(rebase(entries, "toy", "3.0", releases), OutputFormat.JSON))["state"] == "refused"
