@@ -21,7 +21,8 @@ def _files(result: PatchRebase, verbose: bool) -> list[str]:
         tally = ", ".join(f"{count(sum(h.state is s for h in f.hunks), 'hunk')} {s.value}"
                           for s in HunkState if any(h.state is s for h in f.hunks))
         where = f"; original from {f.base_from}" if verbose and f.base_from else ""
-        note = f"; {f.message}" if f.message else ""
+        shown = f.message and not any(h.reason == f.message for h in f.hunks)  # said once, by its hunk
+        note = f"; {f.message}" if shown else ""
         lines.append(f"  {f.state.value:<9} {f.path} ({f.change.value}" + (f": {tally}" if tally else "")
                      + f"{where}){note}")
         for h in f.hunks:
