@@ -321,7 +321,7 @@ def patch_rebase(distribution: str, to: str, entries: Sequence[Entry], *, from_v
     installed = None
     python_version = root = None
     if venv is not None or site_packages:
-        target = resolve_target(venv, site_packages)
+        target = resolve_target(venv, tuple(site_packages))
         python_version, root = target.python_version, target.venv
         wanted = canonicalize_name(distribution)
         installed = next((md.distribution for md in find_distributions(target.site_packages, records=False)

@@ -428,7 +428,10 @@ def _new_patch(name: str, to: str, description: str, files: Sequence[_NewFile]) 
             continue
         if f.upstream is not None and f.upstream_hash is None:
             raise RebaseError(f"{f.rel}: the new version's RECORD gives no hash for it")
-        sections.append(file_diff(f.rel, f.upstream, f.mine))
+        try:
+            sections.append(file_diff(f.rel, f.upstream, f.mine))
+        except PatchError as exc:
+            raise RebaseError(f"{f.rel}: {exc}") from None
         listed.append(PatchedFile(f.rel, f.upstream_hash if f.upstream is not None else None))
     if not listed:
         return None
@@ -569,7 +572,10 @@ def rebase(entries: Sequence[Entry], name: str, to: str, releases: Releases, *, 
             except DriftscanError as exc:
                 raise RebaseError(f"{rel} of {to}: {exc}") from None
             theirs = None if upstream_bytes is None else _text(upstream_bytes, f"{rel} ({to})")
-            f = _rebase_file(rel, change, fp.hunks, base, theirs, labels, to)
+            try:
+                f = _rebase_file(rel, change, fp.hunks, base, theirs, labels, to)
+            except PatchError as exc:  # a merge past its budget of work
+                raise RebaseError(f"{rel}: {exc}") from None
             f.out.base_from = source.value if source else None
             f.out.upstream = new.record_hash(rel) if theirs is not None else None
             done.append(f)
@@ -598,7 +604,7 @@ def rebase(entries: Sequence[Entry], name: str, to: str, releases: Releases, *, 
             raise RebaseError(f"{directory}: cannot create the directory: {os_error(exc)}") from None
         _write_patch(result, out_path, text, force)
         return result
-    except RebaseError as exc:
+    except DriftscanError as exc:  # RebaseError, or a release lookup that could not be made
         result.message = str(exc)
         result.state = RebaseState.REFUSED
         return result
