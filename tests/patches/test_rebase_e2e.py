@@ -170,3 +170,21 @@ def test_usage_errors_are_one_line(tmp_path):
         assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.strip()
     proc = run_cli("patch", "rebase", "--continue", cwd=str(tmp_path))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_the_old_original_comes_from_the_installed_old_version(house, tmp_path):
+    """No 1.0 wheel anywhere: the installed 1.0 file, which still hashes to the patch's original, is the base."""
+    only_new = tmp_path / "only-new"
+    only_new.mkdir()
+    (only_new / next(house.glob("toy-2.0-*.whl")).name).write_bytes(next(house.glob("toy-2.0-*.whl")).read_bytes())
+    venv = venvs.make_pip_venv(tmp_path / "venv")
+    venvs.pip_install(venv, "--no-index", "--find-links", str(house), f"{DIST}==1.0")
+    write_patch(tmp_path / "patches", CLEAN)
+    code, result = rebase(tmp_path, DIST, "--to", "2.0", "--wheels", str(only_new), "--venv", str(venv))
+    assert code == 0, result
+    assert result["files"][0]["base_from"] == "installed"
+    # Without the environment there is no original: refused, nothing written.
+    (tmp_path / "patches" / "toy@2.0.patch").unlink()
+    code, result = rebase(tmp_path, DIST, "--to", "2.0", "--wheels", str(only_new))
+    assert code == 2 and "no original of toy 1.0" in result["message"]
+    assert not (tmp_path / "patches" / "toy@2.0.patch").exists()
