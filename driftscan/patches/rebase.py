@@ -484,6 +484,13 @@ def _state_doc(result: PatchRebase, description: str, files: Sequence[_File]) ->
     }
 
 
+def _ensure_dir(directory: str) -> None:
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise RebaseError(f"{directory}: cannot create the directory: {os_error(exc)}") from None
+
+
 def _put(workdir: str, rel: str, data: bytes) -> None:
     def fill(out: BinaryIO) -> bool:
         out.write(data)
@@ -537,7 +544,7 @@ def rebase(entries: Sequence[Entry], name: str, to: str, releases: Releases, *, 
             raise RebaseError(f"{entry.shown}: made on {old}, not --from {from_version}")
         if _same(old, to):
             raise RebaseError(f"{entry.shown}: already made on {to}")
-        directory = output_dir or os.path.dirname(entry.path)
+        directory = os.path.abspath(output_dir or os.path.dirname(entry.path))  # --continue may run elsewhere
         out_path, workdir = _paths(directory, result.distribution, to)
         if os.path.lexists(workdir):
             raise RebaseError(f"{workdir}: a rebase to {to} is under way: finish it with "
@@ -586,6 +593,7 @@ def rebase(entries: Sequence[Entry], name: str, to: str, releases: Releases, *, 
             result.output = out_path
             result.workdir = workdir
             doc = _state_doc(result, description, done)
+            _ensure_dir(directory)
             try:
                 _make_workdir(workdir, doc, done)
             except OSError as exc:
@@ -598,10 +606,7 @@ def rebase(entries: Sequence[Entry], name: str, to: str, releases: Releases, *, 
         if text is None:
             result.state = RebaseState.OBSOLETE
             return result
-        try:
-            os.makedirs(directory, exist_ok=True)
-        except OSError as exc:
-            raise RebaseError(f"{directory}: cannot create the directory: {os_error(exc)}") from None
+        _ensure_dir(directory)
         _write_patch(result, out_path, text, force)
         return result
     except DriftscanError as exc:  # RebaseError, or a release lookup that could not be made

@@ -435,3 +435,17 @@ def test_the_text_of_a_written_patch_gives_its_manifest_line_and_of_a_refusal_th
     assert "  pip download --no-deps --only-binary :all: toy==3.0 -d DIR, then --wheels DIR\n" in refused
     assert refused.endswith("nothing written\n")
     assert json.loads(render(rebase(entries, "toy", "3.0", releases), OutputFormat.JSON))["state"] == "refused"
+
+
+def test_continue_runs_from_another_directory_with_a_relative_output(tmp_path, monkeypatch):
+    entries, releases = setup(tmp_path, ours=CONFLICTING, v2=V2_CONFLICT)
+    monkeypatch.chdir(tmp_path)
+    result = rebase(entries, "toy", "2.0", releases, output_dir="out")
+    assert result.state is RebaseState.CONFLICT and result.workdir == str(tmp_path / "out" / "toy@2.0.rebase")
+    work = tmp_path / "out" / "toy@2.0.rebase"
+    (work / "files" / "toy" / "core.py").write_text(j(V2_CONFLICT))  # resolved: take 2.0's side everywhere
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    done = continue_rebase(str(work))
+    assert done.state is RebaseState.OBSOLETE and not work.exists()
+    assert not (tmp_path / "out" / "toy@2.0.patch").exists()
