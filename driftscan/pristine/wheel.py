@@ -172,6 +172,11 @@ class ZipCopy(PristineCopy):
     def has(self, entry: RecordEntry) -> bool:
         return self._member(entry) is not None
 
+    @property
+    def dist_info(self) -> str | None:
+        """The wheel's own ``*.dist-info`` directory name (the one holding its RECORD), if one."""
+        return self._info
+
     def executable(self, entry: RecordEntry) -> bool:
         info = self._member(entry)
         return info is not None and bool((info.external_attr >> 16) & 0o111)
