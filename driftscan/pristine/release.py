@@ -21,7 +21,7 @@ from ..core.errors import DriftscanError
 from ..core.values import Distribution, RecordEntry, SourceKind
 from ..environment.uv.cache import default_uv_cache
 from ..formats.record import hash_text, parse_record
-from ..fs.reader import LIMITS, read_regular
+from ..fs.reader import read_regular
 from .base import PristineCopy, PristineOptions, Rejected, error_text
 from .fetch import fetch_candidates
 from .howto import download_line, wheels_dir
@@ -43,6 +43,7 @@ _SCHEMES = ("purelib", "platlib")  # the *.data schemes an installer puts in sit
 # A stand-in's dist-info lives below /dev/null: a path that can never exist, so nothing of an
 # installed distribution is read for a release that is not installed.
 _NOWHERE = os.devnull
+_ISSUES_SHOWN = 20  # RECORD rows refused by its reader, named one by one before "and N more"
 
 
 class ReleaseError(DriftscanError):
@@ -206,7 +207,7 @@ def _release(copy: PristineCopy, tags: frozenset[str] | None, notes: list[str],
                          f"{', '.join(sorted(tags))})")
             copy.close()
             return None
-        rows = _own_record(copy)
+        rows = _own_record(copy, notes)
     except Exception as exc:  # noqa: BLE001 - a corrupt wheel or archive is a note
         notes.append(f"{label} (unreadable: {error_text(exc)})")
         copy.close()
@@ -224,16 +225,25 @@ def _wheel_tags(copy: ZipCopy | UvArchiveCopy) -> frozenset[str]:
     return wheel_file_tags(os.path.join(copy.path, copy.dist_info), root=copy.path) or frozenset()
 
 
-def _own_record(copy: ZipCopy | UvArchiveCopy) -> dict[str, RecordEntry] | None:
-    """The wheel's own RECORD rows by member name, read bounded; None when there is none."""
+def _own_record(copy: ZipCopy | UvArchiveCopy, notes: list[str]) -> dict[str, RecordEntry] | None:
+    """The wheel's own RECORD rows by member name, read bounded; None when there is none. A row
+    the RECORD reader refuses (a NUL in its path, a malformed hash) is a note."""
     if isinstance(copy, ZipCopy):
-        return copy.own_record()
-    path = os.path.join(copy.path, copy.dist_info, "RECORD")
-    try:
-        data = read_regular(path, min(LIMITS["RECORD"], OWN_RECORD_MAX), what="RECORD", follow=False, root=copy.path)
-    except OSError:
+        data = copy.own_record_bytes()
+    else:
+        try:
+            data = read_regular(os.path.join(copy.path, copy.dist_info, "RECORD"), OWN_RECORD_MAX,
+                                what="RECORD", follow=False, root=copy.path)
+        except OSError:
+            data = None
+    if data is None:
         return None
-    return {e.path: e for e in parse_record(data.decode("utf-8", "replace")).entries}
+    parsed = parse_record(data.decode("utf-8", "replace"))
+    for issue in parsed.issues[:_ISSUES_SHOWN]:
+        notes.append(f"{copy.where}: RECORD row {issue.path!r} skipped ({issue.message})")
+    if len(parsed.issues) > _ISSUES_SHOWN:
+        notes.append(f"{copy.where}: {len(parsed.issues) - _ISSUES_SHOWN} more RECORD rows skipped")
+    return {e.path: e for e in parsed.entries}
 
 
 def _candidates(probe: Distribution, options: PristineOptions, tags: frozenset[str] | None, pset: PristineSet,
