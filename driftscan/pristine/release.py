@@ -166,6 +166,7 @@ def find_release(name: str, version: str, options: PristineOptions,
         raise ReleaseError(f"not a valid project name: {name!r}")
     if not isinstance(version, str) or not is_version(version):
         raise ReleaseError(f"not a PEP 440 version: {version!r}")
+    version = version.strip()
     canonical = normalize_name(name)
     tags = wheel_file_tags(like.metadata_dir) if like is not None else None
     site = like.site_packages if like is not None else _NOWHERE
