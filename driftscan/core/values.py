@@ -94,6 +94,9 @@ class SourceKind(str, enum.Enum):
     FETCH = "fetch"
     KEPT = "kept"  # driftscan's own store of originals verified before (a checkpoint, a reapply)
     BACKUP = "backup"  # a backup beside the edited file (x.bak, x.orig, x~) that matches RECORD
+    # Other names of the same members (enum aliases: never listed, never a new value).
+    WHEELHOUSE = "wheels"
+    UV_ARCHIVE = "uv-cache"
 
     @property
     def label(self) -> str:

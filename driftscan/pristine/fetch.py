@@ -123,9 +123,10 @@ def index_arguments(venv: str | None) -> tuple[list[str], str | None]:
 
 
 def fetch_candidates(dist: Distribution, python_version: str | None, venv: str | None, workdir: Callable[[], str],
-                     notes: list[str], progress: Callable[[str], None] | None = None
-                     ) -> Iterator[ZipCopy | Rejected]:
-    """Download ``dist``'s wheel into a new directory under ``workdir()`` and yield it."""
+                     notes: list[str], progress: Callable[[str], None] | None = None,
+                     tags: frozenset[str] | None = None) -> Iterator[ZipCopy | Rejected]:
+    """Download ``dist``'s wheel into a new directory under ``workdir()`` and yield it; ``tags``:
+    the platform tags to ask for instead of ``dist``'s own WHEEL's (a release not installed)."""
     if importlib.util.find_spec("pip") is None:
         notes.append(f"--fetch (driftscan's interpreter {sys.executable} has no pip)")
         return
@@ -141,7 +142,8 @@ def fetch_candidates(dist: Distribution, python_version: str | None, venv: str |
         return
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "--no-input",
            "--disable-pip-version-check", "--dest", dest,
-           *tag_arguments(installed_tags(dist), python_version), *index_args, requirement]
+           *tag_arguments(tags if tags is not None else installed_tags(dist), python_version), *index_args,
+           requirement]
     env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
     if progress is not None:
         progress(f"downloading {requirement} with pip")

@@ -27,16 +27,17 @@ def wheels_dir() -> str:
     return os.path.join(user_cache_dir(), "wheels")
 
 
-def download_line(dist: Distribution, python_version: str | None, venv: str | None, dest: str) -> str | None:
+def download_line(dist: Distribution, python_version: str | None, venv: str | None, dest: str,
+                  tags: frozenset[str] | None = None) -> str | None:
     """``pip download --no-deps --only-binary :all: [tags] [index] NAME==VERSION -d DEST``: the
     installed release's wheel, for ``--wheels DEST``; None when the name or version is not one
-    pip could be asked for."""
+    pip could be asked for. ``tags``: instead of ``dist``'s own WHEEL's (a release not installed)."""
     if not _NAME.fullmatch(dist.name) or not _VERSION.fullmatch(dist.version):
         return None
     index_args, _ = index_arguments(venv)
     return shlex.join(["pip", "download", "--no-deps", "--only-binary", ":all:",
-                       *tag_arguments(installed_tags(dist), python_version), *index_args,
-                       f"{dist.name}=={dist.version}", "-d", dest])
+                       *tag_arguments(tags if tags is not None else installed_tags(dist), python_version),
+                       *index_args, f"{dist.name}=={dist.version}", "-d", dest])
 
 
 @dataclass(frozen=True)

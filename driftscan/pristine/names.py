@@ -21,6 +21,7 @@ _PEP440 = re.compile(
     r"(?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?", re.IGNORECASE)
 _PRE = {"a": "a", "alpha": "a", "b": "b", "beta": "b", "c": "rc", "rc": "rc", "pre": "rc", "preview": "rc"}
 _TAG_PART = re.compile(r"[A-Za-z0-9_]{1,100}")
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,200}[A-Za-z0-9])?")
 _BUILD = re.compile(r"[0-9][A-Za-z0-9_]*")
 
 
@@ -48,6 +49,16 @@ def canonical_version(version: str) -> str:
     if match["local"]:
         text += "+" + _RUNS.sub(".", match["local"].lower())
     return text
+
+
+def is_version(version: str) -> bool:
+    """``version`` is a PEP 440 version (any of its spellings)."""
+    return _PEP440.fullmatch(version.strip()) is not None
+
+
+def is_name(name: str) -> bool:
+    """``name`` is a valid project name (PEP 508: letters, digits and ``-_.`` inside)."""
+    return _NAME.fullmatch(name) is not None
 
 
 def same_release(dist: Distribution, name: str, version: str) -> bool:
@@ -93,9 +104,16 @@ def parse_wheel_filename(filename: str) -> WheelName | None:
 def installed_tags(dist: Distribution) -> frozenset[str] | None:
     """The ``Tag:`` lines of the installed dist-info's WHEEL file, expanded; None when the file
     cannot be read or names no tag (then a wheel is matched on name and version alone)."""
+    return wheel_file_tags(dist.metadata_dir)
+
+
+def wheel_file_tags(dist_info: str, root: str | None = None) -> frozenset[str] | None:
+    """The expanded ``Tag:`` lines of the WHEEL file in the dist-info directory ``dist_info`` (an
+    installed one, or an unpacked wheel's; ``root``: the tree it must stay inside); None when
+    the file cannot be read or names no tag."""
     try:
-        text = read_regular(os.path.join(dist.metadata_dir, "WHEEL"), WHEEL_FILE_LIMIT, what="WHEEL",
-                            follow=False).decode("utf-8", "replace")
+        text = read_regular(os.path.join(dist_info, "WHEEL"), WHEEL_FILE_LIMIT, what="WHEEL",
+                            follow=False, root=root).decode("utf-8", "replace")
     except OSError:
         return None
     tags: set[str] = set()

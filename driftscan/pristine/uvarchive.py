@@ -91,6 +91,11 @@ class UvArchiveCopy(PristineCopy):
         self._installed = os.path.basename(distribution.metadata_dir.rstrip("/"))
         self._opened: dict[str, os.stat_result] = {}  # member path → its fstat, for explain()
 
+    @property
+    def dist_info(self) -> str:
+        """The archive's ``*.dist-info`` directory name (the unpacked wheel's own)."""
+        return self._info
+
     def _candidates(self, entry: RecordEntry) -> list[str]:
         return [os.path.join(self.path, *name.split("/"))
                 for name in member_candidates(entry.path, self._installed, self._info, self._data)]

@@ -172,6 +172,11 @@ class ZipCopy(PristineCopy):
     def has(self, entry: RecordEntry) -> bool:
         return self._member(entry) is not None
 
+    @property
+    def dist_info(self) -> str | None:
+        """The wheel's own ``*.dist-info`` directory name (the one holding its RECORD), if one."""
+        return self._info
+
     def executable(self, entry: RecordEntry) -> bool:
         info = self._member(entry)
         return info is not None and bool((info.external_attr >> 16) & 0o111)
@@ -217,6 +222,14 @@ class ZipCopy(PristineCopy):
     def own_record(self) -> dict[str, RecordEntry] | None:
         """The wheel's own RECORD (``*.dist-info/RECORD`` in it), by member name; None when it has
         none, or one too big or unreadable (a RECORD of a wheel is never trusted for its size)."""
+        text = self.own_record_bytes()
+        if text is None:
+            return None
+        return {e.path: e for e in parse_record(text.decode("utf-8", "replace")).entries}
+
+    def own_record_bytes(self) -> bytes | None:
+        """The bytes of the wheel's own RECORD, read no further than ``OWN_RECORD_MAX``; None as
+        for ``own_record``."""
         info = self._zip.NameToInfo.get(f"{self._info}/RECORD") if self._info else None
         if info is None or info.file_size > OWN_RECORD_MAX:
             return None
@@ -225,9 +238,7 @@ class ZipCopy(PristineCopy):
                 text = f.read(OWN_RECORD_MAX + 1)
         except Exception:  # noqa: BLE001 - a corrupt zip or a bad CRC: no RECORD to go by
             return None
-        if len(text) > OWN_RECORD_MAX:
-            return None
-        return {e.path: e for e in parse_record(text.decode("utf-8", "replace")).entries}
+        return None if len(text) > OWN_RECORD_MAX else text
 
     def unfaithful(self, entries: Sequence[RecordEntry]) -> dict[str, str]:
         """Of the installed RECORD rows ``entries`` (each a file the wheel would install), those

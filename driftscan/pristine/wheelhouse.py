@@ -36,25 +36,28 @@ class Wheelhouse:
                     found.append((os.path.join(directory, name), parsed))
         return found
 
-    def matching(self, dist: Distribution) -> tuple[list[str], list[str]]:
+    def matching(self, dist: Distribution, tags: frozenset[str] | None = None) -> tuple[list[str], list[str]]:
         """Wheel paths of ``dist``'s name and version whose tags fit the installed WHEEL's (all
-        of that name and version when WHEEL names no tag), and those set aside for their tags."""
+        of that name and version when WHEEL names no tag), and those set aside for their tags.
+        ``tags``: the tags to fit instead of ``dist``'s own WHEEL's (a release not installed)."""
         if self._names is None:
             self._names = self._list()
         same = [(path, parsed) for path, parsed in self._names if same_release(dist, parsed.name, parsed.version)]
-        tags = installed_tags(dist) if same else None
+        if same and tags is None:
+            tags = installed_tags(dist)
         if tags is None:
             return [path for path, _ in same], []
         return [p for p, w in same if w.tags & tags], [p for p, w in same if not w.tags & tags]
 
-    def candidates(self, dist: Distribution, notes: list[str]) -> Iterator[ZipCopy | Rejected]:
+    def candidates(self, dist: Distribution, notes: list[str], tags: frozenset[str] | None = None
+                   ) -> Iterator[ZipCopy | Rejected]:
         if not self.dirs:
             notes.append("--wheels (not given)")
             return
-        paths, other_tags = self.matching(dist)
+        paths, other_tags = self.matching(dist, tags)
         # auditwheel renames a wheel's platform tag (linux_x86_64 → manylinux_2_28_x86_64) in the
         # file name only: the WHEEL file inside, which the installer copied, keeps the original.
-        inside = installed_tags(dist) or frozenset()
+        inside = (tags if tags is not None else installed_tags(dist)) or frozenset()
         renamed = []
         for path in other_tags:
             try:
