@@ -25,7 +25,7 @@ from ..patches.rebase import exit_status as rebase_exit_status
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def patch() -> None:
     """Keep the fixes made in installed packages as patch files: export them, review and commit
-    them, apply them after every install."""
+    them, apply them after every install, rebase them onto a new release."""
 
 
 # ---------------------------------------------------------------------------------- patch export
