@@ -387,6 +387,9 @@ def _rebase_file(rel: str, change: Change, hunks: Sequence[Hunk], base: str | No
     if result.text is None:
         out.message = result.conflicts[0].reason if result.conflicts else "the merge conflicts"
         return _File(out, theirs, theirs, merge3_marked(base, ours, theirs, labels).text)
+    for h in out.hunks:
+        if h.state is HunkState.CONFLICT:  # alone it clashes, with the others it is what the new version has
+            out.hunks[h.number - 1] = HunkOut(number=h.number, header=h.header, state=HunkState.ALREADY)
     if result.text == theirs:
         out.state, out.message = FileState.OBSOLETE, f"{to} already makes this change"
         for h in out.hunks:

@@ -188,3 +188,18 @@ def test_the_old_original_comes_from_the_installed_old_version(house, tmp_path):
     code, result = rebase(tmp_path, DIST, "--to", "2.0", "--wheels", str(only_new))
     assert code == 2 and "no original of toy 1.0" in result["message"]
     assert not (tmp_path / "patches" / "toy@2.0.patch").exists()
+
+
+def test_a_hostile_work_directory_is_refused_in_one_line_by_the_command_line(house, tmp_path):
+    write_patch(tmp_path / "patches", CONFLICTING)
+    assert rebase(tmp_path, DIST, "--to", "2.0", "--wheels", str(house))[0] == 1
+    work = tmp_path / "patches" / "toy@2.0.rebase"
+    state = json.loads((work / "state.json").read_text())
+    state["files"][0]["rel"] = "../../escaped.py"
+    (work / "state.json").write_text(json.dumps(state))
+    proc = run_cli("patch", "rebase", "--continue", str(work), cwd=str(tmp_path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stdout.startswith("refused ") and "not plainly below the install root" in proc.stdout
+    assert proc.stdout.count("\n") == 2  # the refusal, then "nothing written"
+    assert not (tmp_path / "escaped.py").exists() and not (tmp_path / "patches" / "toy@2.0.patch").exists()
+    assert work.exists()  # left for --abort
