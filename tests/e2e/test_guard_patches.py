@@ -214,3 +214,19 @@ def test_uv_reinstall_re_applies_the_patch(house, tmp_path, uv_cache):
     assert report["patch_apply"]["patches"][0]["state"] == "applied"
     assert (site / "toyteam/core.py").read_text() == PATCHED
     assert audit_kinds(venv, env) == {"toyteam/core.py": "patched"}
+
+
+def test_bad_patch_options_are_clear_errors_and_nothing_runs(template, tmp_path):
+    env = env_for(tmp_path)
+    marker = tmp_path / "ran"
+    command = ("--", "touch", str(marker))
+    for args, says in ((("--allow-unused",), "go with --reapply-patches"),
+                       (("--reapply-patches",), "no such directory"),
+                       (("--reapply-patches", "--patches", "p", "--manifest", "m.toml"), "give one")):
+        proc = cli("guard", "--venv", str(template), *args, *command, env=env, cwd=str(tmp_path))
+        assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert not marker.exists()
+    proc = cli("plan", "--venv", str(template), "--reinstall", DIST, "--patches", "nowhere", env=env, cwd=str(tmp_path))
+    assert proc.returncode == 2 and "nowhere: no such directory" in proc.stderr, proc.stderr
+    proc = cli("plan", "--venv", str(template), "--reinstall", DIST, "--format", "json", env=env, cwd=str(tmp_path))
+    assert json.loads(proc.stdout)["patches"] == [], "no patches anywhere: plan predicts as before"
