@@ -8,14 +8,14 @@ import click
 
 from ..caches.location import refuse_inside
 from ..environment.target import environment_roots, resolve_target
-from ..patches.apply import Allow, Source, apply_patches
+from ..patches.apply import Allow, apply_patches
 from ..patches.apply import exit_status as apply_exit_status
-from ..patches.manifest import from_directory, from_table, read_manifest
 from ..render.registry import PATCH_APPLY, PATCH_EXPORT, OutputFormat, RenderOptions, format_names, render
 from .configuration import load_config
 from .exits import guarded
 from .options import format_option, jobs_option, pristine_options, target_options, uv_cache_option
 from .output import for_text, write
+from .patchsource import patch_source, patch_source_options
 from .targets import default_venv, say_target, wheel_dirs
 from ..api import patch_export
 from ..patches.export import exit_status
@@ -71,12 +71,7 @@ def export(distributions: tuple[str, ...], venv: str | None, site_packages: tupl
 
 @patch.command("apply")
 @target_options("The environment to patch (default: the active or nearest one, as audit finds it).")
-@click.option("--patches", "patches_dir", metavar="DIR",
-              help="Without a manifest: every <dist>@<version>.patch here, each for that exact version "
-                   "(default: ./patches).")
-@click.option("--manifest", metavar="FILE", type=click.Path(dir_okay=False),
-              help="The manifest: a pyproject.toml ([tool.driftscan.patches]) or driftscan.toml ([patches]) "
-                   "(default: the configuration file found from here upward, if it has one).")
+@patch_source_options
 @click.option("--yes", is_flag=True, help="Write (default: a dry run that says what would be written).")
 @click.option("--allow-unused", is_flag=True, help="A patch no installed distribution matches does not fail the run.")
 @click.option("--allow-conflicts", is_flag=True,
@@ -99,20 +94,7 @@ def apply(venv: str | None, site_packages: tuple[str, ...], patches_dir: str | N
     --allow-conflicts), a patch no installed distribution matches (unless --allow-unused), a patch
     refused (an edited file under a pinned sha256, a hostile path); 2 something could not be done.
     """
-    if manifest and patches_dir:
-        raise click.UsageError("--manifest and --patches name two sources of patches: give one")
-    if manifest:
-        source = Source(tuple(read_manifest(manifest)), manifest=manifest)
-    elif patches_dir:
-        source = Source(tuple(from_directory(patches_dir)), directory=patches_dir)
-    else:
-        # Found as the configuration is found, and trusted as it is: a file planted by another user
-        # on the way up is not read (a note says so), so it cannot choose what is written.
-        config = load_config(None)
-        if config.patches and config.source:
-            source = Source(tuple(from_table(config.patches, config.source)), manifest=config.source)
-        else:
-            source = Source(tuple(from_directory("patches")), directory="patches")
+    source = patch_source(patches_dir, manifest, load_config(None))
     venv, why = default_venv(venv, site_packages)
     say_target("patch apply", venv, why)
     target = resolve_target(venv, site_packages)
