@@ -11,7 +11,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -30,18 +30,20 @@ from .procs.compilecache import CacheDir, default_cache_dirs, scan_compile_cache
 from .procs.recorded import RuntimeRecords
 from .procs.model import RestartOut
 from .procs.restart import running_of, scan_if_possible, stale_of
+from .report.policy import EXIT_INCOMPLETE
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from .modeldir import ModelDirResult
     from .pristine import PristineSet
+    from .patches.apply import Source
     from .patches.export import PatchExport
     from .patches.manifest import Entry
     from .patches.rebase import PatchRebase
     from .reinstall.checkpoint import Written
     from .reinstall.guard import GuardReport
-    from .reinstall.plan import Plan
+    from .reinstall.plan import PatchLookup, Plan
     from .reinstall.reapply import ReapplyReport
     from .reinstall.restore import RestoreReport
     from .report.contract import Report
@@ -201,7 +203,8 @@ def audit(venv: str | None = None, site_packages: Sequence[str] = (), *, options
 
 def plan(reinstall: Sequence[str], venv: str | None = None, site_packages: Sequence[str] = (), *,
          options: AuditOptions | None = None, expect: str | None = None, source: str | None = None,
-         checkpoint: str | None = None, processes: bool = True, **settings: Unpack[AuditSettings]) -> Plan:
+         checkpoint: str | None = None, processes: bool = True, patches: Source | None = None,
+         versions_after: Mapping[str, str | None] | None = None, **settings: Unpack[AuditSettings]) -> Plan:
     """What reinstalling ``reinstall`` (distribution names) undoes and what survives it.
     ``processes``: list the processes that run the environment, to restart after the reinstall
     (``restart_after_reinstall``; False: not looked for, as ``guard`` does, which scans after its command).
@@ -212,6 +215,10 @@ def plan(reinstall: Sequence[str], venv: str | None = None, site_packages: Seque
     (find-links), or the literal ``"index"``; None: each distribution's source as installed
     (direct_url.json, INSTALLER, uv's cache). ``checkpoint``: a checkpoint directory already
     taken; the plan then asks for a checkpoint first only for wiped content it does not hold.
+    ``patches``: the team's patches (``driftscan.patches.apply.Source``): each reinstalled
+    distribution's patch predicted re-applied by ``driftscan patch apply``, or unused on the version
+    after (``versions_after``: normalized name -> the version the command installs, None: not
+    known; default: the installed one, or the ``--from`` wheel's).
     """
     # Each writing command imports what it drives when it runs: the reinstall modules pull in
     # pydantic's models and the pristine package (130-190 ms, python -X importtime), which
@@ -236,7 +243,9 @@ def plan(reinstall: Sequence[str], venv: str | None = None, site_packages: Seque
                                 result.originals, [r.root for r in result.model_dirs])
         built = plans.build_plan(audited, reinstall, chosen.installer, expectations,
                                  chosen.cache.uv_cache or default_uv_cache(), source=told, held=held,
-                                 checkpoint_dir=checkpoints.suggested_path(target))
+                                 checkpoint_dir=checkpoints.suggested_path(target),
+                                 patches=_patch_lookup(patches) if patches is not None else None,
+                                 versions_after=versions_after)
     if processes and target.site_packages:
         from .report.contract import ErrorOut  # loaded already: the plan holds the report
 
@@ -244,6 +253,18 @@ def plan(reinstall: Sequence[str], venv: str | None = None, site_packages: Seque
         built.restart_after_reinstall = _restart_needed(target, notes, running=True)
         built.audit.notes += [ErrorOut(path="/proc", message=n) for n in notes]
     return built
+
+
+def _patch_lookup(source: Source) -> PatchLookup:
+    """The team's patches as plan sees them: the manifest's match, by patch file name."""
+    from .patches.manifest import match  # packaging's specifiers: only with patches
+    from .reinstall.plan import PatchLookup  # pydantic's models: loaded already by plan and guard
+
+    def matched(name: str, version: str) -> str | None:
+        entry = match(source.entries, name, version)
+        return entry.shown if entry is not None else None
+
+    return PatchLookup(matched, manifest=source.manifest, directory=source.directory)
 
 
 @_without_cyclic_gc
@@ -517,13 +538,17 @@ class Invocation:
 def guard(command: Invocation | Sequence[str], venv: str | None = None, site_packages: Sequence[str] = (), *,
           options: AuditOptions | None = None, source: str | None = None, checkpoint_path: str | None = None,
           expect: str | None = None, force: bool = False, on_event: Callable[[str], None] | None = None,
-          **settings: Unpack[AuditSettings]) -> GuardReport:
+          patches: Source | None = None, reapply_patches: bool = False, allow_unused: bool = False,
+          allow_conflicts: bool = False, **settings: Unpack[AuditSettings]) -> GuardReport:
     """Audit and predict for ``command`` (an install: pip, uv, conda, pixi; anything else is
     predicted ``may_survive``), write a whole checkpoint, refuse to start a command that would
     bring debug code back or that the checkpoint cannot undo (unless ``force``), run it (no shell;
     its stdout to ``Invocation.stdout`` when given), audit again and say, per drift, whether the
     prediction held. ``on_event(text)`` hears each step before the command runs.
-    Returns ``guard.GuardReport``; ``guard.exit_status`` gives its exit status."""
+    ``patches``: the team's patches, predicted re-applied or unused; with ``reapply_patches``,
+    ``driftscan patch apply --yes`` runs after a command that exited 0 and the audit after it
+    (``allow_unused`` / ``allow_conflicts`` as for patch apply; a file the checkpoint holds an edit
+    of is left to reapply). Returns ``guard.GuardReport``; ``guard.exit_status`` gives its exit status."""
     from .reinstall import checkpoint as checkpoints, guard as guarding, plan as plans
 
     started = time.perf_counter()
@@ -532,10 +557,14 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
     say = on_event or (lambda text: None)
     if not command:
         raise TargetError("guard needs a command after --")
+    if reapply_patches and patches is None:
+        raise ConfigError("guard --reapply-patches needs the team's patches (a manifest or a patches directory)")
     chosen = _options(venv, site_packages, options, settings)
     named, sources, cache = chosen.targets, chosen.originals, chosen.cache
     chosen_because = named.chosen_because
     target = resolve_target(named.venv, named.site_packages)
+    if reapply_patches:  # patch apply records what it writes in the user cache: never inside what it writes
+        refuse_inside(environment_roots(target))
     root = checkpoints.environment_root(target)
     recognised = guarding.recognise(command, env, cwd)
     chosen_source: str | None
@@ -570,7 +599,8 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
                        else "not recognised: every drift may survive it"))
     with_originals = dataclasses.replace(sources, wheels=originals_in)
     planned = plan([*sure, *maybe], options=dataclasses.replace(chosen, installer=installer, originals=with_originals),
-                   expect=expect, source=chosen_source, processes=False)
+                   expect=expect, source=chosen_source, processes=False, patches=patches,
+                   versions_after=guarding.versions_after(recognised, installed))
     predicted = guarding.predict(planned, recognised, sure, maybe, source is not None)
     report = guarding.GuardReport(
         target=root or ", ".join(target.site_packages), chosen_because=chosen_because,
@@ -580,7 +610,7 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
             forced=recognised.forced, no_deps=recognised.no_deps, source=chosen_source, source_why=source_why,
             from_given=source is not None, environment=recognised.environment,
             environment_unsure=recognised.environment_unsure or None, notes=notes),
-        ran=False, notes=[f"unnamed requirement: {u}" for u in recognised.unnamed])
+        ran=False, notes=[f"unnamed requirement: {u}" for u in recognised.unnamed], patch_plan=planned.patches)
     report.errors += [f"before: {e.path}: {e.message}" for e in planned.audit.errors]
     counts = {s: sum(1 for p in predicted if p.status == s) for s in ("WIPED", "SURVIVES", "MAY SURVIVE")}
     say(f"predictions: {counts['WIPED']} wiped, {counts['SURVIVES']} survive, {counts['MAY SURVIVE']} may survive")
@@ -589,6 +619,8 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
 
     def refuse() -> guarding.GuardReport:
         report.refused = refusals
+        if reapply_patches:
+            report.patch_apply_skipped = "guard did not run the command: the team's patches were not applied"
         report.predictions = guarding.not_run(predicted)
         guarding.summarise(report)
         report.duration_seconds = round(time.perf_counter() - started, 3)
@@ -627,10 +659,37 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
     # is unknown, so no line that writes is offered — only its dry run, for once it is whole again.
     line = guarding.reapply_line(written.path, written.index, target.venv, target.site_packages, yes=judged)
     report.reapply, report.reapply_dry_run = (line, None) if judged else (None, line)
+
+    def team_patches() -> None:
+        """After the command and the audit after it (which judges what the command alone did):
+        the team's patches applied, and said, never silently."""
+        if not reapply_patches or patches is None:
+            return
+        if not judged:
+            report.patch_apply_skipped = (f"the command failed (exit {code}): the team's patches were not applied; "
+                                          "once the environment is whole again: driftscan patch apply --yes")
+            return
+        say("applying the team's patches: driftscan patch apply --yes")
+        from .patches.apply import Allow, apply_patches, exit_status as apply_status  # only with --reapply-patches
+
+        try:
+            applied = apply_patches(target.site_packages, patches, yes=True,
+                                    leave=guarding.left_to_reapply(written.index))
+        except (DriftscanError, OSError) as exc:
+            report.patch_apply_skipped = f"the team's patches could not be applied: {exc}"
+            report.patch_apply_exit = EXIT_INCOMPLETE
+            return
+        report.patch_apply = applied
+        report.patch_apply_exit = apply_status(applied, Allow(unused=allow_unused, conflicts=allow_conflicts))
+        now = {guarding.normalize(md.distribution.name): md.distribution.version
+               for md in find_distributions(target.site_packages, records=False) if md.distribution is not None}
+        report.patch_rebase = guarding.rebase_lines(applied, now)
+
     try:
         after = run(options=dataclasses.replace(chosen, originals=OriginalSources(look=False)),
                     need=Need.REPORT if expect is None else Need.CHECKS)
     except (DriftscanError, OSError) as exc:  # the command ran: say what is known, never lose the report
+        team_patches()
         report.errors.append(f"after: the audit after the command could not run: {exc}")
         report.predictions = guarding.unchecked(predicted, f"the audit after the command could not run: {exc}")
         guarding.summarise(report)
@@ -649,6 +708,7 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
         now = plans.expectations_now(expect, after.verification, verified, placeholders)
         report.expectations = guarding.expectations(planned, now, judged, predicted, recognised.recognised)
     report.errors += [f"after: {e.path}: {e.message}" for e in after.report.errors]
+    team_patches()
     guarding.summarise(report)
     report.duration_seconds = round(time.perf_counter() - started, 3)
     return report

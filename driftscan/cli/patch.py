@@ -8,14 +8,14 @@ import click
 
 from ..caches.location import refuse_inside
 from ..environment.target import environment_roots, resolve_target
-from ..patches.apply import Allow, Source, apply_patches
+from ..patches.apply import Allow, apply_patches
 from ..patches.apply import exit_status as apply_exit_status
-from ..patches.manifest import from_directory, from_table, read_manifest
 from ..render.registry import PATCH_APPLY, PATCH_EXPORT, PATCH_REBASE, OutputFormat, RenderOptions, format_names, render
 from .configuration import load_config
 from .exits import guarded
 from .options import format_option, jobs_option, pristine_options, target_options, uv_cache_option
 from .output import for_text, write
+from .patchsource import patch_source, patch_source_options
 from .targets import default_venv, say_target, wheel_dirs
 from ..api import patch_export, patch_rebase, patch_rebase_abort, patch_rebase_continue
 from ..patches.export import exit_status
@@ -70,31 +70,9 @@ def export(distributions: tuple[str, ...], venv: str | None, site_packages: tupl
 # ----------------------------------------------------------------------------------- patch apply
 
 
-def _source(manifest: str | None, patches_dir: str | None) -> Source:
-    """The patches --manifest, --patches or the configuration name (default: ./patches)."""
-    if manifest and patches_dir:
-        raise click.UsageError("--manifest and --patches name two sources of patches: give one")
-    if manifest:
-        return Source(tuple(read_manifest(manifest)), manifest=manifest)
-    if patches_dir:
-        return Source(tuple(from_directory(patches_dir)), directory=patches_dir)
-    # Found as the configuration is found, and trusted as it is: a file planted by another user
-    # on the way up is not read (a note says so), so it cannot choose what is written.
-    config = load_config(None)
-    if config.patches and config.source:
-        return Source(tuple(from_table(config.patches, config.source)), manifest=config.source)
-    return Source(tuple(from_directory("patches")), directory="patches")
-
-
-
 @patch.command("apply")
 @target_options("The environment to patch (default: the active or nearest one, as audit finds it).")
-@click.option("--patches", "patches_dir", metavar="DIR",
-              help="Without a manifest: every <dist>@<version>.patch here, each for that exact version "
-                   "(default: ./patches).")
-@click.option("--manifest", metavar="FILE", type=click.Path(dir_okay=False),
-              help="The manifest: a pyproject.toml ([tool.driftscan.patches]) or driftscan.toml ([patches]) "
-                   "(default: the configuration file found from here upward, if it has one).")
+@patch_source_options
 @click.option("--yes", is_flag=True, help="Write (default: a dry run that says what would be written).")
 @click.option("--allow-unused", is_flag=True, help="A patch no installed distribution matches does not fail the run.")
 @click.option("--allow-conflicts", is_flag=True,
@@ -117,7 +95,7 @@ def apply(venv: str | None, site_packages: tuple[str, ...], patches_dir: str | N
     --allow-conflicts), a patch no installed distribution matches (unless --allow-unused), a patch
     refused (an edited file under a pinned sha256, a hostile path); 2 something could not be done.
     """
-    source = _source(manifest, patches_dir)
+    source = patch_source(patches_dir, manifest, load_config(None))
     venv, why = default_venv(venv, site_packages)
     say_target("patch apply", venv, why)
     target = resolve_target(venv, site_packages)
@@ -136,11 +114,7 @@ def apply(venv: str | None, site_packages: tuple[str, ...], patches_dir: str | N
 @click.option("--to", "to", metavar="VERSION", help="The version to carry the patch onto.")
 @click.option("--from", "from_version", metavar="VERSION",
               help="The version whose patch to rebase, when DIST has several (default: the highest below --to).")
-@click.option("--patches", "patches_dir", metavar="DIR",
-              help="Without a manifest: the <dist>@<version>.patch files here (default: ./patches).")
-@click.option("--manifest", metavar="FILE", type=click.Path(dir_okay=False),
-              help="The manifest: a pyproject.toml ([tool.driftscan.patches]) or driftscan.toml ([patches]) "
-                   "(default: the configuration file found from here upward, if it has one).")
+@patch_source_options
 @click.option("--output", "-o", metavar="DIR",
               help="Where to write DIST@VERSION.patch, or its work directory (default: beside the old patch).")
 @click.option("--continue", "continue_", is_flag=True,
@@ -184,7 +158,7 @@ def rebase(name: str | None, to: str | None, from_version: str | None, patches_d
         if not name or not to:
             raise click.UsageError("name the distribution and the version: driftscan patch rebase DIST --to VERSION "
                                    "(or --continue / --abort a rebase under way)")
-        source = _source(manifest, patches_dir)
+        source = patch_source(patches_dir, manifest, load_config(None))
         result = patch_rebase(name, to, source.entries, from_version=from_version, output=output, venv=venv,
                               site_packages=site_packages, wheels=wheel_dirs(wheels), fetch=fetch,
                               uv_cache=uv_cache, force=force)

@@ -13,6 +13,7 @@ from .exits import EXIT_DRIFT, exit_status, fail_on_policies, guarded
 from .options import (app_data_option, codes, config_option, jobs_option, model_options, no_cache_option,
                       output_options, policy_options, pristine_options, rule_options, target_options, uv_cache_option)
 from .output import for_text, write
+from .patchsource import found_patch_source, patch_source_options
 from .targets import config_targets, default_venv, say_empty_cache, say_target, wheel_dirs
 from ..api import plan as run_plan
 
@@ -44,6 +45,7 @@ def _names(values: tuple[str, ...]) -> list[str]:
 @no_cache_option("Trust no cache: re-hash every file (paranoid mode).")
 @model_options
 @pristine_options
+@patch_source_options
 @rule_options
 @policy_options
 @config_option
@@ -52,14 +54,18 @@ def plan(reinstall: tuple[str, ...], installer: str | None, source: str | None, 
          venv: str | None, site_packages: tuple[str, ...], expect: str | None, fmt: str, output: str | None,
          jobs: int | None, uv_cache: str | None, no_cache: bool, model_dirs: tuple[str, ...], hf_cache: str | None,
          wheels: tuple[str, ...], fetch: bool, select: tuple[str, ...], ignore: tuple[str, ...], no_plugins: bool,
-         fail_on: tuple[str, ...], exit_zero: bool, config_file: str | None) -> None:
+         patches_dir: str | None, manifest: str | None, fail_on: tuple[str, ...], exit_zero: bool,
+         config_file: str | None) -> None:
     """What will reinstalling NAME undo, and what will survive it?
 
     Each drift is marked WIPED, SURVIVES or MAY SURVIVE with the reason, for a reinstall from
     --from (default: where each distribution was installed from), followed by the steps: a
     checkpoint first when the reinstall destroys content, `uv cache clean` first where the
     reinstall would link an edited file back, the exact reinstall command, dumps to delete, and the
-    expectations that already hold and survive (steps you can skip).
+    expectations that already hold and survive (steps you can skip). With the team's patches
+    (--patches, --manifest, the configuration's manifest, or ./patches), each patched file's
+    distribution says whether its patch is re-applied by `driftscan patch apply` after the
+    reinstall or, on another version, unused (with the `driftscan patch rebase` line).
     Exit status: bit 1 when an expectation is not known to hold after the reinstall, or when what
     survives (or may survive) the reinstall meets --fail-on (default: any drift); bit 2 as for audit.
     """
@@ -75,7 +81,8 @@ def plan(reinstall: tuple[str, ...], installer: str | None, source: str | None, 
                       select=codes(select) or config.select, ignore=codes(ignore) or config.ignore,
                       rules_modules=config.rules_modules, plugins=not no_plugins, source=source,
                       checkpoint=checkpoint, chosen_because=chosen_because,
-                      accept=config.accept, accept_source=config.source)  # accepted drift never counts
+                      accept=config.accept, accept_source=config.source,  # accepted drift never counts
+                      patches=found_patch_source(patches_dir, manifest, config))
     write(render(for_text(result, fmt), OutputFormat(fmt)), fmt, output)
     # The policy looks at what the reinstall leaves: the drifts that survive or may survive it.
     left = set(result.survives) | set(result.may_survive)

@@ -27,7 +27,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, BinaryIO, Final, Literal
 
@@ -70,6 +70,7 @@ class FileState(str, enum.Enum):
     OBSOLETE = "obsolete"
     CONFLICT = "conflict"  # nothing of this file written
     FAILED = "failed"  # the write itself failed: the file is as it was
+    LEFT = "left"  # would apply, but left to a checkpoint's reapply (guard --reapply-patches): not written here
 
 
 class PatchState(str, enum.Enum):
@@ -522,9 +523,12 @@ def _unused_because(entry: Entry, installed: Sequence[tuple[str, Entry | None]])
 
 
 def apply_patches(site_packages: Sequence[str], source: Source, yes: bool = False,
-                  distributions: Callable[[Sequence[str]], list[Distribution]] = _installed) -> PatchApplyReport:
+                  distributions: Callable[[Sequence[str]], list[Distribution]] = _installed, *,
+                  leave: Mapping[str, str] | None = None) -> PatchApplyReport:
     """Check (and with ``yes`` apply) every patch of ``source`` to the distributions installed in
-    ``site_packages``. ManifestError when two patches tie for one distribution."""
+    ``site_packages``. ManifestError when two patches tie for one distribution.
+    ``leave``: absolute path -> why; such a file that would be written is ``left`` instead (guard
+    leaves a file its checkpoint holds an edit of to reapply, which writes patch and edit at once)."""
     report = PatchApplyReport(site_packages=list(site_packages), dry_run=not yes, manifest=source.manifest,
                               patches_dir=source.directory)
     used: list[Entry] = []
@@ -546,6 +550,10 @@ def apply_patches(site_packages: Sequence[str], source: Source, yes: bool = Fals
         done = []
         for plan in plans:
             if plan.out.state is not FileState.APPLIED:
+                continue
+            why_left = (leave or {}).get(os.path.join(site, plan.out.path))
+            if why_left is not None:
+                plan.out.state, plan.out.message = FileState.LEFT, why_left
                 continue
             why = _write(site, plan)
             if why:

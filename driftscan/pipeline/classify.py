@@ -265,6 +265,10 @@ def classify(check: FileCheck, target: Target, installer: str | None = None) -> 
         return _lock_mismatch(check)
     if check.kind is DriftKind.PATCHED:  # a reinstall wipes it; patch apply writes it again
         patch = check.expected.get("patch", "the patch")
+        if check.expected.get("hash") is None:  # a file the patch added: no RECORD lists it, no reinstall removes it
+            return Drift(check, Scope.PACKAGE, False, f"nothing to do; after a reinstall it is still there "
+                         f"(driftscan patch apply finds {patch} already applied to it)", check.evidence,
+                         Prediction.SURVIVES)
         return Drift(check, Scope.PACKAGE, False,
                      f"nothing to do; after a reinstall: driftscan patch apply --yes (writes {patch} again)",
                      check.evidence, Prediction.WIPED)

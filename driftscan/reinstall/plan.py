@@ -7,6 +7,7 @@ its pristine copy in uv's cache when one is there).
 from __future__ import annotations
 
 import difflib
+import enum
 import hashlib
 import os
 import re
@@ -23,7 +24,7 @@ from ..environment.reinstall_source import (CacheEntry, Relink, ReinstallSource,
                                         confirmed, installed_source, mismatch, relink, sync_relink)
 from ..environment.target import site_packages_prefix
 from ..environment.uv.cache import find_pristine_copy
-from ..core.datamodel import AsString
+from ..core.datamodel import AsString, InlineEnum
 from ..core.errors import ConfigError
 from .expect import Expectation, evaluate, load_expectations
 from ..fs.reader import read_regular
@@ -38,6 +39,42 @@ from ..report.contract import Report
 
 if TYPE_CHECKING:  # annotations only: plan runs without the pristine package when nothing is restored
     from ..pristine import PristineSet
+
+class PatchFate(str, enum.Enum):
+    """What becomes of the team's patch (docs/patches.md) for a distribution the reinstall rewrites."""
+
+    REAPPLIED = "re-applied"  # an entry matches the version after: `driftscan patch apply` writes it again
+    UNUSED = "unused"  # no entry matches the version after (an upgrade): rebase the patch onto it
+    LOST = "lost"  # patched files no entry matches even now: nothing writes them again
+    UNKNOWN = "unknown"  # the version after is not known (an upgrade without a pin): patch apply says after
+
+
+@dataclass(frozen=True)
+class PatchLookup:
+    """The team's patches as plan sees them: ``match(name, version)`` gives the patch file (as the
+    manifest or directory names it) for that version, or None; where they come from, for the
+    ``driftscan patch apply`` line. ManifestError from ``match`` when two entries tie."""
+
+    match: Callable[[str, str], str | None]
+    manifest: str | None = None
+    directory: str | None = None
+
+
+class PlanPatch(BaseModel):
+    """The team's patch for one distribution the reinstall rewrites."""
+
+    distribution: str
+    installed: str = Field(description="the version installed now")
+    version_after: str | None = Field(description="the version the reinstall installs (null: not known)")
+    patch: str | None = Field(default=None, description="the patch an entry matches to the installed version")
+    patch_after: str | None = Field(default=None, description="the patch an entry matches to the version after")
+    fate: Annotated[PatchFate, InlineEnum(PatchFate)] = Field(
+        title="Fate", description="re-applied | unused | lost | unknown: what becomes of the patch after the reinstall")
+    files: list[str] = Field(default_factory=list, description="its patched files, which the reinstall wipes")
+    reason: str
+    command: str | None = Field(default=None, description="the next step: the patch apply line, or the patch rebase "
+                                                          "line for an unused patch")
+
 
 class PlanItem(BaseModel):
     path: str
@@ -55,6 +92,9 @@ class PlanItem(BaseModel):
         description="WIPED | SURVIVES | MAY SURVIVE for the reinstall command run alone, without "
                     "the plan's preparatory steps (what `driftscan guard` checks a bare command with)")
     reason_without_steps: str | None = Field(default=None, description="why, for the reinstall command run alone")
+    patch_fate: Annotated[PatchFate, InlineEnum(PatchFate)] | None = Field(
+        default=None, title="Patch Fate", description="a file the team's patch wrote (patched): re-applied | unused | "
+                                                      "lost | unknown, as the plan's patches say (null: none)")
 
 
 class PlanStep(BaseModel):
@@ -105,6 +145,8 @@ class Plan(BaseModel):
     steps: list[PlanStep] = Field(default_factory=list)
     items: list[PlanItem] = Field(default_factory=list)
     expectations: list[ExpectationResult] = Field(default_factory=list)
+    patches: list[PlanPatch] = Field(default_factory=list, description="the team's patches for the distributions "
+                                                                       "the reinstall rewrites (docs/patches.md)")
     audit: Report
     restart_after_reinstall: list[RestartOut] | None = Field(default=None, description=(
         "the processes that run the environment now: each runs old code once the reinstall changes its files, "
@@ -378,10 +420,13 @@ class Audited:
 
 def build_plan(audited: Audited, names: Sequence[str], installer: str | None, expectations: Sequence[Expectation] = (),
                uv_cache: str | None = None, *, source: ReinstallSource | None = None,
-               held: AbstractSet[str] | None = None, checkpoint_dir: str | None = None) -> Plan:
+               held: AbstractSet[str] | None = None, checkpoint_dir: str | None = None,
+               patches: PatchLookup | None = None, versions_after: Mapping[str, str | None] | None = None) -> Plan:
     """What reinstalling ``names`` does to what ``audited`` found.
     ``source``: where the reinstall installs from (``--from``; None: as each distribution was installed).
-    ``held``: the drifted paths whose current content a checkpoint given holds (None: no checkpoint given)."""
+    ``held``: the drifted paths whose current content a checkpoint given holds (None: no checkpoint given).
+    ``patches``: the team's patches; ``versions_after``: normalized name -> the version the command
+    installs (None: not known), where it is not the installed one or the ``--from`` wheel's."""
     report, drifts, target, dists = audited.report, list(audited.drifts), audited.target, audited.dists
     referenced, originals, model_dirs = audited.referenced, audited.originals, audited.model_dirs
     chosen_dists = select_distributions(names, dists)
@@ -536,6 +581,12 @@ def build_plan(audited: Audited, names: Sequence[str], installer: str | None, ex
     faster = _restore_alternative(drifts, chosen_dists, chosen, target, plan.estimate, originals, other)
     if faster is not None:
         steps.append(faster)
+    if patches is not None:
+        after: dict[str, str | None] = {normalize(d.name): (other[1] if other and other[0] is d else d.version)
+                                        for d in chosen_dists}
+        after.update(versions_after or {})
+        plan.patches = _team_patches(plan, chosen_dists, patches, after, target)
+        steps += _patch_steps(plan.patches)
     steps += _later_steps(plan, drifts)
     plan.steps = steps
     # Now that the steps are numbered, the predictions that depend on one name it.
@@ -559,6 +610,72 @@ def build_plan(audited: Audited, names: Sequence[str], installer: str | None, ex
             item.reason = printable(f"step {n} (`{command}`) cleans the cache named there, but the edited copy "
                                     f"was not found in it; {alone_reason}")
     return plan
+
+
+def _patch_apply_line(lookup: PatchLookup, target: Target) -> str:
+    where = f" --venv {shlex.quote(target.venv)}" if target.venv else "".join(
+        f" --site-packages {shlex.quote(s)}" for s in target.site_packages)
+    given = (f" --manifest {shlex.quote(lookup.manifest)}" if lookup.manifest else
+             f" --patches {shlex.quote(lookup.directory)}" if lookup.directory else "")
+    return f"driftscan patch apply{where}{given} --yes"
+
+
+def _team_patches(plan: Plan, dists: Sequence[Distribution], lookup: PatchLookup, after: Mapping[str, str | None],
+                  target: Target) -> list[PlanPatch]:
+    """Each reinstalled distribution with patched files or a patch: what becomes of the patch, its
+    patched items told so (the reinstall still wipes them: the audit after it sees the original)."""
+    out = []
+    apply_line = _patch_apply_line(lookup, target)
+    for dist in dists:
+        items = [i for i in plan.items if i.kind == DriftKind.PATCHED.value and i.distribution == dist.name]
+        now = lookup.match(dist.name, dist.version)
+        if not items and now is None:
+            continue
+        version = after.get(normalize(dist.name), dist.version)
+        then = lookup.match(dist.name, version) if version is not None else None
+        command: str | None = apply_line
+        if version is None:
+            fate = PatchFate.UNKNOWN
+            said = (f"the version the command installs is not known: `driftscan patch apply` after it says which patch "
+                    f"matches (now: {now or 'none'})")
+        elif then is not None:
+            fate, said = PatchFate.REAPPLIED, f"patch re-applied by `driftscan patch apply` ({then})"
+        elif _same_version(version, dist.version):
+            fate, command = PatchFate.LOST, None
+            said = (f"no patch of the manifest matches {dist.name} {version}: nothing writes the patched files again "
+                    "(export them with `driftscan patch export` before the reinstall)")
+        else:
+            fate, command = PatchFate.UNUSED, f"driftscan patch rebase {shlex.quote(dist.name)} --to {shlex.quote(version)}"
+            said = (f"no patch matches {dist.name} {version}: {now or 'the patch that wrote them'} will be unused; "
+                    f"next step: {command}")
+        for item in items:
+            item.patch_fate = fate
+            item.reason = printable(f"{item.reason}; {said}")
+            if item.reason_without_steps is not None:
+                item.reason_without_steps = printable(f"{item.reason_without_steps}; {said}")
+        out.append(PlanPatch(distribution=dist.name, installed=dist.version, version_after=version, patch=now,
+                             patch_after=then, fate=fate, files=[i.path for i in items], reason=printable(said),
+                             command=command))
+    return out
+
+
+def _patch_steps(patches: Sequence[PlanPatch]) -> list[PlanStep]:
+    """After the reinstall: the team's patches written again (one line for all), each unused patch's rebase."""
+    steps = []
+    again = [p for p in patches if p.fate in (PatchFate.REAPPLIED, PatchFate.UNKNOWN)]
+    if again:
+        names = ", ".join(dict.fromkeys(p.patch_after or f"{p.distribution}'s, if one matches" for p in again))
+        steps.append(PlanStep(step=printable(f"patch re-applied by `driftscan patch apply`: {names}"),
+                              command=again[0].command))
+    for p in patches:
+        if p.fate is PatchFate.UNUSED:
+            steps.append(PlanStep(step=printable(f"{p.patch or 'the patch'} matches {p.distribution} {p.installed}, "
+                                                 f"not {p.version_after}: the patch will be unused; rebase it onto "
+                                                 f"{p.version_after}, review it, then run driftscan patch apply"),
+                                  command=p.command))
+        elif p.fate is PatchFate.LOST:
+            steps.append(PlanStep(step=printable(f"note: {p.distribution}'s patched files: {p.reason}")))
+    return steps
 
 
 def _step_of(steps: dict[str, int], name: str) -> int | None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..core.values import Verdict
 from ..core.units import count, size
+from .patchapplyview import render_patch_apply_text
 from .procsview import restart_lines
 
 if TYPE_CHECKING:
@@ -32,6 +33,27 @@ def _command_line(report: "GuardReport") -> str:
     how = " (forced)" if c.forced else ""
     source = c.source or "as installed"
     return f"command: {c.tool}, reinstalls {what}{how}; source: {source} ({c.source_why or 'as installed'})"
+
+
+def _patch_lines(report: "GuardReport") -> list[str]:
+    """The team's patches: what was predicted, what `patch apply --yes` did, what to run next."""
+    lines: list[str] = []
+    if report.patch_plan:
+        lines += ["", "The team's patches (predicted):"]
+        for p in report.patch_plan:
+            lines.append(f"  {p.fate.value:<10}  {p.distribution} {p.installed} → {p.version_after or 'unknown'}: "
+                         f"{p.reason}")
+    if report.patch_apply is not None:
+        failed = bool(report.patch_apply_exit)
+        lines += ["", "The team's patches, applied after the command (driftscan patch apply --yes)"
+                  + (": NOT ALL APPLIED" if failed else ":")]
+        lines += [f"  {line}" for line in render_patch_apply_text(report.patch_apply).splitlines()]
+        for line in report.patch_rebase:
+            lines += ["  an unused patch: rebase it onto the version installed, review it, then apply it:",
+                      f"  $ {line}"]
+    elif report.patch_apply_skipped:
+        lines += ["", f"The team's patches: {report.patch_apply_skipped}"]
+    return lines
 
 
 def render_guard_text(report: "GuardReport") -> str:
@@ -104,6 +126,7 @@ def render_guard_text(report: "GuardReport") -> str:
         for e in report.expectations:
             lines.append(f"  {_MARK[e.held]} {_yes_no(e.before):>7} → {_yes_no(e.predicted_after):<7} → "
                          f"{_yes_no(e.after):<7}  {e.name}")
+    lines += _patch_lines(report)
     if report.reapply:
         lines += ["", "Bring the kept work back (review with the dry run first, without --yes):",
                   f"  $ {report.reapply}"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core.units import count
 from ..core.values import Verdict
 from .procsview import restart_lines
 
@@ -43,6 +44,12 @@ def render_plan_text(plan: "Plan") -> str:
         for e in plan.expectations:
             lines.append(f"  {_yes_no(e.holds_now):>7} → {_yes_no(e.holds_after):<7}  {e.name}")
             lines.append(f"  {'':>19}{e.reason}")
+    if plan.patches:
+        lines += ["", "The team's patches (docs/patches.md):"]
+        for p in plan.patches:
+            lines.append(f"  {p.fate.value:<10}  {p.distribution} {p.installed} → {p.version_after or 'unknown'}: "
+                         f"{p.patch_after or p.patch or 'no patch'} ({count(len(p.files), 'patched file')})")
+            lines.append(f"  {'':<10}    {p.reason}")
     if plan.estimate is not None:
         seconds = plan.estimate.seconds
         took = "under a second" if seconds < 1 else f"about {seconds:.0f} s"

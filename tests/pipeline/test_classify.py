@@ -157,3 +157,16 @@ def test_uv_cache_clean_quotes_the_name(monkeypatch):
     assert uv_cache_clean(Distribution("demo", "1", "/m", "/s"), "/srv/uv cache") == \
         "uv cache clean --cache-dir '/srv/uv cache' demo"
     assert uv_cache_clean(Distribution("-x", "1", "/m", "/s"), "/c").endswith(shlex.quote(UNSAFE))
+
+
+def test_a_patched_file_is_wiped_but_one_the_patch_added_survives(venv):
+    target, site = venv
+    dist = _dist(site)
+    written = FileCheck(DriftKind.PATCHED, f"{site}/demo/core.py", site, dist,
+                        expected={"hash": "sha256=abc", "patch": "/t/patches/demo@1.0.patch"})
+    drift = classify(written, target)
+    assert drift.prediction is Prediction.WIPED and "driftscan patch apply --yes" in drift.remedy
+    added = FileCheck(DriftKind.PATCHED, f"{site}/demo/extra.py", site, dist,
+                      expected={"patch": "/t/patches/demo@1.0.patch"})
+    drift = classify(added, target)
+    assert drift.prediction is Prediction.SURVIVES and drift.scope is Scope.PACKAGE, "no RECORD lists it"

@@ -15,10 +15,12 @@ from .outcome import (Predicted, checkpoint_summary, command_source, debug_comes
                       fingerprints, installed_versions, judge, leftovers, missing_source, new_drifts, not_run,
                       other_environment, predict, reapply_line, reinstalled, summarise, unchecked, valid_source,
                       versions)
+from .teampatches import left_to_reapply, rebase_lines, versions_after
 
 __all__ = ["Change", "GuardCheckpoint", "GuardCommand", "GuardExpectation", "GuardPrediction", "GuardReport",
            "GuardSummary", "LeftArchive", "LeftDump", "Leftovers", "NewDrift", "Outcome", "Predicted", "Recognised",
            "Refusal", "Requested", "Tool", "VersionMove", "checkpoint_summary", "command_source", "debug_comes_back", "exit_status",
            "expectations", "fingerprint", "fingerprints", "installed_versions", "judge", "leftovers", "missing_source",
            "new_drifts", "normalize", "not_run", "other_environment", "predict", "reapply_line", "recognise", "reinstalled",
-           "summarise", "unchecked", "valid_source", "versions", "wheel_name"]
+           "summarise", "unchecked", "valid_source", "versions", "wheel_name", "left_to_reapply", "rebase_lines",
+           "versions_after"]

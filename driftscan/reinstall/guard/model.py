@@ -10,7 +10,9 @@ from pydantic import BaseModel, Field
 
 from ...core.datamodel import InlineEnum
 from ...core.values import Verdict
+from ...patches.apply import PatchApplyReport
 from ...procs.model import RestartOut
+from ..plan import PlanPatch
 
 
 class Outcome(str, enum.Enum):
@@ -172,6 +174,20 @@ class GuardReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list, description="what could not be checked")
     duration_seconds: float | None = None
+    patch_plan: list[PlanPatch] = Field(default_factory=list, description=(
+        "the team's patches for the distributions the command reinstalls: re-applied by `driftscan patch apply`, "
+        "or unused on the version after (docs/patches.md)"))
+    patch_apply: PatchApplyReport | None = Field(default=None, description=(
+        "with --reapply-patches, after the command exited 0 and the audit after it: what `driftscan patch apply "
+        "--yes` did (null: not asked, or not run: patch_apply_skipped says why)"))
+    patch_apply_exit: int | None = Field(default=None, description=(
+        "the exit status `driftscan patch apply` gives for patch_apply, with the --allow-unused / --allow-conflicts "
+        "given: non-zero makes guard's non-zero"))
+    patch_apply_skipped: str | None = Field(default=None, description="with --reapply-patches: why the team's "
+                                                                      "patches were not applied")
+    patch_rebase: list[str] = Field(default_factory=list, description=(
+        "for each unused patch whose distribution is installed at another version now: the "
+        "`driftscan patch rebase DIST --to VERSION` line"))
     restart_needed: list[RestartOut] | None = Field(default=None, description=(
         "after the writes: the processes of the environment that still run the old code, each with what to "
         "restart (docs/procs.md); null when the command did not run or /proc could not be read (notes say why)"))

@@ -575,7 +575,8 @@ EXIT_INCOMPLETE = 2
 
 def exit_status(report: GuardReport) -> int:
     """The command's own status when it ran and failed; else bit 1 when a prediction (or an
-    expectation's) did not hold, bit 2 when guard refused to start it or could not check something."""
+    expectation's) did not hold or the team's patches did not all apply (--reapply-patches), bit 2
+    when guard refused to start it or could not check something."""
     if report.ran and report.exit_code:
         return report.exit_code
     status = 0
@@ -585,7 +586,8 @@ def exit_status(report: GuardReport) -> int:
         status |= EXIT_FAILED_PREDICTION
     if report.summary.unchecked or report.errors:
         status |= EXIT_INCOMPLETE
-    return status
+    # patch apply's own bits (1: a conflict, an unused or refused patch; 2: not done): never silent
+    return status | (report.patch_apply_exit or 0)
 
 
 def valid_source(source: str) -> str:

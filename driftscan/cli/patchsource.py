@@ -1,0 +1,52 @@
+"""Where the team's patches come from, the same for ``patch apply``, ``plan`` and ``guard``:
+``--manifest FILE``, ``--patches DIR``, the configuration's manifest table, else ``./patches``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ..patches.apply import Source
+from ..patches.manifest import from_directory, from_table, read_manifest
+from .configuration import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_DIR = "patches"
+
+
+def patch_source_options(func: F) -> F:
+    """--patches DIR / --manifest FILE."""
+    func = click.option("--manifest", metavar="FILE", type=click.Path(dir_okay=False),
+                        help="The manifest: a pyproject.toml ([tool.driftscan.patches]) or driftscan.toml ([patches]) "
+                             "(default: the configuration file found from here upward, if it has one).")(func)
+    return click.option("--patches", "patches_dir", metavar="DIR",
+                        help="Without a manifest: every <dist>@<version>.patch here, each for that exact version "
+                             "(default: ./patches).")(func)
+
+
+def patch_source(patches_dir: str | None, manifest: str | None, config: Settings) -> Source:
+    """The patches named, else the configuration's manifest table, else ./patches (an error when
+    it is missing). The configuration is found and trusted as every command finds it: a file
+    planted by another user on the way up is not read (a note says so), so it cannot choose what is
+    written."""
+    if manifest and patches_dir:
+        raise click.UsageError("--manifest and --patches name two sources of patches: give one")
+    if manifest:
+        return Source(tuple(read_manifest(manifest)), manifest=manifest)
+    if patches_dir:
+        return Source(tuple(from_directory(patches_dir)), directory=patches_dir)
+    if config.patches and config.source:
+        return Source(tuple(from_table(config.patches, config.source)), manifest=config.source)
+    return Source(tuple(from_directory(DEFAULT_DIR)), directory=DEFAULT_DIR)
+
+
+def found_patch_source(patches_dir: str | None, manifest: str | None, config: Settings) -> Source | None:
+    """``patch_source``, or None when none is named and neither default is there (plan, and guard's
+    predictions, work without patches)."""
+    if not (manifest or patches_dir or (config.patches and config.source)) and not os.path.isdir(DEFAULT_DIR):
+        return None
+    return patch_source(patches_dir, manifest, config)
