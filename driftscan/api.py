@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from .pristine import PristineSet
     from .patches.apply import Source
     from .patches.export import PatchExport
+    from .patches.manifest import Entry
+    from .patches.rebase import PatchRebase
     from .reinstall.checkpoint import Written
     from .reinstall.guard import GuardReport
     from .reinstall.plan import PatchLookup, Plan
@@ -53,7 +55,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 __all__ = ["AuditOptions", "Invocation", "NO_PYTHON", "Need", "Run", "add_processes", "audit", "checkpoint", "diff", "guard",
-           "model_dir_paths", "patch_export", "plan", "pristine_options", "reapply", "restore", "run", "snapshot"]
+           "model_dir_paths", "patch_export", "patch_rebase", "patch_rebase_abort", "patch_rebase_continue", "plan",
+           "pristine_options", "reapply", "restore", "run", "snapshot"]
 
 
 def _without_cyclic_gc(func: Callable[P, R]) -> Callable[P, R]:
@@ -318,6 +321,57 @@ def patch_export(output: str, venv: str | None = None, site_packages: Sequence[s
         return exporting.export_patches(output, result.target, result.report.target,
                                         result.verification.distributions, result.drifts, result.originals,
                                         distributions, include_debug=include_debug, force=force)
+
+
+def patch_rebase(distribution: str, to: str, entries: Sequence[Entry], *, from_version: str | None = None,
+                 output: str | None = None, venv: str | None = None, site_packages: Sequence[str] = (),
+                 wheels: Sequence[str] = (), fetch: bool = False, uv_cache: str | None = None,
+                 force: bool = False) -> PatchRebase:
+    """Carry the patch of ``distribution`` among ``entries`` (``patches.manifest``: ``from_version``
+    chooses, else the highest version below ``to``) onto ``to``, each file merged three ways with the
+    wheels of both versions (``pristine.release.find_release``: ``wheels``, uv's and pip's caches,
+    ``fetch``). Writes ``<output>/<dist>@<to>.patch`` (default: beside the old patch), or, with a
+    conflict, the work directory ``<dist>@<to>.rebase/`` (docs/patches.md). The environment
+    (``venv`` / ``site_packages``), when named, may give the old version's originals and the wheel
+    tags wanted. Returns ``patches.rebase.PatchRebase``."""
+    from packaging.utils import canonicalize_name
+
+    from .patches import rebase as rebasing
+    from .pristine import PristineOptions  # see the top: the pristine package only when a command needs it
+
+    installed = None
+    python_version = root = None
+    if venv is not None or site_packages:
+        target = resolve_target(venv, tuple(site_packages))
+        python_version, root = target.python_version, target.venv
+        wanted = canonicalize_name(distribution)
+        installed = next((md.distribution for md in find_distributions(target.site_packages, records=False)
+                          if md.distribution is not None and canonicalize_name(md.distribution.name) == wanted), None)
+    options = PristineOptions(wheels=tuple(os.path.abspath(w) for w in wheels), fetch=fetch, uv_cache=uv_cache,
+                              venv=root, python_version=python_version)
+
+    def releases(name: str, version: str) -> tuple[rebasing.Release | None, list[str]]:
+        from .pristine.release import find_release  # the pristine package: loaded only for a rebase
+
+        return find_release(name, version, options, like=installed)
+
+    return rebasing.rebase(entries, distribution, to, releases, from_version=from_version, output_dir=output,
+                           installed=installed, force=force)
+
+
+def patch_rebase_continue(workdir: str | None = None, force: bool = False) -> PatchRebase:
+    """Write the new patch from a rebase's work directory (default: the one under ./patches) once no
+    conflict marker is left in it, and remove it. Returns ``patches.rebase.PatchRebase``."""
+    from .patches import rebase as rebasing
+
+    return rebasing.continue_rebase(workdir or rebasing.find_workdir("patches"), force=force)
+
+
+def patch_rebase_abort(workdir: str | None = None) -> PatchRebase:
+    """Remove a rebase's work directory (default: the one under ./patches); nothing else is touched."""
+    from .patches import rebase as rebasing
+
+    return rebasing.abort_rebase(workdir or rebasing.find_workdir("patches"))
 
 
 def _with_environment(options: AuditOptions) -> AuditOptions:

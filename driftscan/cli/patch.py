@@ -10,21 +10,22 @@ from ..caches.location import refuse_inside
 from ..environment.target import environment_roots, resolve_target
 from ..patches.apply import Allow, apply_patches
 from ..patches.apply import exit_status as apply_exit_status
-from ..render.registry import PATCH_APPLY, PATCH_EXPORT, OutputFormat, RenderOptions, format_names, render
+from ..render.registry import PATCH_APPLY, PATCH_EXPORT, PATCH_REBASE, OutputFormat, RenderOptions, format_names, render
 from .configuration import load_config
 from .exits import guarded
 from .options import format_option, jobs_option, pristine_options, target_options, uv_cache_option
 from .output import for_text, write
 from .patchsource import patch_source, patch_source_options
 from .targets import default_venv, say_target, wheel_dirs
-from ..api import patch_export
+from ..api import patch_export, patch_rebase, patch_rebase_abort, patch_rebase_continue
 from ..patches.export import exit_status
+from ..patches.rebase import exit_status as rebase_exit_status
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def patch() -> None:
     """Keep the fixes made in installed packages as patch files: export them, review and commit
-    them, apply them after every install."""
+    them, apply them after every install, rebase them onto a new release."""
 
 
 # ---------------------------------------------------------------------------------- patch export
@@ -103,3 +104,63 @@ def apply(venv: str | None, site_packages: tuple[str, ...], patches_dir: str | N
     report = apply_patches(target.site_packages, source, yes=yes)
     write(render(for_text(report, fmt), OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, None)
     sys.exit(apply_exit_status(report, Allow(unused=allow_unused, conflicts=allow_conflicts)))
+
+
+# ---------------------------------------------------------------------------------- patch rebase
+
+
+@patch.command("rebase")
+@click.argument("name", metavar="DIST|WORKDIR", required=False)
+@click.option("--to", "to", metavar="VERSION", help="The version to carry the patch onto.")
+@click.option("--from", "from_version", metavar="VERSION",
+              help="The version whose patch to rebase, when DIST has several (default: the highest below --to).")
+@patch_source_options
+@click.option("--output", "-o", metavar="DIR",
+              help="Where to write DIST@VERSION.patch, or its work directory (default: beside the old patch).")
+@click.option("--continue", "continue_", is_flag=True,
+              help="Write the new patch from the work directory WORKDIR (default: the one under ./patches) once "
+                   "its conflicts are resolved, and remove it.")
+@click.option("--abort", is_flag=True, help="Remove the work directory WORKDIR (default: the one under ./patches).")
+@target_options("An environment with DIST installed: the old version's originals may come from it, and the new "
+                "version's wheel must fit its tags (default: none).")
+@pristine_options
+@uv_cache_option
+@click.option("--force", is_flag=True, help="Replace a different patch file already at the new name.")
+@format_option(format_names(PATCH_REBASE))
+@click.option("--verbose", "-v", is_flag=True, help="Every hunk's state, where each original came from, the notes.")
+@guarded
+def rebase(name: str | None, to: str | None, from_version: str | None, patches_dir: str | None,
+           manifest: str | None, output: str | None, continue_: bool, abort: bool, venv: str | None,
+           site_packages: tuple[str, ...], wheels: tuple[str, ...], fetch: bool, uv_cache: str | None, force: bool,
+           fmt: str, verbose: bool) -> None:
+    """Carry DIST's patch onto another version: driftscan patch rebase DIST --to VERSION.
+
+    Each file of the patch is merged three ways: the old version's original (driftscan's kept
+    originals, the installed file, or the old wheel; verified against the patch's hashes), the
+    same with the patch applied, and the new version's file from its verified wheel (--wheels,
+    uv's or pip's cache, --fetch). A hunk is applied, already there (the new version made the same
+    change: left out) or in conflict. Without conflict DIR/DIST@VERSION.patch is written and the old
+    patch left in place; with one, the work directory DIST@VERSION.rebase/ holds every file merged
+    (conflicts between markers): resolve them, then --continue (or --abort).
+
+    Exit status: 0 the new patch written (or the same one there, or nothing left to keep), or a
+    work directory removed; 1 conflicts (the work directory is left) or markers left; 2 it could
+    not be done (no wheel, no original, an unreadable patch, a bad work directory).
+    """
+    if continue_ and abort:
+        raise click.UsageError("--continue and --abort: give one")
+    if continue_ or abort:
+        if to or from_version or patches_dir or manifest or output or venv or site_packages or wheels or fetch \
+                or uv_cache:
+            raise click.UsageError("--continue and --abort take only the work directory (and --force, --format)")
+        result = patch_rebase_abort(name) if abort else patch_rebase_continue(name, force=force)
+    else:
+        if not name or not to:
+            raise click.UsageError("name the distribution and the version: driftscan patch rebase DIST --to VERSION "
+                                   "(or --continue / --abort a rebase under way)")
+        source = patch_source(patches_dir, manifest, load_config(None))
+        result = patch_rebase(name, to, source.entries, from_version=from_version, output=output, venv=venv,
+                              site_packages=site_packages, wheels=wheel_dirs(wheels), fetch=fetch,
+                              uv_cache=uv_cache, force=force)
+    write(render(for_text(result, fmt), OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, None)
+    sys.exit(rebase_exit_status(result))

@@ -33,6 +33,7 @@ __all__ = [
     "Conflict",
     "FilePatch",
     "Hunk",
+    "MarkedMerge",
     "MergeResult",
     "PatchError",
     "PatchTooLarge",
@@ -41,7 +42,9 @@ __all__ = [
     "diff_hunks",
     "format_hunks",
     "make_patch",
+    "marker_line",
     "merge3",
+    "merge3_marked",
     "parse_patch",
     "quote_path",
     "reverse_hunks",
@@ -788,6 +791,102 @@ def _reason(ours: Sequence[_Change], theirs: Sequence[_Change]) -> str:
     return f"the new version changed {_lines_phrase(lo, hi)} (now {_lines_phrase(t_lo, t_hi)}) {tail}"
 
 
+_Cluster = tuple[int, int, list[int], list[int]]  # base lo, hi, indices of ours' changes, of theirs'
+
+
+def _clusters(ours_changes: Sequence[_Change], theirs_changes: Sequence[_Change]) -> list[_Cluster]:
+    """Maximal runs of changes (either side) whose base regions overlap or touch, in base order."""
+    events = sorted(
+        [(c[0], c[1], 0, i) for i, c in enumerate(ours_changes)] + [(c[0], c[1], 1, i) for i, c in enumerate(theirs_changes)]
+    )
+    clusters: list[_Cluster] = []
+    for b0, b1, side, index in events:
+        if clusters and b0 <= clusters[-1][1]:
+            lo, hi, mine, yours = clusters[-1]
+            clusters[-1] = (lo, max(hi, b1), mine, yours)
+        else:
+            clusters.append((b0, b1, [], []))
+        (clusters[-1][2] if side == 0 else clusters[-1][3]).append(index)
+    for _, _, mine, yours in clusters:
+        mine.sort()
+        yours.sort()
+    return clusters
+
+
+def _marker_lines(lines: Sequence[str]) -> list[str]:
+    """``lines`` inside a conflict block: a last line without newline gets one, so the marker after it
+    starts a line of its own."""
+    out = list(lines)
+    if out and not out[-1].endswith("\n"):
+        out[-1] += "\n"
+    return out
+
+
+@dataclass(frozen=True)
+class MarkedMerge:
+    text: str  # the merge, each conflicting region between diff3-style markers
+    conflicts: int  # conflict blocks in ``text``
+
+
+def merge3_marked(base: str, ours: str, theirs: str, labels: tuple[str, str, str]) -> MarkedMerge:
+    """``merge3``'s merge, with every region it would call a conflict written as ``git merge-file
+    --diff3`` writes it instead of giving up::
+
+        <<<<<<< labels[0]      (ours: base with the changes carried)
+        ||||||| labels[1]      (base)
+        =======
+        >>>>>>> labels[2]      (theirs: the newer version)
+
+    The regions are merge3's clusters (changes of both sides that overlap or touch, unless both made
+    the same lines); everything else is merged as merge3 merges it. ``conflicts == 0`` gives merge3's
+    text exactly. A region's last line without newline gets one inside the block (the markers need
+    lines of their own)."""
+    for label in labels:
+        if not isinstance(label, str) or "\n" in label or "\r" in label:
+            raise PatchError(f"a conflict marker's label must be one line, not {label!r}")
+    b, o, t = split_lines(base), split_lines(ours), split_lines(theirs)
+    ours_changes = _changes(b, o)
+    theirs_changes = _changes(b, t)
+    out: list[str] = []
+    at = 0
+    blocks = 0
+    for lo, hi, mine, yours in _clusters(ours_changes, theirs_changes):
+        ours_version = _version(b, lo, hi, [ours_changes[i] for i in mine], o)
+        theirs_version = _version(b, lo, hi, [theirs_changes[i] for i in yours], t)
+        out.extend(b[at:lo])
+        at = hi
+        if not yours:
+            out.extend(ours_version)
+        elif not mine or ours_version == theirs_version:
+            out.extend(theirs_version)
+        else:
+            blocks += 1
+            if out and not out[-1].endswith("\n"):  # pragma: no cover - only a file's last line lacks one
+                out[-1] += "\n"
+            out.append(f"<<<<<<< {labels[0]}\n")
+            out.extend(_marker_lines(ours_version))
+            out.append(f"||||||| {labels[1]}\n")
+            out.extend(_marker_lines(b[lo:hi]))
+            out.append("=======\n")
+            out.extend(_marker_lines(theirs_version))
+            out.append(f">>>>>>> {labels[2]}\n")
+    out.extend(b[at:])
+    return MarkedMerge("".join(out), blocks)
+
+
+CONFLICT_MARKERS = ("<<<<<<< ", "||||||| ", "=======", ">>>>>>> ")
+
+
+def marker_line(text: str) -> int | None:
+    """The 1-based number of the first line of ``text`` that is a conflict marker ``merge3_marked``
+    writes (``=======`` alone on its line, the others followed by a space), else None."""
+    for number, line in enumerate(split_lines(text), 1):
+        bare = line.rstrip("\n").rstrip("\r")
+        if bare == "=======" or bare.startswith(("<<<<<<< ", "||||||| ", ">>>>>>> ")):
+            return number
+    return None
+
+
 def merge3(base: str, ours: str, theirs: str, context: int = 3) -> MergeResult:
     """Carry the changes base→ours onto theirs (a newer version of base).
 
@@ -811,19 +910,7 @@ def merge3(base: str, ours: str, theirs: str, context: int = 3) -> MergeResult:
     if base == theirs:
         return MergeResult(ours, (), len(groups), 0, len(groups))
     theirs_changes = _changes(b, t)
-
-    # Clusters: maximal runs of changes (either side) whose base regions overlap or touch.
-    events = sorted(
-        [(c[0], c[1], 0, i) for i, c in enumerate(ours_changes)] + [(c[0], c[1], 1, i) for i, c in enumerate(theirs_changes)]
-    )
-    clusters: list[tuple[int, int, list[int], list[int]]] = []  # lo, hi, ours indices, theirs indices
-    for b0, b1, side, index in events:
-        if clusters and b0 <= clusters[-1][1]:
-            lo, hi, mine, yours = clusters[-1]
-            clusters[-1] = (lo, max(hi, b1), mine, yours)
-        else:
-            clusters.append((b0, b1, [], []))
-        (clusters[-1][2] if side == 0 else clusters[-1][3]).append(index)
+    clusters = _clusters(ours_changes, theirs_changes)
 
     out: list[str] = []
     at = 0
@@ -832,8 +919,6 @@ def merge3(base: str, ours: str, theirs: str, context: int = 3) -> MergeResult:
     conflicting: dict[int, list[tuple[int, int, list[int], list[int]]]] = {}
     for cluster in clusters:
         lo, hi, mine, yours = cluster
-        mine.sort()
-        yours.sort()
         ours_version = _version(b, lo, hi, [ours_changes[i] for i in mine], o)
         theirs_version = _version(b, lo, hi, [theirs_changes[i] for i in yours], t)
         out.extend(b[at:lo])

@@ -60,7 +60,7 @@ render_cyclonedx = _imported("cyclonedx", "render_cyclonedx")
 
 
 SCHEMA_KINDS = ("audit", "scan", "plan", "compare", "fleet", "guard", "procs", "lock-check", "patch-export",
-                "patch-apply")
+                "patch-apply", "patch-rebase")
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -113,12 +113,16 @@ def _model_schema(kind: str) -> dict[str, Any]:
         from ..patches.apply import patch_apply_schema
 
         return patch_apply_schema()
+    if kind == "patch-rebase":
+        from ..patches.rebase import patch_rebase_schema
+
+        return patch_rebase_schema()
     raise ValueError(f"no schema for {kind!r}: one of {', '.join(SCHEMA_KINDS)}")
 
 
 def json_schema(kind: str = "audit") -> dict[str, Any]:
     """The published JSON Schema of ``audit``'s (and ``diff``'s) report or of ``scan``, ``plan``,
-    ``compare``, ``fleet``, ``guard``, ``procs``, ``lock-check`` or ``patch export --format json``: the model's schema with ``$schema`` (the
+    ``compare``, ``fleet``, ``guard``, ``procs``, ``lock-check``, ``patch export``, ``patch apply`` or ``patch rebase --format json``: the model's schema with ``$schema`` (the
     2020-12 dialect pydantic writes) and ``$id`` (``schema_id``) first."""
     schema = _model_schema(kind)
     version = schema.get("properties", {}).get("schema_version", {}).get("const", "1")

@@ -81,6 +81,7 @@ PROCS = ResultType("driftscan.procs.model", "ProcsReport", "a procs result")
 LOCK_CHECK = ResultType("driftscan.report.lockcheck", "LockCheck", "a lock check")
 PATCH_EXPORT = ResultType("driftscan.patches.export", "PatchExport", "a patch export")
 PATCH_APPLY = ResultType("driftscan.patches.apply", "PatchApplyReport", "a patch apply result")
+PATCH_REBASE = ResultType("driftscan.patches.rebase", "PatchRebase", "a patch rebase result")
 
 
 class NotRenderable(DriftscanError, ValueError):
@@ -151,6 +152,8 @@ _TABLE: dict[ResultType, dict[OutputFormat, Renderer]] = {
                    _J: _lazy("render.patchview", "render_patch_export_json")},
     PATCH_APPLY: {_T: _lazy("render.patchapplyview", "render_patch_apply_text", _verbose),
                   _J: _lazy("render.patchapplyview", "render_patch_apply_json")},
+    PATCH_REBASE: {_T: _lazy("render.patchrebaseview", "render_patch_rebase_text", _verbose),
+                   _J: _lazy("render.patchrebaseview", "render_patch_rebase_json")},
     FLEET: {_T: _lazy("fleet.render", "render_fleet_text", _verbose),
             _J: _lazy("fleet.render", "render_fleet_json", _verbose),
             _M: _lazy("fleet.render", "render_fleet_markdown", _verbose)},

@@ -23,7 +23,7 @@ PUBLISHED = {"scan": DOCS / "scan-schema.json", "plan": DOCS / "plan-schema.json
              "compare": DOCS / "compare-schema.json", "guard": DOCS / "guard-schema.json",
              "fleet": DOCS / "fleet-schema.json", "procs": DOCS / "procs-schema.json",
              "lock-check": DOCS / "lock-check-schema.json", "patch-export": DOCS / "patch-export-schema.json",
-             "patch-apply": DOCS / "patch-apply-schema.json"}
+             "patch-apply": DOCS / "patch-apply-schema.json", "patch-rebase": DOCS / "patch-rebase-schema.json"}
 
 
 def validator(kind: str):
@@ -39,7 +39,7 @@ def scenario(tmp_path_factory):
 
 
 @pytest.mark.parametrize("kind", ["scan", "plan", "compare", "fleet", "audit", "guard", "procs", "lock-check",
-                                  "patch-export", "patch-apply"])
+                                  "patch-export", "patch-apply", "patch-rebase"])
 def test_committed_schema_is_current(kind):
     with open(PUBLISHED[kind]) as f:
         assert json.load(f) == json_schema(kind), \

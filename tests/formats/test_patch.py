@@ -699,3 +699,79 @@ def test_the_offset_search_finds_what_a_scan_of_every_position_finds():
         wanted = [draw.choice(alphabet) for _ in range(draw.randrange(1, 5))]
         expected, lowest = draw.randrange(0, 45), draw.randrange(0, 10)
         assert _find(_Search(lines), wanted, expected, lowest) == _scan_find(lines, wanted, expected, lowest)
+
+
+# ------------------------------------------------------------------------------ marked merges
+
+from driftscan.formats.patch import marker_line, merge3_marked  # noqa: E402
+
+LABELS = ("toy 1.0 + patch", "toy 1.0", "toy 2.0")
+
+
+def _numbered(count: int) -> list[str]:
+    return [f"line {i}\n" for i in range(1, count + 1)]
+
+
+def test_marked_merge_without_conflict_is_merge3_s_text():
+    base = "".join(_numbered(30))
+    ours = base.replace("line 3\n", "line 3 fixed\n")
+    theirs = base.replace("line 25\n", "line 25 upstream\n")
+    marked = merge3_marked(base, ours, theirs, LABELS)
+    assert marked.conflicts == 0
+    assert marked.text == merge3(base, ours, theirs).text
+    assert marker_line(marked.text) is None
+
+
+def test_marked_merge_writes_diff3_blocks_for_each_conflict_and_merges_the_rest():
+    base = "".join(_numbered(40))
+    ours = base.replace("line 3\n", "line 3 fixed\n").replace("line 20\n", "line 20 ours\n")
+    theirs = base.replace("line 20\n", "line 20 theirs\n").replace("line 35\n", "line 35 upstream\n")
+    assert merge3(base, ours, theirs).text is None  # merge3 gives up on this file
+    marked = merge3_marked(base, ours, theirs, LABELS)
+    assert marked.conflicts == 1
+    lines = marked.text.split("\n")
+    start = lines.index("<<<<<<< toy 1.0 + patch")
+    assert lines[start:start + 7] == ["<<<<<<< toy 1.0 + patch", "line 20 ours", "||||||| toy 1.0", "line 20",
+                                      "=======", "line 20 theirs", ">>>>>>> toy 2.0"]
+    assert "line 3 fixed" in lines and "line 35 upstream" in lines  # the clean changes of both sides
+    assert marker_line(marked.text) == start + 1
+    # Taking either side of the block gives back that side's merge.
+    resolved = marked.text.replace("<<<<<<< toy 1.0 + patch\nline 20 ours\n||||||| toy 1.0\nline 20\n=======\n"
+                                   "line 20 theirs\n>>>>>>> toy 2.0\n", "line 20 theirs\n")
+    assert resolved == theirs.replace("line 3\n", "line 3 fixed\n")
+
+
+def test_marked_merge_gives_a_last_line_without_newline_its_own_line_inside_the_block():
+    base = "a\nb\nc"
+    marked = merge3_marked(base, "a\nb\nmine", "a\nb\ntheirs", LABELS)
+    assert marked.conflicts == 1
+    assert marked.text == ("a\nb\n<<<<<<< toy 1.0 + patch\nmine\n||||||| toy 1.0\nc\n=======\ntheirs\n"
+                           ">>>>>>> toy 2.0\n")
+
+
+def test_marked_merge_of_a_deleted_file_against_an_edited_one_marks_the_whole_text():
+    base = "x = 1\ny = 2\n"
+    marked = merge3_marked(base, "", "x = 1\ny = 3\n", LABELS)
+    assert marked.conflicts == 1
+    assert marked.text == ("<<<<<<< toy 1.0 + patch\n||||||| toy 1.0\nx = 1\ny = 2\n=======\nx = 1\ny = 3\n"
+                           ">>>>>>> toy 2.0\n")
+
+
+def test_same_change_on_both_sides_is_no_conflict_in_a_marked_merge():
+    base = "".join(_numbered(10))
+    both = base.replace("line 5\n", "line 5 fixed\n")
+    marked = merge3_marked(base, both, both, LABELS)
+    assert (marked.conflicts, marked.text) == (0, both)
+
+
+@pytest.mark.parametrize("label", ["two\nlines", "cr\r"])
+def test_a_marker_label_is_one_line(label):
+    with pytest.raises(PatchError, match="one line"):
+        merge3_marked("a\n", "b\n", "c\n", (label, "base", "theirs"))
+
+
+@pytest.mark.parametrize("text, line", [("a\n<<<<<<< x\n", 2), ("=======\n", 1), ("a\n||||||| b\n", 2),
+                                        ("a\n>>>>>>> b", 2), ("a\n======= not alone\n<<<<<<<no space\n", None),
+                                        ("", None)])
+def test_marker_line_finds_only_whole_marker_lines(text, line):
+    assert marker_line(text) == line

@@ -14,7 +14,7 @@ from driftscan.fleet.model import FleetResult, NodeOut
 from driftscan.lint.files import ScanResult
 from driftscan.reinstall.plan import Audited, build_plan
 from driftscan.render import RENDERERS
-from driftscan.render.registry import (CHECKPOINT, COMPARE, FLEET, GUARD, LOCK_CHECK, PATCH_APPLY, PATCH_EXPORT, PLAN, PROCS,
+from driftscan.render.registry import (CHECKPOINT, COMPARE, FLEET, GUARD, LOCK_CHECK, PATCH_APPLY, PATCH_EXPORT, PATCH_REBASE, PLAN, PROCS,
                                        REAPPLY, REPORT, RESTORE, SCAN, NotRenderable, OutputFormat, RenderOptions,
                                        format_names, formats, render,
                                        result_type, result_types)
@@ -92,6 +92,7 @@ def test_every_old_table_has_the_registry_s_formats_in_its_order():
     from driftscan.render.guardview import GUARD_RENDERERS
     from driftscan.render.lockview import LOCK_CHECK_RENDERERS
     from driftscan.render.patchapplyview import PATCH_APPLY_RENDERERS
+    from driftscan.render.patchrebaseview import PATCH_REBASE_RENDERERS
     from driftscan.render.patchview import PATCH_EXPORT_RENDERERS
     from driftscan.render.planview import PLAN_RENDERERS
     from driftscan.render.procsview import PROCS_RENDERERS
@@ -101,7 +102,8 @@ def test_every_old_table_has_the_registry_s_formats_in_its_order():
     tables = {PROCS: PROCS_RENDERERS, REPORT: RENDERERS, PLAN: PLAN_RENDERERS, SCAN: SCAN_RENDERERS, GUARD: GUARD_RENDERERS,
               RESTORE: RESTORE_RENDERERS, REAPPLY: REAPPLY_RENDERERS, COMPARE: COMPARE_RENDERERS,
               FLEET: FLEET_RENDERERS, CHECKPOINT: {"text": None}, LOCK_CHECK: LOCK_CHECK_RENDERERS,
-              PATCH_APPLY: PATCH_APPLY_RENDERERS, PATCH_EXPORT: PATCH_EXPORT_RENDERERS}
+              PATCH_APPLY: PATCH_APPLY_RENDERERS, PATCH_EXPORT: PATCH_EXPORT_RENDERERS,
+              PATCH_REBASE: PATCH_REBASE_RENDERERS}
     assert {kind: format_names(kind) for kind in result_types()} == {kind: list(t) for kind, t in tables.items()}
 
 
@@ -121,7 +123,8 @@ def test_every_format_choice_of_the_command_line_is_the_registry_s():
 
     kinds = {"audit": REPORT, "diff": REPORT, "plan": PLAN, "scan": SCAN, "guard": GUARD, "restore": RESTORE,
              "reapply": REAPPLY, "compare": COMPARE, "fleet": FLEET, "procs": PROCS,
-             "lock-check": LOCK_CHECK, "patch export": PATCH_EXPORT, "patch apply": PATCH_APPLY}
+             "lock-check": LOCK_CHECK, "patch export": PATCH_EXPORT, "patch apply": PATCH_APPLY,
+             "patch rebase": PATCH_REBASE}
     seen = {}
     ctx = click.Context(main)
     commands = []
