@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from driftscan.core.errors import DriftscanError
@@ -828,28 +828,27 @@ class MarkedMerge:
     conflicts: int  # conflict blocks in ``text``
 
 
-def merge3_marked(base: str, ours: str, theirs: str, labels: tuple[str, str, str]) -> MarkedMerge:
-    """``merge3``'s merge, with every region it would call a conflict written as ``git merge-file
-    --diff3`` writes it instead of giving up::
+@dataclass(frozen=True)
+class Block:
+    """One region both sides changed differently: its lines as each side has them."""
 
-        <<<<<<< labels[0]      (ours: base with the changes carried)
-        ||||||| labels[1]      (base)
-        =======
-        >>>>>>> labels[2]      (theirs: the newer version)
+    ours: tuple[str, ...]
+    base: tuple[str, ...]
+    theirs: tuple[str, ...]
 
-    The regions are merge3's clusters (changes of both sides that overlap or touch, unless both made
-    the same lines); everything else is merged as merge3 merges it. ``conflicts == 0`` gives merge3's
-    text exactly. A region's last line without newline gets one inside the block (the markers need
-    lines of their own)."""
-    for label in labels:
-        if not isinstance(label, str) or "\n" in label or "\r" in label:
-            raise PatchError(f"a conflict marker's label must be one line, not {label!r}")
+
+MergePart = str | Block  # a merged line, or a region left to choose
+
+
+def merge3_parts(base: str, ours: str, theirs: str) -> list[MergePart]:
+    """``merge3``'s merge as lines, each region it would call a conflict kept as a ``Block``. The
+    regions are merge3's clusters (changes of both sides that overlap or touch, unless both made
+    the same lines); everything else is merged as merge3 merges it."""
     b, o, t = split_lines(base), split_lines(ours), split_lines(theirs)
     ours_changes = _changes(b, o)
     theirs_changes = _changes(b, t)
-    out: list[str] = []
+    out: list[MergePart] = []
     at = 0
-    blocks = 0
     for lo, hi, mine, yours in _clusters(ours_changes, theirs_changes):
         ours_version = _version(b, lo, hi, [ours_changes[i] for i in mine], o)
         theirs_version = _version(b, lo, hi, [theirs_changes[i] for i in yours], t)
@@ -860,18 +859,65 @@ def merge3_marked(base: str, ours: str, theirs: str, labels: tuple[str, str, str
         elif not mine or ours_version == theirs_version:
             out.extend(theirs_version)
         else:
-            blocks += 1
-            if out and not out[-1].endswith("\n"):  # pragma: no cover - only a file's last line lacks one
-                out[-1] += "\n"
-            out.append(f"<<<<<<< {labels[0]}\n")
-            out.extend(_marker_lines(ours_version))
-            out.append(f"||||||| {labels[1]}\n")
-            out.extend(_marker_lines(b[lo:hi]))
-            out.append("=======\n")
-            out.extend(_marker_lines(theirs_version))
-            out.append(f">>>>>>> {labels[2]}\n")
+            out.append(Block(tuple(ours_version), tuple(b[lo:hi]), tuple(theirs_version)))
     out.extend(b[at:])
-    return MarkedMerge("".join(out), blocks)
+    return out
+
+
+def blocks(parts: Sequence[MergePart]) -> list[Block]:
+    return [part for part in parts if isinstance(part, Block)]
+
+
+def resolve(parts: Sequence[MergePart], take_ours: Callable[[int], bool]) -> str:
+    """The merged text with block ``i`` (0-based) as ours has it when ``take_ours(i)``, else as theirs."""
+    out: list[str] = []
+    number = 0
+    for part in parts:
+        if isinstance(part, Block):
+            out.extend(part.ours if take_ours(number) else part.theirs)
+            number += 1
+        else:
+            out.append(part)
+    return "".join(out)
+
+
+def merge3_marked(base: str, ours: str, theirs: str, labels: tuple[str, str, str],
+                  settled: Collection[int] = ()) -> MarkedMerge:
+    """``merge3``'s merge, with every region it would call a conflict written as ``git merge-file
+    --diff3`` writes it instead of giving up::
+
+        <<<<<<< labels[0]      (ours: base with the changes carried)
+        ||||||| labels[1]      (base)
+        =======
+        >>>>>>> labels[2]      (theirs: the newer version)
+
+    Blocks (0-based, in order) named in ``settled`` are written as theirs has them, without markers.
+    ``conflicts == 0`` gives merge3's text exactly. A region's last line without newline gets one
+    inside the block (the markers need lines of their own)."""
+    for label in labels:
+        if not isinstance(label, str) or "\n" in label or "\r" in label:
+            raise PatchError(f"a conflict marker's label must be one line, not {label!r}")
+    out: list[str] = []
+    number = written = 0
+    for part in merge3_parts(base, ours, theirs):
+        if not isinstance(part, Block):
+            out.append(part)
+            continue
+        number += 1
+        if number - 1 in settled:
+            out.extend(part.theirs)
+            continue
+        written += 1
+        if out and not out[-1].endswith("\n"):  # pragma: no cover - only a file's last line lacks one
+            out[-1] += "\n"
+        out.append(f"<<<<<<< {labels[0]}\n")
+        out.extend(_marker_lines(part.ours))
+        out.append(f"||||||| {labels[1]}\n")
+        out.extend(_marker_lines(part.base))
+        out.append("=======\n")
+        out.extend(_marker_lines(part.theirs))
+        out.append(f">>>>>>> {labels[2]}\n")
+    return MarkedMerge("".join(out), written)
 
 
 CONFLICT_MARKERS = ("<<<<<<< ", "||||||| ", "=======", ">>>>>>> ")

@@ -39,7 +39,7 @@ from .._version import __version__
 from ..core.datamodel import DataModel, InlineEnum, datamodel, describe
 from ..core.errors import DriftscanError
 from ..core.values import Distribution
-from ..formats.patch import Hunk, PatchError, apply_hunks, marker_line, merge3, merge3_marked
+from ..formats.patch import Hunk, PatchError, apply_hunks, blocks, marker_line, merge3, merge3_marked, merge3_parts, resolve
 from ..fs.atomic import write_atomic
 from ..fs.confined import read_below, replace_below
 from ..fs.reader import os_error, read_regular
@@ -48,6 +48,7 @@ from .export import manifest_line
 from .manifest import Entry, digest_mismatch, match
 from .patchfile import (PatchedFile, PatchFile, PatchFormatError, PatchHeader, check_path, file_diff,
                         file_patches, is_record_hash, parse, render)
+from .samecode import is_python, same_code
 
 SCHEMA_VERSION: Final = "1"
 STATE_FORMAT: Final = 1
@@ -103,7 +104,8 @@ class HunkOut(DataModel):
     number: int = field(metadata=describe("1-based, in the file's part of the old patch"))
     header: str = field(metadata=describe("the hunk's @@ line in the old patch"))
     state: Annotated[HunkState, InlineEnum(HunkState)]
-    reason: str = field(default="", metadata=describe("a conflict: why"))
+    reason: str = field(default="", metadata=describe(
+        "a conflict: why; already: why, when the new version makes the change in other words"))
     region_start: int = field(default=0, metadata=describe("a conflict: the region's first line in the old version"))
     base: list[str] = field(default_factory=list, metadata=describe("a conflict: the region in the old version"))
     ours: list[str] = field(default_factory=list, metadata=describe("a conflict: the region with the patch applied"))
@@ -385,8 +387,25 @@ def _rebase_file(rel: str, change: Change, hunks: Sequence[Hunk], base: str | No
     result = merge3(base, ours, theirs)
     out.hunks = _judge_hunks(base, hunks, theirs)
     if result.text is None:
-        out.message = result.conflicts[0].reason if result.conflicts else "the merge conflicts"
-        return _File(out, theirs, theirs, merge3_marked(base, ours, theirs, labels).text)
+        parts = merge3_parts(base, ours, theirs)
+        same = same_code(parts) if is_python(rel) else set()
+        if not same or len(same) < len(blocks(parts)):
+            out.message = result.conflicts[0].reason if result.conflicts else "the merge conflicts"
+            if same:
+                out.message += f" ({len(same)} of {len(blocks(parts))} regions are the same code as {to} has, taken as {to} has them)"
+            return _File(out, theirs, theirs, merge3_marked(base, ours, theirs, labels, settled=same).text)
+        merged = resolve(parts, lambda i: False)
+        for h in out.hunks:
+            if h.state is HunkState.CONFLICT:
+                h.state, h.reason = HunkState.ALREADY, f"{to} makes the same change, formatted differently"
+                h.region_start, h.base, h.ours, h.theirs = 0, [], [], []
+        if merged == theirs:
+            out.state, out.message = FileState.OBSOLETE, \
+                f"{to} already makes this change, formatted differently (the same Python syntax, every comment kept)"
+            return _File(out, theirs, theirs)
+        out.state = FileState.CARRIED
+        out.message = f"a region {to} also changed is the same code as the patch's, taken as {to} has it"
+        return _File(out, theirs, merged)
     for h in out.hunks:
         if h.state is HunkState.CONFLICT:  # alone it clashes, with the others it is what the new version has
             out.hunks[h.number - 1] = HunkOut(number=h.number, header=h.header, state=HunkState.ALREADY)

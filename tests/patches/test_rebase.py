@@ -19,41 +19,7 @@ from driftscan.patches.patchfile import file_patches, parse
 from driftscan.patches.rebase import (FileState, HunkState, PatchRebase, RebaseError, RebaseState, abort_rebase,
                                       continue_rebase, exit_status, find_workdir, rebase)
 from driftscan.pristine.kept import keep
-
-
-class FakeRelease:
-    """A release wheel held in memory: files(), record_hash(), read() verified as the real one is."""
-
-    def __init__(self, name: str, version: str, files: dict[str, str]) -> None:
-        self.name, self.version, self.where = name, version, f"toy-{version}-py3-none-any.whl (in memory)"
-        self._files = {rel: text.encode() for rel, text in files.items()}
-        self.closed = False
-
-    def files(self) -> list[str]:
-        return sorted(self._files)
-
-    def record_hash(self, rel: str) -> str | None:
-        data = self._files.get(rel)
-        return None if data is None else record_hash(data)
-
-    def read(self, rel: str, limit: int = 16 << 20) -> bytes | None:
-        return self._files.get(rel)
-
-    def close(self) -> None:
-        self.closed = True
-
-
-def releases_of(*wheels: FakeRelease, asked: list | None = None):
-    by = {(w.name, w.version): w for w in wheels}
-
-    def find(name: str, version: str):
-        if asked is not None:
-            asked.append((name, version))
-        wheel = by.get((name, version))
-        notes = [] if wheel else ["--wheels (not given)",
-                                  f"pip download --no-deps --only-binary :all: {name}=={version} -d DIR, then --wheels DIR"]
-        return wheel, notes
-    return find
+from fixtures.releases import FakeRelease, releases_of, write_patch
 
 
 def numbered(prefix: str, count: int = 40) -> list[str]:
@@ -73,14 +39,6 @@ CONFLICTING[34] = "a35 = 'ours'\n"
 V2_CONFLICT = list(V2)
 V2_CONFLICT[34] = "a35 = 'theirs'\n"
 j = "".join
-
-
-def write_patch(directory, files: dict, version: str = "1.0", name: str = "toy") -> str:
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"{name}@{version}.patch")
-    with open(path, "w") as f:
-        f.write(patch_text(name, version, files))
-    return path
 
 
 def setup(tmp_path, ours=OURS, v2=V2, extra1=None, extra2=None, patch_files=None):
