@@ -78,6 +78,7 @@ class PatchState(str, enum.Enum):
     ALREADY = "already"  # everything already there
     OBSOLETE = "obsolete"  # everything already upstream
     CONFLICT = "conflict"  # a file conflicts (the others applied)
+    LEFT = "left"  # every file it would write is left to a checkpoint's reapply (guard --reapply-patches)
     UNUSED = "unused"  # no installed distribution matches it
     REFUSED = "refused"  # not read, not trusted or not usable: nothing of it written
 
@@ -516,6 +517,11 @@ def _unused_because(entry: Entry, installed: Sequence[tuple[str, Entry | None]])
     for version, chosen in installed:
         if chosen is not None and entry.admits(version):
             return f"{entry.distribution} {version} takes {chosen.shown} (a more precise entry)"
+    for version, chosen in installed:
+        if chosen is not None:
+            return (f"{entry.distribution} {version} is installed and takes {chosen.shown}; this patch is for "
+                    f"{entry.specifier or 'another version'}: drop its manifest line once no environment has that "
+                    "version (--allow-unused until then)")
     if installed:
         versions = ", ".join(version for version, _ in installed)
         return f"{entry.distribution} {versions} is installed, not {entry.specifier}"
@@ -569,6 +575,9 @@ def apply_patches(site_packages: Sequence[str], source: Source, yes: bool = Fals
                 report.errors += [f"stale bytecode not removed: {why}" for why in failed]
         if done:
             written.append((out, done))
+        elif out.state is PatchState.APPLIED and any(p.out.state is FileState.LEFT for p in plans) \
+                and not any(p.out.state is FileState.FAILED for p in plans):
+            out.state = PatchState.LEFT  # not "applied": nothing of it was written here
     for entry in unused(source.entries, used):
         report.patches.append(PatchOut(patch=entry.shown, path=entry.path, state=PatchState.UNUSED,
                                        distribution=entry.distribution, specifier=entry.specifier,

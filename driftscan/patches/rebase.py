@@ -323,13 +323,22 @@ def _hunk_conflict(number: int, hunk: Hunk, reason: str) -> HunkOut:
     return HunkOut(number=number, header=hunk.header, state=HunkState.CONFLICT, reason=reason)
 
 
-def _judge_hunks(base: str, hunks: Sequence[Hunk], theirs: str) -> list[HunkOut]:
+def _same_code(base: str, ours: str, theirs: str) -> bool:
+    """Every region where ``ours`` and ``theirs`` conflict is the same code on both sides (samecode.py)."""
+    parts = merge3_parts(base, ours, theirs)
+    return len(same_code(parts)) == len(blocks(parts))
+
+
+def _judge_hunks(base: str, hunks: Sequence[Hunk], theirs: str, python: bool, to: str) -> list[HunkOut]:
     """Each hunk alone, carried onto ``theirs``: applied, already there, or in conflict (with the regions)."""
     out = []
     for number, hunk in enumerate(hunks, 1):
         single = apply_hunks(base, [hunk], allow_offset=False)
         result = merge3(base, single, theirs)
-        if result.conflicts:
+        if result.conflicts and python and _same_code(base, single, theirs):
+            out.append(HunkOut(number=number, header=hunk.header, state=HunkState.ALREADY,
+                               reason=f"{to} makes the same change, formatted differently"))
+        elif result.conflicts:
             c = result.conflicts[0]
             out.append(HunkOut(number=number, header=hunk.header, state=HunkState.CONFLICT, reason=c.reason,
                                region_start=c.region_start, base=_trim(c.base), ours=_trim(c.ours),
@@ -385,10 +394,11 @@ def _rebase_file(rel: str, change: Change, hunks: Sequence[Hunk], base: str | No
         out.message, out.hunks = why, _all(hunks, HunkState.CONFLICT, why)
         return _File(out, None, None, merge3_marked(base, ours, "", labels).text)
     result = merge3(base, ours, theirs)
-    out.hunks = _judge_hunks(base, hunks, theirs)
+    python = is_python(rel)
+    out.hunks = _judge_hunks(base, hunks, theirs, python, to)
     if result.text is None:
         parts = merge3_parts(base, ours, theirs)
-        same = same_code(parts) if is_python(rel) else set()
+        same = same_code(parts) if python else set()
         if not same or len(same) < len(blocks(parts)):
             out.message = result.conflicts[0].reason if result.conflicts else "the merge conflicts"
             if same:

@@ -620,6 +620,16 @@ def _patch_apply_line(lookup: PatchLookup, target: Target) -> str:
     return f"driftscan patch apply{where}{given} --yes"
 
 
+def _wheels_option(plan: Plan, dist: Distribution) -> str:
+    """`` --wheels DIR`` when the reinstall installs ``dist`` from a wheel file or a find-links
+    directory: where rebase finds the new version's wheel too."""
+    for source in plan.sources:
+        if source.distribution in (None, dist.name) and source.path and source.kind in ("wheel", "find-links"):
+            where = os.path.dirname(source.path) if source.kind == "wheel" else source.path
+            return f" --wheels {shlex.quote(where)}"
+    return ""
+
+
 def _team_patches(plan: Plan, dists: Sequence[Distribution], lookup: PatchLookup, after: Mapping[str, str | None],
                   target: Target) -> list[PlanPatch]:
     """Each reinstalled distribution with patched files or a patch: what becomes of the patch, its
@@ -646,6 +656,7 @@ def _team_patches(plan: Plan, dists: Sequence[Distribution], lookup: PatchLookup
                     "(export them with `driftscan patch export` before the reinstall)")
         else:
             fate, command = PatchFate.UNUSED, f"driftscan patch rebase {shlex.quote(dist.name)} --to {shlex.quote(version)}"
+            command += _wheels_option(plan, dist)
             said = (f"no patch matches {dist.name} {version}: {now or 'the patch that wrote them'} will be unused; "
                     f"next step: {command}")
         for item in items:

@@ -92,3 +92,32 @@ def test_a_distribution_without_a_record_is_not_patched(tmp_path):
     (patch,) = report.patches
     assert patch.state is PatchState.REFUSED and "no RECORD" in patch.message and not report.written
     assert (site / "toyfix/core.py").read_text() == OLD
+
+
+def test_a_patch_whose_every_file_is_left_to_reapply_is_left_not_applied(tmp_path):
+    venv, site = make_venv(tmp_path / "venv")
+    install(site, "toy-fix", "1.0", {"toyfix/__init__.py": "", "toyfix/core.py": OLD})
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    (patches / "toy-fix@1.0.patch").write_text(patch_text("toy-fix", "1.0", {"toyfix/core.py": (OLD, NEW)}))
+    source = Source(tuple(from_directory(str(patches))), directory=str(patches))
+    leave = {str(site / "toyfix/core.py"): "the checkpoint holds an edit of it"}
+    report = apply_patches([str(site)], source, yes=True, leave=leave)
+    (patch,) = report.patches
+    assert patch.state is PatchState.LEFT and patch.files[0].state is FileState.LEFT
+    assert not report.written and (site / "toyfix/core.py").read_text() == OLD and report.record is None
+
+
+def test_an_older_versions_patch_beside_the_installed_versions_own_says_it_is_superseded(tmp_path):
+    venv, site = make_venv(tmp_path / "venv")
+    install(site, "toy-fix", "2.0", {"toyfix/__init__.py": "", "toyfix/core.py": OLD})
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    for version in ("1.0", "2.0"):
+        (patches / f"toy-fix@{version}.patch").write_text(patch_text("toy-fix", version, {"toyfix/core.py": (OLD, NEW)}))
+    report = apply_patches([str(site)], Source(tuple(from_directory(str(patches))), directory=str(patches)), yes=True)
+    states = {p.patch: p for p in report.patches}
+    assert states[str(patches / "toy-fix@2.0.patch")].state is PatchState.APPLIED, states
+    old = states[str(patches / "toy-fix@1.0.patch")]
+    assert old.state is PatchState.UNUSED
+    assert "takes" in old.message and "toy-fix@2.0.patch" in old.message and "drop its manifest line" in old.message

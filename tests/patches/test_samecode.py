@@ -95,3 +95,18 @@ def test_rebase_carries_the_rest_of_a_file_whose_fix_upstream_reformatted(tmp_pa
     assert sorted(h.state.value for h in f.hunks) == ["already", "applied"]
     text = (tmp_path / "patches" / "toy@2.0.patch").read_text()
     assert "+LIMIT = 2" in text and "Offline" not in text.split("---\n", 1)[1]
+
+
+def test_a_hunk_that_is_the_same_code_is_already_while_another_conflicts(tmp_path):
+    filler = "".join(f"\n\ndef f{i}():\n    return {i}\n" for i in range(5))
+    base, theirs = BASE + filler + "LIMIT = 1\n", REFORMATTED + filler + "LIMIT = 3\n"
+    write_patch(tmp_path / "patches", {"toy/net.py": (base, OURS + filler + "LIMIT = 2\n")})
+    releases = releases_of(FakeRelease("toy", "1.0", {"toy/net.py": base}),
+                           FakeRelease("toy", "2.0", {"toy/net.py": theirs}))
+    result = rebase(from_directory(str(tmp_path / "patches")), "toy", "2.0", releases)
+    assert result.state is RebaseState.CONFLICT and exit_status(result) == 1
+    (f,) = result.files
+    assert [(h.state, "formatted differently" in h.reason) for h in f.hunks] == [
+        (HunkState.ALREADY, True), (HunkState.CONFLICT, False)]
+    merged = (tmp_path / "patches" / "toy@2.0.rebase" / "files" / "toy" / "net.py").read_text()
+    assert merged.count("<<<<<<< ") == 1 and "errors.Offline,\n        ),\n" in merged

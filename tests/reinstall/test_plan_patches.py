@@ -10,7 +10,7 @@ from driftscan.reinstall.guard.command import Recognised, Requested, Tool
 from driftscan.reinstall.guard.model import GuardCommand, GuardReport
 from driftscan.reinstall.guard.outcome import EXIT_FAILED_PREDICTION, exit_status
 from driftscan.reinstall.guard.teampatches import rebase_lines, versions_after
-from driftscan.reinstall.plan import PatchFate, PatchLookup, Plan, PlanItem, _patch_steps, _team_patches
+from driftscan.reinstall.plan import PatchFate, PatchLookup, Plan, PlanItem, PlanSource, _patch_steps, _team_patches
 from fixtures.reports import clean_report
 
 TARGET = Target(TargetKind.VENV, "/v", ("/v/lib/site-packages",))
@@ -55,6 +55,16 @@ def test_another_version_no_entry_matches_is_unused_with_the_rebase_step():
     assert "unused" in step.step and step.command == "driftscan patch rebase toy --to 2.0"
 
 
+def test_the_rebase_step_looks_for_the_new_wheel_where_the_reinstall_takes_it():
+    plan = toy_plan()
+    plan.sources = [PlanSource(kind="wheel", path="/wheels/toy-2.0-py3-none-any.whl", distribution="toy")]
+    (team,) = _team_patches(plan, [TOY], lookup(("toy", "1.0")), {"toy": "2.0"}, TARGET)
+    assert team.command == "driftscan patch rebase toy --to 2.0 --wheels /wheels"
+    plan.sources = [PlanSource(kind="find-links", path="/my wheels")]
+    (team,) = _team_patches(plan, [TOY], lookup(("toy", "1.0")), {"toy": "2.0"}, TARGET)
+    assert team.command == "driftscan patch rebase toy --to 2.0 --wheels '/my wheels'"
+
+
 def test_an_unknown_version_and_a_patch_no_entry_lists():
     (unknown,) = _team_patches(toy_plan(), [TOY], lookup(("toy", "1.0")), {"toy": None}, TARGET)
     assert unknown.fate is PatchFate.UNKNOWN and unknown.version_after is None and "patch apply" in (unknown.command or "")
@@ -79,6 +89,9 @@ def test_rebase_lines_and_guard_exit_status_with_patches():
         PatchOut(patch="patches/toy@1.0.patch", path="/p", state=PatchState.UNUSED, distribution="toy"),
         PatchOut(patch="patches/gone@1.0.patch", path="/q", state=PatchState.UNUSED, distribution="gone")])
     assert rebase_lines(applied, {"toy": "2.0"}) == ["driftscan patch rebase toy --to 2.0"]
+    own = PatchOut(patch="patches/toy@2.0.patch", path="/r", state=PatchState.APPLIED, distribution="toy")
+    superseded = applied.model_copy(update={"patches": [own, *applied.patches]})
+    assert rebase_lines(superseded, {"toy": "2.0"}) == [], "2.0 has its own patch: nothing to rebase"
     command = GuardCommand(argv=["pip", "install", "toy"], tool="pip", recognised=True)
     ok = GuardReport(target="/v", command=command, ran=True, exit_code=0, patch_apply=applied, patch_apply_exit=0)
     assert exit_status(ok) == 0

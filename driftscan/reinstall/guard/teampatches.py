@@ -40,10 +40,13 @@ def left_to_reapply(index: CheckpointIndex) -> dict[str, str]:
 
 def rebase_lines(report: PatchApplyReport, installed: Mapping[str, str]) -> list[str]:
     """``driftscan patch rebase DIST --to VERSION`` for each unused patch whose distribution is
-    installed (at a version the patch does not match)."""
+    installed (at a version the patch does not match) and has no patch of its own."""
     lines = []
+    # A distribution another patch was used for has its patch already: the unused one is superseded.
+    patched = {normalize(p.distribution) for p in report.patches
+               if p.state not in (PatchState.UNUSED, PatchState.REFUSED)}
     for p in report.patches:
         version = installed.get(normalize(p.distribution))
-        if p.state is PatchState.UNUSED and version is not None:
+        if p.state is PatchState.UNUSED and version is not None and normalize(p.distribution) not in patched:
             lines.append(f"driftscan patch rebase {shlex.quote(p.distribution)} --to {shlex.quote(version)}")
     return list(dict.fromkeys(lines))
