@@ -683,7 +683,7 @@ def guard(command: Invocation | Sequence[str], venv: str | None = None, site_pac
         report.patch_apply_exit = apply_status(applied, Allow(unused=allow_unused, conflicts=allow_conflicts))
         now = {guarding.normalize(md.distribution.name): md.distribution.version
                for md in find_distributions(target.site_packages, records=False) if md.distribution is not None}
-        report.patch_rebase = guarding.rebase_lines(applied, now)
+        report.patch_rebase = guarding.rebase_lines(applied, now, recognised.wheel_dirs)
 
     try:
         after = run(options=dataclasses.replace(chosen, originals=OriginalSources(look=False)),

@@ -5,7 +5,7 @@ checkpoint's reapply, and the rebase line for each patch the new version leaves 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ...patches.apply import PatchApplyReport, PatchState
 from ..checkpoint import CheckpointIndex
@@ -38,7 +38,7 @@ def left_to_reapply(index: CheckpointIndex) -> dict[str, str]:
             for f in index.files if f.patch and f.in_env}
 
 
-def rebase_lines(report: PatchApplyReport, installed: Mapping[str, str]) -> list[str]:
+def rebase_lines(report: PatchApplyReport, installed: Mapping[str, str], wheel_dirs: Sequence[str] = ()) -> list[str]:
     """``driftscan patch rebase DIST --to VERSION`` for each unused patch whose distribution is
     installed (at a version the patch does not match) and has no patch of its own."""
     lines = []
@@ -48,5 +48,7 @@ def rebase_lines(report: PatchApplyReport, installed: Mapping[str, str]) -> list
     for p in report.patches:
         version = installed.get(normalize(p.distribution))
         if p.state is PatchState.UNUSED and version is not None and normalize(p.distribution) not in patched:
-            lines.append(f"driftscan patch rebase {shlex.quote(p.distribution)} --to {shlex.quote(version)}")
+            # the command's own wheel directories hold the new version's wheel: rebase reads it there
+            wheels = "".join(f" --wheels {shlex.quote(d)}" for d in wheel_dirs)
+            lines.append(f"driftscan patch rebase {shlex.quote(p.distribution)} --to {shlex.quote(version)}{wheels}")
     return list(dict.fromkeys(lines))
