@@ -44,6 +44,7 @@ from ..environment.dists import find_distributions, read_distribution
 from ..environment.target import containment_for_site_packages
 from ..formats.patch import FilePatch, Hunk, PatchError, apply_hunks, reverse_hunks, split_lines
 from ..formats.record import parse_hash
+from ..pristine.kept import keep
 from ..reinstall.patchledger import LEDGER_VERSION, ledger_path, read_ledger
 from ..fs.confined import lstat_below, open_dir, parts_of, read_below, replace_below, unlink_below
 from ..fs.reader import read_regular
@@ -189,6 +190,9 @@ class Refused(DriftscanError):
 class _FilePlan:
     out: FileOut
     new_text: str | None = None  # what to write (CREATE / MODIFY); None with DELETE
+    # The installed file's bytes when they are the original RECORD names: kept in the store of
+    # originals before they are overwritten, so export and rebase have their base without a wheel.
+    original: tuple[str, bytes] | None = None
 
 
 def _sha256_hex(data: bytes) -> str:
@@ -360,7 +364,7 @@ def _plan_file(site: str, dist: Distribution, fp: FilePatch, header_hash: str | 
         else:
             hunks = [_conflict(1, fp.hunks[0], _decode(data, rel), "the file to delete has other content")]
         return _FilePlan(FileOut(path=rel, change=change, state=_file_state(hunks), base_matches=base_matches,
-                                 hunks=hunks))
+                                 hunks=hunks), original=(str(row), data) if pristine and row and data else None)
     if data is None:
         hunks = [_conflict(n, h, "", "the file is not there") for n, h in enumerate(fp.hunks, 1)]
         return _FilePlan(FileOut(path=rel, change=change, state=FileState.CONFLICT, base_matches=base_matches,
@@ -380,7 +384,7 @@ def _plan_file(site: str, dist: Distribution, fp: FilePatch, header_hash: str | 
                   sha256=_sha256_hex((new_text or "").encode("utf-8")) if new_text is not None else None,
                   message="" if base_matches else "the installed file is not the one the patch was made on: "
                                                   "each hunk checked against its current content")
-    return _FilePlan(out, new_text)
+    return _FilePlan(out, new_text, original=(str(row), data) if pristine and row is not None else None)
 
 
 # --------------------------------------------------------------------------------------------- the run
@@ -561,6 +565,11 @@ def apply_patches(site_packages: Sequence[str], source: Source, yes: bool = Fals
             if why_left is not None:
                 plan.out.state, plan.out.message = FileState.LEFT, why_left
                 continue
+            if plan.original is not None:
+                try:
+                    keep(*plan.original, found_in=f"{os.path.join(site, plan.out.path)} (before driftscan patch apply)")
+                except OSError:
+                    pass  # best effort: a full or unwritable cache costs export and rebase a wheel lookup only
             why = _write(site, plan)
             if why:
                 plan.out.state = FileState.FAILED

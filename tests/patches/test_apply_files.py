@@ -121,3 +121,22 @@ def test_an_older_versions_patch_beside_the_installed_versions_own_says_it_is_su
     old = states[str(patches / "toy-fix@1.0.patch")]
     assert old.state is PatchState.UNUSED
     assert "takes" in old.message and "toy-fix@2.0.patch" in old.message and "drop its manifest line" in old.message
+
+
+def test_the_original_a_patch_overwrites_is_kept_for_export_and_rebase(tmp_path, monkeypatch):
+    from driftscan.pristine.kept import kept
+    from fixtures.wheels import record_hash
+
+    monkeypatch.setenv("DRIFTSCAN_CACHE_DIR", str(tmp_path / "cache"))
+    venv, site = make_venv(tmp_path / "venv")
+    install(site, "toy-fix", "1.0", {"toyfix/__init__.py": "", "toyfix/core.py": OLD, "toyfix/gone.py": NEW})
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    text = patch_text("toy-fix", "1.0", {"toyfix/core.py": (OLD, NEW), "toyfix/gone.py": (NEW, None)})
+    (patches / "toy-fix@1.0.patch").write_text(text)
+    source = Source(tuple(from_directory(str(patches))), directory=str(patches))
+    assert kept(record_hash(OLD.encode())) is None
+    apply_patches([str(site)], source)  # a dry run keeps nothing
+    assert kept(record_hash(OLD.encode())) is None
+    apply_patches([str(site)], source, yes=True)
+    assert kept(record_hash(OLD.encode())) == OLD.encode() and kept(record_hash(NEW.encode())) == NEW.encode()
