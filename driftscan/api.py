@@ -23,6 +23,7 @@ from .environment import find_distributions, resolve_target
 from .environment.reinstall_source import parse_source
 from .environment.target import environment_roots
 from .environment.uv.cache import default_uv_cache
+from .fs.reader import inside
 from .pipeline.options import AuditOptions, AuditSettings, Need, OriginalSources, RuleSelection, options_of
 from .pipeline.stages import NO_PYTHON, Progress, execute, model_dir_paths, pristine_options
 from .procs import ProcsReport, environment_of, scan as scan_processes
@@ -344,6 +345,9 @@ def patch_rebase(distribution: str, to: str, entries: Sequence[Entry], *, from_v
     if venv is not None or site_packages:
         target = resolve_target(venv, tuple(site_packages))
         python_version, root = target.python_version, target.venv
+        for env_root in environment_roots(target) if output is not None else ():
+            if inside(os.path.realpath(env_root), os.path.realpath(str(output))):
+                raise ConfigError(f"{output}: inside the environment named ({env_root}); choose a directory outside it")
         wanted = canonicalize_name(distribution)
         installed = next((md.distribution for md in find_distributions(target.site_packages, records=False)
                           if md.distribution is not None and canonicalize_name(md.distribution.name) == wanted), None)

@@ -407,3 +407,16 @@ def test_continue_runs_from_another_directory_with_a_relative_output(tmp_path, m
     done = continue_rebase(str(work))
     assert done.state is RebaseState.OBSOLETE and not work.exists()
     assert not (tmp_path / "out" / "toy@2.0.patch").exists()
+
+
+def test_an_output_inside_the_environment_named_is_refused(tmp_path):
+    from fixtures.envtree import make_venv
+
+    from driftscan.api import patch_rebase
+    from driftscan.core.errors import ConfigError
+
+    venv, site = make_venv(tmp_path / "venv")
+    entries, _ = setup(tmp_path)
+    with pytest.raises(ConfigError, match="inside the environment named"):
+        patch_rebase("toy", "2.0", entries, output=str(site / "patches"), venv=str(venv))
+    assert not (site / "patches").exists()
