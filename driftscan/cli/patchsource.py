@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ..patches.apply import Source
-from ..patches.manifest import from_directory, from_table, read_manifest
 from .configuration import Settings
+
+if TYPE_CHECKING:
+    from ..patches.apply import Source
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,6 +34,10 @@ def patch_source(patches_dir: str | None, manifest: str | None, config: Settings
     it is missing). The configuration is found and trusted as every command finds it: a file
     planted by another user on the way up is not read (a note says so), so it cannot choose what is
     written."""
+    # Imported here: plan and guard load the patch modules only when there are patches.
+    from ..patches.apply import Source
+    from ..patches.manifest import from_directory, from_table, read_manifest
+
     if manifest and patches_dir:
         raise click.UsageError("--manifest and --patches name two sources of patches: give one")
     if manifest:
