@@ -21,8 +21,9 @@ Conventions kept throughout:
 from __future__ import annotations
 
 import bisect
+import enum
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from driftscan.core.errors import DriftscanError
@@ -813,6 +814,40 @@ def _clusters(ours_changes: Sequence[_Change], theirs_changes: Sequence[_Change]
     return clusters
 
 
+class _Side(enum.Enum):
+    OURS = "ours"  # only ours changed the region: ours' lines
+    THEIRS = "theirs"  # only theirs changed it, or both made the same lines: theirs' lines
+    CONFLICT = "conflict"  # both changed it differently
+
+
+@dataclass(frozen=True)
+class _Region:
+    before: list[str]  # the unchanged base lines since the previous region (all of them, after the last)
+    lo: int
+    hi: int
+    mine: list[int]  # indices into the ours changes
+    yours: list[int]  # indices into the theirs changes
+    ours: list[str]  # the region as ours has it
+    theirs: list[str]  # the region as theirs has it
+    side: _Side
+
+
+def _regions(b: Sequence[str], o: Sequence[str], t: Sequence[str], ours_changes: Sequence[_Change],
+             theirs_changes: Sequence[_Change]) -> Iterator[_Region]:
+    """merge3's walk of base: each cluster of changes with what both sides made of it and whose
+    lines the merge takes; a last region with no changes carries the base lines after the last
+    cluster (``side`` THEIRS, both versions empty)."""
+    at = 0
+    for lo, hi, mine, yours in _clusters(ours_changes, theirs_changes):
+        ours_version = _version(b, lo, hi, [ours_changes[i] for i in mine], o)
+        theirs_version = _version(b, lo, hi, [theirs_changes[i] for i in yours], t)
+        side = _Side.OURS if not yours else _Side.THEIRS if not mine or ours_version == theirs_version \
+            else _Side.CONFLICT
+        yield _Region(list(b[at:lo]), lo, hi, mine, yours, ours_version, theirs_version, side)
+        at = hi
+    yield _Region(list(b[at:]), len(b), len(b), [], [], [], [], _Side.THEIRS)
+
+
 def _marker_lines(lines: Sequence[str]) -> list[str]:
     """``lines`` inside a conflict block: a last line without newline gets one, so the marker after it
     starts a line of its own."""
@@ -845,22 +880,13 @@ def merge3_parts(base: str, ours: str, theirs: str) -> list[MergePart]:
     regions are merge3's clusters (changes of both sides that overlap or touch, unless both made
     the same lines); everything else is merged as merge3 merges it."""
     b, o, t = split_lines(base), split_lines(ours), split_lines(theirs)
-    ours_changes = _changes(b, o)
-    theirs_changes = _changes(b, t)
     out: list[MergePart] = []
-    at = 0
-    for lo, hi, mine, yours in _clusters(ours_changes, theirs_changes):
-        ours_version = _version(b, lo, hi, [ours_changes[i] for i in mine], o)
-        theirs_version = _version(b, lo, hi, [theirs_changes[i] for i in yours], t)
-        out.extend(b[at:lo])
-        at = hi
-        if not yours:
-            out.extend(ours_version)
-        elif not mine or ours_version == theirs_version:
-            out.extend(theirs_version)
+    for region in _regions(b, o, t, _changes(b, o), _changes(b, t)):
+        out.extend(region.before)
+        if region.side is _Side.CONFLICT:
+            out.append(Block(tuple(region.ours), tuple(b[region.lo:region.hi]), tuple(region.theirs)))
         else:
-            out.append(Block(tuple(ours_version), tuple(b[lo:hi]), tuple(theirs_version)))
-    out.extend(b[at:])
+            out.extend(region.ours if region.side is _Side.OURS else region.theirs)
     return out
 
 
@@ -956,30 +982,23 @@ def merge3(base: str, ours: str, theirs: str, context: int = 3) -> MergeResult:
     if base == theirs:
         return MergeResult(ours, (), len(groups), 0, len(groups))
     theirs_changes = _changes(b, t)
-    clusters = _clusters(ours_changes, theirs_changes)
 
     out: list[str] = []
-    at = 0
     applied: set[int] = set()
     present: set[int] = set()
     conflicting: dict[int, list[tuple[int, int, list[int], list[int]]]] = {}
-    for cluster in clusters:
-        lo, hi, mine, yours = cluster
-        ours_version = _version(b, lo, hi, [ours_changes[i] for i in mine], o)
-        theirs_version = _version(b, lo, hi, [theirs_changes[i] for i in yours], t)
-        out.extend(b[at:lo])
-        at = hi
-        if not yours:
-            out.extend(ours_version)
-            applied.update(hunk_of[i] for i in mine)
-        elif not mine or ours_version == theirs_version:
-            out.extend(theirs_version)
-            present.update(hunk_of[i] for i in mine)
+    for region in _regions(b, o, t, ours_changes, theirs_changes):
+        out.extend(region.before)
+        if region.side is _Side.OURS:
+            out.extend(region.ours)
+            applied.update(hunk_of[i] for i in region.mine)
+        elif region.side is _Side.THEIRS:
+            out.extend(region.theirs)
+            present.update(hunk_of[i] for i in region.mine)
         else:
-            out.extend(theirs_version)
-            for number in sorted({hunk_of[i] for i in mine}):
-                conflicting.setdefault(number, []).append(cluster)
-    out.extend(b[at:])
+            out.extend(region.theirs)
+            for number in sorted({hunk_of[i] for i in region.mine}):
+                conflicting.setdefault(number, []).append((region.lo, region.hi, region.mine, region.yours))
 
     conflicts: list[Conflict] = []
     for number, hunk_clusters in sorted(conflicting.items()):

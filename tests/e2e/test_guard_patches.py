@@ -13,19 +13,13 @@ import jsonschema
 import pytest
 
 from fixtures import venvs
-from fixtures.patchfiles import patch_text
+from fixtures.patchfiles import patch_text, toy_core as core
 from fixtures.restoring import cli
 from fixtures.wheels import build_wheel
 
 from driftscan.render import json_schema
 
 DIST = "toy-team"
-
-
-def core(alpha: str = "1", beta: str = "2", gamma: str = "3") -> str:
-    pads = "".join(f'\n\ndef pad{n}():\n    return "p{n}"\n' for n in range(3))
-    return (f'"""A toy."""\n\n\ndef alpha():\n    return {alpha}\n{pads}\n\ndef beta():\n    return {beta}\n'
-            f'{pads.replace("pad", "qad")}\n\ndef gamma():\n    return {gamma}\n')
 
 
 V10 = core()

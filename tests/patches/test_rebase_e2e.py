@@ -16,7 +16,7 @@ import pytest
 
 from fixtures import venvs
 from fixtures.harness import run_cli
-from fixtures.patchfiles import patch_text
+from fixtures.patchfiles import patch_text, toy_core as core
 from fixtures.tools import need_tool
 from fixtures.wheels import build_wheel, record_hash
 
@@ -25,12 +25,6 @@ from driftscan.render import json_schema
 pytestmark = pytest.mark.slow
 
 DIST = "toy"
-
-
-def core(alpha: str = "1", beta: str = "2", gamma: str = "3") -> str:
-    pads = "".join(f'\n\ndef pad{n}():\n    return "p{n}"\n' for n in range(3))
-    return (f'"""A toy."""\n\n\ndef alpha():\n    return {alpha}\n{pads}\n\ndef beta():\n    return {beta}\n'
-            f'{pads.replace("pad", "qad")}\n\ndef gamma():\n    return {gamma}\n')
 
 
 V10 = core()
