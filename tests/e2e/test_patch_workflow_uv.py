@@ -188,6 +188,8 @@ def exported_patch(tmp_path: Path, built: Path) -> tuple[Path, Path, Path, Path,
     assert sorted(doc["written"]) == sorted(str(w_site / rel) for rel in ("toy/attention.py", "toy/config.py"))
     assert (w_site / "toy/attention.py").read_text() == ATTENTION_FIXED
     assert (w_site / "toy/config.py").read_text() == CONFIG_FIXED
+    # written by rename: the hard link to uv's cache is broken, the cache copy stays the original
+    assert (w_site / "toy/attention.py").stat().st_nlink == 1
     code, doc = cli_json("patch-apply", "patch", "apply", "--yes", cwd=project, env=env_w)
     assert code == 0 and states(doc) == {"patches/toy@1.0.patch": "already"} and not doc["written"]
     assert audit_patched(w, project, env) == {rel: ("patched", str(patch)) for rel in ("toy/attention.py",
@@ -302,6 +304,7 @@ def test_guard_re_applies_after_a_uv_reinstall_and_refuses_an_edited_patch(built
     code, report = cli_json("guard", "guard", "--reapply-patches", "--", *reinstall, cwd=project, env=env_w)
     assert code == 0, report
     assert report["command"]["tool"] == "uv pip" and report["exit_code"] == 0
+    assert report["summary"]["failed"] == 0  # the patched files wiped by the reinstall, as predicted
     assert [p["fate"] for p in report["patch_plan"]] == ["re-applied"]
     (applied,) = report["patch_apply"]["patches"]
     assert applied["state"] == "applied" and report["patch_apply_exit"] == 0
@@ -316,7 +319,8 @@ def test_guard_re_applies_after_a_uv_reinstall_and_refuses_an_edited_patch(built
     assert code != 0 and report["exit_code"] == 0, report
     (refused,) = report["patch_apply"]["patches"]
     assert refused["state"] == "refused" and digest in refused["message"] and "0" * 64 in refused["message"]
-    assert (site / "toy/attention.py").read_text() == ATTENTION_10, "the reinstall put the original back"
+    # the reinstall linked uv's cache copy back: the original, so patch apply never wrote through the link
+    assert (site / "toy/attention.py").read_text() == ATTENTION_10
     text = run_cli("guard", "--reapply-patches", "--", *reinstall, cwd=str(project), env=env_w)
     assert text.returncode != 0 and "refused" in text.stdout, text.stdout + text.stderr
     assert (site / "toy/attention.py").read_text() == ATTENTION_10
