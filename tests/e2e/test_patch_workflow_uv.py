@@ -207,6 +207,9 @@ def test_export_pin_apply_then_rebase_from_uvs_cache(built, tmp_path):
     assert (w_site / "toy/attention.py").read_text() == ATTENTION_20
     (house / wheel_name("2.0")).unlink()
     env_w = user_env(tmp_path, cache, w)
+    code, doc = cli_json("patch-apply", "patch", "apply", "--yes", cwd=project, env=env_w)
+    assert code == 1 and states(doc) == {"patches/toy@1.0.patch": "unused"} and not doc["written"]
+    assert "`driftscan patch rebase toy --to 2.0`" in doc["patches"][0]["message"]  # what to run next
     code, doc = cli_json("patch-rebase", "patch", "rebase", DIST, "--to", "2.0", "--uv-cache", str(cache),
                          cwd=project, env=env_w)
     assert code == 0, doc
