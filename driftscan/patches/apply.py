@@ -528,8 +528,22 @@ def _unused_because(entry: Entry, installed: Sequence[tuple[str, Entry | None]])
                     "version (--allow-unused until then)")
     if installed:
         versions = ", ".join(version for version, _ in installed)
-        return f"{entry.distribution} {versions} is installed, not {entry.specifier}"
+        why = f"{entry.distribution} {versions} is installed, not {entry.specifier}"
+        newer = _newer(entry.exact_version, [version for version, _ in installed])
+        # The user upgraded with a plain install: say what makes the patch for the new release.
+        return why + (f": `driftscan patch rebase {entry.distribution} --to {newer}` makes the patch for it"
+                      if newer else "")
     return f"no {entry.distribution} installed"
+
+
+def _newer(made_on: str | None, versions: Sequence[str]) -> str | None:
+    """The one installed version later than the exact version a patch is for, else None."""
+    if made_on is None or len(versions) != 1:
+        return None
+    try:
+        return versions[0] if Version(versions[0]) > Version(made_on) else None
+    except InvalidVersion:
+        return None
 
 
 def apply_patches(site_packages: Sequence[str], source: Source, yes: bool = False,

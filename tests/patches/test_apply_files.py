@@ -140,3 +140,22 @@ def test_the_original_a_patch_overwrites_is_kept_for_export_and_rebase(tmp_path,
     assert kept(record_hash(OLD.encode())) is None
     apply_patches([str(site)], source, yes=True)
     assert kept(record_hash(OLD.encode())) == OLD.encode() and kept(record_hash(NEW.encode())) == NEW.encode()
+
+
+def test_an_unused_patch_for_an_older_release_names_the_rebase(tmp_path):
+    """Upgraded by a plain install: the 1.0 patch is unused and the message says what makes the
+    patch for the installed 2.0; a patch for a later release than the one installed gets no such line."""
+    venv, site = make_venv(tmp_path / "venv")
+    install(site, "toy-fix", "2.0", {"toyfix/__init__.py": "", "toyfix/core.py": OLD})
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    for version in ("1.0", "3.0"):
+        (patches / f"toy-fix@{version}.patch").write_text(patch_text("toy-fix", version, {"toyfix/core.py": (OLD, NEW)}))
+    report = apply_patches([str(site)], Source(tuple(from_directory(str(patches))), directory=str(patches)), yes=True)
+    messages = {p.patch.rsplit("/", 1)[-1]: (p.state, p.message) for p in report.patches}
+    assert messages == {
+        "toy-fix@1.0.patch": (PatchState.UNUSED, "toy-fix 2.0 is installed, not ==1.0: `driftscan patch rebase "
+                                                 "toy-fix --to 2.0` makes the patch for it"),
+        "toy-fix@3.0.patch": (PatchState.UNUSED, "toy-fix 2.0 is installed, not ==3.0"),
+    }
+    assert (site / "toyfix/core.py").read_text() == OLD and not report.written
