@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     from .modeldir import ModelDirResult
     from .pristine import PristineSet
+    from .pristine.release import ReleaseWheel
     from .patches.apply import Source
     from .patches.export import PatchExport
     from .patches.manifest import Entry
@@ -341,9 +342,11 @@ def patch_rebase(distribution: str, to: str, entries: Sequence[Entry], *, from_v
     from .pristine import PristineOptions  # see the top: the pristine package only when a command needs it
 
     installed = None
+    installed_site: tuple[str, ...] | None = None
     python_version = root = None
     if venv is not None or site_packages:
         target = resolve_target(venv, tuple(site_packages))
+        installed_site = tuple(target.site_packages)
         python_version, root = target.python_version, target.venv
         for env_root in environment_roots(target) if output is not None else ():
             if inside(os.path.realpath(env_root), os.path.realpath(str(output))):
@@ -355,9 +358,23 @@ def patch_rebase(distribution: str, to: str, entries: Sequence[Entry], *, from_v
                               venv=root, python_version=python_version)
 
     def releases(name: str, version: str) -> tuple[rebasing.Release | None, list[str]]:
-        from .pristine.release import find_release  # the pristine package: loaded only for a rebase
+        from .pristine.names import same_release
+        from .pristine.release import InstalledRelease, find_release  # the pristine package: only for a rebase
 
-        return find_release(name, version, options, like=installed)
+        def wheel() -> tuple[ReleaseWheel | None, list[str]]:
+            return find_release(name, version, options, like=installed)
+
+        # The version an upgrade already installed is its own release: its files, verified against
+        # its RECORD, need no wheel (an edited one is read from the wheel).
+        if installed is not None and same_release(installed, name, version) and installed_site is not None:
+            from .environment.dists import read_distribution
+            from .environment.target import containment_for_site_packages
+
+            full, _ = read_distribution(installed.metadata_dir, installed.site_packages,
+                                        containment_for_site_packages(installed_site))
+            if full is not None and full.entries:
+                return InstalledRelease(full, wheel), []
+        return wheel()
 
     return rebasing.rebase(entries, distribution, to, releases, from_version=from_version, output_dir=output,
                            installed=installed, force=force)

@@ -121,8 +121,9 @@ def apply(venv: str | None, site_packages: tuple[str, ...], patches_dir: str | N
               help="Write the new patch from the work directory WORKDIR (default: the one under ./patches) once "
                    "its conflicts are resolved, and remove it.")
 @click.option("--abort", is_flag=True, help="Remove the work directory WORKDIR (default: the one under ./patches).")
-@target_options("An environment with DIST installed: the old version's originals may come from it, and the new "
-                "version's wheel must fit its tags (default: none).")
+@target_options("An environment with DIST installed: the old version's originals, or the new version's own files, "
+                "may come from it, and a wheel must fit its tags (default: the active or nearest one, as audit "
+                "finds it).")
 @pristine_options
 @uv_cache_option
 @click.option("--force", is_flag=True, help="Replace a different patch file already at the new name.")
@@ -159,6 +160,12 @@ def rebase(name: str | None, to: str | None, from_version: str | None, patches_d
             raise click.UsageError("name the distribution and the version: driftscan patch rebase DIST --to VERSION "
                                    "(or --continue / --abort a rebase under way)")
         source = patch_source(patches_dir, manifest, load_config(None))
+        if venv is None and not site_packages:
+            # The active or nearest environment, as patch apply finds it: an installed old version
+            # gives the originals, an installed new version its own files, and either the tags.
+            venv, why = default_venv(None, ())
+            if venv is not None:
+                say_target("patch rebase", venv, why)
         result = patch_rebase(name, to, source.entries, from_version=from_version, output=output, venv=venv,
                               site_packages=site_packages, wheels=wheel_dirs(wheels), fetch=fetch,
                               uv_cache=uv_cache, force=force)

@@ -15,12 +15,13 @@ from __future__ import annotations
 import io
 import os
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..core.errors import DriftscanError
 from ..core.values import Distribution, RecordEntry, SourceKind
 from ..environment.uv.cache import default_uv_cache
-from ..formats.record import hash_text, parse_record
+from ..formats.record import hash_text, new_hash, parse_record
+from ..fs.confined import read_below
 from ..fs.reader import read_regular
 from .base import PristineCopy, PristineOptions, Rejected, error_text
 from .fetch import fetch_candidates
@@ -127,6 +128,75 @@ class ReleaseWheel:
     def _named(self, rel: str) -> str:
         member = self._rows[rel].path if rel in self._rows else rel
         return f"{member} of {self.name} {self.version} ({self.where})"
+
+
+class InstalledRelease:
+    """An installed distribution as the release of its own version, for a rebase onto the version
+    an upgrade already installed: each file read below its site-packages (no symlink followed) and
+    handed out only when it matches the installed RECORD's row; a file edited since the install,
+    or one RECORD gives no hash for, is read from the release's wheel instead (looked up on first
+    need). The installed RECORD is the promise here, as it is for an audit without a lock."""
+
+    def __init__(self, dist: Distribution, wheel: Callable[[], tuple[ReleaseWheel | None, list[str]]]) -> None:
+        self.name = normalize_name(dist.name)
+        self.version = dist.version
+        self.where = f"the installed {dist.name} {dist.version} ({dist.site_packages})"
+        self._dist = dist
+        self._rows = {e.path: e for e in dist.entries if installed_path(e.path, "")[0] == e.path}
+        self._find_wheel = wheel
+        self._wheel: ReleaseWheel | None = None
+        self._looked = False
+        self.notes: list[str] = []
+
+    def __enter__(self) -> InstalledRelease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._wheel is not None:
+            self._wheel.close()
+
+    def files(self) -> list[str]:
+        return sorted(self._rows)
+
+    def record_hash(self, rel: str) -> str | None:
+        row = self._rows.get(rel)
+        return hash_text(row.hash) if row is not None and row.hash is not None else None
+
+    def read(self, rel: str, limit: int = READ_LIMIT) -> bytes | None:
+        row = self._rows.get(rel)
+        if row is None:
+            return None
+        if row.hash is not None and (row.size is None or row.size <= limit):
+            try:
+                here = read_below(self._dist.site_packages, rel, limit + 1)
+                if len(here) <= limit and new_hash(row.hash.algorithm, here).digest() == row.hash.digest:
+                    return here
+            except (OSError, ValueError):
+                pass  # missing, unreadable, a symlink: the wheel's copy instead
+        wheel = self._wheel_for(rel)
+        data = wheel.read(rel, limit)  # verified against the wheel's own RECORD
+        if data is None:
+            raise ReleaseError(f"{rel}: the installed {self.name} {self.version} lists it, {wheel.where} has no such file")
+        if row.hash is not None and wheel.record_hash(rel) != hash_text(row.hash):
+            raise ReleaseError(f"{rel}: the installed {self.name} {self.version} lists it with {hash_text(row.hash)}, "
+                               f"{wheel.where} with {wheel.record_hash(rel)}")
+        return data
+
+    def _wheel_for(self, rel: str) -> ReleaseWheel:
+        if not self._looked:
+            self._looked = True
+            self._wheel, notes = self._find_wheel()
+            self.notes += notes
+            if self._wheel is not None:
+                self.where += f", edited files from {self._wheel.where}"
+        if self._wheel is None:
+            raise ReleaseError(f"{rel}: the installed {self.name} {self.version}'s copy was edited since the install "
+                               f"(it does not match its RECORD), and no wheel of {self.version} was found: "
+                               + "; ".join(self.notes[-1:]))
+        return self._wheel
 
 
 def installed_path(member: str, dist_info: str) -> tuple[str | None, str | None]:

@@ -210,8 +210,9 @@ def test_export_pin_apply_then_rebase_from_uvs_cache(built, tmp_path):
     code, doc = cli_json("patch-apply", "patch", "apply", "--yes", cwd=project, env=env_w)
     assert code == 1 and states(doc) == {"patches/toy@1.0.patch": "unused"} and not doc["written"]
     assert "`driftscan patch rebase toy --to 2.0`" in doc["patches"][0]["message"]  # what to run next
+    # On a box without toy installed (no VIRTUAL_ENV): the 2.0 wheel from uv's cache.
     code, doc = cli_json("patch-rebase", "patch", "rebase", DIST, "--to", "2.0", "--uv-cache", str(cache),
-                         cwd=project, env=env_w)
+                         cwd=project, env=env)
     assert code == 0, doc
     assert doc["state"] == "written" and doc["from_version"] == "1.0" and doc["to_version"] == "2.0"
     assert str(cache) in doc["release"], doc["release"]  # found in uv's cache: no --wheels, H has no 2.0
@@ -228,6 +229,14 @@ def test_export_pin_apply_then_rebase_from_uvs_cache(built, tmp_path):
     assert "toy/config.py" not in text and "+        q = q * self.config.scale.to(q.dtype)\n" in text
     assert (project / "patches" / "toy@1.0.patch").exists()  # the old one stays for the 1.0 environments
     git_apply_check(new_patch, built / "2.0" / wheel_name("2.0"), tmp_path / "unpacked-2.0")
+    # In the activated W, which the upgrade brought to 2.0: its own files, verified against its
+    # RECORD, are 2.0's (no wheel needed); the same patch.
+    written = new_patch.read_bytes()
+    new_patch.unlink()
+    code, again = cli_json("patch-rebase", "patch", "rebase", DIST, "--to", "2.0", "--uv-cache",
+                           str(tmp_path / "empty-uv-cache"), cwd=project, env=env_w)
+    assert code == 0 and again["release"].startswith(f"the installed toy 2.0 ({w_site}"), again
+    assert new_patch.read_bytes() == written
 
     assert doc["manifest_line"].startswith('"patches/toy@2.0.patch" = ') and doc["sha256"] in doc["manifest_line"]
     add_to_manifest(project, doc["manifest_line"])

@@ -339,3 +339,47 @@ def test_a_wheel_in_pips_http_cache_is_found_by_its_contents(tmp_path):
     with found:
         assert found.source is SourceKind.PIP_CACHE and found.where == str(body) and found.version == "2.0"
         assert found.read("toy_pkg/new.py") == b"NEW = True\n"
+
+
+def _installed_release(tmp_path: Path, house: Path | None, files: dict[str, str] = V2):
+    from driftscan.pristine.release import InstalledRelease
+
+    dist = installed(tmp_path / "site", "toy-pkg", "2.0", files)
+    wheels = (house,) if house is not None else ()
+    return dist, InstalledRelease(dist, lambda: find_release("toy-pkg", "2.0", options(tmp_path, *wheels), like=dist))
+
+
+def test_the_installed_version_is_its_own_release_without_a_wheel(tmp_path):
+    dist, release = _installed_release(tmp_path, None)
+    with release:
+        assert release.files() == sorted(V2) and release.record_hash("toy_pkg/core.py") == record_hash(V2["toy_pkg/core.py"])
+        assert release.read("toy_pkg/core.py") == V2["toy_pkg/core.py"].encode()
+        assert release.read("toy_pkg/absent.py") is None and release.where.startswith("the installed toy-pkg 2.0")
+
+
+def test_an_installed_file_edited_since_is_read_from_the_wheel(tmp_path, house):
+    dist, release = _installed_release(tmp_path, house)
+    (tmp_path / "site" / "toy_pkg/core.py").write_text("def f():\n    return 'edited'\n")
+    with release:
+        assert release.read("toy_pkg/core.py") == V2["toy_pkg/core.py"].encode()
+        assert release.read("toy_pkg/new.py") == V2["toy_pkg/new.py"].encode()  # not edited: read in place
+        assert ", edited files from" in release.where and str(house) in release.where
+
+
+def test_an_edited_file_with_no_wheel_or_a_symlink_is_refused(tmp_path):
+    dist, release = _installed_release(tmp_path, None)
+    core = tmp_path / "site" / "toy_pkg/core.py"
+    (tmp_path / "elsewhere.py").write_text(V2["toy_pkg/core.py"])
+    core.unlink()
+    core.symlink_to(tmp_path / "elsewhere.py")  # the right bytes, through a symlink: not followed
+    with release, pytest.raises(ReleaseError, match="edited since the install"):
+        release.read("toy_pkg/core.py")
+
+
+def test_a_wheel_that_disagrees_with_the_installed_record_is_refused(tmp_path):
+    other = tmp_path / "other-house"
+    wheel_file(other, "toy-pkg", "2.0", {**V2, "toy_pkg/core.py": "def f():\n    return 'other'\n"})
+    dist, release = _installed_release(tmp_path, other)
+    (tmp_path / "site" / "toy_pkg/core.py").write_text("edited\n")
+    with release, pytest.raises(ReleaseError, match="lists it with"):
+        release.read("toy_pkg/core.py")
