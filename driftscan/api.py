@@ -372,9 +372,11 @@ def patch_rebase_continue(workdir: str | None = None, force: bool = False,
     conflict marker is left in it, and remove it; pinned in the manifest the rebase was started
     with ``pin`` for, else in ``pin`` (a path, or a function that finds one). Returns
     ``patches.rebase.PatchRebase``."""
+    from .config.settings import _planted  # the rule a found configuration file is read by
     from .patches import rebase as rebasing
 
-    return rebasing.continue_rebase(workdir or rebasing.find_workdir("patches"), force=force, pin=pin)
+    return rebasing.continue_rebase(workdir or rebasing.find_workdir("patches"), force=force, pin=pin,
+                                    planted=_planted)
 
 
 def patch_rebase_abort(workdir: str | None = None) -> PatchRebase:

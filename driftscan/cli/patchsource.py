@@ -14,7 +14,6 @@ from ..config.find import PYPROJECT, discover
 from ..core.errors import ConfigError
 from ..patches.apply import Source
 from ..patches.manifest import from_directory, from_table, read_manifest
-from ..patches.pin import refuse_untrusted
 from .configuration import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,7 +74,9 @@ def pin_manifest(manifest: str | None) -> str:
     if found is None:
         raise ConfigError("--pin: no configuration file from here upward and no ./pyproject.toml: name the "
                           "manifest with --manifest FILE")
-    why = refuse_untrusted(found)
+    from ..config.settings import _planted  # pydantic's configuration model: only when a pin is written
+
+    why = _planted(found)
     if why:
         raise ConfigError(f"--pin: {found} was found, not named, and is not written to ({why}); "
                           "name the manifest with --manifest FILE if it is yours")

@@ -20,10 +20,10 @@ import sys
 from dataclasses import field
 from typing import Annotated, Any
 
-from ..config.find import TOML_MAX
 from ..core.datamodel import DataModel, InlineEnum, datamodel, describe
 from ..core.errors import ConfigError
 from ..fs.atomic import write_atomic
+from ..formats.tomlfile import TOML_MAX  # the configuration reader's bound (config/find.py: the same)
 from ..fs.reader import read_regular
 from .manifest import PYPROJECT, Entry, ManifestError, from_table
 
@@ -32,7 +32,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["PinResult", "PinStatus", "entry_line", "pin", "pin_patch", "refuse_untrusted"]
+__all__ = ["PinResult", "PinStatus", "entry_line", "pin", "pin_patch"]
 
 _HEADER_START = re.compile(r"^[ \t]*\[")
 _BLANK_OR_COMMENT = re.compile(r"^[ \t]*(#.*)?$")
@@ -248,10 +248,3 @@ def pin_patch(manifest: str, patch: str, distribution: str, version: str, sha256
     key = os.path.relpath(os.path.abspath(patch), base).replace(os.sep, "/")
     return pin(manifest, key, entry_line(key, distribution, version, sha256), write=write)
 
-
-def refuse_untrusted(manifest: str) -> str | None:
-    """Why a manifest that was found, not named, is not written to: another user could have put it
-    there (the rule by which a found configuration file is not read, config/settings.py); else None."""
-    from ..config.settings import _planted  # pydantic's config model: only when a pin is written
-
-    return _planted(os.path.abspath(manifest))

@@ -46,7 +46,7 @@ from ..fs.reader import os_error, read_regular
 from ..pristine.kept import kept, matches
 from .export import manifest_line
 from .manifest import Entry, digest_mismatch, match
-from .pin import PinResult, pin_patch, refuse_untrusted
+from .pin import PinResult, pin_patch
 from .patchfile import (PatchedFile, PatchFile, PatchFormatError, PatchHeader, check_path, file_diff,
                         file_patches, is_record_hash, parse, render)
 from .samecode import is_python, same_code
@@ -794,11 +794,13 @@ def _read_work_file(workdir: str, rel: str) -> str | None:
     return _text(data, os.path.join(workdir, rel))
 
 
-def continue_rebase(workdir: str, force: bool = False, pin: str | Callable[[], str] | None = None) -> PatchRebase:
+def continue_rebase(workdir: str, force: bool = False, pin: str | Callable[[], str] | None = None,
+                    planted: Callable[[str], str | None] | None = None) -> PatchRebase:
     """Write the new patch from a work directory whose conflicts are resolved, and remove it. The
-    new patch is pinned in the manifest the rebase was started with ``--pin`` for (checked again:
-    a file another user could have planted is refused), else in ``pin`` when given (a path, or a
-    function that finds one: called only then)."""
+    new patch is pinned in the manifest the rebase was started with ``--pin`` for, checked again
+    with ``planted`` (why a file may have been put there by another user, else None: the rule a
+    found configuration is read by; without it such a state is refused), else in ``pin`` when
+    given (a path, or a function that finds one: called only then)."""
     result = PatchRebase(state=RebaseState.REFUSED, continued=True, workdir=workdir)
     try:
         found = _check_workdir(workdir)
@@ -832,7 +834,7 @@ def continue_rebase(workdir: str, force: bool = False, pin: str | Callable[[], s
             result.state = RebaseState.MARKERS
             return result
         if state.pin is not None:
-            why = refuse_untrusted(state.pin)
+            why = planted(state.pin) if planted is not None else "which cannot be checked here"
             if why:
                 raise RebaseError(f"{_state_path(workdir)}: 'pin' names {state.pin}, {why}: refused, nothing written")
             manifest: str | None = state.pin

@@ -397,3 +397,10 @@ def test_rebase_pin_through_a_conflict_and_continue_and_a_forged_state(tmp_path,
     new = project / "patches" / "toy@2.0.patch"
     assert _entries(manifest)["patches/toy@2.0.patch"] == ("toy", "==2.0", hashlib.sha256(new.read_bytes()).hexdigest())
     assert "patches/toy@1.0.patch" in _entries(manifest)
+
+
+def test_the_bound_is_the_configuration_readers():
+    from driftscan.config import find
+    from driftscan.patches import pin as pinning
+
+    assert pinning.TOML_MAX == find.TOML_MAX
