@@ -362,6 +362,32 @@ def test_rebase_pin_adds_the_new_versions_line_and_keeps_the_old(tmp_path, relea
                                   "patches/toy@2.0.patch": ("toy", "==2.0", hashlib.sha256(new.read_bytes()).hexdigest())}
     assert manifest.read_text().startswith("# team manifest\n[patches]\n")
 
+    # again, as text: the same patch is there, its line already says so; nothing is written
+    before = manifest.read_bytes()
+    text = run_cli("patch", "rebase", "toy", "--to", "2.0", "--wheels", str(releases), "--pin", cwd=str(project),
+                   env={"PIP_CACHE_DIR": str(project / ".pip"), "UV_CACHE_DIR": str(project / ".uv")})
+    assert text.returncode == 0, text.stdout + text.stderr
+    assert f"pinned in {manifest}: its line already says this (not written)" in text.stdout
+    assert manifest.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_continue_pin_of_a_rebase_started_without_it_pins_in_the_manifest_found_here(tmp_path, releases):
+    project, manifest = _project(tmp_path, CONFLICTING)
+    code, result = _rebase(project, "toy", "--to", "2.0", "--wheels", str(releases))
+    assert code == 1 and result["state"] == "conflict"
+    work = project / "patches" / "toy@2.0.rebase"
+    assert json.loads((work / "state.json").read_text())["pin"] is None
+    merged = work / "files" / "toy" / "core.py"
+    lines = merged.read_text().splitlines(keepends=True)
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("<<<<<<<"))
+    end = next(i for i, ln in enumerate(lines) if ln.startswith(">>>>>>>"))
+    merged.write_text("".join(lines[:start] + ["PAD7 = 7000\n"] + lines[end + 1:]))
+    code, done = _rebase(project, "--continue", "--pin")
+    assert code == 0 and done["pinned"]["status"] == "added", done
+    new = project / "patches" / "toy@2.0.patch"
+    assert _entries(manifest)["patches/toy@2.0.patch"][2] == hashlib.sha256(new.read_bytes()).hexdigest()
+
 
 @pytest.mark.slow
 def test_rebase_pin_through_a_conflict_and_continue_and_a_forged_state(tmp_path, releases):
