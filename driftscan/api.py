@@ -311,31 +311,34 @@ def checkpoint(output: str, venv: str | None = None, site_packages: Sequence[str
 
 def patch_export(output: str, venv: str | None = None, site_packages: Sequence[str] = (), *,
                  distributions: Sequence[str] = (), include_debug: bool = False, force: bool = False,
-                 options: AuditOptions | None = None, **settings: Unpack[AuditSettings]) -> PatchExport:
+                 pin: str | None = None, options: AuditOptions | None = None,
+                 **settings: Unpack[AuditSettings]) -> PatchExport:
     """Write ``output/<dist>@<version>.patch`` for each distribution named (all with package drift
     when none): its modified files diffed against their verified originals, its added files as new
     ones, its missing ones as deletions, injected debug code left out unless ``include_debug``
-    (docs/patches.md). A different file already there is kept unless ``force``. Returns
+    (docs/patches.md). A different file already there is kept unless ``force``. ``pin``: a
+    manifest file each patch's line is written into (``patches.pin``). Returns
     ``patches.export.PatchExport``: each file's fate and each patch's manifest line."""
     from .patches import export as exporting
 
     with run(options=_options(venv, site_packages, options, settings), need=Need.ORIGINALS) as result:
         return exporting.export_patches(output, result.target, result.report.target,
                                         result.verification.distributions, result.drifts, result.originals,
-                                        distributions, include_debug=include_debug, force=force)
+                                        distributions, include_debug=include_debug, force=force, pin=pin)
 
 
 def patch_rebase(distribution: str, to: str, entries: Sequence[Entry], *, from_version: str | None = None,
                  output: str | None = None, venv: str | None = None, site_packages: Sequence[str] = (),
                  wheels: Sequence[str] = (), fetch: bool = False, uv_cache: str | None = None,
-                 force: bool = False) -> PatchRebase:
+                 force: bool = False, pin: str | None = None) -> PatchRebase:
     """Carry the patch of ``distribution`` among ``entries`` (``patches.manifest``: ``from_version``
     chooses, else the highest version below ``to``) onto ``to``, each file merged three ways with the
     wheels of both versions (``pristine.release.find_release``: ``wheels``, uv's and pip's caches,
     ``fetch``). Writes ``<output>/<dist>@<to>.patch`` (default: beside the old patch), or, with a
     conflict, the work directory ``<dist>@<to>.rebase/`` (docs/patches.md). The environment
     (``venv`` / ``site_packages``), when named, may give the old version's originals and the wheel
-    tags wanted. Returns ``patches.rebase.PatchRebase``."""
+    tags wanted. ``pin``: a manifest file the new patch's line is written into (kept in the work
+    directory for ``--continue``). Returns ``patches.rebase.PatchRebase``."""
     from packaging.utils import canonicalize_name
 
     from .patches import rebase as rebasing
@@ -377,15 +380,20 @@ def patch_rebase(distribution: str, to: str, entries: Sequence[Entry], *, from_v
         return wheel()
 
     return rebasing.rebase(entries, distribution, to, releases, from_version=from_version, output_dir=output,
-                           installed=installed, force=force)
+                           installed=installed, force=force, pin=pin)
 
 
-def patch_rebase_continue(workdir: str | None = None, force: bool = False) -> PatchRebase:
+def patch_rebase_continue(workdir: str | None = None, force: bool = False,
+                          pin: str | Callable[[], str] | None = None) -> PatchRebase:
     """Write the new patch from a rebase's work directory (default: the one under ./patches) once no
-    conflict marker is left in it, and remove it. Returns ``patches.rebase.PatchRebase``."""
+    conflict marker is left in it, and remove it; pinned in the manifest the rebase was started
+    with ``pin`` for, else in ``pin`` (a path, or a function that finds one). Returns
+    ``patches.rebase.PatchRebase``."""
+    from .config.settings import _planted  # the rule a found configuration file is read by
     from .patches import rebase as rebasing
 
-    return rebasing.continue_rebase(workdir or rebasing.find_workdir("patches"), force=force)
+    return rebasing.continue_rebase(workdir or rebasing.find_workdir("patches"), force=force, pin=pin,
+                                    planted=_planted)
 
 
 def patch_rebase_abort(workdir: str | None = None) -> PatchRebase:

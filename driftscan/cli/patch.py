@@ -15,7 +15,7 @@ from .configuration import load_config
 from .exits import guarded
 from .options import format_option, jobs_option, pristine_options, target_options, uv_cache_option
 from .output import for_text, write
-from .patchsource import patch_source, patch_source_options
+from .patchsource import patch_source, patch_source_options, pin_manifest, pin_option
 from .targets import default_venv, say_target, wheel_dirs
 from ..api import patch_export, patch_rebase, patch_rebase_abort, patch_rebase_continue
 from ..patches.export import exit_status
@@ -40,6 +40,10 @@ def patch() -> None:
               help="Keep injected debug code (default: it is removed statement by statement, as reapply does; a "
                    "file whose whole change is debug code, and an added module with debug code, are left out).")
 @click.option("--force", is_flag=True, help="Replace a different patch file already at that name.")
+@pin_option
+@click.option("--manifest", metavar="FILE", type=click.Path(dir_okay=False),
+              help="With --pin: the manifest to write, a pyproject.toml ([tool.driftscan.patches]) or driftscan.toml "
+                   "([patches]).")
 @pristine_options
 @uv_cache_option
 @format_option(format_names(PATCH_EXPORT))
@@ -47,22 +51,27 @@ def patch() -> None:
 @jobs_option()
 @guarded
 def export(distributions: tuple[str, ...], venv: str | None, site_packages: tuple[str, ...], output: str,
-           include_debug: bool, force: bool, wheels: tuple[str, ...], fetch: bool, uv_cache: str | None, fmt: str,
-           verbose: bool, jobs: int | None) -> None:
+           include_debug: bool, force: bool, pin: bool, manifest: str | None, wheels: tuple[str, ...], fetch: bool,
+           uv_cache: str | None, fmt: str, verbose: bool, jobs: int | None) -> None:
     """Write DIR/DIST@VERSION.patch for each distribution with changed package files (those named, or all).
 
     A standard unified diff from the install root (git apply -p1 or patch -p1 in an unpacked wheel)
     behind a DEP-3-style header listing each file with its original's RECORD hash: modified files
     diffed against their verified originals (--wheels, --fetch, or the caches), files added in the
     distribution's package directories as new files, missing ones as deletions. Each file's fate
-    is printed, and the manifest line that pins each patch. Exit status: 0 a patch written (or the
-    same one there), 1 nothing to export, 2 a file could not be exported (no verified original,
-    binary, too large) or a patch file not written.
+    is printed, and the manifest line that pins each patch; --pin writes that line into the
+    manifest itself. Exit status: 0 a patch written (or the same one there), 1 nothing to export,
+    2 a file could not be exported (no verified original, binary, too large), a patch file not
+    written, or (--pin) a line not written.
     """
+    if manifest and not pin:
+        raise click.UsageError("--manifest names where --pin writes: give --pin too")
+    pin_to = pin_manifest(manifest) if pin else None
     venv, why = default_venv(venv, site_packages)
     say_target("patch export", venv, why)
     result = patch_export(output, venv, site_packages, distributions=distributions, include_debug=include_debug,
-                          force=force, wheels=wheel_dirs(wheels), fetch=fetch, uv_cache=uv_cache, jobs=jobs)
+                          force=force, pin=pin_to, wheels=wheel_dirs(wheels), fetch=fetch, uv_cache=uv_cache,
+                          jobs=jobs)
     write(render(result, OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, None)
     sys.exit(exit_status(result))
 
@@ -127,13 +136,14 @@ def apply(venv: str | None, site_packages: tuple[str, ...], patches_dir: str | N
 @pristine_options
 @uv_cache_option
 @click.option("--force", is_flag=True, help="Replace a different patch file already at the new name.")
+@pin_option
 @format_option(format_names(PATCH_REBASE))
 @click.option("--verbose", "-v", is_flag=True, help="Every hunk's state, where each original came from, the notes.")
 @guarded
 def rebase(name: str | None, to: str | None, from_version: str | None, patches_dir: str | None,
            manifest: str | None, output: str | None, continue_: bool, abort: bool, venv: str | None,
            site_packages: tuple[str, ...], wheels: tuple[str, ...], fetch: bool, uv_cache: str | None, force: bool,
-           fmt: str, verbose: bool) -> None:
+           pin: bool, fmt: str, verbose: bool) -> None:
     """Carry DIST's patch onto another version: driftscan patch rebase DIST --to VERSION.
 
     Each file of the patch is merged three ways: the old version's original (driftscan's kept
@@ -142,7 +152,9 @@ def rebase(name: str | None, to: str | None, from_version: str | None, patches_d
     uv's or pip's cache, --fetch). A hunk is applied, already there (the new version made the same
     change: left out) or in conflict. Without conflict DIR/DIST@VERSION.patch is written and the old
     patch left in place; with one, the work directory DIST@VERSION.rebase/ holds every file merged
-    (conflicts between markers): resolve them, then --continue (or --abort).
+    (conflicts between markers): resolve them, then --continue (or --abort). --pin writes the new
+    patch's line into the manifest (the old one's stays); a rebase started with --pin pins on
+    --continue too, in the manifest it was started for.
 
     Exit status: 0 the new patch written (or the same one there, or nothing left to keep), or a
     work directory removed; 1 conflicts (the work directory is left) or markers left; 2 it could
@@ -153,8 +165,12 @@ def rebase(name: str | None, to: str | None, from_version: str | None, patches_d
     if continue_ or abort:
         if to or from_version or patches_dir or manifest or output or venv or site_packages or wheels or fetch \
                 or uv_cache:
-            raise click.UsageError("--continue and --abort take only the work directory (and --force, --format)")
-        result = patch_rebase_abort(name) if abort else patch_rebase_continue(name, force=force)
+            raise click.UsageError("--continue and --abort take only the work directory (and --force, --pin, "
+                                   "--format)")
+        if abort and pin:
+            raise click.UsageError("--abort writes nothing: --pin has nothing to pin")
+        result = patch_rebase_abort(name) if abort else \
+            patch_rebase_continue(name, force=force, pin=(lambda: pin_manifest(None)) if pin else None)
     else:
         if not name or not to:
             raise click.UsageError("name the distribution and the version: driftscan patch rebase DIST --to VERSION "
@@ -166,8 +182,10 @@ def rebase(name: str | None, to: str | None, from_version: str | None, patches_d
             venv, why = default_venv(None, ())
             if venv is not None:
                 say_target("patch rebase", venv, why)
+        pin_to = pin_manifest(manifest) if pin else None
         result = patch_rebase(name, to, source.entries, from_version=from_version, output=output, venv=venv,
                               site_packages=site_packages, wheels=wheel_dirs(wheels), fetch=fetch,
-                              uv_cache=uv_cache, force=force)
+                              uv_cache=uv_cache, force=force, pin=pin_to)
     write(render(for_text(result, fmt), OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, None)
     sys.exit(rebase_exit_status(result))
+

@@ -1,5 +1,6 @@
 """Where the team's patches come from, the same for ``patch apply``, ``plan`` and ``guard``:
-``--manifest FILE``, ``--patches DIR``, the configuration's manifest table, else ``./patches``."""
+``--manifest FILE``, ``--patches DIR``, the configuration's manifest table, else ``./patches``;
+and which manifest ``--pin`` writes (``pin_manifest``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ..config.find import PYPROJECT, discover
+from ..core.errors import ConfigError
 from .configuration import Settings
 
 if TYPE_CHECKING:
@@ -55,3 +58,31 @@ def found_patch_source(patches_dir: str | None, manifest: str | None, config: Se
     if not (manifest or patches_dir or (config.patches and config.source)) and not os.path.isdir(DEFAULT_DIR):
         return None
     return patch_source(patches_dir, manifest, config)
+
+
+def pin_option(func: F) -> F:
+    return click.option("--pin", is_flag=True,
+                        help="Write each new patch's line into the manifest (--manifest FILE, else the configuration "
+                             "file found from here upward, else ./pyproject.toml): added, or its old line "
+                             "replaced; the rest of the file kept byte for byte.")(func)
+
+
+def pin_manifest(manifest: str | None) -> str:
+    """The manifest ``--pin`` writes: the one named; else the configuration file found from the
+    working directory upward, as the configuration is found (one another user could have planted
+    is refused, as it is not read); else ./pyproject.toml. ConfigError when there is none."""
+    if manifest:
+        return manifest
+    found, _ = discover()
+    if found is None and os.path.isfile(PYPROJECT):
+        found = os.path.abspath(PYPROJECT)
+    if found is None:
+        raise ConfigError("--pin: no configuration file from here upward and no ./pyproject.toml: name the "
+                          "manifest with --manifest FILE")
+    from ..config.settings import _planted  # pydantic's configuration model: only when a pin is written
+
+    why = _planted(found)
+    if why:
+        raise ConfigError(f"--pin: {found} was found, not named, and is not written to ({why}); "
+                          "name the manifest with --manifest FILE if it is yours")
+    return found

@@ -35,6 +35,7 @@ from ..reinstall.checkpoint import CheckpointIndex, environment_root
 from ..reinstall.excise import excise
 from ..reinstall.reapply import NameIndex, decide_origins, findings_of, names_defined
 from ..report.contract import ErrorOut, TargetInfo, Tool, _now
+from .pin import PinResult, pin_patch
 from .patchfile import PatchedFile, PatchFile, PatchFormatError, PatchHeader, file_diff, is_record_hash, render
 
 SCHEMA_VERSION: Final = "1"
@@ -103,6 +104,8 @@ class PatchOut(DataModel):
     left_out: int = field(default=0, metadata=describe("files left out on purpose: debug code only, out of scope"))
     not_exported: int = field(default=0, metadata=describe("files that could not be exported (exit 2)"))
     files: list[FileOut] = field(default_factory=list)
+    pinned: PinResult | None = field(default=None, metadata=describe(
+        "--pin: the manifest the line was written to, and how; null when not pinned"))
 
 
 @datamodel
@@ -450,9 +453,10 @@ def check_output(output: str, target: Target) -> str:
 
 def export_patches(output: str, target: Target, target_info: TargetInfo, distributions: Sequence[Distribution],
                    drifts: Sequence[Drift], originals: PristineSet | None, names: Sequence[str] = (), *,
-                   include_debug: bool = False, force: bool = False) -> PatchExport:
+                   include_debug: bool = False, force: bool = False, pin: str | None = None) -> PatchExport:
     """Write ``output/<dist>@<version>.patch`` for each distribution (those ``names``, all when none)
-    whose package drift can be exported, and say every file's fate. ConfigError for a name not installed."""
+    whose package drift can be exported, and say every file's fate; ``pin``: a manifest file each
+    patch's line is written into (patches/pin.py). ConfigError for a name not installed."""
     installed = {normalize_name(d.name) for d in distributions}
     chosen = {normalize_name(n) for n in names} or None
     if chosen:
@@ -471,6 +475,10 @@ def export_patches(output: str, target: Target, target_info: TargetInfo, distrib
         out.left_out = len(out.files) - out.exported - out.not_exported
         try:
             _write(group, output, description, force, out)
+            if pin is not None and out.path and out.sha256 and out.status in (Written.WRITTEN, Written.UNCHANGED):
+                out.pinned = pin_patch(pin, out.path, out.distribution, out.version, out.sha256)
+        except ConfigError as exc:  # the patch is written; its line is not
+            result.errors.append(ErrorOut(path=pin or "", message=f"{out.distribution}: not pinned: {exc}"))
         except PatchFormatError as exc:  # a version or name no patch file can carry
             result.errors.append(ErrorOut(path=out.distribution, message=f"not written: {exc}"))
         except OSError as exc:

@@ -46,6 +46,7 @@ from ..fs.reader import os_error, read_regular
 from ..pristine.kept import kept, matches
 from .export import manifest_line
 from .manifest import Entry, digest_mismatch, match
+from .pin import PinResult, pin_patch
 from .patchfile import (PatchedFile, PatchFile, PatchFormatError, PatchHeader, check_path, file_diff,
                         file_patches, is_record_hash, parse, render)
 from .samecode import is_python, same_code
@@ -143,10 +144,13 @@ class PatchRebase(DataModel):
     workdir_removed: bool = False
     continued: bool = field(default=False, metadata=describe("the result of --continue"))
     release: str | None = field(default=None, metadata=describe("where the new version's wheel was found"))
-    message: str = field(default="", metadata=describe("why nothing was written (refused)"))
+    message: str = field(default="", metadata=describe(
+        "why nothing was written (refused), or why --pin wrote no line though the patch was written"))
     notes: list[str] = field(default_factory=list, metadata=describe(
         "where the wheels were looked for, and how to get a missing one"))
     files: list[FileOut] = field(default_factory=list)
+    pinned: PinResult | None = field(default=None, metadata=describe(
+        "--pin: the manifest the new patch's line was written to, and how; null when not pinned"))
 
     def count(self, state: FileState) -> int:
         return sum(f.state is state for f in self.files)
@@ -158,10 +162,10 @@ def patch_rebase_schema() -> dict[str, object]:
 
 def exit_status(result: PatchRebase) -> int:
     """0 the new patch written (or the same one there, or nothing to keep), or a work directory
-    aborted; 1 conflicts (the work directory left) or markers left; 2 could not."""
+    aborted; 1 conflicts (the work directory left) or markers left; 2 could not (or --pin wrote no line)."""
     if result.state in (RebaseState.CONFLICT, RebaseState.MARKERS):
         return 1
-    if result.state is RebaseState.REFUSED:
+    if result.state is RebaseState.REFUSED or result.message:
         return 2
     return 0
 
@@ -473,10 +477,25 @@ def _new_patch(name: str, to: str, description: str, files: Sequence[_NewFile]) 
         raise RebaseError(f"the new patch cannot be written: {exc}") from None
 
 
-def _write_patch(result: PatchRebase, path: str, text: str, force: bool) -> None:
+def _pin(result: PatchRebase, pin: str, path: str, *, write: bool) -> None:
+    """Pin the new patch in the manifest ``pin``; ``write=False``: only learn that it can be."""
+    try:
+        pinned = pin_patch(pin, path, result.distribution, result.to_version or "", result.sha256 or "", write=write)
+    except DriftscanError as exc:
+        if not write:
+            raise RebaseError(f"{exc}; the new patch was not written either") from None
+        result.message = f"not pinned: {exc}"  # the patch is written (exit 2): the file changed since it was checked
+        return
+    if write:
+        result.pinned = pinned
+
+
+def _write_patch(result: PatchRebase, path: str, text: str, force: bool, pin: str | None = None) -> None:
     data = text.encode("utf-8")
     result.output, result.sha256 = path, hashlib.sha256(data).hexdigest()
     result.manifest_line = manifest_line(path, result.distribution, result.to_version or "", result.sha256)
+    if pin is not None:  # learn it can be pinned before anything is written
+        _pin(result, pin, path, write=False)
     try:
         there: bytes | None = read_regular(path, len(data) + 1, follow=False)
     except FileNotFoundError:
@@ -490,17 +509,19 @@ def _write_patch(result: PatchRebase, path: str, text: str, force: bool) -> None
             raise RebaseError(f"{path}: {os_error(exc)}") from None
     if there == data:
         result.state = RebaseState.UNCHANGED
-        return
-    if there is not None and not force:
+    elif there is not None and not force:
         raise RebaseError(f"{path}: a different file is already there: kept (--force replaces it)")
-    try:
-        write_atomic(path, data)
-    except OSError as exc:
-        raise RebaseError(f"{path}: not written: {os_error(exc)}") from None
-    result.state = RebaseState.WRITTEN
+    else:
+        try:
+            write_atomic(path, data)
+        except OSError as exc:
+            raise RebaseError(f"{path}: not written: {os_error(exc)}") from None
+        result.state = RebaseState.WRITTEN
+    if pin is not None:
+        _pin(result, pin, path, write=True)
 
 
-def _state_doc(result: PatchRebase, description: str, files: Sequence[_File]) -> dict[str, Any]:
+def _state_doc(result: PatchRebase, description: str, files: Sequence[_File], pin: str | None) -> dict[str, Any]:
     return {
         "format": STATE_FORMAT,
         "distribution": result.distribution,
@@ -510,6 +531,7 @@ def _state_doc(result: PatchRebase, description: str, files: Sequence[_File]) ->
         "patch_sha256": result.patch_sha256,
         "output": result.output,
         "description": description,
+        "pin": os.path.abspath(pin) if pin is not None else None,
         "files": [{"rel": f.out.path, "upstream": f.out.upstream, "deleted": f.out.change is Change.DELETE,
                    "new": f.out.change is Change.CREATE, "conflicted": f.out.state is FileState.CONFLICT}
                   for f in files],
@@ -553,10 +575,11 @@ def _make_workdir(workdir: str, state: dict[str, Any], files: Sequence[_File]) -
 
 def rebase(entries: Sequence[Entry], name: str, to: str, releases: Releases, *, from_version: str | None = None,
            output_dir: str | None = None, installed: Distribution | None = None,
-           force: bool = False) -> PatchRebase:
+           force: bool = False, pin: str | None = None) -> PatchRebase:
     """Carry the patch of ``name`` (chosen among ``entries``: ``from_version``, else the highest
     version below ``to``) onto ``to``. ``releases(name, version)`` finds a version's wheel;
-    ``installed``: the installed distribution of that name, if any (an original may come from it)."""
+    ``installed``: the installed distribution of that name, if any (an original may come from it);
+    ``pin``: a manifest file the new patch's line is written into (kept for ``--continue``)."""
     result = PatchRebase(state=RebaseState.REFUSED, distribution=canonicalize_name(name), to_version=to)
     bases: _Bases | None = None
     new: Release | None = None
@@ -624,7 +647,7 @@ def rebase(entries: Sequence[Entry], name: str, to: str, releases: Releases, *, 
         if any(f.out.state is FileState.CONFLICT for f in done):
             result.output = out_path
             result.workdir = workdir
-            doc = _state_doc(result, description, done)
+            doc = _state_doc(result, description, done, pin)
             _ensure_dir(directory)
             try:
                 _make_workdir(workdir, doc, done)
@@ -639,7 +662,7 @@ def rebase(entries: Sequence[Entry], name: str, to: str, releases: Releases, *, 
             result.state = RebaseState.OBSOLETE
             return result
         _ensure_dir(directory)
-        _write_patch(result, out_path, text, force)
+        _write_patch(result, out_path, text, force, pin)
         return result
     except DriftscanError as exc:  # RebaseError, or a release lookup that could not be made
         result.message = str(exc)
@@ -674,6 +697,7 @@ class _State:
     output: str
     description: str
     files: tuple[_StateFile, ...]
+    pin: str | None = None
 
 
 def _check_workdir(workdir: str) -> re.Match[str]:
@@ -728,6 +752,10 @@ def _read_state(workdir: str, found: re.Match[str]) -> _State:
     if os.path.abspath(said) != output:
         raise RebaseError(f"{where}: 'output' is not {output}, beside the work directory: refused")
     description = _field(doc, "description", str, where)
+    pin = doc.get("pin")  # the manifest --pin named at rebase time: a path, checked again before writing
+    if pin is not None and (not isinstance(pin, str) or not os.path.isabs(pin) or "\0" in pin or len(pin) > 4096
+                            or not pin.endswith(".toml")):
+        raise RebaseError(f"{where}: 'pin' is not the absolute path of a .toml file or null: refused")
     files = _field(doc, "files", list, where)
     if not files or len(files) > STATE_FILES_MAX:
         raise RebaseError(f"{where}: 'files' must list 1 to {STATE_FILES_MAX} files: refused")
@@ -749,7 +777,11 @@ def _read_state(workdir: str, found: re.Match[str]) -> _State:
             raise RebaseError(f"{where}: {rel}: 'upstream' is not a RECORD hash or null: refused")
         flags = [_field(item, key, bool, where) for key in ("deleted", "new", "conflicted")]
         out.append(_StateFile(rel, upstream, *flags))
-    return _State(name, old, to, patch, digest, output, description, tuple(out))
+    return _State(name, old, to, patch, digest, output, description, tuple(out), pin)
+
+
+def _state_path(workdir: str) -> str:
+    return os.path.join(workdir, "state.json")
 
 
 def _read_work_file(workdir: str, rel: str) -> str | None:
@@ -762,8 +794,13 @@ def _read_work_file(workdir: str, rel: str) -> str | None:
     return _text(data, os.path.join(workdir, rel))
 
 
-def continue_rebase(workdir: str, force: bool = False) -> PatchRebase:
-    """Write the new patch from a work directory whose conflicts are resolved, and remove it."""
+def continue_rebase(workdir: str, force: bool = False, pin: str | Callable[[], str] | None = None,
+                    planted: Callable[[str], str | None] | None = None) -> PatchRebase:
+    """Write the new patch from a work directory whose conflicts are resolved, and remove it. The
+    new patch is pinned in the manifest the rebase was started with ``--pin`` for, checked again
+    with ``planted`` (why a file may have been put there by another user, else None: the rule a
+    found configuration is read by; without it such a state is refused), else in ``pin`` when
+    given (a path, or a function that finds one: called only then)."""
     result = PatchRebase(state=RebaseState.REFUSED, continued=True, workdir=workdir)
     try:
         found = _check_workdir(workdir)
@@ -796,11 +833,21 @@ def continue_rebase(workdir: str, force: bool = False) -> PatchRebase:
         if any(f.state is FileState.CONFLICT for f in result.files):
             result.state = RebaseState.MARKERS
             return result
+        if state.pin is not None:
+            why = planted(state.pin) if planted is not None else "which cannot be checked here"
+            if why:
+                raise RebaseError(f"{_state_path(workdir)}: 'pin' names {state.pin}, {why}: refused, nothing written")
+            manifest: str | None = state.pin
+        else:
+            try:
+                manifest = pin() if callable(pin) else pin
+            except DriftscanError as exc:
+                raise RebaseError(f"{exc}; nothing written") from None
         text = _new_patch(state.distribution, state.to, state.description, news)
         if text is None:
             result.state = RebaseState.OBSOLETE
         else:
-            _write_patch(result, state.output, text, force)
+            _write_patch(result, state.output, text, force, manifest)
         shutil.rmtree(workdir)
         result.workdir_removed = True
         return result

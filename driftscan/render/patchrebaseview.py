@@ -8,6 +8,7 @@ import os
 
 from ..core.units import count
 from ..fs.paths import inert
+from ..patches.pin import PinStatus
 from ..patches.rebase import FileState, HunkState, PatchRebase, RebaseState
 
 
@@ -86,9 +87,15 @@ def render_patch_rebase_text(result: PatchRebase, verbose: bool = False) -> str:
             lines.append(f"{result.patch} left in place")
         if result.workdir_removed:
             lines.append(f"removed {work}")
-        if result.manifest_line:
+        if result.pinned is not None:
+            lines.append(f"pinned in {result.pinned.manifest}: " + {
+                PinStatus.ADDED: "line added (the old patch's line kept)", PinStatus.REPLACED: "its line replaced",
+                PinStatus.UNCHANGED: "its line already says this (not written)"}[result.pinned.status])
+        elif result.manifest_line:
             lines.append("the manifest line that pins it ([tool.driftscan.patches]):")
             lines.append(f"  {result.manifest_line}")
+        if result.message:
+            lines.append(f"NOT pinned: {result.message.removeprefix('not pinned: ')}")
     return "\n".join(inert(line) for line in lines) + "\n"
 
 

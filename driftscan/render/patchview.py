@@ -6,6 +6,10 @@ from __future__ import annotations
 from ..core.units import count
 from ..fs.paths import inert
 from ..patches.export import Fate, PatchExport, Written
+from ..patches.pin import PinStatus
+
+_PINNED = {PinStatus.ADDED: "line added", PinStatus.REPLACED: "its line replaced",
+           PinStatus.UNCHANGED: "its line already says this (not written)"}
 
 
 def _status(status: Written, path: str | None) -> str:
@@ -30,7 +34,9 @@ def render_patch_export_text(result: PatchExport, verbose: bool = False) -> str:
             lines.append(inert(f"  {f.fate.value:<14} {f.change.value:<8} {f.path}" + (f": {f.reason}" if f.reason else "")))
             if f.how_to:
                 lines.append(inert(f"  {'':<14} {'':<8} to get it: {f.how_to}"))
-        if patch.manifest_line and patch.status is not Written.EXISTS:
+        if patch.pinned is not None:
+            lines.append(inert(f"  pinned in {patch.pinned.manifest}: {_PINNED[patch.pinned.status]}"))
+        elif patch.manifest_line and patch.status is not Written.EXISTS:
             lines.append("  add to [tool.driftscan.patches] (pyproject.toml) or [patches] (driftscan.toml):")
             lines.append(inert("    " + patch.manifest_line))
     for e in result.errors:
@@ -49,6 +55,10 @@ def render_patch_export_text(result: PatchExport, verbose: bool = False) -> str:
             summary += f", {blocked:,} not overwritten"
         if failed:
             summary += f"; {count(failed, 'file')} could not be exported"
+        pinned = [p.pinned for p in result.patches if p.pinned is not None]
+        changed = sum(p.status is not PinStatus.UNCHANGED for p in pinned)
+        if pinned:
+            summary += f"; {count(changed, 'manifest line')} written to {pinned[0].manifest}"
         if not result.include_debug:
             summary += "; injected debug code left out (--include-debug keeps it)"
     lines.append(inert(summary))
