@@ -26,7 +26,6 @@ PREVIEW_BYTES = 4 << 10
 READ_LIMIT = LIMITS[".pth"]  # bytes of a .pth or customize module read; a larger one is cut there
 SHOWN_LINE = 200  # characters of one executable line quoted in the evidence
 SHOWN_LINES = 3  # executable lines quoted in the evidence; the rest are counted
-CUSTOMIZE = ("sitecustomize.py", "usercustomize.py")
 RUNS = "runs at every start of this environment's interpreter"
 
 
@@ -35,8 +34,27 @@ def is_pth(site: str, path: str) -> bool:
     return path.endswith(".pth") and os.path.dirname(path) == site
 
 
+CUSTOMIZE_MODULES = ("sitecustomize", "usercustomize")
+_COMPILED = (".so", ".pyd", ".pyc")  # an extension module (any ABI tag before it), or sourceless bytecode
+
+
+def customize_module(site: str, path: str) -> str | None:
+    """The module ``site`` imports at start-up that ``path`` is (``sitecustomize`` or
+    ``usercustomize``): a ``.py``, a package's ``__init__.py``, an extension module
+    (``sitecustomize.cpython-312-x86_64-linux-gnu.so``, ``.abi3.so``, ``.pyd``) or a sourceless
+    ``.pyc`` directly in site-packages — the import system takes any of them. None otherwise."""
+    parent, name = os.path.split(path)
+    if parent == site:
+        stem, dot, rest = name.partition(".")
+        if stem in CUSTOMIZE_MODULES and dot and (rest == "py" or name.endswith(_COMPILED)):
+            return stem
+    elif name == "__init__.py" and os.path.dirname(parent) == site and os.path.basename(parent) in CUSTOMIZE_MODULES:
+        return os.path.basename(parent)
+    return None
+
+
 def is_startup_file(site: str, path: str) -> bool:
-    return os.path.dirname(path) == site and (path.endswith(".pth") or os.path.basename(path) in CUSTOMIZE)
+    return (os.path.dirname(path) == site and path.endswith(".pth")) or customize_module(site, path) is not None
 
 
 def executable_lines(text: str) -> list[tuple[int, str]]:
@@ -89,19 +107,22 @@ def _read(site: str, path: str) -> tuple[bytes, int] | str:
 
 def inspect(site: str, path: str) -> StartupCode | None:
     """What an unowned startup file in ``site`` runs, or None for a ``.pth`` that only adds paths."""
-    name = os.path.basename(path)
+    module = customize_module(site, path)
     read = _read(site, path)
     if isinstance(read, str):
-        what = f"Python imports {name[:-3]} from it" if name in CUSTOMIZE else "Python reads it"
+        what = f"Python imports {module} from it" if module else "Python reads it"
         return StartupCode(f"{what} at every start of this environment's interpreter; not read ({read}), so "
                            "what it runs is unchecked", None)
     data, total = read
-    shown = preview(data, total)
-    cut = f" (only its first {size(len(data))} of {size(total)} read)" if total > len(data) else ""
-    if name in CUSTOMIZE:
-        module = name[:-3]
+    compiled = path.endswith(_COMPILED)
+    shown = None if compiled else preview(data, total)  # machine code or bytecode: nothing to quote
+    cut = f" (only its first {size(len(data))} of {size(total)} read)" if total > len(data) and not compiled else ""
+    if module:
         when = " when user site-packages are enabled" if module == "usercustomize" else ""
-        return StartupCode(f"{RUNS}: Python imports {module} at start-up{when}, and no RECORD lists it{cut}", shown)
+        form = (" (an extension module)" if path.endswith((".so", ".pyd")) else " (sourceless bytecode)" if compiled
+                else " (a package)" if os.path.basename(path) == "__init__.py" else "")
+        return StartupCode(f"{RUNS}: Python imports {module}{form} at start-up{when}, and no RECORD lists it{cut}",
+                           shown)
     lines = executable_lines(data.decode("utf-8", "surrogateescape"))
     if lines:
         return StartupCode(f"{RUNS}: {lines_said(lines)}{cut}", shown)

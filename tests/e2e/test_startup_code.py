@@ -171,3 +171,19 @@ def test_diff_against_a_snapshot_tells_startup_code_from_an_added_file(venv, tmp
     assert kinds["zz_nomla_debug.pth"] == ("startup-code", PTH_LINE)
     assert kinds["sitecustomize.py"][0] == "startup-code"
     assert kinds["extra_paths.pth"][0] == "added"
+
+
+def test_a_sitecustomize_package_runs_and_is_startup_code(venv):
+    """A ``sitecustomize/`` package is imported at start-up as the module is: the real interpreter
+    runs it, and the audit says so of its ``__init__.py`` (its other files are added files)."""
+    site = venvs.site_packages_of(venv)
+    (site / "sitecustomize").mkdir()
+    (site / "sitecustomize" / "__init__.py").write_text("import os\nos.environ['NOMLA_PKG'] = '1'\n")
+    (site / "sitecustomize" / "hooks.py").write_text("X = 1\n")
+    out = venvs.run([str(venvs.python_of(venv)), "-c", "import os; print(os.environ.get('NOMLA_PKG'))"])
+    assert out.split() == ["1"]
+    drifts = {d.relpath: d for d in audit(venv=str(venv)).drifts}
+    init = drifts["sitecustomize/__init__.py"]
+    assert init.kind is DriftKind.STARTUP_CODE and "imports sitecustomize (a package) at start-up" in init.evidence
+    assert init.survives_reinstall
+    assert drifts["sitecustomize/hooks.py"].kind is DriftKind.ADDED

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from driftscan.environment.startup import (PREVIEW_BYTES, PREVIEW_LINES, READ_LIMIT, executable_lines, inspect,
-                                           modified_pth, preview)
+from driftscan.environment.startup import (PREVIEW_BYTES, PREVIEW_LINES, READ_LIMIT, customize_module,
+                                           executable_lines, inspect, is_startup_file, modified_pth, preview)
 
 
 @pytest.mark.parametrize("line, runs", [
@@ -67,6 +67,32 @@ def test_customize_modules_are_startup_code_whatever_they_hold(tmp_path):
         (tmp_path / name).write_text("x = 1\n")
         found = inspect(str(tmp_path), str(tmp_path / name))
         assert found is not None and f"imports {name[:-3]}" in found.evidence and found.preview == "x = 1"
+
+
+@pytest.mark.parametrize("rel, module, form", [
+    ("sitecustomize/__init__.py", "sitecustomize", "(a package)"),
+    ("usercustomize/__init__.py", "usercustomize", "(a package)"),
+    ("sitecustomize.cpython-312-x86_64-linux-gnu.so", "sitecustomize", "(an extension module)"),
+    ("sitecustomize.abi3.so", "sitecustomize", "(an extension module)"),
+    ("sitecustomize.pyd", "sitecustomize", "(an extension module)"),
+    ("sitecustomize.pyc", "sitecustomize", "(sourceless bytecode)"),
+])
+def test_every_form_the_import_system_takes_is_startup_code(tmp_path, rel, module, form):
+    path = tmp_path / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\x7fELF\x00binary" if form != "(a package)" else b"import os\n")
+    assert customize_module(str(tmp_path), str(path)) == module and is_startup_file(str(tmp_path), str(path))
+    found = inspect(str(tmp_path), str(path))
+    assert found is not None and f"imports {module} {form} at start-up" in found.evidence
+    assert (found.preview is None) == (form != "(a package)"), "machine code and bytecode are not quoted"
+
+
+@pytest.mark.parametrize("rel", ["sitecustomize.py.bak", "sitecustomize.txt", "sitecustomize/hooks.py",
+                                 "pkg/sitecustomize.py", "sitecustomize/sub/__init__.py", "mysitecustomize.py",
+                                 "__pycache__/sitecustomize.cpython-312.pyc"])
+def test_other_files_are_not_startup_code(tmp_path, rel):
+    assert customize_module(str(tmp_path), str(tmp_path / rel)) is None
+    assert not is_startup_file(str(tmp_path), str(tmp_path / rel))
 
 
 def test_a_large_pth_is_read_up_to_its_cap_only(tmp_path):
