@@ -19,6 +19,7 @@ from ..formats.patch import MergePart, blocks, resolve
 
 MAX_SOURCE = 1 << 20  # characters: a larger file keeps its conflicts (parsing it per block costs too much)
 MAX_BLOCKS = 50  # conflict blocks tried per file; the rest stay conflicts
+PARSE_BUDGET = 8 << 20  # characters parsed per file in all: a large file with many blocks tries fewer
 
 
 def is_python(path: str) -> bool:
@@ -52,8 +53,12 @@ def same_code(parts: Sequence[MergePart]) -> set[int]:
     if tree is None or comments is None:
         return set()
     same = set()
+    budget = PARSE_BUDGET - len(theirs)
     for number in range(min(len(found), MAX_BLOCKS)):
         ours = resolve(parts, lambda i, n=number: i == n)  # type: ignore[misc]
+        budget -= len(ours)
+        if budget < 0:
+            break
         if len(ours) > MAX_SOURCE or _tree(ours) != tree:
             continue
         kept = _comments(ours)

@@ -110,3 +110,14 @@ def test_a_hunk_that_is_the_same_code_is_already_while_another_conflicts(tmp_pat
         (HunkState.ALREADY, True), (HunkState.CONFLICT, False)]
     merged = (tmp_path / "patches" / "toy@2.0.rebase" / "files" / "toy" / "net.py").read_text()
     assert merged.count("<<<<<<< ") == 1 and "errors.Offline,\n        ),\n" in merged
+
+
+def test_the_parse_budget_bounds_the_work_on_a_large_file(monkeypatch):
+    import driftscan.patches.samecode as samecode
+
+    filler = "".join(f"\n\ndef f{i}():\n    return {i}\n" for i in range(10))
+    base = BASE + filler + "LIMIT = 1\n"
+    parts = _parts(base, OURS + filler + "LIMIT = 2\n", REFORMATTED + filler + "LIMIT = 2\n")
+    assert same_code(parts) == {0}
+    monkeypatch.setattr(samecode, "PARSE_BUDGET", len(REFORMATTED + filler) + 10)  # theirs only: no block tried
+    assert same_code(parts) == set()
