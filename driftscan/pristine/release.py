@@ -51,7 +51,21 @@ class ReleaseError(DriftscanError):
     """A file of a release's wheel that does not verify, or a name or version that is no release."""
 
 
-class ReleaseWheel:
+class _RecordedFiles:
+    """The files a release puts below site-packages, by install path, with their RECORD rows."""
+
+    _rows: dict[str, RecordEntry]
+
+    def files(self) -> list[str]:
+        """What the release installs below site-packages, from its RECORD (sorted)."""
+        return sorted(self._rows)
+
+    def record_hash(self, rel: str) -> str | None:
+        row = self._rows.get(rel)
+        return hash_text(row.hash) if row is not None and row.hash is not None else None
+
+
+class ReleaseWheel(_RecordedFiles):
     """One wheel of a release (a file, a pip cache body or a uv archive) with its own RECORD,
     mapped to the paths it installs below site-packages. A context manager: ``close()`` closes
     the wheel and removes a download."""
@@ -101,14 +115,6 @@ class ReleaseWheel:
             if self._pset is not None:
                 self._pset.close()
 
-    def files(self) -> list[str]:
-        """What the wheel installs below site-packages, from its own RECORD (sorted)."""
-        return sorted(self._rows)
-
-    def record_hash(self, rel: str) -> str | None:
-        row = self._rows.get(rel)
-        return hash_text(row.hash) if row is not None and row.hash is not None else None
-
     def read(self, rel: str, limit: int = READ_LIMIT) -> bytes | None:
         row = self._rows.get(rel)
         if row is None:
@@ -130,7 +136,7 @@ class ReleaseWheel:
         return f"{member} of {self.name} {self.version} ({self.where})"
 
 
-class InstalledRelease:
+class InstalledRelease(_RecordedFiles):
     """An installed distribution as the release of its own version, for a rebase onto the version
     an upgrade already installed: each file read below its site-packages (no symlink followed) and
     handed out only when it matches the installed RECORD's row; a file edited since the install,
@@ -157,13 +163,6 @@ class InstalledRelease:
     def close(self) -> None:
         if self._wheel is not None:
             self._wheel.close()
-
-    def files(self) -> list[str]:
-        return sorted(self._rows)
-
-    def record_hash(self, rel: str) -> str | None:
-        row = self._rows.get(rel)
-        return hash_text(row.hash) if row is not None and row.hash is not None else None
 
     def read(self, rel: str, limit: int = READ_LIMIT) -> bytes | None:
         row = self._rows.get(rel)
