@@ -49,7 +49,7 @@ from ..reinstall.patchledger import LEDGER_VERSION, ledger_path, read_ledger
 from ..fs.confined import lstat_below, open_dir, parts_of, read_below, replace_below, unlink_below
 from ..fs.reader import read_regular
 from .manifest import Entry, ManifestError, digest_mismatch, match, unused
-from .patchfile import PatchFile, PatchFormatError, file_patches, parse
+from .patchfile import Change, PatchFile, PatchFormatError, file_patches, parse
 
 SCHEMA_VERSION: Final = "1"
 PATCH_MAX = 64 << 20  # a patch file: the format's own bound
@@ -82,12 +82,6 @@ class PatchState(str, enum.Enum):
     LEFT = "left"  # every file it would write is left to a checkpoint's reapply (guard --reapply-patches)
     UNUSED = "unused"  # no installed distribution matches it
     REFUSED = "refused"  # not read, not trusted or not usable: nothing of it written
-
-
-class Change(str, enum.Enum):
-    MODIFY = "modify"
-    CREATE = "create"
-    DELETE = "delete"
 
 
 @datamodel

@@ -25,6 +25,7 @@ changes, and the size is bounded.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,6 +66,14 @@ _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
 _HASH = re.compile(r"(sha256=[A-Za-z0-9_-]{43}|sha384=[A-Za-z0-9_-]{64}|sha512=[A-Za-z0-9_-]{86})")
 _FIELDS = ("Description", "Distribution", "Version", "Driftscan-Version", "Files")
 _FIELD_LINE = re.compile(r"([A-Za-z][A-Za-z0-9-]*):(?: (.*))?")
+
+
+class Change(str, enum.Enum):
+    """What a patch does to one file."""
+
+    MODIFY = "modify"
+    CREATE = "create"
+    DELETE = "delete"
 
 
 class PatchFormatError(PatchError):

@@ -47,7 +47,7 @@ from ..pristine.kept import kept, matches
 from .export import manifest_line
 from .manifest import Entry, digest_mismatch, match
 from .pin import PinResult, pin_patch
-from .patchfile import (PatchedFile, PatchFile, PatchFormatError, PatchHeader, check_path, file_diff,
+from .patchfile import (Change, PatchedFile, PatchFile, PatchFormatError, PatchHeader, check_path, file_diff,
                         file_patches, is_record_hash, parse, render)
 from .samecode import is_python, same_code
 
@@ -86,12 +86,6 @@ class HunkState(str, enum.Enum):
     APPLIED = "applied"  # carried onto the new version
     ALREADY = "already"  # the new version already makes this change
     CONFLICT = "conflict"
-
-
-class Change(str, enum.Enum):
-    MODIFY = "modify"
-    CREATE = "create"
-    DELETE = "delete"
 
 
 class BaseSource(str, enum.Enum):
