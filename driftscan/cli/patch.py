@@ -148,9 +148,10 @@ def rebase(name: str | None, to: str | None, from_version: str | None, patches_d
 
     Each file of the patch is merged three ways: the old version's original (driftscan's kept
     originals, the installed file, or the old wheel; verified against the patch's hashes), the
-    same with the patch applied, and the new version's file from its verified wheel (--wheels,
+    same with the patch applied, and the new version's file (the installed one when the environment
+    already has that version, checked against its RECORD; else from its verified wheel: --wheels,
     uv's or pip's cache, --fetch). A hunk is applied, already there (the new version made the same
-    change: left out) or in conflict. Without conflict DIR/DIST@VERSION.patch is written and the old
+    change, for Python files also in other words: the same syntax tree) or in conflict. Without conflict DIR/DIST@VERSION.patch is written and the old
     patch left in place; with one, the work directory DIST@VERSION.rebase/ holds every file merged
     (conflicts between markers): resolve them, then --continue (or --abort). --pin writes the new
     patch's line into the manifest (the old one's stays); a rebase started with --pin pins on
