@@ -190,6 +190,8 @@ def audit(venv: str | None = None, site_packages: Sequence[str] = (), *, options
       another version or source, or one missing or extra, is ``lock-mismatch``; the wheel each
       lock names by digest, when found, has its own RECORD compared with the installed one
       (``record-rewritten``, ``Report.provenance``).
+      ``lock_groups``: dependency groups the install took besides each lock's default one
+      (``--lock-group``): their packages are required too.
 
     - ``processes=True``: add the processes that run the environment and whether they run what is
       on disk (``Report.processes``, docs/procs.md).

@@ -9,7 +9,7 @@ import click
 from ..render.formats import REPORT_FORMATS
 from .configuration import load_config
 from .exits import exit_status, fail_on_policies, guarded
-from .options import (app_data_option, codes, config_option, jobs_option, model_options, no_cache_option,
+from .options import (app_data_option, codes, config_option, jobs_option, lock_group_option, model_options, no_cache_option,
                       output_options, policy_options, pristine_options, rule_options, target_options, text_options, uv_cache_option)
 from .output import emit
 from .progress import Progress
@@ -38,6 +38,7 @@ from ..api import Need, add_processes, run
               help="Check the environment against this lockfile (uv.lock, pylock.toml, pdm.lock, poetry.lock, "
                    "requirements with --hash; repeatable): versions and sources (lock-mismatch), and the RECORD "
                    "of each wheel it names by digest, when found, against the installed one (record-rewritten).")
+@lock_group_option
 @click.option("--processes", is_flag=True,
               help="After the audit, also list the processes that run the environment and whether they run what "
                    "is on disk (driftscan procs; --fail-on stale-process sets bit 1 for one that does not).")
@@ -49,7 +50,7 @@ def audit(venv: str | None, site_packages: tuple[str, ...], fmt: str, output: st
           jobs: int | None, uv_cache: str | None, no_cache: bool, model_dirs: tuple[str, ...], hf_cache: str | None,
           select: tuple[str, ...], ignore: tuple[str, ...], no_plugins: bool, deep: bool, revision: str | None,
           manifest: str | None, wheels: tuple[str, ...], fetch: bool, no_pristine: bool, show_diffs: bool,
-          verbose: bool, quiet: bool, show_upstream: bool, locks: tuple[str, ...], processes: bool, fail_on: tuple[str, ...], exit_zero: bool,
+          verbose: bool, quiet: bool, show_upstream: bool, locks: tuple[str, ...], lock_groups: tuple[str, ...], processes: bool, fail_on: tuple[str, ...], exit_zero: bool,
           config_file: str | None) -> None:
     """Check installed files against their RECORDs and model directories against their provenance.
 
@@ -64,6 +65,8 @@ def audit(venv: str | None, site_packages: tuple[str, ...], fmt: str, output: st
     for flag, value in (("--revision", revision), ("--manifest", manifest)):
         if value and not dirs and hub is None:
             raise click.UsageError(f"{flag} applies to model directories: give --model-dir (or --hf-cache) too")
+    if lock_groups and not locks:
+        raise click.UsageError("--lock-group applies to a lockfile: give --lock too")
     venv, chosen_because = default_venv(venv, site_packages, bool(dirs) or hub is not None, include_environment)
     say_empty_cache("audit", hub)
     wheels = wheel_dirs(wheels)
@@ -72,7 +75,8 @@ def audit(venv: str | None, site_packages: tuple[str, ...], fmt: str, output: st
                  select=codes(select) or config.select, ignore=codes(ignore) or config.ignore,
                  rules_modules=config.rules_modules, include_environment=include_environment,
                  need=Need.REPORT, plugins=not no_plugins, compare=not no_pristine, wheels=wheels, fetch=fetch,
-                 chosen_because=chosen_because, accept=config.accept, accept_source=config.source, locks=locks)
+                 chosen_because=chosen_because, accept=config.accept, accept_source=config.source, locks=locks,
+                 lock_groups=lock_groups)
     report = add_processes(result) if processes else result.report
     emit(report, fmt, output, diffs=show_diffs, show_upstream=show_upstream, verbose=verbose, quiet=quiet,
          fail_on=policies, exit_zero=exit_zero)

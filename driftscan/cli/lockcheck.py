@@ -9,7 +9,8 @@ import click
 from ..render.registry import LOCK_CHECK, OutputFormat, RenderOptions, format_names, render
 from .configuration import load_config
 from .exits import FAIL_ON, fail_on_policies, guarded
-from .options import config_option, output_options, pristine_options, target_options, uv_cache_option
+from .options import (config_option, lock_group_option, output_options, pristine_options, target_options,
+                      uv_cache_option)
 from .output import for_text, write
 from .targets import default_venv, say_target, wheel_dirs
 from ..api import Need, run
@@ -20,6 +21,7 @@ from ..report.lockcheck import DEFAULT_FAIL_ON, lock_check_exit_status, lock_che
 @click.argument("locks", metavar="LOCKFILE...", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @target_options("The environment to check (default: the active or nearest one, as audit finds it).")
 @output_options(format_names(LOCK_CHECK), "result")
+@lock_group_option
 @uv_cache_option
 @pristine_options
 @click.option("--strict", is_flag=True, help="A wheel the lock names that is not found also sets exit bit 2.")
@@ -31,7 +33,7 @@ from ..report.lockcheck import DEFAULT_FAIL_ON, lock_check_exit_status, lock_che
 @config_option
 @guarded
 def lock_check(locks: tuple[str, ...], venv: str | None, site_packages: tuple[str, ...], fmt: str,
-               output: str | None, uv_cache: str | None, wheels: tuple[str, ...], fetch: bool, strict: bool,
+               output: str | None, lock_groups: tuple[str, ...], uv_cache: str | None, wheels: tuple[str, ...], fetch: bool, strict: bool,
                fail_on: tuple[str, ...], exit_zero: bool, verbose: bool, config_file: str | None) -> None:
     """Check that the environment is what LOCKFILE pins (uv.lock, pylock.toml, pdm.lock, poetry.lock,
     or requirements with --hash; several: their union).
@@ -49,7 +51,7 @@ def lock_check(locks: tuple[str, ...], venv: str | None, site_packages: tuple[st
     venv, why = default_venv(venv, site_packages)
     say_target("lock-check", venv, why)
     result = run(venv, site_packages, uv_cache=uv_cache or config.uv_cache, need=Need.REPORT,
-                 wheels=wheel_dirs(wheels), fetch=fetch, locks=locks, accept=config.accept,
+                 wheels=wheel_dirs(wheels), fetch=fetch, locks=locks, lock_groups=lock_groups, accept=config.accept,
                  accept_source=config.source, rules_modules=config.rules_modules)
     checked = lock_check_of(result.report)
     write(render(for_text(checked, fmt), OutputFormat(fmt), RenderOptions(verbose=verbose)), fmt, output)

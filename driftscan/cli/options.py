@@ -69,6 +69,13 @@ def jobs_option(workers: str = "hashing workers") -> Callable[[F], F]:
     return click.option("--jobs", "-j", type=click.IntRange(min=1), help=f"Parallel {workers} (default: cores).")
 
 
+def lock_group_option(func: F) -> F:
+    return click.option("--lock-group", "lock_groups", metavar="NAME", multiple=True,
+                        help="A dependency group the install took besides the lock's default one (pdm: default, "
+                             "poetry: main, uv: dev; repeatable): its packages are required too. Packages only "
+                             "other groups bring may be installed or not.")(func)
+
+
 def uv_cache_option(func: F) -> F:
     return click.option("--uv-cache", metavar="DIR",
                         help="uv's cache directory (default: UV_CACHE_DIR or uv's default).")(func)

@@ -76,6 +76,16 @@ class Fields:
         except InvalidName:
             raise self.error(where, f"{raw[:80]!r} is not a valid package name (PEP 508)") from None
 
+    def groups(self, parent: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+        """``parent[key]``, an array of dependency-group names, normalized as PEP 735 names are
+        (absent: empty)."""
+        out = []
+        for i, raw in enumerate(self.array(parent.get(key, []), _at(where, key))):
+            if not isinstance(raw, str):
+                raise self.error(f"{_at(where, key)}[{i}]", f"expected a group name, found {_kind(raw)}")
+            out.append(canonicalize_name(raw))
+        return tuple(dict.fromkeys(out))
+
     def sha256(self, value: str | None, where: str) -> str | None:
         """A "sha256:HEX" hash as lower-case hex; another algorithm gives None (not checked)."""
         if value is None:

@@ -1,11 +1,12 @@
 """The TOML locks without a graph, one marker per package: pylock.toml (PEP 751), pdm.lock and
-poetry.lock. pdm and poetry are read from their documented formats (neither tool runs here)."""
+poetry.lock, read from the files pdm 2 and poetry 2 write."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 
 from .fields import Fields, capped
 from .model import Lock, LockedFile, LockedPackage, LockFormat, SourceKind
@@ -103,16 +104,49 @@ def _parse_package_files(path: str, doc: dict[str, Any], fmt: LockFormat, marker
                 source, location = kind, row[key]
         if fmt is LockFormat.PDM and row.get("editable") is True:
             source = SourceKind.EDITABLE
-        marker = row.get(marker_key)
-        if isinstance(marker, dict):  # older poetry: markers per dependency, not per package
-            notes.append(f"{where}: markers given as a table: not evaluated")
-            marker = None
-        elif marker is not None and not isinstance(marker, str):
-            raise f.error(f"{where}.{marker_key}", "expected a string")
+        groups = f.groups(row, "groups", where)
+        marker, group_markers = _marker(f, row.get(marker_key), f"{where}.{marker_key}", groups, fmt, notes)
         packages.append(LockedPackage(name=f.name(row, "name", where), version=f.string(row, "version", where),
                                       source=source, location=location, files=tuple(files), marker=marker,
-                                      optional=fmt is LockFormat.POETRY and row.get("optional") is True))
+                                      optional=fmt is LockFormat.POETRY and row.get("optional") is True,
+                                      groups=groups, group_markers=group_markers))
     python = f.string(metadata, "requires_python", "metadata") or f.string(metadata, "python-versions", "metadata")
-    if fmt is LockFormat.PDM:
-        notes.append("pdm.lock: groups are not told apart: every package is taken as required")
-    return Lock(path=path, format=fmt, packages=tuple(packages), requires_python=python, notes=capped(notes))
+    grouped = any(p.groups for p in packages)
+    if grouped:
+        default: tuple[str, ...] = (_DEFAULT_GROUP[fmt],)
+        known = f.groups(metadata, "groups", "metadata") if fmt is LockFormat.PDM else ()
+        groups_listed = tuple(dict.fromkeys((*default, *known, *(g for p in packages for g in p.groups))))
+    else:
+        default = groups_listed = ()
+        if packages:  # an older lock, written before packages named their groups
+            notes.append(f"{fmt.value}: groups are not told apart (no package names its groups, as in older locks): "
+                         "every package is taken as required")
+    # poetry's [extras] table: the extras an ``extra == "NAME"`` marker of an optional package may name
+    extras = tuple(canonicalize_name(str(name)) for name in f.table(doc.get("extras", {}), "extras")) \
+        if fmt is LockFormat.POETRY else ()
+    return Lock(path=path, format=fmt, packages=tuple(packages), requires_python=python, notes=capped(notes),
+                extras=extras, dependency_groups=groups_listed, default_groups=default)
+
+
+# The group a plain install takes: ``pdm sync`` without ``--prod`` takes the dev groups too, but a
+# dev package missing is no drift either way, so only this one is required.
+_DEFAULT_GROUP = {LockFormat.PDM: "default", LockFormat.POETRY: "main"}
+
+
+def _marker(f: Fields, marker: Any, where: str, groups: tuple[str, ...], fmt: LockFormat, notes: list[str]
+            ) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """A package's marker: one string for every group, or (poetry.lock 2.1) a table with a marker
+    per group, a group it leaves out having none."""
+    if marker is None or isinstance(marker, str):
+        return marker, ()
+    if not isinstance(marker, dict):
+        raise f.error(where, "expected a string")
+    if fmt is not LockFormat.POETRY or not groups:  # older poetry: markers per dependency, not per package
+        notes.append(f"{where}: markers given as a table: not evaluated")
+        return None, ()
+    per_group = []
+    for group, value in marker.items():
+        if not isinstance(value, str):
+            raise f.error(f"{where}.{group}"[:200], "expected a string")
+        per_group.append((canonicalize_name(str(group)), value))
+    return None, tuple(per_group)

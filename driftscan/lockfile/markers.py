@@ -48,14 +48,14 @@ def marker_environment(python_full_version: str, implementation: str = "cpython"
     }
 
 
-def marker_holds(marker: str, env: MarkerEnvironment) -> bool | None:
-    """Whether ``marker`` holds in ``env`` with no extra selected; None when it cannot be
-    evaluated (not a PEP 508 marker, or a name or comparison packaging does not know)."""
+def marker_holds(marker: str, env: MarkerEnvironment, extra: str = "") -> bool | None:
+    """Whether ``marker`` holds in ``env`` with ``extra`` selected (default: none); None when it
+    cannot be evaluated (not a PEP 508 marker, or a name or comparison packaging does not know)."""
     parsed = _parsed(marker)
     if parsed is None:
         return None
     try:
-        return parsed.evaluate({**env, "extra": ""})
+        return parsed.evaluate({**env, "extra": extra})
     except (UndefinedComparison, UndefinedEnvironmentName):
         return None
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from ..caches.keys import cache_key
@@ -27,8 +28,9 @@ VERSION = 1
 MAX_MEMO = 64 << 20
 
 
-def _path(lock: str, env: dict[str, str]) -> str:
-    return os.path.join(user_cache_dir(), "locks", cache_key("selection", os.path.abspath(lock), env)[:32] + ".json")
+def _path(lock: str, env: dict[str, str], groups: tuple[str, ...]) -> str:
+    key = cache_key("selection", os.path.abspath(lock), env, *(("groups", *groups) if groups else ()))
+    return os.path.join(user_cache_dir(), "locks", key[:32] + ".json")
 
 
 def _package(p: LockedPackage) -> list[Any]:
@@ -78,23 +80,25 @@ def _load(path: str, lock: str, known: list[int]) -> Selection | None:
         return None
 
 
-def select_remembered(lock: str, env: dict[str, str], use_cache: bool = True) -> Selection:
-    """``select(read_lock(lock), env)``, from the memo when the lock is unchanged since it was
-    remembered. Raises what ``read_lock`` raises."""
+def select_remembered(lock: str, env: dict[str, str], use_cache: bool = True,
+                      groups: Sequence[str] = ()) -> Selection:
+    """``select(read_lock(lock), env, groups)``, from the memo when the lock is unchanged since it
+    was remembered (a memo per set of groups). Raises what ``read_lock`` raises."""
     lock = os.path.abspath(lock)
+    groups = tuple(sorted(set(groups)))
     if not use_cache:
-        return select(read_lock(lock), env)
+        return select(read_lock(lock), env, groups)
     try:
         st = os.stat(lock)
     except OSError:
-        return select(read_lock(lock), env)  # read_lock says what is wrong, in its words
-    path = _path(lock, env)
+        return select(read_lock(lock), env, groups)  # read_lock says what is wrong, in its words
+    path = _path(lock, env, groups)
     known = signature(st)
     found = _load(path, lock, known)
     if found is not None:
         return found
     started = time.time_ns()
-    chosen = select(read_lock(lock), env)
+    chosen = select(read_lock(lock), env, groups)
     try:
         unchanged = signature(os.stat(lock)) == known  # not rewritten while it was read
     except OSError:

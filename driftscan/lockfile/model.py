@@ -56,6 +56,10 @@ class LockedPackage:
     files: tuple[LockedFile, ...]
     marker: str | None
     optional: bool = False  # installed only through an extra (poetry.lock's ``optional = true``)
+    # pdm.lock and poetry.lock: the dependency groups that bring the package (canonical names; empty
+    # when the lock does not say), and poetry's marker per group where it gives a table of them
+    groups: tuple[str, ...] = ()
+    group_markers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,8 @@ class Lock:
     requires_python: str | None
     notes: tuple[str, ...]
     graph: Graph | None = None  # uv.lock only; the flat formats carry a marker per package
-    # pylock.toml's top-level lists, which its markers may name (``'dev' in dependency_groups``)
+    # pylock.toml's top-level lists, which its markers may name (``'dev' in dependency_groups``);
+    # pdm.lock's and poetry.lock's groups, ``default_groups`` the one a plain install takes
     extras: tuple[str, ...] = ()
     dependency_groups: tuple[str, ...] = ()
     default_groups: tuple[str, ...] = ()

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import parse_tag
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from .markers import MarkerEnvironment, lock_marker_holds, marker_holds
 from .model import Edge, Graph, Lock, LockedFile, LockedPackage, Selection, SourceKind
@@ -17,12 +17,18 @@ from .model import Edge, Graph, Lock, LockedFile, LockedPackage, Selection, Sour
 DEFAULT_GROUP = "dev"  # the group `uv sync` installs unless told otherwise (tool.uv.default-groups is not in the lock)
 
 
-def select(lock: Lock, env: MarkerEnvironment) -> Selection:
+def select(lock: Lock, env: MarkerEnvironment, groups: Iterable[str] = ()) -> Selection:
     """``lock``'s packages for the environment ``env`` describes: a graph walk from the workspace
     roots for uv.lock, a marker per package for the flat formats, every line of a requirements
-    file (its markers still apply). The notes of the returned ``Selection.lock`` add what could
-    not be evaluated."""
+    file (its markers still apply). ``groups``: dependency groups the install also took besides
+    the lock's default ones (``--lock-group``): their packages are required too. The notes of the
+    returned ``Selection.lock`` add what could not be evaluated."""
     notes: list[str] = []
+    chosen = frozenset(canonicalize_name(g) for g in groups)
+    known = _known_groups(lock)
+    for group in sorted(chosen - known):
+        notes.append(f"group {group!r}: the lock has no such group" if known or lock.graph is not None
+                     else f"group {group!r}: the lock names no groups: not applied")
     python = env.get("python_full_version")
     if lock.requires_python and python:
         try:
@@ -35,9 +41,9 @@ def select(lock: Lock, env: MarkerEnvironment) -> Selection:
             excluded = {p.name: why for p in lock.packages}
             return Selection(lock=_with_notes(lock, notes), required={}, optional={}, excluded=excluded)
     if lock.graph is not None and lock.graph.roots:
-        required, optional, excluded = _walk(lock, lock.graph, env, notes)
+        required, optional, excluded = _walk(lock, lock.graph, env, chosen, notes)
     else:
-        required, optional, excluded = _flat(lock, env, notes)
+        required, optional, excluded = _flat(lock, env, chosen, notes)
     for name in list(excluded):
         if name in required or name in optional:
             del excluded[name]
@@ -64,15 +70,29 @@ def _holds(marker: str | None, env: MarkerEnvironment, what: str, notes: list[st
     return holds
 
 
-def _flat(lock: Lock, env: MarkerEnvironment, notes: list[str]
+def _known_groups(lock: Lock) -> frozenset[str]:
+    if lock.graph is None:
+        return frozenset(lock.dependency_groups) | frozenset(lock.default_groups)
+    named = {group for edges in lock.graph.edges for group, _ in edges.groups}
+    return frozenset(named | {group for group, _ in lock.graph.root_groups})
+
+
+def _flat(lock: Lock, env: MarkerEnvironment, chosen: frozenset[str], notes: list[str]
           ) -> tuple[dict[str, LockedPackage], dict[str, LockedPackage], dict[str, str]]:
     required: dict[str, LockedPackage] = {}
     optional: dict[str, LockedPackage] = {}
     excluded: dict[str, str] = {}
+    selected = frozenset(lock.default_groups) | chosen
     for package in lock.packages:
         optional_here = package.optional
-        if package.marker is not None and _names_selection(package.marker):
-            default = lock_marker_holds(package.marker, env, frozenset(), frozenset(lock.default_groups))
+        if package.groups:  # pdm.lock, poetry.lock 2.1: required through a selected group whose marker holds
+            verdict = _by_groups(package, env, selected, lock.extras, notes)
+            if isinstance(verdict, str):
+                excluded.setdefault(package.name, verdict)
+                continue
+            optional_here = optional_here or not verdict
+        elif package.marker is not None and _names_selection(package.marker):
+            default = lock_marker_holds(package.marker, env, frozenset(), selected)
             every = lock_marker_holds(package.marker, env, frozenset(lock.extras),
                                       frozenset(lock.dependency_groups) | frozenset(lock.default_groups))
             if default is None or every is None:
@@ -94,15 +114,37 @@ def _flat(lock: Lock, env: MarkerEnvironment, notes: list[str]
     return required, optional, excluded
 
 
+def _by_groups(package: LockedPackage, env: MarkerEnvironment, selected: frozenset[str], extras: tuple[str, ...],
+               notes: list[str]) -> bool | str:
+    """True: a selected group brings ``package`` here; False: only another group does; else why
+    none does (the markers false here). A poetry package only an extra brings (``optional``) is
+    marked ``extra == "NAME"``: it holds when it holds for one of the lock's extras."""
+    per_group = dict(package.group_markers)
+    brought = {False: False, True: False}
+    false: list[str] = []
+    for group in package.groups:
+        marker = per_group.get(group) if package.group_markers else package.marker
+        holds = marker is None or _holds(marker, env, package.name, notes) or (
+            package.optional and any(marker_holds(marker, env, extra) for extra in extras))
+        if holds:
+            brought[group in selected] = True
+        elif marker is not None and marker not in false:
+            false.append(marker)
+    if brought[True] or brought[False]:
+        return brought[True]
+    return "marker " + " / ".join(false)
+
+
 def _names_selection(marker: str) -> bool:
     """Whether a marker names PEP 751's selection (``extras``, ``dependency_groups``)."""
     return "extras" in marker or "dependency_groups" in marker
 
 
-def _walk(lock: Lock, graph: Graph, env: MarkerEnvironment, notes: list[str]
+def _walk(lock: Lock, graph: Graph, env: MarkerEnvironment, chosen: frozenset[str], notes: list[str]
           ) -> tuple[dict[str, LockedPackage], dict[str, LockedPackage], dict[str, str]]:
     """Two breadth-first walks (iterative: a lock's depth is data): what a default ``uv sync``
-    installs, then what extras, other groups and other workspace members add."""
+    installs (with the ``chosen`` groups), then what extras, other groups and other workspace
+    members add."""
     excluded: dict[str, str] = {}
     default_starts: list[Edge] = []
     extra_starts: list[Edge] = []
@@ -110,10 +152,10 @@ def _walk(lock: Lock, graph: Graph, env: MarkerEnvironment, notes: list[str]
         default_starts.append(Edge(target=root, marker=None, extras=()))
         edges = graph.edges[root]
         for group, group_edges in edges.groups:
-            (default_starts if group == DEFAULT_GROUP else extra_starts).extend(group_edges)
+            (default_starts if group == DEFAULT_GROUP or group in chosen else extra_starts).extend(group_edges)
         extra_starts.extend(Edge(target=root, marker=None, extras=(extra,)) for extra, _ in edges.extras)
     for group, group_edges in graph.root_groups:
-        (default_starts if group == DEFAULT_GROUP else extra_starts).extend(group_edges)
+        (default_starts if group == DEFAULT_GROUP or group in chosen else extra_starts).extend(group_edges)
     for member in graph.member_roots:
         edges = graph.edges[member]
         extra_starts.append(Edge(target=member, marker=None, extras=tuple(extra for extra, _ in edges.extras)))

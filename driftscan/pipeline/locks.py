@@ -153,14 +153,14 @@ def _wheel(pkg: LockedPackage, lock: Lock, tags: tuple[str, ...]) -> LockedWheel
     return LockedWheel(lock.path, frozenset(f.sha256 for f in pkg.files if f.sha256), None)
 
 
-def _selections(locks: Sequence[str], target: Target, use_cache: bool = True
+def _selections(locks: Sequence[str], target: Target, use_cache: bool = True, groups: Sequence[str] = ()
                 ) -> tuple[list[tuple[Lock, Selection]], list[Problem]]:
     env = marker_environment(target.python_version or "3")
     out: list[tuple[Lock, Selection]] = []
     errors: list[Problem] = []
     for path in locks:
         try:
-            chosen = select_remembered(path, env, use_cache)
+            chosen = select_remembered(path, env, use_cache, groups)
         except DriftscanError as exc:
             errors.append(Problem(path, str(exc)))
             continue
@@ -169,11 +169,12 @@ def _selections(locks: Sequence[str], target: Target, use_cache: bool = True
 
 
 def check_locks(locks: Sequence[str], dists: Iterable[Distribution], target: Target,
-                use_cache: bool = True) -> LockOutcome:
+                use_cache: bool = True, groups: Sequence[str] = ()) -> LockOutcome:
     """Every installed distribution against the lockfiles: one ``lock-mismatch`` per distribution
     of another version or source, per one no lock has, and per one a lock requires that is not
-    installed; the wheel digests each lock gives for what is installed."""
-    chosen, errors = _selections(locks, target, use_cache)
+    installed (``groups``: the dependency groups the install took besides each lock's default
+    ones); the wheel digests each lock gives for what is installed."""
+    chosen, errors = _selections(locks, target, use_cache, groups)
     if not chosen:
         return LockOutcome(errors=tuple(errors))
     checks: list[FileCheck] = []
@@ -345,13 +346,14 @@ class _Loader:
 
 
 def check(checks: Sequence[FileCheck], dists: Sequence[Distribution], target: Target, locks: Sequence[str],
-          options: PristineOptions, cache: DigestCache | None, uv_cache: str | None) -> Checked:
+          options: PristineOptions, cache: DigestCache | None, uv_cache: str | None,
+          lock_groups: Sequence[str] = ()) -> Checked:
     """The lock mismatches, then each wheel a lock or direct_url.json names by digest compared row by
     row: a file whose row differs becomes ``record-rewritten`` (whatever RECORD alone said of it)."""
     load = _Loader(target, uv_cache, cache)
     sourced = [load.sourced(d) for d in dists]
     persistent = bool(cache is not None and cache.persistent)
-    outcome = check_locks(locks, sourced, target, persistent) if locks else LockOutcome()
+    outcome = check_locks(locks, sourced, target, persistent, lock_groups) if locks else LockOutcome()
     expected = {md: Expected(min(w.digests), w.lock, w.filename, also=w.digests) for md, w in outcome.wheels.items()}
     provenance = (*check_provenance(sourced, expected, options, load, persistent), *outcome.no_wheel)
     # the rows of a distribution with rewritten rows are read: its files' originals are looked up by them

@@ -102,6 +102,8 @@ class AuditOptions:
     # Lockfiles (--lock) the environment is checked against: versions, sources, and each wheel's
     # digest, which proves the wheel whose own RECORD the installed one is compared with.
     locks: tuple[str, ...] = ()
+    # Dependency groups the install took besides the lock's default ones (--lock-group): required too.
+    lock_groups: tuple[str, ...] = ()
 
 
 class AuditSettings(TypedDict, total=False):
@@ -128,6 +130,7 @@ class AuditSettings(TypedDict, total=False):
     accept: Sequence[AcceptEntry]
     accept_source: str | None
     locks: Sequence[str]
+    lock_groups: Sequence[str]
 
 
 def options_of(venv: str | None = None, site_packages: Sequence[str] = (), /,
@@ -149,4 +152,4 @@ def options_of(venv: str | None = None, site_packages: Sequence[str] = (), /,
                                   fetch=s.get("fetch", False)),
         accepted=Accepted(entries=tuple(s.get("accept", ())), source=s.get("accept_source")),
         jobs=s.get("jobs"), installer=s.get("installer"),
-        locks=tuple(os.path.abspath(p) for p in s.get("locks", ())))
+        locks=tuple(os.path.abspath(p) for p in s.get("locks", ())), lock_groups=tuple(s.get("lock_groups", ())))

@@ -228,7 +228,7 @@ def check_locks_and_wheels(state: State) -> State:
     sources = state.options.originals
     checked = locking.check(v.checks, v.distributions, target, locks,
                             pristine_options(target, sources.wheels, sources.fetch, cache_policy.uv_cache),
-                            cache, cache_policy.uv_cache)
+                            cache, cache_policy.uv_cache, state.options.lock_groups)
     state = state.with_checks(checked.checks, errors=checked.errors)
     return dataclasses.replace(state, provenance=checked.provenance, skipped=state.skipped + checked.notes)
 
