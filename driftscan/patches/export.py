@@ -168,14 +168,22 @@ def _out_of_scope(rel: str) -> str | None:
     return None
 
 
-def _read_current(path: str, out: FileOut) -> bytes | None:
-    """The file's bytes; None with ``out`` said when it is too large or cannot be read."""
+def _text(data: bytes, out: FileOut) -> str | None:
+    """``data`` as text; None with ``out`` said when it is binary (a patch holds text)."""
+    text = as_text(data)
+    if text is None:
+        out.fate, out.reason = Fate.BINARY, "a binary file: not exported"
+    return text
+
+
+def _read_current(path: str, out: FileOut) -> str | None:
+    """The file's text; None with ``out`` said when it is too large, binary or cannot be read."""
     try:
         st = os.lstat(path)
         if st.st_size > FILE_MAX:
             out.fate, out.reason = Fate.TOO_LARGE, f"{st.st_size:,} bytes, more than the {FILE_MAX:,} a patch holds"
             return None
-        return read_regular(path, FILE_MAX, follow=False)
+        return _text(read_regular(path, FILE_MAX, follow=False), out)
     except OSError as exc:
         out.fate, out.reason = Fate.NOT_EXPORTED, f"cannot read it: {os_error(exc)}"
         return None
@@ -243,10 +251,7 @@ class _Exporter:
             out.fate, out.reason = Fate.NO_ORIGINAL, printable(why_no_original(lookup, entry))
             out.how_to = ways_to_original(dist, self.target.python_version, self.target.venv).text()
             return None
-        text = as_text(data)
-        if text is None:
-            out.fate, out.reason = Fate.BINARY, "a binary file: not exported"
-        return text
+        return _text(data, out)
 
     def modified(self, dist: Distribution, check: FileCheck, rel: str) -> _File:
         out = FileOut(path=rel, change=Change.MODIFIED, fate=Fate.EXPORTED)
@@ -254,12 +259,8 @@ class _Exporter:
         base = self.original(dist, entry, rel, out)
         if base is None:
             return _File(out)
-        data = _read_current(check.path, out)
-        if data is None:
-            return _File(out)
-        ours = as_text(data)
+        ours = _read_current(check.path, out)
         if ours is None:
-            out.fate, out.reason = Fate.BINARY, "a binary file: not exported"
             return _File(out)
         wanted = ours
         if rel.endswith(".py") and not self.include_debug:
@@ -317,15 +318,11 @@ class _Exporter:
         if not check.regular_file:
             out.fate, out.reason = Fate.NOT_EXPORTED, "not a regular file (a patch holds text files)"
             return _File(out)
-        data = _read_current(check.path, out)
-        if data is None:
-            return _File(out)
-        text = as_text(data)
+        text = _read_current(check.path, out)
         if text is None:
-            out.fate, out.reason = Fate.BINARY, "a binary file: not exported"
             return _File(out)
         if rel.endswith(".py") and not self.include_debug:
-            found = findings_of(data, check.path)
+            found = findings_of(text, check.path)
             if found is None:
                 out.fate = Fate.NOT_EXPORTED
                 out.reason = "the debug rules cannot inspect it (it does not parse, or is too large): " \
