@@ -49,7 +49,7 @@ from .manifest import Entry, digest_mismatch, match
 from .pin import PinResult, pin_patch
 from .patchfile import (Change, PatchedFile, PatchFile, PatchFormatError, PatchHeader, check_path, file_diff,
                         file_patches, is_record_hash, parse, render)
-from .samecode import is_python, same_code
+from .samecode import ParseBudget, is_python, same_code
 
 SCHEMA_VERSION: Final = "1"
 STATE_FORMAT: Final = 1
@@ -321,19 +321,19 @@ def _hunk_conflict(number: int, hunk: Hunk, reason: str) -> HunkOut:
     return HunkOut(number=number, header=hunk.header, state=HunkState.CONFLICT, reason=reason)
 
 
-def _same_code(base: str, ours: str, theirs: str) -> bool:
+def _same_code(base: str, ours: str, theirs: str, budget: ParseBudget) -> bool:
     """Every region where ``ours`` and ``theirs`` conflict is the same code on both sides (samecode.py)."""
     parts = merge3_parts(base, ours, theirs)
-    return len(same_code(parts)) == len(blocks(parts))
+    return len(same_code(parts, budget)) == len(blocks(parts))
 
 
-def _judge_hunks(base: str, hunks: Sequence[Hunk], theirs: str, python: bool, to: str) -> list[HunkOut]:
+def _judge_hunks(base: str, hunks: Sequence[Hunk], theirs: str, budget: ParseBudget | None, to: str) -> list[HunkOut]:
     """Each hunk alone, carried onto ``theirs``: applied, already there, or in conflict (with the regions)."""
     out = []
     for number, hunk in enumerate(hunks, 1):
         single = apply_hunks(base, [hunk], allow_offset=False)
         result = merge3(base, single, theirs)
-        if result.conflicts and python and _same_code(base, single, theirs):
+        if result.conflicts and budget is not None and _same_code(base, single, theirs, budget):
             out.append(HunkOut(number=number, header=hunk.header, state=HunkState.ALREADY,
                                reason=f"{to} makes the same change, formatted differently"))
         elif result.conflicts:
@@ -392,11 +392,11 @@ def _rebase_file(rel: str, change: Change, hunks: Sequence[Hunk], base: str | No
         out.message, out.hunks = why, _all(hunks, HunkState.CONFLICT, why)
         return _File(out, None, None, merge3_marked(base, ours, "", labels).text)
     result = merge3(base, ours, theirs)
-    python = is_python(rel)
-    out.hunks = _judge_hunks(base, hunks, theirs, python, to)
+    budget = ParseBudget() if is_python(rel) else None  # None: not Python, no same-code check
+    out.hunks = _judge_hunks(base, hunks, theirs, budget, to)
     if result.text is None:
         parts = merge3_parts(base, ours, theirs)
-        same = same_code(parts) if python else set()
+        same = same_code(parts, budget) if budget is not None else set()
         if not same or len(same) < len(blocks(parts)):
             out.message = result.conflicts[0].reason if result.conflicts else "the merge conflicts"
             if same:

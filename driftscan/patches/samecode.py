@@ -41,25 +41,36 @@ def _comments(text: str) -> Counter[str] | None:
         return None
 
 
-def same_code(parts: Sequence[MergePart]) -> set[int]:
+class ParseBudget:
+    """The characters of source the check may still parse for one file, shared by every call made
+    for it (each hunk alone, then the whole file): many conflicting hunks cost no more than one."""
+
+    def __init__(self, chars: int | None = None) -> None:
+        self.left = PARSE_BUDGET if chars is None else chars
+
+    def take(self, text: str) -> bool:
+        self.left -= len(text)
+        return self.left >= 0
+
+
+def same_code(parts: Sequence[MergePart], budget: ParseBudget | None = None) -> set[int]:
     """The conflict blocks (0-based) of a Python file's merge where the patch's side says what the
     release's side says: the whole file parses to the same syntax tree with either, and every
     comment of the patch's side is kept."""
     found = blocks(parts)
     theirs = resolve(parts, lambda i: False)
-    if not found or len(theirs) > MAX_SOURCE:
+    budget = budget or ParseBudget()
+    if not found or len(theirs) > MAX_SOURCE or not budget.take(theirs):
         return set()
     tree, comments = _tree(theirs), _comments(theirs)
     if tree is None or comments is None:
         return set()
     same = set()
-    budget = PARSE_BUDGET - len(theirs)
     for number in range(min(len(found), MAX_BLOCKS)):
         ours = resolve(parts, lambda i, n=number: i == n)  # type: ignore[misc]
-        budget -= len(ours)
-        if budget < 0:
+        if len(ours) > MAX_SOURCE or not budget.take(ours):
             break
-        if len(ours) > MAX_SOURCE or _tree(ours) != tree:
+        if _tree(ours) != tree:
             continue
         kept = _comments(ours)
         if kept is not None and not kept - comments:

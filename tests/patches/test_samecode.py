@@ -4,6 +4,8 @@ a lost comment or a file that does not parse stays a conflict."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from fixtures.releases import FakeRelease, releases_of, write_patch
@@ -121,3 +123,29 @@ def test_the_parse_budget_bounds_the_work_on_a_large_file(monkeypatch):
     assert same_code(parts) == {0}
     monkeypatch.setattr(samecode, "PARSE_BUDGET", len(REFORMATTED + filler) + 10)  # theirs only: no block tried
     assert same_code(parts) == set()
+
+
+def test_one_budget_is_shared_by_every_check_of_a_file(tmp_path, monkeypatch):
+    """Two hunks, each the same code as the release reformatted it: with room for one check of
+    the whole file, the first hunk is already there and the rest stays a conflict, whatever
+    the number of hunks."""
+    import driftscan.patches.samecode as samecode
+
+    filler = "".join(f"\n\ndef f{i}():\n    return {i}\n" for i in range(5))
+    second = OURS.replace("def fetch", "def fetch2").replace("import errors\n", "")
+    theirs2 = REFORMATTED.replace("def fetch", "def fetch2").replace("import errors\n", "")
+    base = BASE + filler + BASE.replace("def fetch", "def fetch2").replace("import errors\n", "")
+    ours, theirs = OURS + filler + second, REFORMATTED + filler + theirs2
+    write_patch(tmp_path / "patches", {"toy/net.py": (base, ours)})
+    releases = releases_of(FakeRelease("toy", "1.0", {"toy/net.py": base}),
+                           FakeRelease("toy", "2.0", {"toy/net.py": theirs}))
+    whole = len(theirs)
+    monkeypatch.setattr(samecode, "PARSE_BUDGET", 2 * whole + 200)  # theirs + one variant, once
+    result = rebase(from_directory(str(tmp_path / "patches")), "toy", "2.0", releases)
+    (f,) = result.files
+    assert [h.state for h in f.hunks] == [HunkState.ALREADY, HunkState.CONFLICT]
+    assert result.state is RebaseState.CONFLICT
+    monkeypatch.setattr(samecode, "PARSE_BUDGET", 1 << 20)
+    shutil.rmtree(tmp_path / "patches" / "toy@2.0.rebase")
+    result = rebase(from_directory(str(tmp_path / "patches")), "toy", "2.0", releases)
+    assert result.state is RebaseState.OBSOLETE, result
